@@ -1,0 +1,43 @@
+"""advisor: a performance advisor for Keras training.
+
+``import advisor`` stays light: the Keras callbacks are imported on first use, so that the CLI
+and the analysis half never pay for TensorFlow, textual, matplotlib, pandas or boto3.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from advisor._version import __version__
+
+__all__ = [
+    "__version__",
+    "AdvisorCallback",
+    "ThroughputCallback",
+    "EpochCallback",
+    "ContextCallback",
+    "RunReader",
+    "RunWriter",
+    "measure_input",
+]
+
+_LAZY = {
+    "AdvisorCallback": "advisor.collectors.callback",
+    "ThroughputCallback": "advisor.collectors.callback",
+    "EpochCallback": "advisor.collectors.callback",
+    "ContextCallback": "advisor.collectors.callback",
+    "RunReader": "advisor.store.reader",
+    "RunWriter": "advisor.store.writer",
+    "measure_input": "advisor.collectors.baseline",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'advisor' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value

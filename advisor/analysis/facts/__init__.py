@@ -1,0 +1,1 @@
+"""Fact declarations and derivations, one module per area (see ``advisor.analysis.registry``)."""

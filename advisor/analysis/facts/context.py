@@ -1,0 +1,67 @@
+"""Facts introspected at train begin: framework, strategy, batch, precision, compilation, callbacks."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from advisor.analysis.registry import Fact
+
+if TYPE_CHECKING:
+    from advisor.store.reader import Run
+
+FACTS = (
+    Fact("context.backend", "", "Keras backend: tensorflow, jax or torch", "context", "str"),
+    Fact("context.legacy_keras", "", "training runs on tf_keras (Keras 2)", "context", "bool"),
+    Fact("context.strategy", "", "distribution strategy class (or Horovod, DataParallel)", "context", "str"),
+    Fact("context.replicas", "", "replicas in sync (accelerators sharing one global batch)", "context"),
+    Fact("context.num_workers", "", "worker processes in the job", "context"),
+    Fact("context.global_batch_size", "samples", "samples per optimizer step, all replicas", "context"),
+    Fact("context.per_replica_batch_size", "samples", "samples per step on one replica", "context"),
+    Fact("context.steps_per_execution", "", "training steps per host dispatch", "context"),
+    Fact("context.dtype_policy", "", "Keras dtype policy name, e.g. float32 or mixed_bfloat16", "context", "str"),
+    Fact("context.mixed_precision", "", "the dtype policy computes in 16 bits", "context", "bool"),
+    Fact("context.jit_compile", "", "the train step is XLA-compiled", "context", "bool"),
+    Fact("context.run_eagerly", "", "the train step runs eagerly (no graph)", "context", "bool"),
+    Fact("context.callbacks", "", "class names of the callbacks passed to fit", "context", "list"),
+    Fact("context.early_stopping", "", "an early-stopping callback is in use", "context", "bool"),
+    Fact("context.tracking", "", "an experiment-tracking callback is in use (TensorBoard, MLflow, W&B, CSVLogger)", "context", "bool"),
+    Fact("context.tuner", "", "a hyper-parameter tuner (KerasTuner, Optuna, Ray Tune) is loaded", "context", "bool"),
+    Fact("context.profiling_configured", "", "a profiler window is configured (advisor or TensorBoard profile_batch)", "context", "bool"),
+    Fact("context.conv_layers", "", "convolution layers in the model", "context"),
+    Fact("context.conv_channels_first", "", "some convolution layer uses channels_first", "context", "bool"),
+    Fact("context.params", "", "trainable parameters", "context"),
+    Fact("context.input_kind", "", "input type: tf.data, numpy, generator, pydataset, torch", "context", "str"),
+    Fact("context.host_cpu_count", "", "logical CPUs on the host", "context"),
+    Fact("context.graph_retraces", "", "times the train function was traced again after the first trace", "context"),
+    Fact("context.horovod_compression", "", "Horovod gradient compression in use (none, fp16)", "context", "str"),
+)
+
+
+def derive(run: Run, facts: dict[str, Any]) -> dict[str, Any]:
+    """Context records hold ``context.*`` values directly; the last record of the chief wins."""
+    from advisor.store.schema import ContextRecord
+
+    names = {f.name for f in FACTS}
+    out: dict[str, Any] = {}
+    ranks = run.ranks
+    for record in run.of_type(ContextRecord, rank=ranks[0] if ranks else None):
+        for key, value in record.values.items():
+            if key in names and value is not None:
+                out[key] = value
+    m = run.manifest
+    manifest_values = {
+        "context.strategy": m.strategy,
+        "context.replicas": m.replicas,
+        "context.num_workers": m.num_workers,
+        "context.global_batch_size": m.global_batch_size,
+        "context.per_replica_batch_size": m.per_replica_batch_size,
+        "context.steps_per_execution": m.steps_per_execution,
+        "context.dtype_policy": m.dtype_policy,
+        "context.jit_compile": m.jit_compile,
+        "context.backend": m.framework.backend,
+        "context.legacy_keras": m.framework.legacy_keras,
+    }
+    for key, value in manifest_values.items():
+        if value is not None:
+            out.setdefault(key, value)
+    return out

@@ -1,0 +1,37 @@
+"""tf.data graph inspection and storage facts. Derivations: issue 4 (input pipeline)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from advisor.analysis.registry import Fact
+
+if TYPE_CHECKING:
+    from advisor.store.reader import Run
+
+FACTS = (
+    Fact("pipeline.inspected", "", "the tf.data graph was inspected", "pipeline", "bool"),
+    Fact("pipeline.prefetch", "", "the pipeline has a prefetch stage", "pipeline", "bool"),
+    Fact("pipeline.prefetch_at_end", "", "a prefetch is the last stage", "pipeline", "bool"),
+    Fact("pipeline.maps", "", "map stages", "pipeline"),
+    Fact("pipeline.sequential_maps", "", "map stages without parallel calls", "pipeline"),
+    Fact("pipeline.sequential_interleaves", "", "interleave stages without parallel calls", "pipeline"),
+    Fact("pipeline.fixed_parallelism", "", "parallel stages with a fixed value instead of AUTOTUNE", "pipeline"),
+    Fact("pipeline.py_function", "", "a map function calls py_function / numpy_function", "pipeline", "bool"),
+    Fact("pipeline.cache", "", "the pipeline has a cache stage", "pipeline", "bool"),
+    Fact("pipeline.cache_after_random", "", "a cache stage follows a random op (caches one augmentation)", "pipeline", "bool"),
+    Fact("pipeline.uncached_deterministic_map", "", "a deterministic map runs every epoch without cache (could move offline)", "pipeline", "bool"),
+    Fact("pipeline.autotune_disabled", "", "dataset options switch autotuning or parallelism off", "pipeline", "bool"),
+    Fact("pipeline.stages", "", "the pipeline's stages, source first", "pipeline", "list"),
+    Fact("pipeline.advice", "", "the concrete change for this pipeline, naming its stages", "pipeline", "str"),
+    Fact("pipeline.file_source", "", "the pipeline reads files", "pipeline", "bool"),
+    Fact("storage.files", "", "data files read by the pipeline", "storage"),
+    Fact("storage.file_bytes.p10", "bytes", "10th percentile of data file size", "storage"),
+    Fact("storage.file_bytes.p50", "bytes", "median data file size", "storage"),
+    Fact("storage.file_bytes.p90", "bytes", "90th percentile of data file size", "storage"),
+    Fact("storage.compression", "", "compression of the data files (none, gzip, zlib, zstd)", "storage", "str"),
+)
+
+
+def derive(run: Run, facts: dict[str, Any]) -> dict[str, Any]:
+    return {}

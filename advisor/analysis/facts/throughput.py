@@ -1,0 +1,124 @@
+"""Throughput, stability, step-time outliers, epoch and validation time, cost per sample."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import TYPE_CHECKING, Any
+
+from advisor.analysis.registry import Fact
+
+if TYPE_CHECKING:
+    from advisor.store.reader import Run
+
+FACTS = (
+    Fact("throughput.samples_per_s", "samples/s", "training samples per second after warm-up (all workers)", "throughput"),
+    Fact("throughput.steps_per_s", "steps/s", "optimizer steps per second after warm-up", "throughput"),
+    Fact("throughput.samples_per_s.p10", "samples/s", "10th percentile over measurement windows", "throughput"),
+    Fact("throughput.samples_per_s.p50", "samples/s", "median over measurement windows", "throughput"),
+    Fact("throughput.samples_per_s.p90", "samples/s", "90th percentile over measurement windows", "throughput"),
+    Fact("throughput.cv", "fraction", "coefficient of variation of samples/s over windows", "throughput"),
+    Fact("throughput.windows", "", "measurement windows after warm-up", "throughput"),
+    Fact("throughput.measured_steps", "steps", "optimizer steps measured after warm-up", "throughput"),
+    Fact("throughput.logging", "", "the advisor logs average samples/s periodically", "throughput", "bool"),
+    Fact("steps.time_ms.mean", "ms", "mean time between batch ends (per step)", "throughput"),
+    Fact("steps.time_ms.std", "ms", "standard deviation of the per-step time", "throughput"),
+    Fact("steps.outliers", "", "steps slower than mean + 3σ", "throughput"),
+    Fact("steps.outlier_max_ms", "ms", "slowest step", "throughput"),
+    Fact("time.first_step_s", "s", "train begin to the end of the first step (tracing, compilation, first batch)", "epochs"),
+    Fact("time.epoch_s.mean", "s", "mean epoch wall time (training + validation)", "epochs"),
+    Fact("time.val_fraction", "fraction", "share of epoch time spent in validation", "epochs"),
+    Fact("cost.price_per_hour", "USD/h", "price of the instances per hour", "prices"),
+    Fact("cost.price_source", "", "where the price came from", "prices", "str"),
+    Fact("cost.samples_per_dollar", "samples/$", "samples/s × 3600 ÷ USD/h", "prices"),
+    Fact("cost.usd_per_epoch", "USD", "price of one mean epoch", "prices"),
+)
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Linear-interpolated percentile, q in [0, 100]."""
+    if not values:
+        raise ValueError("percentile of nothing")
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q / 100.0
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def derive(run: Run, facts: dict[str, Any]) -> dict[str, Any]:
+    from advisor.store.schema import ContextRecord, EpochRecord, FirstStepRecord, WindowRecord
+
+    out: dict[str, Any] = {}
+    windows = [w for w in run.of_type(WindowRecord) if not w.warmup and w.seconds > 0]
+    if windows:
+        # Global throughput: windows of all workers; each worker contributes its own samples.
+        seconds_by_rank: dict[int, float] = {}
+        samples = 0
+        steps_total = 0
+        for rank in run.ranks:
+            mine = [w for w in run.of_type(WindowRecord, rank=rank) if not w.warmup and w.seconds > 0]
+            seconds_by_rank[rank] = sum(w.seconds for w in mine)
+            samples += sum(w.samples for w in mine)
+            if rank == run.ranks[0]:
+                steps_total = sum(w.steps for w in mine)
+        seconds = max(seconds_by_rank.values())
+        if seconds > 0:
+            out["throughput.samples_per_s"] = samples / seconds
+            out["throughput.steps_per_s"] = steps_total / seconds
+        chief = [w for w in run.of_type(WindowRecord, rank=run.ranks[0]) if not w.warmup and w.seconds > 0]
+        n_workers = max(1, len(run.ranks))
+        rates = [w.samples / w.seconds * n_workers for w in chief]
+        out["throughput.windows"] = len(chief)
+        out["throughput.measured_steps"] = steps_total
+        if rates:
+            out["throughput.samples_per_s.p10"] = percentile(rates, 10)
+            out["throughput.samples_per_s.p50"] = percentile(rates, 50)
+            out["throughput.samples_per_s.p90"] = percentile(rates, 90)
+        # Stability is judged on full windows only: the window cut at an epoch end is short.
+        full = [w.samples / w.seconds for w in chief if w.seconds >= 0.5 * max(c.seconds for c in chief)]
+        if len(full) >= 3 and statistics.fmean(full) > 0:
+            out["throughput.cv"] = statistics.pstdev(full) / statistics.fmean(full)
+        _step_stats(chief, out)
+
+    for record in run.of_type(ContextRecord, rank=run.ranks[0] if run.ranks else None):
+        if "throughput.logging" in record.values:
+            out["throughput.logging"] = bool(record.values["throughput.logging"])
+
+    first = run.of_type(FirstStepRecord)
+    if first:
+        out["time.first_step_s"] = max(r.seconds for r in first)
+    epochs = run.of_type(EpochRecord, rank=run.ranks[0]) if run.ranks else []
+    if epochs:
+        total = sum(e.seconds for e in epochs)
+        out["time.epoch_s.mean"] = total / len(epochs)
+        if total > 0:
+            out["time.val_fraction"] = sum(e.val_seconds for e in epochs) / total
+
+    m = run.manifest
+    if m.price_per_hour:
+        # A multi-instance job pays for every instance: the manifest price is per instance.
+        instances = int(m.config.get("instances", 1) or 1)
+        price = m.price_per_hour * instances
+        out["cost.price_per_hour"] = price
+        out["cost.price_source"] = m.price_source or "unknown"
+        sps = out.get("throughput.samples_per_s")
+        if sps:
+            out["cost.samples_per_dollar"] = sps * 3600.0 / price
+        if "time.epoch_s.mean" in out:
+            out["cost.usd_per_epoch"] = out["time.epoch_s.mean"] / 3600.0 * price
+    return out
+
+
+def _step_stats(windows: list[Any], out: dict[str, Any]) -> None:
+    """Pool the per-window step statistics recorded by the throughput collector."""
+    n = sum(getattr(w, "step_count", 0) or 0 for w in windows)
+    if n < 2:
+        return
+    total = sum((w.step_time_mean or 0.0) * (w.step_count or 0) for w in windows)
+    mean = total / n
+    sq = sum(((w.step_time_std or 0.0) ** 2 + (w.step_time_mean or 0.0) ** 2) * (w.step_count or 0) for w in windows)
+    var = max(0.0, sq / n - mean**2)
+    out["steps.time_ms.mean"] = mean * 1000.0
+    out["steps.time_ms.std"] = math.sqrt(var) * 1000.0
+    out["steps.outliers"] = sum(w.step_outliers or 0 for w in windows)
+    out["steps.outlier_max_ms"] = max((w.step_time_max or 0.0) for w in windows) * 1000.0

@@ -1,0 +1,156 @@
+"""Collector protocol, the training session they share, and the guard that keeps them harmless.
+
+A collector is a plain object with any of the hook methods below. ``AdvisorCallback`` calls them
+from Keras; each call goes through the guard: the first exception is logged once, recorded as an
+``event`` in the run, and switches that collector off. Nothing reaches ``fit()``.
+
+Hot path: only ``on_train_batch_end`` runs every step. Collectors that need it set
+``batch_hook = True`` and must keep it to a clock read and a counter bump.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from advisor.store.writer import RunWriter
+
+log = logging.getLogger("advisor")
+
+HOOKS = (
+    "on_train_begin",
+    "on_epoch_begin",
+    "on_train_batch_end",
+    "on_test_begin",
+    "on_test_end",
+    "on_epoch_end",
+    "on_train_end",
+)
+
+
+@dataclass
+class DataInfo:
+    """What the advisor learned about the training input at train begin."""
+
+    kind: str | None = None  # tf.data | numpy | generator | pydataset | torch | unknown
+    batch_size: int | None = None  # global batch of a full batch
+    num_batches: int | None = None  # batches per epoch when finite and known
+    partial_batch_size: int | None = None  # size of the last batch when smaller, else None
+    dataset: Any = None  # the tf.data.Dataset when the input is one (for inspection, baselines)
+    adapter: Any = None  # the Keras data adapter (Keras 3) or data handler (tf_keras)
+    steps_per_epoch: int | None = None  # what the fit loop will run per epoch, when known
+
+
+@dataclass
+class Session:
+    """Shared state of one ``fit`` for all collectors of one callback."""
+
+    writer: RunWriter
+    model: Any
+    rank: int = 0
+    num_workers: int = 1
+    config: dict[str, Any] = field(default_factory=dict)
+    data: DataInfo = field(default_factory=DataInfo)
+    fit_callbacks: list[Any] = field(default_factory=list)
+    keras_flavor: str = "keras3"  # keras3 | tf_keras
+    backend: str | None = None
+    steps_per_execution: int = 1
+    train_begin_t: float = 0.0  # perf_counter at on_train_begin
+    price_per_hour: float | None = None
+    shared: dict[str, Any] = field(default_factory=dict)  # collectors leave values for each other
+
+    def iterations(self) -> int | None:
+        """Optimizer steps so far (``optimizer.iterations``). Read at boundaries only."""
+        optimizer = getattr(self.model, "optimizer", None)
+        var = getattr(optimizer, "iterations", None)
+        if var is None:
+            return None
+        try:
+            value = var.numpy() if hasattr(var, "numpy") else var
+            return int(value)
+        except Exception:
+            try:
+                import keras
+
+                return int(keras.ops.convert_to_numpy(var))
+            except Exception:
+                return None
+
+    def event(self, source: str, message: str, level: str = "info", detail: str | None = None) -> None:
+        from advisor.store.schema import EventRecord
+
+        self.writer.write(
+            EventRecord(t=time.time(), level=level, source=source, message=message, detail=detail)  # type: ignore[arg-type]
+        )
+
+
+class Collector:
+    """Base class: override the hooks you need. ``name`` identifies it in events and config."""
+
+    name = "collector"
+    batch_hook = False
+
+    def __init__(self) -> None:
+        self.session: Session | None = None
+
+    def attach(self, session: Session) -> None:
+        self.session = session
+
+    @property
+    def s(self) -> Session:
+        assert self.session is not None, f"{self.name} collector used before attach()"
+        return self.session
+
+    def on_train_begin(self) -> None: ...
+
+    def on_epoch_begin(self, epoch: int) -> None: ...
+
+    def on_train_batch_end(self, batch: int) -> None: ...
+
+    def on_test_begin(self) -> None: ...
+
+    def on_test_end(self) -> None: ...
+
+    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None) -> None: ...
+
+    def on_train_end(self) -> None: ...
+
+
+class Guard:
+    """Calls collector hooks; a collector whose hook raises is logged once and switched off."""
+
+    def __init__(self, collectors: list[Collector], session: Session | None = None) -> None:
+        self.collectors = list(collectors)
+        self.session = session
+        self.disabled: dict[str, str] = {}
+
+    def call(self, hook: str, *args: Any) -> None:
+        for collector in self.collectors:
+            if collector.name in self.disabled:
+                continue
+            try:
+                getattr(collector, hook)(*args)
+            except Exception as exc:
+                self.fail(collector, hook, exc)
+
+    def fail(self, collector: Collector, hook: str, exc: BaseException) -> None:
+        message = f"{collector.name} collector failed in {hook}: {type(exc).__name__}: {exc}"
+        self.disabled[collector.name] = message
+        log.warning("advisor: %s; it is switched off, training goes on", message)
+        if self.session is not None:
+            try:
+                detail = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)[-6:])
+                self.session.event(collector.name, message, level="error", detail=detail)
+            except Exception:
+                pass
+
+    def active(self, hook_attr: str | None = None) -> list[Collector]:
+        return [
+            c
+            for c in self.collectors
+            if c.name not in self.disabled and (hook_attr is None or getattr(c, hook_attr, False))
+        ]

@@ -1,0 +1,310 @@
+"""AdvisorCallback: the one callback users add to ``model.fit``; it runs the collectors.
+
+    model.fit(ds, epochs=3, callbacks=[advisor.AdvisorCallback(instance_type="g5.xlarge")])
+
+Each ``fit`` call becomes one run in the store. Collectors are guarded: a failing collector is
+logged once, recorded in the run, and switched off; ``fit`` never sees an exception from here.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import platform
+import socket
+import sys
+import time
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+import keras
+
+from advisor._version import __version__
+from advisor.collectors.base import Collector, Guard, Session
+from advisor.collectors.context import ContextCollector
+from advisor.collectors.distributed import detect_rank_world
+from advisor.collectors.epochs import EpochCollector
+from advisor.collectors.fitinfo import discover, find_fit_locals
+from advisor.collectors.throughput import ThroughputCollector
+
+log = logging.getLogger("advisor")
+
+# Runs still open when the interpreter exits (fit raised, or the script exited mid-fit).
+_OPEN: weakref.WeakSet[AdvisorCallback] = weakref.WeakSet()
+
+
+def _close_open_runs() -> None:
+    for cb in list(_OPEN):
+        cb._abort("the process exited before training ended")
+
+
+atexit.register(_close_open_runs)
+
+
+def _ensure_log_handler() -> None:
+    """Our periodic throughput line goes to stderr unless the user configured logging."""
+    if not log.handlers and not logging.getLogger().handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+        log.propagate = False
+
+
+class AdvisorCallback(keras.callbacks.Callback):
+    """Measure a training run and write it to the run store.
+
+    Args:
+        runs_dir: the store (default ``$ADVISOR_RUNS_DIR`` or ``./advisor-runs``).
+        instance_type: cloud instance type, e.g. ``g5.xlarge`` (also ``$ADVISOR_INSTANCE_TYPE``).
+        price_per_hour: USD per hour per instance; overrides the embedded price table.
+        tags: free-form labels stored in the manifest.
+        name: a human name that becomes part of the run id.
+        window_s: length of a throughput window in seconds.
+        warmup_steps: steps excluded from throughput summaries (tracing, compilation, caches).
+        log_every_s: period of the one-line samples/s log (None: no log).
+        collectors: names or instances to run instead of the defaults.
+        **options: options of optional collectors (e.g. ``baseline``, ``profile_steps``,
+            ``telemetry_interval_s``) — see the docs of each collector.
+    """
+
+    def __init__(
+        self,
+        runs_dir: str | os.PathLike[str] | None = None,
+        instance_type: str | None = None,
+        price_per_hour: float | None = None,
+        tags: dict[str, str] | None = None,
+        name: str | None = None,
+        window_s: float = 10.0,
+        warmup_steps: int = 5,
+        log_every_s: float | None = 60.0,
+        collectors: Sequence[str | Collector] | None = None,
+        **options: Any,
+    ) -> None:
+        super().__init__()
+        from advisor.analysis.prices import resolve_price
+        from advisor.collectors.registry import build_collectors
+
+        self.runs_dir = runs_dir
+        self.instance_type = instance_type or os.environ.get("ADVISOR_INSTANCE_TYPE")
+        self.price_per_hour, self.price_source = resolve_price(self.instance_type, price_per_hour)
+        self.tags = {str(k): str(v) for k, v in (tags or {}).items()}
+        self.run_name = name
+        self.options = {"window_s": window_s, "warmup_steps": warmup_steps, "log_every_s": log_every_s, **options}
+        self._collector_spec = collectors
+        self.collectors: list[Collector] = build_collectors(collectors, self.options)
+        self.session: Session | None = None
+        self.guard: Guard | None = None
+        self.writer: Any = None
+        self._batch_calls: list[Any] = []
+        self._own_seconds = 0.0
+        self._batch_sampled = 0
+        self._batch_sampled_seconds = 0.0
+        self._batches = 0
+        self._train_t0 = 0.0
+        self._in_fit = False
+
+    @property
+    def run_path(self) -> Any:
+        return None if self.writer is None else self.writer.path
+
+    # -- Keras hooks ---------------------------------------------------------------------------
+    def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
+        t0 = time.perf_counter()
+        if self._in_fit:  # a previous fit raised: its run failed
+            self._abort("training raised an exception")
+        try:
+            self._begin(find_fit_locals())
+        except Exception as exc:
+            log.warning("advisor: could not start the run (%s: %s); training goes on without it",
+                        type(exc).__name__, exc)
+            self.guard = None
+            return
+        self.guard.call("on_train_begin")
+        self._own_seconds += time.perf_counter() - t0
+
+    def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+        self._call("on_epoch_begin", epoch)
+
+    def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
+        self._batches += 1
+        if self._batches & 127 == 0:  # time one call in 128 to estimate our own cost
+            t0 = time.perf_counter()
+            self._run_batch_hooks(batch)
+            self._batch_sampled += 1
+            self._batch_sampled_seconds += time.perf_counter() - t0
+        else:
+            self._run_batch_hooks(batch)
+
+    def on_test_begin(self, logs: dict[str, Any] | None = None) -> None:
+        if self._in_fit:
+            self._call("on_test_begin")
+
+    def on_test_end(self, logs: dict[str, Any] | None = None) -> None:
+        if self._in_fit:
+            self._call("on_test_end")
+
+    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+        self._call("on_epoch_end", epoch, dict(logs or {}))
+        if self.writer is not None:
+            try:
+                self.writer.sync()
+            except OSError as exc:
+                log.warning("advisor: could not sync the run file: %s", exc)
+
+    def on_train_end(self, logs: dict[str, Any] | None = None) -> None:
+        self._call("on_train_end")
+        self._finish("finished")
+
+    # -- internals -----------------------------------------------------------------------------
+    def _run_batch_hooks(self, batch: int) -> None:
+        for call in self._batch_calls:
+            try:
+                call(batch)
+            except Exception as exc:
+                self._batch_failure(call, exc)
+
+    def _batch_failure(self, call: Any, exc: Exception) -> None:
+        collector = call.__self__
+        assert self.guard is not None
+        self.guard.fail(collector, "on_train_batch_end", exc)
+        self._batch_calls = [c for c in self._batch_calls if c.__self__ is not collector]
+
+    def _call(self, hook: str, *args: Any) -> None:
+        if self.guard is None:
+            return
+        t0 = time.perf_counter()
+        self.guard.call(hook, *args)
+        self._batch_calls = [c.on_train_batch_end for c in self.guard.active("batch_hook")]
+        self._own_seconds += time.perf_counter() - t0
+
+    def _begin(self, fit_locals: dict[str, Any] | None) -> None:
+        from advisor.collectors.registry import build_collectors
+        from advisor.store.writer import RunWriter
+
+        rank, world = detect_rank_world()
+        data, fit_callbacks = discover(fit_locals)
+        backend = keras.backend.backend()
+        model = self.model
+        spe = int(getattr(model, "steps_per_execution", 1) or 1)
+        manifest = {
+            "advisor_version": __version__,
+            "framework": _framework_info(backend),
+            "num_workers": world,
+            "steps_per_execution": spe,
+            "instance_type": self.instance_type,
+            "price_per_hour": self.price_per_hour,
+            "price_source": self.price_source,
+            "host": {
+                "hostname": socket.gethostname(),
+                "platform": platform.platform(),
+                "python": platform.python_version(),
+                "cpu_count": os.cpu_count(),
+                "memory_bytes": _memory_bytes(),
+            },
+            "tags": self.tags,
+            "sweep_id": os.environ.get("ADVISOR_SWEEP_ID"),
+            "config": {k: v for k, v in self.options.items() if isinstance(v, (int, float, str, bool, list, tuple, type(None)))},
+        }
+        self.writer = RunWriter(self.runs_dir, rank=rank, manifest=manifest, name=self.run_name)
+        self.session = Session(
+            writer=self.writer,
+            model=model,
+            rank=rank,
+            num_workers=world,
+            config=self.options,
+            data=data,
+            fit_callbacks=fit_callbacks,
+            keras_flavor="keras3",
+            backend=backend,
+            steps_per_execution=spe,
+            train_begin_t=time.perf_counter(),
+            price_per_hour=self.price_per_hour,
+        )
+        # Every fit starts fresh collectors (and a new run); the first reuses those made in __init__.
+        if self.guard is not None:
+            self.collectors = build_collectors(self._collector_spec, self.options)
+        for collector in self.collectors:
+            collector.attach(self.session)
+        self.guard = Guard(self.collectors, self.session)
+        self._batch_calls = [c.on_train_batch_end for c in self.guard.active("batch_hook")]
+        self._batches = self._batch_sampled = 0
+        self._batch_sampled_seconds = self._own_seconds = 0.0
+        self._train_t0 = time.perf_counter()
+        self._in_fit = True
+        _OPEN.add(self)
+        if rank == 0 and self.options.get("log_every_s") is not None:
+            _ensure_log_handler()
+
+    def _own_estimate(self) -> float:
+        per_batch = self._batch_sampled_seconds / self._batch_sampled if self._batch_sampled else 0.0
+        return self._own_seconds + per_batch * self._batches
+
+    def _finish(self, status: str) -> None:
+        if self.writer is None or self.writer.closed:
+            return
+        try:
+            train_seconds = time.perf_counter() - self._train_t0
+            self.writer.close(status, advisor_seconds=self._own_estimate(), train_seconds=train_seconds)
+        except Exception as exc:
+            log.warning("advisor: could not close the run: %s", exc)
+        self._in_fit = False
+        _OPEN.discard(self)
+        if self.session is not None and self.session.rank == 0 and status == "finished":
+            log.info("advisor: run %s written to %s", self.writer.run_id, self.writer.path)
+
+    def _abort(self, reason: str) -> None:
+        if self.writer is not None and not self.writer.closed:
+            if self.guard is not None:
+                self.guard.call("on_train_end")  # stop samplers and profilers
+            try:
+                self.session.event("advisor", reason, level="error") if self.session else None
+            except Exception:
+                pass
+            self._finish("failed")
+
+
+def _framework_info(backend: str) -> dict[str, Any]:
+    info: dict[str, Any] = {"keras_version": keras.__version__, "backend": backend, "legacy_keras": False}
+    module = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}.get(backend)
+    if module and module in sys.modules:
+        info["backend_version"] = getattr(sys.modules[module], "__version__", None)
+    if "tensorflow" in sys.modules:
+        info["tensorflow_version"] = getattr(sys.modules["tensorflow"], "__version__", None)
+    return info
+
+
+def _memory_bytes() -> int | None:
+    try:
+        import psutil
+
+        return int(psutil.virtual_memory().total)
+    except Exception:
+        return None
+
+
+def _single(collector_name: str, doc: str) -> type[AdvisorCallback]:
+    """A callback that runs one collector (the collectors are usable one by one)."""
+
+    def __init__(self: AdvisorCallback, runs_dir: Any = None, **kwargs: Any) -> None:
+        AdvisorCallback.__init__(self, runs_dir=runs_dir, collectors=[collector_name], **kwargs)
+
+    return type(f"{collector_name.title()}Callback", (AdvisorCallback,), {"__init__": __init__, "__doc__": doc})
+
+
+ThroughputCallback = _single("throughput", "Only the throughput collector (samples/s windows).")
+EpochCallback = _single("epochs", "Only the epoch collector (epoch times, validation split).")
+ContextCallback = _single("context", "Only the context collector (introspection at train begin).")
+
+# Re-exported for people who build their own composite.
+__all__ = [
+    "AdvisorCallback",
+    "ThroughputCallback",
+    "EpochCallback",
+    "ContextCallback",
+    "ThroughputCollector",
+    "EpochCollector",
+    "ContextCollector",
+]

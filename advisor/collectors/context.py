@@ -1,0 +1,160 @@
+"""Context: what can be introspected at train begin (framework, strategy, batch, precision...)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any
+
+from advisor.collectors.base import Collector
+from advisor.store.schema import ContextRecord
+
+_EARLY_STOPPING = ("EarlyStopping",)
+_TRACKING = ("TensorBoard", "CSVLogger", "MLflowCallback", "MlflowCallback", "WandbCallback",
+             "WandbMetricsLogger", "CometCallback", "NeptuneCallback", "ClearMLCallback")
+_TUNER_MODULES = ("keras_tuner", "optuna", "ray.tune", "kerastuner")
+
+
+class ContextCollector(Collector):
+    name = "context"
+
+    def on_train_begin(self) -> None:
+        values = introspect(self.s)
+        self.s.writer.write(ContextRecord(t=time.time(), values=values))
+        self.s.shared["context"] = values
+        manifest_fields = {
+            "strategy": values.get("context.strategy"),
+            "replicas": values.get("context.replicas"),
+            "global_batch_size": values.get("context.global_batch_size"),
+            "per_replica_batch_size": values.get("context.per_replica_batch_size"),
+            "steps_per_execution": values.get("context.steps_per_execution"),
+            "dtype_policy": values.get("context.dtype_policy"),
+            "jit_compile": values.get("context.jit_compile"),
+        }
+        self.s.writer.update_manifest(**{k: v for k, v in manifest_fields.items() if v is not None})
+
+    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None) -> None:
+        retraces = _retraces(self.s.model)
+        if retraces is not None and retraces != self.s.shared.get("context.graph_retraces"):
+            self.s.shared["context.graph_retraces"] = retraces
+            self.s.writer.write(ContextRecord(t=time.time(), values={**self.s.shared.get("context", {}), "context.graph_retraces": retraces}))
+
+
+def introspect(session: Any) -> dict[str, Any]:
+    model = session.model
+    v: dict[str, Any] = {}
+    v["context.backend"] = session.backend
+    v["context.legacy_keras"] = session.keras_flavor == "tf_keras"
+    strategy_name, replicas = _strategy(model, session)
+    v["context.strategy"] = strategy_name
+    v["context.replicas"] = replicas
+    v["context.num_workers"] = session.num_workers
+    batch = session.data.batch_size
+    v["context.global_batch_size"] = batch
+    if batch and replicas:
+        v["context.per_replica_batch_size"] = batch // replicas
+    v["context.steps_per_execution"] = session.steps_per_execution
+    policy = _dtype_policy(model)
+    v["context.dtype_policy"] = policy
+    if policy:
+        v["context.mixed_precision"] = "16" in policy
+    jit = getattr(model, "jit_compile", None)
+    v["context.jit_compile"] = bool(jit) if jit is not None else None
+    eager = getattr(model, "run_eagerly", None)
+    v["context.run_eagerly"] = bool(eager) if eager is not None else None
+    names = [type(cb).__name__ for cb in session.fit_callbacks]
+    names = [n for n in names if n not in ("History", "ProgbarLogger")]
+    v["context.callbacks"] = names
+    v["context.early_stopping"] = any(n in _EARLY_STOPPING for n in names)
+    v["context.tracking"] = any(n in _TRACKING for n in names)
+    v["context.tuner"] = any(m in sys.modules for m in _TUNER_MODULES)
+    profiling = bool(session.config.get("profile_steps"))
+    for cb in session.fit_callbacks:
+        if type(cb).__name__ == "TensorBoard" and _tb_profiles(cb):
+            profiling = True
+    v["context.profiling_configured"] = profiling
+    conv = [layer for layer in _layers(model) if "Conv" in type(layer).__name__]
+    v["context.conv_layers"] = len(conv)
+    v["context.conv_channels_first"] = any(getattr(layer, "data_format", "") == "channels_first" for layer in conv)
+    try:
+        v["context.params"] = int(sum(_size(w) for w in model.trainable_weights))
+    except Exception:
+        pass
+    v["context.input_kind"] = session.data.kind
+    v["context.host_cpu_count"] = os.cpu_count()
+    v["throughput.logging"] = bool(session.shared.get("throughput.logging"))
+    v["context.optimizer"] = type(getattr(model, "optimizer", None)).__name__
+    return {k: val for k, val in v.items() if val is not None}
+
+
+def _strategy(model: Any, session: Any) -> tuple[str | None, int | None]:
+    hvd = session.shared.get("horovod_size")
+    if hvd:
+        return "Horovod", int(hvd)
+    strategy = getattr(model, "distribute_strategy", None)
+    if strategy is not None:
+        name = type(strategy).__name__
+        replicas = getattr(strategy, "num_replicas_in_sync", None)
+        if name in ("_DefaultDistributionStrategy", "DefaultDistributionStrategy"):
+            name = "default"
+        return name, int(replicas) if replicas is not None else 1
+    try:
+        import keras
+
+        dist = keras.distribution.distribution()
+    except Exception:
+        dist = None
+    if dist is not None:
+        devices = getattr(getattr(dist, "device_mesh", None), "devices", None)
+        count = int(getattr(devices, "size", 0) or 0) or None
+        return type(dist).__name__, count
+    return "default", 1
+
+
+def _dtype_policy(model: Any) -> str | None:
+    policy = getattr(model, "dtype_policy", None)
+    name = getattr(policy, "name", None)
+    if name:
+        return str(name)
+    try:
+        import keras
+
+        return str(keras.config.dtype_policy().name)
+    except Exception:
+        return None
+
+
+def _layers(model: Any) -> list[Any]:
+    try:
+        return list(model._flatten_layers(include_self=False))
+    except Exception:
+        return list(getattr(model, "layers", []))
+
+
+def _size(weight: Any) -> int:
+    n = 1
+    for d in weight.shape:
+        n *= int(d)
+    return n
+
+
+def _tb_profiles(cb: Any) -> bool:
+    batches = getattr(cb, "_profile_batch", None) or getattr(cb, "profile_batch", None)
+    if isinstance(batches, (tuple, list)):
+        return any(int(b) > 0 for b in batches)
+    try:
+        return int(batches or 0) > 0
+    except (TypeError, ValueError):
+        return True
+
+
+def _retraces(model: Any) -> int | None:
+    fn = getattr(model, "train_function", None)
+    count = getattr(fn, "experimental_get_tracing_count", None)
+    if count is None:
+        return None
+    try:
+        return max(0, int(count()) - 1)
+    except Exception:
+        return None

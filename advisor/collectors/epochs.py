@@ -1,0 +1,76 @@
+"""Epochs: wall time per epoch, split into training and validation, and time to first step."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from advisor.collectors.base import Collector
+from advisor.store.schema import EpochRecord, FirstStepRecord
+
+
+class EpochCollector(Collector):
+    name = "epochs"
+    batch_hook = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._first_pending = True
+        self._epoch_t0 = 0.0
+        self._epoch_step0: int | None = 0
+        self._val_t0: float | None = None
+        self._val_seconds = 0.0
+        self._train_end_t: float | None = None
+        self._batch_calls = 0
+        self.epochs: list[EpochRecord] = []
+
+    def on_train_batch_end(self, batch: int) -> None:
+        if self._first_pending:
+            self._first_pending = False
+            seconds = time.perf_counter() - self.s.train_begin_t
+            self.s.writer.write(FirstStepRecord(t=time.time(), seconds=seconds))
+        self._batch_calls += 1
+
+    def on_epoch_begin(self, epoch: int) -> None:
+        self._epoch_t0 = time.perf_counter()
+        self._epoch_step0 = self.s.iterations()
+        self._val_seconds = 0.0
+        self._val_t0 = None
+        self._batch_calls = 0
+
+    def on_test_begin(self) -> None:
+        self._val_t0 = time.perf_counter()
+
+    def on_test_end(self) -> None:
+        if self._val_t0 is not None:
+            self._val_seconds += time.perf_counter() - self._val_t0
+            self._val_t0 = None
+
+    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None) -> None:
+        now = time.perf_counter()
+        seconds = now - self._epoch_t0
+        step = self.s.iterations()
+        if step is not None and self._epoch_step0 is not None:
+            steps = step - self._epoch_step0
+        else:
+            steps = self._batch_calls * max(1, self.s.steps_per_execution)
+        windows = [
+            w for w in self.s.shared.get("throughput.windows", []) if w.epoch == epoch
+        ]
+        if windows and all(w.samples is not None for w in windows):
+            samples: int | None = sum(w.samples for w in windows)
+        elif self.s.data.batch_size:
+            samples = steps * self.s.data.batch_size
+        else:
+            samples = None
+        record = EpochRecord(
+            t=time.time(),
+            epoch=epoch,
+            seconds=seconds,
+            train_seconds=seconds - self._val_seconds,
+            val_seconds=self._val_seconds,
+            steps=steps,
+            samples=samples,
+        )
+        self.epochs.append(record)
+        self.s.writer.write(record)

@@ -1,0 +1,66 @@
+"""Collector names → factories. ``AdvisorCallback(collectors=[...])`` picks from here.
+
+Optional collectors join the defaults when their option asks for them (e.g. ``baseline="end"``)
+or, for telemetry, unless switched off with ``telemetry=False``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from advisor.collectors.base import Collector
+from advisor.errors import UsageError
+
+
+def _throughput(opts: dict[str, Any]) -> Collector:
+    from advisor.collectors.throughput import ThroughputCollector
+
+    return ThroughputCollector(
+        window_s=opts.get("window_s", 10.0),
+        warmup_steps=opts.get("warmup_steps", 5),
+        log_every_s=opts.get("log_every_s", 60.0),
+    )
+
+
+def _epochs(opts: dict[str, Any]) -> Collector:
+    from advisor.collectors.epochs import EpochCollector
+
+    return EpochCollector()
+
+
+def _context(opts: dict[str, Any]) -> Collector:
+    from advisor.collectors.context import ContextCollector
+
+    return ContextCollector()
+
+
+FACTORIES: dict[str, Callable[[dict[str, Any]], Collector]] = {
+    "throughput": _throughput,
+    "epochs": _epochs,
+    "context": _context,
+}
+
+# name → predicate on the options: is it on by default for these options?
+DEFAULTS: dict[str, Callable[[dict[str, Any]], bool]] = {
+    "throughput": lambda o: True,
+    "epochs": lambda o: True,
+    "context": lambda o: True,
+}
+
+
+def build_collectors(spec: Sequence[str | Collector] | None, options: dict[str, Any]) -> list[Collector]:
+    if spec is None:
+        names: list[str | Collector] = [n for n, on in DEFAULTS.items() if on(options)]
+    else:
+        names = list(spec)
+    out: list[Collector] = []
+    for item in names:
+        if isinstance(item, Collector):
+            out.append(item)
+            continue
+        factory = FACTORIES.get(item)
+        if factory is None:
+            raise UsageError(f"unknown collector {item!r}; known: {', '.join(sorted(FACTORIES))}")
+        out.append(factory(options))
+    return out

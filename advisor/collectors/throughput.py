@@ -1,0 +1,162 @@
+"""Throughput: samples/s and steps/s per wall-clock window, with warm-up kept apart.
+
+The batch hook reads a clock, keeps it, and compares it with the window's end: nothing else. Real
+step counts come from ``optimizer.iterations`` deltas read at window and epoch boundaries, so they
+are right under ``steps_per_execution > 1`` (one hook call per execution) and for the last,
+shorter execution of an epoch. Samples are steps × global batch, less the missing samples of a
+partial last batch when the epoch ran through the whole input.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from typing import Any
+
+from advisor.collectors.base import Collector
+from advisor.store.schema import WindowRecord
+
+log = logging.getLogger("advisor")
+
+
+class ThroughputCollector(Collector):
+    name = "throughput"
+    batch_hook = True
+
+    def __init__(self, window_s: float = 10.0, warmup_steps: int = 5, log_every_s: float | None = 60.0) -> None:
+        super().__init__()
+        if window_s <= 0:
+            raise ValueError("window_s must be positive")
+        self.window_s = float(window_s)
+        self.warmup_steps = max(0, int(warmup_steps))
+        self.log_every_s = log_every_s
+        self._stamps: list[float] = []
+        self._next_close = math.inf
+        self._warmup_calls = 0
+        self._calls = 0
+        self._in_epoch = False
+        self._epoch = 0
+        self._epoch_step0 = 0
+        self._win_t0 = 0.0
+        self._win_step0 = 0
+        self._last_log = 0.0
+        self._log_samples = 0
+        self._log_seconds = 0.0
+        self.windows: list[WindowRecord] = []
+
+    # -- hooks ---------------------------------------------------------------------------------
+    def on_train_begin(self) -> None:
+        spe = max(1, self.s.steps_per_execution)
+        # Warm-up: the first ceil(warmup_steps / spe) hook calls form a window of their own.
+        self._warmup_calls = -(-self.warmup_steps // spe) if self.warmup_steps else 0
+        self._last_log = time.perf_counter()
+        self.s.shared["throughput.logging"] = self.log_every_s is not None
+        self.s.shared["throughput.windows"] = self.windows
+
+    def on_epoch_begin(self, epoch: int) -> None:
+        self._epoch = epoch
+        self._start_window(time.perf_counter(), self.s.iterations())
+        self._epoch_step0 = self._win_step0
+        self._in_epoch = True
+
+    def on_train_batch_end(self, batch: int) -> None:
+        now = time.perf_counter()
+        self._stamps.append(now)
+        self._calls += 1
+        if now >= self._next_close or self._calls == self._warmup_calls:
+            self._close_window(now, warmup=self._calls <= self._warmup_calls)
+
+    def on_test_begin(self) -> None:
+        # Validation inside fit: close the training window so it holds training time only.
+        if self._in_epoch:
+            self._close_window(time.perf_counter(), warmup=self._calls <= self._warmup_calls, epoch_end=True)
+            self._in_epoch = False
+
+    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None) -> None:
+        if self._in_epoch:
+            self._close_window(time.perf_counter(), warmup=self._calls <= self._warmup_calls, epoch_end=True)
+            self._in_epoch = False
+        self._maybe_log(force=True)
+
+    # -- windows -------------------------------------------------------------------------------
+    def _start_window(self, now: float, step: int | None) -> None:
+        self._win_t0 = now
+        self._win_step0 = step if step is not None else self._calls * max(1, self.s.steps_per_execution)
+        self._stamps = [now]
+        self._next_close = now + self.window_s
+
+    def _close_window(self, now: float, warmup: bool, epoch_end: bool = False) -> None:
+        step = self.s.iterations()
+        if step is None:
+            step = self._calls * max(1, self.s.steps_per_execution)
+        steps = step - self._win_step0
+        if steps > 0:
+            samples = self._samples(steps, step, epoch_end)
+            stats = _interval_stats(self._stamps, max(1, self.s.steps_per_execution))
+            record = WindowRecord(
+                t=time.time(),
+                epoch=self._epoch,
+                seconds=now - self._win_t0,
+                steps=steps,
+                samples=samples,
+                step_begin=self._win_step0,
+                step_end=step,
+                warmup=warmup,
+                **stats,
+            )
+            self.windows.append(record)
+            self.s.writer.write(record)
+            if not warmup and samples is not None:
+                self._log_samples += samples
+                self._log_seconds += record.seconds
+        self._start_window(now, step)
+        self._maybe_log()
+
+    def _samples(self, steps: int, step_now: int, epoch_end: bool) -> int | None:
+        data = self.s.data
+        batch = data.batch_size
+        if batch is None:
+            return None
+        samples = steps * batch
+        if epoch_end and data.partial_batch_size and data.num_batches:
+            epoch_steps = step_now - self._epoch_step0
+            # The epoch ran through the whole input: its last batch was the partial one.
+            if epoch_steps >= data.num_batches and (data.steps_per_epoch is None or data.steps_per_epoch >= data.num_batches):
+                samples -= batch - data.partial_batch_size
+        return samples
+
+    def _maybe_log(self, force: bool = False) -> None:
+        if self.log_every_s is None or self._log_seconds <= 0:
+            return
+        now = time.perf_counter()
+        if not force and now - self._last_log < self.log_every_s:
+            return
+        self._last_log = now
+        rate = self._log_samples / self._log_seconds * max(1, self.s.num_workers)
+        text = f"advisor: {rate:,.1f} samples/s"
+        price = self.s.price_per_hour
+        if price:
+            text += f", {rate * 3600.0 / price:,.0f} samples/$ at ${price:.2f}/h"
+        log.info(text)
+        self.s.shared["throughput.last_samples_per_s"] = rate
+
+
+def _interval_stats(stamps: list[float], steps_per_call: int = 1) -> dict[str, Any]:
+    """Mean, σ, max and 3σ outliers of the per-step time between consecutive batch ends."""
+    n = len(stamps) - 1
+    if n < 1:
+        return {}
+    intervals = [(b - a) / steps_per_call for a, b in zip(stamps, stamps[1:])]
+    mean = sum(intervals) / n
+    var = sum((x - mean) ** 2 for x in intervals) / n
+    std = math.sqrt(var)
+    limit = mean + 3 * std
+    outliers = sum(1 for x in intervals if x > limit) if n >= 10 and std > 0 else 0
+    return {
+        "step_count": n,
+        "step_time_mean": mean,
+        "step_time_std": std,
+        "step_time_max": max(intervals),
+        "step_outliers": outliers,
+    }

@@ -1,0 +1,250 @@
+"""The run-directory contract: the manifest and the record types, as pydantic models.
+
+A run directory holds ``run.json`` (the manifest, written atomically by the chief), one
+append-only ``worker-<rank>.jsonl`` per worker, and ``traces/``. Every record is one JSON object
+on one line with a ``type`` and a wall-clock timestamp ``t`` (seconds since the epoch).
+
+Within one ``SCHEMA_VERSION`` the contract only grows: new optional fields and new record types.
+Readers ignore record types they do not know; a manifest with a newer ``schema_version`` is
+refused (it could mean something this reader would misread).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+MANIFEST_NAME = "run.json"
+TRACES_DIR = "traces"
+WORKER_FILE_RE = re.compile(r"^worker-(\d+)\.jsonl$")
+RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+Status = Literal["running", "finished", "failed", "killed"]
+
+
+def worker_file_name(rank: int) -> str:
+    return f"worker-{rank}.jsonl"
+
+
+class _Model(BaseModel):
+    # Newer writers of the same schema version may add fields: keep them, never fail on them.
+    model_config = ConfigDict(extra="allow")
+
+
+class HostInfo(_Model):
+    hostname: str = ""
+    platform: str = ""
+    python: str = ""
+    cpu_count: int | None = None
+    memory_bytes: int | None = None
+
+
+class FrameworkInfo(_Model):
+    keras_version: str | None = None
+    backend: str | None = None  # tensorflow | jax | torch | numpy
+    backend_version: str | None = None
+    tensorflow_version: str | None = None
+    legacy_keras: bool = False  # tf_keras (Keras 2) is training
+
+
+class Manifest(_Model):
+    """``run.json``: what the run is. Written by the chief, replaced atomically."""
+
+    schema_version: int = SCHEMA_VERSION
+    run_id: str
+    created: float  # wall-clock seconds since the epoch
+    updated: float | None = None
+    ended: float | None = None
+    status: Literal["running", "finished", "failed"] = "running"
+    pid: int | None = None
+    hostname: str | None = None
+    advisor_version: str | None = None
+    name: str | None = None
+    sweep_id: str | None = None
+    framework: FrameworkInfo = Field(default_factory=FrameworkInfo)
+    strategy: str | None = None
+    num_workers: int = 1
+    replicas: int | None = None
+    all_reduce: str | None = None
+    global_batch_size: int | None = None
+    per_replica_batch_size: int | None = None
+    steps_per_execution: int | None = None
+    dtype_policy: str | None = None
+    jit_compile: bool | None = None
+    instance_type: str | None = None
+    price_per_hour: float | None = None
+    price_source: str | None = None  # "argument" | "table:<date>" | "pricing-api" | ...
+    host: HostInfo = Field(default_factory=HostInfo)
+    tags: dict[str, str] = Field(default_factory=dict)
+    config: dict[str, Any] = Field(default_factory=dict)
+
+
+# ---------------------------------------------------------------------------------------------
+# Records (one per line in worker-<rank>.jsonl)
+
+
+class Record(_Model):
+    type: str
+    t: float
+
+
+class StartRecord(Record):
+    type: Literal["start"] = "start"
+    rank: int = 0
+    pid: int | None = None
+    hostname: str | None = None
+
+
+class EndRecord(Record):
+    type: Literal["end"] = "end"
+    status: Literal["finished", "failed"] = "finished"
+    advisor_seconds: float | None = None  # time spent inside the advisor's own hooks
+    train_seconds: float | None = None
+
+
+class WindowRecord(Record):
+    """Training throughput over one wall-clock window (validation time excluded)."""
+
+    type: Literal["window"] = "window"
+    epoch: int
+    seconds: float
+    steps: int
+    samples: int | None  # None when the batch size could not be learned
+    step_begin: int  # optimizer iterations at the window's start
+    step_end: int
+    warmup: bool = False
+    # Time between consecutive batch ends (one per host dispatch) within the window, seconds.
+    step_count: int | None = None
+    step_time_mean: float | None = None
+    step_time_std: float | None = None
+    step_time_max: float | None = None
+    step_outliers: int | None = None  # intervals above mean + 3σ of this window
+
+
+class EpochRecord(Record):
+    type: Literal["epoch"] = "epoch"
+    epoch: int
+    seconds: float  # wall time from epoch begin to epoch end (training + validation)
+    train_seconds: float
+    val_seconds: float = 0.0
+    steps: int
+    samples: int | None
+    val_steps: int | None = None
+
+
+class FirstStepRecord(Record):
+    """Time from ``on_train_begin`` to the end of the first training step (compile + first batch)."""
+
+    type: Literal["first_step"] = "first_step"
+    seconds: float
+
+
+class ContextRecord(Record):
+    """Introspection at train begin: a flat mapping of ``context.*`` values."""
+
+    type: Literal["context"] = "context"
+    values: dict[str, Any]
+
+
+class EventRecord(Record):
+    """A warning or an error the advisor wants people to see (collector failures, notes)."""
+
+    type: Literal["event"] = "event"
+    level: Literal["info", "warning", "error"] = "info"
+    source: str
+    message: str
+    detail: str | None = None
+
+
+class GpuSample(Record):
+    type: Literal["gpu"] = "gpu"
+    index: int
+    util: float | None = None  # percent
+    mem_util: float | None = None  # percent (memory controller busy)
+    mem_used: int | None = None  # bytes
+    mem_total: int | None = None
+    power_w: float | None = None
+    energy_j: float | None = None  # total-energy counter, joules since driver load
+    temp_c: float | None = None
+    sm_clock_mhz: float | None = None
+    throttle: int | None = None  # NVML clock-throttle reasons bitmask
+    pcie_tx_bps: float | None = None
+    pcie_rx_bps: float | None = None
+
+
+class HostSample(Record):
+    type: Literal["host"] = "host"
+    cpu_percent: list[float] = Field(default_factory=list)  # per core
+    iowait: float | None = None  # percent
+    mem_used: int | None = None
+    mem_total: int | None = None
+    disk_read_bps: float | None = None
+    disk_write_bps: float | None = None
+    net_rx_bps: float | None = None
+    net_tx_bps: float | None = None
+    proc_cpu_percent: float | None = None
+    proc_rss: int | None = None
+
+
+class BaselineRecord(Record):
+    """Throughputs of the input baselines, measured over the same number of steps."""
+
+    type: Literal["baseline"] = "baseline"
+    steps: int
+    batch_size: int | None = None
+    real_samples_per_s: float | None = None
+    cached_samples_per_s: float | None = None
+    data_only_samples_per_s: float | None = None
+    source_cached_samples_per_s: float | None = None
+    input_kind: str | None = None  # tf.data | numpy | generator | pydataset | torch
+    error: str | None = None
+
+
+class PipelineRecord(Record):
+    """Static inspection of the input pipeline (tf.data graph, storage)."""
+
+    type: Literal["pipeline"] = "pipeline"
+    values: dict[str, Any]
+
+
+class TraceRecord(Record):
+    """A profiler capture window and, once summarised, where its summary lies."""
+
+    type: Literal["trace"] = "trace"
+    path: str  # relative to the run directory
+    step_begin: int | None = None
+    step_end: int | None = None
+    steps_marked: bool | None = None
+    summary: str | None = None  # relative path of the TraceSummary JSON
+    error: str | None = None
+
+
+class FactsRecord(Record):
+    """Facts measured elsewhere and attached to a run (e.g. an imported trace or cloud data)."""
+
+    type: Literal["facts"] = "facts"
+    source: str
+    values: dict[str, Any]
+
+
+RECORD_TYPES: dict[str, type[Record]] = {
+    cls.model_fields["type"].default: cls
+    for cls in (
+        StartRecord,
+        EndRecord,
+        WindowRecord,
+        EpochRecord,
+        FirstStepRecord,
+        ContextRecord,
+        EventRecord,
+        GpuSample,
+        HostSample,
+        BaselineRecord,
+        PipelineRecord,
+        TraceRecord,
+        FactsRecord,
+    )
+}
