@@ -4,8 +4,9 @@ A collector is a plain object with any of the hook methods below. ``AdvisorCallb
 from Keras; each call goes through the guard: the first exception is logged once, recorded as an
 ``event`` in the run, and switches that collector off. Nothing reaches ``fit()``.
 
-Hot path: only ``on_train_batch_end`` runs every step. Collectors that need it set
-``batch_hook = True`` and must keep it to a clock read and a counter bump.
+Hot path: only the batch hooks run every step. Collectors that need ``on_train_batch_end`` set
+``batch_hook = True`` (``batch_begin_hook = True`` for ``on_train_batch_begin``) and must keep it
+to a clock read and a counter bump (or return at once outside their window).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ log = logging.getLogger("advisor")
 HOOKS = (
     "on_train_begin",
     "on_epoch_begin",
+    "on_train_batch_begin",
     "on_train_batch_end",
     "on_test_begin",
     "on_test_end",
@@ -93,6 +95,7 @@ class Collector:
 
     name = "collector"
     batch_hook = False
+    batch_begin_hook = False
 
     def __init__(self) -> None:
         self.session: Session | None = None
@@ -108,6 +111,8 @@ class Collector:
     def on_train_begin(self) -> None: ...
 
     def on_epoch_begin(self, epoch: int) -> None: ...
+
+    def on_train_batch_begin(self, batch: int) -> None: ...
 
     def on_train_batch_end(self, batch: int) -> None: ...
 

@@ -99,6 +99,7 @@ class AdvisorCallback(keras.callbacks.Callback):
         self.guard: Guard | None = None
         self.writer: Any = None
         self._batch_calls: list[Any] = []
+        self._batch_begin_calls: list[Any] = []
         self._own_seconds = 0.0
         self._batch_sampled = 0
         self._batch_sampled_seconds = 0.0
@@ -127,6 +128,13 @@ class AdvisorCallback(keras.callbacks.Callback):
 
     def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         self._call("on_epoch_begin", epoch)
+
+    def on_train_batch_begin(self, batch: int, logs: dict[str, Any] | None = None) -> None:
+        for call in self._batch_begin_calls:
+            try:
+                call(batch)
+            except Exception as exc:
+                self._batch_failure(call, exc, "on_train_batch_begin")
 
     def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
         self._batches += 1
@@ -166,18 +174,23 @@ class AdvisorCallback(keras.callbacks.Callback):
             except Exception as exc:
                 self._batch_failure(call, exc)
 
-    def _batch_failure(self, call: Any, exc: Exception) -> None:
+    def _batch_failure(self, call: Any, exc: Exception, hook: str = "on_train_batch_end") -> None:
         collector = call.__self__
         assert self.guard is not None
-        self.guard.fail(collector, "on_train_batch_end", exc)
-        self._batch_calls = [c for c in self._batch_calls if c.__self__ is not collector]
+        self.guard.fail(collector, hook, exc)
+        self._refresh_batch_calls()
+
+    def _refresh_batch_calls(self) -> None:
+        assert self.guard is not None
+        self._batch_calls = [c.on_train_batch_end for c in self.guard.active("batch_hook")]
+        self._batch_begin_calls = [c.on_train_batch_begin for c in self.guard.active("batch_begin_hook")]
 
     def _call(self, hook: str, *args: Any) -> None:
         if self.guard is None:
             return
         t0 = time.perf_counter()
         self.guard.call(hook, *args)
-        self._batch_calls = [c.on_train_batch_end for c in self.guard.active("batch_hook")]
+        self._refresh_batch_calls()
         self._own_seconds += time.perf_counter() - t0
 
     def _begin(self, fit_locals: dict[str, Any] | None) -> None:
@@ -229,7 +242,7 @@ class AdvisorCallback(keras.callbacks.Callback):
         for collector in self.collectors:
             collector.attach(self.session)
         self.guard = Guard(self.collectors, self.session)
-        self._batch_calls = [c.on_train_batch_end for c in self.guard.active("batch_hook")]
+        self._refresh_batch_calls()
         self._batches = self._batch_sampled = 0
         self._batch_sampled_seconds = self._own_seconds = 0.0
         self._train_t0 = time.perf_counter()
