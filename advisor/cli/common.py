@@ -28,3 +28,13 @@ def fmt_number(value: Any, digits: int = 1) -> str:
     if v == int(v) and abs(v) < 1e6 and isinstance(value, int):
         return f"{int(v):,}"
     return f"{v:,.{digits}f}"
+
+
+def console(stderr: bool = False) -> "Console":  # noqa: F821
+    """A rich console; when piped, wide enough that tables do not wrap ids."""
+    import sys
+
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    return Console(stderr=stderr, width=None if stream.isatty() else 160)

@@ -1,0 +1,86 @@
+"""``advisor demo``: train the input-bound example with the callback, then show the diagnosis."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import click
+
+from advisor.cli.common import runs_dir_option
+from advisor.errors import UsageError
+
+BACKENDS = ("tensorflow", "jax", "torch", "tf_keras")
+
+
+def examples_dir() -> Path:
+    """``examples/`` of the source tree, or the copy shipped inside the wheel."""
+    here = Path(__file__).resolve()
+    for candidate in (here.parents[2] / "examples", here.parents[1] / "_examples"):
+        if (candidate / "input_bound" / "naive.py").is_file():
+            return candidate
+    raise UsageError("the examples are not installed (expected examples/input_bound/naive.py)")
+
+
+def load_example(relative: str) -> ModuleType:
+    path = examples_dir() / relative
+    sys.path.insert(0, str(path.parent))
+    spec = importlib.util.spec_from_file_location(f"advisor_example_{path.stem}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@click.command("demo")
+@click.option("--epochs", type=int, default=3, show_default=True)
+@click.option("--backend", type=click.Choice(BACKENDS), default=None,
+              help="Keras backend to train with (default: $KERAS_BACKEND or tensorflow).")
+@click.option("--no-baseline", is_flag=True, help="Skip the cached-input baseline.")
+@click.option("--instance-type", default="g5.xlarge", show_default=True,
+              help="Instance to price the run with (embedded price table).")
+@click.pass_context
+def command(ctx: click.Context, epochs: int, backend: str | None, no_baseline: bool, instance_type: str) -> None:
+    """Train a deliberately input-bound example and diagnose it end to end."""
+    if epochs < 1:
+        raise UsageError("--epochs must be at least 1")
+    if backend == "tf_keras":
+        os.environ["TF_USE_LEGACY_KERAS"] = "1"
+    elif backend:
+        os.environ["KERAS_BACKEND"] = backend
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    from advisor.cli.common import console as make_console
+
+    console = make_console()
+    runs_dir = runs_dir_option(ctx)
+    example = load_example("input_bound/naive.py")
+    console.print("[bold]advisor demo[/]: training examples/input_bound/naive.py "
+                  f"({epochs} epochs, synthetic data, a slow Python decode per element, no prefetch)")
+    import advisor
+    from advisor.collectors.registry import FACTORIES
+
+    options = {}
+    if not no_baseline and "baseline" in FACTORIES:
+        options["baseline"] = "end"
+    callback = advisor.AdvisorCallback(runs_dir=runs_dir, instance_type=instance_type, name="demo",
+                                       window_s=2.0, log_every_s=None, **options)
+    example.train([callback], epochs=epochs, verbose=0)
+    if callback.run_path is None:
+        raise UsageError("the demo run was not recorded (see the warnings above)")
+    from advisor.analysis.registry import registry
+    from advisor.cli.show import show_diagnosis
+    from advisor.render.summary import run_summary
+    from advisor.store.reader import RunReader
+
+    run = RunReader(callback.run_path).read()
+    facts, errors = registry().derive(run)
+    console.print()
+    console.print(run_summary(run, facts))
+    for err in errors:
+        console.print(f"[yellow]note:[/] {err}")
+    show_diagnosis(console, run)
+    console.print(f"\nrun stored in {run.path}; try [bold]advisor show {run.run_id}[/] "
+                  "or [bold]advisor check[/]")

@@ -1,0 +1,194 @@
+"""The human summary of one run (``advisor show``, the end of ``advisor demo``): rich renderables.
+
+Plain data in, renderables out: it reads derived facts and records, computes nothing new.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from advisor.cli.common import fmt_number
+
+if TYPE_CHECKING:
+    from advisor.store.reader import Run
+
+# (heading, [(label, fact, format)]) — the headline facts of each area, in reading order.
+SECTIONS: list[tuple[str, list[tuple[str, str, str]]]] = [
+    ("Throughput", [
+        ("samples/s", "throughput.samples_per_s", "num"),
+        ("samples/s p10 · p50 · p90", "throughput.samples_per_s.p50", "pct3"),
+        ("steps/s", "throughput.steps_per_s", "num"),
+        ("stability (CV over windows)", "throughput.cv", "pct"),
+        ("step time mean ± σ", "steps.time_ms.mean", "step"),
+        ("step outliers (> mean + 3σ)", "steps.outliers", "num"),
+        ("time to first step", "time.first_step_s", "s"),
+        ("epoch time (mean)", "time.epoch_s.mean", "s"),
+        ("validation share of epoch", "time.val_fraction", "pct"),
+    ]),
+    ("Cost", [
+        ("price", "cost.price_per_hour", "usd_h"),
+        ("samples per dollar", "cost.samples_per_dollar", "num"),
+        ("cost per epoch", "cost.usd_per_epoch", "usd"),
+    ]),
+    ("Input", [
+        ("real input samples/s", "baseline.real_samples_per_s", "num"),
+        ("cached input samples/s (ceiling)", "baseline.cached_samples_per_s", "num"),
+        ("data only samples/s", "baseline.data_only_samples_per_s", "num"),
+        ("input share of step time", "input.bound_fraction", "pct"),
+        ("pipeline advice", "pipeline.advice", "str"),
+    ]),
+    ("Accelerator", [
+        ("GPUs sampled", "gpu.count", "num"),
+        ("utilization p5 · p50 · p95", "gpu.util.p50", "util3"),
+        ("memory peak", "gpu.mem.peak_fraction", "pct"),
+        ("mean power", "gpu.power_w.mean", "w"),
+        ("energy", "energy.wh", "wh"),
+        ("energy per sample", "energy.j_per_sample", "j"),
+        ("MFU", "mfu", "pct"),
+        ("accelerator", "accelerator.model", "str"),
+    ]),
+    ("Host", [
+        ("CPU mean", "host.cpu.mean", "pctv"),
+        ("busiest core p95", "host.cpu.max_core_p95", "pctv"),
+        ("iowait p95", "host.iowait.p95", "pctv"),
+        ("memory peak", "host.mem.peak_fraction", "pct"),
+    ]),
+    ("Profile", [
+        ("steps in trace", "trace.steps", "num"),
+        ("input share (trace)", "trace.input_percent", "pctv"),
+        ("device idle", "trace.device_idle_percent", "pctv"),
+        ("communication share", "trace.communication_percent", "pctv"),
+    ]),
+]
+
+
+def _fmt(kind: str, name: str, facts: dict[str, Any]) -> str | None:
+    value = facts.get(name)
+    if kind == "pct3":
+        keys = ("throughput.samples_per_s.p10", "throughput.samples_per_s.p50", "throughput.samples_per_s.p90")
+        if not all(k in facts for k in keys):
+            return None
+        return " · ".join(fmt_number(facts[k]) for k in keys)
+    if kind == "util3":
+        keys = ("gpu.util.p5", "gpu.util.p50", "gpu.util.p95")
+        if not all(k in facts for k in keys):
+            return None
+        return " · ".join(f"{facts[k]:.0f}%" for k in keys)
+    if kind == "step":
+        if value is None:
+            return None
+        return f"{value:.2f} ± {facts.get('steps.time_ms.std', 0.0):.2f} ms"
+    if value is None:
+        return None
+    if kind == "num":
+        return fmt_number(value)
+    if kind == "pct":
+        return f"{100 * float(value):.1f}%"
+    if kind == "pctv":
+        return f"{float(value):.1f}%"
+    if kind == "s":
+        return f"{float(value):.2f} s"
+    if kind == "usd_h":
+        source = facts.get("cost.price_source")
+        return f"${float(value):.3f}/h" + (f" ({source})" if source else "")
+    if kind == "usd":
+        return f"${float(value):.4f}"
+    if kind == "w":
+        return f"{float(value):.0f} W"
+    if kind == "wh":
+        return f"{float(value):.2f} Wh"
+    if kind == "j":
+        return f"{float(value):.3f} J"
+    return str(value)
+
+
+def header(run: Run) -> Table:
+    m = run.manifest
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold")
+    table.add_column()
+    created = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(m.created))
+    status_style = {"finished": "green", "running": "cyan", "failed": "red", "killed": "red"}[run.status]
+    table.add_row("run", f"{m.run_id}  [{status_style}]{run.status}[/]")
+    table.add_row("created", created)
+    fw = m.framework
+    framework = f"Keras {fw.keras_version or '?'} ({fw.backend or '?'}" + (
+        f" {fw.backend_version}" if fw.backend_version else "") + ")"
+    if fw.legacy_keras:
+        framework = f"tf_keras {fw.keras_version or '?'}"
+    table.add_row("framework", framework)
+    table.add_row("strategy", f"{m.strategy or 'default'} · {m.num_workers} worker(s) · {m.replicas or 1} replica(s)")
+    batch = fmt_number(m.global_batch_size)
+    if m.per_replica_batch_size and m.per_replica_batch_size != m.global_batch_size:
+        batch += f" (per replica {fmt_number(m.per_replica_batch_size)})"
+    table.add_row("batch", f"{batch} · steps_per_execution {m.steps_per_execution or 1}")
+    table.add_row("precision · XLA", f"{m.dtype_policy or '?'} · jit_compile={m.jit_compile}")
+    if m.instance_type or m.price_per_hour:
+        table.add_row("instance", f"{m.instance_type or '?'}")
+    if m.tags:
+        table.add_row("tags", ", ".join(f"{k}={v}" for k, v in sorted(m.tags.items())))
+    table.add_row("path", str(run.path))
+    return table
+
+
+def facts_table(facts: dict[str, Any]) -> Table:
+    table = Table(show_header=False, box=None, padding=(0, 2))
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column()
+    for heading, rows in SECTIONS:
+        shown = [(label, _fmt(kind, name, facts)) for label, name, kind in rows]
+        shown = [(label, text) for label, text in shown if text is not None]
+        if heading == "Accelerator" and facts.get("gpu.present") is False:
+            shown = [("GPU", "no GPU data (NVML not available on this host)")] + shown
+        if not shown:
+            continue
+        table.add_row(Text(heading, style="bold underline"), "")
+        for label, text in shown:
+            table.add_row(f"  {label}", text)
+    return table
+
+
+def epochs_table(run: Run) -> Table | None:
+    from advisor.store.schema import EpochRecord
+
+    epochs = run.of_type(EpochRecord, rank=run.ranks[0]) if run.ranks else []
+    if not epochs:
+        return None
+    table = Table(title="Epochs", title_justify="left", show_edge=False)
+    for col in ("epoch", "time", "train", "validation", "steps", "samples", "samples/s"):
+        table.add_column(col, justify="right")
+    for e in epochs:
+        rate = e.samples / e.train_seconds if e.samples and e.train_seconds > 0 else None
+        table.add_row(str(e.epoch + 1), f"{e.seconds:.2f} s", f"{e.train_seconds:.2f} s",
+                      f"{e.val_seconds:.2f} s", fmt_number(e.steps), fmt_number(e.samples), fmt_number(rate))
+    return table
+
+
+def events_table(run: Run) -> Table | None:
+    from advisor.store.schema import EventRecord
+
+    events = [e for e in run.of_type(EventRecord) if e.level in ("warning", "error")]
+    if not events and not run.warnings:
+        return None
+    table = Table(title="Events", title_justify="left", show_edge=False)
+    table.add_column("level")
+    table.add_column("source")
+    table.add_column("message")
+    for e in events:
+        table.add_row(e.level, e.source, e.message)
+    for w in run.warnings:
+        table.add_row("warning", "reader", w)
+    return table
+
+
+def run_summary(run: Run, facts: dict[str, Any]) -> Group:
+    parts: list[Any] = [header(run), Text(""), facts_table(facts)]
+    for extra in (epochs_table(run), events_table(run)):
+        if extra is not None:
+            parts += [Text(""), extra]
+    return Group(*parts)

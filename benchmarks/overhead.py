@@ -1,0 +1,69 @@
+"""Overhead of AdvisorCallback on a tiny model (~1 ms step): fit with and without, alternating.
+
+    python benchmarks/overhead.py [--pairs 7] [--steps 600] [--backend tensorflow|jax|torch]
+
+Prints each pair and the median ratio (with ÷ without). Target: ≤ 1.01.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--pairs", type=int, default=7)
+    parser.add_argument("--steps", type=int, default=2000, help="steps per fit (2 epochs)")
+    parser.add_argument("--backend", default=None, help="Keras backend (default: $KERAS_BACKEND or tensorflow)")
+    parser.add_argument("--spe", type=int, default=1, help="steps_per_execution")
+    args = parser.parse_args()
+    if args.backend:
+        os.environ["KERAS_BACKEND"] = args.backend
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+    import keras
+    import numpy as np
+
+    import advisor
+
+    rng = np.random.default_rng(0)
+    batch = 64
+    per_epoch = max(1, args.steps // 2)
+    x = rng.normal(size=(batch * per_epoch, 128)).astype("float32")
+    y = rng.normal(size=(batch * per_epoch, 1)).astype("float32")
+    model = keras.Sequential([keras.Input((128,)), keras.layers.Dense(256, activation="relu"),
+                              keras.layers.Dense(256, activation="relu"), keras.layers.Dense(1)])
+    model.compile("adam", "mse", steps_per_execution=args.spe)
+    store = tempfile.mkdtemp(prefix="advisor-bench-")
+
+    def timed(with_advisor: bool) -> float:
+        callbacks = [advisor.AdvisorCallback(runs_dir=store, log_every_s=None)] if with_advisor else []
+        epochs = 2
+        t0 = time.perf_counter()
+        model.fit(x, y, batch_size=batch, epochs=epochs, callbacks=callbacks, verbose=0, shuffle=False)
+        return time.perf_counter() - t0
+
+    timed(False)  # compile and warm caches
+    timed(True)
+    ratios = []
+    for i in range(args.pairs):
+        # Alternate the order so drift does not favour one side.
+        if i % 2 == 0:
+            without, with_ = timed(False), timed(True)
+        else:
+            with_, without = timed(True), timed(False)
+        ratios.append(with_ / without)
+        print(f"pair {i + 1}: without {without:.3f} s, with {with_:.3f} s, ratio {with_ / without:.4f}")
+    steps = 2 * per_epoch
+    print(f"backend {keras.backend.backend()}, {steps} steps per fit, step ≈ {without / steps * 1000:.2f} ms")
+    print(f"median ratio (with ÷ without) over {args.pairs} pairs: {statistics.median(ratios):.4f}")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

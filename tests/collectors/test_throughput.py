@@ -1,0 +1,166 @@
+"""Throughput and epoch collectors against ground truth on real TensorFlow fits.
+
+The ground truth is a layer that counts, inside the compiled train step, the samples it sees.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+keras = pytest.importorskip("keras")
+tf = pytest.importorskip("tensorflow")
+
+import advisor  # noqa: E402
+from advisor.analysis.registry import registry  # noqa: E402
+from advisor.store.reader import RunReader  # noqa: E402
+from advisor.store.schema import ContextRecord, EpochRecord, FirstStepRecord, WindowRecord  # noqa: E402
+
+
+class SampleCounter(keras.layers.Layer):
+    """Identity layer that adds the batch size to a counter on every training call."""
+
+    def build(self, input_shape):
+        self.count = self.add_weight(shape=(), initializer="zeros", trainable=False, dtype="int64", name="count")
+
+    def call(self, x, training=None):
+        if training:
+            self.count.assign_add(tf.cast(tf.shape(x)[0], "int64"))
+        return x
+
+
+def build(spe: int = 1):
+    counter = SampleCounter()
+    model = keras.Sequential([keras.Input((8,)), counter, keras.layers.Dense(4, activation="relu"), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse", steps_per_execution=spe)
+    counter.count.assign(0)
+    return model, counter
+
+
+def fit_and_read(model, runs_dir, *args, **kwargs):
+    cb = advisor.AdvisorCallback(runs_dir=runs_dir, window_s=0.05, warmup_steps=3, log_every_s=None)
+    if not isinstance(args[0], np.ndarray):
+        kwargs.setdefault("shuffle", False)  # a tf.data input is shuffled by its own pipeline
+    model.fit(*args, callbacks=[cb], verbose=0, **kwargs)
+    return RunReader(cb.run_path).read()
+
+
+def data(n: int):
+    rng = np.random.default_rng(0)
+    return rng.normal(size=(n, 8)).astype("float32"), rng.normal(size=(n, 1)).astype("float32")
+
+
+@pytest.mark.parametrize("spe", [1, 4])
+def test_numpy_partial_batch_counts_every_sample(runs_dir, spe):
+    x, y = data(1000)  # 1000 = 15 × 64 + 40: the last batch is partial
+    model, counter = build(spe)
+    run = fit_and_read(model, runs_dir, x, y, batch_size=64, epochs=2)
+    trained = int(counter.count.numpy())
+    assert trained == 2000
+    epochs = run.of_type(EpochRecord)
+    assert [e.samples for e in epochs] == [1000, 1000]
+    assert [e.steps for e in epochs] == [16, 16]
+    windows = run.of_type(WindowRecord)
+    assert sum(w.samples for w in windows) == trained
+    assert sum(w.steps for w in windows) == 32
+    # Warm-up windows exist and are kept apart; real steps come from optimizer.iterations.
+    assert windows[0].warmup and not windows[-1].warmup
+    assert windows[-1].step_end == 32
+
+
+@pytest.mark.parametrize("spe", [1, 4])
+def test_tf_data_partial_batch(runs_dir, spe):
+    x, y = data(300)  # 300 = 9 × 32 + 12
+    ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(32)
+    model, counter = build(spe)
+    run = fit_and_read(model, runs_dir, ds, epochs=2)
+    trained = int(counter.count.numpy())
+    assert trained == 600
+    assert [e.samples for e in run.of_type(EpochRecord)] == [300, 300]
+    assert sum(w.samples for w in run.of_type(WindowRecord)) == trained
+
+
+def test_steps_per_epoch_on_repeated_data(runs_dir):
+    x, y = data(256)
+    ds = tf.data.Dataset.from_tensor_slices((x, y)).repeat().batch(16)
+    # 10 steps per epoch is not a multiple of 3: Keras rounds each epoch up to whole executions
+    # (4 × 3 = 12 steps). Counting hook calls × 3 or trusting steps_per_epoch would both be wrong
+    # somewhere; optimizer.iterations deltas and the in-graph counter agree.
+    model, counter = build(spe=3)
+    run = fit_and_read(model, runs_dir, ds, epochs=3, steps_per_epoch=10)
+    trained = int(counter.count.numpy())
+    steps_done = int(model.optimizer.iterations.numpy())
+    assert trained == steps_done * 16
+    assert sum(e.steps for e in run.of_type(EpochRecord)) == steps_done
+    assert sum(e.samples for e in run.of_type(EpochRecord)) == trained
+    assert sum(w.samples for w in run.of_type(WindowRecord)) == trained
+
+
+def test_validation_time_is_split_from_training(runs_dir):
+    x, y = data(512)
+    model, _ = build()
+    run = fit_and_read(model, runs_dir, x, y, batch_size=32, epochs=2, validation_split=0.25)
+    epochs = run.of_type(EpochRecord)
+    assert all(e.val_seconds > 0 for e in epochs)
+    assert all(abs(e.seconds - e.train_seconds - e.val_seconds) < 1e-6 for e in epochs)
+    assert [e.samples for e in epochs] == [384, 384]
+    assert len(run.of_type(FirstStepRecord)) == 1
+
+
+def test_context_and_manifest(runs_dir):
+    x, y = data(1280)
+    model, _ = build(spe=2)
+    es = keras.callbacks.EarlyStopping(monitor="loss", patience=5)
+    cb = advisor.AdvisorCallback(runs_dir=runs_dir, instance_type="g5.xlarge", tags={"team": "ml"}, log_every_s=None)
+    model.fit(x, y, batch_size=32, epochs=1, callbacks=[es, cb], verbose=0)
+    run = RunReader(cb.run_path).read()
+    m = run.manifest
+    assert m.global_batch_size == 32 and m.steps_per_execution == 2
+    assert m.framework.backend == "tensorflow" and m.price_per_hour == pytest.approx(1.006)
+    assert m.price_source.startswith("table:") and m.tags == {"team": "ml"}
+    values = run.of_type(ContextRecord)[0].values
+    assert values["context.early_stopping"] is True
+    assert values["context.input_kind"] == "numpy"
+    assert "EarlyStopping" in values["context.callbacks"]
+    facts, errors = registry().derive(run)
+    assert errors == []
+    assert facts["cost.samples_per_dollar"] == pytest.approx(facts["throughput.samples_per_s"] * 3600 / 1.006)
+
+
+def test_explicit_price_wins(runs_dir):
+    x, y = data(64)
+    model, _ = build()
+    cb = advisor.AdvisorCallback(runs_dir=runs_dir, instance_type="g5.xlarge", price_per_hour=2.0, log_every_s=None)
+    model.fit(x, y, batch_size=32, epochs=1, callbacks=[cb], verbose=0)
+    m = RunReader(cb.run_path).read().manifest
+    assert (m.price_per_hour, m.price_source) == (2.0, "argument")
+
+
+def test_each_fit_is_a_new_run(runs_dir):
+    x, y = data(64)
+    model, _ = build()
+    cb = advisor.AdvisorCallback(runs_dir=runs_dir, log_every_s=None)
+    model.fit(x, y, batch_size=32, epochs=1, callbacks=[cb], verbose=0)
+    first = cb.run_path
+    model.fit(x, y, batch_size=32, epochs=1, callbacks=[cb], verbose=0)
+    assert cb.run_path != first
+    assert RunReader(first).read().status == "finished"
+    assert len(RunReader(cb.run_path).read().of_type(EpochRecord)) == 1
+
+
+def test_periodic_log_line(runs_dir, caplog):
+    x, y = data(256)
+    model, _ = build()
+    cb = advisor.AdvisorCallback(runs_dir=runs_dir, window_s=0.05, warmup_steps=0, log_every_s=0.0,
+                                 price_per_hour=3.0)
+    import logging
+
+    logger = logging.getLogger("advisor")
+    logger.addHandler(caplog.handler)
+    try:
+        with caplog.at_level(logging.INFO, logger="advisor"):
+            model.fit(x, y, batch_size=32, epochs=1, callbacks=[cb], verbose=0)
+    finally:
+        logger.removeHandler(caplog.handler)
+    lines = [r.getMessage() for r in caplog.records if "samples/s" in r.getMessage()]
+    assert lines and "samples/$ at $3.00/h" in lines[-1]

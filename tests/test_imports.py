@@ -1,0 +1,33 @@
+"""Import hygiene: the headless parts never pull the heavy or optional libraries."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+HEAVY_OPTIONAL = ["textual", "matplotlib", "pandas", "boto3", "xprof"]
+
+
+def loaded_after(code: str) -> set[str]:
+    probe = f"{code}\nimport sys, json; print(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True).stdout
+    return set(json.loads(out.strip().splitlines()[-1]))
+
+
+def test_import_advisor_is_light():
+    modules = loaded_after("import advisor")
+    for name in HEAVY_OPTIONAL + ["tensorflow", "keras", "jax", "torch"]:
+        assert name not in modules, f"import advisor imported {name}"
+
+
+def test_collectors_do_not_import_optional_libraries():
+    modules = loaded_after("import advisor; advisor.AdvisorCallback; import advisor.collectors.registry")
+    for name in HEAVY_OPTIONAL:
+        assert name not in modules, f"the collectors imported {name}"
+
+
+def test_cli_entry_point_is_light():
+    modules = loaded_after("import advisor.cli.main")
+    for name in HEAVY_OPTIONAL + ["tensorflow", "keras"]:
+        assert name not in modules, f"the CLI entry point imported {name}"
