@@ -67,6 +67,12 @@ class Session:
 
     def iterations(self) -> int | None:
         """Optimizer steps so far (``optimizer.iterations``). Read at boundaries only."""
+        sync = getattr(self.model, "jax_state_sync", None)
+        if sync is not None:  # Keras 3 on JAX keeps state off the variables mid-epoch
+            try:
+                sync()
+            except Exception:
+                pass
         optimizer = getattr(self.model, "optimizer", None)
         var = getattr(optimizer, "iterations", None)
         if var is None:

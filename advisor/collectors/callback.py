@@ -4,6 +4,11 @@
 
 Each ``fit`` call becomes one run in the store. Collectors are guarded: a failing collector is
 logged once, recorded in the run, and switched off; ``fit`` never sees an exception from here.
+
+The class speaks both callback protocols — Keras 3's and legacy tf_keras's (Keras 2, which
+multi-worker and Horovod jobs still use) — without inheriting from either, so it imports no Keras
+itself and the same user code works under ``TF_USE_LEGACY_KERAS=1``. Which Keras is training is
+read from the model's class when ``fit`` begins.
 """
 
 from __future__ import annotations
@@ -18,8 +23,6 @@ import time
 import weakref
 from collections.abc import Sequence
 from typing import Any
-
-import keras
 
 from advisor._version import __version__
 from advisor.collectors.base import Collector, Guard, Session
@@ -53,7 +56,7 @@ def _ensure_log_handler() -> None:
         log.propagate = False
 
 
-class AdvisorCallback(keras.callbacks.Callback):
+class AdvisorCallback:
     """Measure a training run and write it to the run store.
 
     Args:
@@ -83,7 +86,6 @@ class AdvisorCallback(keras.callbacks.Callback):
         collectors: Sequence[str | Collector] | None = None,
         **options: Any,
     ) -> None:
-        super().__init__()
         from advisor.analysis.prices import resolve_price
         from advisor.collectors.registry import build_collectors
 
@@ -106,6 +108,48 @@ class AdvisorCallback(keras.callbacks.Callback):
         self._batches = 0
         self._train_t0 = 0.0
         self._in_fit = False
+
+    # -- the callback protocol (Keras 3 and tf_keras) -------------------------------------------
+    params: dict[str, Any] | None = None
+    _model: Any = None
+    async_safe = False  # Keras 3 on JAX/torch may dispatch async-safe callbacks off-thread
+    _supports_tf_logs = True  # tf_keras: our batch hooks never read logs, so never convert them
+    _chief_worker_only = None  # tf_keras multi-worker: run on every worker
+
+    def set_params(self, params: dict[str, Any]) -> None:
+        self.params = params
+
+    def set_model(self, model: Any) -> None:
+        self._model = model
+
+    @property
+    def model(self) -> Any:
+        return self._model
+
+    def _implements_train_batch_hooks(self) -> bool:
+        return True
+
+    def _implements_test_batch_hooks(self) -> bool:
+        return False
+
+    def _implements_predict_batch_hooks(self) -> bool:
+        return False
+
+    def on_test_batch_begin(self, batch: int, logs: dict[str, Any] | None = None) -> None: ...
+
+    def on_test_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None: ...
+
+    def on_predict_begin(self, logs: dict[str, Any] | None = None) -> None: ...
+
+    def on_predict_end(self, logs: dict[str, Any] | None = None) -> None: ...
+
+    def on_predict_batch_begin(self, batch: int, logs: dict[str, Any] | None = None) -> None: ...
+
+    def on_predict_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None: ...
+
+    def on_batch_begin(self, batch: int, logs: dict[str, Any] | None = None) -> None: ...
+
+    def on_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None: ...
 
     @property
     def run_path(self) -> Any:
@@ -196,12 +240,12 @@ class AdvisorCallback(keras.callbacks.Callback):
 
         rank, world = detect_rank_world()
         data, fit_callbacks = discover(fit_locals)
-        backend = keras.backend.backend()
         model = self.model
+        flavor, backend, framework = detect_framework(model)
         spe = int(getattr(model, "steps_per_execution", 1) or 1)
         manifest = {
             "advisor_version": __version__,
-            "framework": _framework_info(backend),
+            "framework": framework,
             "num_workers": world,
             "steps_per_execution": spe,
             "instance_type": self.instance_type,
@@ -227,7 +271,7 @@ class AdvisorCallback(keras.callbacks.Callback):
             config=self.options,
             data=data,
             fit_callbacks=fit_callbacks,
-            keras_flavor="keras3",
+            keras_flavor=flavor,
             backend=backend,
             steps_per_execution=spe,
             train_begin_t=time.perf_counter(),
@@ -276,14 +320,31 @@ class AdvisorCallback(keras.callbacks.Callback):
             self._finish("failed")
 
 
-def _framework_info(backend: str) -> dict[str, Any]:
-    info: dict[str, Any] = {"keras_version": keras.__version__, "backend": backend, "legacy_keras": False}
-    module = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}.get(backend)
-    if module and module in sys.modules:
-        info["backend_version"] = getattr(sys.modules[module], "__version__", None)
+def detect_framework(model: Any) -> tuple[str, str, dict[str, Any]]:
+    """(flavor, backend, manifest framework info) of the Keras that owns ``model``."""
+    module = type(model).__module__ or ""
+    for cls in type(model).__mro__:
+        if cls.__module__.startswith(("tf_keras", "keras.src", "tensorflow.python.keras")):
+            module = cls.__module__
+            break
+    if module.startswith(("tf_keras", "tensorflow.python.keras")):
+        flavor, backend = "tf_keras", "tensorflow"
+        keras_module = sys.modules.get("tf_keras")
+    else:
+        flavor = "keras3"
+        keras_module = sys.modules.get("keras")
+        backend = keras_module.backend.backend() if keras_module is not None else "tensorflow"
+    info: dict[str, Any] = {
+        "keras_version": getattr(keras_module, "__version__", None),
+        "backend": backend,
+        "legacy_keras": flavor == "tf_keras",
+    }
+    backend_module = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}.get(backend)
+    if backend_module and backend_module in sys.modules:
+        info["backend_version"] = getattr(sys.modules[backend_module], "__version__", None)
     if "tensorflow" in sys.modules:
         info["tensorflow_version"] = getattr(sys.modules["tensorflow"], "__version__", None)
-    return info
+    return flavor, backend, info
 
 
 def _memory_bytes() -> int | None:
