@@ -38,6 +38,7 @@ class ThroughputCollector(Collector):
         self._in_epoch = False
         self._epoch = 0
         self._epoch_step0 = 0
+        self._partial_counted = False
         self._win_t0 = 0.0
         self._win_step0 = 0
         self._last_log = 0.0
@@ -58,6 +59,7 @@ class ThroughputCollector(Collector):
         self._epoch = epoch
         self._start_window(time.perf_counter(), self.s.iterations())
         self._epoch_step0 = self._win_step0
+        self._partial_counted = False
         self._in_epoch = True
 
     def on_train_batch_end(self, batch: int) -> None:
@@ -70,12 +72,12 @@ class ThroughputCollector(Collector):
     def on_test_begin(self) -> None:
         # Validation inside fit: close the training window so it holds training time only.
         if self._in_epoch:
-            self._close_window(time.perf_counter(), warmup=self._calls <= self._warmup_calls, epoch_end=True)
+            self._close_window(time.perf_counter(), warmup=self._calls <= self._warmup_calls)
             self._in_epoch = False
 
     def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None) -> None:
         if self._in_epoch:
-            self._close_window(time.perf_counter(), warmup=self._calls <= self._warmup_calls, epoch_end=True)
+            self._close_window(time.perf_counter(), warmup=self._calls <= self._warmup_calls)
             self._in_epoch = False
         self._maybe_log(force=True)
 
@@ -86,13 +88,13 @@ class ThroughputCollector(Collector):
         self._stamps = [now]
         self._next_close = now + self.window_s
 
-    def _close_window(self, now: float, warmup: bool, epoch_end: bool = False) -> None:
+    def _close_window(self, now: float, warmup: bool) -> None:
         step = self.s.iterations()
         if step is None:
             step = self._calls * max(1, self.s.steps_per_execution)
         steps = step - self._win_step0
         if steps > 0:
-            samples = self._samples(steps, step, epoch_end)
+            samples = self._samples(steps, step)
             stats = _interval_stats(self._stamps, max(1, self.s.steps_per_execution))
             record = WindowRecord(
                 t=time.time(),
@@ -113,17 +115,19 @@ class ThroughputCollector(Collector):
         self._start_window(now, step)
         self._maybe_log()
 
-    def _samples(self, steps: int, step_now: int, epoch_end: bool) -> int | None:
+    def _samples(self, steps: int, step_now: int) -> int | None:
+        """steps × batch, less the missing samples of the partial batch if this window holds it."""
         data = self.s.data
         batch = data.batch_size
         if batch is None:
             return None
         samples = steps * batch
-        if epoch_end and data.partial_batch_size and data.num_batches:
-            epoch_steps = step_now - self._epoch_step0
-            # The epoch ran through the whole input: its last batch was the partial one.
-            if epoch_steps >= data.num_batches and (data.steps_per_epoch is None or data.steps_per_epoch >= data.num_batches):
+        if data.partial_batch_size and data.num_batches and not self._partial_counted:
+            # The epoch has run through the whole input: its last batch was the partial one.
+            whole_input = data.steps_per_epoch is None or data.steps_per_epoch >= data.num_batches
+            if whole_input and step_now - self._epoch_step0 >= data.num_batches:
                 samples -= batch - data.partial_batch_size
+                self._partial_counted = True
         return samples
 
     def _maybe_log(self, force: bool = False) -> None:
