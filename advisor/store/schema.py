@@ -201,6 +201,9 @@ class BaselineRecord(Record):
     source_cached_samples_per_s: float | None = None
     input_kind: str | None = None  # tf.data | numpy | generator | pydataset | torch
     error: str | None = None
+    mode: str | None = None  # start | end | api: when it ran
+    warmup_steps: int | None = None  # steps run before each measurement and not counted
+    seconds: float | None = None  # wall time the whole baseline took (not training time)
 
 
 class PipelineRecord(Record):
