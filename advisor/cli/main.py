@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "runs": "advisor.cli.runs",
     "show": "advisor.cli.show",
     "demo": "advisor.cli.demo",
+    "trace": "advisor.cli.trace",
 }
 
 

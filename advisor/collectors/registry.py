@@ -39,6 +39,7 @@ FACTORIES: dict[str, Callable[[dict[str, Any]], Collector]] = {
     "throughput": _throughput,
     "epochs": _epochs,
     "context": _context,
+    "profiler": lambda o: __import__("advisor.collectors.profiler", fromlist=["_"]).profiler_from_options(o),
 }
 
 # name → predicate on the options: is it on by default for these options?
@@ -46,6 +47,7 @@ DEFAULTS: dict[str, Callable[[dict[str, Any]], bool]] = {
     "throughput": lambda o: True,
     "epochs": lambda o: True,
     "context": lambda o: True,
+    "profiler": lambda o: o.get("profile_steps") is not None,
 }
 
 

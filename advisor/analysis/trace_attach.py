@@ -1,0 +1,104 @@
+"""Summaries into runs: summarise a run's own captures, or attach an outside profile to a run.
+
+Both end in a ``trace`` record appended to the chief's record file, naming the saved summary, so
+that ``advisor check`` derives ``trace.*`` facts from it. Runs that are still being written are
+left alone (their writer owns the file).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+from advisor.analysis.trace import TraceSummary, find_xplanes, save_summary, summarize
+from advisor.errors import TraceError
+from advisor.store.reader import Run, RunReader
+from advisor.store.schema import TRACES_DIR, TraceRecord, worker_file_name
+
+
+def summarize_run(
+    run_path: str | os.PathLike[str], *, force: bool = False, timeout_s: float | None = None,
+    memory_mb: int | None = None,
+) -> list[tuple[TraceRecord, TraceSummary]]:
+    """Summarise the run's captures that have no summary yet (all of them with ``force``)."""
+    run = _finished_run(run_path)
+    latest: dict[str, TraceRecord] = {}
+    for record in run.of_type(TraceRecord):
+        if record.error is None:
+            latest[record.path] = record
+    if not latest:
+        raise TraceError(f"{run.path}: the run has no profile (train with profile_steps=(start, stop))")
+    done: list[tuple[TraceRecord, TraceSummary]] = []
+    for record in latest.values():
+        if record.summary and not force and (run.path / record.summary).is_file():
+            continue
+        folder = run.path / record.path
+        summary = summarize(folder, timeout_s=timeout_s, memory_mb=memory_mb)
+        target = save_summary(summary, folder)
+        updated = record.model_copy(update={"t": time.time(), "summary": os.path.relpath(target, run.path)})
+        append_record(run, updated)
+        done.append((updated, summary))
+    return done
+
+
+def attach(
+    profile: str | os.PathLike[str], run_path: str | os.PathLike[str], *, timeout_s: float | None = None,
+    memory_mb: int | None = None,
+) -> tuple[TraceRecord, TraceSummary]:
+    """Copy an outside profile into ``<run>/traces/`` and record its summary there."""
+    run = _finished_run(run_path)
+    files = find_xplanes(profile)
+    summary = summarize(profile, timeout_s=timeout_s, memory_mb=memory_mb)
+    session = files[0].parent.name if len(files) > 1 or files[0].parent.name else "profile"
+    folder = run.path / TRACES_DIR / "imported" / f"{time.strftime('%Y%m%d-%H%M%S')}-{session}"
+    try:
+        folder.mkdir(parents=True, exist_ok=False)
+        for f in files:
+            shutil.copy2(f, folder / f.name)
+    except OSError as exc:
+        raise TraceError(f"{folder}: cannot copy the profile into the run ({exc.strerror or exc})") from None
+    target = save_summary(summary, folder)
+    record = TraceRecord(
+        t=time.time(),
+        path=os.path.relpath(folder, run.path),
+        steps_marked=summary.steps > 0,
+        summary=os.path.relpath(target, run.path),
+    )
+    append_record(run, record)
+    return record, summary
+
+
+def _finished_run(run_path: str | os.PathLike[str]) -> Run:
+    run = RunReader(run_path).read()
+    if run.status == "running":
+        raise TraceError(f"{run.path}: the run is still being written; summarise its profile when it has ended")
+    return run
+
+
+def append_record(run: Run, record: TraceRecord) -> None:
+    """Append one record to the chief's file of an ended run.
+
+    A killed job can leave a truncated last line; readers ignore it, but a record appended after
+    it would turn it into a malformed line in the middle, so it is cut off first.
+    """
+    rank = run.ranks[0] if run.ranks else 0
+    path = Path(run.path) / worker_file_name(rank)
+    line = record.model_dump_json(exclude_none=True) + "\n"
+    try:
+        with open(path, "a+b") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            if size:
+                fh.seek(max(0, size - 65536))
+                tail = fh.read()
+                if not tail.endswith(b"\n"):
+                    cut = tail.rfind(b"\n")
+                    fh.truncate(size - len(tail) + cut + 1 if cut >= 0 else max(0, size - len(tail)))
+            fh.seek(0, os.SEEK_END)
+            fh.write(line.encode("utf-8"))
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        raise TraceError(f"{path}: cannot add the trace record ({exc.strerror or exc})") from None

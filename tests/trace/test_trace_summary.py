@@ -1,0 +1,172 @@
+"""The summariser on the committed fixture (a real CPU profile taken with plain tf.profiler).
+
+The fixture is made by tests/data/traces/make_fixture.py: 30 marked steps of a tiny model whose
+input pipeline sleeps in a tf.py_function. Nothing here needs TensorFlow; XProf's converter runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("xprof")
+
+from click.testing import CliRunner  # noqa: E402
+
+from advisor.analysis.facts.trace import summary_facts  # noqa: E402
+from advisor.analysis.trace import (  # noqa: E402
+    SUMMARY_NAME,
+    TraceSummary,
+    find_xplanes,
+    load_summary,
+    save_summary,
+    summarize,
+)
+from advisor.cli.main import cli  # noqa: E402
+from advisor.errors import TraceError  # noqa: E402
+
+FIXTURE = Path(__file__).resolve().parents[1] / "data" / "traces" / "input_bound"
+XPLANE = next(FIXTURE.rglob("*.xplane.pb"))
+
+
+def _listing(folder: Path) -> dict[str, tuple[int, float]]:
+    return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime) for p in folder.rglob("*")}
+
+
+@pytest.fixture(scope="module")
+def summary() -> TraceSummary:
+    return summarize(FIXTURE)
+
+
+def test_fixture_is_summarised_as_input_bound(summary):
+    assert summary.hosts == ["fixture"] and summary.hardware == "CPU_ONLY"
+    assert 20 <= summary.steps <= 30  # XProf drops steps cut by the capture's edges
+    assert summary.step_time_ms_mean and summary.step_time_ms_mean > 5  # the 8 ms sleep per batch
+    assert summary.input_percent is not None and summary.input_percent > 50
+    assert summary.input_classification == "HOST"
+    assert "input-bound" in (summary.input_statement or "")
+    shares = summary.breakdown_percent
+    assert abs(sum(shares.values()) - 100.0) < 1.0
+    assert summary.py_func_ops == ["EagerPyFunc"]
+    top_types = [op.type for op in summary.top_ops]
+    assert len(summary.top_ops) == 10 and "EagerPyFunc" in top_types[:3]
+    assert all(op.where == "host" for op in summary.top_ops)
+    assert summary.communication_percent == 0.0 and summary.collective_ops == []
+
+
+def test_cpu_profile_has_no_device_side_numbers(summary):
+    # XProf writes zeros for these on CPU; a zero that was never measured must not become a fact.
+    for field in ("device_compute_percent", "device_idle_percent", "h2d_percent", "d2h_percent",
+                  "compute_16bit_percent", "kernel_launch_percent", "top_ops_host"):
+        assert getattr(summary, field) is None, field
+    facts = summary_facts(summary)
+    assert "trace.device_idle_percent" not in facts and "trace.h2d_percent" not in facts
+    assert facts["trace.present"] is True and facts["trace.py_func"] is True
+    assert facts["trace.input_percent"] > 50 and facts["trace.steps_marked"] is True
+    assert facts["trace.top_ops"][0].keys() == {"name", "type", "where", "self_percent"}
+
+
+def test_summary_round_trips_through_json(summary, tmp_path):
+    path = save_summary(summary, tmp_path)
+    assert path.name == SUMMARY_NAME
+    again = load_summary(path)
+    assert again == summary
+    (tmp_path / "bad.json").write_text("[1, 2]")
+    with pytest.raises(TraceError, match="bad.json"):
+        load_summary(tmp_path / "bad.json")
+
+
+def test_file_session_and_logdir_paths_agree(summary, tmp_path):
+    assert find_xplanes(XPLANE) == [XPLANE]
+    assert find_xplanes(XPLANE.parent) == [XPLANE]
+    # A log directory with an older session too: the newest session is read.
+    logdir = tmp_path / "logs"
+    shutil.copytree(FIXTURE, logdir)
+    older = logdir / "plugins" / "profile" / "2025_01_01_00_00_00"
+    older.mkdir()
+    (older / "old.xplane.pb").write_bytes(b"x")
+    assert [p.name for p in find_xplanes(logdir)] == ["fixture.xplane.pb"]
+    assert summarize(XPLANE).steps == summary.steps
+
+
+def test_read_only_profile_folder_is_never_written(tmp_path):
+    folder = tmp_path / "ro"
+    shutil.copytree(FIXTURE, folder)
+    before = _listing(folder)
+    for p in [folder, *folder.rglob("*")]:
+        p.chmod(p.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+    try:
+        result = summarize(folder)
+    finally:
+        for p in [folder, *folder.rglob("*")]:
+            p.chmod(p.stat().st_mode | stat.S_IWUSR)
+    assert result.steps > 0
+    assert _listing(folder) == before  # no caches, no summary written beside a foreign profile
+
+
+def test_saving_where_it_cannot_write_is_a_trace_error(summary, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    with pytest.raises(TraceError, match="cannot write the summary"):
+        save_summary(summary, blocker)
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (None, "not a readable XProf profile"),  # truncated copy of the real fixture
+        (b"this is not a protobuf at all\n" * 10, "not a readable XProf profile"),
+        (b"", "empty"),
+    ],
+    ids=["truncated", "not-xplane", "empty-file"],
+)
+def test_bad_files_give_one_line_errors(tmp_path, content, message):
+    bad = tmp_path / "host.xplane.pb"
+    bad.write_bytes(XPLANE.read_bytes()[: XPLANE.stat().st_size // 3] if content is None else content)
+    with pytest.raises(TraceError, match=message) as info:
+        summarize(bad)
+    assert str(bad) in str(info.value) and "\n" not in str(info.value)
+
+
+def test_empty_folder_and_wrong_file_type(tmp_path):
+    with pytest.raises(TraceError, match="no \\*.xplane.pb profile"):
+        summarize(tmp_path)
+    other = tmp_path / "events.out.tfevents"
+    other.write_text("x")
+    with pytest.raises(TraceError, match="not an XProf profile"):
+        summarize(other)
+    with pytest.raises(TraceError, match="no such file"):
+        summarize(tmp_path / "missing")
+
+
+def test_converter_time_and_memory_limits_stop_it_cleanly():
+    with pytest.raises(TraceError, match="longer than 0.05 s"):
+        summarize(FIXTURE, timeout_s=0.05)
+    with pytest.raises(TraceError, match="memory"):
+        summarize(FIXTURE, memory_mb=64)
+
+
+def test_cli_prints_text_and_json(tmp_path):
+    runner = CliRunner()
+    result = runner.invoke(cli, ["trace", str(FIXTURE)])
+    assert result.exit_code == 0, result.output
+    assert "steps found" in result.output and "EagerPyFunc" in result.output
+    assert "input classification HOST" in result.output
+    result = runner.invoke(cli, ["trace", str(XPLANE), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.output)
+    assert payload["py_func_ops"] == ["EagerPyFunc"] and payload["steps"] > 0
+    assert not list(XPLANE.parent.glob(SUMMARY_NAME))  # printing writes nothing beside the profile
+
+
+def test_cli_bad_input_is_one_line_exit_2(tmp_path):
+    (tmp_path / "x.xplane.pb").write_bytes(b"garbage")
+    result = CliRunner().invoke(cli, ["trace", str(tmp_path)])
+    assert result.exit_code == 2
+    assert result.output.startswith("advisor: error:") and "Traceback" not in result.output
+    assert os.fspath(tmp_path) in result.output
