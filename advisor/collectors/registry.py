@@ -40,6 +40,10 @@ FACTORIES: dict[str, Callable[[dict[str, Any]], Collector]] = {
     "epochs": _epochs,
     "context": _context,
     "profiler": lambda o: __import__("advisor.collectors.profiler", fromlist=["_"]).profiler_from_options(o),
+    "telemetry": lambda o: __import__("advisor.collectors.telemetry", fromlist=["_"]).telemetry_from_options(o),
+    "baseline": lambda o: __import__("advisor.collectors.baseline", fromlist=["_"]).BaselineCollector(
+        o.get("baseline") or "end", o.get("baseline_steps", 20), o.get("baseline_source_cache", True)),
+    "pipeline": lambda o: __import__("advisor.collectors.pipeline", fromlist=["_"]).PipelineCollector(),
 }
 
 # name → predicate on the options: is it on by default for these options?
@@ -48,6 +52,9 @@ DEFAULTS: dict[str, Callable[[dict[str, Any]], bool]] = {
     "epochs": lambda o: True,
     "context": lambda o: True,
     "profiler": lambda o: o.get("profile_steps") is not None,
+    "telemetry": lambda o: o.get("telemetry", True) is not False,
+    "baseline": lambda o: o.get("baseline") not in (None, False, "", "off", "none"),
+    "pipeline": lambda o: o.get("pipeline", True) is not False,
 }
 
 

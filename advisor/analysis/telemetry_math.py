@@ -1,0 +1,133 @@
+"""Pure numerics for telemetry facts: percentiles, energy, moving averages, histogram distance.
+
+Kept apart from the fact derivation so each piece is tested against hand-computed values.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+UTIL_BINS = 10  # utilization histogram: ten bins of 10 points, 100 % in the last
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Linear-interpolated percentile (q in 0..100), as numpy's default."""
+    if not values:
+        raise ValueError("percentile of nothing")
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q / 100.0
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def trapezoid(times: Sequence[float], values: Sequence[float], t0: float | None = None,
+              t1: float | None = None) -> float:
+    """∫ value dt of the piecewise-linear series over [t0, t1] ∩ [times[0], times[-1]]."""
+    if len(times) < 2:
+        return 0.0
+    lo = times[0] if t0 is None else max(t0, times[0])
+    hi = times[-1] if t1 is None else min(t1, times[-1])
+    if hi <= lo:
+        return 0.0
+    total = 0.0
+    for (ta, va), (tb, vb) in zip(zip(times, values), zip(times[1:], values[1:])):
+        a, b = max(ta, lo), min(tb, hi)
+        if b <= a or tb <= ta:
+            continue
+        fa = va + (vb - va) * (a - ta) / (tb - ta)
+        fb = va + (vb - va) * (b - ta) / (tb - ta)
+        total += (fa + fb) / 2.0 * (b - a)
+    return total
+
+
+def interpolate(times: Sequence[float], values: Sequence[float], t: float) -> float:
+    """The piecewise-linear series at ``t`` (clamped to its ends)."""
+    if t <= times[0]:
+        return values[0]
+    if t >= times[-1]:
+        return values[-1]
+    for (ta, va), (tb, vb) in zip(zip(times, values), zip(times[1:], values[1:])):
+        if ta <= t <= tb:
+            return va if tb == ta else va + (vb - va) * (t - ta) / (tb - ta)
+    return values[-1]
+
+
+def counter_usable(values: Sequence[float | None]) -> bool:
+    """An energy counter series that can be trusted: complete and never going back (no reset)."""
+    if len(values) < 2 or any(v is None for v in values):
+        return False
+    return all(b >= a for a, b in zip(values, values[1:]))  # type: ignore[operator]
+
+
+def energy_joules(times: Sequence[float], counter: Sequence[float | None], power: Sequence[float | None],
+                  t0: float | None = None, t1: float | None = None) -> tuple[float, str] | None:
+    """Energy of one GPU over [t0, t1]: from the counter when usable, else power × Δt."""
+    if len(times) < 2:
+        return None
+    if counter_usable(counter):
+        c = [float(v) for v in counter]  # type: ignore[arg-type]
+        lo = times[0] if t0 is None else t0
+        hi = times[-1] if t1 is None else t1
+        return max(0.0, interpolate(times, c, hi) - interpolate(times, c, lo)), "counter"
+    points = [(t, p) for t, p in zip(times, power) if p is not None]
+    if len(points) < 2:
+        return None
+    ts, ps = zip(*points)
+    return trapezoid(ts, ps, t0, t1), "power-integration"
+
+
+def moving_average(values: Sequence[float], window: int) -> list[float]:
+    """Trailing moving average; one value per full window."""
+    if window < 1 or len(values) < window:
+        return []
+    out: list[float] = []
+    total = sum(values[:window])
+    out.append(total / window)
+    for i in range(window, len(values)):
+        total += values[i] - values[i - window]
+        out.append(total / window)
+    return out
+
+
+def growth_points(percent_series: Sequence[float], window: int = 10) -> float | None:
+    """Rise of the moving average from its first to its last full window, in percentage points.
+
+    Needs two windows' worth of samples, so a start-up spike alone does not count as growth.
+    """
+    if len(percent_series) < 2 * window:
+        return None
+    ma = moving_average(percent_series, window)
+    return ma[-1] - ma[0]
+
+
+def histogram(values: Sequence[float], bins: int = UTIL_BINS, lo: float = 0.0, hi: float = 100.0) -> list[float]:
+    """Normalised histogram over [lo, hi] with equal bins; ``hi`` itself falls in the last bin."""
+    counts = [0.0] * bins
+    width = (hi - lo) / bins
+    for v in values:
+        i = int((min(max(v, lo), hi) - lo) / width)
+        counts[min(i, bins - 1)] += 1
+    n = sum(counts)
+    return [c / n for c in counts] if n else counts
+
+
+def js_distance(p: Sequence[float], q: Sequence[float]) -> float:
+    """Jensen–Shannon distance (square root of the divergence, natural log: 0..√ln2 ≈ 0.83).
+
+    The natural log matches ``scipy.spatial.distance.jensenshannon``'s default, which the
+    load-balancing threshold (0.2) was set with.
+    """
+    m = [(a + b) / 2.0 for a, b in zip(p, q)]
+
+    def kl(x: Sequence[float]) -> float:
+        return sum(a * math.log(a / b) for a, b in zip(x, m) if a > 0 and b > 0)
+
+    return math.sqrt(max(0.0, (kl(p) + kl(q)) / 2.0))
+
+
+def max_pairwise_js(series: Sequence[Sequence[float]]) -> float | None:
+    hists = [histogram(s) for s in series if s]
+    if len(hists) < 2:
+        return None
+    return max(js_distance(a, b) for i, a in enumerate(hists) for b in hists[i + 1:])
