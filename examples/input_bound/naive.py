@@ -23,7 +23,7 @@ NUM_SAMPLES = 2048
 FEATURES = 64
 CLASSES = 10
 BATCH_SIZE = 64
-DECODE_SECONDS = 0.0015  # simulated per-element decode cost in Python
+DECODE_SECONDS = 0.0005  # simulated per-element decode cost in Python
 
 
 def synthetic_arrays(n: int = NUM_SAMPLES, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

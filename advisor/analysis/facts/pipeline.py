@@ -1,4 +1,4 @@
-"""tf.data graph inspection and storage facts. Derivations: issue 4 (input pipeline)."""
+"""tf.data graph inspection and storage facts, from the ``pipeline`` record of a run."""
 
 from __future__ import annotations
 
@@ -30,8 +30,21 @@ FACTS = (
     Fact("storage.file_bytes.p50", "bytes", "median data file size", "storage"),
     Fact("storage.file_bytes.p90", "bytes", "90th percentile of data file size", "storage"),
     Fact("storage.compression", "", "compression of the data files (none, gzip, zlib, zstd)", "storage", "str"),
+    Fact("pipeline.input_kind", "", "what fit reads: tf.data, numpy, generator, pydataset, torch", "pipeline", "str"),
+    Fact("pipeline.generator_source", "", "the tf.data source is a Python generator (from_generator)", "pipeline", "bool"),
+    Fact("storage.total_bytes", "bytes", "total size of the local data files", "storage"),
+    Fact("storage.remote_files", "", "data paths on remote storage (s3://, gs://...), not measured locally", "storage"),
+    Fact("storage.unreadable", "", "data files that are missing or cannot be read, with the reason", "storage", "list"),
 )
 
 
 def derive(run: Run, facts: dict[str, Any]) -> dict[str, Any]:
-    return {}
+    """Facts of the chief's last ``pipeline`` record (see ``advisor.analysis.pipeline_advice``)."""
+    from advisor.analysis.pipeline_advice import pipeline_facts
+    from advisor.store.schema import PipelineRecord
+
+    ranks = run.ranks
+    records = run.of_type(PipelineRecord, rank=ranks[0] if ranks else None)
+    if not records:
+        return {}
+    return pipeline_facts(records[-1].values)

@@ -1,0 +1,245 @@
+"""From a pipeline summary (``advisor.analysis.pipeline``) to ``pipeline.*`` facts and advice.
+
+Pure functions over the JSON stored in a ``pipeline`` record: no TensorFlow, no I/O. The advice
+names the stage to change ("map #2 ('decode')") and the exact change, most valuable first.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+AUTOTUNE = -1
+_SOURCE_NAMES = {"TensorSliceDataset": "from_tensor_slices", "TensorDataset": "from_tensors",
+                 "RangeDataset": "range", "TFRecordDatasetV2": "TFRecordDataset",
+                 "TextLineDataset": "TextLineDataset", "FixedLengthRecordDatasetV2": "FixedLengthRecordDataset"}
+
+
+def stage_label(stage: dict[str, Any]) -> str:
+    """``map #2 ('decode')`` — how advice names a stage."""
+    kind = stage.get("kind", "stage")
+    name = kind.replace("_", " ") if kind not in ("flat_map",) else "flat_map"
+    if "ordinal" in stage:
+        name = f"{name} #{stage['ordinal']}"
+    fn = stage.get("fn")
+    return f"{name} ('{fn}')" if fn else name
+
+
+def stage_summary(stage: dict[str, Any]) -> str:
+    """One short line per stage for the ``pipeline.stages`` fact."""
+    kind = stage.get("kind")
+    op = stage.get("op", "")
+    if kind == "source":
+        text = _SOURCE_NAMES.get(op, op.replace("Dataset", "") or "source")
+        return text + (" (files)" if stage.get("is_files") else "")
+    if kind in ("options", "passive"):
+        return op.replace("Dataset", "").lower() or "options"
+    text = kind or op
+    if stage.get("fn"):
+        text += f" '{stage['fn']}'"
+    notes: list[str] = []
+    if kind in ("batch", "prefetch", "shuffle"):
+        size = stage.get("batch_size" if kind == "batch" else "buffer_size")
+        if isinstance(size, int):
+            text += "(AUTOTUNE)" if size == AUTOTUNE else f"({size})"
+    npc = stage.get("num_parallel_calls")
+    if kind in ("map", "interleave") or (kind == "batch" and stage.get("parallel")):
+        if stage.get("parallel"):
+            notes.append("parallel=AUTOTUNE" if npc == AUTOTUNE else f"parallel={npc}")
+        elif kind != "batch":
+            notes.append("sequential")
+    if kind == "flat_map" and stage.get("reads_files"):
+        notes.append("sequential")
+    if stage.get("py_function"):
+        notes.append("py_function")
+    if stage.get("random") and kind != "shuffle":
+        notes.append("random")
+    if stage.get("reads_files"):
+        notes.append("reads files")
+    if kind == "cache" and stage.get("to_file"):
+        notes.append("file")
+    return text + (f" [{', '.join(notes)}]" if notes else "")
+
+
+def _meaningful(stages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [s for s in stages if s.get("kind") not in ("options", "passive")]
+
+
+def pipeline_facts(values: dict[str, Any]) -> dict[str, Any]:
+    """``pipeline.*`` and ``storage.*`` facts from a pipeline record's values."""
+    out: dict[str, Any] = {}
+    kind = values.get("input_kind")
+    if kind:
+        out["pipeline.input_kind"] = kind
+    summary = values.get("summary")
+    if isinstance(summary, dict) and isinstance(summary.get("stages"), list):
+        out.update(_tfdata_facts(summary))
+    elif kind in ("generator", "pydataset"):
+        advice = python_input_advice(kind, values.get("pydataset") or {})
+        if advice:
+            out["pipeline.advice"] = advice
+    storage = values.get("storage")
+    if isinstance(storage, dict):
+        out.update(_storage_facts(storage))
+    return out
+
+
+def _tfdata_facts(summary: dict[str, Any]) -> dict[str, Any]:
+    stages: list[dict[str, Any]] = summary["stages"]
+    real = _meaningful(stages)
+    maps = [s for s in real if s.get("kind") == "map"]
+    interleaves = [s for s in real if s.get("kind") == "interleave"]
+    prefetches = [s for s in real if s.get("kind") == "prefetch"]
+    caches = [s for s in real if s.get("kind") == "cache"]
+    options = summary.get("options") or {}
+    out: dict[str, Any] = {
+        "pipeline.inspected": True,
+        "pipeline.prefetch": bool(prefetches),
+        "pipeline.prefetch_at_end": bool(real) and real[-1].get("kind") == "prefetch",
+        "pipeline.maps": len(maps),
+        "pipeline.sequential_maps": sum(1 for s in maps if not s.get("parallel")),
+        "pipeline.sequential_interleaves": sum(1 for s in interleaves if not s.get("parallel"))
+        + sum(1 for s in real if s.get("kind") == "flat_map" and s.get("reads_files")),
+        "pipeline.fixed_parallelism": sum(
+            1 for s in real
+            if s.get("parallel") and isinstance(s.get("num_parallel_calls"), int)
+            and s["num_parallel_calls"] > 1 and s.get("kind") in ("map", "interleave", "batch", "filter")
+        ),
+        "pipeline.py_function": any(s.get("py_function") for s in real),
+        "pipeline.generator_source": any(s.get("kind") == "generator" for s in real),
+        "pipeline.cache": bool(caches),
+        "pipeline.cache_after_random": bool(_cache_after_random(real)),
+        "pipeline.uncached_deterministic_map": bool(_offline_candidates(real)),
+        "pipeline.autotune_disabled": bool(_disabling_options(options)),
+        "pipeline.file_source": any(s.get("reads_files") or s.get("is_files") for s in real),
+        "pipeline.stages": [stage_summary(s) for s in stages],
+    }
+    out["pipeline.advice"] = tfdata_advice(summary)
+    return out
+
+
+def _cache_after_random(stages: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The first (random stage, cache after it) pair, or None."""
+    first_random: dict[str, Any] | None = None
+    for stage in stages:
+        if stage.get("random") and first_random is None:
+            first_random = stage
+        if stage.get("kind") == "cache" and first_random is not None:
+            return first_random, stage
+    return None
+
+
+def _offline_candidates(stages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Deterministic, costly maps recomputed every epoch (no cache after them, nothing random before)."""
+    found = []
+    random_seen = False
+    for index, stage in enumerate(stages):
+        if stage.get("kind") == "map" and stage.get("random"):
+            random_seen = True
+        if stage.get("kind") != "map" or stage.get("random") or random_seen:
+            continue
+        costly = stage.get("py_function") or stage.get("heavy") or (stage.get("fn_ops") or 0) >= 20
+        cached_later = any(s.get("kind") == "cache" for s in stages[index + 1:])
+        if costly and not cached_later:
+            found.append(stage)
+    return found
+
+
+def _disabling_options(options: dict[str, Any]) -> list[str]:
+    changes = []
+    if options.get("autotune") is False:
+        changes.append("options.autotune.enabled = False")
+    if options.get("max_intra_op_parallelism") == 1:
+        changes.append("options.threading.max_intra_op_parallelism = 1")
+    if options.get("private_threadpool_size") == 1:
+        changes.append("options.threading.private_threadpool_size = 1")
+    if options.get("map_parallelization") is False:
+        changes.append("options.experimental_optimization.map_parallelization = False")
+    return changes
+
+
+def tfdata_advice(summary: dict[str, Any]) -> str:
+    """The concrete changes for this pipeline, joined with "; " (most valuable first)."""
+    stages = _meaningful(summary.get("stages") or [])
+    items: list[str] = []
+    for stage in stages:
+        if stage.get("kind") == "generator":
+            items.append("the source is a Python generator (Dataset.from_generator), which runs one element "
+                         "at a time under the GIL: read files or arrays with tf.data ops instead, or "
+                         "interleave several generators with num_parallel_calls=tf.data.AUTOTUNE")
+    for stage in stages:
+        if stage.get("kind") == "flat_map" and stage.get("reads_files"):
+            reader = stage.get("reader") or "the file reader"
+            items.append(f"read files in parallel: {stage_label(stage)} opens them one after another; use "
+                         f"{reader}(files, num_parallel_reads=tf.data.AUTOTUNE) or "
+                         f"files.interleave({reader}, num_parallel_calls=tf.data.AUTOTUNE)")
+        elif stage.get("kind") == "interleave" and not stage.get("parallel"):
+            items.append(f"add num_parallel_calls=tf.data.AUTOTUNE to {stage_label(stage)}")
+    for stage in stages:
+        if stage.get("kind") == "map" and not stage.get("parallel"):
+            items.append(f"add num_parallel_calls=tf.data.AUTOTUNE to {stage_label(stage)}")
+    for stage in stages:
+        if stage.get("kind") == "map" and stage.get("py_function"):
+            items.append(f"rewrite {stage_label(stage)} in TensorFlow ops: tf.py_function runs Python under "
+                         "the GIL, so parallel calls help it little")
+    for stage in stages:
+        npc = stage.get("num_parallel_calls")
+        if stage.get("parallel") and isinstance(npc, int) and npc > 1 and stage.get("kind") in ("map", "interleave"):
+            items.append(f"use num_parallel_calls=tf.data.AUTOTUNE instead of {npc} on {stage_label(stage)}")
+    if stages and not any(s.get("kind") == "prefetch" for s in stages):
+        items.append("add .prefetch(tf.data.AUTOTUNE) at the end")
+    elif stages and stages[-1].get("kind") != "prefetch":
+        after = stages[-1]
+        items.append(f"move .prefetch(tf.data.AUTOTUNE) to the end (it comes before {stage_label(after)})")
+    pair = _cache_after_random(stages)
+    if pair is not None:
+        random_stage, cache = pair
+        what = ".shuffle()" if random_stage.get("kind") == "shuffle" else f"the random {stage_label(random_stage)}"
+        items.append(f"move .cache() before {what}: {stage_label(cache)} stores one random draw and replays it "
+                     "every epoch")
+    for stage in _offline_candidates(stages):
+        shuffled_before = any(s.get("kind") == "shuffle" for s in stages[: stages.index(stage)])
+        tail = " (and shuffle after the cache)" if shuffled_before else ""
+        items.append(f"{stage_label(stage)} is deterministic and recomputed every epoch: add .cache() right "
+                     f"after it{tail} if the data fit in memory (or .cache(path) on local disk), or run it "
+                     "once offline")
+    for change in _disabling_options(summary.get("options") or {}):
+        items.append(f"remove {change}")
+    if not items:
+        return "no change needed: the pipeline maps in parallel with AUTOTUNE and prefetches at the end"
+    return "; ".join(dict.fromkeys(items))
+
+
+def python_input_advice(kind: str, pydataset: dict[str, Any]) -> str:
+    """Advice for inputs that are not tf.data (Python generators, keras.utils.PyDataset)."""
+    if kind == "generator":
+        return ("the input is a Python generator, which Keras reads one batch at a time: turn it into a "
+                "keras.utils.PyDataset with workers=N (use_multiprocessing=True for CPU-heavy Python) or a "
+                "tf.data pipeline with parallel map and prefetch")
+    if kind == "pydataset":
+        workers = pydataset.get("workers")
+        if isinstance(workers, int) and workers <= 1:
+            return ("the PyDataset loads batches on one thread: pass workers=N (about the number of CPU "
+                    "cores) and use_multiprocessing=True if __getitem__ is CPU-heavy Python")
+        if not pydataset.get("use_multiprocessing"):
+            return ("the PyDataset uses threads: set use_multiprocessing=True if __getitem__ is CPU-heavy "
+                    "Python (threads share the GIL)")
+    return ""
+
+
+def _storage_facts(storage: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if isinstance(storage.get("files"), int):
+        out["storage.files"] = storage["files"]
+        for q in ("p10", "p50", "p90"):
+            if storage.get(f"bytes_{q}") is not None:
+                out[f"storage.file_bytes.{q}"] = storage[f"bytes_{q}"]
+        if storage.get("total_bytes") is not None:
+            out["storage.total_bytes"] = storage["total_bytes"]
+    if storage.get("compression"):
+        out["storage.compression"] = storage["compression"]
+    if storage.get("remote"):
+        out["storage.remote_files"] = storage["remote"]
+    problems = list(storage.get("missing") or []) + list(storage.get("unreadable") or [])
+    if problems:
+        out["storage.unreadable"] = problems
+    return out

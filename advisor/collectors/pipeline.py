@@ -1,0 +1,84 @@
+"""Pipeline collector: inspect the training input once, at train begin, and record what it is.
+
+For tf.data it stores the summary of the dataset's serialized graph (stages, parallelism, cache,
+options, files; ``advisor.analysis.pipeline``) and facts about the files it reads
+(``advisor.analysis.storage``). For PyDataset it records the worker settings. The analysis side
+turns the record into ``pipeline.*`` and ``storage.*`` facts and the advice text.
+
+Cost: one graph serialization (in-memory datasets built with ``from_tensor_slices`` carry their
+data in the graph, so huge arrays make it slower); switch it off with ``pipeline=False``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from advisor.collectors.base import Collector
+
+
+class PipelineCollector(Collector):
+    name = "pipeline"
+
+    def on_train_begin(self) -> None:
+        from advisor.store.schema import PipelineRecord
+
+        s = self.s
+        if s.rank != 0:  # every worker reads the same pipeline
+            return
+        values = describe_input(s.data)
+        if not values:
+            return
+        s.writer.write(PipelineRecord(t=time.time(), values=values))
+        s.shared["pipeline"] = values
+        for problem in (values.get("storage") or {}).get("missing", []) + (values.get("storage") or {}).get(
+            "unreadable", []
+        ):
+            s.event("pipeline", f"data file problem: {problem}", level="warning")
+        if values.get("error"):
+            s.event("pipeline", f"pipeline not inspected: {values['error']}", level="warning")
+
+
+def describe_input(data: Any) -> dict[str, Any]:
+    """The ``values`` of a pipeline record for ``session.data`` (empty when nothing is known)."""
+    kind = data.kind
+    if not kind:
+        return {}
+    values: dict[str, Any] = {"input_kind": kind}
+    if kind == "tf.data":
+        values.update(describe_dataset(data.dataset))
+    elif kind == "pydataset":
+        py = getattr(data.adapter, "py_dataset", None)
+        if py is not None:
+            values["pydataset"] = {
+                "workers": _int(getattr(py, "workers", None)),
+                "use_multiprocessing": bool(getattr(py, "use_multiprocessing", False)),
+                "max_queue_size": _int(getattr(py, "max_queue_size", None)),
+            }
+    return values
+
+
+def describe_dataset(dataset: Any) -> dict[str, Any]:
+    """Summary and storage facts of a tf.data dataset; ``{"error": ...}`` when it cannot be read."""
+    from advisor.analysis.pipeline import PipelineInspectionError, inspect_dataset
+    from advisor.analysis.storage import file_facts
+
+    if dataset is None:
+        return {"error": "the dataset object is not reachable"}
+    t0 = time.perf_counter()
+    try:
+        summary = inspect_dataset(dataset)
+    except PipelineInspectionError as exc:
+        return {"error": str(exc)}
+    values: dict[str, Any] = {"summary": summary, "inspect_seconds": time.perf_counter() - t0}
+    if summary.get("files") or summary.get("file_candidates"):
+        values["storage"] = file_facts(summary.get("files", []), summary.get("file_candidates", []),
+                                       summary.get("compression"))
+    return values
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
