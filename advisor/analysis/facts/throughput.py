@@ -83,6 +83,8 @@ def derive(run: Run, facts: dict[str, Any]) -> dict[str, Any]:
     for record in run.of_type(ContextRecord, rank=run.ranks[0] if run.ranks else None):
         if "throughput.logging" in record.values:
             out["throughput.logging"] = bool(record.values["throughput.logging"])
+    if "throughput.logging" not in out and "log_every_s" in run.manifest.config:
+        out["throughput.logging"] = run.manifest.config["log_every_s"] is not None
 
     first = run.of_type(FirstStepRecord)
     if first:

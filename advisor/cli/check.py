@@ -1,0 +1,129 @@
+"""``advisor check [RUN | RUNS_DIR]``: diagnose runs against the checklist; exit 0 / 1 / 2.
+
+Exit codes: 0 clean; 1 a finding at or above ``--fail-on``, or a regression versus
+``--baseline``; 2 a usage, input or rule error. ``--exit-zero`` reports without failing.
+Imports nothing heavy: no TensorFlow, textual or matplotlib.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import click
+
+from advisor.cli.common import runs_dir_option
+from advisor.render import FORMATS
+
+FAIL_LEVELS = ("info", "warning", "error")
+
+
+def selection_options(func: click.decorators.FC) -> click.decorators.FC:
+    """--select / --extend-select / --ignore / --config / --threshold / --rules-dir."""
+    options = [
+        click.option("--select", multiple=True, metavar="CODES", help="Only these codes or prefixes (comma-separated; replaces the configured selection)."),
+        click.option("--extend-select", multiple=True, metavar="CODES", help="Add codes or prefixes to the selection."),
+        click.option("--ignore", multiple=True, metavar="CODES", help="Leave out codes or prefixes."),
+        click.option("--threshold", "thresholds", multiple=True, metavar="CODE.NAME=VALUE", help="Override a rule threshold, e.g. M108.warn_fraction=0.15."),
+        click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None, help="A pyproject.toml (or advisor TOML) to read instead of the nearest pyproject.toml."),
+        click.option("--rules-dir", type=click.Path(file_okay=False), default=None, help="Load rule files from this folder instead of the built-in rules."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def run_targets(target: str | None, runs_dir: str | None) -> list[Path]:
+    """A run (id, prefix, path, 'latest') or every run under a store directory."""
+    from advisor.errors import RunNotFoundError
+    from advisor.store.reader import list_run_dirs, resolve_run
+    from advisor.store.schema import MANIFEST_NAME
+
+    if target and Path(target).is_dir() and not (Path(target) / MANIFEST_NAME).exists():
+        runs = list_run_dirs(target)
+        if not runs:
+            raise RunNotFoundError(f"{target}: neither a run nor a store with runs")
+        return runs
+    return [resolve_run(target, runs_dir)]
+
+
+def _use_color(color: bool | None, output: str | None) -> bool:
+    if output:
+        return False
+    if color is not None:
+        return color
+    return sys.stdout.isatty() and "NO_COLOR" not in os.environ
+
+
+@click.command("check")
+@click.argument("target", required=False, metavar="[RUN | RUNS_DIR]")
+@selection_options
+@click.option("--fail-on", type=click.Choice(FAIL_LEVELS), default=None, help="Lowest severity that fails (default: warning, or fail-on in [tool.advisor]).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None, help="Write the report to FILE instead of stdout.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even with findings or a regression.")
+@click.option("--baseline", default=None, metavar="RUN", help="Compare samples/s and samples/$ with this run.")
+@click.option("--max-regression", type=float, default=None, metavar="PCT", help="Fail when samples/s or samples/$ dropped by more than PCT percent versus --baseline (default 5).")
+@click.option("--color/--no-color", default=None, help="Colour in text output (default: when stdout is a terminal).")
+@click.pass_context
+def command(
+    ctx: click.Context,
+    target: str | None,
+    select: tuple[str, ...],
+    extend_select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    thresholds: tuple[str, ...],
+    config_file: str | None,
+    rules_dir: str | None,
+    fail_on: str | None,
+    fmt: str,
+    output: str | None,
+    exit_zero: bool,
+    baseline: str | None,
+    max_regression: float | None,
+    color: bool | None,
+) -> None:
+    """Diagnose RUN (an id, prefix, path or 'latest'; default: latest) or every run in RUNS_DIR."""
+    from advisor.diagnosis import diagnose, load_rules
+    from advisor.diagnosis.config import load_config, parse_threshold_options
+    from advisor.errors import UsageError
+    from advisor.render import render_many
+    from advisor.store.reader import RunReader, resolve_run
+
+    if max_regression is not None and baseline is None:
+        raise UsageError("--max-regression needs --baseline RUN")
+    runs_dir = runs_dir_option(ctx)
+    load_rules(rules_dir)  # a broken rule file is an error before any run is read
+    config = load_config(config_file)
+    overrides = parse_threshold_options(thresholds)
+    base_run = RunReader(resolve_run(baseline, runs_dir)).read() if baseline else None
+    reports = []
+    for path in run_targets(target, runs_dir):
+        reports.append(
+            diagnose(
+                RunReader(path).read(),
+                config,
+                select=select or None,
+                extend_select=extend_select,
+                ignore=ignore,
+                fail_on=fail_on,
+                thresholds=overrides,
+                rules_dir=rules_dir,
+                baseline=base_run,
+                max_regression_pct=5.0 if max_regression is None else max_regression,
+            )
+        )
+    level = reports[0].settings.fail_on if reports[0].settings else "warning"
+    width = 100 if output or not sys.stdout.isatty() else shutil.get_terminal_size().columns
+    text = render_many(reports, fmt, color=_use_color(color, output), width=width, fail_on=level)
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+    else:
+        click.echo(text, nl=False)
+    codes = [r.exit_code(level) for r in reports]
+    code = 2 if 2 in codes else max(codes)
+    if exit_zero and code == 1:
+        code = 0
+    ctx.exit(code)

@@ -1,0 +1,40 @@
+"""What to switch on to measure a missing fact, by the fact's source (see the facts registry)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from advisor.analysis.registry import FactRegistry
+
+HINTS: dict[str, str] = {
+    "throughput": "train with advisor.AdvisorCallback (its throughput collector is on by default)",
+    "epochs": "train with advisor.AdvisorCallback (its epoch collector is on by default)",
+    "context": "train with advisor.AdvisorCallback (its context collector is on by default)",
+    "guard": "train with advisor.AdvisorCallback",
+    "store": "train with advisor.AdvisorCallback",
+    "prices": "give the price: AdvisorCallback(instance_type=\"g5.xlarge\") or price_per_hour=..., or set ADVISOR_INSTANCE_TYPE",
+    "nvml": "train on a host with an NVIDIA GPU and nvidia-ml-py installed (telemetry is on by default; telemetry=False turns it off)",
+    "psutil": "keep telemetry on (the default; AdvisorCallback(telemetry=False) turns it off)",
+    "baseline": "measure the cached-input ceiling: AdvisorCallback(baseline=\"end\"), or advisor.measure_input(model, data)",
+    "pipeline": "feed fit() a tf.data.Dataset: the advisor inspects its graph at train begin",
+    "storage": "read training data from local files through tf.data (file sources are inspected)",
+    "trace": "capture a profile: AdvisorCallback(profile_steps=(10, 20)) with keras-advisor[profile] installed, or `advisor trace PROFILE_DIR --into RUN`",
+    "scaling": "run a sweep: `advisor scale --workers 1,2,4 -- python train.py`",
+    "instance": "name the cloud instance: AdvisorCallback(instance_type=...) or ADVISOR_INSTANCE_TYPE",
+    "hardware": "train on a known accelerator (see the hardware table) and keep telemetry on",
+    "cloud": "attach cloud facts (SageMaker input mode, S3 object sizes) with keras-advisor[cloud]",
+    "derived": "measure the facts it is derived from",
+}
+
+
+def hints_for(missing: Iterable[str], facts: FactRegistry) -> str:
+    """One sentence per distinct way to measure the ``missing`` facts."""
+    seen: dict[str, None] = {}
+    for name in missing:
+        fact = facts.get(name)
+        sources = (fact.source if fact else "derived").split("+")
+        for source in sources:
+            hint = HINTS.get(source.strip())
+            if hint:
+                seen.setdefault(hint, None)
+    return "; ".join(seen) if seen else "not measurable by the advisor yet"

@@ -1,0 +1,57 @@
+"""The CI regression gate: samples/s and samples/$ of a run versus a baseline run."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from advisor.diagnosis.report import Regression, RegressionMetric
+from advisor.errors import UsageError
+
+METRICS = (
+    ("throughput.samples_per_s", "samples/s"),
+    ("cost.samples_per_dollar", "samples/$"),
+)
+
+
+def compare(
+    current: Mapping[str, Any], baseline: Mapping[str, Any], baseline_run: str, max_regression_pct: float
+) -> Regression:
+    """Fail when a metric dropped by more than ``max_regression_pct`` percent.
+
+    A metric missing on either side is listed with a note and not judged; if no metric can be
+    compared at all, that is a usage error (there is nothing to gate on).
+    """
+    if max_regression_pct < 0:
+        raise UsageError(f"--max-regression must be a percentage ≥ 0, not {max_regression_pct}")
+    metrics: list[RegressionMetric] = []
+    for name, unit in METRICS:
+        base, cur = _number(baseline.get(name)), _number(current.get(name))
+        if base is None or cur is None or base <= 0:
+            side = "baseline" if base is None or base <= 0 else "this run"
+            metrics.append(
+                RegressionMetric(name=name, unit=unit, baseline=base, current=cur, change_pct=None,
+                                 regressed=False, note=f"not measured on the {side}: not compared")
+            )
+            continue
+        change = (cur - base) / base * 100.0
+        metrics.append(
+            RegressionMetric(name=name, unit=unit, baseline=base, current=cur, change_pct=round(change, 2),
+                             regressed=-change > max_regression_pct)
+        )
+    if all(m.change_pct is None for m in metrics):
+        raise UsageError(
+            f"cannot compare with baseline {baseline_run}: samples/s is not measured on both runs"
+        )
+    return Regression(
+        baseline_run=baseline_run,
+        max_regression_pct=max_regression_pct,
+        metrics=metrics,
+        failed=any(m.regressed for m in metrics),
+    )
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)

@@ -1,0 +1,169 @@
+"""The diagnosis report: one versioned model that every renderer and the JSON export use.
+
+``SCHEMA_VERSION`` grows by one on any change that could make an older reader misread a report;
+adding an optional field keeps the version. ``advisor schema`` prints the JSON Schema generated
+from these models.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+REPORT_SCHEMA_VERSION = 1
+
+Status = Literal["fail", "pass", "unknown", "n/a", "error"]
+Severity = Literal["info", "warning", "error"]
+SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
+STATUS_ORDER = {"fail": 0, "error": 1, "unknown": 2, "n/a": 3, "pass": 4}
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Evidence(_Model):
+    """One measured fact behind a finding."""
+
+    fact: str
+    value: Any
+    unit: str = ""
+
+
+class Finding(_Model):
+    """The outcome of one rule on one run."""
+
+    code: str
+    name: str
+    section: str
+    summary: str
+    status: Status
+    severity: Severity = Field(description="for a failure, its severity on this run; otherwise the rule's default")
+    message: str = Field(description="what was found, with the measured values")
+    fix: str | None = Field(default=None, description="what to change (failures only)")
+    impact: float | None = Field(default=None, description="estimated share of step time or cost at stake, 0..1")
+    evidence: list[Evidence] = Field(default_factory=list)
+    thresholds: dict[str, Any] = Field(default_factory=dict)
+    missing: list[str] = Field(default_factory=list, description="facts that were not measured (unknown)")
+    measure: str | None = Field(default=None, description="how to measure what is missing (unknown)")
+    note: str | None = None
+    error: str | None = Field(default=None, description="why the rule could not be evaluated (error)")
+    docs: str = Field(description="path of the rule's documentation page")
+
+
+class SectionCoverage(_Model):
+    title: str
+    decided: int
+    total: int
+
+
+class Coverage(_Model):
+    """Checklist coverage: rules that reached a decision (fail, pass or n/a) ÷ rules evaluated."""
+
+    decided: int
+    total: int
+    fraction: float
+    sections: dict[str, SectionCoverage]
+
+
+class Summary(_Model):
+    """Findings per status, and failures per severity."""
+
+    fail: int = 0
+    passed: int = 0
+    unknown: int = 0
+    not_applicable: int = 0
+    error: int = 0
+    by_severity: dict[str, int] = Field(default_factory=dict)
+
+
+class RunInfo(_Model):
+    run_id: str
+    path: str | None = None
+    name: str | None = None
+    status: str | None = None
+    created: float | None = None
+    backend: str | None = None
+    strategy: str | None = None
+    num_workers: int | None = None
+    instance_type: str | None = None
+    tags: dict[str, str] = Field(default_factory=dict)
+
+
+class FactValue(_Model):
+    value: Any
+    unit: str = ""
+    source: str = ""
+
+
+class RegressionMetric(_Model):
+    name: str
+    unit: str
+    baseline: float | None
+    current: float | None
+    change_pct: float | None = Field(description="(current − baseline) ÷ baseline × 100")
+    regressed: bool
+    note: str | None = None
+
+
+class Regression(_Model):
+    """The CI gate: throughput and cost per sample versus a baseline run."""
+
+    baseline_run: str
+    max_regression_pct: float
+    metrics: list[RegressionMetric]
+    failed: bool
+
+
+class Settings(_Model):
+    select: list[str]
+    extend_select: list[str] = Field(default_factory=list)
+    ignore: list[str] = Field(default_factory=list)
+    fail_on: Severity = "warning"
+    min_measured_steps: int = 20
+    thresholds: dict[str, dict[str, Any]] = Field(default_factory=dict, description="overrides only")
+    config_file: str | None = None
+
+
+class Report(_Model):
+    """Everything ``advisor check`` found about one run."""
+
+    schema_version: int = REPORT_SCHEMA_VERSION
+    advisor_version: str
+    generated_at: str = Field(description="ISO 8601 time the report was made")
+    run: RunInfo
+    findings: list[Finding] = Field(description="failures first, ranked by estimated impact")
+    coverage: Coverage
+    summary: Summary
+    facts: dict[str, FactValue] = Field(default_factory=dict)
+    errors: list[str] = Field(default_factory=list, description="problems reading the run or deriving facts")
+    regression: Regression | None = None
+    settings: Settings | None = None
+
+    @property
+    def failures(self) -> list[Finding]:
+        return [f for f in self.findings if f.status == "fail"]
+
+    def failing(self, fail_on: str) -> list[Finding]:
+        """Failures at or above the ``fail_on`` severity."""
+        level = SEVERITY_RANK[fail_on]
+        return [f for f in self.failures if SEVERITY_RANK[f.severity] >= level]
+
+    def exit_code(self, fail_on: str) -> int:
+        """0 clean, 1 findings at or above ``fail_on`` or a regression, 2 a rule that errored."""
+        if any(f.status == "error" for f in self.findings):
+            return 2
+        if self.failing(fail_on) or (self.regression is not None and self.regression.failed):
+            return 1
+        return 0
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of :class:`Report` (draft 2020-12), with its schema version."""
+    schema = Report.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = f"advisor-report-v{REPORT_SCHEMA_VERSION}.schema.json"
+    schema["title"] = "advisor diagnosis report"
+    schema["properties"]["schema_version"]["const"] = REPORT_SCHEMA_VERSION
+    return schema

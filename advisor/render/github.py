@@ -1,0 +1,43 @@
+"""GitHub Actions workflow commands: one annotation per failure (``::error``, ``::warning``,
+``::notice``), then a plain summary line per run. Values are escaped as the runner expects."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from advisor.diagnosis.report import Report
+
+COMMAND = {"error": "error", "warning": "warning", "info": "notice"}
+
+
+def escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def render_many(reports: list[Report], **_: Any) -> str:
+    lines: list[str] = []
+    for report in reports:
+        run_id = report.run.run_id
+        for f in report.failures:
+            title = escape_property(f"{f.code} {f.name} ({run_id})")
+            body = f.message + (f"\nFix: {f.fix}" if f.fix else "") + f"\nDocs: {f.docs}"
+            lines.append(f"::{COMMAND[f.severity]} title={title}::{escape_data(body)}")
+        for f in report.findings:
+            if f.status == "error":
+                lines.append(f"::error title={escape_property(f'{f.code} could not be evaluated')}::{escape_data(f.error or '')}")
+        counts = report.summary.by_severity
+        tally = ", ".join(f"{counts[k]} {k}" for k in ("error", "warning", "info") if counts.get(k)) or "no failures"
+        cov = report.coverage
+        lines.append(f"advisor: run {run_id}: {tally}; checklist coverage {cov.decided}/{cov.total} ({cov.fraction:.0%})")
+        if report.regression is not None:
+            reg = report.regression
+            for m in reg.metrics:
+                if m.regressed:
+                    msg = f"{m.unit} dropped {-(m.change_pct or 0):.1f}% versus {reg.baseline_run} (limit {reg.max_regression_pct:g}%)"
+                    lines.append(f"::error title={escape_property(f'performance regression ({run_id})')}::{escape_data(msg)}")
+    return "\n".join(lines) + "\n"

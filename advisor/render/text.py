@@ -1,0 +1,169 @@
+"""Text for people: failures ranked (the first is what to fix first), then what was not measured
+and how to measure it, then coverage. Rich does the wrapping and, on a terminal, the colour."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.padding import Padding
+from rich.text import Text
+
+from advisor.diagnosis.template import format_value
+
+if TYPE_CHECKING:
+    from advisor.diagnosis.report import Finding, Report
+
+SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+LABEL = {"error": "ERROR", "warning": "WARNING", "info": "INFO"}
+
+
+def _console(color: bool, width: int) -> tuple[Console, io.StringIO]:
+    buffer = io.StringIO()
+    console = Console(
+        file=buffer,
+        width=width,
+        force_terminal=color,
+        color_system="standard" if color else None,
+        no_color=not color,
+        highlight=False,
+        emoji=False,
+        markup=False,
+        legacy_windows=False,
+    )
+    return console, buffer
+
+
+def render_many(reports: list[Report], color: bool = False, width: int = 100, **_: Any) -> str:
+    console, buffer = _console(color, width)
+    for index, report in enumerate(reports):
+        if index:
+            console.print()
+            console.rule(style="dim")
+        _report(console, report)
+    # Rich pads wrapped blocks to the full width; trailing blanks only get in the way of diffs.
+    return "\n".join(line.rstrip() for line in buffer.getvalue().splitlines()) + "\n"
+
+
+def _headline(report: Report) -> Text:
+    facts = report.facts
+    parts = []
+    for name, unit, spec in (
+        ("throughput.samples_per_s", "samples/s", ",.1f"),
+        ("cost.samples_per_dollar", "samples/$", ",.0f"),
+        ("throughput.measured_steps", "measured steps", ""),
+        ("mfu", "MFU", ".1%"),
+    ):
+        if name in facts:
+            value = format_value(facts[name].value, spec)
+            parts.append(f"{value} {unit}" if name != "mfu" else f"{unit} {value}")
+    return Text("  " + " · ".join(parts) if parts else "  no throughput measured", style="dim" if not parts else "")
+
+
+def _report(console: Console, report: Report) -> None:
+    run = report.run
+    details = ", ".join(str(v) for v in (run.status, run.backend, run.strategy if run.strategy not in (None, "default") else None, run.instance_type) if v)
+    console.print(Text.assemble(("advisor check", "bold"), f" · run {run.run_id}", (f" ({details})" if details else "", "dim")))
+    console.print(_headline(report))
+    console.print()
+
+    failures = report.failures
+    if failures:
+        console.print(Text(f"Findings, most costly first ({len(failures)})", style="bold"))
+        for rank, finding in enumerate(failures, start=1):
+            _failure(console, rank, finding)
+    else:
+        console.print(Text("No findings: every decided rule passed.", style="green"))
+
+    errors = [f for f in report.findings if f.status == "error"]
+    if errors:
+        console.print()
+        console.print(Text(f"Rules that could not be evaluated ({len(errors)})", style="bold red"))
+        for f in errors:
+            console.print(Padding(Text(f"{f.code} {f.name}: {f.error}"), (0, 0, 0, 2)))
+
+    unknown = [f for f in report.findings if f.status == "unknown"]
+    measurable = [f for f in unknown if f.missing]
+    advice = [f for f in unknown if not f.missing]
+    if measurable:
+        console.print()
+        console.print(Text(f"Not measured ({len(measurable)} rules); to decide them:", style="bold"))
+        for how, codes in _group(measurable):
+            console.print(Padding(Text(" ".join(codes), style="bold"), (0, 0, 0, 2)))
+            console.print(Padding(Text(how), (0, 0, 0, 6)))
+    if advice:
+        console.print()
+        console.print(Text.assemble(("Needs a human decision: ", "bold"), " ".join(f"{f.code} {f.name}" for f in advice)))
+    na = [f.code for f in report.findings if f.status == "n/a"]
+    passed = [f.code for f in report.findings if f.status == "pass"]
+    if passed:
+        console.print(Text.assemble(("Passed: ", "bold green"), " ".join(passed)))
+    if na:
+        console.print(Text.assemble(("Not applicable: ", "bold"), " ".join(na)))
+
+    if report.regression is not None:
+        _regression(console, report)
+    for problem in report.errors:
+        console.print(Text(f"note: {problem}", style="dim"))
+
+    console.print()
+    cov = report.coverage
+    sections = " · ".join(f"{code} {s.decided}/{s.total}" for code, s in cov.sections.items())
+    console.print(Text.assemble(("Checklist coverage: ", "bold"), f"{cov.decided}/{cov.total} rules decided ({cov.fraction:.0%})", (f" — {sections}" if sections else "", "dim")))
+    counts = report.summary.by_severity
+    tally = ", ".join(f"{counts[k]} {k}" for k in ("error", "warning", "info") if counts.get(k))
+    fail_on = report.settings.fail_on if report.settings else "warning"
+    console.print(Text(f"Summary: {tally or 'no failures'}; fail level {fail_on}", style="dim"))
+
+
+def _failure(console: Console, rank: int, f: Finding) -> None:
+    head = Text.assemble(
+        f"{rank:>2}. ",
+        (f"{LABEL[f.severity]:<7}", SEVERITY_STYLE[f.severity]),
+        " ",
+        (f.code, "bold"),
+        f" {f.name}",
+        (f"  impact ~{f.impact:.0%}" if f.impact else "", "dim"),
+    )
+    console.print(head)
+    console.print(Padding(Text(f.message), (0, 0, 0, 4)))
+    if f.fix:
+        console.print(Padding(Text.assemble(("fix: ", "bold"), f.fix), (0, 0, 0, 4)))
+    if f.evidence:
+        shown = ", ".join(f"{e.fact}={_short(format_value(e.value))}" for e in f.evidence if not _is_prose(e.value))
+        thresholds = ", ".join(f"{k}={format_value(v)}" for k, v in f.thresholds.items())
+        line = f"evidence: {shown}" + (f" (thresholds: {thresholds})" if thresholds else "")
+        console.print(Padding(Text(line, style="dim"), (0, 0, 0, 4)))
+    if f.note:
+        console.print(Padding(Text(f"note: {f.note}", style="dim"), (0, 0, 0, 4)))
+
+
+def _is_prose(value: object) -> bool:
+    return isinstance(value, str) and len(value) > 60
+
+
+def _short(text: str, limit: int = 48) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _group(findings: Iterable[Finding]) -> list[tuple[str, list[str]]]:
+    groups: dict[str, list[str]] = {}
+    for f in findings:
+        groups.setdefault(f.measure or "not measurable yet", []).append(f.code)
+    return sorted(groups.items(), key=lambda item: (-len(item[1]), item[0]))
+
+
+def _regression(console: Console, report: Report) -> None:
+    reg = report.regression
+    assert reg is not None
+    console.print()
+    verdict = ("REGRESSION", "bold red") if reg.failed else ("ok", "green")
+    console.print(Text.assemble(("Versus baseline ", "bold"), reg.baseline_run, f" (max drop {reg.max_regression_pct:g}%): ", verdict))
+    for m in reg.metrics:
+        if m.change_pct is None:
+            console.print(Padding(Text(f"{m.unit}: {m.note}", style="dim"), (0, 0, 0, 2)))
+        else:
+            style = "red" if m.regressed else ""
+            console.print(Padding(Text(f"{m.unit}: {format_value(m.baseline, ',.1f')} → {format_value(m.current, ',.1f')} ({m.change_pct:+.1f}%)", style=style), (0, 0, 0, 2)))
