@@ -23,6 +23,11 @@ COMMANDS: dict[str, str] = {
     "show": "advisor.cli.show",
     "demo": "advisor.cli.demo",
     "trace": "advisor.cli.trace",
+    "check": "advisor.cli.check",
+    "rule": "advisor.cli.rule",
+    "rules": "advisor.cli.rules",
+    "export": "advisor.cli.export",
+    "schema": "advisor.cli.schema",
 }
 
 

@@ -68,7 +68,7 @@ def derive(run: Run, facts: dict[str, Any]) -> dict[str, Any]:
             out["trace.steps_marked"] = chosen.steps_marked
     elif records or run.manifest.config.get("profile_steps"):
         out["trace.present"] = False  # a capture was asked for or made, but no summary exists
-        marked = [r.steps_marked for r in records if r.steps_marked is not None]
+        marked = [r.steps_marked for r in records if r.steps_marked is not None and r.error is None]
         if marked:
             out["trace.steps_marked"] = marked[-1]
     for record in run.of_type(FactsRecord):
