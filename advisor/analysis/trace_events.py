@@ -176,10 +176,11 @@ def analyse_events(trace: dict[str, Any]) -> dict[str, Any]:
         "collective_ops": sorted(collective_names)[:20],
     }
     all_compute = merge(i for v in compute.values() for i in v)
+    all_ops = merge([*all_compute, *(i for v in comm.values() for i in v)])
     if merged_steps:
         windows = merged_steps
-    elif all_compute:  # no step markers: the profile's span of ops stands for one step
-        windows = [(all_compute[0][0], all_compute[-1][1])]
+    elif all_ops:  # no step markers: the profile's span of ops stands for one step
+        windows = [(all_ops[0][0], all_ops[-1][1])]
     else:
         return out
     span = measure(windows)
@@ -204,7 +205,7 @@ def analyse_events(trace: dict[str, Any]) -> dict[str, Any]:
         if merged_steps:
             reference = merge(backward) or all_compute
             raw_comm = [i for v in comm.values() for i in v]
-            after = _share_after_first_collective(merged_steps, reference, raw_comm)
+            after = _share_after_first_collective(sorted(steps), reference, raw_comm)
             if after is not None:
                 out["communication_backward_after"] = after
                 out["communication_at_end"] = bool(after < AT_END_MAX_AFTER)
