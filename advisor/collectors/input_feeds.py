@@ -12,6 +12,7 @@ by Keras).
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -28,10 +29,13 @@ class InputError(AdvisorError):
 
 
 def one_line(exc: BaseException) -> str:
-    """``TypeName: first line of the message`` (TF errors carry long multi-line op traces)."""
+    """``TypeName: first line of the message``, without TF's op-trace decorations."""
     text = str(exc).strip()
     first = text.splitlines()[0] if text else ""
-    first = first.split(" [[")[0].split("\tEncountered when")[0].strip()
+    first = first.split(" [[")[0].split("\tEncountered when")[0]
+    first = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", first)
+    first = re.sub(r"\s*\[Op:[^\]]*\].*$", "", first)
+    first = re.sub(r" with iterator: \S+:", ":", first).strip()
     return f"{type(exc).__name__}: {first[:300]}" if first else type(exc).__name__
 
 
