@@ -166,4 +166,6 @@ def _regression(console: Console, report: Report) -> None:
             console.print(Padding(Text(f"{m.unit}: {m.note}", style="dim"), (0, 0, 0, 2)))
         else:
             style = "red" if m.regressed else ""
-            console.print(Padding(Text(f"{m.unit}: {format_value(m.baseline, ',.1f')} → {format_value(m.current, ',.1f')} ({m.change_pct:+.1f}%)", style=style), (0, 0, 0, 2)))
+            spec = ",.0f" if m.unit == "samples/$" else ",.1f"
+            line = f"{m.unit}: {format_value(m.baseline, spec)} → {format_value(m.current, spec)} ({m.change_pct:+.1f}%)"
+            console.print(Padding(Text(line, style=style), (0, 0, 0, 2)))

@@ -1,0 +1,71 @@
+"""Table-driven: for every rule, facts that make it fail, pass, unknown (and n/a where it has
+an ``applies`` condition). The table is tests/data/rule_cases.yaml."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from advisor.analysis.registry import registry
+from advisor.diagnosis import evaluate, load_rules
+
+CASES = yaml.safe_load((Path(__file__).parents[1] / "data" / "rule_cases.yaml").read_text())
+RULES = {r.code: r for r in load_rules()}
+STATUS = {"fail": "fail", "pass": "pass", "unknown": "unknown", "na": "n/a"}
+
+
+def _params():
+    for code, case in sorted(CASES.items()):
+        for key in ("fail", "pass", "unknown", "na"):
+            if key in case:
+                yield pytest.param(code, key, id=f"{code}-{key}")
+
+
+def test_every_rule_has_cases():
+    assert sorted(CASES) == sorted(RULES)
+    for code, rule in RULES.items():
+        keys = set(CASES[code]) & set(STATUS)
+        if rule.advice:
+            assert keys == {"unknown"}, code
+        else:
+            assert {"fail", "pass", "unknown"} <= keys, code
+            if rule.applies is not None:
+                assert "na" in keys, f"{code} has an applies condition but no n/a case"
+
+
+def test_case_facts_are_registered():
+    names = set(registry().names())
+    for code, case in CASES.items():
+        for key in STATUS:
+            for fact in case.get(key, {}) or {}:
+                assert fact in names, f"{code}/{key}: {fact} is not a registered fact"
+
+
+@pytest.mark.parametrize("code,key", list(_params()))
+def test_rule_case(code, key):
+    case = CASES[code]
+    rule = RULES[code]
+    facts = case[key] or {}
+    finding = evaluate(rule, facts, case.get("params"))
+    assert finding.status == STATUS[key], f"{code} {key}: {finding.status}: {finding.message} {finding.error or ''}"
+    assert finding.code == code and finding.docs == f"docs/rules/{code}.md"
+    if key == "fail":
+        assert finding.fix and finding.message
+        assert not re.search(r"\{[a-z_.0-9]+(:[^}]*)?\}", finding.message + finding.fix), "unrendered field"
+        assert "[[" not in finding.message and "]]" not in finding.message
+        assert 0.0 <= (finding.impact or 0.0) <= 1.0
+        if "severity" in case:
+            assert finding.severity == case["severity"]
+        assert {e.fact for e in finding.evidence} <= set(facts)
+    if key == "unknown":
+        if rule.advice:
+            assert finding.measure and finding.missing == []
+        else:
+            assert finding.missing, "an unknown finding names what was not measured"
+            assert finding.measure, "an unknown finding says how to measure it"
+            assert not set(finding.missing) & set(facts)
+    if key == "pass":
+        assert finding.fix is None and finding.impact is None

@@ -1,0 +1,119 @@
+"""Rule files: the shipped ones are complete; broken ones fail with file:line and a reason."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from advisor.cli.main import cli
+from advisor.diagnosis.rules import SECTIONS, load_rules
+from advisor.errors import RuleError
+
+CHECKLIST = Path(__file__).resolve().parents[3] / "shared" / "CHECKLIST.md"
+
+GOOD = """\
+section: M1
+rules:
+  - code: M101
+    name: throughput-logging
+    summary: Throughput is logged.
+    severity: info
+    requires: [throughput.logging]
+    condition: not throughput.logging
+    message: not logged
+    fix: log it
+    docs:
+      what: w
+      why: y
+      how: h
+      references: [r]
+"""
+
+
+def test_shipped_rules_cover_the_checklist():
+    rules = load_rules()
+    codes = [r.code for r in rules]
+    assert len(codes) == len(set(codes)) == 54
+    if CHECKLIST.is_file():  # the shared folder sits beside the checkout
+        wanted = set(re.findall(r"^\| ([A-Z]\d{3}) \|", CHECKLIST.read_text(), re.M))
+        assert wanted == set(codes)
+    for rule in rules:
+        assert rule.section in SECTIONS and rule.code.startswith(rule.section)
+        assert re.fullmatch(r"[a-z][a-z0-9]*(-[a-z0-9]+)*", rule.name)
+        assert all(rule.docs[k] for k in ("what", "why", "how", "references"))
+        assert rule.advice or rule.condition is not None
+
+
+def write_rules(tmp_path: Path, text: str) -> Path:
+    folder = tmp_path / "rules"
+    folder.mkdir(exist_ok=True)
+    (folder / "M1.yaml").write_text(text)
+    return folder
+
+
+def load_error(tmp_path: Path, text: str) -> str:
+    with pytest.raises(RuleError) as info:
+        load_rules(write_rules(tmp_path, text))
+    return str(info.value)
+
+
+def test_good_file_loads(tmp_path):
+    (rule,) = load_rules(write_rules(tmp_path, GOOD))
+    assert rule.code == "M101" and rule.line == 3
+
+
+@pytest.mark.parametrize(
+    "old,new,line,reason",
+    [
+        ("condition: not throughput.logging", "condition: not throughput.logging)", 8, "syntax error"),
+        ("condition: not throughput.logging", "condition: __import__('os')", 8, "forbidden call of '__import__'"),
+        ("condition: not throughput.logging", "condition: throughput.logging.__class__", 8, "dunder"),
+        ("condition: not throughput.logging", "condition: 10 ** 100000 > 1", 8, "exponent"),
+        ("condition: not throughput.logging", "condition: not gpu.util.p95", 8, "not listed in requires"),
+        ("condition: not throughput.logging", "condition: not throughput.loging", 8, "unknown name 'throughput.loging'"),
+        ("requires: [throughput.logging]", "requires: [throughput.logging, gpu.util.p99]", 7, "unknown fact 'gpu.util.p99'"),
+        ("    fix: log it\n", "", 3, "missing field 'fix'"),
+        ("severity: info", "severity: fatal", 6, "severity must be one of"),
+        ("name: throughput-logging", "name: ThroughputLogging", 4, "kebab-case"),
+        ("code: M101", "code: G101", 3, "code must look like"),
+        ("summary: Throughput is logged.", "summary: ok\n    colour: red", 6, "unknown field 'colour'"),
+        ("message: not logged", "message: 'at {nothing}'", 9, "unknown fact or parameter"),
+        ("      how: h\n", "", 11, "missing section 'how'"),
+        ("    fix: log it", "    fix: [a, b]", 10, "fix must be a non-empty string"),
+    ],
+)
+def test_broken_rule_is_named_with_file_and_line(tmp_path, old, new, line, reason):
+    assert old in GOOD
+    message = load_error(tmp_path, GOOD.replace(old, new))
+    assert f"M1.yaml:{line}:" in message, message
+    assert reason in message
+
+
+def test_yaml_syntax_error_has_a_line(tmp_path):
+    message = load_error(tmp_path, GOOD.replace("    severity: info", "    severity: [info"))
+    assert re.search(r"M1\.yaml:\d+: YAML syntax error", message), message
+
+
+def test_duplicate_codes(tmp_path):
+    folder = write_rules(tmp_path, GOOD)
+    (folder / "M1b.yaml").write_text(GOOD.replace("throughput-logging", "other-name"))
+    with pytest.raises(RuleError, match="duplicate rule code M101"):
+        load_rules(folder)
+
+
+def test_empty_folder(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(RuleError, match="no \\*.yaml rule files"):
+        load_rules(tmp_path / "empty")
+
+
+@pytest.mark.parametrize("command", [["check"], ["rules"], ["rule", "M101"]])
+def test_cli_exits_2_on_a_broken_rule_file(tmp_path, command):
+    folder = write_rules(tmp_path, GOOD.replace("condition: not throughput.logging", "condition: __import__('os')"))
+    result = CliRunner().invoke(cli, ["--runs-dir", str(tmp_path / "none"), *command, "--rules-dir", str(folder)])
+    assert result.exit_code == 2, result.output
+    assert "M1.yaml:8:" in result.output and "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1
