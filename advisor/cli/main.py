@@ -22,6 +22,8 @@ COMMANDS: dict[str, str] = {
     "runs": "advisor.cli.runs",
     "show": "advisor.cli.show",
     "demo": "advisor.cli.demo",
+    "scale": "advisor.cli.scale",
+    "report": "advisor.cli.report",
     "trace": "advisor.cli.trace",
     "check": "advisor.cli.check",
     "rule": "advisor.cli.rule",

@@ -1,4 +1,10 @@
-"""Facts of a run within a sweep (several worker counts / strategies). Derivations: issue 8."""
+"""Facts of a run within its sweep (several worker counts / strategies of one training job).
+
+The sweep is found from the run itself: the runs with the same ``sweep_id`` in the same store
+(the run's parent directory), labelled by the sweep file of ``advisor scale`` when there is one.
+The run's own configuration (strategy × N) is compared with the smallest N of the same strategy.
+A run outside a sweep, or alone in it, has only the facts that need no comparison.
+"""
 
 from __future__ import annotations
 
@@ -20,8 +26,72 @@ FACTS = (
     Fact("cluster.instances", "", "instances (hosts) in the job", "scaling"),
     Fact("cluster.gpus_per_instance", "", "accelerators per instance", "scaling"),
     Fact("workers.step_time_spread", "fraction", "(slowest − fastest) ÷ fastest per-worker step time", "scaling"),
+    Fact("scaling.workers", "", "worker count N of this run's configuration in the sweep", "scaling"),
+    Fact("scaling.baseline_workers", "", "the smallest worker count N₀ of the same strategy in the sweep", "scaling"),
+    Fact("scaling.step_time_ratio", "", "mean step time at this size ÷ at the smallest (1 = no synchronisation cost)", "scaling"),
+    Fact("scaling.val_fraction_growth", "%", "rise in the validation share of epoch time from the smallest to this size, in points", "scaling"),
 )
 
 
 def derive(run: Run, facts: dict[str, Any]) -> dict[str, Any]:
-    return {}
+    from advisor.analysis.scaling import build_table
+    from advisor.analysis.scaling_points import instances_for, point_of
+    from advisor.launch.record import read_sweep, sweep_dir
+    from advisor.store.reader import RunReader, list_run_dirs
+
+    out: dict[str, Any] = {}
+    sweep_id = run.manifest.sweep_id
+    runs_dir = run.path.parent
+    sweep = None
+    if sweep_id and (sweep_dir(runs_dir, sweep_id) / "sweep.json").is_file():
+        try:
+            sweep = read_sweep(sweep_dir(runs_dir, sweep_id))
+        except Exception:  # a damaged sweep file: fall back to the manifests' labels
+            sweep = None
+    me = point_of(run, sweep, facts)
+    if me.step_time_spread is not None:
+        out["workers.step_time_spread"] = me.step_time_spread
+    out["cluster.instances"], per = instances_for(me)
+    if per:
+        out["cluster.gpus_per_instance"] = per
+    elif me.gpu_count:
+        out["cluster.gpus_per_instance"] = me.gpu_count
+    if not sweep_id:
+        return out
+    points = [me] if run.status == "finished" else []
+    for path in list_run_dirs(runs_dir):
+        if path.resolve() == run.path.resolve():
+            continue
+        reader = RunReader(path)
+        try:
+            if reader.read_manifest().sweep_id != sweep_id:
+                continue
+            sibling = reader.read()
+        except Exception:  # an unreadable sibling does not hide this run's facts
+            continue
+        if sibling.status == "finished":
+            points.append(point_of(sibling, sweep))
+    table = build_table(points)
+    out["scaling.points"] = len(table.rows)
+    out["scaling.strategies"] = len(table.strategies)
+    out["scaling.workers"] = me.workers
+    row = table.row(me.strategy, me.workers)
+    mine = [r for r in table.rows if r.strategy == me.strategy and r.epoch_s is not None]
+    if row is None or not mine or len(table.rows) < 2:
+        return out
+    base = min(mine, key=lambda r: r.workers)
+    out["scaling.baseline_workers"] = base.workers
+    if row.speedup is not None and row.efficiency is not None:
+        out["scaling.speedup"] = row.speedup
+        out["scaling.efficiency"] = row.efficiency
+    if row.samples_per_dollar and base.samples_per_dollar:
+        out["scaling.samples_per_dollar_ratio"] = row.samples_per_dollar / base.samples_per_dollar
+    if row.communication_percent is not None and base.communication_percent is not None:
+        out["scaling.communication_growth"] = row.communication_percent - base.communication_percent
+    if row.per_replica_batch and base.per_replica_batch and row.workers != base.workers:
+        out["scaling.per_replica_batch_shrinks"] = row.per_replica_batch < 0.9 * base.per_replica_batch
+    if row.step_ms and base.step_ms:
+        out["scaling.step_time_ratio"] = row.step_ms / base.step_ms
+    if row.val_fraction is not None and base.val_fraction is not None:
+        out["scaling.val_fraction_growth"] = 100.0 * (row.val_fraction - base.val_fraction)
+    return out

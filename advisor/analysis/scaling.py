@@ -1,0 +1,230 @@
+"""The scaling table: strategy × workers, from the runs of a sweep (or of a whole store).
+
+Per row: mean epoch time with its spread over repeats, speedup versus the smallest worker count of
+the same strategy, efficiency (speedup ÷ (N ÷ N₀)), samples/s, samples per dollar (the price of
+every instance the configuration occupies), accelerator utilization, energy per epoch and per
+sample, and the computation / communication / other shares of the step from traces. What was not
+measured stays None and the row carries a note saying so; nothing here plots or prints.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from advisor.analysis.scaling_points import Point, instances_for, point_of
+
+SCALING_SCHEMA_VERSION = 1
+
+
+@dataclass
+class Row:
+    strategy: str
+    workers: int
+    runs: int
+    run_ids: list[str]
+    epoch_s: float | None = None
+    epoch_s_std: float | None = None
+    epoch_s_min: float | None = None
+    epoch_s_max: float | None = None
+    first_epoch_s: float | None = None
+    speedup: float | None = None
+    efficiency: float | None = None
+    samples_per_s: float | None = None
+    step_ms: float | None = None
+    global_batch: float | None = None
+    per_replica_batch: float | None = None
+    instances: int | None = None
+    gpus_per_instance: int | None = None
+    usd_per_hour: float | None = None
+    samples_per_dollar: float | None = None
+    usd_per_epoch: float | None = None
+    gpu_util: float | None = None
+    energy_wh_per_epoch: float | None = None
+    energy_j_per_sample: float | None = None
+    compute_percent: float | None = None
+    communication_percent: float | None = None
+    other_percent: float | None = None
+    communication_overlap: float | None = None
+    val_fraction: float | None = None
+    step_time_spread: float | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Failure:
+    strategy: str
+    workers: int
+    run_id: str
+    repeat: int | None = None
+    reason: str | None = None
+    hint: str | None = None
+    log_tail: str | None = None
+
+
+@dataclass
+class ScalingTable:
+    source: str
+    sweep_ids: list[str]
+    rows: list[Row]
+    failures: list[Failure] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    schema_version: int = SCALING_SCHEMA_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def row(self, strategy: str, workers: int) -> Row | None:
+        return next((r for r in self.rows if r.strategy == strategy and r.workers == workers), None)
+
+    @property
+    def strategies(self) -> list[str]:
+        return list(dict.fromkeys(r.strategy for r in self.rows))
+
+
+def _mean(values: list[float | None]) -> float | None:
+    got = [v for v in values if v is not None]
+    return statistics.fmean(got) if got else None
+
+
+def build_table(
+    points: list[Point], source: str = "", failures: list[Failure] | None = None,
+    price_per_hour: float | None = None, gpus_per_instance: int | None = None,
+) -> ScalingTable:
+    """Aggregate points (finished runs) into rows; ``price_per_hour`` (per instance) and
+    ``gpus_per_instance`` override what the runs recorded."""
+    groups: dict[tuple[str, int], list[Point]] = {}
+    for p in points:
+        groups.setdefault((p.strategy, p.workers), []).append(p)
+    rows = [_row(key, pts, price_per_hour, gpus_per_instance) for key, pts in groups.items()]
+    rows.sort(key=lambda r: (_first_index(points, r.strategy), r.workers))
+    _relative(rows)
+    table = ScalingTable(source, sorted({p.sweep_id for p in points if p.sweep_id}), rows,
+                         list(failures or []))
+    table.notes = _table_notes(rows)
+    return table
+
+
+def _first_index(points: list[Point], strategy: str) -> int:
+    return next(i for i, p in enumerate(points) if p.strategy == strategy)
+
+
+def _row(key: tuple[str, int], pts: list[Point], price: float | None, gpus_per: int | None) -> Row:
+    strategy, workers = key
+    row = Row(strategy, workers, len(pts), [p.run_id for p in pts])
+    epochs = [p.epoch_s for p in pts if p.epoch_s is not None]
+    if epochs:
+        row.epoch_s = statistics.fmean(epochs)
+        row.epoch_s_min, row.epoch_s_max = min(epochs), max(epochs)
+        row.epoch_s_std = statistics.stdev(epochs) if len(epochs) > 1 else None
+    row.first_epoch_s = _mean([p.first_epoch_s for p in pts])
+    row.samples_per_s = _mean([p.samples_per_s for p in pts])
+    step = _mean([p.step_s for p in pts])
+    row.step_ms = step * 1000.0 if step is not None else None
+    row.global_batch = _mean([p.global_batch for p in pts])
+    row.per_replica_batch = _mean([p.per_replica_batch for p in pts])
+    row.instances, row.gpus_per_instance = instances_for(pts[0], gpus_per)
+    unit_price = price if price is not None else _mean([p.price_per_hour for p in pts])
+    if unit_price:
+        row.usd_per_hour = unit_price * row.instances
+        if row.samples_per_s:
+            row.samples_per_dollar = row.samples_per_s * 3600.0 / row.usd_per_hour
+        if row.epoch_s is not None:
+            row.usd_per_epoch = row.epoch_s / 3600.0 * row.usd_per_hour
+    else:
+        row.notes.append("no price")
+    row.gpu_util = _mean([p.gpu_util for p in pts])
+    energy = [p.energy_wh / p.epochs for p in pts if p.energy_wh is not None and p.epochs]
+    row.energy_wh_per_epoch = statistics.fmean(energy) if energy else None
+    row.energy_j_per_sample = _mean([p.energy_j_per_sample for p in pts])
+    if row.gpu_util is None and row.energy_wh_per_epoch is None:
+        row.notes.append("no GPU data")
+    row.compute_percent = _mean([p.compute_percent for p in pts])
+    row.communication_percent = _mean([p.communication_percent for p in pts])
+    row.communication_overlap = _mean([p.communication_overlap for p in pts])
+    if row.compute_percent is not None or row.communication_percent is not None:
+        used = (row.compute_percent or 0.0) + (row.communication_percent or 0.0)
+        row.other_percent = max(0.0, 100.0 - used)
+    else:
+        row.notes.append("no trace data")
+    row.val_fraction = _mean([p.val_fraction for p in pts])
+    row.step_time_spread = _mean([p.step_time_spread for p in pts])
+    return row
+
+
+def _relative(rows: list[Row]) -> None:
+    """Speedup and efficiency versus the smallest measured worker count of each strategy."""
+    for strategy in dict.fromkeys(r.strategy for r in rows):
+        mine = [r for r in rows if r.strategy == strategy and r.epoch_s]
+        if not mine:
+            continue
+        base = min(mine, key=lambda r: r.workers)
+        for r in mine:
+            assert r.epoch_s is not None and base.epoch_s is not None
+            r.speedup = base.epoch_s / r.epoch_s
+            r.efficiency = r.speedup / (r.workers / base.workers)
+
+
+def _table_notes(rows: list[Row]) -> list[str]:
+    notes = []
+    for note, say in (("no GPU data", "no GPU data: accelerator utilization and energy are not shown"),
+                      ("no trace data", ("no trace data: computation vs communication needs a profile "
+                                        "(AdvisorCallback(profile_steps=...))")),
+                      ("no price", ("no price: pass --instance-type to `advisor scale` or "
+                                   "--price-per-hour to `advisor report` for samples per dollar"))):
+        if rows and all(note in r.notes for r in rows):
+            notes.append(say)
+    return notes
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading: a sweep, or every run of a store
+
+
+def points_from_dir(runs_dir: Path, sweep_id: str | None = None) -> tuple[list[Point], list[Failure]]:
+    """Finished runs of ``runs_dir`` (of one sweep when ``sweep_id``) as points, and the failures."""
+    from advisor.launch.record import SweepRecord, read_sweep, sweep_dir
+    from advisor.store.reader import RunReader, list_run_dirs
+
+    sweeps: dict[str, SweepRecord] = {}
+    if sweep_id is not None and (sweep_dir(runs_dir, sweep_id) / "sweep.json").is_file():
+        sweeps[sweep_id] = read_sweep(sweep_dir(runs_dir, sweep_id))
+    points: list[Point] = []
+    failures: list[Failure] = []
+    seen: set[str] = set()
+    for path in list_run_dirs(runs_dir):
+        reader = RunReader(path)
+        manifest = reader.read_manifest()
+        if sweep_id is not None and manifest.sweep_id != sweep_id:
+            continue
+        sid = manifest.sweep_id
+        if sid and sid not in sweeps and (sweep_dir(runs_dir, sid) / "sweep.json").is_file():
+            sweeps[sid] = read_sweep(sweep_dir(runs_dir, sid))
+        run = reader.read()
+        seen.add(run.run_id)
+        point = point_of(run, sweeps.get(sid) if sid else None)
+        cfg = sweeps[sid].config(run.run_id) if sid in sweeps else None
+        if run.status == "finished" and (cfg is None or cfg.status != "failed"):
+            points.append(point)
+        else:
+            failures.append(Failure(point.strategy, point.workers, run.run_id, point.repeat,
+                                    (cfg.reason if cfg else None) or f"run {run.status}",
+                                    cfg.hint if cfg else None, cfg.log_tail if cfg else None))
+    for record in sweeps.values():  # configurations that failed before writing a run
+        for cfg in record.configs:
+            if cfg.status == "failed" and cfg.run_id not in seen:
+                failures.append(Failure(cfg.strategy, cfg.workers, cfg.run_id, cfg.repeat,
+                                        cfg.reason, cfg.hint, cfg.log_tail))
+    return points, failures
+
+
+def table_for_sweep(runs_dir: Path, sweep_id: str, **overrides: Any) -> ScalingTable:
+    points, failures = points_from_dir(runs_dir, sweep_id)
+    return build_table(points, f"sweep {sweep_id}", failures, **overrides)
+
+
+def table_for_store(runs_dir: Path, **overrides: Any) -> ScalingTable:
+    points, failures = points_from_dir(runs_dir)
+    return build_table(points, f"runs in {runs_dir}", failures, **overrides)

@@ -1,0 +1,100 @@
+"""``advisor scale``: run one training command at several worker counts and strategies."""
+
+from __future__ import annotations
+
+import click
+
+from advisor.cli.common import runs_dir_option
+
+
+@click.command("scale", context_settings={"ignore_unknown_options": False})
+@click.option("--workers", "workers_text", default="1,2", show_default=True,
+              help="Worker counts, comma-separated (processes, or devices for mirrored).")
+@click.option("--strategy", "strategies", multiple=True,
+              type=click.Choice(["multiworker", "mirrored", "jax", "horovod", "single"]),
+              help="Repeat for several: multiworker (tf_keras, TF_CONFIG on loopback), mirrored "
+                   "(one process, N devices), jax (N processes, gloo), horovod (horovodrun). "
+                   "Default: multiworker.")
+@click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Run every configuration this many times (spread of epoch times).")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=1800.0, show_default=True,
+              help="Seconds before a configuration is stopped and marked failed.")
+@click.option("--launcher", type=click.Choice(["local", "slurm"]), default="local", show_default=True)
+@click.option("--instance-type", default=None, help="Cloud instance type (price and samples/$).")
+@click.option("--sweep-id", default=None, help="Name of the sweep (default: sweep-<time>-<hex>).")
+@click.option("--gpus-per-node", type=click.IntRange(min=1), default=4, show_default=True,
+              help="slurm: GPUs per node (tasks per node).")
+@click.option("--partition", default=None, help="slurm: partition.")
+@click.option("--account", default=None, help="slurm: account.")
+@click.option("--sbatch-arg", "sbatch_args", multiple=True, help="slurm: one more sbatch option.")
+@click.option("--report/--no-report", default=True, show_default=True,
+              help="Print the scaling report when the sweep ends.")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
+@click.pass_context
+def command(
+    ctx: click.Context, workers_text: str, strategies: tuple[str, ...], repeat: int,
+    timeout_s: float, launcher: str, instance_type: str | None, sweep_id: str | None,
+    gpus_per_node: int, partition: str | None, account: str | None, sbatch_args: tuple[str, ...],
+    report: bool, command: tuple[str, ...],
+) -> None:
+    """Run COMMAND (after `--`) for every strategy × worker count and record a sweep.
+
+    \b
+    advisor scale --workers 1,2,4 --strategy multiworker --strategy jax -- python train.py
+    """
+    from advisor.errors import UsageError
+    from advisor.launch.plan import RUN_ID_SAFE, check_available, make_plan, parse_workers
+    from advisor.store.paths import resolve_runs_dir
+
+    if sweep_id is not None and not RUN_ID_SAFE.match(sweep_id):
+        raise UsageError(f"--sweep-id {sweep_id!r}: use letters, digits, '.', '_' and '-' only")
+    plan = make_plan(list(command), parse_workers(workers_text), list(strategies) or ["multiworker"],
+                     repeat, sweep_id)
+    check_available([c.strategy for c in plan.configs], launcher)
+    runs_dir = resolve_runs_dir(runs_dir_option(ctx))
+    if launcher == "slurm":
+        _slurm(plan, runs_dir, timeout_s, instance_type, gpus_per_node, partition, account, sbatch_args)
+        return
+    from advisor.launch.progress import Display
+    from advisor.launch.record import sweep_dir
+    from advisor.launch.sweep import new_record, run_sweep
+
+    record = new_record(plan, "local", timeout_s, instance_type)
+    with Display(record, runs_dir) as display:
+        run_sweep(plan, runs_dir, timeout_s, instance_type, display=display, record=record)
+    failed = [c for c in record.configs if c.status == "failed"]
+    click.echo(f"sweep {record.sweep_id}: {len(record.configs) - len(failed)} finished, "
+               f"{len(failed)} failed; {sweep_dir(runs_dir.resolve(), record.sweep_id)}", err=True)
+    for rec in failed:
+        click.echo(f"  {rec.strategy} ×{rec.workers}: {rec.reason}", err=True)
+        if rec.log_tail:
+            for line in rec.log_tail.splitlines()[-5:]:
+                click.echo(f"    | {line}", err=True)
+        if rec.hint:
+            click.echo(f"    hint: {rec.hint}", err=True)
+    if report and len(failed) < len(record.configs):
+        from advisor.analysis.scaling import table_for_sweep
+        from advisor.render.scaling import render_table
+
+        click.echo(render_table(table_for_sweep(runs_dir.resolve(), record.sweep_id), "text"), nl=False)
+    if failed:
+        ctx.exit(1)
+
+
+def _slurm(plan: object, runs_dir: object, timeout_s: float, instance_type: str | None,
+           gpus_per_node: int, partition: str | None, account: str | None,
+           sbatch_args: tuple[str, ...]) -> None:
+    from advisor.launch.slurm import SlurmOptions
+    from advisor.launch.sweep import submit_sweep
+
+    options = SlurmOptions(gpus_per_node=gpus_per_node, partition=partition, account=account,
+                           extra=list(sbatch_args))
+    record = submit_sweep(plan, runs_dir, timeout_s, options, instance_type)  # type: ignore[arg-type]
+    for rec in record.configs:
+        if rec.job_id:
+            click.echo(f"{rec.strategy} ×{rec.workers}: submitted job {rec.job_id} ({rec.script})")
+        else:
+            click.echo(f"{rec.strategy} ×{rec.workers}: wrote {rec.script}")
+    if not any(rec.job_id for rec in record.configs):
+        click.echo("sbatch is not installed here: submit the scripts on the cluster "
+                   "(`sbatch FILE`), then `advisor report " + record.sweep_id + "`", err=True)

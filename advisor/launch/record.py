@@ -1,0 +1,127 @@
+"""The sweep file: what ``advisor scale`` ran, and how each configuration ended.
+
+``<runs_dir>/sweeps/<sweep_id>/sweep.json`` (rewritten atomically after every configuration) with
+the worker logs beside it under ``logs/``. The runs themselves are ordinary run directories in
+``<runs_dir>`` whose manifests carry the sweep id; the sweep file adds what runs cannot say about
+themselves: the configuration each was launched as, and the configurations that failed before or
+while writing a run.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from advisor.errors import RunFormatError, RunNotFoundError
+
+SWEEPS_DIR = "sweeps"
+SWEEP_FILE = "sweep.json"
+SWEEP_SCHEMA_VERSION = 1
+
+ConfigStatus = Literal["pending", "running", "finished", "failed", "submitted", "written"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class ConfigRecord(_Model):
+    strategy: str
+    workers: int
+    repeat: int = 0
+    run_id: str
+    status: ConfigStatus = "pending"
+    seconds: float | None = None
+    reason: str | None = None
+    hint: str | None = None
+    log_tail: str | None = None
+    logs: list[str] = Field(default_factory=list)
+    script: str | None = None  # slurm: the sbatch script
+    job_id: str | None = None  # slurm: the submitted job
+
+
+class SweepRecord(_Model):
+    schema_version: int = SWEEP_SCHEMA_VERSION
+    sweep_id: str
+    created: float = Field(default_factory=time.time)
+    updated: float | None = None
+    launcher: str = "local"
+    command: list[str] = Field(default_factory=list)
+    strategies: list[str] = Field(default_factory=list)
+    workers: list[int] = Field(default_factory=list)
+    repeat: int = 1
+    timeout_s: float | None = None
+    instance_type: str | None = None
+    configs: list[ConfigRecord] = Field(default_factory=list)
+
+    def config(self, run_id: str) -> ConfigRecord | None:
+        return next((c for c in self.configs if c.run_id == run_id), None)
+
+
+def sweep_dir(runs_dir: Path, sweep_id: str) -> Path:
+    return runs_dir / SWEEPS_DIR / sweep_id
+
+
+def write_sweep(runs_dir: Path, record: SweepRecord) -> Path:
+    from advisor.store.writer import write_json_atomic
+
+    record.updated = time.time()
+    path = sweep_dir(runs_dir, record.sweep_id)
+    path.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(path / SWEEP_FILE, record.model_dump(mode="json"))
+    return path / SWEEP_FILE
+
+
+def read_sweep(path: Path) -> SweepRecord:
+    """A sweep file (or a sweep directory holding one); malformed files are a one-line error."""
+    file = path / SWEEP_FILE if path.is_dir() else path
+    if not file.is_file():
+        raise RunNotFoundError(f"{file}: no sweep file")
+    try:
+        data: Any = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RunFormatError(f"{file}: unreadable sweep file ({exc})") from None
+    if not isinstance(data, dict):
+        raise RunFormatError(f"{file}: the sweep file is not a JSON object")
+    if int(data.get("schema_version", 0) or 0) > SWEEP_SCHEMA_VERSION:
+        raise RunFormatError(f"{file}: written by a newer advisor (sweep schema {data['schema_version']})")
+    try:
+        return SweepRecord.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err.get("loc", ()))
+        raise RunFormatError(f"{file}: invalid sweep file ({where}: {err.get('msg')})") from None
+
+
+def list_sweeps(runs_dir: Path) -> list[Path]:
+    """Sweep directories under the store, oldest first."""
+    root = runs_dir / SWEEPS_DIR
+    if not root.is_dir():
+        return []
+    found = [p for p in root.iterdir() if (p / SWEEP_FILE).is_file()]
+    return sorted(found, key=lambda p: ((p / SWEEP_FILE).stat().st_mtime, p.name))
+
+
+def resolve_sweep(ref: str | None, runs_dir: Path) -> Path:
+    """A sweep directory from a path, a sweep id or unique prefix, or the latest (``None``)."""
+    if ref and Path(ref).is_dir() and (Path(ref) / SWEEP_FILE).is_file():
+        return Path(ref)
+    sweeps = list_sweeps(runs_dir)
+    if not ref or ref in ("latest", "last"):
+        if not sweeps:
+            raise RunNotFoundError(f"{runs_dir}: no sweeps in this store (run `advisor scale` first)")
+        return sweeps[-1]
+    exact = [p for p in sweeps if p.name == ref]
+    if exact:
+        return exact[0]
+    matches = [p for p in sweeps if p.name.startswith(ref) or ref in p.name]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise RunNotFoundError(f"no sweep {ref!r} in {runs_dir} (neither a runs directory nor a sweep id)")
+    raise RunNotFoundError(f"{ref!r} matches {len(matches)} sweeps in {runs_dir}: "
+                           + ", ".join(p.name for p in matches[:5]))

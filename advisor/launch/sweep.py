@@ -1,0 +1,101 @@
+"""Run a sweep: every configuration of a plan, one after the other, recorded in the sweep file.
+
+A configuration that fails (a worker dies, or it runs past its timeout) is recorded with the
+reason, its log tail and a hint where the failure is a known one; the sweep goes on with the next.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from advisor.launch.hints import hint_for
+from advisor.launch.plan import Config, Plan, local_gpu_count, local_processes
+from advisor.launch.record import ConfigRecord, SweepRecord, sweep_dir, write_sweep
+from advisor.store.schema import MANIFEST_NAME
+
+DEFAULT_TIMEOUT_S = 1800.0
+
+
+def new_record(plan: Plan, launcher: str, timeout_s: float | None, instance_type: str | None) -> SweepRecord:
+    return SweepRecord(
+        sweep_id=plan.sweep_id, launcher=launcher, command=plan.command,
+        strategies=sorted({c.strategy for c in plan.configs}, key=[c.strategy for c in plan.configs].index),
+        workers=sorted({c.workers for c in plan.configs}),
+        repeat=max((c.repeat for c in plan.configs), default=0) + 1,
+        timeout_s=timeout_s, instance_type=instance_type,
+        configs=[ConfigRecord(strategy=c.strategy, workers=c.workers, repeat=c.repeat,
+                              run_id=c.run_id(plan.sweep_id)) for c in plan.configs],
+    )
+
+
+def run_sweep(
+    plan: Plan, runs_dir: Path, timeout_s: float | None = DEFAULT_TIMEOUT_S,
+    instance_type: str | None = None, display: Any = None, record: SweepRecord | None = None,
+) -> SweepRecord:
+    """Run every configuration locally; returns the final sweep record (also on disk).
+
+    ``record``: the (pending) record to fill in, when a display already shows it."""
+    from advisor.launch.local import run_local
+
+    runs_dir = runs_dir.resolve()
+    record = record or new_record(plan, "local", timeout_s, instance_type)
+    write_sweep(runs_dir, record)
+    gpus = local_gpu_count()
+    logs_root = sweep_dir(runs_dir, plan.sweep_id) / "logs"
+    for config, rec in zip(plan.configs, record.configs):
+        rec.status = "running"
+        write_sweep(runs_dir, record)
+        if display is not None:
+            display.start(rec)
+        specs = local_processes(config, plan.command, plan.sweep_id, runs_dir, gpus)
+        if instance_type:
+            for spec in specs:
+                spec.env["ADVISOR_INSTANCE_TYPE"] = instance_type
+        tick = (lambda elapsed, r=rec: display.tick(r, elapsed)) if display is not None else None
+        outcome = run_local(specs, logs_root / config.label, timeout_s, on_tick=tick)
+        rec.status = "finished" if outcome.status == "finished" else "failed"
+        rec.seconds = round(outcome.seconds, 3)
+        rec.logs = outcome.logs
+        if outcome.status == "finished" and not (runs_dir / rec.run_id / MANIFEST_NAME).is_file():
+            rec.status = "failed"
+            outcome.reason = ("the job finished but wrote no run: does the script pass "
+                              "advisor.AdvisorCallback() to fit?")
+        if rec.status == "failed":
+            rec.reason = outcome.reason
+            rec.log_tail = outcome.log_tail or None
+            rec.hint = hint_for(outcome.log_tail or "") if outcome.log_tail else None
+        write_sweep(runs_dir, record)
+        if display is not None:
+            display.finish(rec)
+    return record
+
+
+def submit_sweep(
+    plan: Plan, runs_dir: Path, timeout_s: float | None, options: Any = None,
+    instance_type: str | None = None,
+) -> SweepRecord:
+    """Write one sbatch script per configuration and submit each where ``sbatch`` exists."""
+    from advisor.launch.slurm import sbatch_script, submit
+
+    runs_dir = runs_dir.resolve()
+    record = new_record(plan, "slurm", timeout_s, instance_type)
+    root = sweep_dir(runs_dir, plan.sweep_id)
+    for config, rec in zip(plan.configs, record.configs):
+        script = _script_path(root, config)
+        log_dir = root / "logs" / config.label
+        log_dir.mkdir(parents=True, exist_ok=True)
+        script.parent.mkdir(parents=True, exist_ok=True)
+        script.write_text(sbatch_script(config, plan.command, plan.sweep_id, runs_dir, log_dir,
+                                        timeout_s, options, instance_type), encoding="utf-8")
+        script.chmod(0o755)
+        rec.script = str(script)
+        job = submit(script)
+        rec.status = "submitted" if job else "written"
+        rec.job_id = job
+        write_sweep(runs_dir, record)
+    return record
+
+
+def _script_path(root: Path, config: Config) -> Path:
+    return root / "slurm" / f"{config.label}.sbatch"

@@ -1,0 +1,163 @@
+"""The scaling table as text, JSON, CSV or Markdown (one renderer per format, one table model).
+
+JSON is the table itself with its ``schema_version`` (a saved report can be reloaded and rendered
+again); CSV has one line per strategy × workers with every column; text and Markdown group the
+columns the way people read them: time, cost, accelerators and energy, computation vs other.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Callable
+from dataclasses import fields
+from typing import Any
+
+from advisor.analysis.scaling import Row, ScalingTable
+
+FORMATS = ("text", "json", "csv", "md")
+
+Fmt = Callable[[Any], str]
+
+
+def _num(digits: int) -> Fmt:
+    return lambda v: "—" if v is None else f"{v:,.{digits}f}"
+
+
+def _pct(v: Any) -> str:
+    return "—" if v is None else f"{v:.1f} %"
+
+
+def _frac_pct(v: Any) -> str:
+    return "—" if v is None else f"{100.0 * v:.0f} %"
+
+
+def _epoch(row: Row) -> str:
+    if row.epoch_s is None:
+        return "—"
+    text = f"{row.epoch_s:.3f} s"
+    if row.epoch_s_std is not None:
+        text += f" ± {row.epoch_s_std:.3f}"
+    return text
+
+
+# (section, [(header, value of a row)]), and the rows' notes that mean "this section is empty".
+SECTIONS: list[tuple[str, str | None, list[tuple[str, Callable[[Row], str]]]]] = [
+    ("Epoch time and speedup", None, [
+        ("epoch time", _epoch),
+        ("repeats", lambda r: str(r.runs)),
+        ("speedup", lambda r: "—" if r.speedup is None else f"{r.speedup:.2f}×"),
+        ("efficiency", lambda r: _frac_pct(r.efficiency)),
+        ("samples/s", lambda r: _num(0)(r.samples_per_s)),
+        ("step", lambda r: "—" if r.step_ms is None else f"{r.step_ms:.1f} ms"),
+        ("batch / replica", lambda r: _num(0)(r.per_replica_batch)),
+        ("first epoch", lambda r: "—" if r.first_epoch_s is None else f"{r.first_epoch_s:.2f} s"),
+    ]),
+    ("Cost", "no price", [
+        ("instances", lambda r: str(r.instances) if r.instances else "—"),
+        ("$/h", lambda r: "—" if r.usd_per_hour is None else f"{r.usd_per_hour:.2f}"),
+        ("samples/$", lambda r: _num(0)(r.samples_per_dollar)),
+        ("$/epoch", lambda r: "—" if r.usd_per_epoch is None else f"{r.usd_per_epoch:.5f}"),
+    ]),
+    ("Accelerators and energy", "no GPU data", [
+        ("GPU util", lambda r: _pct(r.gpu_util)),
+        ("Wh/epoch", lambda r: _num(3)(r.energy_wh_per_epoch)),
+        ("J/sample", lambda r: _num(4)(r.energy_j_per_sample)),
+    ]),
+    ("Computation vs other (share of step time)", "no trace data", [
+        ("computation", lambda r: _pct(r.compute_percent)),
+        ("communication", lambda r: _pct(r.communication_percent)),
+        ("other", lambda r: _pct(r.other_percent)),
+        ("comm. overlapped", lambda r: _frac_pct(r.communication_overlap)),
+    ]),
+]
+
+
+def render_table(table: ScalingTable, fmt: str = "text") -> str:
+    if fmt == "json":
+        return json.dumps(table.to_dict(), indent=2, sort_keys=True) + "\n"
+    if fmt == "csv":
+        return _csv(table)
+    if fmt == "md":
+        return _markdown(table)
+    if fmt == "text":
+        return _text(table)
+    raise ValueError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
+
+
+def _csv(table: ScalingTable) -> str:
+    names = [f.name for f in fields(Row) if f.name not in ("run_ids", "notes")]
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(names + ["notes", "run_ids"])
+    for row in table.rows:
+        values = [getattr(row, n) for n in names]
+        writer.writerow(["" if v is None else (f"{v:.6g}" if isinstance(v, float) else v) for v in values]
+                        + ["; ".join(row.notes), " ".join(row.run_ids)])
+    return out.getvalue()
+
+
+def _visible(table: ScalingTable, empty_note: str | None) -> bool:
+    return empty_note is None or not all(empty_note in r.notes for r in table.rows)
+
+
+def _markdown(table: ScalingTable) -> str:
+    lines = [f"# Scaling report — {table.source}", ""]
+    for title, empty, cols in SECTIONS:
+        lines.append(f"## {title}")
+        lines.append("")
+        if not _visible(table, empty):
+            lines += [f"_{empty}_", ""]
+            continue
+        lines.append("| strategy | workers | " + " | ".join(h for h, _ in cols) + " |")
+        lines.append("|---|---:|" + "---:|" * len(cols))
+        for r in table.rows:
+            lines.append(f"| {r.strategy} | {r.workers} | " + " | ".join(f(r) for _, f in cols) + " |")
+        lines.append("")
+    lines += _failure_lines(table, md=True)
+    if table.notes:
+        lines += ["## Notes", ""] + [f"- {n}" for n in table.notes] + [""]
+    return "\n".join(lines)
+
+
+def _failure_lines(table: ScalingTable, md: bool) -> list[str]:
+    if not table.failures:
+        return []
+    lines = ["## Failed configurations" if md else "Failed configurations", ""]
+    for f in table.failures:
+        lines.append(f"{'- ' if md else '  '}{f.strategy} ×{f.workers} ({f.run_id}): {f.reason or 'failed'}")
+        if f.hint:
+            lines.append(f"{'  ' if md else '    '}hint: {f.hint}")
+    return lines + [""]
+
+
+def _text(table: ScalingTable) -> str:
+    from rich.console import Console
+    from rich.table import Table
+
+    buf = io.StringIO()
+    console = Console(file=buf, width=140, force_terminal=False, color_system=None)
+    console.print(f"Scaling report — {table.source}", highlight=False)
+    if not table.rows:
+        console.print("  no finished runs to compare", highlight=False)
+    for title, empty, cols in SECTIONS:
+        if not table.rows:
+            break
+        if not _visible(table, empty):
+            console.print(f"\n{title}: {empty}", highlight=False)
+            continue
+        t = Table(title=title, title_justify="left", box=None, pad_edge=False)
+        t.add_column("strategy")
+        t.add_column("workers", justify="right")
+        for header, _ in cols:
+            t.add_column(header, justify="right")
+        for r in table.rows:
+            t.add_row(r.strategy, str(r.workers), *(f(r) for _, f in cols))
+        console.print()
+        console.print(t)
+    text = buf.getvalue()
+    tail = _failure_lines(table, md=False)
+    if table.notes:
+        tail += ["Notes"] + [f"  {n}" for n in table.notes] + [""]
+    return text + ("\n" + "\n".join(tail) if tail else "")

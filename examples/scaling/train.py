@@ -1,0 +1,128 @@
+"""One training script for every strategy and worker count of ``advisor scale``.
+
+It reads its role from the environment (``advisor.launch.role``), so the launcher runs the same
+command line at every size:
+
+    advisor scale --workers 1,2 --strategy mirrored --strategy multiworker --strategy jax \\
+        -- python examples/scaling/train.py --epochs 3
+
+Data parallel with a fixed per-replica batch: the global batch grows with N and an epoch over the
+same data needs N times fewer steps, so the epoch time falls as N grows if the job scales.
+``multiworker`` and ``horovod`` train with tf_keras (Keras 3 cannot ``fit`` under
+MultiWorkerMirroredStrategy); ``mirrored`` and ``single`` with Keras 3 on TensorFlow; ``jax`` with
+Keras 3 on JAX, one process per device, each feeding its own shard.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+from typing import Any
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import numpy as np
+
+
+def synthetic(n: int, features: int, classes: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, features)).astype("float32")
+    w = rng.normal(size=(features, classes)).astype("float32")
+    y = np.argmax(x @ w, axis=1).astype("int32")
+    return x, y
+
+
+def build(keras: Any, features: int, hidden: int, classes: int) -> Any:
+    model = keras.Sequential([
+        keras.Input(shape=(features,)),
+        keras.layers.Dense(hidden, activation="relu"),
+        keras.layers.Dense(hidden, activation="relu"),
+        keras.layers.Dense(classes),
+    ])
+    return model
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--samples", type=int, default=8192)
+    p.add_argument("--batch-per-replica", type=int, default=64)
+    p.add_argument("--features", type=int, default=64)
+    p.add_argument("--hidden", type=int, default=256)
+    p.add_argument("--classes", type=int, default=10)
+    p.add_argument("--runs-dir", default=None)
+    p.add_argument("--window-s", type=float, default=1.0)
+    p.add_argument("--kill-rank", type=int, default=None, help="(tests) this rank kills itself ...")
+    p.add_argument("--kill-at-step", type=int, default=5, help="(tests) ... at this step of epoch 1")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    from advisor.launch import setup_devices
+
+    args = parse(argv)
+    role = setup_devices()
+    import advisor
+
+    if role.legacy_keras:
+        import tf_keras as keras
+    else:
+        import keras
+    x, y = synthetic(args.samples, args.features, args.classes)
+    callbacks: list[Any] = [advisor.AdvisorCallback(
+        runs_dir=args.runs_dir, name=f"{role.strategy}-{role.workers}", tags=role.tags(),
+        window_s=args.window_s, warmup_steps=5, log_every_s=None,
+    )]
+    if args.kill_rank is not None and args.kill_rank == role.rank:
+        callbacks.append(_killer(keras, args.kill_at_step))
+    replicas = role.workers
+    strategy = role.tf_strategy() if role.strategy != "jax" else None
+    data: Any
+    if role.strategy in ("jax", "horovod"):
+        # Every process feeds its own shard with the per-replica batch.
+        part = role.shard(args.samples)
+        data = {"x": x[part], "y": y[part], "batch_size": args.batch_per_replica}
+    else:
+        import tensorflow as tf
+
+        ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(args.batch_per_replica * replicas)
+        options = tf.data.Options()
+        options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
+        data = {"x": ds.with_options(options).prefetch(2)}
+    if role.strategy == "horovod":
+        import horovod.tensorflow.keras as hvd
+
+        hvd.init()
+        model = build(keras, args.features, args.hidden, args.classes)
+        opt = hvd.DistributedOptimizer(keras.optimizers.Adam(1e-3))
+        callbacks.insert(0, hvd.callbacks.BroadcastGlobalVariablesCallback(0))
+        _compile(keras, model, opt)
+    elif strategy is not None:
+        with strategy.scope():
+            model = build(keras, args.features, args.hidden, args.classes)
+            _compile(keras, model, keras.optimizers.Adam(1e-3))
+    else:
+        model = build(keras, args.features, args.hidden, args.classes)
+        _compile(keras, model, keras.optimizers.Adam(1e-3))
+    model.fit(**data, epochs=args.epochs, callbacks=callbacks, verbose=0)
+
+
+def _compile(keras: Any, model: Any, optimizer: Any) -> None:
+    model.compile(optimizer=optimizer,
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+
+
+def _killer(keras: Any, at_step: int) -> Any:
+    """A callback that SIGKILLs its own process mid-epoch: a worker dying for real (tests)."""
+
+    class Killer(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+            if batch >= at_step:
+                os.kill(os.getpid(), signal.SIGKILL)
+
+    return Killer()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,148 @@
+"""The scaling table from hand-made sweep runs: every value against a hand computation."""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+from scaling_fixtures import write_run, write_sweep_runs
+
+from advisor.analysis.scaling import build_table, points_from_dir, table_for_store, table_for_sweep
+from advisor.analysis.scaling_points import Point
+from advisor.launch.record import ConfigRecord, SweepRecord, write_sweep
+from advisor.store.reader import RunReader
+
+
+@pytest.fixture(scope="module")
+def sweep_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("scaling") / "runs"
+    write_sweep_runs(root)
+    return root
+
+
+def test_epoch_time_speedup_and_efficiency(sweep_dir):
+    table = table_for_sweep(sweep_dir, "sweep-fixture")
+    assert [(r.strategy, r.workers) for r in table.rows] == [
+        ("mirrored", 1), ("mirrored", 2), ("mirrored", 4), ("jax", 1), ("jax", 2)]
+    m1, m2, m4 = (table.row("mirrored", n) for n in (1, 2, 4))
+    # The first epoch (9 s) is left out; N=1 ran twice with steady epochs of 4 s and 6 s.
+    assert m1.runs == 2 and m1.epoch_s == pytest.approx(5.0)
+    assert m1.epoch_s_std == pytest.approx(statistics.stdev([4.0, 6.0]))
+    assert (m1.epoch_s_min, m1.epoch_s_max) == (4.0, 6.0)
+    assert m1.first_epoch_s == pytest.approx(9.0)
+    assert m2.speedup == pytest.approx(5.0 / 2.5) and m2.efficiency == pytest.approx(1.0)
+    assert m4.speedup == pytest.approx(5.0 / 1.6) and m4.efficiency == pytest.approx(5.0 / 1.6 / 4)
+    j2 = table.row("jax", 2)
+    assert j2.speedup == pytest.approx(8.0 / 5.0) and j2.efficiency == pytest.approx(0.8)
+
+
+def test_throughput_cost_and_batches(sweep_dir):
+    table = table_for_sweep(sweep_dir, "sweep-fixture")
+    m2, j2 = table.row("mirrored", 2), table.row("jax", 2)
+    # mirrored: the one worker counts the global batch: 2 × 4096 samples over 9 + 2.5 s.
+    assert m2.samples_per_s == pytest.approx(8192 / 11.5)
+    assert m2.usd_per_hour == pytest.approx(2.0) and m2.instances == 1
+    assert m2.samples_per_dollar == pytest.approx(8192 / 11.5 * 3600 / 2.0)
+    assert m2.usd_per_epoch == pytest.approx(2.5 / 3600 * 2.0)
+    assert m2.per_replica_batch == pytest.approx(64) and m2.global_batch == pytest.approx(128)
+    # jax: each process counts its own share: the job's samples are the sum over workers.
+    assert j2.samples_per_s == pytest.approx(2 * 2 * 2048 / 14.0)
+    assert j2.global_batch == pytest.approx(128) and j2.per_replica_batch == pytest.approx(64)
+    assert j2.step_time_spread == pytest.approx((0.18 - 0.15) / 0.15)
+
+
+def test_missing_data_is_a_note_not_a_failure(sweep_dir):
+    table = table_for_sweep(sweep_dir, "sweep-fixture")
+    for row in table.rows:
+        assert "no GPU data" in row.notes and "no trace data" in row.notes
+        assert row.gpu_util is None and row.compute_percent is None
+    assert any(n.startswith("no GPU data") for n in table.notes)
+    assert any(n.startswith("no trace data") for n in table.notes)
+    assert not any(n.startswith("no price") for n in table.notes)
+
+
+def test_price_override_and_instances_scale_cost(sweep_dir):
+    table = table_for_sweep(sweep_dir, "sweep-fixture", price_per_hour=3.0, gpus_per_instance=2)
+    m1, m4 = table.row("mirrored", 1), table.row("mirrored", 4)
+    assert m1.instances == 1 and m4.instances == 2  # ⌈4 ÷ 2⌉ instances are paid for
+    assert m4.usd_per_hour == pytest.approx(6.0)
+    assert m4.samples_per_dollar == pytest.approx(m4.samples_per_s * 3600 / 6.0)
+
+
+def test_points_without_price_say_so(tmp_path):
+    root = tmp_path / "runs"
+    write_sweep_runs(root, "sweep-free", price=None)
+    table = table_for_sweep(root, "sweep-free")
+    assert all(r.samples_per_dollar is None and "no price" in r.notes for r in table.rows)
+    assert any(n.startswith("no price") for n in table.notes)
+
+
+def test_tf_multiworker_counts_the_global_batch_once(tmp_path):
+    root = tmp_path / "runs"
+    # tf_keras MultiWorkerMirrored: both workers record the global batch of every step.
+    write_run(root, "mw2", sweep_id="s", strategy="multiworker", workers=2, ranks=2,
+              manifest_strategy="CollectiveAllReduceStrategy", epochs=[3.0, 2.0],
+              samples_per_epoch=4096, steps_per_epoch=32)
+    (point,), _ = points_from_dir(root, "s")
+    assert point.samples_per_s == pytest.approx(8192 / 5.0)
+    assert point.global_batch == pytest.approx(128) and point.per_replica_batch == pytest.approx(64)
+
+
+def test_labels_come_from_sweep_file_then_tags_then_manifest(tmp_path):
+    root = tmp_path / "runs"
+    write_run(root, "a", sweep_id="s", strategy="ignored", workers=9, tags=False,
+              manifest_strategy="MirroredStrategy", epochs=[1.0], samples_per_epoch=64, steps_per_epoch=1)
+    write_run(root, "b", sweep_id="s", strategy="jax", workers=2, manifest_strategy="DataParallel",
+              epochs=[1.0], samples_per_epoch=64, steps_per_epoch=1)
+    write_sweep(root, SweepRecord(sweep_id="s", configs=[
+        ConfigRecord(strategy="mirrored", workers=4, repeat=1, run_id="b", status="finished")]))
+    points, _ = points_from_dir(root, "s")
+    by_id = {p.run_id: p for p in points}
+    assert (by_id["a"].strategy, by_id["a"].workers) == ("mirrored", 9)  # manifest: class, replicas
+    assert (by_id["b"].strategy, by_id["b"].workers, by_id["b"].repeat) == ("mirrored", 4, 1)
+
+
+def test_failures_from_runs_and_sweep_file(tmp_path):
+    root = tmp_path / "runs"
+    write_run(root, "s-mirrored-n1-r0", sweep_id="s", strategy="mirrored", workers=1,
+              epochs=[1.0, 1.0], samples_per_epoch=64, steps_per_epoch=1)
+    write_sweep(root, SweepRecord(sweep_id="s", configs=[
+        ConfigRecord(strategy="mirrored", workers=1, run_id="s-mirrored-n1-r0", status="finished"),
+        ConfigRecord(strategy="multiworker", workers=2, run_id="s-multiworker-n2-r0", status="failed",
+                     reason="worker 1 was killed by SIGKILL", hint="a peer stopped", log_tail="x")]))
+    table = table_for_sweep(root, "s")
+    assert [(r.strategy, r.workers) for r in table.rows] == [("mirrored", 1)]
+    (failure,) = table.failures
+    assert (failure.strategy, failure.workers, failure.reason) == ("multiworker", 2, "worker 1 was killed by SIGKILL")
+    assert failure.hint == "a peer stopped"
+
+
+def test_store_table_takes_every_run(sweep_dir):
+    table = table_for_store(sweep_dir)
+    assert len(table.rows) == 5 and table.sweep_ids == ["sweep-fixture"]
+
+
+def test_build_table_from_points_with_gpu_and_trace_data():
+    pts = [Point(run_id="a", strategy="s", workers=1, status="finished", epochs=2, epoch_s=4.0,
+                 gpu_util=90.0, energy_wh=10.0, energy_j_per_sample=0.5, compute_percent=80.0,
+                 communication_percent=5.0),
+           Point(run_id="b", strategy="s", workers=2, status="finished", epochs=4, epoch_s=2.5,
+                 gpu_util=70.0, energy_wh=12.0, energy_j_per_sample=0.6, compute_percent=60.0,
+                 communication_percent=25.0, communication_overlap=0.4)]
+    table = build_table(pts)
+    a, b = table.rows
+    assert a.energy_wh_per_epoch == pytest.approx(5.0) and b.energy_wh_per_epoch == pytest.approx(3.0)
+    assert b.other_percent == pytest.approx(15.0) and b.communication_overlap == pytest.approx(0.4)
+    assert b.efficiency == pytest.approx(4.0 / 2.5 / 2)
+    assert "no GPU data" not in b.notes and "no trace data" not in b.notes
+    assert table.notes == [("no price: pass --instance-type to `advisor scale` or --price-per-hour "
+                           "to `advisor report` for samples per dollar")]
+
+
+def test_killed_run_is_a_failure_not_a_point(tmp_path):
+    root = tmp_path / "runs"
+    path = write_run(root, "k", sweep_id="s", strategy="mirrored", workers=1, epochs=[1.0],
+                     samples_per_epoch=64, steps_per_epoch=1, status="running")
+    assert RunReader(path).read().status in ("running", "killed")
+    points, failures = points_from_dir(root, "s")
+    assert points == [] and failures[0].run_id == "k"
