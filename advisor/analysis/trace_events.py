@@ -29,6 +29,11 @@ COMMUNICATION_RE = re.compile(
 # Copies between host and device, as device-side events name them.
 H2D_RE = re.compile(r"memcpy.*(h2d|htod)|(h2d|htod).*memcpy|host[-_ ]?to[-_ ]?device", re.IGNORECASE)
 D2H_RE = re.compile(r"memcpy.*(d2h|dtoh)|(d2h|dtoh).*memcpy|device[-_ ]?to[-_ ]?host", re.IGNORECASE)
+# Kernels computing in 16 bits, by the names CUDA libraries and XLA give them (bf16/fp16 GEMMs,
+# half-precision tensor-core MMA). Used when XProf has no per-op precision data (e.g. JAX with
+# CUDA command buffers, where XProf sees one opaque op per step).
+KERNEL_16BIT_RE = re.compile(r"bf16|fp16|f16|half|hmma|h\d{3,5}gemm", re.IGNORECASE)
+TOP_KERNELS = 10
 # TraceMe bookkeeping of TF's collective executor: not ops, never counted as time.
 _BOOKKEEPING = ("CollectiveExecutor::", "BaseCollectiveExecutor::", "CollectiveOpV2Kernel::", "ExecutorState::")
 _EAGER_PREFIX = "EagerLocalExecute: "
@@ -107,7 +112,9 @@ def analyse_events(trace: dict[str, Any]) -> dict[str, Any]:
     ``steps`` (count of step markers), ``step_span_us``, ``communication_us``,
     ``communication_percent``, ``communication_overlap``, ``communication_backward_after``,
     ``communication_at_end``, ``collective_ops`` (names), ``h2d_percent``, ``d2h_percent``,
-    ``eager_percent``, ``tf_events`` (the trace comes from TensorFlow), ``devices``.
+    ``device_busy_percent`` (kernels and copies on the device streams, mean over devices),
+    ``kernel_16bit_percent`` and ``top_kernels`` (device kernels by time), ``eager_percent``,
+    ``tf_events`` (the trace comes from TensorFlow), ``devices``.
     """
     events = trace.get("traceEvents") or []
     processes, threads = _names(events)
@@ -117,6 +124,8 @@ def analyse_events(trace: dict[str, Any]) -> dict[str, Any]:
     comm: dict[int, list[Interval]] = defaultdict(list)
     h2d: list[Interval] = []
     d2h: list[Interval] = []
+    device_busy: dict[int, list[Interval]] = defaultdict(list)
+    kernels: dict[str, list[float]] = {}  # name → [count, total µs]
     eager: list[Interval] = []
     collective_names: set[str] = set()
     tf_events = False
@@ -149,6 +158,7 @@ def analyse_events(trace: dict[str, Any]) -> dict[str, Any]:
             thread = threads.get((pid, e.get("tid", 0)), "")
             if not thread.startswith("Stream"):  # derived lines (XLA Ops, TF Ops...) repeat kernels
                 continue
+            device_busy[pid].append((start, end))
             if H2D_RE.search(name):
                 h2d.append((start, end))
                 continue
@@ -156,6 +166,9 @@ def analyse_events(trace: dict[str, Any]) -> dict[str, Any]:
                 d2h.append((start, end))
                 continue
             op_name = name
+            entry = kernels.setdefault(name, [0, 0.0])
+            entry[0] += 1
+            entry[1] += end - start
         elif "long_name" in args:  # a TF op executed by the host (CPU) executor
             op_name = str(args["long_name"])
         else:
@@ -209,9 +222,21 @@ def analyse_events(trace: dict[str, Any]) -> dict[str, Any]:
             if after is not None:
                 out["communication_backward_after"] = after
                 out["communication_at_end"] = bool(after < AT_END_MAX_AFTER)
-    if processes and any(_is_device(p) for p in processes.values()):
+    if device_busy:
         out["h2d_percent"] = 100.0 * measure(intersect(merge(h2d), windows)) / span
         out["d2h_percent"] = 100.0 * measure(intersect(merge(d2h), windows)) / span
+        busy = [measure(intersect(merge(v), windows)) for v in device_busy.values()]
+        out["device_busy_percent"] = 100.0 * statistics.fmean(busy) / span
+    if kernels:
+        total = sum(t for _, t in kernels.values())
+        if total > 0:
+            sixteen = sum(t for name, (_, t) in kernels.items() if KERNEL_16BIT_RE.search(name))
+            out["kernel_16bit_percent"] = 100.0 * sixteen / total
+            ranked = sorted(kernels.items(), key=lambda kv: -kv[1][1])[:TOP_KERNELS]
+            out["top_kernels"] = [
+                {"name": name, "occurrences": int(n), "time_us": t, "percent": 100.0 * t / total}
+                for name, (n, t) in ranked
+            ]
     if tf_events:
         out["eager_percent"] = 100.0 * measure(intersect(merge(eager), windows)) / span
     return out

@@ -84,7 +84,15 @@ class JaxProfiler:
         self._jax = jax
 
     def start(self, logdir: str) -> None:
-        self._jax.profiler.start_trace(logdir)
+        # JAX traces every Python call by default: that costs more than the steps themselves and
+        # would show up as "all others" time. TF's profiler leaves Python tracing off too.
+        options_cls = getattr(self._jax.profiler, "ProfileOptions", None)
+        if options_cls is None:
+            self._jax.profiler.start_trace(logdir)
+            return
+        options = options_cls()
+        options.python_tracer_level = 0
+        self._jax.profiler.start_trace(logdir, profiler_options=options)
 
     def stop(self) -> None:
         self._jax.profiler.stop_trace()

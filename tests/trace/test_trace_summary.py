@@ -170,3 +170,30 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path):
     assert result.exit_code == 2
     assert result.output.startswith("advisor: error:") and "Traceback" not in result.output
     assert os.fspath(tmp_path) in result.output
+
+
+GPU_OUTPUTS = FIXTURE.parent / "gpu_h200_jax"
+
+
+def test_gpu_profile_with_command_buffers_takes_device_ops_from_the_timeline():
+    # XProf's tables and our timeline analysis (events.json) of a real H200 profile, made by
+    # scripts/gpu_trace_check.sh (Keras on JAX, float32). JAX runs each step as a CUDA command
+    # buffer, so XProf's op table has no device rows and no idle or 16-bit numbers.
+    tools = {p.stem: p.read_text() for p in GPU_OUTPUTS.glob("*.json")}
+    from advisor.analysis.trace import build_summary
+
+    s = build_summary(tools, [Path("h200.xplane.pb")])
+    assert s.hardware == "GPU" and s.on_device and s.steps >= 20
+    assert s.device_compute_percent is not None and 20 < s.device_compute_percent < 50
+    events = json.loads(tools["events"])
+    assert s.device_idle_percent == pytest.approx(100.0 - events["device_busy_percent"])
+    assert s.h2d_percent == pytest.approx(events["h2d_percent"]) and s.d2h_percent is not None
+    assert s.compute_16bit_percent is None  # XProf said 0 % without the data to say it
+    assert any("16-bit share of compute unknown" in n for n in s.notes)
+    device_ops = [op for op in s.top_ops if op.where == "device"]
+    assert len(device_ops) >= 5 and any("gemm" in op.name for op in device_ops)
+    assert s.top_ops_host == 1  # XProf's one host op remains
+    facts = summary_facts(s)
+    assert facts["trace.hardware"] == "GPU" and facts["trace.top_ops_host"] == 1
+    assert facts["trace.kernel_launch_percent"] == 0.0  # measured on a GPU profile
+    assert "trace.compute_16bit_percent" not in facts

@@ -6,6 +6,10 @@
 batch in a ``tf.py_function`` (no prefetch), captured with plain ``tf.profiler`` — no advisor — as
 any TensorBoard user would. The session folder and the host file get fixed names so that tests
 and docs can name them. The xplane is ~0.3 MB.
+
+``gpu_h200_jax/`` is not made here: it holds XProf's tool outputs and the advisor's timeline
+analysis (``events.json``) of the float32 capture that ``scripts/gpu_trace_check.sh`` took on an
+NVIDIA H200 (Keras on JAX 0.11, XProf 2.24.2), copied from that script's ``$OUT``.
 """
 
 from __future__ import annotations
