@@ -35,7 +35,7 @@ def probe(code: str, env: dict[str, str] | None = None) -> tuple[bool, str]:
     """Run a snippet in a fresh interpreter (a broken CUDA install must not hang or kill us)."""
     try:
         proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                              timeout=PROBE_TIMEOUT_S, env={**os.environ, **(env or {})})
+                              timeout=PROBE_TIMEOUT_S, env={**os.environ, **(env or {})}, check=False)
     except subprocess.TimeoutExpired:
         return False, f"timed out after {PROBE_TIMEOUT_S} s"
     lines = (proc.stdout.strip() or proc.stderr.strip() or "").splitlines()
@@ -157,7 +157,7 @@ def summarise(path: Any) -> dict[str, Any]:
         if util:
             say(f"    util p5/p50/p95 {percentile(util, 5):.0f}/{percentile(util, 50):.0f}/{percentile(util, 95):.0f} %")
         if mem:
-            say(f"    memory used max {max(mem) / 2**30:.1f} GiB of {samples[0].mem_total / 2**30:.0f} GiB (NVML)")
+            say(f"    memory used max {max(mem) / 2**30:.1f} GiB of {(samples[0].mem_total or 0) / 2**30:.0f} GiB (NVML)")
         if power:
             say(f"    power mean {sum(power) / len(power):.0f} W, max {max(power):.0f} W")
         for label, field in (("temperature max", "temp_c"), ("SM clock p50", "sm_clock_mhz"),

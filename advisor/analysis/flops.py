@@ -159,19 +159,22 @@ def count_graph_flops(graph: Any, targets: list[Any]) -> dict[str, float]:
         needed[op.name] = op
         stack.extend(t.op for t in op.inputs)
         stack.extend(op.control_inputs)
+    from tensorflow.python.util import deprecation
+
     by_op: dict[str, float] = {}
-    for op in needed.values():
-        if op.type not in DOT_OPS:
-            continue
-        flops = _own_flops(op)
-        if flops is None:
-            try:
-                stat = tf_ops.get_stats_for_node_def(graph, op.node_def, "flops")
-                flops = float(stat.value) if stat.value else 0.0
-            except Exception:  # op without registered statistics, or unknown shapes
-                flops = 0.0
-        if flops:
-            by_op[op.type] = by_op.get(op.type, 0.0) + flops
+    with deprecation.silence():  # the registry's shape helper logs a TF1 deprecation notice
+        for op in needed.values():
+            if op.type not in DOT_OPS:
+                continue
+            flops = _own_flops(op)
+            if flops is None:
+                try:
+                    stat = tf_ops.get_stats_for_node_def(graph, op.node_def, "flops")
+                    flops = float(stat.value) if stat.value else 0.0
+                except Exception:  # op without registered statistics, or unknown shapes
+                    flops = 0.0
+            if flops:
+                by_op[op.type] = by_op.get(op.type, 0.0) + flops
     return by_op
 
 

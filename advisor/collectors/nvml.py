@@ -227,14 +227,14 @@ class NvmlMonitor:
         code = _error_code(exc)
         if code in _LOST_CODES:
             dev.lost = True
-            return ("warning", f"GPU {dev.index} ({dev.name}) stopped answering NVML ({exc}); "
-                               "its samples end here, the other GPUs are still sampled")
+            return ("warning", (f"GPU {dev.index} ({dev.name}) stopped answering NVML ({exc}); "
+                                "its samples end here, the other GPUs are still sampled"))
         dev.unsupported.add(field_name)
         if code in _UNSUPPORTED_CODES:
             extra = "; energy comes from power × time instead" if field_name == "energy" else ""
             return ("info", f"GPU {dev.index} ({dev.name}): {field_name} not available ({exc}){extra}")
-        return ("warning", f"GPU {dev.index} ({dev.name}): reading {field_name} failed "
-                           f"({type(exc).__name__}: {exc}); it is no longer read")
+        return ("warning", (f"GPU {dev.index} ({dev.name}): reading {field_name} failed "
+                            f"({type(exc).__name__}: {exc}); it is no longer read"))
 
     def _readers(self, dev: GpuDevice, now: float) -> list[tuple[str, Callable[[], dict[str, Any]]]]:
         nvml, h = self._nvml, dev.handle

@@ -41,7 +41,7 @@ FACTS = (
     Fact("gpu.models", "", "GPU models sampled, one entry per GPU", "nvml", "list"),
     Fact("gpu.devices", "", "sampled GPUs as 'rank:index' (which GPU each worker trains on)", "nvml", "list"),
     Fact("gpu.lost", "", "GPUs that stopped answering NVML during the run", "nvml"),
-    Fact("gpu.idle_visible", "", "GPUs sampled but left out of the statistics: the job has fewer replicas and they stayed idle", "nvml"),
+    Fact("gpu.extra_visible", "", "GPUs a worker sees beyond its replicas, left out of the statistics (the least busy ones)", "nvml"),
     Fact("gpu.util.per_device_p50", "%", "median utilization of each sampled GPU, in gpu.devices order", "nvml", "list"),
     Fact("gpu.mem.peak_bytes", "bytes", "peak memory of the busiest GPU (framework allocator peak when known, else NVML)", "nvml"),
     Fact("gpu.mem.peak_source", "", "framework (allocator peak: tensors) or nvml (memory the process reserved)", "nvml", "str"),
@@ -161,7 +161,7 @@ def _used_devices(steady: dict[tuple[int, int], list[Any]], facts: dict[str, Any
     """Keep, per worker, as many GPUs as it has replicas: the busiest ones.
 
     A single process sees every GPU but the default strategy trains on one; the idle others would
-    drag every utilization figure down. They are counted in ``gpu.idle_visible`` instead.
+    drag every utilization figure down. They are counted in ``gpu.extra_visible`` instead.
     """
     replicas = facts.get("context.replicas")
     if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 1:
@@ -178,7 +178,7 @@ def _used_devices(steady: dict[tuple[int, int], list[Any]], facts: dict[str, Any
         kept.update(mine[:per_worker])
         dropped += len(mine) - per_worker
     if dropped:
-        out["gpu.idle_visible"] = dropped
+        out["gpu.extra_visible"] = dropped
     return kept
 
 
