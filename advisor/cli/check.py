@@ -23,12 +23,41 @@ FAIL_LEVELS = ("info", "warning", "error")
 def selection_options(func: click.decorators.FC) -> click.decorators.FC:
     """--select / --extend-select / --ignore / --config / --threshold / --rules-dir."""
     options = [
-        click.option("--select", multiple=True, metavar="CODES", help="Only these codes or prefixes (comma-separated; replaces the configured selection)."),
-        click.option("--extend-select", multiple=True, metavar="CODES", help="Add codes or prefixes to the selection."),
-        click.option("--ignore", multiple=True, metavar="CODES", help="Leave out codes or prefixes."),
-        click.option("--threshold", "thresholds", multiple=True, metavar="CODE.NAME=VALUE", help="Override a rule threshold, e.g. M108.warn_fraction=0.15."),
-        click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None, help="A pyproject.toml (or advisor TOML) to read instead of the nearest pyproject.toml."),
-        click.option("--rules-dir", type=click.Path(file_okay=False), default=None, help="Load rule files from this folder instead of the built-in rules."),
+        click.option(
+            "--select",
+            multiple=True,
+            metavar="CODES",
+            help="Only these codes or prefixes (comma-separated; replaces the configured selection).",
+        ),
+        click.option(
+            "--extend-select",
+            multiple=True,
+            metavar="CODES",
+            help="Add codes or prefixes to the selection.",
+        ),
+        click.option(
+            "--ignore", multiple=True, metavar="CODES", help="Leave out codes or prefixes."
+        ),
+        click.option(
+            "--threshold",
+            "thresholds",
+            multiple=True,
+            metavar="CODE.NAME=VALUE",
+            help="Override a rule threshold, e.g. M108.warn_fraction=0.15.",
+        ),
+        click.option(
+            "--config",
+            "config_file",
+            type=click.Path(dir_okay=False),
+            default=None,
+            help="A pyproject.toml (or advisor TOML) to read instead of the nearest pyproject.toml.",
+        ),
+        click.option(
+            "--rules-dir",
+            type=click.Path(file_okay=False),
+            default=None,
+            help="Load rule files from this folder instead of the built-in rules.",
+        ),
     ]
     for option in reversed(options):
         func = option(func)
@@ -60,13 +89,36 @@ def _use_color(color: bool | None, output: str | None) -> bool:
 @click.command("check")
 @click.argument("target", required=False, metavar="[RUN | RUNS_DIR]")
 @selection_options
-@click.option("--fail-on", type=click.Choice(FAIL_LEVELS), default=None, help="Lowest severity that fails (default: warning, or fail-on in [tool.advisor]).")
+@click.option(
+    "--fail-on",
+    type=click.Choice(FAIL_LEVELS),
+    default=None,
+    help="Lowest severity that fails (default: warning, or fail-on in [tool.advisor]).",
+)
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None, help="Write the report to FILE instead of stdout.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, writable=True),
+    default=None,
+    help="Write the report to FILE instead of stdout.",
+)
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even with findings or a regression.")
-@click.option("--baseline", default=None, metavar="RUN", help="Compare samples/s and samples/$ with this run.")
-@click.option("--max-regression", type=float, default=None, metavar="PCT", help="Fail when samples/s or samples/$ dropped by more than PCT percent versus --baseline (default 5).")
-@click.option("--color/--no-color", default=None, help="Colour in text output (default: when stdout is a terminal).")
+@click.option(
+    "--baseline", default=None, metavar="RUN", help="Compare samples/s and samples/$ with this run."
+)
+@click.option(
+    "--max-regression",
+    type=float,
+    default=None,
+    metavar="PCT",
+    help="Fail when samples/s or samples/$ dropped by more than PCT percent versus --baseline (default 5).",
+)
+@click.option(
+    "--color/--no-color",
+    default=None,
+    help="Colour in text output (default: when stdout is a terminal).",
+)
 @click.pass_context
 def command(
     ctx: click.Context,

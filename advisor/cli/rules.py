@@ -9,12 +9,35 @@ import click
 
 
 @click.command("rules")
-@click.option("--section", multiple=True, metavar="SECTION", help="Only these sections (M1, I2, S3, C4, G5, D6, P7).")
-@click.option("--severity", multiple=True, type=click.Choice(["info", "warning", "error"]), help="Only rules of this default severity.")
+@click.option(
+    "--section",
+    multiple=True,
+    metavar="SECTION",
+    help="Only these sections (M1, I2, S3, C4, G5, D6, P7).",
+)
+@click.option(
+    "--severity",
+    multiple=True,
+    type=click.Choice(["info", "warning", "error"]),
+    help="Only rules of this default severity.",
+)
 @click.option("--select", multiple=True, metavar="CODES", help="Only these codes or prefixes.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("--rules-dir", type=click.Path(file_okay=False), default=None, help="Rule files to read instead of the built-in rules.")
-def command(section: tuple[str, ...], severity: tuple[str, ...], select: tuple[str, ...], fmt: str, rules_dir: str | None) -> None:
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+@click.option(
+    "--rules-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Rule files to read instead of the built-in rules.",
+)
+def command(
+    section: tuple[str, ...],
+    severity: tuple[str, ...],
+    select: tuple[str, ...],
+    fmt: str,
+    rules_dir: str | None,
+) -> None:
     """List the rules: code, name, severity and what each checks."""
     from advisor.diagnosis.docgen import rule_dict
     from advisor.diagnosis.rules import SECTIONS, load_rules
@@ -25,7 +48,7 @@ def command(section: tuple[str, ...], severity: tuple[str, ...], select: tuple[s
     sections = {s.upper() for s in section}
     unknown = sections - set(SECTIONS)
     if unknown:
-        raise UsageError(f"unknown section {sorted(unknown)[0]!r}; sections: {', '.join(SECTIONS)}")
+        raise UsageError(f"unknown section {min(unknown)!r}; sections: {', '.join(SECTIONS)}")
     selectors = normalize(select) or ()
     validate(selectors, [r.code for r in rules], "--select")
     chosen = [

@@ -9,7 +9,9 @@ import click
 
 
 @click.command("schema")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default="-", show_default=True)
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False, writable=True), default="-", show_default=True
+)
 def command(output: str) -> None:
     """Print the JSON Schema (draft 2020-12) of the diagnosis report, with its schema_version."""
     from advisor.diagnosis.report import json_schema

@@ -19,7 +19,14 @@ from typing import TYPE_CHECKING, Any
 
 from advisor.diagnosis.config import Config, Resolved, load_config, resolve
 from advisor.diagnosis.engine import diagnose_facts, evaluate
-from advisor.diagnosis.report import REPORT_SCHEMA_VERSION, Finding, Report, RunInfo, Settings, json_schema
+from advisor.diagnosis.report import (
+    REPORT_SCHEMA_VERSION,
+    Finding,
+    Report,
+    RunInfo,
+    Settings,
+    json_schema,
+)
 from advisor.diagnosis.rules import Rule, load_rules
 from advisor.diagnosis.selection import normalize
 
@@ -27,17 +34,17 @@ if TYPE_CHECKING:
     from advisor.store.reader import Run
 
 __all__ = [
+    "REPORT_SCHEMA_VERSION",
+    "Config",
+    "Finding",
+    "Report",
+    "Rule",
     "diagnose",
     "diagnose_facts",
     "evaluate",
-    "load_rules",
-    "load_config",
-    "Config",
-    "Report",
-    "Finding",
-    "Rule",
-    "REPORT_SCHEMA_VERSION",
     "json_schema",
+    "load_config",
+    "load_rules",
 ]
 
 
@@ -128,7 +135,13 @@ def diagnose(
     the_run = _as_run(run, runs_dir)
     rules = load_rules(rules_dir)
     resolved = resolve_settings(
-        rules, config, select=select, extend_select=extend_select, ignore=ignore, fail_on=fail_on, thresholds=thresholds
+        rules,
+        config,
+        select=select,
+        extend_select=extend_select,
+        ignore=ignore,
+        fail_on=fail_on,
+        thresholds=thresholds,
     )
     chosen = [r for r in rules if r.code in set(resolved.codes)]
     reg = registry()

@@ -122,13 +122,21 @@ def parse_table(table: Mapping[str, Any], source: str) -> Config:
 
     fail_on = table.get("fail-on")
     if fail_on is not None and fail_on not in FAIL_LEVELS:
-        raise ConfigError(f"{where} fail-on must be one of {', '.join(FAIL_LEVELS)}, not {fail_on!r}")
+        raise ConfigError(
+            f"{where} fail-on must be one of {', '.join(FAIL_LEVELS)}, not {fail_on!r}"
+        )
     min_steps = table.get("min-measured-steps")
-    if min_steps is not None and (isinstance(min_steps, bool) or not isinstance(min_steps, int) or min_steps < 0):
+    if min_steps is not None and (
+        isinstance(min_steps, bool) or not isinstance(min_steps, int) or min_steps < 0
+    ):
         raise ConfigError(f"{where} min-measured-steps must be a non-negative integer")
     thresholds = table.get("thresholds", {})
-    if not isinstance(thresholds, dict) or not all(isinstance(v, dict) for v in thresholds.values()):
-        raise ConfigError(f"{where} thresholds must be tables: [tool.advisor.thresholds.CODE] name = value")
+    if not isinstance(thresholds, dict) or not all(
+        isinstance(v, dict) for v in thresholds.values()
+    ):
+        raise ConfigError(
+            f"{where} thresholds must be tables: [tool.advisor.thresholds.CODE] name = value"
+        )
     return Config(
         select=selectors("select"),
         extend_select=selectors("extend-select") or (),
@@ -147,7 +155,9 @@ def parse_threshold_options(items: Sequence[str]) -> dict[str, dict[str, Any]]:
         key, sep, raw = item.partition("=")
         code, dot, name = key.strip().partition(".")
         if not sep or not dot or not code or not name:
-            raise UsageError(f"--threshold {item!r}: expected CODE.name=value, e.g. M108.warn_fraction=0.15")
+            raise UsageError(
+                f"--threshold {item!r}: expected CODE.name=value, e.g. M108.warn_fraction=0.15"
+            )
         out.setdefault(code.upper(), {})[name.strip()] = _parse_scalar(raw.strip())
     return out
 
@@ -178,20 +188,35 @@ def resolve(rules: Sequence[Any], file: Config, cli: Config) -> Resolved:
             for name, value in values.items():
                 if name not in rule.params:
                     known = ", ".join(rule.params) or "none"
-                    raise _threshold_error(origin, f"{code} has no parameter {name!r} (parameters: {known})", cli is cfg)
+                    raise _threshold_error(
+                        origin,
+                        f"{code} has no parameter {name!r} (parameters: {known})",
+                        cli is cfg,
+                    )
                 default = rule.params[name]
-                if isinstance(default, (int, float)) and (isinstance(value, bool) or not isinstance(value, (int, float))):
-                    raise _threshold_error(origin, f"{code}.{name} must be a number, not {value!r}", cli is cfg)
+                if isinstance(default, (int, float)) and (
+                    isinstance(value, bool) or not isinstance(value, (int, float))
+                ):
+                    raise _threshold_error(
+                        origin, f"{code}.{name} must be a number, not {value!r}", cli is cfg
+                    )
                 thresholds.setdefault(code, {})[name] = value
     layers = [file, cli]
     return Resolved(
         codes=enabled,
-        select=list(cli.select if cli.select is not None else file.select if file.select is not None else ("ALL",)),
+        select=list(
+            cli.select
+            if cli.select is not None
+            else file.select
+            if file.select is not None
+            else ("ALL",)
+        ),
         extend_select=list(file.extend_select) + list(cli.extend_select),
         ignore=list(file.ignore) + list(cli.ignore),
         fail_on=next((c.fail_on for c in reversed(layers) if c.fail_on), DEFAULT_FAIL_ON),
         min_measured_steps=next(
-            (c.min_measured_steps for c in reversed(layers) if c.min_measured_steps is not None), DEFAULT_MIN_STEPS
+            (c.min_measured_steps for c in reversed(layers) if c.min_measured_steps is not None),
+            DEFAULT_MIN_STEPS,
         ),
         thresholds=thresholds,
         config_file=file.source,

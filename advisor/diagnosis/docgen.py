@@ -16,7 +16,9 @@ from typing import Any
 
 from advisor.diagnosis.rules import DOC_TITLES, SECTIONS, Rule, load_rules
 
-FOOTER = "<!-- generated from rules/{file} by `python -m advisor.diagnosis.docgen`; do not edit -->\n"
+FOOTER = (
+    "<!-- generated from rules/{file} by `python -m advisor.diagnosis.docgen`; do not edit -->\n"
+)
 
 
 def _code(text: str) -> str:
@@ -38,7 +40,11 @@ def rule_markdown(rule: Rule) -> str:
     """The documentation page of one rule."""
     rows = [
         ("Section", f"{rule.section} — {SECTIONS[rule.section]}"),
-        ("Severity", rule.severity + "".join(f"; {level} when {_code(e.source)}" for level, e in rule.severity_when)),
+        (
+            "Severity",
+            rule.severity
+            + "".join(f"; {level} when {_code(e.source)}" for level, e in rule.severity_when),
+        ),
         ("Facts", _facts(rule)),
     ]
     if rule.applies is not None:
@@ -48,20 +54,35 @@ def rule_markdown(rule: Rule) -> str:
     elif rule.condition is not None:
         rows.append(("Fails when", _code(rule.condition.source)))
     if rule.params:
-        rows.append(("Thresholds", ", ".join(f"{_code(k)} = {v!r}" for k, v in rule.params.items())))
+        rows.append(
+            ("Thresholds", ", ".join(f"{_code(k)} = {v!r}" for k, v in rule.params.items()))
+        )
     if rule.gated:
-        rows.append(("Evidence gate", "reported as info with fewer than `min-measured-steps` measured steps"))
+        rows.append(
+            (
+                "Evidence gate",
+                "reported as info with fewer than `min-measured-steps` measured steps",
+            )
+        )
     lines = [f"# {rule.code} {rule.name}", "", f"> {rule.summary}", "", "| | |", "|---|---|"]
     lines += ["| " + k + " | " + v.replace("|", "\\|") + " |" for k, v in rows]
     for key in ("what", "why", "how"):
         lines += ["", f"## {DOC_TITLES[key]}", "", rule.docs[key]]
         if key == "how":
             fix = rule.fix.source.replace("[[", "").replace("]]", "").replace("\n", " ")
-            lines += ["", "The finding's fix reads (fields in braces are filled in from the run):", "", "> " + fix]
+            lines += [
+                "",
+                "The finding's fix reads (fields in braces are filled in from the run):",
+                "",
+                "> " + fix,
+            ]
     lines += ["", f"## {DOC_TITLES['references']}", ""]
     lines += [f"- {ref}" for ref in rule.references]
-    lines += ["", f"Configure: `[tool.advisor.thresholds.{rule.code}]` in pyproject.toml; select or ignore with "
-              f"`--select {rule.code}` / `--ignore {rule.code}`.", ""]
+    configure = (
+        f"Configure: `[tool.advisor.thresholds.{rule.code}]` in pyproject.toml; select or ignore with "
+        f"`--select {rule.code}` / `--ignore {rule.code}`."
+    )
+    lines += ["", configure, ""]
     return "\n".join(lines) + "\n" + FOOTER.format(file=Path(rule.file).name)
 
 
@@ -77,8 +98,15 @@ def index_markdown(rules: Sequence[Rule]) -> str:
         members = [r for r in rules if r.section == section]
         if not members:
             continue
-        lines += [f"## {section} — {title}", "", "| Code | Name | Severity | Checks |", "|---|---|---|---|"]
-        lines += [f"| [{r.code}]({r.code}.md) | {r.name} | {r.severity} | {r.summary} |" for r in members]
+        lines += [
+            f"## {section} — {title}",
+            "",
+            "| Code | Name | Severity | Checks |",
+            "|---|---|---|---|",
+        ]
+        lines += [
+            f"| [{r.code}]({r.code}.md) | {r.name} | {r.severity} | {r.summary} |" for r in members
+        ]
         lines.append("")
     return "\n".join(lines) + FOOTER.format(file="*.yaml")
 
@@ -143,8 +171,12 @@ def write(out_dir: Path, rules: Sequence[Rule]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m advisor.diagnosis.docgen", description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=None, help="output folder (default: docs/rules beside rules/)")
+    parser = argparse.ArgumentParser(
+        prog="python -m advisor.diagnosis.docgen", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument(
+        "--out", default=None, help="output folder (default: docs/rules beside rules/)"
+    )
     parser.add_argument("--rules-dir", default=None)
     parser.add_argument("--check", action="store_true", help="exit 1 when the pages are stale")
     args = parser.parse_args(argv)
@@ -156,7 +188,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.check:
         stale = stale_files(out, rules)
         if stale:
-            print(f"{out}: stale rule docs: {', '.join(stale)}; run `python -m advisor.diagnosis.docgen`", file=sys.stderr)
+            print(
+                f"{out}: stale rule docs: {', '.join(stale)}; run `python -m advisor.diagnosis.docgen`",
+                file=sys.stderr,
+            )
             return 1
         print(f"{out}: {len(rules)} rule pages up to date")
         return 0

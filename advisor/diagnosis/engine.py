@@ -58,7 +58,9 @@ def _evidence(rule: Rule, facts: Mapping[str, Any], reg: FactRegistry) -> list[E
     for name in rule.facts:
         if name in facts:
             fact = reg.get(name)
-            out.append(Evidence(fact=name, value=_jsonable(facts[name]), unit=fact.unit if fact else ""))
+            out.append(
+                Evidence(fact=name, value=_jsonable(facts[name]), unit=fact.unit if fact else "")
+            )
     return out
 
 
@@ -72,7 +74,13 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-def _unknown(rule: Rule, missing: Sequence[str], facts: Mapping[str, Any], params: Mapping[str, Any], reg: FactRegistry) -> Finding:
+def _unknown(
+    rule: Rule,
+    missing: Sequence[str],
+    facts: Mapping[str, Any],
+    params: Mapping[str, Any],
+    reg: FactRegistry,
+) -> Finding:
     measure = rule.measure or hints_for(missing, reg)
     names = ", ".join(missing)
     return _finding(
@@ -99,8 +107,13 @@ def evaluate(
     values = {**rule.params, **(params or {})}
     try:
         return _evaluate(rule, facts, values, measured_steps, min_measured_steps, reg)
-    except Exception as exc:  # one broken rule must not hide the others
-        return _finding(rule, "error", f"the rule could not be evaluated: {exc}", error=f"{type(exc).__name__}: {exc}")
+    except Exception as exc:  # noqa: BLE001 — one broken rule must not hide the others
+        return _finding(
+            rule,
+            "error",
+            f"the rule could not be evaluated: {exc}",
+            error=f"{type(exc).__name__}: {exc}",
+        )
 
 
 def _referenced_missing(expr: Any, facts: Mapping[str, Any], order: Sequence[str]) -> list[str]:
@@ -119,9 +132,13 @@ def _evaluate(
     if rule.applies is not None:
         applies = rule.applies.evaluate(facts, params)
         if applies is None:
-            return _unknown(rule, _referenced_missing(rule.applies, facts, rule.facts), facts, params, reg)
+            return _unknown(
+                rule, _referenced_missing(rule.applies, facts, rule.facts), facts, params, reg
+            )
         if not applies:
-            return _finding(rule, "n/a", "does not apply to this run", evidence=_evidence(rule, facts, reg))
+            return _finding(
+                rule, "n/a", "does not apply to this run", evidence=_evidence(rule, facts, reg)
+            )
     missing = [name for name in rule.requires if name not in facts]
     if rule.requires_any and not any(name in facts for name in rule.requires_any):
         missing.extend(rule.requires_any)
@@ -139,12 +156,16 @@ def _evaluate(
     verdict = rule.condition.evaluate(facts, params)
     thresholds = {name: params[name] for name in rule.threshold_names}
     if verdict is None:
-        found = _unknown(rule, _referenced_missing(rule.condition, facts, rule.facts), facts, params, reg)
+        found = _unknown(
+            rule, _referenced_missing(rule.condition, facts, rule.facts), facts, params, reg
+        )
         found.thresholds = thresholds
         return found
     if not verdict:
         message = rule.pass_message.render(facts, params) if rule.pass_message else "ok"
-        return _finding(rule, "pass", message, evidence=_evidence(rule, facts, reg), thresholds=thresholds)
+        return _finding(
+            rule, "pass", message, evidence=_evidence(rule, facts, reg), thresholds=thresholds
+        )
 
     severity = rule.severity
     for level, expr in rule.severity_when:
@@ -152,7 +173,12 @@ def _evaluate(
             severity = level
             break
     note = None
-    if rule.gated and measured_steps is not None and measured_steps < min_steps and severity != "info":
+    if (
+        rule.gated
+        and measured_steps is not None
+        and measured_steps < min_steps
+        and severity != "info"
+    ):
         note = f"only {measured_steps} measured steps (fewer than {min_steps}): reported as info until there is more evidence"
         severity = "info"
     impact = rule.impact.evaluate(facts, params) if rule.impact is not None else None
@@ -191,14 +217,21 @@ def rank(findings: Sequence[Finding]) -> list[Finding]:
 def coverage(findings: Sequence[Finding]) -> Coverage:
     sections: dict[str, SectionCoverage] = {}
     for f in findings:
-        sec = sections.setdefault(f.section, SectionCoverage(title=SECTIONS.get(f.section, f.section), decided=0, total=0))
+        sec = sections.setdefault(
+            f.section, SectionCoverage(title=SECTIONS.get(f.section, f.section), decided=0, total=0)
+        )
         sec.total += 1
         if f.status in ("fail", "pass", "n/a"):
             sec.decided += 1
     decided = sum(s.decided for s in sections.values())
     total = sum(s.total for s in sections.values())
     ordered = {k: sections[k] for k in SECTIONS if k in sections}
-    return Coverage(decided=decided, total=total, fraction=round(decided / total, 4) if total else 0.0, sections=ordered)
+    return Coverage(
+        decided=decided,
+        total=total,
+        fraction=round(decided / total, 4) if total else 0.0,
+        sections=ordered,
+    )
 
 
 def summarize(findings: Sequence[Finding]) -> Summary:
@@ -223,7 +256,11 @@ def fact_values(facts: Mapping[str, Any], reg: FactRegistry) -> dict[str, FactVa
     out: dict[str, FactValue] = {}
     for name in sorted(facts):
         fact = reg.get(name)
-        out[name] = FactValue(value=_jsonable(facts[name]), unit=fact.unit if fact else "", source=fact.source if fact else "")
+        out[name] = FactValue(
+            value=_jsonable(facts[name]),
+            unit=fact.unit if fact else "",
+            source=fact.source if fact else "",
+        )
     return out
 
 
@@ -244,9 +281,18 @@ def diagnose_facts(
 
     reg = reg or registry()
     steps = facts.get("throughput.measured_steps")
-    measured = int(steps) if isinstance(steps, (int, float)) and not isinstance(steps, bool) else None
+    measured = (
+        int(steps) if isinstance(steps, (int, float)) and not isinstance(steps, bool) else None
+    )
     found = [
-        evaluate(rule, facts, (thresholds or {}).get(rule.code), measured_steps=measured, min_measured_steps=min_measured_steps, reg=reg)
+        evaluate(
+            rule,
+            facts,
+            (thresholds or {}).get(rule.code),
+            measured_steps=measured,
+            min_measured_steps=min_measured_steps,
+            reg=reg,
+        )
         for rule in rules
     ]
     ranked = rank(found)

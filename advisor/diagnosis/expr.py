@@ -149,7 +149,9 @@ FUNCTIONS: dict[str, tuple[Callable[..., Any], int, int]] = {
 
 
 class _Compiler:
-    def __init__(self, fact_names: Container[str], param_names: Container[str], known: Iterable[str]):
+    def __init__(
+        self, fact_names: Container[str], param_names: Container[str], known: Iterable[str]
+    ):
         self.fact_names = fact_names
         self.param_names = param_names
         self.known = list(known)
@@ -181,7 +183,9 @@ class _Compiler:
             raise ExprError(f"function {name!r} must be called")
         hint = difflib.get_close_matches(name, self.known, n=1)
         more = f" (did you mean {hint[0]!r}?)" if hint else ""
-        raise ExprError(f"unknown name {name!r}: not a registered fact or a parameter of this rule{more}")
+        raise ExprError(
+            f"unknown name {name!r}: not a registered fact or a parameter of this rule{more}"
+        )
 
     def _c_Name(self, node: ast.Name) -> Node:
         return self._name(node.id)
@@ -197,14 +201,20 @@ class _Compiler:
         parts.append(cur.id)
         for part in parts:
             if part.startswith("_"):
-                raise ExprError(f"forbidden attribute access {part!r} (dunder and private names are not allowed)")
+                raise ExprError(
+                    f"forbidden attribute access {part!r} (dunder and private names are not allowed)"
+                )
         return self._name(".".join(reversed(parts)))
 
     def _c_Constant(self, node: ast.Constant) -> Node:
         value = node.value
         if value is not None and not isinstance(value, (bool, int, float, str)):
             raise ExprError(f"forbidden constant of type {type(value).__name__}")
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) > MAX_MAGNITUDE:
+        if (
+            isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and abs(value) > MAX_MAGNITUDE
+        ):
             raise ExprError(f"constant {value!r} too large")
         return lambda env: value
 
@@ -280,7 +290,9 @@ class _Compiler:
         steps: list[tuple[ast.cmpop, Node]] = []
         for op, comparator in zip(node.ops, node.comparators):
             if isinstance(op, (ast.Is, ast.IsNot)):
-                if not (isinstance(comparator, ast.Constant) and comparator.value in (None, True, False)):
+                if not (
+                    isinstance(comparator, ast.Constant) and comparator.value in (None, True, False)
+                ):
                     raise ExprError("'is' / 'is not' may only compare with None, True or False")
             elif type(op) not in _COMPARE:
                 raise ExprError(f"forbidden comparison: {type(op).__name__}")
@@ -312,7 +324,11 @@ class _Compiler:
         return compare
 
     def _c_IfExp(self, node: ast.IfExp) -> Node:
-        test, body, orelse = self.compile(node.test), self.compile(node.body), self.compile(node.orelse)
+        test, body, orelse = (
+            self.compile(node.test),
+            self.compile(node.body),
+            self.compile(node.orelse),
+        )
 
         def ifexp(env: Env) -> Any:
             cond = test(env)
@@ -324,7 +340,9 @@ class _Compiler:
 
     def _c_Call(self, node: ast.Call) -> Node:
         if not isinstance(node.func, ast.Name):
-            raise ExprError(f"forbidden call of {_describe(node.func)} (only {', '.join(FUNCTIONS)})")
+            raise ExprError(
+                f"forbidden call of {_describe(node.func)} (only {', '.join(FUNCTIONS)})"
+            )
         name = node.func.id
         if name.startswith("_"):
             raise ExprError(f"forbidden call of {name!r} (names starting with '_' are not allowed)")

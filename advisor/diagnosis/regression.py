@@ -15,7 +15,10 @@ METRICS = (
 
 
 def compare(
-    current: Mapping[str, Any], baseline: Mapping[str, Any], baseline_run: str, max_regression_pct: float
+    current: Mapping[str, Any],
+    baseline: Mapping[str, Any],
+    baseline_run: str,
+    max_regression_pct: float,
 ) -> Regression:
     """Fail when a metric dropped by more than ``max_regression_pct`` percent.
 
@@ -30,14 +33,27 @@ def compare(
         if base is None or cur is None or base <= 0:
             side = "baseline" if base is None or base <= 0 else "this run"
             metrics.append(
-                RegressionMetric(name=name, unit=unit, baseline=base, current=cur, change_pct=None,
-                                 regressed=False, note=f"not measured on the {side}: not compared")
+                RegressionMetric(
+                    name=name,
+                    unit=unit,
+                    baseline=base,
+                    current=cur,
+                    change_pct=None,
+                    regressed=False,
+                    note=f"not measured on the {side}: not compared",
+                )
             )
             continue
         change = (cur - base) / base * 100.0
         metrics.append(
-            RegressionMetric(name=name, unit=unit, baseline=base, current=cur, change_pct=round(change, 2),
-                             regressed=-change > max_regression_pct)
+            RegressionMetric(
+                name=name,
+                unit=unit,
+                baseline=base,
+                current=cur,
+                change_pct=round(change, 2),
+                regressed=-change > max_regression_pct,
+            )
         )
     if all(m.change_pct is None for m in metrics):
         raise UsageError(

@@ -39,16 +39,26 @@ class Finding(_Model):
     section: str
     summary: str
     status: Status
-    severity: Severity = Field(description="for a failure, its severity on this run; otherwise the rule's default")
+    severity: Severity = Field(
+        description="for a failure, its severity on this run; otherwise the rule's default"
+    )
     message: str = Field(description="what was found, with the measured values")
     fix: str | None = Field(default=None, description="what to change (failures only)")
-    impact: float | None = Field(default=None, description="estimated share of step time or cost at stake, 0..1")
+    impact: float | None = Field(
+        default=None, description="estimated share of step time or cost at stake, 0..1"
+    )
     evidence: list[Evidence] = Field(default_factory=list)
     thresholds: dict[str, Any] = Field(default_factory=dict)
-    missing: list[str] = Field(default_factory=list, description="facts that were not measured (unknown)")
-    measure: str | None = Field(default=None, description="how to measure what is missing (unknown)")
+    missing: list[str] = Field(
+        default_factory=list, description="facts that were not measured (unknown)"
+    )
+    measure: str | None = Field(
+        default=None, description="how to measure what is missing (unknown)"
+    )
     note: str | None = None
-    error: str | None = Field(default=None, description="why the rule could not be evaluated (error)")
+    error: str | None = Field(
+        default=None, description="why the rule could not be evaluated (error)"
+    )
     docs: str = Field(description="path of the rule's documentation page")
 
 
@@ -122,7 +132,9 @@ class Settings(_Model):
     ignore: list[str] = Field(default_factory=list)
     fail_on: Severity = "warning"
     min_measured_steps: int = 20
-    thresholds: dict[str, dict[str, Any]] = Field(default_factory=dict, description="overrides only")
+    thresholds: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="overrides only"
+    )
     config_file: str | None = None
 
 
@@ -137,7 +149,9 @@ class Report(_Model):
     coverage: Coverage
     summary: Summary
     facts: dict[str, FactValue] = Field(default_factory=dict)
-    errors: list[str] = Field(default_factory=list, description="problems reading the run or deriving facts")
+    errors: list[str] = Field(
+        default_factory=list, description="problems reading the run or deriving facts"
+    )
     regression: Regression | None = None
     settings: Settings | None = None
 

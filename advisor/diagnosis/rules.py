@@ -9,6 +9,7 @@ in a source checkout they are the repository's top-level ``rules/``.
 from __future__ import annotations
 
 import functools
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -33,7 +34,12 @@ CODE_RE = re.compile(r"^[A-Z]\d{3}$")
 NAME_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 PARAM_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 DOC_SECTIONS = ("what", "why", "how", "references")
-DOC_TITLES = {"what": "What it checks", "why": "Why it matters", "how": "How to fix", "references": "References"}
+DOC_TITLES = {
+    "what": "What it checks",
+    "why": "Why it matters",
+    "how": "How to fix",
+    "references": "References",
+}
 
 _FIELDS = {
     "code", "name", "summary", "severity", "severity_when", "requires", "requires_any", "optional",
@@ -131,7 +137,7 @@ def _load_cached(rules_dir: str) -> tuple[Rule, ...]:
     return tuple(sorted(rules, key=lambda r: r.code))
 
 
-def load_rules(rules_dir: str | Path | None = None) -> tuple[Rule, ...]:
+def load_rules(rules_dir: str | os.PathLike[str] | None = None) -> tuple[Rule, ...]:
     """All rules, sorted by code. Cached per directory; raises RuleError on the first bad rule."""
     path = Path(rules_dir) if rules_dir is not None else default_rules_dir()
     return _load_cached(str(path.resolve()))
@@ -143,10 +149,14 @@ def _check_unique(rules: Sequence[Rule]) -> None:
     for rule in rules:
         if rule.code in seen:
             first = seen[rule.code]
-            raise RuleError(f"{rule.file}:{rule.line}: duplicate rule code {rule.code} (first at {first.file}:{first.line})")
+            raise RuleError(
+                f"{rule.file}:{rule.line}: duplicate rule code {rule.code} (first at {first.file}:{first.line})"
+            )
         if rule.name in seen_names:
             first = seen_names[rule.name]
-            raise RuleError(f"{rule.file}:{rule.line}: duplicate rule name {rule.name!r} (first at {first.file}:{first.line})")
+            raise RuleError(
+                f"{rule.file}:{rule.line}: duplicate rule name {rule.name!r} (first at {first.file}:{first.line})"
+            )
         seen[rule.code] = rule
         seen_names[rule.name] = rule
 
@@ -196,11 +206,15 @@ def load_file(path: Path, fact_names: Iterable[str]) -> list[Rule]:
     top = _lines(node)
     unknown = set(data) - {"section", "title", "rules"}
     if unknown:
-        key = sorted(unknown)[0]
-        raise RuleError(f"{where}:{top.get(key, 1)}: unknown top-level field {key!r} (expected section, title, rules)")
+        key = min(unknown)
+        raise RuleError(
+            f"{where}:{top.get(key, 1)}: unknown top-level field {key!r} (expected section, title, rules)"
+        )
     section = data.get("section")
     if section not in SECTIONS:
-        raise RuleError(f"{where}:{top.get('section', 1)}: section must be one of {', '.join(SECTIONS)}")
+        raise RuleError(
+            f"{where}:{top.get('section', 1)}: section must be one of {', '.join(SECTIONS)}"
+        )
     items = data.get("rules")
     if not isinstance(items, list) or not items:
         raise RuleError(f"{where}:{top.get('rules', 1)}: 'rules' must be a non-empty list")
@@ -232,7 +246,10 @@ def _build(path: Path, section: str, item: Any, node: Any, facts: set[str]) -> R
         if key not in item:
             raise fail(None, f"missing field {key!r}")
     if "condition" not in item and not item.get("advice"):
-        raise fail(None, "missing field 'condition' (or 'advice: true' for a rule that needs a human decision)")
+        raise fail(
+            None,
+            "missing field 'condition' (or 'advice: true' for a rule that needs a human decision)",
+        )
 
     code = item["code"]
     if not isinstance(code, str) or not CODE_RE.match(code) or not code.startswith(section[0]):
@@ -276,12 +293,17 @@ def _build(path: Path, section: str, item: Any, node: Any, facts: set[str]) -> R
 
     def expr(key: str, source: Any) -> Expr:
         try:
-            compiled = compile_expr(str(source) if source is not None else "", facts, params, suggestions)
+            compiled = compile_expr(
+                str(source) if source is not None else "", facts, params, suggestions
+            )
         except ExprError as exc:
             raise fail(key, f"{key}: {exc}") from None
         undeclared = sorted(compiled.facts - declared)
         if undeclared:
-            raise fail(key, f"{key} reads {undeclared[0]!r}, which is not listed in requires, requires_any or optional")
+            raise fail(
+                key,
+                f"{key} reads {undeclared[0]!r}, which is not listed in requires, requires_any or optional",
+            )
         return compiled
 
     advice = _flag(item, "advice", fail)
@@ -294,7 +316,9 @@ def _build(path: Path, section: str, item: Any, node: Any, facts: set[str]) -> R
         raise fail("severity_when", "severity_when must map a severity to a condition")
     for level, source in raw_when.items():
         if level not in SEVERITIES:
-            raise fail("severity_when", f"severity_when: {level!r} is not one of {', '.join(SEVERITIES)}")
+            raise fail(
+                "severity_when", f"severity_when: {level!r} is not one of {', '.join(SEVERITIES)}"
+            )
         severity_when.append((level, expr("severity_when", source)))
     severity_when.sort(key=lambda pair: -SEVERITIES.index(pair[0]))  # error first
 
@@ -304,7 +328,9 @@ def _build(path: Path, section: str, item: Any, node: Any, facts: set[str]) -> R
         try:
             return compile_template(_text(item, key, fail), known_fields)
         except TemplateError as exc:
-            raise fail(key, f"{key}: {exc} (fields must be facts listed in requires/optional, or params)") from None
+            raise fail(
+                key, f"{key}: {exc} (fields must be facts listed in requires/optional, or params)"
+            ) from None
 
     message = template("message")
     fix = template("fix")
@@ -358,11 +384,17 @@ def _docs(item: dict[str, Any], fail: Any) -> dict[str, Any]:
         raise fail("docs", "docs must be a mapping with what, why, how, references")
     for key in docs:
         if key not in DOC_SECTIONS:
-            raise fail("docs", f"docs: unknown section {key!r} (expected {', '.join(DOC_SECTIONS)})")
+            raise fail(
+                "docs", f"docs: unknown section {key!r} (expected {', '.join(DOC_SECTIONS)})"
+            )
     for key in DOC_SECTIONS:
         value = docs.get(key)
         if key == "references":
-            if not isinstance(value, list) or not value or not all(isinstance(v, str) and v.strip() for v in value):
+            if (
+                not isinstance(value, list)
+                or not value
+                or not all(isinstance(v, str) and v.strip() for v in value)
+            ):
                 raise fail("docs", "docs: references must be a non-empty list of strings")
         elif not isinstance(value, str) or not value.strip():
             raise fail("docs", f"docs: missing section {key!r} ({DOC_TITLES[key]})")

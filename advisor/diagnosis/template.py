@@ -20,7 +20,7 @@ from typing import Any
 
 _FORMATTER = string.Formatter()
 _SPEC_RE = re.compile(r"^[<>=^]?[+\- ]?#?0?(\d{1,2})?[,_]?(\.\d{1,2})?[bcdeEfFgGnosxX%]?$")
-_GROUP_RE = re.compile(r"\[\[(.*?)\]\]", re.S)
+_GROUP_RE = re.compile(r"\[\[(.*?)\]\]", re.DOTALL)
 MISSING = "n/a"
 
 
@@ -48,7 +48,9 @@ class Template:
         out: list[str] = []
         for kind, pieces in self.parts:
             values = [(lit, f, _lookup(f, facts, params)) for lit, f in pieces]
-            if kind == "group" and any(f is not None and (v is None or v is False) for _, f, v in values):
+            if kind == "group" and any(
+                f is not None and (v is None or v is False) for _, f, v in values
+            ):
                 continue
             for lit, f, v in values:
                 out.append(lit)

@@ -16,11 +16,17 @@ if TYPE_CHECKING:
 
 
 def _case(suite: ET.Element, f: Finding, fail_level: int) -> str:
-    case = ET.SubElement(suite, "testcase", {"classname": f"advisor.{f.section}", "name": f"{f.code} {f.name}", "time": "0"})
+    case = ET.SubElement(
+        suite,
+        "testcase",
+        {"classname": f"advisor.{f.section}", "name": f"{f.code} {f.name}", "time": "0"},
+    )
     if f.status == "fail" and SEVERITY_RANK[f.severity] >= fail_level:
         node = ET.SubElement(case, "failure", {"type": f.severity, "message": f.message})
         evidence = "\n".join(f"  {e.fact} = {e.value} {e.unit}".rstrip() for e in f.evidence)
-        node.text = f"{f.message}\n\nFix: {f.fix or ''}\n\nEvidence:\n{evidence}\n\nDocs: {f.docs}\n"
+        node.text = (
+            f"{f.message}\n\nFix: {f.fix or ''}\n\nEvidence:\n{evidence}\n\nDocs: {f.docs}\n"
+        )
         return "failure"
     if f.status == "fail":
         ET.SubElement(case, "system-out").text = f"{f.severity}: {f.message}"
@@ -29,7 +35,11 @@ def _case(suite: ET.Element, f: Finding, fail_level: int) -> str:
         ET.SubElement(case, "error", {"type": "rule-error", "message": f.error or "error"})
         return "error"
     if f.status in ("unknown", "n/a"):
-        reason = "not applicable" if f.status == "n/a" else f"{f.message}; {f.measure or ''}".rstrip("; ")
+        reason = (
+            "not applicable"
+            if f.status == "n/a"
+            else f"{f.message}; {f.measure or ''}".rstrip("; ")
+        )
         ET.SubElement(case, "skipped", {"message": reason})
         return "skipped"
     return "pass"
@@ -44,7 +54,9 @@ def render_many(reports: list[Report], fail_on: str = "info", **_: Any) -> str:
         for f in sorted(report.findings, key=lambda f: f.code):
             sections.setdefault(f.section, []).append(f)
         for section, findings in sections.items():
-            suite = ET.SubElement(root, "testsuite", {"name": f"advisor.{report.run.run_id}.{section}"})
+            suite = ET.SubElement(
+                root, "testsuite", {"name": f"advisor.{report.run.run_id}.{section}"}
+            )
             counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
             for f in findings:
                 outcome = _case(suite, f, fail_level)

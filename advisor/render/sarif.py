@@ -56,7 +56,10 @@ def _result(f: Finding, index: int, report: Report) -> dict[str, Any]:
         "message": {"text": text},
         "locations": [
             {
-                "physicalLocation": {"artifactLocation": {"uri": _uri(report)}, "region": {"startLine": 1}},
+                "physicalLocation": {
+                    "artifactLocation": {"uri": _uri(report)},
+                    "region": {"startLine": 1},
+                },
                 "message": {"text": f"run {report.run.run_id}"},
             }
         ],

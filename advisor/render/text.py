@@ -59,13 +59,31 @@ def _headline(report: Report) -> Text:
         if name in facts:
             value = format_value(facts[name].value, spec)
             parts.append(f"{value} {unit}" if name != "mfu" else f"{unit} {value}")
-    return Text("  " + " · ".join(parts) if parts else "  no throughput measured", style="dim" if not parts else "")
+    return Text(
+        "  " + " · ".join(parts) if parts else "  no throughput measured",
+        style="dim" if not parts else "",
+    )
 
 
 def _report(console: Console, report: Report) -> None:
     run = report.run
-    details = ", ".join(str(v) for v in (run.status, run.backend, run.strategy if run.strategy not in (None, "default") else None, run.instance_type) if v)
-    console.print(Text.assemble(("advisor check", "bold"), f" · run {run.run_id}", (f" ({details})" if details else "", "dim")))
+    details = ", ".join(
+        str(v)
+        for v in (
+            run.status,
+            run.backend,
+            run.strategy if run.strategy not in (None, "default") else None,
+            run.instance_type,
+        )
+        if v
+    )
+    console.print(
+        Text.assemble(
+            ("advisor check", "bold"),
+            f" · run {run.run_id}",
+            (f" ({details})" if details else "", "dim"),
+        )
+    )
     console.print(_headline(report))
     console.print()
 
@@ -89,13 +107,19 @@ def _report(console: Console, report: Report) -> None:
     advice = [f for f in unknown if not f.missing]
     if measurable:
         console.print()
-        console.print(Text(f"Not measured ({len(measurable)} rules); to decide them:", style="bold"))
+        console.print(
+            Text(f"Not measured ({len(measurable)} rules); to decide them:", style="bold")
+        )
         for how, codes in _group(measurable):
             console.print(Padding(Text(" ".join(codes), style="bold"), (0, 0, 0, 2)))
             console.print(Padding(Text(how), (0, 0, 0, 6)))
     if advice:
         console.print()
-        console.print(Text.assemble(("Needs a human decision: ", "bold"), " ".join(f"{f.code} {f.name}" for f in advice)))
+        console.print(
+            Text.assemble(
+                ("Needs a human decision: ", "bold"), " ".join(f"{f.code} {f.name}" for f in advice)
+            )
+        )
     na = [f.code for f in report.findings if f.status == "n/a"]
     passed = [f.code for f in report.findings if f.status == "pass"]
     if passed:
@@ -111,7 +135,13 @@ def _report(console: Console, report: Report) -> None:
     console.print()
     cov = report.coverage
     sections = " · ".join(f"{code} {s.decided}/{s.total}" for code, s in cov.sections.items())
-    console.print(Text.assemble(("Checklist coverage: ", "bold"), f"{cov.decided}/{cov.total} rules decided ({cov.fraction:.0%})", (f" — {sections}" if sections else "", "dim")))
+    console.print(
+        Text.assemble(
+            ("Checklist coverage: ", "bold"),
+            f"{cov.decided}/{cov.total} rules decided ({cov.fraction:.0%})",
+            (f" — {sections}" if sections else "", "dim"),
+        )
+    )
     counts = report.summary.by_severity
     tally = ", ".join(f"{counts[k]} {k}" for k in ("error", "warning", "info") if counts.get(k))
     fail_on = report.settings.fail_on if report.settings else "warning"
@@ -132,7 +162,11 @@ def _failure(console: Console, rank: int, f: Finding) -> None:
     if f.fix:
         console.print(Padding(Text.assemble(("fix: ", "bold"), f.fix), (0, 0, 0, 4)))
     if f.evidence:
-        shown = ", ".join(f"{e.fact}={_short(format_value(e.value))}" for e in f.evidence if not _is_prose(e.value))
+        shown = ", ".join(
+            f"{e.fact}={_short(format_value(e.value))}"
+            for e in f.evidence
+            if not _is_prose(e.value)
+        )
         thresholds = ", ".join(f"{k}={format_value(v)}" for k, v in f.thresholds.items())
         line = f"evidence: {shown}" + (f" (thresholds: {thresholds})" if thresholds else "")
         console.print(Padding(Text(line, style="dim"), (0, 0, 0, 4)))
@@ -160,7 +194,14 @@ def _regression(console: Console, report: Report) -> None:
     assert reg is not None
     console.print()
     verdict = ("REGRESSION", "bold red") if reg.failed else ("ok", "green")
-    console.print(Text.assemble(("Versus baseline ", "bold"), reg.baseline_run, f" (max drop {reg.max_regression_pct:g}%): ", verdict))
+    console.print(
+        Text.assemble(
+            ("Versus baseline ", "bold"),
+            reg.baseline_run,
+            f" (max drop {reg.max_regression_pct:g}%): ",
+            verdict,
+        )
+    )
     for m in reg.metrics:
         if m.change_pct is None:
             console.print(Padding(Text(f"{m.unit}: {m.note}", style="dim"), (0, 0, 0, 2)))

@@ -28,16 +28,39 @@ CONTEXT = {
 }
 
 
-def make_run(store: Path, name: str, *, samples: int = 6400, price: float | None = 2.0, **context) -> Path:
+def make_run(
+    store: Path, name: str, *, samples: int = 6400, price: float | None = 2.0, **context
+) -> Path:
     """A finished run: 1 warm-up + 4 windows of 2 s, 100 steps each, one epoch, a context record."""
-    w = RunWriter(store, run_id=name, manifest={"global_batch_size": 64, "price_per_hour": price,
-                                                "price_source": "argument" if price else None})
+    w = RunWriter(
+        store,
+        run_id=name,
+        manifest={
+            "global_batch_size": 64,
+            "price_per_hour": price,
+            "price_source": "argument" if price else None,
+        },
+    )
     t = time.time()
     w.write(ContextRecord(t=t, values={**CONTEXT, **context}))
     for i in range(5):
-        w.write(WindowRecord(t=t + i, epoch=0, seconds=2.0, steps=100, samples=samples,
-                             step_begin=i * 100, step_end=(i + 1) * 100, warmup=i == 0))
-    w.write(EpochRecord(t=t + 6, epoch=0, seconds=10.0, train_seconds=10.0, steps=500, samples=5 * samples))
+        w.write(
+            WindowRecord(
+                t=t + i,
+                epoch=0,
+                seconds=2.0,
+                steps=100,
+                samples=samples,
+                step_begin=i * 100,
+                step_end=(i + 1) * 100,
+                warmup=i == 0,
+            )
+        )
+    w.write(
+        EpochRecord(
+            t=t + 6, epoch=0, seconds=10.0, train_seconds=10.0, steps=500, samples=5 * samples
+        )
+    )
     w.close()
     return w.path
 
@@ -77,10 +100,34 @@ def test_exit_codes_and_fail_levels(store, tmp_path):
 def test_selection_by_prefix_and_ignore(store, tmp_path):
     run = make_run(store, "sel")
     (tmp_path / "empty.toml").write_text("")
-    result = check(str(run), "--select", "G5,P70", "--ignore", "G55", "--ignore", "P702", "--format", "json", "--config", str(tmp_path / "empty.toml"))
+    result = check(
+        str(run),
+        "--select",
+        "G5,P70",
+        "--ignore",
+        "G55",
+        "--ignore",
+        "P702",
+        "--format",
+        "json",
+        "--config",
+        str(tmp_path / "empty.toml"),
+    )
     codes = {f["code"] for f in json.loads(result.stdout)["findings"]}
     assert codes == {"G501", "G502", "G503", "G504", "G505", "G506", "P701", "P703", "P704"}
-    result = check(str(run), "--select", "G5", "--extend-select", "M101", "--ignore", "G5", "--format", "json", "--config", str(tmp_path / "empty.toml"))
+    result = check(
+        str(run),
+        "--select",
+        "G5",
+        "--extend-select",
+        "M101",
+        "--ignore",
+        "G5",
+        "--format",
+        "json",
+        "--config",
+        str(tmp_path / "empty.toml"),
+    )
     assert {f["code"] for f in json.loads(result.stdout)["findings"]} == {"M101"}
 
 
@@ -99,12 +146,40 @@ def test_config_file_and_command_line_precedence(store, tmp_path):
     found = codes(check(str(run), "--format", "json", cwd=tmp_path))
     assert "C450" not in found and found["C451"] == "pass" and "M101" not in found
     # --select replaces the file's selection (and its ignores); --threshold beats the file
-    found = codes(check(str(run), "--select", "C450,C451", "--threshold", "C451.max_retraces=2", "--format", "json", cwd=tmp_path))
+    found = codes(
+        check(
+            str(run),
+            "--select",
+            "C450,C451",
+            "--threshold",
+            "C451.max_retraces=2",
+            "--format",
+            "json",
+            cwd=tmp_path,
+        )
+    )
     assert found == {"C450": "fail", "C451": "fail"}
     # fail-on from the file (error), then overridden by the command line
     assert check(str(run), "--extend-select", "C450", cwd=tmp_path).exit_code == 1
-    assert check(str(run), "--select", "C451", "--threshold", "C451.max_retraces=2", cwd=tmp_path).exit_code == 0
-    assert check(str(run), "--select", "C451", "--threshold", "C451.max_retraces=2", "--fail-on", "warning", cwd=tmp_path).exit_code == 1
+    assert (
+        check(
+            str(run), "--select", "C451", "--threshold", "C451.max_retraces=2", cwd=tmp_path
+        ).exit_code
+        == 0
+    )
+    assert (
+        check(
+            str(run),
+            "--select",
+            "C451",
+            "--threshold",
+            "C451.max_retraces=2",
+            "--fail-on",
+            "warning",
+            cwd=tmp_path,
+        ).exit_code
+        == 1
+    )
 
 
 @pytest.mark.parametrize(
@@ -113,7 +188,10 @@ def test_config_file_and_command_line_precedence(store, tmp_path):
         ('[tool.advisor]\nfail-on = "fatal"\n', "fail-on must be one of"),
         ('[tool.advisor]\nselect = ["Z9"]\n', "'Z9' matches no rule code"),
         ("[tool.advisor.thresholds.Z999]\nx = 1\n", "unknown rule code 'Z999'"),
-        ("[tool.advisor.thresholds.C451]\nmax_retrace = 1\n", "C451 has no parameter 'max_retrace'"),
+        (
+            "[tool.advisor.thresholds.C451]\nmax_retrace = 1\n",
+            "C451 has no parameter 'max_retrace'",
+        ),
         ('[tool.advisor.thresholds.C451]\nmax_retraces = "many"\n', "must be a number"),
         ("[tool.advisor\n", "invalid TOML"),
     ],
@@ -124,7 +202,11 @@ def test_bad_configuration_exits_2(store, tmp_path, toml, needle):
     config.write_text(toml)
     result = check(str(run), "--config", str(config))
     assert result.exit_code == 2
-    assert needle in result.output and "pyproject.toml" in result.output and "Traceback" not in result.output
+    assert (
+        needle in result.output
+        and "pyproject.toml" in result.output
+        and "Traceback" not in result.output
+    )
 
 
 @pytest.mark.parametrize(
@@ -156,19 +238,44 @@ def test_regression_gate(store, tmp_path):
     slower = make_run(store, "slower", samples=6000)  # 3000 samples/s: -6.25%
     config = ["--config", str(tmp_path / "e.toml"), "--select", "P702"]
     (tmp_path / "e.toml").write_text("")
-    assert check(str(slower), "--baseline", str(base), "--max-regression", "10", *config).exit_code == 0
-    result = check(str(slower), "--baseline", str(base), "--max-regression", "5", "--format", "json", *config)
+    assert (
+        check(str(slower), "--baseline", str(base), "--max-regression", "10", *config).exit_code
+        == 0
+    )
+    result = check(
+        str(slower), "--baseline", str(base), "--max-regression", "5", "--format", "json", *config
+    )
     assert result.exit_code == 1
     regression = json.loads(result.stdout)["regression"]
     assert regression["failed"] is True
     metrics = {m["name"]: m for m in regression["metrics"]}
     assert metrics["throughput.samples_per_s"]["change_pct"] == pytest.approx(-6.25)
     assert metrics["cost.samples_per_dollar"]["regressed"] is True
-    assert check(str(slower), "--baseline", str(base), "--max-regression", "5", "--exit-zero", *config).exit_code == 0
-    result = CliRunner().invoke(cli, ["--runs-dir", str(store), "check", "slower", "--baseline", "base", "--max-regression", "5", *config])
+    assert (
+        check(
+            str(slower), "--baseline", str(base), "--max-regression", "5", "--exit-zero", *config
+        ).exit_code
+        == 0
+    )
+    result = CliRunner().invoke(
+        cli,
+        [
+            "--runs-dir",
+            str(store),
+            "check",
+            "slower",
+            "--baseline",
+            "base",
+            "--max-regression",
+            "5",
+            *config,
+        ],
+    )
     assert result.exit_code == 1 and "REGRESSION" in result.stdout
     # a faster run never regresses; a baseline without throughput cannot gate
-    assert check(str(base), "--baseline", str(slower), "--max-regression", "0", *config).exit_code == 0
+    assert (
+        check(str(base), "--baseline", str(slower), "--max-regression", "0", *config).exit_code == 0
+    )
     empty = RunWriter(store, run_id="empty", manifest={})
     empty.close()
     result = check(str(slower), "--baseline", str(empty.path), *config)
@@ -179,7 +286,9 @@ def test_runs_dir_checks_every_run(store, tmp_path):
     make_run(store, "one")
     make_run(store, "two", **{"context.run_eagerly": True})
     (tmp_path / "e.toml").write_text("")
-    result = check(str(store), "--select", "C450", "--format", "json", "--config", str(tmp_path / "e.toml"))
+    result = check(
+        str(store), "--select", "C450", "--format", "json", "--config", str(tmp_path / "e.toml")
+    )
     assert result.exit_code == 1
     reports = json.loads(result.stdout)
     assert sorted(r["run"]["run_id"] for r in reports) == ["one", "two"]
@@ -209,20 +318,41 @@ def test_formats_are_valid(store, tmp_path):
 
 
 def test_export_rule_rules_schema(store, tmp_path):
-    run = make_run(store, "exp")
+    make_run(store, "exp")
     out = tmp_path / "report.json"
     (tmp_path / "e.toml").write_text("")
     runner = CliRunner()
-    result = runner.invoke(cli, ["--runs-dir", str(store), "export", "exp", "-o", str(out), "--config", str(tmp_path / "e.toml")])
+    result = runner.invoke(
+        cli,
+        [
+            "--runs-dir",
+            str(store),
+            "export",
+            "exp",
+            "-o",
+            str(out),
+            "--config",
+            str(tmp_path / "e.toml"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     schema = json.loads(runner.invoke(cli, ["schema"]).stdout)
     jsonschema.Draft202012Validator(schema).validate(json.loads(out.read_text()))
     assert schema["properties"]["schema_version"]["const"] == 1
 
     page = runner.invoke(cli, ["rule", "M108"]).stdout
-    for heading in ("# M108 input-bound", "## What it checks", "## Why it matters", "## How to fix", "## References"):
+    for heading in (
+        "# M108 input-bound",
+        "## What it checks",
+        "## Why it matters",
+        "## How to fix",
+        "## References",
+    ):
         assert heading in page
-    assert json.loads(runner.invoke(cli, ["rule", "input-bound", "--format", "json"]).stdout)["code"] == "M108"
+    assert (
+        json.loads(runner.invoke(cli, ["rule", "input-bound", "--format", "json"]).stdout)["code"]
+        == "M108"
+    )
     missing = runner.invoke(cli, ["rule", "M1088"])
     assert missing.exit_code == 2 and "did you mean" in missing.output
 
@@ -230,5 +360,7 @@ def test_export_rule_rules_schema(store, tmp_path):
     assert len(json.loads(listed)) == 54
     g5 = runner.invoke(cli, ["rules", "--section", "g5"]).stdout
     assert "8 of 54 rules" in g5 and "G551" in g5 and "M101" not in g5
-    errors = json.loads(runner.invoke(cli, ["rules", "--severity", "error", "--format", "json"]).stdout)
+    errors = json.loads(
+        runner.invoke(cli, ["rules", "--severity", "error", "--format", "json"]).stdout
+    )
     assert errors == []  # escalation to error is per finding, not a rule default

@@ -14,11 +14,23 @@ HEAVY = ["tensorflow", "keras", "jax", "torch", "textual", "matplotlib", "pandas
 
 
 def test_check_loads_nothing_heavy(tmp_path):
-    w = RunWriter(tmp_path / "runs", run_id="light", manifest={"global_batch_size": 32, "price_per_hour": 1.0})
+    w = RunWriter(
+        tmp_path / "runs", run_id="light", manifest={"global_batch_size": 32, "price_per_hour": 1.0}
+    )
     t = time.time()
     w.write(ContextRecord(t=t, values={"context.run_eagerly": False, "context.jit_compile": True}))
     for i in range(4):
-        w.write(WindowRecord(t=t + i, epoch=0, seconds=1.0, steps=50, samples=1600, step_begin=50 * i, step_end=50 * (i + 1)))
+        w.write(
+            WindowRecord(
+                t=t + i,
+                epoch=0,
+                seconds=1.0,
+                steps=50,
+                samples=1600,
+                step_begin=50 * i,
+                step_end=50 * (i + 1),
+            )
+        )
     w.close()
     probe = (
         "import json, sys\n"
@@ -26,7 +38,14 @@ def test_check_loads_nothing_heavy(tmp_path):
         f"code = main(['check', {str(w.path)!r}, '--format', 'json', '--exit-zero'])\n"
         "print(json.dumps({'code': code, 'modules': sorted(sys.modules)}))\n"
     )
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["code"] == 0

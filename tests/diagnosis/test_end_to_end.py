@@ -28,7 +28,9 @@ SLEEP_S = 0.003
 
 def _arrays():
     rng = np.random.default_rng(0)
-    return rng.normal(size=(SAMPLES, FEATURES)).astype("float32"), rng.integers(0, CLASSES, SAMPLES).astype("int64")
+    return rng.normal(size=(SAMPLES, FEATURES)).astype("float32"), rng.integers(
+        0, CLASSES, SAMPLES
+    ).astype("int64")
 
 
 def input_bound_dataset():
@@ -57,15 +59,23 @@ def healthy_dataset():
 def model():
     import keras
 
-    m = keras.Sequential([keras.Input((FEATURES,)), keras.layers.Dense(512, activation="relu"),
-                          keras.layers.Dense(512, activation="relu"), keras.layers.Dense(CLASSES)])
+    m = keras.Sequential(
+        [
+            keras.Input((FEATURES,)),
+            keras.layers.Dense(512, activation="relu"),
+            keras.layers.Dense(512, activation="relu"),
+            keras.layers.Dense(CLASSES),
+        ]
+    )
     m.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     return m
 
 
 def train(runs_dir: Path, name: str, dataset, baseline_steps: int = 10) -> Path:
     options = {"baseline": "end", "baseline_steps": baseline_steps} if HAS_BASELINE else {}
-    cb = advisor.AdvisorCallback(runs_dir=runs_dir, window_s=0.2, log_every_s=None, name=name, **options)
+    cb = advisor.AdvisorCallback(
+        runs_dir=runs_dir, window_s=0.2, log_every_s=None, name=name, **options
+    )
     model().fit(dataset, epochs=2, callbacks=[cb], verbose=0)
     return Path(cb.run_path)
 
@@ -75,11 +85,16 @@ def runs(tmp_path_factory):
     store = tmp_path_factory.mktemp("e2e-runs")
     # The healthy run's steps take ~2 ms: more baseline steps keep scheduler noise on this shared
     # machine from looking like an input cost.
-    return {"bound": train(store, "input-bound", input_bound_dataset()),
-            "healthy": train(store, "healthy", healthy_dataset(), baseline_steps=40)}
+    return {
+        "bound": train(store, "input-bound", input_bound_dataset()),
+        "healthy": train(store, "healthy", healthy_dataset(), baseline_steps=40),
+    }
 
 
-@pytest.mark.skipif(not HAS_BASELINE, reason="needs the cached-input baseline collector (advisor/collectors/baseline.py)")
+@pytest.mark.skipif(
+    not HAS_BASELINE,
+    reason="needs the cached-input baseline collector (advisor/collectors/baseline.py)",
+)
 def test_input_bound_run_gets_the_input_finding_first(runs):
     report = diagnose(runs["bound"])
     top = report.failures[0]
@@ -91,7 +106,9 @@ def test_input_bound_run_gets_the_input_finding_first(runs):
 
 def test_healthy_run_has_no_input_warning(runs):
     report = diagnose(runs["healthy"])
-    loud = [f for f in report.failures if f.code in INPUT_CODES and f.severity in ("warning", "error")]
+    loud = [
+        f for f in report.failures if f.code in INPUT_CODES and f.severity in ("warning", "error")
+    ]
     assert not loud, render(report, "text")
     assert report.coverage.decided > 0 and report.run.status == "finished"
 
@@ -102,7 +119,18 @@ def test_check_command_on_real_runs(runs, tmp_path):
     from advisor.cli.main import cli
 
     (tmp_path / "e.toml").write_text("")
-    result = CliRunner().invoke(cli, ["check", str(runs["healthy"].parent), "--format", "json", "--config", str(tmp_path / "e.toml"), "--exit-zero"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "check",
+            str(runs["healthy"].parent),
+            "--format",
+            "json",
+            "--config",
+            str(tmp_path / "e.toml"),
+            "--exit-zero",
+        ],
+    )
     assert result.exit_code == 0, result.output
     import json
 

@@ -7,7 +7,14 @@ import pytest
 from advisor.diagnosis.expr import ExprError, compile_expr
 from advisor.diagnosis.template import TemplateError, compile_template, format_value
 
-FACTS = {"gpu.util.p95", "gpu.util.mean", "input.bound_fraction", "context.callbacks", "pipeline.prefetch", "mfu"}
+FACTS = {
+    "gpu.util.p95",
+    "gpu.util.mean",
+    "input.bound_fraction",
+    "context.callbacks",
+    "pipeline.prefetch",
+    "mfu",
+}
 PARAMS = {"low": 70, "warn_fraction": 0.1}
 
 
@@ -21,8 +28,16 @@ def ev(source: str, facts: dict, params: dict | None = None):
         ("gpu.util.p95 < low", {"gpu.util.p95": 50}, True),
         ("gpu.util.p95 < low", {"gpu.util.p95": 90}, False),
         ("gpu.util.p95 < low", {}, None),  # missing fact: undecided
-        ("gpu.util.p95 < low and not pipeline.prefetch", {"pipeline.prefetch": True}, False),  # False and None
-        ("gpu.util.p95 < low or not pipeline.prefetch", {"pipeline.prefetch": False}, True),  # None or True
+        (
+            "gpu.util.p95 < low and not pipeline.prefetch",
+            {"pipeline.prefetch": True},
+            False,
+        ),  # False and None
+        (
+            "gpu.util.p95 < low or not pipeline.prefetch",
+            {"pipeline.prefetch": False},
+            True,
+        ),  # None or True
         ("gpu.util.p95 < low or not pipeline.prefetch", {"pipeline.prefetch": True}, None),
         ("pipeline.prefetch is not True", {}, True),  # `is` always decides
         ("not pipeline.prefetch", {}, None),
@@ -30,7 +45,11 @@ def ev(source: str, facts: dict, params: dict | None = None):
         ("coalesce(input.bound_fraction, 0.05)", {}, 0.05),
         ("max(gpu.util.p95, gpu.util.mean)", {"gpu.util.mean": 40}, 40),
         ("min(gpu.util.p95, gpu.util.mean)", {}, None),
-        ("gpu.util.mean / 0", {"gpu.util.mean": 4}, None),  # division by zero is unknown, not a crash
+        (
+            "gpu.util.mean / 0",
+            {"gpu.util.mean": 4},
+            None,
+        ),  # division by zero is unknown, not a crash
         ("'EarlyStopping' in context.callbacks", {"context.callbacks": ["EarlyStopping"]}, True),
         ("len(context.callbacks) > 1", {"context.callbacks": ["A"]}, False),
         ("0.5 if gpu.util.mean > 10 else 0.1", {"gpu.util.mean": 20}, 0.5),
@@ -101,16 +120,34 @@ def test_runtime_type_errors_raise_expr_error():
 
 
 def test_templates_render_and_drop_optional_groups():
-    t = compile_template("input costs {input.bound_fraction:.0%}[[ (p95 {gpu.util.p95:.0f}%)]][[, prefetch {pipeline.prefetch}]]", FACTS | set(PARAMS))
+    t = compile_template(
+        "input costs {input.bound_fraction:.0%}[[ (p95 {gpu.util.p95:.0f}%)]][[, prefetch {pipeline.prefetch}]]",
+        FACTS | set(PARAMS),
+    )
     assert t.render({"input.bound_fraction": 0.5}, {}) == "input costs 50%"
-    assert t.render({"input.bound_fraction": 0.5, "gpu.util.p95": 61.2, "pipeline.prefetch": False}, {}) == "input costs 50% (p95 61%)"
+    assert (
+        t.render(
+            {"input.bound_fraction": 0.5, "gpu.util.p95": 61.2, "pipeline.prefetch": False}, {}
+        )
+        == "input costs 50% (p95 61%)"
+    )
     assert t.render({}, {}) == "input costs n/a"
     assert t.names == {"input.bound_fraction", "gpu.util.p95", "pipeline.prefetch"}
 
 
 @pytest.mark.parametrize(
     "source",
-    ["{nope}", "{mfu!r}", "{mfu.__class__}", "{context.callbacks[0]}", "{mfu:{low}}", "a [[ b", "a ]] b", "{}", "{mfu:99999}"],
+    [
+        "{nope}",
+        "{mfu!r}",
+        "{mfu.__class__}",
+        "{context.callbacks[0]}",
+        "{mfu:{low}}",
+        "a [[ b",
+        "a ]] b",
+        "{}",
+        "{mfu:99999}",
+    ],
 )
 def test_bad_templates(source):
     with pytest.raises(TemplateError):

@@ -50,11 +50,15 @@ def test_rule_case(code, key):
     rule = RULES[code]
     facts = case[key] or {}
     finding = evaluate(rule, facts, case.get("params"))
-    assert finding.status == STATUS[key], f"{code} {key}: {finding.status}: {finding.message} {finding.error or ''}"
+    assert finding.status == STATUS[key], (
+        f"{code} {key}: {finding.status}: {finding.message} {finding.error or ''}"
+    )
     assert finding.code == code and finding.docs == f"docs/rules/{code}.md"
     if key == "fail":
         assert finding.fix and finding.message
-        assert not re.search(r"\{[a-z_.0-9]+(:[^}]*)?\}", finding.message + finding.fix), "unrendered field"
+        assert not re.search(r"\{[a-z_.0-9]+(:[^}]*)?\}", finding.message + finding.fix), (
+            "unrendered field"
+        )
         assert "[[" not in finding.message and "]]" not in finding.message
         assert 0.0 <= (finding.impact or 0.0) <= 1.0
         if "severity" in case:

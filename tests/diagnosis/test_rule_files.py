@@ -38,7 +38,7 @@ def test_shipped_rules_cover_the_checklist():
     codes = [r.code for r in rules]
     assert len(codes) == len(set(codes)) == 54
     if CHECKLIST.is_file():  # the shared folder sits beside the checkout
-        wanted = set(re.findall(r"^\| ([A-Z]\d{3}) \|", CHECKLIST.read_text(), re.M))
+        wanted = set(re.findall(r"^\| ([A-Z]\d{3}) \|", CHECKLIST.read_text(), re.MULTILINE))
         assert wanted == set(codes)
     for rule in rules:
         assert rule.section in SECTIONS and rule.code.startswith(rule.section)
@@ -68,18 +68,53 @@ def test_good_file_loads(tmp_path):
 @pytest.mark.parametrize(
     "old,new,line,reason",
     [
-        ("condition: not throughput.logging", "condition: not throughput.logging)", 8, "syntax error"),
-        ("condition: not throughput.logging", "condition: __import__('os')", 8, "forbidden call of '__import__'"),
-        ("condition: not throughput.logging", "condition: throughput.logging.__class__", 8, "dunder"),
+        (
+            "condition: not throughput.logging",
+            "condition: not throughput.logging)",
+            8,
+            "syntax error",
+        ),
+        (
+            "condition: not throughput.logging",
+            "condition: __import__('os')",
+            8,
+            "forbidden call of '__import__'",
+        ),
+        (
+            "condition: not throughput.logging",
+            "condition: throughput.logging.__class__",
+            8,
+            "dunder",
+        ),
         ("condition: not throughput.logging", "condition: 10 ** 100000 > 1", 8, "exponent"),
-        ("condition: not throughput.logging", "condition: not gpu.util.p95", 8, "not listed in requires"),
-        ("condition: not throughput.logging", "condition: not throughput.loging", 8, "unknown name 'throughput.loging'"),
-        ("requires: [throughput.logging]", "requires: [throughput.logging, gpu.util.p99]", 7, "unknown fact 'gpu.util.p99'"),
+        (
+            "condition: not throughput.logging",
+            "condition: not gpu.util.p95",
+            8,
+            "not listed in requires",
+        ),
+        (
+            "condition: not throughput.logging",
+            "condition: not throughput.loging",
+            8,
+            "unknown name 'throughput.loging'",
+        ),
+        (
+            "requires: [throughput.logging]",
+            "requires: [throughput.logging, gpu.util.p99]",
+            7,
+            "unknown fact 'gpu.util.p99'",
+        ),
         ("    fix: log it\n", "", 3, "missing field 'fix'"),
         ("severity: info", "severity: fatal", 6, "severity must be one of"),
         ("name: throughput-logging", "name: ThroughputLogging", 4, "kebab-case"),
         ("code: M101", "code: G101", 3, "code must look like"),
-        ("summary: Throughput is logged.", "summary: ok\n    colour: red", 6, "unknown field 'colour'"),
+        (
+            "summary: Throughput is logged.",
+            "summary: ok\n    colour: red",
+            6,
+            "unknown field 'colour'",
+        ),
         ("message: not logged", "message: 'at {nothing}'", 9, "unknown fact or parameter"),
         ("      how: h\n", "", 11, "missing section 'how'"),
         ("    fix: log it", "    fix: [a, b]", 10, "fix must be a non-empty string"),
@@ -112,8 +147,12 @@ def test_empty_folder(tmp_path):
 
 @pytest.mark.parametrize("command", [["check"], ["rules"], ["rule", "M101"]])
 def test_cli_exits_2_on_a_broken_rule_file(tmp_path, command):
-    folder = write_rules(tmp_path, GOOD.replace("condition: not throughput.logging", "condition: __import__('os')"))
-    result = CliRunner().invoke(cli, ["--runs-dir", str(tmp_path / "none"), *command, "--rules-dir", str(folder)])
+    folder = write_rules(
+        tmp_path, GOOD.replace("condition: not throughput.logging", "condition: __import__('os')")
+    )
+    result = CliRunner().invoke(
+        cli, ["--runs-dir", str(tmp_path / "none"), *command, "--rules-dir", str(folder)]
+    )
     assert result.exit_code == 2, result.output
     assert "M1.yaml:8:" in result.output and "Traceback" not in result.output
     assert len(result.output.strip().splitlines()) == 1

@@ -23,7 +23,13 @@ from advisor.render import FORMATS, render, render_many
 
 DATA = Path(__file__).parents[1] / "data"
 GOLDEN = DATA / "golden"
-EXTENSION = {"text": "txt", "json": "json", "sarif": "sarif", "github": "github.txt", "junit": "xml"}
+EXTENSION = {
+    "text": "txt",
+    "json": "json",
+    "sarif": "sarif",
+    "github": "github.txt",
+    "junit": "xml",
+}
 UPDATE = os.environ.get("ADVISOR_UPDATE_GOLDEN") == "1"
 
 
@@ -33,9 +39,17 @@ def report() -> Report:
     result = diagnose_facts(
         facts,
         load_rules(),
-        run=RunInfo(run_id="20261129-120000-naive-abc123", path="runs/20261129-120000-naive-abc123", name="naive",
-                    status="finished", created=1795000000.0, backend="tensorflow", strategy="default",
-                    num_workers=1, instance_type="g5.xlarge"),
+        run=RunInfo(
+            run_id="20261129-120000-naive-abc123",
+            path="runs/20261129-120000-naive-abc123",
+            name="naive",
+            status="finished",
+            created=1795000000.0,
+            backend="tensorflow",
+            strategy="default",
+            num_workers=1,
+            instance_type="g5.xlarge",
+        ),
         errors=["facts.trace: no profile in this run"],
         settings=Settings(select=["ALL"], fail_on="warning"),
         generated_at="2026-11-29T12:00:00+00:00",
@@ -83,7 +97,10 @@ def test_sarif_is_valid(report):
     assert len(run["tool"]["driver"]["rules"]) == 54
     assert {r["ruleId"] for r in run["results"]} == {f.code for f in report.failures}
     assert run["invocations"][0]["executionSuccessful"] is False  # M103 errored
-    assert all(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].endswith("run.json") for r in run["results"])
+    assert all(
+        r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].endswith("run.json")
+        for r in run["results"]
+    )
 
 
 def test_junit_parses(report):
@@ -99,7 +116,9 @@ def test_junit_parses(report):
 
 def test_github_annotations(report):
     lines = render(report, "github").splitlines()
-    assert all(line.startswith(("::error ", "::warning ", "::notice ", "advisor: ")) for line in lines)
+    assert all(
+        line.startswith(("::error ", "::warning ", "::notice ", "advisor: ")) for line in lines
+    )
     assert any("performance regression" in line for line in lines)
     assert all("\n" not in line for line in lines)
 
@@ -110,7 +129,9 @@ def test_text_colour_only_when_asked(report):
 
 
 def test_several_reports(report):
-    assert json.loads(render_many([report, report], "json"))[1]["run"]["run_id"] == report.run.run_id
+    assert (
+        json.loads(render_many([report, report], "json"))[1]["run"]["run_id"] == report.run.run_id
+    )
     assert len(json.loads(render_many([report, report], "sarif"))["runs"]) == 2
 
 

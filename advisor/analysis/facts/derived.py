@@ -20,13 +20,53 @@ SMALL_BATCH_UTIL = 70.0  # % — CPU, GPU and GPU memory all below this
 MIN_MEASURED_STEPS = 20  # DESIGN.md evidence gating
 
 FACTS = (
-    Fact("pattern.cpu_bound", "", "GPU mostly idle (median < 10%) while some CPU core is above 90% in over half of the samples", "nvml+psutil", "bool"),
-    Fact("pattern.io_bound", "", "GPU mostly idle (median < 10%) while iowait is above 50% in over half of the samples", "nvml+psutil", "bool"),
-    Fact("pattern.small_batch", "", "CPU, GPU and GPU memory all under 70% (p95): the batch leaves the hardware idle", "nvml+psutil", "bool"),
-    Fact("input.share", "fraction", "best estimate of the input's share of step time (baseline, else trace)", "baseline+trace"),
-    Fact("input.share_source", "", "where input.share comes from: baseline or trace", "baseline+trace", "str"),
-    Fact("evidence.enough_steps", "", "at least 20 steps were measured after warm-up (evidence gate)", "throughput", "bool"),
-    Fact("time.first_step_fraction", "fraction", "time to the first step ÷ training wall time", "epochs"),
+    Fact(
+        "pattern.cpu_bound",
+        "",
+        "GPU mostly idle (median < 10%) while some CPU core is above 90% in over half of the samples",
+        "nvml+psutil",
+        "bool",
+    ),
+    Fact(
+        "pattern.io_bound",
+        "",
+        "GPU mostly idle (median < 10%) while iowait is above 50% in over half of the samples",
+        "nvml+psutil",
+        "bool",
+    ),
+    Fact(
+        "pattern.small_batch",
+        "",
+        "CPU, GPU and GPU memory all under 70% (p95): the batch leaves the hardware idle",
+        "nvml+psutil",
+        "bool",
+    ),
+    Fact(
+        "input.share",
+        "fraction",
+        "best estimate of the input's share of step time (baseline, else trace)",
+        "baseline+trace",
+    ),
+    Fact(
+        "input.share_source",
+        "",
+        "where input.share comes from: baseline or trace",
+        "baseline+trace",
+        "str",
+    ),
+    Fact(
+        "evidence.enough_steps",
+        "",
+        "at least 20 steps were measured after warm-up (evidence gate)",
+        "throughput",
+        "bool",
+    ),
+    Fact(
+        "time.first_step_fraction",
+        "fraction",
+        "time to the first step ÷ training wall time",
+        "epochs",
+    ),
 )
 
 
@@ -57,7 +97,11 @@ def derive_from(facts: dict[str, Any]) -> dict[str, Any]:
     mem = _num(facts, "gpu.mem.peak_fraction")
     if facts.get("gpu.present") is True and None not in (gpu_p95, cpu_mean, mem):
         assert gpu_p95 is not None and cpu_mean is not None and mem is not None
-        out["pattern.small_batch"] = gpu_p95 < SMALL_BATCH_UTIL and cpu_mean < SMALL_BATCH_UTIL and mem * 100 < SMALL_BATCH_UTIL
+        out["pattern.small_batch"] = (
+            gpu_p95 < SMALL_BATCH_UTIL
+            and cpu_mean < SMALL_BATCH_UTIL
+            and mem * 100 < SMALL_BATCH_UTIL
+        )
 
     bound = _num(facts, "input.bound_fraction")
     trace_input = _num(facts, "trace.input_percent")
