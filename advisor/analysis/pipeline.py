@@ -286,7 +286,9 @@ def _stage(node: Any, nodes: dict[str, Any], analyser: _FunctionAnalyser) -> dic
         if not re.fullmatch(r"[A-Za-z0-9_]+", stage["fn"]):  # e.g. a class passed as the function
             stage["fn"] = info["reader"] or "function"
         if info["generator"]:
-            stage["kind"] = "generator"
+            stage["python_source"] = True  # Dataset.from_generator: Python runs per element
+            if stage["kind"] == "flat_map":
+                stage["kind"] = "generator"
         if info["reader"]:
             stage["reader"] = info["reader"]
         stage["fn_ops"] = info["ops"]

@@ -105,7 +105,8 @@ def _tfdata_facts(summary: dict[str, Any]) -> dict[str, Any]:
             and s["num_parallel_calls"] > 1 and s.get("kind") in ("map", "interleave", "batch", "filter")
         ),
         "pipeline.py_function": any(s.get("py_function") for s in real),
-        "pipeline.generator_source": any(s.get("kind") == "generator" for s in real),
+        "pipeline.generator_source": any(s.get("python_source") for s in real),
+        "pipeline.prefetch_injected": prefetch_injected(summary),
         "pipeline.cache": bool(caches),
         "pipeline.cache_after_random": bool(_cache_after_random(real)),
         "pipeline.uncached_deterministic_map": bool(_offline_candidates(real)),
@@ -115,6 +116,17 @@ def _tfdata_facts(summary: dict[str, Any]) -> dict[str, Any]:
     }
     out["pipeline.advice"] = tfdata_advice(summary)
     return out
+
+
+def prefetch_injected(summary: dict[str, Any]) -> bool:
+    """TF adds a prefetch after a synchronous last stage by itself (the ``inject_prefetch``
+    optimization, on by default while autotuning and default optimizations are on)."""
+    stages = _meaningful(summary.get("stages") or [])
+    if not stages or stages[-1].get("kind") == "prefetch":
+        return False
+    options = summary.get("options") or {}
+    return (options.get("autotune") is not False and options.get("inject_prefetch") is not False
+            and options.get("apply_default_optimizations") is not False)
 
 
 def _cache_after_random(stages: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]] | None:
@@ -185,7 +197,9 @@ def tfdata_advice(summary: dict[str, Any]) -> str:
         npc = stage.get("num_parallel_calls")
         if stage.get("parallel") and isinstance(npc, int) and npc > 1 and stage.get("kind") in ("map", "interleave"):
             items.append(f"use num_parallel_calls=tf.data.AUTOTUNE instead of {npc} on {stage_label(stage)}")
-    if stages and not any(s.get("kind") == "prefetch" for s in stages):
+    if prefetch_injected(summary):
+        pass  # TF prefetches after the last stage already: an explicit prefetch would not speed it up
+    elif stages and not any(s.get("kind") == "prefetch" for s in stages):
         items.append("add .prefetch(tf.data.AUTOTUNE) at the end")
     elif stages and stages[-1].get("kind") != "prefetch":
         after = stages[-1]
@@ -205,7 +219,7 @@ def tfdata_advice(summary: dict[str, Any]) -> str:
     for change in _disabling_options(summary.get("options") or {}):
         items.append(f"remove {change}")
     if not items:
-        return "no change needed: the pipeline maps in parallel with AUTOTUNE and prefetches at the end"
+        return "no change needed: stages run in parallel with AUTOTUNE and the end is prefetched"
     return "; ".join(dict.fromkeys(items))
 
 

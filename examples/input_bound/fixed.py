@@ -28,7 +28,7 @@ def make_dataset(n: int = NUM_SAMPLES) -> Any:
 
 def train(callbacks: list[Any] | None = None, epochs: int = 3, verbose: int = 0) -> Any:
     model = build_model()
-    model.fit(make_dataset(), epochs=epochs, callbacks=callbacks or [], verbose=verbose)
+    model.fit(make_dataset(), epochs=epochs, callbacks=callbacks or [], verbose=verbose, shuffle=False)
     return model
 
 
@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--instance-type", default="g5.xlarge")
     args = parser.parse_args(argv)
     cb = advisor.AdvisorCallback(runs_dir=args.runs_dir, instance_type=args.instance_type,
-                                 name="input-bound-fixed", window_s=2.0)
+                                 name="input-bound-fixed", window_s=2.0, baseline="end")
     train([cb], epochs=args.epochs, verbose=2)
 
 

@@ -50,6 +50,8 @@ def _options(**changes) -> tf.data.Options:
         options.autotune.enabled = changes["autotune"]
     if "intra" in changes:
         options.threading.max_intra_op_parallelism = changes["intra"]
+    if "inject_prefetch" in changes:
+        options.experimental_optimization.inject_prefetch = changes["inject_prefetch"]
     return options
 
 
@@ -57,8 +59,13 @@ PIPELINES = {
     "sequential_map_no_prefetch": (
         lambda: _base().map(scale).batch(8),
         {"pipeline.sequential_maps": 1, "pipeline.prefetch": False, "pipeline.prefetch_at_end": False,
-         "pipeline.py_function": False},
-        ["add num_parallel_calls=tf.data.AUTOTUNE to map #1 ('scale')", "add .prefetch(tf.data.AUTOTUNE) at the end"],
+         "pipeline.prefetch_injected": True, "pipeline.py_function": False},
+        ["add num_parallel_calls=tf.data.AUTOTUNE to map #1 ('scale')"],
+    ),
+    "no_prefetch_and_no_injection": (
+        lambda: _base().map(scale, num_parallel_calls=AUTOTUNE).batch(8).with_options(_options(inject_prefetch=False)),
+        {"pipeline.prefetch": False, "pipeline.prefetch_injected": False},
+        ["add .prefetch(tf.data.AUTOTUNE) at the end"],
     ),
     "parallel_autotune_prefetch": (
         lambda: _base().map(scale, num_parallel_calls=AUTOTUNE).batch(8).prefetch(AUTOTUNE),
@@ -72,7 +79,8 @@ PIPELINES = {
         ["use num_parallel_calls=tf.data.AUTOTUNE instead of 4 on map #1 ('scale')"],
     ),
     "prefetch_not_last": (
-        lambda: _base().prefetch(AUTOTUNE).map(scale, num_parallel_calls=AUTOTUNE).batch(8),
+        lambda: _base().prefetch(AUTOTUNE).map(scale, num_parallel_calls=AUTOTUNE).batch(8)
+        .with_options(_options(inject_prefetch=False)),
         {"pipeline.prefetch": True, "pipeline.prefetch_at_end": False},
         ["move .prefetch(tf.data.AUTOTUNE) to the end"],
     ),
@@ -144,6 +152,8 @@ def test_pipeline_table(name: str) -> None:
         assert facts[key] == value, (key, facts)
     for part in advice_parts:
         assert part in facts["pipeline.advice"], facts["pipeline.advice"]
+    if facts.get("pipeline.prefetch_injected"):
+        assert "prefetch" not in facts["pipeline.advice"]  # TF adds it: no speed to gain
     assert facts["pipeline.stages"][0]  # source first
     assert all(isinstance(s, str) for s in facts["pipeline.stages"])
 

@@ -32,6 +32,7 @@ FACTS = (
     Fact("storage.compression", "", "compression of the data files (none, gzip, zlib, zstd)", "storage", "str"),
     Fact("pipeline.input_kind", "", "what fit reads: tf.data, numpy, generator, pydataset, torch", "pipeline", "str"),
     Fact("pipeline.generator_source", "", "the tf.data source is a Python generator (from_generator)", "pipeline", "bool"),
+    Fact("pipeline.prefetch_injected", "", "no explicit prefetch at the end, but TF injects one (inject_prefetch with autotuning on)", "pipeline", "bool"),
     Fact("storage.total_bytes", "bytes", "total size of the local data files", "storage"),
     Fact("storage.remote_files", "", "data paths on remote storage (s3://, gs://...), not measured locally", "storage"),
     Fact("storage.unreadable", "", "data files that are missing or cannot be read, with the reason", "storage", "list"),
