@@ -9,6 +9,9 @@ HINTS: tuple[tuple[re.Pattern[str], str], ...] = (
      ("Keras 3 cannot fit under MultiWorkerMirroredStrategy (keras-team/keras#20585): train with "
      "tf_keras (`import tf_keras as keras`; `advisor scale` sets TF_USE_LEGACY_KERAS=1) or sweep "
      "the `jax` strategy instead")),
+    (re.compile(r"advisor: could not start the run"),
+     "the advisor's callback could not start in this worker (its log says why); training ran "
+     "unmeasured"),
     (re.compile(r"must be called before any JAX calls"),
      "call advisor.launch.setup_devices() at the top of the script, before anything touches JAX"),
     (re.compile(r"Address already in use|Failed to bind|bind\(\) failed", re.IGNORECASE),

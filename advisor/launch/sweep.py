@@ -36,7 +36,7 @@ def run_sweep(
     """Run every configuration locally; returns the final sweep record (also on disk).
 
     ``record``: the (pending) record to fill in, when a display already shows it."""
-    from advisor.launch.local import run_local
+    from advisor.launch.local import log_tail, run_local
 
     runs_dir = runs_dir.resolve()
     record = record or new_record(plan, "local", timeout_s, instance_type)
@@ -61,6 +61,7 @@ def run_sweep(
             rec.status = "failed"
             outcome.reason = ("the job finished but wrote no run: does the script pass "
                               "advisor.AdvisorCallback() to fit?")
+            outcome.log_tail = log_tail(logs_root / config.label / specs[0].log_name)
         if rec.status == "failed":
             rec.reason = outcome.reason
             rec.log_tail = outcome.log_tail or None

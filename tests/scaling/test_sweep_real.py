@@ -1,0 +1,116 @@
+"""Real sweeps on loopback: tf_keras MultiWorkerMirrored and JAX multi-process with 1 and 2
+workers, MirroredStrategy over 1 and 2 logical CPU devices, and a worker killed mid-run.
+
+One tiny model (examples/scaling/train.py), two short epochs. Each multi-worker start costs
+several seconds here, so the whole file runs two sweeps: about a minute on two cores.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import psutil
+import pytest
+from click.testing import CliRunner
+
+from advisor.analysis.registry import registry
+from advisor.analysis.scaling import table_for_sweep
+from advisor.launch.record import read_sweep, sweep_dir
+from advisor.store.reader import RunReader
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="needs jax (CPU)")]
+
+TRAIN = str(Path(__file__).resolve().parents[2] / "examples" / "scaling" / "train.py")
+TINY = ["--epochs", "2", "--samples", "1024", "--hidden", "32", "--batch-per-replica", "32"]
+
+
+def _scale(runs_dir: Path, *args: str) -> object:
+    from advisor.cli.main import cli
+
+    return CliRunner().invoke(cli, ["--runs-dir", str(runs_dir), "scale", *args], catch_exceptions=False)
+
+
+def _leftovers(sweep_id: str) -> list[int]:
+    """Processes still alive that were started for this sweep (their environment says so)."""
+    found = []
+    for proc in psutil.process_iter(["status"]):
+        try:
+            if proc.info["status"] != psutil.STATUS_ZOMBIE and proc.environ().get("ADVISOR_SWEEP_ID") == sweep_id:
+                found.append(proc.pid)
+        except psutil.Error:
+            continue
+    return found
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory):
+    runs = tmp_path_factory.mktemp("sweep") / "runs"
+    result = _scale(runs, "--workers", "1,2", "--strategy", "mirrored", "--strategy", "multiworker",
+                    "--strategy", "jax", "--timeout", "120", "--sweep-id", "real", "--",
+                    "python", TRAIN, *TINY)
+    return runs, result
+
+
+def test_every_configuration_finished(sweep):
+    runs, result = sweep
+    record = read_sweep(sweep_dir(runs, "real"))
+    failed = {c.run_id: (c.reason, c.log_tail) for c in record.configs if c.status != "finished"}
+    assert failed == {}, failed
+    assert result.exit_code == 0
+    assert "Scaling report — sweep real" in result.stdout
+
+
+@pytest.mark.parametrize("config,strategy,ranks,replicas,legacy", [
+    ("mirrored-n1", "MirroredStrategy", 1, 1, False),
+    ("mirrored-n2", "MirroredStrategy", 1, 2, False),
+    ("multiworker-n1", "CollectiveAllReduceStrategy", 1, 1, True),  # tf_keras names it so
+    ("multiworker-n2", "CollectiveAllReduceStrategy", 2, 2, True),
+    ("jax-n1", "DataParallel", 1, 1, False),
+    ("jax-n2", "DataParallel", 2, 2, False),
+])
+def test_each_run_knows_its_strategy(sweep, config, strategy, ranks, replicas, legacy):
+    runs, _ = sweep
+    run = RunReader(runs / f"real-{config}-r0").read()
+    m = run.manifest
+    assert run.status == "finished" and m.sweep_id == "real"
+    assert (m.strategy, m.replicas, len(run.ranks), m.num_workers) == (strategy, replicas, ranks, ranks)
+    assert m.framework.legacy_keras is legacy
+    assert m.framework.backend == ("jax" if config.startswith("jax") else "tensorflow")
+
+
+def test_report_of_the_real_sweep(sweep):
+    runs, _ = sweep
+    table = table_for_sweep(runs, "real")
+    assert [(r.strategy, r.workers) for r in table.rows] == [
+        (s, n) for s in ("mirrored", "multiworker", "jax") for n in (1, 2)]
+    for row in table.rows:
+        assert row.epoch_s and row.epoch_s > 0 and row.samples_per_s and row.samples_per_s > 0
+        assert row.speedup is not None and row.efficiency is not None
+        # fixed per-replica batch: 32 per replica whatever the strategy and count
+        assert row.per_replica_batch == pytest.approx(32)
+    assert table.failures == []
+    facts, errors = registry().derive(RunReader(runs / "real-multiworker-n2-r0").read())
+    assert errors == []
+    assert facts["scaling.points"] == 6 and facts["scaling.strategies"] == 3
+    assert facts["scaling.workers"] == 2 and "scaling.efficiency" in facts
+    assert _leftovers("real") == []
+
+
+def test_killed_worker_fails_its_configuration_and_the_sweep_goes_on(tmp_path):
+    runs = tmp_path / "runs"
+    result = _scale(runs, "--workers", "2", "--strategy", "jax", "--strategy", "mirrored",
+                    "--timeout", "90", "--sweep-id", "kill", "--no-report", "--",
+                    "python", TRAIN, *TINY, "--kill-rank", "1", "--kill-at-step", "3")
+    record = read_sweep(sweep_dir(runs, "kill"))
+    jax, mirrored = record.configs
+    assert jax.status == "failed" and jax.reason == "worker 1 was killed by SIGKILL"
+    assert jax.seconds is not None and jax.seconds < 90
+    assert mirrored.status == "finished"  # one process (rank 0): the sweep went on and finished it
+    assert result.exit_code == 1
+    assert "jax ×2: worker 1 was killed by SIGKILL" in result.stderr
+    assert _leftovers("kill") == []
+    table = table_for_sweep(runs, "kill")
+    assert [(r.strategy, r.workers) for r in table.rows] == [("mirrored", 2)]
+    assert [(f.strategy, f.workers) for f in table.failures] == [("jax", 2)]
