@@ -47,7 +47,7 @@ def check(ok: bool, what: str, skip: bool = False) -> None:
 
 def probe(code: str) -> str:
     try:
-        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False,
                               env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
     except subprocess.TimeoutExpired:
         return ""
@@ -106,7 +106,7 @@ def raw_outputs(trace_folder: Path, prefix: str, full: bool) -> None:
     files = [str(f) for f in find_xplanes(trace_folder)]
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-        subprocess.run([sys.executable, "-m", "advisor.analysis.trace_worker", tmp, *files], timeout=300,
+        subprocess.run([sys.executable, "-m", "advisor.analysis.trace_worker", tmp, *files], timeout=300, check=False,
                        capture_output=True, env=env)
         tools = (("overview_page", "overview"), ("input_pipeline_analyzer", "input"), ("framework_op_stats", "ops"))
         for tool, short in (*tools, ("events", "events")) if full else ():
@@ -120,7 +120,7 @@ def raw_outputs(trace_folder: Path, prefix: str, full: bool) -> None:
 
         data, _ = raw_to_tool_data.xspace_to_tool_data(files, "trace_viewer", {"use_saved_result": False})
         events = json.loads(data)["traceEvents"]
-    except Exception as exc:  # a sketch only
+    except Exception as exc:  # noqa: BLE001 — a sketch only
         say(f"(timeline sketch skipped: {type(exc).__name__}: {exc})")
         return
     processes = {e["pid"]: e["args"]["name"] for e in events if e.get("name") == "process_name"}
@@ -201,7 +201,7 @@ def main() -> int:
         for note in summary.notes:
             say(f"    note: {note}")
         cli = subprocess.run([sys.executable, "-m", "advisor.cli.main", "trace", str(run.path)],
-                             capture_output=True, text=True, timeout=120)
+                             capture_output=True, text=True, timeout=120, check=False)
         check(cli.returncode == 0, f"{name}: `advisor trace RUN` exit {cli.returncode}")
         for line in cli.stdout.splitlines()[:9]:
             say("    | " + line)

@@ -208,7 +208,7 @@ def _run_worker(
     cmd = [sys.executable, "-m", "advisor.analysis.trace_worker", str(out_dir), *map(str, inputs)]
     try:
         result = subprocess.run(
-            cmd, capture_output=True, text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL
+            cmd, capture_output=True, text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL, check=False
         )
     except subprocess.TimeoutExpired:
         raise TraceError(

@@ -176,7 +176,7 @@ def op_fields(op_tables: list[dict[str, Any]], on_device: bool) -> dict[str, Any
     out["op_count"] = len(all_rows)
     host_total = sum(number(r.get("total_self_time")) or 0.0 for r in all_rows if _where(r) == "host")
     device_total = sum(number(r.get("total_self_time")) or 0.0 for r in all_rows if _where(r) == "device")
-    top = []
+    top: list[dict[str, Any]] = []
     for r in all_rows[:TOP_OPS]:
         where = _where(r)
         self_us = number(r.get("total_self_time")) or 0.0
@@ -195,7 +195,7 @@ def op_fields(op_tables: list[dict[str, Any]], on_device: bool) -> dict[str, Any
     out["top_ops"] = top
     out["py_func_ops"] = sorted({str(r.get("operation")) for r in all_rows if r.get("type") in PY_FUNC_TYPES})
     out["top_ops_host"] = sum(1 for op in top if op["where"] == "host") if on_device else None
-    out["top_ops_copies"] = sum(1 for op in top if is_copy(op["type"]) or is_copy(op["name"]))
+    out["top_ops_copies"] = sum(1 for op in top if is_copy(str(op["type"])) or is_copy(str(op["name"])))
     return out
 
 

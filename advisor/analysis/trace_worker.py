@@ -64,7 +64,7 @@ def main(argv: list[str]) -> int:
         from xprof import version as xprof_version
 
         meta["xprof_version"] = getattr(xprof_version, "__version__", None)
-    except Exception:
+    except Exception:  # noqa: BLE001 — the version is only informative
         meta["xprof_version"] = None
     params = {"use_saved_result": False}
     for tool in TOOLS:
@@ -90,7 +90,7 @@ def main(argv: list[str]) -> int:
             _write(out / "events.json", events)
     except MemoryError:
         meta["events_error"] = "the timeline did not fit in the memory limit"
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 — the tables above stay usable without the timeline
         meta["events_error"] = f"{type(exc).__name__}: {exc}"
     meta["tools_s"][TIMELINE_TOOL] = time.perf_counter() - t1  # type: ignore[index]
     _write(out / "meta.json", meta)

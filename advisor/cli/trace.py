@@ -112,7 +112,8 @@ def render_text(s: TraceSummary, where: str) -> str:
                 s.communication_at_end]
             comm += f" ({', '.join(s.collective_ops[:4])}{overlap}{end})"
         lines.append(comm)
-    lines.append(f"  py_function ops: {', '.join(s.py_func_ops) if s.py_func_ops else 'none'}")
+    if s.top_ops:  # without an op table (e.g. JAX on CPU) py-funcs are unknown, not absent
+        lines.append(f"  py_function ops: {', '.join(s.py_func_ops) if s.py_func_ops else 'none'}")
     if s.top_ops:
         lines.append("  top ops by self time (share of their side's time):")
         for i, op in enumerate(s.top_ops, 1):

@@ -220,7 +220,7 @@ class ProfilerCollector(Collector):
             self._logdir.mkdir(parents=True, exist_ok=True)
             self._sessions_before = _sessions(self._logdir)
             self._backend.start(str(self._logdir))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 — recorded; training goes on
             reason = (
                 "another profiler is already running in this process (e.g. TensorBoard's profile_batch)"
                 if self._backend.already_running(exc)
@@ -247,7 +247,7 @@ class ProfilerCollector(Collector):
         marked = self._spe == 1
         try:
             self._backend.stop()
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 — recorded; training goes on
             reason = f"the profiler could not save the profile: {type(exc).__name__}: {_first_line(exc)}"
             self._record(self._window_first_step, last_step, marked, error=reason)
             self.s.event(SOURCE, reason, level="warning")
@@ -262,7 +262,7 @@ class ProfilerCollector(Collector):
             marker = self._backend.marker(step)
             marker.__enter__()
             self._marker = marker
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 — recorded; training goes on
             self._marker = None
             self.s.event(SOURCE, f"could not mark step {step}: {type(exc).__name__}: {_first_line(exc)}",
                          level="warning")
@@ -272,7 +272,7 @@ class ProfilerCollector(Collector):
         if marker is not None:
             try:
                 marker.__exit__(None, None, None)
-            except Exception:
+            except Exception:  # noqa: BLE001, S110 — closing a step marker must never fail a step
                 pass
 
     def _finish_hooks(self) -> None:

@@ -15,15 +15,15 @@ tf = pytest.importorskip("tensorflow")
 pytest.importorskip("xprof")
 keras = pytest.importorskip("keras")
 
-from click.testing import CliRunner  # noqa: E402
+from click.testing import CliRunner
 
-import advisor  # noqa: E402
-from advisor.analysis.registry import registry  # noqa: E402
-from advisor.cli.main import cli  # noqa: E402
-from advisor.collectors.profiler import ProfilerCallback, ProfilerCollector, parse_profile_steps  # noqa: E402
-from advisor.errors import UsageError  # noqa: E402
-from advisor.store.reader import RunReader  # noqa: E402
-from advisor.store.schema import EventRecord, TraceRecord  # noqa: E402
+import advisor
+from advisor.analysis.registry import registry
+from advisor.cli.main import cli
+from advisor.collectors.profiler import ProfilerCallback, ProfilerCollector, parse_profile_steps
+from advisor.errors import UsageError
+from advisor.store.reader import RunReader
+from advisor.store.schema import EventRecord, TraceRecord
 
 FEATURES = 16
 

@@ -16,10 +16,10 @@ import pytest
 pytest.importorskip("tensorflow")
 pytest.importorskip("xprof")
 
-from advisor.analysis.registry import registry  # noqa: E402
-from advisor.analysis.trace import load_summary  # noqa: E402
-from advisor.store.reader import RunReader  # noqa: E402
-from advisor.store.schema import TraceRecord  # noqa: E402
+from advisor.analysis.registry import registry
+from advisor.analysis.trace import load_summary
+from advisor.store.reader import RunReader
+from advisor.store.schema import TraceRecord
 
 CHILD = textwrap.dedent(
     """
@@ -52,7 +52,7 @@ CHILD = textwrap.dedent(
 def mirrored_run(tmp_path_factory):
     runs = tmp_path_factory.mktemp("runs")
     root = Path(__file__).resolve().parents[2]
-    done = subprocess.run([sys.executable, "-c", CHILD, str(runs)], capture_output=True, text=True, timeout=300,
+    done = subprocess.run([sys.executable, "-c", CHILD, str(runs)], capture_output=True, text=True, timeout=300, check=False,
                           cwd=root, env={**__import__("os").environ, "PYTHONPATH": str(root)})
     assert done.returncode == 0, done.stderr[-2000:]
     return RunReader(done.stdout.strip().splitlines()[-1]).read()

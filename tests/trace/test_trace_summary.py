@@ -16,10 +16,10 @@ import pytest
 
 pytest.importorskip("xprof")
 
-from click.testing import CliRunner  # noqa: E402
+from click.testing import CliRunner
 
-from advisor.analysis.facts.trace import summary_facts  # noqa: E402
-from advisor.analysis.trace import (  # noqa: E402
+from advisor.analysis.facts.trace import summary_facts
+from advisor.analysis.trace import (
     SUMMARY_NAME,
     TraceSummary,
     find_xplanes,
@@ -27,8 +27,8 @@ from advisor.analysis.trace import (  # noqa: E402
     save_summary,
     summarize,
 )
-from advisor.cli.main import cli  # noqa: E402
-from advisor.errors import TraceError  # noqa: E402
+from advisor.cli.main import cli
+from advisor.errors import TraceError
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "traces" / "input_bound"
 XPLANE = next(FIXTURE.rglob("*.xplane.pb"))
