@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+import shutil
 import sys
 
 import click
@@ -70,5 +72,13 @@ def command(
     for r in chosen:
         table.add_row(r.code, r.name, r.severity, r.summary)
     tty = sys.stdout.isatty()
-    Console(width=None if tty else 140, no_color=not tty, highlight=False).print(table)
+    buffer = io.StringIO()
+    Console(
+        file=buffer,
+        width=shutil.get_terminal_size().columns if tty else 140,
+        force_terminal=tty,
+        no_color=not tty,
+        highlight=False,
+    ).print(table)
+    click.echo("\n".join(line.rstrip() for line in buffer.getvalue().splitlines()))
     click.echo(f"{len(chosen)} of {len(rules)} rules")

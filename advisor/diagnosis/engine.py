@@ -65,8 +65,12 @@ def _evidence(rule: Rule, facts: Mapping[str, Any], reg: FactRegistry) -> list[E
 
 
 def _jsonable(value: Any) -> Any:
+    """Plain Python data: numpy scalars become numbers, tuples lists, other objects strings."""
     if isinstance(value, (str, int, float, bool)) or value is None:
         return value
+    item = getattr(value, "item", None)
+    if callable(item) and getattr(value, "ndim", None) == 0:
+        return _jsonable(item())
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
     if isinstance(value, dict):
@@ -105,6 +109,8 @@ def evaluate(
     """One rule on one set of facts. Never raises: a failing rule becomes an ``error`` finding."""
     reg = reg or registry()
     values = {**rule.params, **(params or {})}
+    if any(not isinstance(v, (str, int, float, bool, list, tuple, dict)) for v in facts.values()):
+        facts = {k: _jsonable(v) for k, v in facts.items()}
     try:
         return _evaluate(rule, facts, values, measured_steps, min_measured_steps, reg)
     except Exception as exc:  # noqa: BLE001 — one broken rule must not hide the others
@@ -280,6 +286,7 @@ def diagnose_facts(
     from advisor._version import __version__
 
     reg = reg or registry()
+    facts = {name: _jsonable(value) for name, value in facts.items()}  # numpy scalars → numbers
     steps = facts.get("throughput.measured_steps")
     measured = (
         int(steps) if isinstance(steps, (int, float)) and not isinstance(steps, bool) else None

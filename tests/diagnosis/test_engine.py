@@ -136,3 +136,14 @@ def test_diagnose_api_on_a_run(tmp_path):
     assert diagnose(
         w.path, config={"thresholds": {"C451": {"max_retraces": 0}}}
     ).settings.thresholds == {"C451": {"max_retraces": 0}}
+
+
+def test_numpy_scalars_are_plain_numbers():
+    np = pytest.importorskip("numpy")
+    facts = {"context.graph_retraces": np.int64(7), "throughput.measured_steps": np.int64(1000)}
+    finding = evaluate(RULES["C451"], facts)
+    assert finding.status == "fail" and finding.evidence[0].value == 7
+    report = diagnose_facts({"time.val_fraction": np.float32(0.5)}, [RULES["D607"]], run=RUN)
+    assert report.failures[0].code == "D607" and isinstance(
+        report.facts["time.val_fraction"].value, float
+    )
