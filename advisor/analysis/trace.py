@@ -311,7 +311,7 @@ def _device_fallbacks(fields: dict[str, Any], events: dict[str, Any]) -> None:
     per step: no device rows in its op table, no idle share, a 16-bit share of 0. The kernels on
     the device streams are still in the timeline.
     """
-    from advisor.analysis.trace_tables import TOP_OPS, is_copy
+    from advisor.analysis.trace_tables import TOP_OPS, count_host_ops, is_copy
 
     has_device_ops = any(op.get("where") == "device" for op in fields.get("top_ops", []))
     if fields.get("device_idle_percent") is None and "device_busy_percent" in events:
@@ -335,7 +335,7 @@ def _device_fallbacks(fields: dict[str, Any], events: dict[str, Any]) -> None:
     ]
     merged = sorted(ops + list(fields.get("top_ops", [])), key=lambda op: -op["self_time_ms"])[:TOP_OPS]
     fields["top_ops"] = merged
-    fields["top_ops_host"] = sum(1 for op in merged if op["where"] == "host")
+    fields["top_ops_host"] = count_host_ops(merged)
     fields["top_ops_copies"] = sum(1 for op in merged if is_copy(op["name"]) or is_copy(op["type"]))
     fields.setdefault("notes", []).append(
         "device ops come from the timeline's kernels (XProf's op table had none, e.g. CUDA command buffers)"

@@ -20,6 +20,9 @@ from typing import Any
 PY_FUNC_TYPES = frozenset({"PyFunc", "PyFuncStateless", "EagerPyFunc"})
 COPY_MARKERS = ("memcpy", "copytodevice", "copyfromdevice", "_send", "_recv", "h2d", "d2h", "htod", "dtoh")
 TOP_OPS = 10
+# Host-side rows that are not model ops falling back to the CPU: the input pipeline (host by
+# design, judged by the input rules) and runtime plumbing (PJRT's host callbacks under JAX).
+HOST_PLUMBING_TYPES = frozenset({"Dataset", "IDLE", "ThenExecuteCallback", "GetEventForComputeStreamSyncPoint"})
 
 # Per-step columns of XProf's step-time table → our names.
 STEP_COLUMNS = {
@@ -194,13 +197,22 @@ def op_fields(op_tables: list[dict[str, Any]], on_device: bool) -> dict[str, Any
         )
     out["top_ops"] = top
     out["py_func_ops"] = sorted({str(r.get("operation")) for r in all_rows if r.get("type") in PY_FUNC_TYPES})
-    out["top_ops_host"] = sum(1 for op in top if op["where"] == "host") if on_device else None
+    out["top_ops_host"] = count_host_ops(top) if on_device else None
     out["top_ops_copies"] = sum(1 for op in top if is_copy(str(op["type"])) or is_copy(str(op["name"])))
     return out
 
 
 def _where(row: dict[str, Any]) -> str:
     return "device" if str(row.get("host_or_device", "")).lower() == "device" else "host"
+
+
+def count_host_ops(top: list[dict[str, Any]]) -> int:
+    """Host-side model ops among the top ops (input pipeline and runtime plumbing left out)."""
+    return sum(
+        1 for op in top
+        if op["where"] == "host" and op["type"] not in HOST_PLUMBING_TYPES and op["name"] not in HOST_PLUMBING_TYPES
+        and not str(op["name"]).startswith("Iterator::")
+    )
 
 
 def is_copy(name: str) -> bool:
