@@ -198,3 +198,24 @@ def test_gpu_profile_with_command_buffers_takes_device_ops_from_the_timeline():
     assert facts["trace.hardware"] == "GPU" and facts["trace.top_ops_host"] == 0
     assert facts["trace.kernel_launch_percent"] == 0.0  # measured on a GPU profile
     assert "trace.compute_16bit_percent" not in facts
+
+
+def test_attach_to_a_killed_run_and_refuse_a_running_one(tmp_path):
+    from advisor.analysis.facts.trace import derive
+    from advisor.analysis.trace_attach import attach
+    from advisor.store.reader import RunReader
+    from advisor.store.writer import RunWriter
+
+    writer = RunWriter(tmp_path, run_id="live")
+    with pytest.raises(TraceError, match="still being written"):
+        attach(FIXTURE, writer.path)
+    writer.close()
+    worker = writer.path / "worker-0.jsonl"
+    with open(worker, "a", encoding="utf-8") as fh:
+        fh.write('{"type":"window","t":1,"epo')  # a killed writer's last, cut line
+    record, summary = attach(FIXTURE, writer.path)
+    run = RunReader(writer.path).read()  # the cut line is gone, the new record reads back
+    assert run.of_type(type(record))[-1].summary == record.summary
+    facts = derive(run, {})
+    assert facts["trace.present"] is True and facts["trace.steps"] == summary.steps
+    assert (writer.path / record.path / "fixture.xplane.pb").is_file()
