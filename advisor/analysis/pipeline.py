@@ -68,7 +68,7 @@ def serialized_graph(dataset: Any) -> Any:
         raise PipelineInspectionError(f"not a tf.data.Dataset: {type(dataset).__name__}")
     try:
         policy = tf.data.experimental.ExternalStatePolicy.WARN
-        raw = dataset._as_serialized_graph(external_state_policy=policy, strip_device_assignment=True)
+        raw = dataset._as_serialized_graph(external_state_policy=policy)
         graph = tf.compat.v1.GraphDef()
         graph.ParseFromString(raw.numpy())
     except Exception as exc:  # serialization fails for a few exotic stateful sources

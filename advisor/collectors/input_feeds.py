@@ -380,6 +380,10 @@ def feeds_from_session(data: Any, need: int, backend: str | None) -> Feeds:
         return tfdata_feeds(dataset, need, backend)
     if kind == "numpy":
         inputs = getattr(adapter, "_inputs", None)
+        if inputs is None and callable(getattr(adapter, "get_dataset", None)):  # tf_keras
+            feeds = tfdata_feeds(adapter.get_dataset(), need, backend)
+            feeds.kind = "numpy"
+            return feeds
         if inputs is None or not data.batch_size:
             raise InputError("cannot reach the input arrays through Keras's array adapter")
         import keras

@@ -162,6 +162,31 @@ def test_callback_end_on_a_file_pipeline_measures_all_four(tmp_path, runs_dir) -
     assert facts["pipeline.file_source"] is True and facts["storage.files"] == 2
 
 
+def _sleep_then(raw):
+    time.sleep(SLEEP_S)  # a slow disk: each read waits
+    return raw
+
+
+def test_slow_reads_show_a_source_cache_gain(tmp_path, trained) -> None:
+    x, y = arrays(96)
+    paths = []
+    for i in range(len(x)):
+        path = tmp_path / f"sample-{i}.bin"
+        np.append(x[i], y[i]).astype("float32").tofile(path)
+        paths.append(str(path))
+
+    def load(path):
+        raw = tf.py_function(_sleep_then, [tf.io.read_file(path)], tf.string)
+        values = tf.io.decode_raw(raw, tf.float32)
+        values.set_shape([FEATURES + 1])
+        return values[:FEATURES], tf.cast(values[FEATURES], tf.int64)
+
+    ds = tf.data.Dataset.from_tensor_slices(paths).map(load).batch(BATCH)
+    result = measure_input(trained, ds, steps=4)
+    assert result.source_cached_samples_per_s > 2 * result.real_samples_per_s
+    assert result.source_cache_gain > 1.0
+
+
 def test_callback_start_leaves_training_state_alone(runs_dir) -> None:
     model = build_model(steps_per_execution=2)
     model.fit(*arrays(64), batch_size=BATCH, epochs=1, verbose=0)  # optimizer state exists
