@@ -172,7 +172,7 @@ def tensor_value(tensor: Any) -> Any:
     elif tensor.tensor_content and tensor.dtype in (3, 9):  # int32, int64
         import struct
 
-        fmt = "<%di" % size if tensor.dtype == 3 else "<%dq" % size
+        fmt = f"<{size}i" if tensor.dtype == 3 else f"<{size}q"
         values = list(struct.unpack(fmt, tensor.tensor_content))
     else:
         return None

@@ -27,7 +27,7 @@ _EXTENSIONS = {".gz": "gzip", ".gzip": "gzip", ".zst": "zstd", ".zstd": "zstd", 
                ".bz2": "bzip2", ".xz": "xz", ".lz4": "lz4"}
 
 
-def percentile(values: list[float], q: float) -> float:
+def percentile(values: Sequence[float], q: float) -> float:
     ordered = sorted(values)
     pos = (len(ordered) - 1) * q / 100.0
     lo = int(pos)

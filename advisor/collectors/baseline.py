@@ -153,7 +153,7 @@ def _backend() -> str | None:
 
 
 def steps_per_execution(model: Any) -> int:
-    value = getattr(model, "steps_per_execution", None)
+    value: Any = getattr(model, "steps_per_execution", None)
     if value is None:
         value = getattr(model, "_steps_per_execution", 1)
     try:
@@ -226,7 +226,7 @@ def run_baseline(model: Any, feeds: Feeds, warm: int, n: int, *, source_cache: b
 
 
 def _first_cached_batch(feeds: Feeds) -> Any:
-    x = feeds.cached.get("x")
+    x: Any = feeds.cached.get("x")
     try:
         if hasattr(x, "take"):
             for element in x.take(1):

@@ -194,7 +194,7 @@ def test_callback_start_leaves_training_state_alone(runs_dir) -> None:
     cb = advisor.AdvisorCallback(baseline="start", baseline_steps=4, log_every_s=None)
     model.fit(*arrays(), batch_size=BATCH, epochs=1, verbose=0, callbacks=[first, cb, second])
     assert same(first.begin, second.begin)  # the baseline ran in between, and left no trace
-    run, facts = _facts(cb)
+    run, _ = _facts(cb)
     record = run.of_type(BaselineRecord)[-1]
     assert record.mode == "start" and record.input_kind == "numpy"
     assert record.real_samples_per_s and record.cached_samples_per_s and record.data_only_samples_per_s
