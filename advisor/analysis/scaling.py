@@ -44,8 +44,9 @@ class Row:
     gpu_util: float | None = None
     energy_wh_per_epoch: float | None = None
     energy_j_per_sample: float | None = None
-    compute_percent: float | None = None
-    communication_percent: float | None = None
+    compute_percent: float | None = None  # computation, communication excluded
+    communication_percent: float | None = None  # all communication, hidden or not
+    exposed_communication_percent: float | None = None  # communication not overlapped by compute
     other_percent: float | None = None
     communication_overlap: float | None = None
     val_fraction: float | None = None
@@ -141,17 +142,34 @@ def _row(key: tuple[str, int], pts: list[Point], price: float | None, gpus_per: 
     row.energy_j_per_sample = _mean([p.energy_j_per_sample for p in pts])
     if row.gpu_util is None and row.energy_wh_per_epoch is None:
         row.notes.append("no GPU data")
-    row.compute_percent = _mean([p.compute_percent for p in pts])
-    row.communication_percent = _mean([p.communication_percent for p in pts])
-    row.communication_overlap = _mean([p.communication_overlap for p in pts])
-    if row.compute_percent is not None or row.communication_percent is not None:
-        used = (row.compute_percent or 0.0) + (row.communication_percent or 0.0)
-        row.other_percent = max(0.0, 100.0 - used)
-    else:
-        row.notes.append("no trace data")
+    _step_shares(row, pts)
     row.val_fraction = _mean([p.val_fraction for p in pts])
     row.step_time_spread = _mean([p.step_time_spread for p in pts])
     return row
+
+
+def _step_shares(row: Row, pts: list[Point]) -> None:
+    """Split the step into three disjoint shares: computation, exposed communication, other.
+
+    Communication overlapped by compute is hidden inside the computation share; where the trace's
+    compute share counts the collectives too (CPU hosts), the exposed part is taken out of it.
+    """
+    compute = _mean([p.compute_percent for p in pts])
+    comm = _mean([p.communication_percent for p in pts])
+    row.communication_percent = comm
+    row.communication_overlap = _mean([p.communication_overlap for p in pts])
+    if compute is None and comm is None:
+        row.notes.append("no trace data")
+        return
+    exposed = None
+    if comm is not None:
+        exposed = min(100.0, comm * (1.0 - (row.communication_overlap or 0.0)))
+        row.exposed_communication_percent = exposed
+    if compute is not None:
+        if exposed and any(p.compute_includes_communication for p in pts):
+            compute -= exposed
+        row.compute_percent = min(max(0.0, compute), 100.0 - (exposed or 0.0))
+    row.other_percent = max(0.0, 100.0 - (row.compute_percent or 0.0) - (exposed or 0.0))
 
 
 def _relative(rows: list[Row]) -> None:

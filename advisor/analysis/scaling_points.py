@@ -61,6 +61,7 @@ class Point:
     energy_wh: float | None = None
     energy_j_per_sample: float | None = None
     compute_percent: float | None = None
+    compute_includes_communication: bool = False  # a host (CPU) compute share counts collectives too
     communication_percent: float | None = None
     communication_overlap: float | None = None
     val_fraction: float | None = None
@@ -133,7 +134,9 @@ def point_of(run: Run, sweep: SweepRecord | None = None, facts: dict[str, Any] |
     p.communication_overlap = facts.get("trace.communication_overlap")
     compute = facts.get("trace.device_compute_percent")
     if compute is None and not p.gpu_present:
+        # On CPU, XProf's host compute is the time of all ops, the collectives among them.
         compute = facts.get("trace.host_compute_percent")
+        p.compute_includes_communication = compute is not None
     p.compute_percent = compute
     p.val_fraction = facts.get("time.val_fraction")
     p.step_time_spread = step_time_spread(run)

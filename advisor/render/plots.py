@@ -19,7 +19,7 @@ from typing import Any
 from advisor.analysis.scaling import Row, ScalingTable
 
 EFFICIENCY_THRESHOLD = 0.75
-HATCHES = {"computation": "", "communication": "//", "other": ".."}
+HATCHES = {"computation": "", "communication (not overlapped)": "//", "other": ".."}
 
 
 def _figure(title: str) -> tuple[Any, Any]:
@@ -118,7 +118,7 @@ def efficiency_figure(table: ScalingTable) -> Any:
 
 
 def computation_figure(table: ScalingTable) -> Any:
-    rows = [r for r in table.rows if r.compute_percent is not None or r.communication_percent is not None]
+    rows = [r for r in table.rows if r.other_percent is not None]
     if not rows:
         return None
     fig, ax = _figure("Computation vs other (share of step time)")
@@ -126,7 +126,7 @@ def computation_figure(table: ScalingTable) -> Any:
     x = list(range(len(rows)))
     bottom = [0.0] * len(rows)
     parts = {"computation": [r.compute_percent or 0.0 for r in rows],
-             "communication": [r.communication_percent or 0.0 for r in rows],
+             "communication (not overlapped)": [r.exposed_communication_percent or 0.0 for r in rows],
              "other": [r.other_percent or 0.0 for r in rows]}
     for name, values in parts.items():
         ax.bar(x, values, bottom=bottom, label=name, hatch=HATCHES[name], edgecolor="black", linewidth=0.5)

@@ -68,8 +68,9 @@ SECTIONS: list[tuple[str, str | None, list[tuple[str, Callable[[Row], str]]]]] =
     ("Computation vs other (share of step time)", "no trace data", [
         ("computation", lambda r: _pct(r.compute_percent)),
         ("communication", lambda r: _pct(r.communication_percent)),
+        ("of it overlapped", lambda r: _frac_pct(r.communication_overlap)),
+        ("exposed comm.", lambda r: _pct(r.exposed_communication_percent)),
         ("other", lambda r: _pct(r.other_percent)),
-        ("comm. overlapped", lambda r: _frac_pct(r.communication_overlap)),
     ]),
 ]
 

@@ -53,6 +53,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--classes", type=int, default=10)
     p.add_argument("--runs-dir", default=None)
     p.add_argument("--window-s", type=float, default=1.0)
+    p.add_argument("--profile", default=None, metavar="START,STOP",
+                   help="profile these training steps (computation vs communication in the report)")
     p.add_argument("--kill-rank", type=int, default=None, help="(tests) this rank kills itself ...")
     p.add_argument("--kill-at-step", type=int, default=5, help="(tests) ... at this step of epoch 1")
     return p.parse_args(argv)
@@ -70,9 +72,13 @@ def main(argv: list[str] | None = None) -> None:
     else:
         import keras
     x, y = synthetic(args.samples, args.features, args.classes)
+    options: dict[str, Any] = {}
+    if args.profile:
+        start, stop = (int(v) for v in args.profile.split(","))
+        options["profile_steps"] = (start, stop)
     callbacks: list[Any] = [advisor.AdvisorCallback(
         runs_dir=args.runs_dir, name=f"{role.strategy}-{role.workers}", tags=role.tags(),
-        window_s=args.window_s, warmup_steps=5, log_every_s=None,
+        window_s=args.window_s, warmup_steps=5, log_every_s=None, **options,
     )]
     if args.kill_rank is not None and args.kill_rank == role.rank:
         callbacks.append(_killer(keras, args.kill_at_step))

@@ -33,6 +33,7 @@ def write_run(
     step_time: list[float] | None = None,
     status: str = "finished",
     extra: list[Any] | None = None,
+    manifest_extra: dict[str, Any] | None = None,
 ) -> Path:
     """A run whose every rank records the given epochs, one measured window per epoch.
 
@@ -41,7 +42,8 @@ def write_run(
     """
     manifest = {"sweep_id": sweep_id, "strategy": manifest_strategy, "num_workers": ranks,
                 "replicas": workers, "price_per_hour": price_per_hour, "instance_type": instance_type,
-                "tags": {"scale.strategy": strategy, "scale.workers": str(workers)} if tags else {}}
+                "tags": {"scale.strategy": strategy, "scale.workers": str(workers)} if tags else {},
+                **(manifest_extra or {})}
     writers = [RunWriter(runs_dir, run_id, rank=r, manifest=manifest if r == 0 else None)
                for r in range(ranks)]
     t = time.time() - 100.0

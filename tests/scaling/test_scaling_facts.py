@@ -64,7 +64,8 @@ def test_run_outside_a_sweep_has_no_sweep_facts(tmp_path):
     write_run(root, "lone", sweep_id=None, strategy="mirrored", workers=1, epochs=[1.0],
               samples_per_epoch=64, steps_per_epoch=1)
     f = facts_of(root / "lone")
-    assert not any(k.startswith("scaling.") for k in f)
+    assert not any(k.startswith("scaling.") for k in f if k != "scaling.keras3_multiworker")
+    assert f["scaling.keras3_multiworker"] is False
     assert f["cluster.instances"] == 1
 
 
@@ -72,3 +73,12 @@ def test_every_derived_name_is_declared(runs):
     names = {fact.name for fact in FACTS}
     f = facts_of(runs / "sweep-fixture-mirrored-n2-r0")
     assert {k for k in f if k.startswith(("scaling.", "cluster.", "workers."))} <= names
+
+
+@pytest.mark.parametrize("legacy,expected", [(False, True), (True, False)])
+def test_keras3_under_multiworker_mirrored(tmp_path, legacy, expected):
+    root = tmp_path / "runs"
+    write_run(root, "k", sweep_id=None, strategy="multiworker", workers=1,
+              manifest_strategy="CollectiveAllReduceStrategy", epochs=[1.0], samples_per_epoch=64,
+              steps_per_epoch=1, manifest_extra={"framework": {"backend": "tensorflow", "legacy_keras": legacy}})
+    assert facts_of(root / "k")["scaling.keras3_multiworker"] is expected

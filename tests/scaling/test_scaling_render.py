@@ -103,9 +103,10 @@ def test_computation_bars_stack_to_the_step():
     pts = [Point(run_id=str(n), strategy="s", workers=n, status="finished", epochs=1, epoch_s=1.0 / n,
                  compute_percent=80.0 - 10 * n, communication_percent=10.0 * n) for n in (1, 2)]
     ax = computation_figure(build_table(pts)).axes[0]
-    assert ax.get_legend_handles_labels()[1] == ["computation", "communication", "other"]
+    assert ax.get_legend_handles_labels()[1] == ["computation", "communication (not overlapped)", "other"]
     heights = [round(sum(p.get_height() for p in ax.patches[i::2]), 6) for i in range(2)]
     assert heights == [100.0, 100.0]
+    assert [p.get_height() for p in ax.patches[2:4]] == pytest.approx([10.0, 20.0])  # exposed comm.
 
 
 def test_cli_report_writes_formats_and_plots(runs, tmp_path):

@@ -132,11 +132,25 @@ def test_build_table_from_points_with_gpu_and_trace_data():
     table = build_table(pts)
     a, b = table.rows
     assert a.energy_wh_per_epoch == pytest.approx(5.0) and b.energy_wh_per_epoch == pytest.approx(3.0)
-    assert b.other_percent == pytest.approx(15.0) and b.communication_overlap == pytest.approx(0.4)
+    # 25 % communication, 40 % of it hidden under compute: 15 points exposed; device compute 60.
+    assert b.exposed_communication_percent == pytest.approx(15.0) and b.compute_percent == pytest.approx(60.0)
+    assert b.other_percent == pytest.approx(25.0) and b.communication_overlap == pytest.approx(0.4)
+    assert a.exposed_communication_percent == pytest.approx(5.0) and a.other_percent == pytest.approx(15.0)
     assert b.efficiency == pytest.approx(4.0 / 2.5 / 2)
     assert "no GPU data" not in b.notes and "no trace data" not in b.notes
     assert table.notes == [("no price: pass --instance-type to `advisor scale` or --price-per-hour "
                            "to `advisor report` for samples per dollar")]
+
+
+def test_host_compute_share_that_counts_collectives():
+    # On CPU, XProf's host compute share (92 %) includes the collectives' time: 70 % of the step
+    # is communication, 10 % of it overlapped, so 63 points are exposed and 29 are computation.
+    pt = Point(run_id="c", strategy="multiworker", workers=2, status="finished", epochs=1, epoch_s=1.0,
+               compute_percent=92.0, compute_includes_communication=True, communication_percent=70.0,
+               communication_overlap=0.1)
+    (row,) = build_table([pt]).rows
+    assert row.exposed_communication_percent == pytest.approx(63.0)
+    assert row.compute_percent == pytest.approx(29.0) and row.other_percent == pytest.approx(8.0)
 
 
 def test_killed_run_is_a_failure_not_a_point(tmp_path):

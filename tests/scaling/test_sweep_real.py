@@ -114,3 +114,30 @@ def test_killed_worker_fails_its_configuration_and_the_sweep_goes_on(tmp_path):
     table = table_for_sweep(runs, "kill")
     assert [(r.strategy, r.workers) for r in table.rows] == [("mirrored", 2)]
     assert [(f.strategy, f.workers) for f in table.failures] == [("jax", 2)]
+
+
+KERAS3_MULTIWORKER = """
+import numpy as np, tensorflow as tf, keras, advisor
+strategy = tf.distribute.MultiWorkerMirroredStrategy()
+with strategy.scope():
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(4)])
+    model.compile("adam", "mse")
+x = np.zeros((64, 8), "float32")
+model.fit(tf.data.Dataset.from_tensor_slices((x, x[:, :4])).batch(16), epochs=1, verbose=0,
+          callbacks=[advisor.AdvisorCallback(log_every_s=None)])
+"""
+
+
+def test_keras3_under_multiworker_fails_with_the_working_routes(tmp_path):
+    """Keras 3 cannot fit under MultiWorkerMirroredStrategy with 2 workers (keras#20585): the
+    configuration fails with Keras's own error, and the sweep says what works instead."""
+    script = tmp_path / "k3.py"
+    script.write_text(KERAS3_MULTIWORKER)
+    runs = tmp_path / "runs"
+    result = _scale(runs, "--workers", "2", "--strategy", "multiworker", "--timeout", "90",
+                    "--sweep-id", "k3", "--no-report", "--", "python", str(script))
+    (config,) = read_sweep(sweep_dir(runs, "k3")).configs
+    assert config.status == "failed" and "PerReplica" in config.log_tail
+    assert "tf_keras" in config.hint and "jax" in config.hint
+    assert "hint: Keras 3 cannot fit under MultiWorkerMirroredStrategy" in result.stderr
+    assert _leftovers("k3") == []

@@ -29,6 +29,7 @@ FACTS = (
     Fact("scaling.workers", "", "worker count N of this run's configuration in the sweep", "scaling"),
     Fact("scaling.baseline_workers", "", "the smallest worker count N₀ of the same strategy in the sweep", "scaling"),
     Fact("scaling.step_time_ratio", "", "mean step time at this size ÷ at the smallest (1 = no synchronisation cost)", "scaling"),
+    Fact("scaling.keras3_multiworker", "", "Keras 3 trains under MultiWorkerMirroredStrategy (fails with more than one worker: keras#20585)", "context", "bool"),
     Fact("scaling.val_fraction_growth", "%", "rise in the validation share of epoch time from the smallest to this size, in points", "scaling"),
 )
 
@@ -40,7 +41,12 @@ def derive(run: Run, facts: dict[str, Any]) -> dict[str, Any]:
     from advisor.store.reader import RunReader, list_run_dirs
 
     out: dict[str, Any] = {}
-    sweep_id = run.manifest.sweep_id
+    m = run.manifest
+    if m.strategy:
+        out["scaling.keras3_multiworker"] = bool(
+            m.strategy in ("MultiWorkerMirroredStrategy", "CollectiveAllReduceStrategy")
+            and not m.framework.legacy_keras and m.framework.backend == "tensorflow")
+    sweep_id = m.sweep_id
     runs_dir = run.path.parent
     sweep = None
     if sweep_id and (sweep_dir(runs_dir, sweep_id) / "sweep.json").is_file():
