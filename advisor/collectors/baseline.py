@@ -181,9 +181,8 @@ def run_baseline(model: Any, feeds: Feeds, warm: int, n: int, *, source_cache: b
     t0 = time.perf_counter()
     spe = steps_per_execution(model)
     result = InputBaseline(feeds.kind, feeds.batch_size, n, warm, notes=list(feeds.notes))
-    first = _first_cached_batch(feeds)
-    if first is not None:
-        ensure_built(model, first)
+    if feeds.first is not None:
+        ensure_built(model, feeds.first)
     state = ModelState(model)
     try:
         # The ceiling first, while no pipeline threads run; best of two short runs, since a
@@ -223,17 +222,6 @@ def run_baseline(model: Any, feeds: Feeds, warm: int, n: int, *, source_cache: b
             result.data_only_samples_per_s = n * feeds.batch_size / seconds
     result.seconds = time.perf_counter() - t0
     return result
-
-
-def _first_cached_batch(feeds: Feeds) -> Any:
-    x: Any = feeds.cached.get("x")
-    try:
-        if hasattr(x, "take"):
-            for element in x.take(1):
-                return element
-    except Exception:
-        return None
-    return None
 
 
 def _fit_rate(model: Any, kwargs: dict[str, Any], warm: int, n: int, batch_size: int, spe: int,

@@ -51,6 +51,7 @@ class Feeds:
     data_only: Callable[[int, int], float | None] | None = None  # (warm, n) → seconds for n batches
     source_cached: Callable[[], dict[str, Any] | None] | None = None  # built lazily (it pre-reads)
     notes: list[str] = field(default_factory=list)
+    first: Any = None  # the first batch (builds an unbuilt model before the state snapshot)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -140,14 +141,18 @@ def _timed_iteration(make_iter: Callable[[], Iterator[Any]], warm: int, n: int) 
 # tf.data
 
 
-def first_element(dataset: Any) -> Any:
-    """The first batch of a tf.data dataset; InputError when it is empty or fails."""
+def first_element(cached: Any) -> Any:
+    """The first batch, read through ``ds.take(1).cache().repeat()``; InputError when the input is
+    empty or fails. Reading two elements completes the cache, so the pipeline starts only once."""
     try:
-        for element in dataset.take(1):
-            return element
+        iterator = iter(cached)
+        element = next(iterator)
+        next(iterator)
+        return element
+    except StopIteration:
+        raise InputError("the input dataset is empty: it yields no batch to measure") from None
     except Exception as exc:
         raise InputError(f"the first batch of the input failed: {one_line(exc)}") from None
-    raise InputError("the input dataset is empty: it yields no batch to measure")
 
 
 def cardinality(dataset: Any) -> int:
@@ -182,7 +187,8 @@ def tfdata_drain(dataset: Any, warm: int, n: int) -> float | None:
 
 
 def tfdata_feeds(dataset: Any, need: int, backend: str | None = None) -> Feeds:
-    first = first_element(dataset)
+    cached = dataset.take(1).cache().repeat()
+    first = first_element(cached)
     batch_size = leading_dim(first)
     if not batch_size:
         raise InputError("cannot tell the batch size of the input (its first element has no batch axis)")
@@ -193,9 +199,10 @@ def tfdata_feeds(dataset: Any, need: int, backend: str | None = None) -> Feeds:
     feeds = Feeds(
         kind="tf.data",
         batch_size=batch_size,
-        cached={"x": dataset.take(1).cache().repeat()},
+        cached={"x": cached},
         real={"x": real},
         data_only=lambda warm, n: tfdata_drain(real, warm, n),
+        first=first,
     )
     feeds.source_cached = lambda: _source_cached_feed(dataset, need * batch_size, need)
     return feeds
@@ -299,7 +306,7 @@ def array_feeds(x: Any, y: Any, sample_weight: Any, batch_size: int, shuffle: An
             return tfdata_drain(adapter.get_tf_dataset(), warm, n)
         return _timed_iteration(adapter.get_numpy_iterator, warm, n)
 
-    return Feeds("numpy", batch_size, memory_feed(first, backend), real, need, data_only)
+    return Feeds("numpy", batch_size, memory_feed(first, backend), real, need, data_only, first=first)
 
 
 def _keras_adapter(x: Any, y: Any = None, sample_weight: Any = None, **kwargs: Any) -> Any:
@@ -314,7 +321,7 @@ def generator_feeds(first_batch: Any, backend: str | None, generator: Any = None
     batch_size = leading_dim(first_batch)
     if not batch_size:
         raise InputError("cannot tell the batch size of the generator's first batch")
-    feeds = Feeds("generator", batch_size, memory_feed(first_batch, backend))
+    feeds = Feeds("generator", batch_size, memory_feed(first_batch, backend), first=first_batch)
     if generator is not None:
         feeds.real = {"x": generator}
     else:
@@ -343,7 +350,8 @@ def pydataset_feeds(py_dataset: Any, backend: str | None) -> Feeds:
         finally:
             adapter.on_epoch_end()
 
-    return Feeds("pydataset", batch_size, memory_feed(first, backend), {"x": py_dataset}, num, data_only)
+    return Feeds("pydataset", batch_size, memory_feed(first, backend), {"x": py_dataset}, num, data_only,
+                 first=first)
 
 
 def torch_feeds(loader: Any, backend: str | None) -> Feeds:
@@ -362,7 +370,7 @@ def torch_feeds(loader: Any, backend: str | None) -> Feeds:
     except TypeError:
         num = None
     return Feeds("torch", batch_size, memory_feed(_to_numpy(first), backend), {"x": loader}, num,
-                 lambda warm, n: _timed_iteration(lambda: iter(loader), warm, n))
+                 lambda warm, n: _timed_iteration(lambda: iter(loader), warm, n), first=_to_numpy(first))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -244,6 +244,27 @@ def test_pydataset_and_arrays_through_the_api(trained) -> None:
     assert same(before, snapshot(trained))
 
 
+class Custom(keras.Model):
+    """A subclassed model with a constructor argument Keras cannot serialize (so it cannot be cloned)."""
+
+    def __init__(self, helper: object) -> None:
+        super().__init__()
+        self.helper = helper
+        self.hidden = keras.layers.Dense(32, activation="relu")
+        self.out = keras.layers.Dense(CLASSES)
+
+    def call(self, x):
+        return self.out(self.hidden(x))
+
+
+def test_unbuilt_subclassed_model() -> None:
+    model = Custom(object())
+    model.compile("sgd", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    result = measure_input(model, fast_dataset(), steps=4)
+    assert result.cached_samples_per_s and result.real_samples_per_s
+    assert model.built and int(model.optimizer.iterations.numpy()) == 0
+
+
 # -- bad input ------------------------------------------------------------------------------------
 
 
