@@ -29,9 +29,9 @@ STEPS = 30
 
 
 def input_bound(target: Path) -> None:
+    import keras
     import numpy as np
     import tensorflow as tf
-    import keras
 
     rng = np.random.default_rng(0)
     x = rng.random((640, 16), dtype=np.float32)
