@@ -341,3 +341,15 @@ def test_failing_baseline_is_an_event_and_training_goes_on(runs_dir) -> None:
     assert facts["baseline.error"] == record.error
     assert "input.bound_fraction" not in facts
     assert run.status == "finished"
+
+
+def test_torch_dataloader_input(trained) -> None:
+    torch = pytest.importorskip("torch")
+    x, y = arrays(128)
+    loader = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(torch.from_numpy(x), torch.from_numpy(y)), batch_size=BATCH)
+    before = snapshot(trained)
+    result = measure_input(trained, loader, steps=2)
+    assert result.input_kind == "torch" and result.batch_size == BATCH
+    assert result.real_samples_per_s and result.cached_samples_per_s and result.data_only_samples_per_s
+    assert same(before, snapshot(trained))
