@@ -35,6 +35,11 @@ class ThroughputCollector(Collector):
         self._next_close = math.inf
         self._warmup_calls = 0
         self._calls = 0
+        self._win_call0 = 0
+        self._boundaries: list[int] = []  # hook-call counts at which a window must close
+        self._next_boundary = -1
+        self._profiled_calls: tuple[int, int] | None = None  # (first, last) profiled, 1-based
+        self._planned = False
         self._in_epoch = False
         self._epoch = 0
         self._epoch_step0 = 0
@@ -56,6 +61,9 @@ class ThroughputCollector(Collector):
         self.s.shared["throughput.windows"] = self.windows
 
     def on_epoch_begin(self, epoch: int) -> None:
+        if not self._planned:  # after every collector's on_train_begin (the profiler's too)
+            self._planned = True
+            self._plan_boundaries()
         self._epoch = epoch
         self._start_window(time.perf_counter(), self.s.iterations())
         self._epoch_step0 = self._win_step0
@@ -66,7 +74,7 @@ class ThroughputCollector(Collector):
         now = time.perf_counter()
         self._stamps.append(now)
         self._calls += 1
-        if now >= self._next_close or self._calls == self._warmup_calls:
+        if now >= self._next_close or self._calls == self._next_boundary:
             self._close_window(now, warmup=self._calls <= self._warmup_calls)
 
     def on_test_begin(self) -> None:
@@ -82,7 +90,31 @@ class ThroughputCollector(Collector):
         self._maybe_log(force=True)
 
     # -- windows -------------------------------------------------------------------------------
+    def _plan_boundaries(self) -> None:
+        """Windows end where warm-up ends and where a profiler window starts and stops."""
+        marks = {self._warmup_calls}
+        window = self.s.shared.get("profiler.window")
+        if window:
+            spe = max(1, self.s.steps_per_execution)
+            first = (int(window[0]) - 1) // spe + 1  # 1-based hook calls inside the window
+            last = (int(window[1]) - 1) // spe + 1
+            self._profiled_calls = (first, last)
+            marks |= {first - 1, last}
+        self._boundaries = sorted(m for m in marks if m > 0)
+        self._advance_boundary()
+
+    def _advance_boundary(self) -> None:
+        upcoming = [m for m in self._boundaries if m > self._calls]
+        self._next_boundary = upcoming[0] if upcoming else -1
+
+    def _window_profiled(self) -> bool:
+        if self._profiled_calls is None:
+            return False
+        first, last = self._profiled_calls
+        return self._win_call0 < last and self._calls >= first
+
     def _start_window(self, now: float, step: int | None) -> None:
+        self._win_call0 = self._calls
         self._win_t0 = now
         self._win_step0 = step if step is not None else self._calls * max(1, self.s.steps_per_execution)
         self._stamps = [now]
@@ -105,14 +137,16 @@ class ThroughputCollector(Collector):
                 step_begin=self._win_step0,
                 step_end=step,
                 warmup=warmup,
+                profiled=self._window_profiled(),
                 **stats,
             )
             self.windows.append(record)
             self.s.writer.write(record)
-            if not warmup and samples is not None:
+            if not warmup and not record.profiled and samples is not None:
                 self._log_samples += samples
                 self._log_seconds += record.seconds
         self._start_window(now, step)
+        self._advance_boundary()
         self._maybe_log()
 
     def _samples(self, steps: int, step_now: int) -> int | None:

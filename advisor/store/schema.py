@@ -116,6 +116,7 @@ class WindowRecord(Record):
     step_begin: int  # optimizer iterations at the window's start
     step_end: int
     warmup: bool = False
+    profiled: bool = False  # a profiler was capturing during this window (slower: not a summary)
     # Time between consecutive batch ends (one per host dispatch) within the window, seconds.
     step_count: int | None = None
     step_time_mean: float | None = None

@@ -49,14 +49,14 @@ def derive(run: Run, facts: dict[str, Any]) -> dict[str, Any]:
     from advisor.store.schema import ContextRecord, EpochRecord, FirstStepRecord, WindowRecord
 
     out: dict[str, Any] = {}
-    windows = [w for w in run.of_type(WindowRecord) if not w.warmup and w.seconds > 0]
+    windows = [w for w in run.of_type(WindowRecord) if not (w.warmup or w.profiled) and w.seconds > 0]
     if windows:
         # Global throughput: windows of all workers; each worker contributes its own samples.
         seconds_by_rank: dict[int, float] = {}
         samples = 0
         steps_total = 0
         for rank in run.ranks:
-            mine = [w for w in run.of_type(WindowRecord, rank=rank) if not w.warmup and w.seconds > 0]
+            mine = [w for w in run.of_type(WindowRecord, rank=rank) if not (w.warmup or w.profiled) and w.seconds > 0]
             seconds_by_rank[rank] = sum(w.seconds for w in mine)
             samples += sum(w.samples for w in mine)
             if rank == run.ranks[0]:
@@ -65,7 +65,7 @@ def derive(run: Run, facts: dict[str, Any]) -> dict[str, Any]:
         if seconds > 0:
             out["throughput.samples_per_s"] = samples / seconds
             out["throughput.steps_per_s"] = steps_total / seconds
-        chief = [w for w in run.of_type(WindowRecord, rank=run.ranks[0]) if not w.warmup and w.seconds > 0]
+        chief = [w for w in run.of_type(WindowRecord, rank=run.ranks[0]) if not (w.warmup or w.profiled) and w.seconds > 0]
         n_workers = max(1, len(run.ranks))
         rates = [w.samples / w.seconds * n_workers for w in chief]
         out["throughput.windows"] = len(chief)
