@@ -155,7 +155,6 @@ def main(argv: list[str] | None = None) -> int:
               f"{', '.join(result['findings']) or '—'} | {', '.join(wanted) or '—'} |")
     print()
     print("Advice for the naive pipeline (`pipeline.advice`):", rows[0][1]["facts"].get("pipeline.advice"))
-    print()
     checks = evaluate(rows)
     print()
     for label, ok, detail in checks:
