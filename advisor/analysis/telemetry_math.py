@@ -5,6 +5,7 @@ Kept apart from the fact derivation so each piece is tested against hand-compute
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Sequence
 
@@ -31,7 +32,11 @@ def trapezoid(times: Sequence[float], values: Sequence[float], t0: float | None 
     if hi <= lo:
         return 0.0
     total = 0.0
-    for (ta, va), (tb, vb) in zip(zip(times, values), zip(times[1:], values[1:])):
+    # Only the segments that meet [lo, hi] (binary search: windows × samples stays cheap).
+    first = max(0, bisect.bisect_right(times, lo) - 1)
+    last = min(len(times) - 1, bisect.bisect_left(times, hi))
+    for i in range(first, last):
+        ta, va, tb, vb = times[i], values[i], times[i + 1], values[i + 1]
         a, b = max(ta, lo), min(tb, hi)
         if b <= a or tb <= ta:
             continue
@@ -47,10 +52,9 @@ def interpolate(times: Sequence[float], values: Sequence[float], t: float) -> fl
         return values[0]
     if t >= times[-1]:
         return values[-1]
-    for (ta, va), (tb, vb) in zip(zip(times, values), zip(times[1:], values[1:])):
-        if ta <= t <= tb:
-            return va if tb == ta else va + (vb - va) * (t - ta) / (tb - ta)
-    return values[-1]
+    i = bisect.bisect_right(times, t)  # times[i-1] <= t < times[i]
+    ta, va, tb, vb = times[i - 1], values[i - 1], times[i], values[i]
+    return va if tb == ta else va + (vb - va) * (t - ta) / (tb - ta)
 
 
 def counter_usable(values: Sequence[float | None]) -> bool:
@@ -61,11 +65,15 @@ def counter_usable(values: Sequence[float | None]) -> bool:
 
 
 def energy_joules(times: Sequence[float], counter: Sequence[float | None], power: Sequence[float | None],
-                  t0: float | None = None, t1: float | None = None) -> tuple[float, str] | None:
-    """Energy of one GPU over [t0, t1]: from the counter when usable, else power × Δt."""
+                  t0: float | None = None, t1: float | None = None,
+                  counter_ok: bool | None = None) -> tuple[float, str] | None:
+    """Energy of one GPU over [t0, t1]: from the counter when usable, else power × Δt.
+
+    ``counter_ok`` lets a caller that asks about many windows check the counter once.
+    """
     if len(times) < 2:
         return None
-    if counter_usable(counter):
+    if counter_ok if counter_ok is not None else counter_usable(counter):
         c = [float(v) for v in counter]  # type: ignore[arg-type]
         lo = times[0] if t0 is None else t0
         hi = times[-1] if t1 is None else t1

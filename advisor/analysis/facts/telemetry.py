@@ -273,15 +273,20 @@ def _memory_peak(series: dict[tuple[int, int], list[Any]], info: dict[int, dict[
 
 
 def _energy_facts(run: Run, info: dict[int, dict[str, Any]], out: dict[str, Any]) -> None:
-    from advisor.analysis.telemetry_math import energy_joules
+    from advisor.analysis.telemetry_math import counter_usable, energy_joules
     from advisor.store.schema import WindowRecord
 
     series = _series(run, info)
+    # Each series as (times, counter, power, counter usable), built once for all windows.
+    prepared = {
+        key: (times, counter, [s.power_w for s in samples], counter_usable(counter))
+        for key, samples in series.items()
+        for times, counter in [([s.t for s in samples], [s.energy_j for s in samples])]
+    }
     total = 0.0
     methods: set[str] = set()
-    for samples in series.values():
-        times = [s.t for s in samples]
-        result = energy_joules(times, [s.energy_j for s in samples], [s.power_w for s in samples])
+    for times, counter, power, ok in prepared.values():
+        result = energy_joules(times, counter, power, counter_ok=ok)
         if result is not None:
             total += result[0]
             methods.add(result[1])
@@ -293,7 +298,7 @@ def _energy_facts(run: Run, info: dict[int, dict[str, Any]], out: dict[str, Any]
     joules = samples_trained = covered = measured = 0.0
     for rank in run.ranks:
         windows = [w for w in run.of_type(WindowRecord, rank=rank) if not w.warmup and w.seconds > 0 and w.samples]
-        mine = [v for (r, _), v in series.items() if r == rank]
+        mine = [v for (r, _), v in prepared.items() if r == rank]
         if not windows or not mine:
             continue
         for w in windows:
@@ -301,10 +306,9 @@ def _energy_facts(run: Run, info: dict[int, dict[str, Any]], out: dict[str, Any]
             measured += w.seconds
             samples_trained += w.samples or 0
             spans = []
-            for samples in mine:
-                times = [s.t for s in samples]
+            for times, counter, power, ok in mine:
                 spans.append(max(0.0, min(t1, times[-1]) - max(t0, times[0])))
-                result = energy_joules(times, [s.energy_j for s in samples], [s.power_w for s in samples], t0, t1)
+                result = energy_joules(times, counter, power, t0, t1, counter_ok=ok)
                 if result is not None:
                     joules += result[0]
             covered += min(spans) if spans else 0.0
