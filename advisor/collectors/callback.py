@@ -300,8 +300,11 @@ class AdvisorCallback:
         if self.writer is None or self.writer.closed:
             return
         try:
-            train_seconds = time.perf_counter() - self._train_t0
-            self.writer.close(status, advisor_seconds=self._own_estimate(), train_seconds=train_seconds)
+            # A baseline measurement trains on purpose: it is neither overhead nor the user's training.
+            baseline = float(self.session.shared.get("baseline_seconds", 0.0)) if self.session else 0.0
+            train_seconds = time.perf_counter() - self._train_t0 - baseline
+            own = max(0.0, self._own_estimate() - baseline)
+            self.writer.close(status, advisor_seconds=own, train_seconds=train_seconds)
         except Exception as exc:
             log.warning("advisor: could not close the run: %s", exc)
         self._in_fit = False

@@ -27,7 +27,8 @@ class EpochCollector(Collector):
     def on_train_batch_end(self, batch: int) -> None:
         if self._first_pending:
             self._first_pending = False
-            seconds = time.perf_counter() - self.s.train_begin_t
+            # A baseline run at train begin (baseline="start") is not part of the time to first step.
+            seconds = time.perf_counter() - self.s.train_begin_t - float(self.s.shared.get("baseline_seconds", 0.0))
             self.s.writer.write(FirstStepRecord(t=time.time(), seconds=seconds))
         self._batch_calls += 1
 

@@ -130,7 +130,11 @@ def _leading_dim(batch: Any) -> int | None:
 
 
 def _tf_first_batch_size(dataset: Any) -> int | None:
-    """Static batch dim, else the first element's (one extra element is read)."""
+    """Static batch dim, else the batch stage's size, else the first element's.
+
+    Reading an element is the last resort and is skipped when the pipeline draws from Python
+    (``from_generator`` over a one-shot iterator would lose the element it gives us).
+    """
     if dataset is None:
         return None
     try:
@@ -140,12 +144,36 @@ def _tf_first_batch_size(dataset: Any) -> int | None:
             dim = spec.shape[0] if spec.shape.rank else None
             if dim is not None:
                 return int(dim)
-        if isinstance(dataset, tf.data.Dataset):
+        batch = _tf_batch_stage_size(dataset)
+        if batch is not None:
+            return batch
+        if isinstance(dataset, tf.data.Dataset) and not _draws_from_python(dataset):
             for element in dataset.take(1):
                 return _leading_dim(tf.nest.flatten(element))
     except Exception:
         return None
     return None
+
+
+def _tf_batch_stage_size(dataset: Any) -> int | None:
+    """The batch size of the last batch stage, following element-wise stages back to it."""
+    ds = dataset
+    while ds is not None:
+        name = type(ds).__name__
+        if name in ("_BatchDataset", "BatchDataset", "_ParallelBatchDataset"):
+            return int(ds._batch_size)
+        if name not in _ONE_TO_ONE:
+            return None
+        ds = getattr(ds, "_input_dataset", None)
+    return None
+
+
+def _draws_from_python(dataset: Any) -> bool:
+    try:
+        graph = dataset._as_serialized_graph().numpy()
+    except Exception:
+        return True  # cannot tell: do not risk consuming the user's data
+    return b"GeneratorDataset" in graph or b"PyFunc" in graph
 
 
 _ONE_TO_ONE = ("_MapDataset", "_ParallelMapDataset", "PrefetchDataset", "_PrefetchDataset",

@@ -45,16 +45,19 @@ SECTIONS: list[tuple[str, list[tuple[str, str, str]]]] = [
     ("Accelerator", [
         ("GPUs sampled", "gpu.count", "num"),
         ("utilization p5 · p50 · p95", "gpu.util.p50", "util3"),
-        ("memory peak", "gpu.mem.peak_fraction", "pct"),
+        ("memory peak", "gpu.mem.peak_fraction", "mem"),
+        ("load imbalance (JS distance)", "gpu.load_imbalance", "num3"),
         ("mean power", "gpu.power_w.mean", "w"),
         ("energy", "energy.wh", "wh"),
         ("energy per sample", "energy.j_per_sample", "j"),
-        ("MFU", "mfu", "pct"),
-        ("accelerator", "accelerator.model", "str"),
+        ("model FLOPs per sample", "model.flops_per_sample", "num"),
+        ("MFU", "mfu", "mfu"),
+        ("accelerator", "accelerator.model", "accel"),
     ]),
     ("Host", [
         ("CPU mean", "host.cpu.mean", "pctv"),
         ("busiest core p95", "host.cpu.max_core_p95", "pctv"),
+        ("samples with a core > 90%", "host.cpu.saturated_fraction", "pct"),
         ("iowait p95", "host.iowait.p95", "pctv"),
         ("memory peak", "host.mem.peak_fraction", "pct"),
     ]),
@@ -85,6 +88,17 @@ def _fmt(kind: str, name: str, facts: dict[str, Any]) -> str | None:
         return f"{value:.2f} ± {facts.get('steps.time_ms.std', 0.0):.2f} ms"
     if value is None:
         return None
+    if kind == "num3":
+        return f"{float(value):.3f}"
+    if kind == "mem":
+        source = facts.get("gpu.mem.peak_source")
+        return f"{100 * float(value):.1f}%" + (f" ({source})" if source else "")
+    if kind == "mfu":
+        method = facts.get("model.flops_method")
+        return f"{100 * float(value):.1f}%" + (f" (FLOPs by {method})" if method else "")
+    if kind == "accel":
+        source = facts.get("accelerator.source")
+        return f"{value}" + (f" (from {source})" if source else "")
     if kind == "num":
         return fmt_number(value)
     if kind == "pct":
@@ -144,7 +158,8 @@ def facts_table(facts: dict[str, Any]) -> Table:
         shown = [(label, _fmt(kind, name, facts)) for label, name, kind in rows]
         shown = [(label, text) for label, text in shown if text is not None]
         if heading == "Accelerator" and facts.get("gpu.present") is False:
-            shown = [("GPU", "no GPU data (NVML not available on this host)")] + shown
+            reason = facts.get("gpu.absent_reason") or "NVML not available on this host"
+            shown = [("GPU", f"no GPU data ({reason})")] + shown
         if not shown:
             continue
         table.add_row(Text(heading, style="bold underline"), "")

@@ -73,3 +73,12 @@ def test_rule_case(code, key):
             assert not set(finding.missing) & set(facts)
     if key == "pass":
         assert finding.fix is None and finding.impact is None
+
+
+def test_c401_counts_the_prefetch_tf_data_injects():
+    """TF's autotuner adds a prefetch after the last stage: no explicit prefetch is then needed."""
+    rule = RULES["C401"]
+    facts = {"pipeline.prefetch": False, "pipeline.sequential_maps": 0, "pipeline.prefetch_injected": True}
+    assert evaluate(rule, facts).status == "pass"
+    assert evaluate(rule, {**facts, "pipeline.prefetch_injected": False}).status == "fail"
+    assert evaluate(rule, {**facts, "pipeline.sequential_maps": 2}).status == "fail"
