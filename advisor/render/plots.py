@@ -122,8 +122,16 @@ def computation_figure(table: ScalingTable) -> Any:
     if not rows:
         return None
     fig, ax = _figure("Computation vs other (share of step time)")
-    labels = [f"{r.strategy}\n×{r.workers}" for r in rows]
-    x = list(range(len(rows)))
+    # One group of bars per strategy, a gap between groups; ×N under each bar, the strategy below.
+    x: list[float] = []
+    groups: dict[str, list[float]] = {}
+    pos = 0.0
+    for i, r in enumerate(rows):
+        if i and r.strategy != rows[i - 1].strategy:
+            pos += 0.6
+        x.append(pos)
+        groups.setdefault(r.strategy, []).append(pos)
+        pos += 1.0
     bottom = [0.0] * len(rows)
     parts = {"computation": [r.compute_percent or 0.0 for r in rows],
              "communication (not overlapped)": [r.exposed_communication_percent or 0.0 for r in rows],
@@ -132,10 +140,13 @@ def computation_figure(table: ScalingTable) -> Any:
         ax.bar(x, values, bottom=bottom, label=name, hatch=HATCHES[name], edgecolor="black", linewidth=0.5)
         bottom = [b + v for b, v in zip(bottom, values)]
     ax.set_xticks(x)
-    ax.set_xticklabels(labels)
+    ax.set_xticklabels([f"×{r.workers}" for r in rows])
+    for strategy, xs in groups.items():
+        ax.annotate(strategy, xy=(sum(xs) / len(xs), 0), xycoords=("data", "axes fraction"),
+                    xytext=(0, -22), textcoords="offset points", ha="center", va="top")
     ax.set_ylabel("% of step time")
     ax.set_ylim(0, 100)
-    ax.legend()
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3, frameon=False)
     return fig
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import sys
 from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -68,7 +69,10 @@ def main(argv: list[str] | None = None) -> None:
     import advisor
 
     if role.legacy_keras:
-        import tf_keras as keras
+        try:
+            import tf_keras as keras
+        except ImportError:  # TensorFlow <= 2.15 (e.g. Horovod's 2.13): tf.keras is Keras 2
+            from tensorflow import keras
     else:
         import keras
     x, y = synthetic(args.samples, args.features, args.classes)
@@ -97,11 +101,14 @@ def main(argv: list[str] | None = None) -> None:
         options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
         data = {"x": ds.with_options(options).prefetch(2)}
     if role.strategy == "horovod":
+        if keras.__name__ == "tf_keras":  # TF >= 2.16: Horovod's callbacks import `keras.backend`
+            sys.modules["keras"] = keras
         import horovod.tensorflow.keras as hvd
 
         hvd.init()
         model = build(keras, args.features, args.hidden, args.classes)
-        opt = hvd.DistributedOptimizer(keras.optimizers.Adam(1e-3))
+        legacy = getattr(keras.optimizers, "legacy", keras.optimizers)
+        opt = hvd.DistributedOptimizer(legacy.Adam(1e-3))
         callbacks.insert(0, hvd.callbacks.BroadcastGlobalVariablesCallback(0))
         _compile(keras, model, opt)
     elif strategy is not None:

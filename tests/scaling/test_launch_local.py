@@ -90,3 +90,29 @@ def test_a_command_that_cannot_start(tmp_path):
     spec = ProcessSpec(["/nonexistent/python"], {}, 0)
     outcome = run_local([spec], tmp_path / "logs", timeout_s=5)
     assert outcome.status == "failed" and "cannot start" in outcome.reason
+
+
+def test_progress_display_reads_the_last_throughput(tmp_path, capsys):
+    from scaling_fixtures import write_run
+
+    from advisor.launch.progress import Display, last_throughput
+    from advisor.launch.record import ConfigRecord, SweepRecord
+
+    runs = tmp_path / "runs"
+    write_run(runs, "s-jax-n2-r0", sweep_id="s", strategy="jax", workers=2, ranks=2,
+              manifest_strategy="DataParallel", epochs=[2.0, 1.0], samples_per_epoch=500, steps_per_epoch=5)
+    # jax: each process counts its own share, so the job's rate is the sum; multiworker: one worker's.
+    assert last_throughput(runs / "s-jax-n2-r0", "jax") == 1000.0
+    assert last_throughput(runs / "s-jax-n2-r0", "multiworker") == 500.0
+    assert last_throughput(runs / "missing", "jax") is None
+    for live in (False, True):
+        rec = ConfigRecord(strategy="jax", workers=2, run_id="s-jax-n2-r0")
+        record = SweepRecord(sweep_id="s", configs=[rec])
+        with Display(record, runs, live=live) as display:
+            rec.status = "running"
+            display.start(rec)
+            display.tick(rec, 1.5)
+            rec.status, rec.seconds, rec.reason = "failed", 2.0, "worker 1 exited with code 1"
+            display.finish(rec)
+        err = capsys.readouterr().err
+        assert "jax ×2" in err and "failed" in err and "1,000" in err
