@@ -52,6 +52,10 @@ def command(
                      repeat, sweep_id)
     check_available([c.strategy for c in plan.configs], launcher)
     runs_dir = resolve_runs_dir(runs_dir_option(ctx))
+    from advisor.launch.record import sweep_dir as _sweep_dir
+
+    if _sweep_dir(runs_dir, plan.sweep_id).exists():
+        raise UsageError(f"sweep {plan.sweep_id} already exists in {runs_dir}; choose another --sweep-id")
     if launcher == "slurm":
         _slurm(plan, runs_dir, timeout_s, instance_type, gpus_per_node, partition, account, sbatch_args)
         return

@@ -23,6 +23,8 @@ GLOBAL_BATCH_STRATEGIES = ("multiworker", "mirrored", "single")
 
 
 def _last_window(file: Path) -> dict[str, Any] | None:
+    """The latest full measured window in the file's tail (a window cut short at an epoch end
+    says little about the rate)."""
     try:
         with open(file, "rb") as fh:
             fh.seek(0, os.SEEK_END)
@@ -30,7 +32,8 @@ def _last_window(file: Path) -> dict[str, Any] | None:
             lines = fh.read().decode("utf-8", "replace").splitlines()
     except OSError:
         return None
-    for line in reversed(lines):
+    windows = []
+    for line in lines:
         if '"window"' not in line:
             continue
         try:
@@ -38,8 +41,11 @@ def _last_window(file: Path) -> dict[str, Any] | None:
         except json.JSONDecodeError:
             continue
         if rec.get("type") == "window" and not rec.get("warmup") and rec.get("seconds"):
-            return rec  # type: ignore[no-any-return]
-    return None
+            windows.append(rec)
+    if not windows:
+        return None
+    longest = max(float(w["seconds"]) for w in windows)
+    return next(w for w in reversed(windows) if float(w["seconds"]) >= 0.5 * longest)
 
 
 def last_throughput(run_dir: Path, strategy: str) -> float | None:

@@ -155,6 +155,9 @@ def test_cli_slurm_writes_scripts_without_sbatch(tmp_path, monkeypatch):
     assert str(scripts[0]) in result.stdout and "sbatch is not installed" in result.stderr
     record = read_sweep(tmp_path / "sweeps" / "sl")
     assert [c.status for c in record.configs] == ["written", "written"]
+    again = CliRunner().invoke(cli, ["--runs-dir", str(tmp_path), "scale", "--launcher", "slurm",
+                                     "--sweep-id", "sl", "--", "python", "train.py"])
+    assert again.exit_code == 2 and "sweep sl already exists" in again.stderr
 
 
 def test_cli_scale_usage_errors(tmp_path):
