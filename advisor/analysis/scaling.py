@@ -10,7 +10,7 @@ measured stays None and the row carries a note saying so; nothing here plots or 
 from __future__ import annotations
 
 import statistics
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -77,12 +77,28 @@ class ScalingTable:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ScalingTable:
+        """A table saved with ``advisor report --format json`` (unknown keys are ignored)."""
+        if int(data.get("schema_version", 0) or 0) > SCALING_SCHEMA_VERSION:
+            raise ValueError(f"scaling report schema {data['schema_version']} is newer than "
+                             f"{SCALING_SCHEMA_VERSION}; upgrade advisor to read it")
+        rows = [Row(**_known(Row, r)) for r in data.get("rows", [])]
+        failures = [Failure(**_known(Failure, f)) for f in data.get("failures", [])]
+        return cls(str(data.get("source", "")), list(data.get("sweep_ids", [])), rows, failures,
+                   list(data.get("notes", [])))
+
     def row(self, strategy: str, workers: int) -> Row | None:
         return next((r for r in self.rows if r.strategy == strategy and r.workers == workers), None)
 
     @property
     def strategies(self) -> list[str]:
         return list(dict.fromkeys(r.strategy for r in self.rows))
+
+
+def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:
+    names = {f.name for f in fields(cls)}
+    return {k: v for k, v in data.items() if k in names}
 
 
 def _mean(values: list[float | None]) -> float | None:

@@ -30,8 +30,8 @@ if TYPE_CHECKING:
 @click.pass_context
 def command(ctx: click.Context, source: str | None, fmt: str, plots_dir: str | None, svg: bool,
             price_per_hour: float | None, gpus_per_instance: int | None, output: str | None) -> None:
-    """Scaling report of SOURCE: a sweep id (or prefix), a sweep directory, or a runs directory
-    (every run in it). Default: the latest sweep of the store.
+    """Scaling report of SOURCE: a sweep id (or prefix), a sweep directory, a runs directory
+    (every run in it), or a report saved with --format json. Default: the latest sweep.
 
     \b
     advisor report                       # latest sweep
@@ -66,6 +66,8 @@ def load_table(source: str | None, runs_dir: str | None, overrides: Mapping[str,
     from advisor.store.reader import RunReader, list_run_dirs
 
     root = resolve_runs_dir(runs_dir)
+    if source and Path(source).is_file() and source.endswith(".json"):
+        return _saved(Path(source))
     if source and Path(source).is_dir():
         path = Path(source)
         if (path / SWEEP_FILE).is_file():
@@ -86,3 +88,19 @@ def load_table(source: str | None, runs_dir: str | None, overrides: Mapping[str,
         if source is not None and source in ids:
             return table_for_sweep(root, source, **overrides)
         raise
+
+
+def _saved(path: Path) -> ScalingTable:
+    """A report saved as JSON, to render again (another format, plots)."""
+    import json
+
+    from advisor.analysis.scaling import ScalingTable
+    from advisor.errors import RunFormatError
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict) or "rows" not in data:
+            raise ValueError("not a scaling report (no 'rows')")
+        return ScalingTable.from_dict(data)
+    except (OSError, UnicodeDecodeError, ValueError, TypeError) as exc:
+        raise RunFormatError(f"{path}: cannot read the saved report ({exc})") from None

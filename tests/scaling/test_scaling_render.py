@@ -133,3 +133,17 @@ def test_cli_report_errors_are_one_line(tmp_path):
     assert "no runs and no sweeps" in result.stderr and "Traceback" not in result.output
     result = CliRunner().invoke(cli, ["--runs-dir", str(tmp_path), "report", "nope"])
     assert result.exit_code == 2 and "no sweep 'nope'" in result.stderr
+
+
+def test_saved_json_report_renders_again(table, tmp_path):
+    from advisor.cli.main import cli
+
+    saved = tmp_path / "scaling.json"
+    saved.write_text(render_table(table, "json"))
+    result = CliRunner().invoke(cli, ["report", str(saved), "--format", "md", "--plots", str(tmp_path / "p")])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == render_table(table, "md")
+    assert (tmp_path / "p" / "efficiency.png").is_file()
+    (tmp_path / "bad.json").write_text('{"rows": [{"nope": 1}]}')
+    result = CliRunner().invoke(cli, ["report", str(tmp_path / "bad.json")])
+    assert result.exit_code == 2 and "cannot read the saved report" in result.stderr
