@@ -112,7 +112,6 @@ class AdvisorCallback:
     # -- the callback protocol (Keras 3 and tf_keras) -------------------------------------------
     params: dict[str, Any] | None = None
     _model: Any = None
-    async_safe = False  # Keras 3 on JAX/torch may dispatch async-safe callbacks off-thread
     _supports_tf_logs = True  # tf_keras: our batch hooks never read logs, so never convert them
     _chief_worker_only = None  # tf_keras multi-worker: run on every worker
 
@@ -125,6 +124,20 @@ class AdvisorCallback:
     @property
     def model(self) -> Any:
         return self._model
+
+    @property
+    def async_safe(self) -> bool:
+        """Keras 3 on JAX and torch may run our batch-end hook on a worker thread when True.
+
+        True when every collector with a batch-end hook allows it (throughput and epochs do; the
+        profiler does not: its step markers must open and close on the training thread). Keras
+        reads this when ``fit`` builds its callback list, before ``on_train_begin``.
+        """
+        return all(
+            getattr(c, "async_safe", False)
+            for c in self.collectors
+            if getattr(type(c), "batch_hook", False) or getattr(c, "batch_hook", False)
+        )
 
     def _implements_train_batch_hooks(self) -> bool:
         return True
@@ -174,18 +187,21 @@ class AdvisorCallback:
         self._call("on_epoch_begin", epoch)
 
     def on_train_batch_begin(self, batch: int, logs: dict[str, Any] | None = None) -> None:
-        for call in self._batch_begin_calls:
-            try:
-                call(batch)
-            except Exception as exc:
-                self._batch_failure(call, exc, "on_train_batch_begin")
-
-    def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
+        # Always on the training thread: the call count is exact here.
         self._batches += 1
         if self._batches & 127 == 0:  # time one call in 128 to estimate our own cost
             t0 = time.perf_counter()
-            self._run_batch_hooks(batch)
+            self._run_batch_begin_hooks(batch)
             self._batch_sampled += 1
+            self._batch_sampled_seconds += time.perf_counter() - t0
+        else:
+            self._run_batch_begin_hooks(batch)
+
+    def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
+        # May run on a Keras worker thread (async dispatch on JAX / torch): no shared counters here.
+        if self._batches & 127 == 0:
+            t0 = time.perf_counter()
+            self._run_batch_hooks(batch)
             self._batch_sampled_seconds += time.perf_counter() - t0
         else:
             self._run_batch_hooks(batch)
@@ -208,6 +224,13 @@ class AdvisorCallback:
         self._finish("finished")
 
     # -- internals -----------------------------------------------------------------------------
+    def _run_batch_begin_hooks(self, batch: int) -> None:
+        for call in self._batch_begin_calls:
+            try:
+                call(batch)
+            except Exception as exc:
+                self._batch_failure(call, exc, "on_train_batch_begin")
+
     def _run_batch_hooks(self, batch: int) -> None:
         for call in self._batch_calls:
             try:
@@ -242,7 +265,7 @@ class AdvisorCallback:
         data, fit_callbacks = discover(fit_locals)
         model = self.model
         flavor, backend, framework = detect_framework(model)
-        spe = int(getattr(model, "steps_per_execution", 1) or 1)
+        spe = _as_int(getattr(model, "steps_per_execution", 1), default=1)
         manifest = {
             "advisor_version": __version__,
             "framework": framework,
@@ -348,6 +371,16 @@ def detect_framework(model: Any) -> tuple[str, str, dict[str, Any]]:
     if "tensorflow" in sys.modules:
         info["tensorflow_version"] = getattr(sys.modules["tensorflow"], "__version__", None)
     return flavor, backend, info
+
+
+def _as_int(value: Any, default: int) -> int:
+    """An int from a plain number or a (tf_keras, possibly distributed) variable."""
+    for read in (lambda v: int(v), lambda v: int(v.numpy()), lambda v: int(v.read_value().numpy())):
+        try:
+            return read(value) or default
+        except Exception:
+            continue
+    return default
 
 
 def _memory_bytes() -> int | None:
