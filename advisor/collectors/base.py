@@ -7,6 +7,13 @@ from Keras; each call goes through the guard: the first exception is logged once
 Hot path: only the batch hooks run every step. Collectors that need ``on_train_batch_end`` set
 ``batch_hook = True`` (``batch_begin_hook = True`` for ``on_train_batch_begin``) and must keep it
 to a clock read and a counter bump (or return at once outside their window).
+
+On JAX and torch, Keras may run ``on_train_batch_end`` on a worker thread (asynchronous callback
+dispatch) when every callback of the fit says it is ``async_safe``. ``AdvisorCallback`` says so
+when all its collectors with a batch-end hook set ``async_safe = True``: such a hook must be safe
+to run off the training thread, concurrently with the next step and with other calls of itself
+(no reading model state, no opening per-thread contexts). ``on_train_batch_begin`` and every
+other hook always run on the training thread.
 """
 
 from __future__ import annotations
@@ -102,6 +109,7 @@ class Collector:
     name = "collector"
     batch_hook = False
     batch_begin_hook = False
+    async_safe = False  # the batch-end hook may run off the training thread (see the module docs)
 
     def __init__(self) -> None:
         self.session: Session | None = None

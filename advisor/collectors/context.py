@@ -46,6 +46,10 @@ def introspect(session: Any) -> dict[str, Any]:
     v: dict[str, Any] = {}
     v["context.backend"] = session.backend
     v["context.legacy_keras"] = session.keras_flavor == "tf_keras"
+    v["context.framework"] = session.keras_flavor
+    device, count = _device(session.backend)
+    v["context.device"] = device
+    v["context.device_count"] = count
     strategy_name, replicas = _strategy(model, session)
     v["context.strategy"] = strategy_name
     v["context.replicas"] = replicas
@@ -59,8 +63,9 @@ def introspect(session: Any) -> dict[str, Any]:
     v["context.dtype_policy"] = policy
     if policy:
         v["context.mixed_precision"] = "16" in policy
-    jit = getattr(model, "jit_compile", None)
-    v["context.jit_compile"] = bool(jit) if jit is not None else None
+    jit = _safe(lambda: model.jit_compile)
+    v["context.jit_compile"] = bool(jit) if jit is not None else (False if session.keras_flavor == "tf_keras" else None)
+    v["context.jit_compile_default"] = _jit_default(model, session.keras_flavor)
     eager = getattr(model, "run_eagerly", None)
     v["context.run_eagerly"] = bool(eager) if eager is not None else None
     names = [type(cb).__name__ for cb in session.fit_callbacks]
@@ -86,6 +91,56 @@ def introspect(session: Any) -> dict[str, Any]:
     v["throughput.logging"] = bool(session.shared.get("throughput.logging"))
     v["context.optimizer"] = type(getattr(model, "optimizer", None)).__name__
     return {k: val for k, val in v.items() if val is not None}
+
+
+def _safe(fn: Any) -> Any:
+    try:
+        return fn()
+    except Exception:
+        return None
+
+
+def _jit_default(model: Any, flavor: str) -> bool | None:
+    """What ``jit_compile`` is when left at its default for this model, backend and machine.
+
+    Keras 3's ``"auto"``: on on JAX, off on torch, on for TensorFlow only with an accelerator and
+    no tf.distribute strategy, and never for a model with layers XLA cannot compile. tf_keras:
+    off unless asked for.
+    """
+    if flavor == "tf_keras":
+        return False
+    resolve = getattr(model, "_resolve_auto_jit_compile", None)
+    value = _safe(resolve) if resolve is not None else None
+    return bool(value) if value is not None else None
+
+
+def _device(backend: str | None) -> tuple[str | None, int | None]:
+    """Kind of device the backend trains on (``gpu``, ``tpu``, ``cpu``…) and how many this process sees.
+
+    Reads only frameworks that are already imported: the backend in use always is.
+    """
+    try:
+        if backend == "tensorflow" and "tensorflow" in sys.modules:
+            tf = sys.modules["tensorflow"]
+            for kind in ("TPU", "GPU"):
+                found = tf.config.list_logical_devices(kind)
+                if found:
+                    return kind.lower(), len(found)
+            return "cpu", len(tf.config.list_logical_devices("CPU")) or 1
+        if backend == "jax" and "jax" in sys.modules:
+            devices = sys.modules["jax"].local_devices()
+            return (str(devices[0].platform).lower(), len(devices)) if devices else (None, None)
+        if backend == "torch" and "torch" in sys.modules:
+            from keras.src.backend.torch.core import get_device
+
+            name = str(get_device()).split(":")[0]
+            torch = sys.modules["torch"]
+            if name == "cuda":
+                return "gpu", int(torch.cuda.device_count())
+            return name, 1
+    except Exception:
+        return None, None
+    return None, None
 
 
 def _strategy(model: Any, session: Any) -> tuple[str | None, int | None]:

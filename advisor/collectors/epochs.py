@@ -1,7 +1,13 @@
-"""Epochs: wall time per epoch, split into training and validation, and time to first step."""
+"""Epochs: wall time per epoch, split into training and validation, and time to first step.
+
+Only the first batch end matters here (time to first step); after it the collector leaves the
+per-batch path. That hook may run on a Keras worker thread (async dispatch on JAX and torch), so
+it takes a lock to write its one record exactly once.
+"""
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -12,6 +18,7 @@ from advisor.store.schema import EpochRecord, FirstStepRecord
 class EpochCollector(Collector):
     name = "epochs"
     batch_hook = True
+    async_safe = True
 
     def __init__(self) -> None:
         super().__init__()
@@ -21,23 +28,27 @@ class EpochCollector(Collector):
         self._val_t0: float | None = None
         self._val_seconds = 0.0
         self._train_end_t: float | None = None
-        self._batch_calls = 0
+        self._first_lock = threading.Lock()
         self.epochs: list[EpochRecord] = []
 
     def on_train_batch_end(self, batch: int) -> None:
-        if self._first_pending:
+        if not self._first_pending:
+            return
+        now = time.perf_counter()
+        with self._first_lock:
+            if not self._first_pending:
+                return
             self._first_pending = False
-            # A baseline run at train begin (baseline="start") is not part of the time to first step.
-            seconds = time.perf_counter() - self.s.train_begin_t - float(self.s.shared.get("baseline_seconds", 0.0))
-            self.s.writer.write(FirstStepRecord(t=time.time(), seconds=seconds))
-        self._batch_calls += 1
+            self.batch_hook = False  # off the hot path from the next epoch boundary on
+        # A baseline run at train begin (baseline="start") is not part of the time to first step.
+        seconds = now - self.s.train_begin_t - float(self.s.shared.get("baseline_seconds", 0.0))
+        self.s.writer.write(FirstStepRecord(t=time.time(), seconds=seconds))
 
     def on_epoch_begin(self, epoch: int) -> None:
         self._epoch_t0 = time.perf_counter()
         self._epoch_step0 = self.s.iterations()
         self._val_seconds = 0.0
         self._val_t0 = None
-        self._batch_calls = 0
 
     def on_test_begin(self) -> None:
         self._val_t0 = time.perf_counter()
@@ -51,13 +62,13 @@ class EpochCollector(Collector):
         now = time.perf_counter()
         seconds = now - self._epoch_t0
         step = self.s.iterations()
-        if step is not None and self._epoch_step0 is not None:
-            steps = step - self._epoch_step0
-        else:
-            steps = self._batch_calls * max(1, self.s.steps_per_execution)
         windows = [
             w for w in self.s.shared.get("throughput.windows", []) if w.epoch == epoch
         ]
+        if step is not None and self._epoch_step0 is not None:
+            steps = step - self._epoch_step0
+        else:  # no optimizer counter: the throughput windows' own count
+            steps = sum(w.steps for w in windows)
         if windows and all(w.samples is not None for w in windows):
             samples: int | None = sum(w.samples for w in windows)
         elif self.s.data.batch_size:

@@ -1,10 +1,17 @@
 """Throughput: samples/s and steps/s per wall-clock window, with warm-up kept apart.
 
-The batch hook reads a clock, keeps it, and compares it with the window's end: nothing else. Real
-step counts come from ``optimizer.iterations`` deltas read at window and epoch boundaries, so they
-are right under ``steps_per_execution > 1`` (one hook call per execution) and for the last,
-shorter execution of an epoch. Samples are steps × global batch, less the missing samples of a
-partial last batch when the epoch ran through the whole input.
+The batch-end hook only appends a clock reading; the batch-begin hook counts the call and
+compares the latest reading with the window's end. Real step counts come from
+``optimizer.iterations`` deltas read at window and epoch boundaries, so they are right under
+``steps_per_execution > 1`` (one hook call per execution) and for the last, shorter execution of
+an epoch. Samples are steps × global batch, less the missing samples of a partial last batch when
+the epoch ran through the whole input.
+
+Windows close on the training thread (batch begin, validation begin, epoch end), never in the
+batch-end hook. That makes the batch-end hook safe for Keras's asynchronous callback dispatch on
+JAX and torch (``async_safe``): there it runs on a worker thread, after the step's logs are
+ready, and appending to a list is all it does. Reading ``optimizer.iterations`` at a boundary
+waits for the steps already dispatched, so a window's seconds end when its last step is done.
 """
 
 from __future__ import annotations
@@ -23,6 +30,8 @@ log = logging.getLogger("advisor")
 class ThroughputCollector(Collector):
     name = "throughput"
     batch_hook = True
+    batch_begin_hook = True
+    async_safe = True  # the batch-end hook is one list append (see the module docs)
 
     def __init__(self, window_s: float = 10.0, warmup_steps: int = 5, log_every_s: float | None = 60.0) -> None:
         super().__init__()
@@ -31,10 +40,10 @@ class ThroughputCollector(Collector):
         self.window_s = float(window_s)
         self.warmup_steps = max(0, int(warmup_steps))
         self.log_every_s = log_every_s
-        self._stamps: list[float] = []
+        self._stamps: list[float] = [-math.inf]
         self._next_close = math.inf
         self._warmup_calls = 0
-        self._calls = 0
+        self._calls = 0  # hook calls begun (all but the current one have ended or been dispatched)
         self._win_call0 = 0
         self._boundaries: list[int] = []  # hook-call counts at which a window must close
         self._next_boundary = -1
@@ -65,27 +74,29 @@ class ThroughputCollector(Collector):
             self._planned = True
             self._plan_boundaries()
         self._epoch = epoch
-        self._start_window(time.perf_counter(), self.s.iterations())
+        self._start_window(time.perf_counter(), self.s.iterations(), self._calls)
         self._epoch_step0 = self._win_step0
         self._partial_counted = False
         self._in_epoch = True
 
+    def on_train_batch_begin(self, batch: int) -> None:
+        done = self._calls
+        self._calls = done + 1
+        if done == self._next_boundary or self._stamps[-1] >= self._next_close:
+            self._close_window(done, warmup=done <= self._warmup_calls)
+
     def on_train_batch_end(self, batch: int) -> None:
-        now = time.perf_counter()
-        self._stamps.append(now)
-        self._calls += 1
-        if now >= self._next_close or self._calls == self._next_boundary:
-            self._close_window(now, warmup=self._calls <= self._warmup_calls)
+        self._stamps.append(time.perf_counter())
 
     def on_test_begin(self) -> None:
         # Validation inside fit: close the training window so it holds training time only.
         if self._in_epoch:
-            self._close_window(time.perf_counter(), warmup=self._calls <= self._warmup_calls)
+            self._close_window(self._calls, warmup=self._calls <= self._warmup_calls)
             self._in_epoch = False
 
     def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None) -> None:
         if self._in_epoch:
-            self._close_window(time.perf_counter(), warmup=self._calls <= self._warmup_calls)
+            self._close_window(self._calls, warmup=self._calls <= self._warmup_calls)
             self._in_epoch = False
         self._maybe_log(force=True)
 
@@ -101,33 +112,36 @@ class ThroughputCollector(Collector):
             self._profiled_calls = (first, last)
             marks |= {first - 1, last}
         self._boundaries = sorted(m for m in marks if m > 0)
-        self._advance_boundary()
+        self._advance_boundary(self._calls)
 
-    def _advance_boundary(self) -> None:
-        upcoming = [m for m in self._boundaries if m > self._calls]
+    def _advance_boundary(self, done: int) -> None:
+        upcoming = [m for m in self._boundaries if m > done]
         self._next_boundary = upcoming[0] if upcoming else -1
 
-    def _window_profiled(self) -> bool:
+    def _window_profiled(self, done: int) -> bool:
         if self._profiled_calls is None:
             return False
         first, last = self._profiled_calls
-        return self._win_call0 < last and self._calls >= first
+        return self._win_call0 < last and done >= first
 
-    def _start_window(self, now: float, step: int | None) -> None:
-        self._win_call0 = self._calls
+    def _start_window(self, now: float, step: int | None, done: int) -> None:
+        self._win_call0 = done
         self._win_t0 = now
-        self._win_step0 = step if step is not None else self._calls * max(1, self.s.steps_per_execution)
+        self._win_step0 = step if step is not None else done * max(1, self.s.steps_per_execution)
         self._stamps = [now]
         self._next_close = now + self.window_s
 
-    def _close_window(self, now: float, warmup: bool) -> None:
-        step = self.s.iterations()
+    def _close_window(self, done: int, warmup: bool) -> None:
+        """Close the window after ``done`` hook calls; runs on the training thread."""
+        step = self.s.iterations()  # waits for dispatched steps (JAX, torch on GPU) to finish
+        now = time.perf_counter()
         if step is None:
-            step = self._calls * max(1, self.s.steps_per_execution)
+            step = done * max(1, self.s.steps_per_execution)
         steps = step - self._win_step0
         if steps > 0:
             samples = self._samples(steps, step)
-            stats = _interval_stats(self._stamps, max(1, self.s.steps_per_execution))
+            stamps = sorted(self._stamps)  # appended by worker threads under async dispatch
+            stats = _interval_stats(stamps, max(1, self.s.steps_per_execution))
             record = WindowRecord(
                 t=time.time(),
                 epoch=self._epoch,
@@ -137,7 +151,7 @@ class ThroughputCollector(Collector):
                 step_begin=self._win_step0,
                 step_end=step,
                 warmup=warmup,
-                profiled=self._window_profiled(),
+                profiled=self._window_profiled(done),
                 **stats,
             )
             self.windows.append(record)
@@ -145,8 +159,8 @@ class ThroughputCollector(Collector):
             if not warmup and not record.profiled and samples is not None:
                 self._log_samples += samples
                 self._log_seconds += record.seconds
-        self._start_window(now, step)
-        self._advance_boundary()
+        self._start_window(now, step, done)
+        self._advance_boundary(done)
         self._maybe_log()
 
     def _samples(self, steps: int, step_now: int) -> int | None:

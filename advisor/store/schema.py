@@ -112,7 +112,7 @@ class WindowRecord(Record):
     epoch: int
     seconds: float
     steps: int
-    samples: int | None  # None when the batch size could not be learned
+    samples: int | None = None  # None (absent) when the batch size could not be learned
     step_begin: int  # optimizer iterations at the window's start
     step_end: int
     warmup: bool = False
@@ -132,7 +132,7 @@ class EpochRecord(Record):
     train_seconds: float
     val_seconds: float = 0.0
     steps: int
-    samples: int | None
+    samples: int | None = None
     val_steps: int | None = None
 
 

@@ -34,6 +34,11 @@ FACTS = (
     Fact("context.host_cpu_count", "", "logical CPUs on the host", "context"),
     Fact("context.graph_retraces", "", "times the train function was traced again after the first trace", "context"),
     Fact("context.horovod_compression", "", "Horovod gradient compression in use (none, fp16)", "context", "str"),
+    # Added by the cross-framework issue.
+    Fact("context.framework", "", "which Keras trains: keras3 or tf_keras", "context", "str"),
+    Fact("context.jit_compile_default", "", "what jit_compile is when left at its default for this backend, model and machine", "context", "bool"),
+    Fact("context.device", "", "kind of device the backend trains on: gpu, tpu, cpu, mps", "context", "str"),
+    Fact("context.device_count", "", "devices of that kind this process sees", "context"),
 )
 
 
