@@ -164,3 +164,31 @@ def test_periodic_log_line(runs_dir, caplog):
         logger.removeHandler(caplog.handler)
     lines = [r.getMessage() for r in caplog.records if "samples/s" in r.getMessage()]
     assert lines and "samples/$ at $3.00/h" in lines[-1]
+
+
+def _multiworker_run(runs_dir, strategy: str):
+    """Two workers' files written as tf.distribute (global batch on each) or Horovod would."""
+    import time as _t
+
+    from advisor.store.schema import WindowRecord as W
+    from advisor.store.writer import RunWriter
+
+    chief = RunWriter(runs_dir, run_id=f"mw-{strategy}", manifest={"strategy": strategy, "num_workers": 2})
+    other = RunWriter(runs_dir, run_id=f"mw-{strategy}", rank=1)
+    for writer in (chief, other):
+        for i in range(3):
+            writer.write(W(t=_t.time(), epoch=0, seconds=1.0, steps=10, samples=640, step_begin=i * 10,
+                           step_end=(i + 1) * 10))
+        writer.close()
+    return RunReader(chief.path).read()
+
+
+def test_multiworker_throughput_counts_the_global_batch_once(runs_dir):
+    # tf.distribute multi-worker: every worker saw the global batch of 64 → 640 samples/s in all.
+    facts, _ = registry().derive(_multiworker_run(runs_dir, "MultiWorkerMirroredStrategy"))
+    assert facts["throughput.samples_per_s"] == pytest.approx(640.0)
+    assert facts["throughput.samples_per_s.p50"] == pytest.approx(640.0)
+    # Horovod: each worker fed its own batch of 64 → the samples add up.
+    facts, _ = registry().derive(_multiworker_run(runs_dir, "Horovod"))
+    assert facts["throughput.samples_per_s"] == pytest.approx(1280.0)
+    assert facts["throughput.samples_per_s.p50"] == pytest.approx(1280.0)

@@ -46,28 +46,31 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def derive(run: Run, facts: dict[str, Any]) -> dict[str, Any]:
+    from advisor.analysis.scaling_points import counts_global_batch
     from advisor.store.schema import ContextRecord, EpochRecord, FirstStepRecord, WindowRecord
 
     out: dict[str, Any] = {}
-    windows = [w for w in run.of_type(WindowRecord) if not (w.warmup or w.profiled) and w.seconds > 0]
-    if windows:
-        # Global throughput: windows of all workers; each worker contributes its own samples.
-        seconds_by_rank: dict[int, float] = {}
-        samples = 0
-        steps_total = 0
-        for rank in run.ranks:
-            mine = [w for w in run.of_type(WindowRecord, rank=rank) if not (w.warmup or w.profiled) and w.seconds > 0]
-            seconds_by_rank[rank] = sum(w.seconds for w in mine)
-            samples += sum(w.samples for w in mine)
-            if rank == run.ranks[0]:
-                steps_total = sum(w.steps for w in mine)
-        seconds = max(seconds_by_rank.values())
-        if seconds > 0:
+
+    def measured(rank: int) -> list[WindowRecord]:
+        return [w for w in run.of_type(WindowRecord, rank=rank) if not (w.warmup or w.profiled) and w.seconds > 0]
+
+    if run.ranks and measured(run.ranks[0]):
+        # Job throughput. Usually each worker records its own samples and they add up; under
+        # tf.distribute multi-worker strategies every worker records the global batch, so the
+        # chief's windows alone hold the job's samples.
+        ranks = run.ranks[:1] if counts_global_batch(run) else run.ranks
+        scale = 1 if counts_global_batch(run) else max(1, len(run.ranks))
+        seconds = max(sum(w.seconds for w in measured(rank)) for rank in run.ranks)
+        chief = measured(run.ranks[0])
+        steps_total = sum(w.steps for w in chief)
+        if all(w.samples is not None for rank in ranks for w in measured(rank)) and seconds > 0:
+            samples = sum(w.samples or 0 for rank in ranks for w in measured(rank))
             out["throughput.samples_per_s"] = samples / seconds
+            rates = [(w.samples or 0) / w.seconds * scale for w in chief]
+        else:
+            rates = []
+        if seconds > 0:
             out["throughput.steps_per_s"] = steps_total / seconds
-        chief = [w for w in run.of_type(WindowRecord, rank=run.ranks[0]) if not (w.warmup or w.profiled) and w.seconds > 0]
-        n_workers = max(1, len(run.ranks))
-        rates = [w.samples / w.seconds * n_workers for w in chief]
         out["throughput.windows"] = len(chief)
         out["throughput.measured_steps"] = steps_total
         if rates:
@@ -75,7 +78,8 @@ def derive(run: Run, facts: dict[str, Any]) -> dict[str, Any]:
             out["throughput.samples_per_s.p50"] = percentile(rates, 50)
             out["throughput.samples_per_s.p90"] = percentile(rates, 90)
         # Stability is judged on full windows only: the window cut at an epoch end is short.
-        full = [w.samples / w.seconds for w in chief if w.seconds >= 0.5 * max(c.seconds for c in chief)]
+        full = [w.samples / w.seconds for w in chief
+                if w.samples is not None and w.seconds >= 0.5 * max(c.seconds for c in chief)]
         if len(full) >= 3 and statistics.fmean(full) > 0:
             out["throughput.cv"] = statistics.pstdev(full) / statistics.fmean(full)
         _step_stats(chief, out)
