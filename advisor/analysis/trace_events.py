@@ -171,6 +171,8 @@ def analyse_events(trace: dict[str, Any]) -> dict[str, Any]:
             entry[1] += end - start
         elif "long_name" in args:  # a TF op executed by the host (CPU) executor
             op_name = str(args["long_name"])
+        elif "hlo_op" in args:  # an XLA op run by the host (JAX on CPU): e.g. all-reduce.7
+            op_name = str(args["hlo_op"])
         else:
             continue
         if COMMUNICATION_RE.search(op_name):

@@ -18,6 +18,7 @@ def detect_rank_world(env: Mapping[str, str] | None = None) -> tuple[int, int]:
         ("HOROVOD_RANK", "HOROVOD_SIZE"),
         ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
         ("PMI_RANK", "PMI_SIZE"),
+        ("SLURM_PROCID", "SLURM_NTASKS"),
     )
     for rank_var, size_var in pairs:
         if rank_var in env:

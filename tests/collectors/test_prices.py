@@ -35,3 +35,4 @@ def test_price_resolution_order():
 
 def test_samples_per_dollar_formula():
     assert samples_per_dollar(1000.0, 3.6) == pytest.approx(1_000_000.0)
+
