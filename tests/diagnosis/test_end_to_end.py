@@ -63,8 +63,10 @@ def model():
     m = keras.Sequential(
         [
             keras.Input((FEATURES,)),
-            keras.layers.Dense(512, activation="relu"),
-            keras.layers.Dense(512, activation="relu"),
+            # Wide enough that a step (~10 ms here) dwarfs what even a healthy tf.data pipeline
+            # costs per batch on a CPU-only host (~0.3 ms), as it would beside an accelerator.
+            keras.layers.Dense(2048, activation="relu"),
+            keras.layers.Dense(2048, activation="relu"),
             keras.layers.Dense(CLASSES),
         ]
     )
@@ -84,8 +86,7 @@ def train(runs_dir: Path, name: str, dataset, baseline_steps: int = 10) -> Path:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     store = tmp_path_factory.mktemp("e2e-runs")
-    # The healthy run's steps take ~2 ms: more baseline steps keep scheduler noise on this shared
-    # machine from looking like an input cost.
+    # More baseline steps keep scheduler noise on a shared machine from looking like an input cost.
     return {
         "bound": train(store, "input-bound", input_bound_dataset()),
         "healthy": train(store, "healthy", healthy_dataset(), baseline_steps=40),
