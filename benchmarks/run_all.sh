@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Every benchmark, one after the other, on a quiet machine; the output is what RESULTS.md quotes.
+#   bash benchmarks/run_all.sh 2>&1 | tee /tmp/bench.log
+set -u
+cd "$(dirname "$0")/.."
+export TF_CPP_MIN_LOG_LEVEL=3 PYTHONUNBUFFERED=1
+run() { echo; echo "### $*"; uptime; "$@" 2>&1 | grep -v -E '^(I0000|W0000|WARNING: All log)'; }
+run python benchmarks/overhead.py --pairs 7
+for backend in jax torch tf_keras; do run python benchmarks/overhead.py --pairs 7 --backend "$backend"; done
+run python benchmarks/check_speed.py --repeats 7 --hours 1
+run python benchmarks/trace_speed.py --repeats 5 --pairs 7
+run python benchmarks/telemetry_overhead.py --pairs 7
+run python benchmarks/tfdata_guide.py
