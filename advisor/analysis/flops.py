@@ -15,8 +15,13 @@ definition does (they are a few percent at most in models where MFU matters):
   ``length`` times). XLA's own cost analysis is not used: on GPU it misses convolutions. JAX
   differentiates a convolution's input as a convolution over the padded gradient, so "valid"
   convolutions count a few percent more than the algorithmic figure.
+* ``torch-flop-counter`` (torch backend): ``torch.utils.flop_counter.FlopCounterMode`` around
+  one forward and backward pass of a ``stateless_call`` on a random batch (the model's weights
+  and state are not changed; the gradients are thrown away). It counts the same matmul and
+  convolution ops, forward and backward, from the shapes torch dispatches.
 
-Nothing is executed: only shapes are traced, so this costs a trace, not a training step.
+On TensorFlow and JAX nothing is executed: only shapes are traced, so this costs a trace, not a
+training step. On torch it costs one forward and backward pass of ``TRACE_BATCH`` samples.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ TRACE_BATCH = 32
 @dataclass(frozen=True)
 class FlopsEstimate:
     flops_per_sample: float
-    method: str  # tf-graph-op-count | jaxpr-op-count
+    method: str  # tf-graph-op-count | jaxpr-op-count | torch-flop-counter
     batch: int
     by_op: dict[str, float] | None = None  # per op type, per sample (tf method)
 
@@ -50,6 +55,8 @@ def estimate_flops_per_sample(model: Any, data: Any = None, backend: str | None 
         return tf_flops_per_sample(model, specs, batch)
     if backend == "jax":
         return jax_flops_per_sample(model, specs, batch)
+    if backend == "torch":
+        return torch_flops_per_sample(model, specs, batch)
     return None
 
 
@@ -125,10 +132,13 @@ def tf_flops_per_sample(model: Any, specs: Any, batch: int = TRACE_BATCH) -> Flo
     tf_specs = _map(to_spec, specs)
     variables = list(model.trainable_variables)
 
+    def outputs_sum(outputs: Any) -> Any:  # TF ops only: the model may be a tf_keras one
+        return tf.add_n([tf.reduce_sum(tf.square(tf.cast(out, tf.float32))) for out in tf.nest.flatten(outputs)])
+
     @tf.function(autograph=False)
     def grad_step(x: Any) -> Any:
         with tf.GradientTape() as tape:
-            loss = _outputs_sum(model(x, training=True))
+            loss = outputs_sum(model(x, training=True))
         return tape.gradient(loss, variables)
 
     concrete = grad_step.get_concrete_function(tf_specs)
@@ -297,3 +307,42 @@ def count_jaxpr_flops(jaxpr: Any, by_op: dict[str, float], times: float = 1.0) -
                 best = max(costs, key=lambda c: sum(c.values()))
                 for k, v in best.items():
                     by_op[k] = by_op.get(k, 0.0) + v
+
+
+# ---------------------------------------------------------------------------------------------
+# torch: FlopCounterMode over one stateless forward and backward pass
+
+
+def torch_flops_per_sample(model: Any, specs: Any, batch: int = TRACE_BATCH) -> FlopsEstimate | None:
+    import torch
+    from keras.src.backend.torch.core import get_device
+    from torch.utils.flop_counter import FlopCounterMode
+
+    device = get_device()
+
+    def make(leaf: tuple[tuple[Any, ...], str]) -> Any:
+        shape, dtype = leaf
+        if any(d is None for d in shape):
+            raise ValueError(f"input shape {shape} is not fully known")
+        torch_dtype = getattr(torch, dtype, None)
+        if torch_dtype is None or not torch_dtype.is_floating_point:  # token ids, labels: zeros are valid
+            return torch.zeros((batch, *shape), dtype=torch_dtype or torch.int64, device=device)
+        return torch.rand((batch, *shape), dtype=torch_dtype, device=device)
+
+    x = _map(make, specs)
+    # Views of the weights that track gradients: no copy, and the model's own tensors stay untouched.
+    trainable = [v.value.detach().requires_grad_(True) for v in model.trainable_variables]
+    frozen = [v.value.detach() for v in model.non_trainable_variables]
+    counter = FlopCounterMode(display=False)
+    with counter:
+        outputs, _ = model.stateless_call(trainable, frozen, x, training=True)
+        loss = _outputs_sum(outputs)
+        torch.autograd.grad(loss, [t for t in trainable if t.is_floating_point()], allow_unused=True)
+    by_op: dict[str, float] = {}
+    for op, flops in counter.get_flop_counts().get("Global", {}).items():
+        name = str(getattr(op, "__name__", op)).split(".")[0]
+        by_op[name] = by_op.get(name, 0.0) + float(flops)
+    total = sum(by_op.values())
+    if total <= 0:
+        return None
+    return FlopsEstimate(total / batch, "torch-flop-counter", batch, {k: v / batch for k, v in by_op.items()})

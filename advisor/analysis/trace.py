@@ -162,6 +162,13 @@ def summarize(
     memory_mb: int | None = None,
 ) -> TraceSummary:
     """Summarise the profile at ``path``. Raises :class:`TraceError` with a one-line reason."""
+    from advisor.analysis.trace_torch import find_torch_traces, summarize_torch
+
+    if find_torch_traces(path):  # a torch.profiler chrome trace (Keras torch backend)
+        try:
+            find_xplanes(path)
+        except TraceError:
+            return summarize_torch(path)
     t0 = time.perf_counter()
     files = find_xplanes(path)
     _check_files(files)

@@ -118,7 +118,7 @@ def measure_input(model: Any, data: Any, steps: int | None = DEFAULT_STEPS, *, b
     are the same afterwards. Raises ``InputError`` (one line) for bad input.
     """
     _check_model(model)
-    backend = _backend()
+    backend = _backend(model)
     spe = steps_per_execution(model)
     warm = _round_up(warmup_steps if warmup_steps is not None else 2 * spe, spe)
     if steps is None:
@@ -131,7 +131,7 @@ def measure_input(model: Any, data: Any, steps: int | None = DEFAULT_STEPS, *, b
         if not isinstance(steps, int) or steps < 1:
             raise InputError(f"steps must be a positive integer, got {steps!r}")
         n = _round_up(steps, spe)
-    feeds = feeds_from_user(data, warm + n, batch_size, backend)
+    feeds = feeds_from_user(data, warm + n, batch_size, backend, legacy=_is_tf_keras(model))
     return run_baseline(model, feeds, warm, n, source_cache=source_cache, data_only=data_only,
                         timeout_s=timeout_s)
 
@@ -143,11 +143,12 @@ def _check_model(model: Any) -> None:
         raise InputError("the model is not compiled: call model.compile(optimizer, loss) first")
 
 
-def _backend() -> str | None:
-    try:
-        import keras
+def _backend(model: Any) -> str | None:
+    """The backend of the Keras that owns ``model`` (tf_keras: tensorflow), importing no Keras."""
+    from advisor.collectors.callback import detect_framework
 
-        return str(keras.backend.backend())
+    try:
+        return detect_framework(model)[1]
     except Exception:
         return None
 
@@ -325,7 +326,7 @@ class BaselineCollector(Collector):
         n = _round_up(self.steps, spe)
         t0 = time.perf_counter()
         try:
-            feeds = feeds_from_session(s.data, warm + n, s.backend)
+            feeds = feeds_from_session(s.data, warm + n, s.backend, training_done=self.mode == "end")
             self.result = run_baseline(model, feeds, warm, n, source_cache=self.source_cache,
                                        timeout_s=self.timeout_s)
         except InputError as exc:

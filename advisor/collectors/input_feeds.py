@@ -287,7 +287,7 @@ def _take_rows(value: Any, index: Any) -> Any:
 
 
 def array_feeds(x: Any, y: Any, sample_weight: Any, batch_size: int, shuffle: Any, need: int,
-                backend: str | None) -> Feeds:
+                backend: str | None, legacy: bool = False) -> Feeds:
     """Arrays: real = the arrays through Keras's own array adapter, sliced to ``need`` batches."""
     import numpy as np
 
@@ -301,6 +301,11 @@ def array_feeds(x: Any, y: Any, sample_weight: Any, batch_size: int, shuffle: An
     real = {"x": xs, "y": ys, "sample_weight": sws, "batch_size": batch_size, "shuffle": shuffle}
 
     def data_only(warm: int, n: int) -> float | None:
+        if legacy:  # tf_keras: its own array adapter (Keras 3's is not loaded in a tf_keras job)
+            from tf_keras.src.engine.data_adapter import TensorLikeDataAdapter
+
+            dataset = TensorLikeDataAdapter(xs, ys, sws, batch_size=batch_size, shuffle=shuffle).get_dataset()
+            return tfdata_drain(dataset, warm, n)
         adapter = _keras_adapter(xs, ys, sws, batch_size=batch_size, shuffle=shuffle)
         if backend in (None, "tensorflow"):
             return tfdata_drain(adapter.get_tf_dataset(), warm, n)
@@ -331,6 +336,7 @@ def generator_feeds(first_batch: Any, backend: str | None, generator: Any = None
 
 
 def pydataset_feeds(py_dataset: Any, backend: str | None) -> Feeds:
+    """A Keras 3 PyDataset, or a tf_keras ``Sequence`` (no ``num_batches``, no Keras 3 adapter)."""
     try:
         first = py_dataset[0]
     except Exception as exc:
@@ -340,9 +346,13 @@ def pydataset_feeds(py_dataset: Any, backend: str | None) -> Feeds:
         raise InputError("cannot tell the batch size of the PyDataset's first batch")
     if not isinstance(first, tuple):
         first = (first,)
-    num = py_dataset.num_batches
+    legacy = not hasattr(py_dataset, "num_batches")
+    num = len(py_dataset) if legacy else py_dataset.num_batches
 
     def data_only(warm: int, n: int) -> float | None:
+        if legacy:  # tf_keras Sequence: index it as tf_keras's enqueuer does (one worker)
+            size = len(py_dataset)
+            return _timed_iteration(lambda: (py_dataset[i % size] for i in range(warm + n)), warm, n)
         adapter = _keras_adapter(py_dataset, shuffle=False)
         adapter.on_epoch_begin()
         try:
@@ -377,8 +387,13 @@ def torch_feeds(loader: Any, backend: str | None) -> Feeds:
 # entry points
 
 
-def feeds_from_session(data: Any, need: int, backend: str | None) -> Feeds:
-    """Feeds from what the callback learned about fit's input (``session.data``)."""
+def feeds_from_session(data: Any, need: int, backend: str | None, training_done: bool = True) -> Feeds:
+    """Feeds from what the callback learned about fit's input (``session.data``).
+
+    ``training_done``: the baseline runs after training (``baseline="end"``). Only then may a
+    tf_keras generator input give up one more batch (tf_keras keeps no copy of the batch it
+    peeked at): training no longer needs it.
+    """
     kind = data.kind
     adapter = data.adapter
     if kind == "tf.data":
@@ -400,17 +415,42 @@ def feeds_from_session(data: Any, need: int, backend: str | None) -> Feeds:
         return array_feeds(x, y, sw, int(data.batch_size), getattr(adapter, "_shuffle", False), need, backend)
     if kind == "generator":
         first = (getattr(adapter, "_first_batches", None) or [None])[0]
+        if first is None and callable(getattr(adapter, "get_dataset", None)):  # tf_keras
+            return _tf_keras_generator_feeds(adapter.get_dataset(), training_done)
         if first is None:
             raise InputError("the generator's first batch is not available")
         return generator_feeds(first, backend)
     if kind == "pydataset":
-        return pydataset_feeds(adapter.py_dataset, backend)
+        py_dataset = getattr(adapter, "py_dataset", None) or getattr(adapter, "_keras_sequence", None)
+        if py_dataset is None:
+            raise InputError("cannot reach the PyDataset through Keras's adapter")
+        return pydataset_feeds(py_dataset, backend)
     if kind == "torch":
         loader = getattr(adapter, "_dataloader", None)
         if loader is None:
             raise InputError("cannot reach the DataLoader through Keras's adapter")
         return torch_feeds(loader, backend)
     raise InputError(f"the baseline does not support this input kind: {kind or 'unknown'}")
+
+
+def _tf_keras_generator_feeds(dataset: Any, training_done: bool) -> Feeds:
+    """tf_keras wraps a generator in ``from_generator``: after training, its next batch is the
+    cached one (a generator cannot be replayed, so there is no real-input run)."""
+    if not training_done:
+        raise InputError("under tf_keras a generator's batch can only be taken after training: "
+                         "use baseline='end'")
+    cached = dataset.take(1).cache().repeat()
+    try:
+        first = first_element(cached)
+    except InputError as exc:
+        raise InputError(f"the generator gave no batch after training ({exc})") from None
+    batch_size = leading_dim(first)
+    if not batch_size:
+        raise InputError("cannot tell the batch size of the generator's batches")
+    feeds = Feeds("generator", batch_size, {"x": cached}, first=first)
+    feeds.notes.append("a Python generator cannot be replayed: real throughput comes from training")
+    feeds.notes.append("data-only throughput is not measured for Python generators")
+    return feeds
 
 
 def epoch_batches(data: Any, batch_size: int | None) -> int:
@@ -428,7 +468,8 @@ def epoch_batches(data: Any, batch_size: int | None) -> int:
         raise InputError("a generator has no length: pass steps=N")
     if _is_pydataset(data) or type(data).__name__ == "DataLoader":
         try:
-            num = data.num_batches if _is_pydataset(data) else len(data)
+            num = getattr(data, "num_batches", None) if _is_pydataset(data) else None
+            num = len(data) if num is None else num
         except TypeError:
             num = None
         if not num:
@@ -441,8 +482,10 @@ def epoch_batches(data: Any, batch_size: int | None) -> int:
     return -(-rows // int(batch_size or 32))
 
 
-def feeds_from_user(data: Any, need: int, batch_size: int | None, backend: str | None) -> Feeds:
-    """Feeds for ``measure_input(model, data)``: ``need`` batches of warm-up plus measurement."""
+def feeds_from_user(data: Any, need: int, batch_size: int | None, backend: str | None,
+                    legacy: bool = False) -> Feeds:
+    """Feeds for ``measure_input(model, data)``: ``need`` batches of warm-up plus measurement.
+    ``legacy``: the model is a tf_keras one."""
     if _is_tf_dataset(data):
         return tfdata_feeds(data, need, backend)
     if _is_generator(data):
@@ -468,7 +511,7 @@ def feeds_from_user(data: Any, need: int, batch_size: int | None, backend: str |
             f"unsupported input {type(data).__name__}: pass a tf.data.Dataset, a tuple (x, y) of arrays, "
             "a keras.utils.PyDataset, a torch DataLoader or a generator"
         )
-    return array_feeds(x, y, sw, int(batch_size or 32), True, need, backend)
+    return array_feeds(x, y, sw, int(batch_size or 32), True, need, backend, legacy)
 
 
 def _is_generator(value: Any) -> bool:

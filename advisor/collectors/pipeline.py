@@ -48,7 +48,7 @@ def describe_input(data: Any) -> dict[str, Any]:
     if kind == "tf.data":
         values.update(describe_dataset(data.dataset))
     elif kind == "pydataset":
-        py = getattr(data.adapter, "py_dataset", None)
+        py = getattr(data.adapter, "py_dataset", None) or getattr(data.adapter, "_keras_sequence", None)
         if py is not None:
             values["pydataset"] = {
                 "workers": _int(getattr(py, "workers", None)),

@@ -5,7 +5,10 @@
 
 Steps count from 1 across epochs, both ends included (as TensorBoard's ``profile_batch``). Each
 step in the window is wrapped in a step marker (TF: ``tf.profiler.experimental.Trace("train",
-step_num=i, _r=1)``; JAX: ``jax.profiler.StepTraceAnnotation``): without it XProf finds no steps.
+step_num=i, _r=1)``; JAX: ``jax.profiler.StepTraceAnnotation``; torch:
+``record_function("ProfilerStep#i")``): without it XProf finds no steps. TensorFlow and JAX write
+XProf's ``.xplane.pb``; torch writes a chrome trace, summarised by
+:mod:`advisor.analysis.trace_torch` into the same ``trace.*`` facts where torch measures them.
 The marker opens in ``on_train_batch_begin`` and closes in ``on_train_batch_end``, so a step
 includes the callbacks' own time, as it does for the training job. With ``steps_per_execution``
 k > 1 Keras runs k steps per call and XProf cannot see them apart: the capture still runs, the
@@ -104,8 +107,56 @@ class JaxProfiler:
         return "already" in str(exc).lower()
 
 
-# Keras backend name → profiler backend factory. Other issues add theirs here (torch: chrome traces).
-BACKENDS: dict[str, Any] = {"tensorflow": TensorFlowProfiler, "jax": JaxProfiler}
+class TorchProfiler:
+    """``torch.profiler`` (Kineto): CPU activity, and CUDA where a GPU is present.
+
+    Writes Kineto's chrome trace as ``<logdir>/plugins/profile/<session>/<host>.pt.trace.json``
+    (the folder layout of TensorFlow profiles, so runs look alike). Steps are
+    ``record_function("ProfilerStep#N")`` ranges, the name torch's own ``profiler.step()`` gives
+    them, so TensorBoard's torch plugin and HTA read our traces too.
+    """
+
+    name = "torch"
+    trace_suffix = ".pt.trace.json"
+
+    def __init__(self) -> None:
+        import torch
+        import torch.profiler
+
+        self._torch = torch
+        self._profile: Any = None
+        self._logdir = ""
+
+    def start(self, logdir: str) -> None:
+        profiler = self._torch.profiler
+        activities = [profiler.ProfilerActivity.CPU]
+        if self._torch.cuda.is_available():
+            activities.append(profiler.ProfilerActivity.CUDA)
+        prof = profiler.profile(activities=activities, record_shapes=False, with_stack=False)
+        prof.start()
+        self._profile, self._logdir = prof, logdir
+
+    def stop(self) -> None:
+        import socket
+
+        prof, self._profile = self._profile, None
+        if prof is None:
+            return
+        prof.stop()
+        session = Path(self._logdir) / "plugins" / "profile" / time.strftime("%Y_%m_%d_%H_%M_%S")
+        session.mkdir(parents=True, exist_ok=True)
+        prof.export_chrome_trace(str(session / f"{socket.gethostname()}.{os.getpid()}{self.trace_suffix}"))
+
+    def marker(self, step: int) -> AbstractContextManager[Any]:
+        return self._torch.profiler.record_function(f"ProfilerStep#{step}")  # type: ignore[no-any-return]
+
+    def already_running(self, exc: BaseException) -> bool:
+        text = str(exc).lower()
+        return "already" in text and "profil" in text
+
+
+# Keras backend name → profiler backend factory.
+BACKENDS: dict[str, Any] = {"tensorflow": TensorFlowProfiler, "jax": JaxProfiler, "torch": TorchProfiler}
 
 
 def parse_profile_steps(value: Any) -> tuple[int, int]:
@@ -301,16 +352,19 @@ class ProfilerCollector(Collector):
 
     def _summarize(self, record: TraceRecord) -> None:
         from advisor.analysis.trace import save_summary, summarize, xprof_available
+        from advisor.analysis.trace_torch import find_torch_traces
         from advisor.errors import TraceError
 
         run_path = Path(self.s.writer.path)
-        if not xprof_available():
+        if not xprof_available() and not find_torch_traces(run_path / record.path):
             self.s.event(SOURCE, "the profile was saved but not summarised: xprof is not installed "
                          f"(pip install xprof, then `advisor trace {run_path}`)")
             return
         folder = run_path / record.path
         try:
             summary = summarize(folder, timeout_s=self.timeout_s)
+            if self.s.backend == "jax":
+                _jax_input_unseen(summary)
             target = save_summary(summary, folder)
         except TraceError as exc:
             self.s.event(SOURCE, f"the profile could not be summarised: {exc}", level="warning")
@@ -318,6 +372,18 @@ class ProfilerCollector(Collector):
         updated = record.model_copy(update={"t": time.time(), "summary": os.path.relpath(target, run_path)})
         self.s.writer.write(updated)
         self.records.append(updated)
+
+
+def _jax_input_unseen(summary: Any) -> None:
+    """XProf sees input only through tf.data's own ops. Keras on JAX feeds numpy batches from
+    Python, so a profile without any input-pipeline time has not measured the input at all: its
+    fetch time sits in "all others". Say so instead of reporting 0 %."""
+    if summary.input_percent is not None and not any(summary.input_breakdown_us.values()):
+        summary.input_percent = None
+        summary.input_classification = None
+        summary.breakdown_percent.pop("input", None)
+        summary.notes.append("input share unknown: on JAX, XProf does not see the batch fetch (it counts "
+                             "as 'all others'); the cached-input baseline measures it (baseline='end')")
 
 
 def _sessions(logdir: Path) -> set[str]:
