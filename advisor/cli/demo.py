@@ -16,6 +16,54 @@ from advisor.errors import UsageError
 BACKENDS = ("tensorflow", "jax", "torch", "tf_keras")
 
 
+def backend_environment(backend: str) -> dict[str, str]:
+    """Environment that selects ``backend``; Keras reads it once, when it is first imported."""
+    if backend == "tf_keras":
+        return {"TF_USE_LEGACY_KERAS": "1", "KERAS_BACKEND": "tensorflow"}
+    return {"KERAS_BACKEND": backend}
+
+
+def can_switch_here(backend: str) -> bool:
+    """Whether this process can still train on ``backend`` (Keras and TensorFlow fix theirs at import)."""
+    if backend == "tf_keras":
+        return "tensorflow" not in sys.modules or os.environ.get("TF_USE_LEGACY_KERAS") == "1"
+    keras = sys.modules.get("keras")
+    if keras is None:
+        return True
+    try:
+        return str(keras.backend.backend()) == backend
+    except Exception:
+        return False
+
+
+def rerun_in_child(ctx: click.Context, env: dict[str, str], timeout_s: float = 1800.0) -> int:
+    """Run this same demo in a fresh Python process with ``env``: Keras is already loaded here."""
+    import subprocess
+
+    args = [sys.executable, "-m", "advisor.cli.main"]
+    runs_dir = (ctx.find_root().obj or {}).get("runs_dir")
+    if runs_dir:
+        args += ["--runs-dir", str(runs_dir)]
+    args += ["demo", *_own_args(ctx)]
+    child_env = {**os.environ, **env}
+    if env.get("TF_USE_LEGACY_KERAS") != "1":
+        child_env.pop("TF_USE_LEGACY_KERAS", None)
+    try:
+        return subprocess.run(args, env=child_env, timeout=timeout_s, check=False).returncode
+    except subprocess.TimeoutExpired:
+        raise UsageError(f"the demo did not finish within {timeout_s:.0f} s") from None
+
+
+def _own_args(ctx: click.Context) -> list[str]:
+    p = ctx.params
+    args = ["--epochs", str(p["epochs"]), "--instance-type", str(p["instance_type"])]
+    if p.get("backend"):
+        args += ["--backend", str(p["backend"])]
+    if p.get("no_baseline"):
+        args.append("--no-baseline")
+    return args
+
+
 def examples_dir() -> Path:
     """``examples/`` of the source tree, or the copy shipped inside the wheel."""
     here = Path(__file__).resolve()
@@ -38,7 +86,8 @@ def load_example(relative: str) -> ModuleType:
 @click.command("demo")
 @click.option("--epochs", type=int, default=3, show_default=True)
 @click.option("--backend", type=click.Choice(BACKENDS), default=None,
-              help="Keras backend to train with (default: $KERAS_BACKEND or tensorflow).")
+              help="Keras backend to train with, or tf_keras for legacy Keras 2 "
+                   "(default: $KERAS_BACKEND or tensorflow).")
 @click.option("--no-baseline", is_flag=True, help="Skip the cached-input baseline.")
 @click.option("--instance-type", default="g5.xlarge", show_default=True,
               help="Instance to price the run with (embedded price table).")
@@ -47,18 +96,22 @@ def command(ctx: click.Context, epochs: int, backend: str | None, no_baseline: b
     """Train a deliberately input-bound example and diagnose it end to end."""
     if epochs < 1:
         raise UsageError("--epochs must be at least 1")
-    if backend == "tf_keras":
-        os.environ["TF_USE_LEGACY_KERAS"] = "1"
-    elif backend:
-        os.environ["KERAS_BACKEND"] = backend
+    if backend is not None:
+        env = backend_environment(backend)
+        if not can_switch_here(backend):
+            ctx.exit(rerun_in_child(ctx, env))
+        os.environ.update(env)
+        if backend != "tf_keras":
+            os.environ.pop("TF_USE_LEGACY_KERAS", None)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     from advisor.cli.common import console as make_console
 
     console = make_console()
     runs_dir = runs_dir_option(ctx)
     example = load_example("input_bound/naive.py")
+    flavor = backend or os.environ.get("KERAS_BACKEND") or "tensorflow"
     console.print("[bold]advisor demo[/]: training examples/input_bound/naive.py "
-                  f"({epochs} epochs, synthetic data, a slow Python decode per element, no prefetch)")
+                  f"on {flavor} ({epochs} epochs, synthetic data, a slow Python decode per element, no prefetch)")
     import advisor
     from advisor.collectors.registry import FACTORIES
 

@@ -205,11 +205,42 @@ def _tb_profiles(cb: Any) -> bool:
 
 
 def _retraces(model: Any) -> int | None:
-    fn = getattr(model, "train_function", None)
-    count = getattr(fn, "experimental_get_tracing_count", None)
-    if count is None:
-        return None
-    try:
-        return max(0, int(count()) - 1)
-    except Exception:
-        return None
+    """Times the train step was traced again after its first trace.
+
+    TensorFlow: the tracing count of the ``tf.function`` (Keras 3 keeps it inside the step
+    function's closure). JAX: compiled entries in the cache of the ``jax.jit`` function Keras
+    wraps the step in (each new input shape compiles again). torch without ``jit_compile`` has
+    no graph to retrace: unknown. With several compiled functions, the largest count.
+    """
+    counts: list[int] = []
+    for fn in _compiled_functions(getattr(model, "train_function", None)):
+        try:
+            if hasattr(fn, "experimental_get_tracing_count"):
+                counts.append(int(fn.experimental_get_tracing_count()) - 1)
+            else:
+                counts.append(int(fn._cache_size()) - 1)
+        except Exception:
+            continue
+    return max(0, max(counts)) if counts else None
+
+
+def _compiled_functions(fn: Any, depth: int = 3) -> list[Any]:
+    """``tf.function`` / ``jax.jit`` objects in a step function and its closure (a few levels)."""
+    found, todo, seen = [], [(fn, 0)], set()
+    while todo:
+        obj, level = todo.pop()
+        if obj is None or id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if callable(getattr(obj, "experimental_get_tracing_count", None)) or callable(
+                getattr(obj, "_cache_size", None)):
+            found.append(obj)
+            continue
+        if level >= depth:
+            continue
+        for cell in getattr(obj, "__closure__", None) or ():
+            try:
+                todo.append((cell.cell_contents, level + 1))
+            except ValueError:  # an empty cell
+                continue
+    return found

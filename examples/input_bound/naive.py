@@ -7,6 +7,9 @@ the same job with the pipeline repaired. Three epochs take about 5 s on two CPU 
 
     python examples/input_bound/naive.py            # trains and writes a run to ./advisor-runs
     advisor check                                   # diagnoses the latest run
+
+The input is tf.data on every backend: ``KERAS_BACKEND=jax`` or ``torch`` train the same model
+on it, and ``TF_USE_LEGACY_KERAS=1`` builds the model with legacy tf.keras (tf_keras).
 """
 
 from __future__ import annotations
@@ -55,9 +58,19 @@ def make_dataset(n: int = NUM_SAMPLES) -> Any:
     return ds.batch(BATCH_SIZE)  # and no prefetch
 
 
-def build_model() -> Any:
+def keras_module() -> Any:
+    """Keras 3, or legacy tf.keras (tf_keras, Keras 2) when ``TF_USE_LEGACY_KERAS=1``."""
+    if os.environ.get("TF_USE_LEGACY_KERAS", "").strip().lower() in ("1", "true", "yes"):
+        import tensorflow as tf
+
+        return tf.keras
     import keras
 
+    return keras
+
+
+def build_model() -> Any:
+    keras = keras_module()
     model = keras.Sequential(
         [
             keras.Input((FEATURES,)),

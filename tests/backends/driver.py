@@ -146,7 +146,7 @@ def check_counts(runs: Path) -> dict[str, Any]:
         "iterations": int(np.asarray(keras.ops.convert_to_numpy(model.optimizer.iterations)
                                      if not LEGACY else model.optimizer.iterations.numpy())),
         "async_safe": async_safe,
-        "hook_threads_off_main": sorted(t != RESULTS["main_thread"] for t in spy.threads),
+        "hook_threads_off_main": sorted({t != RESULTS["main_thread"] for t in spy.threads}),
     }
 
 
