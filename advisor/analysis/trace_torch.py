@@ -14,7 +14,8 @@ one taken by hand) and fills the same summary fields as XProf does, where torch 
   is "all others".
 - on a GPU: kernel, copy (``Memcpy HtoD`` / ``DtoH``), collective (NCCL) and kernel-launch shares,
   and device idle time.
-- top ops by self time (host ops: their time less that of the ops they call).
+- top ops by self time: host ops (their time less that of the ops they call) on a CPU trace,
+  the GPU's kernels and copies on a GPU trace.
 
 Pure Python over the JSON; nothing here imports torch.
 """
@@ -95,7 +96,7 @@ def _load(file: Path) -> dict[str, Any]:
 
 def summarize_events(events: list[dict[str, Any]]) -> dict[str, Any]:
     """TraceSummary fields from a chrome trace's events (times in µs)."""
-    from advisor.analysis.trace_tables import TOP_OPS, count_host_ops, is_copy
+    from advisor.analysis.trace_tables import TOP_OPS, is_copy
 
     spans = [e for e in events if e.get("ph") == "X" and isinstance(e.get("dur"), (int, float))]
     steps = sorted(
@@ -109,9 +110,11 @@ def summarize_events(events: list[dict[str, Any]]) -> dict[str, Any]:
                               "device_type": "GPU" if on_device else None, "steps": len(steps), "notes": []}
     host_ops = [e for e in spans if e.get("cat") == "cpu_op"]
     self_us = _self_times(host_ops)
-    fields.update(_top_ops(host_ops, self_us, device, TOP_OPS, is_copy, on_device))
+    fields.update(_top_ops(host_ops, self_us, device, TOP_OPS, on_device))
     if on_device:
-        fields["top_ops_host"] = count_host_ops(fields["top_ops"])
+        # An aten op on a CUDA tensor only launches kernels: its host time is dispatch, and its
+        # work is in the kernel rows. Which ops ran on host tensors the trace does not say.
+        fields["notes"].append("top ops are the GPU kernels; host ops that ran on the CPU are not told apart")
     fields["top_ops_copies"] = sum(1 for op in fields["top_ops"] if is_copy(op["name"]))
     if len(steps) < 2:
         fields["notes"].append(
@@ -174,7 +177,8 @@ def _self_times(ops: list[dict[str, Any]]) -> _SelfTimes:
 
 
 def _top_ops(host_ops: list[dict[str, Any]], self_us: dict[int, float], device: list[dict[str, Any]],
-             limit: int, is_copy: Any, on_device: bool) -> dict[str, Any]:
+             limit: int, on_device: bool) -> dict[str, Any]:
+    """Host ops by self time on a CPU-only trace; the GPU's kernels and copies on a GPU trace."""
     host: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
     for e in host_ops:
         entry = host[str(e.get("name"))]
@@ -186,7 +190,7 @@ def _top_ops(host_ops: list[dict[str, Any]], self_us: dict[int, float], device: 
         entry[0] += 1
         entry[1] += float(e["dur"])
     rows: list[dict[str, Any]] = []
-    for where, table in (("host", host), ("device", dev)):
+    for where, table in ((("device", dev),) if on_device else (("host", host),)):
         side_total = sum(v[1] for v in table.values()) or 1.0
         for name, (count, us) in table.items():
             rows.append({"name": name, "type": _op_type(name), "where": where, "occurrences": int(count),
