@@ -22,6 +22,7 @@ Pure Python over the JSON; nothing here imports torch.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -122,7 +123,7 @@ def summarize_events(events: list[dict[str, Any]]) -> dict[str, Any]:
             "torch.profiler.record_function('ProfilerStep#N') or profiler.step())"
         )
         return fields
-    cycles = [(a[1], b[1]) for a, b in zip(steps, steps[1:])]  # start to next start
+    cycles = [(a[1], b[1]) for a, b in itertools.pairwise(steps)]  # start to next start
     total = sum(end - start for start, end in cycles)
     durations = [(end - start) / 1000.0 for start, end in cycles]
     mean = sum(durations) / len(durations)

@@ -10,6 +10,7 @@ on. On JAX the driver ends by training slowly and is killed with SIGKILL mid-epo
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -127,7 +128,7 @@ def test_sample_counts_are_exact(matrix: Matrix) -> None:
     assert sum(w.steps for w in windows) == sum(e.steps for e in epochs) == entry["iterations"] == 14
     assert run.manifest.steps_per_execution == entry["spe"] == (1 if matrix.flavor == "torch" else 4)
     assert len(run.of_type(FirstStepRecord)) == 1 and run.status == "finished"
-    for before, after in zip(windows, windows[1:]):
+    for before, after in itertools.pairwise(windows):
         assert after.step_begin == before.step_end
 
 
@@ -236,7 +237,7 @@ def test_killed_run_keeps_flushed_records(matrix: Matrix) -> None:
     assert run.status == "killed"
     windows = run.of_type(WindowRecord)
     assert len(windows) >= matrix.killed["windows_seen"]
-    for before, after in zip(windows, windows[1:]):
+    for before, after in itertools.pairwise(windows):
         assert after.step_begin == before.step_end
     assert all(w.samples == w.steps * 8 for w in windows)
     facts, errors = registry().derive(run)

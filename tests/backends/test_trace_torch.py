@@ -16,7 +16,13 @@ import pytest
 
 from advisor.analysis.facts.trace import summary_facts
 from advisor.analysis.trace import summarize
-from advisor.analysis.trace_torch import _self_times, _subtract, _union, summarize_events, summarize_torch
+from advisor.analysis.trace_torch import (
+    _self_times,
+    _subtract,
+    _union,
+    summarize_events,
+    summarize_torch,
+)
 from advisor.errors import TraceError
 
 FIXTURE = Path(__file__).parents[1] / "data" / "traces" / "torch_h200" / "torch-gpu.pt.trace.json.gz"
