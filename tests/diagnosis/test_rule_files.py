@@ -33,13 +33,17 @@ rules:
 """
 
 
+# Codes the project added after CHECKLIST.md's fixed ones ("add more after them as needed").
+PROJECT_CODES = {"D653"}
+
+
 def test_shipped_rules_cover_the_checklist():
     rules = load_rules()
     codes = [r.code for r in rules]
-    assert len(codes) == len(set(codes)) == 54
+    assert len(codes) == len(set(codes)) == 54 + len(PROJECT_CODES)
     if CHECKLIST.is_file():  # the shared folder sits beside the checkout
         wanted = set(re.findall(r"^\| ([A-Z]\d{3}) \|", CHECKLIST.read_text(), re.MULTILINE))
-        assert wanted == set(codes)
+        assert set(codes) == wanted | PROJECT_CODES
     for rule in rules:
         assert rule.section in SECTIONS and rule.code.startswith(rule.section)
         assert re.fullmatch(r"[a-z][a-z0-9]*(-[a-z0-9]+)*", rule.name)
