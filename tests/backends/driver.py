@@ -13,6 +13,7 @@ training slowly forever, for the killed-run test to SIGKILL it.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
@@ -198,7 +199,7 @@ def input_kinds(x: np.ndarray, y: np.ndarray) -> dict[str, Any]:
         return batches(), {"steps_per_epoch": 5, "shuffle": False}
 
     kinds["generator"] = generator
-    if BACKEND in ("torch", "jax"):
+    if BACKEND in ("torch", "jax") and importlib.util.find_spec("torch") is not None:
         def loader() -> Any:
             import torch
             from torch.utils.data import DataLoader, TensorDataset
