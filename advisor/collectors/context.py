@@ -55,9 +55,17 @@ def introspect(session: Any) -> dict[str, Any]:
     v["context.replicas"] = replicas
     v["context.num_workers"] = session.num_workers
     batch = session.data.batch_size
-    v["context.global_batch_size"] = batch
-    if batch and replicas:
-        v["context.per_replica_batch_size"] = batch // replicas
+    workers = max(1, int(session.num_workers or 1))
+    if batch and _feeds_local_share(strategy_name, workers):
+        # Horovod and JAX multi-process: each process feeds its own share of the global batch.
+        v["context.global_batch_size"] = batch * workers
+        local_replicas = max(1, (replicas or workers) // workers)
+        v["context.per_replica_batch_size"] = batch // local_replicas
+    else:
+        # tf.distribute and single-process jobs: fit sees the global batch.
+        v["context.global_batch_size"] = batch
+        if batch and replicas:
+            v["context.per_replica_batch_size"] = batch // replicas
     v["context.steps_per_execution"] = session.steps_per_execution
     policy = _dtype_policy(model)
     v["context.dtype_policy"] = policy
@@ -143,8 +151,25 @@ def _device(backend: str | None) -> tuple[str | None, int | None]:
     return None, None
 
 
+def _feeds_local_share(strategy: str | None, workers: int) -> bool:
+    return workers > 1 and (strategy == "Horovod" or strategy in ("DataParallel", "ModelParallel"))
+
+
+def _horovod_size() -> int | None:
+    """Horovod's world size when Horovod is imported and initialised, else from horovodrun's env."""
+    for name in ("horovod.tensorflow.keras", "horovod.keras", "horovod.tensorflow", "horovod.torch"):
+        module = sys.modules.get(name)
+        if module is not None:
+            try:
+                return int(module.size())
+            except Exception:
+                continue
+    size = os.environ.get("HOROVOD_SIZE")
+    return int(size) if size and size.isdigit() else None
+
+
 def _strategy(model: Any, session: Any) -> tuple[str | None, int | None]:
-    hvd = session.shared.get("horovod_size")
+    hvd = session.shared.get("horovod_size") or _horovod_size()
     if hvd:
         return "Horovod", int(hvd)
     strategy = getattr(model, "distribute_strategy", None)

@@ -26,11 +26,19 @@ HINTS: dict[str, str] = {
     "derived": "measure the facts it is derived from",
 }
 
+# Facts whose measurement depends on more than switching a collector on.
+FACT_HINTS: dict[str, str] = {
+    "context.graph_retraces": "retracing is counted on the TensorFlow and JAX backends (torch compiles no train function to count)",
+}
+
 
 def hints_for(missing: Iterable[str], facts: FactRegistry) -> str:
     """One sentence per distinct way to measure the ``missing`` facts."""
     seen: dict[str, None] = {}
     for name in missing:
+        if name in FACT_HINTS:
+            seen.setdefault(FACT_HINTS[name], None)
+            continue
         fact = facts.get(name)
         sources = (fact.source if fact else "derived").split("+")
         for source in sources:
