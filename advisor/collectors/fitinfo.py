@@ -114,19 +114,9 @@ def _is_int_like(value: Any) -> bool:
 
 
 def _leading_dim(batch: Any) -> int | None:
-    """Size of the first axis of the first array-like leaf of a batch."""
-    stack = [batch]
-    while stack:
-        item = stack.pop(0)
-        if isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, (list, tuple)):
-            stack.extend(item)
-        else:
-            shape = getattr(item, "shape", None)
-            if shape is not None and len(shape) > 0 and shape[0] is not None:
-                return int(shape[0])
-    return None
+    from advisor.collectors.input_feeds import leading_dim
+
+    return leading_dim(batch)
 
 
 def _tf_first_batch_size(dataset: Any) -> int | None:

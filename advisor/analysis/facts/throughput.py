@@ -7,6 +7,7 @@ import statistics
 from typing import TYPE_CHECKING, Any
 
 from advisor.analysis.registry import Fact
+from advisor.analysis.telemetry_math import percentile
 
 if TYPE_CHECKING:
     from advisor.store.reader import Run
@@ -33,16 +34,6 @@ FACTS = (
     Fact("cost.samples_per_dollar", "samples/$", "samples/s × 3600 ÷ USD/h", "prices"),
     Fact("cost.usd_per_epoch", "USD", "price of one mean epoch", "prices"),
 )
-
-
-def percentile(values: list[float], q: float) -> float:
-    """Linear-interpolated percentile, q in [0, 100]."""
-    if not values:
-        raise ValueError("percentile of nothing")
-    ordered = sorted(values)
-    pos = (len(ordered) - 1) * q / 100.0
-    lo, hi = math.floor(pos), math.ceil(pos)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
 def derive(run: Run, facts: dict[str, Any]) -> dict[str, Any]:
