@@ -1,6 +1,6 @@
 """Overhead of AdvisorCallback on a tiny model (~1 ms step): fit with and without, alternating.
 
-    python benchmarks/overhead.py [--pairs 7] [--steps 2000] [--backend tensorflow|jax|torch|tf_keras]
+    python benchmarks/overhead.py [--pairs 7] [--fit-seconds 2 | --steps N] [--backend tensorflow|jax|torch|tf_keras]
 
 ``--backend tf_keras`` trains with legacy tf.keras (``TF_USE_LEGACY_KERAS=1``). The backend is
 chosen before Keras is imported, so run one backend per process. Prints each pair and the
@@ -21,10 +21,16 @@ import time
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--pairs", type=int, default=7)
-    parser.add_argument("--steps", type=int, default=2000, help="steps per fit (2 epochs)")
+    parser.add_argument("--steps", type=int, default=None,
+                        help="steps per fit, 2 epochs (default: as many as last --fit-seconds)")
+    parser.add_argument("--fit-seconds", type=float, default=2.0,
+                        help="without --steps: size each fit to about this long, so that the fixed "
+                             "cost of starting a run weighs on every backend as on a 2 s fit")
     parser.add_argument("--backend", default=None, choices=("tensorflow", "jax", "torch", "tf_keras"),
                         help="Keras backend, or tf_keras (default: $KERAS_BACKEND or tensorflow)")
     parser.add_argument("--spe", type=int, default=1, help="steps_per_execution")
+    parser.add_argument("--width", type=int, default=256,
+                        help="hidden width; widen it where the step is far below ~1 ms (JAX: 512)")
     args = parser.parse_args()
     if args.backend == "tf_keras":
         os.environ["TF_USE_LEGACY_KERAS"] = "1"
@@ -53,12 +59,20 @@ def main() -> None:
 
     rng = np.random.default_rng(0)
     batch = 64
+    model = keras.Sequential([keras.Input((128,)), keras.layers.Dense(args.width, activation="relu"),
+                              keras.layers.Dense(args.width, activation="relu"), keras.layers.Dense(1)])
+    model.compile("adam", "mse", steps_per_execution=args.spe)
+    if args.steps is None:  # calibrate: time 400 steps after a compiling fit
+        probe = rng.normal(size=(batch * 400, 128)).astype("float32")
+        probe_y = rng.normal(size=(batch * 400, 1)).astype("float32")
+        model.fit(probe, probe_y, batch_size=batch, epochs=1, verbose=0)
+        t0 = time.perf_counter()
+        model.fit(probe, probe_y, batch_size=batch, epochs=1, verbose=0)
+        step_s = (time.perf_counter() - t0) / 400
+        args.steps = max(1000, int(args.fit_seconds / step_s))
     per_epoch = max(1, args.steps // 2)
     x = rng.normal(size=(batch * per_epoch, 128)).astype("float32")
     y = rng.normal(size=(batch * per_epoch, 1)).astype("float32")
-    model = keras.Sequential([keras.Input((128,)), keras.layers.Dense(256, activation="relu"),
-                              keras.layers.Dense(256, activation="relu"), keras.layers.Dense(1)])
-    model.compile("adam", "mse", steps_per_execution=args.spe)
     store = tempfile.mkdtemp(prefix="advisor-bench-")
 
     own: list[float] = []  # the advisor's own estimate: time in its hooks ÷ training time
