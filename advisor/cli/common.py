@@ -37,4 +37,4 @@ def console(stderr: bool = False) -> "Console":  # noqa: F821
     from rich.console import Console
 
     stream = sys.stderr if stderr else sys.stdout
-    return Console(stderr=stderr, width=None if stream.isatty() else 160)
+    return Console(stderr=stderr, width=None if stream.isatty() else 120)
