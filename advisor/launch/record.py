@@ -115,13 +115,6 @@ def resolve_sweep(ref: str | None, runs_dir: Path) -> Path:
         if not sweeps:
             raise RunNotFoundError(f"{runs_dir}: no sweeps in this store (run `advisor scale` first)")
         return sweeps[-1]
-    exact = [p for p in sweeps if p.name == ref]
-    if exact:
-        return exact[0]
-    matches = [p for p in sweeps if p.name.startswith(ref) or ref in p.name]
-    if len(matches) == 1:
-        return matches[0]
-    if not matches:
-        raise RunNotFoundError(f"no sweep {ref!r} in {runs_dir} (neither a runs directory nor a sweep id)")
-    raise RunNotFoundError(f"{ref!r} matches {len(matches)} sweeps in {runs_dir}: "
-                           + ", ".join(p.name for p in matches[:5]))
+    from advisor.store.reader import pick_by_name
+
+    return pick_by_name(sweeps, ref, "sweep", runs_dir, "neither a runs directory nor a sweep id")

@@ -228,16 +228,21 @@ def resolve_run(ref: str | None, runs_dir: str | os.PathLike[str] | None = None)
     assert ref is not None
     if Path(ref).is_dir():
         raise RunFormatError(f"{ref}: missing manifest {MANIFEST_NAME} (not a run directory?)")
-    exact = [p for p in runs if p.name == ref]
+    return pick_by_name(runs, ref, "run", root, "see `advisor runs`")
+
+
+def pick_by_name(paths: list[Path], ref: str, kind: str, where: Path, hint: str) -> Path:
+    """The one path whose name is ``ref``, else the only one that starts with or contains it."""
+    exact = [p for p in paths if p.name == ref]
     if exact:
         return exact[0]
-    matches = [p for p in runs if p.name.startswith(ref) or ref in p.name]
+    matches = [p for p in paths if p.name.startswith(ref) or ref in p.name]
     if len(matches) == 1:
         return matches[0]
     if not matches:
-        raise RunNotFoundError(f"no run {ref!r} in {root} (see `advisor runs`)")
+        raise RunNotFoundError(f"no {kind} {ref!r} in {where} ({hint})")
     names = ", ".join(p.name for p in matches[:5])
-    raise RunNotFoundError(f"{ref!r} matches {len(matches)} runs in {root}: {names}")
+    raise RunNotFoundError(f"{ref!r} matches {len(matches)} {kind}s in {where}: {names}")
 
 
 def _created(path: Path) -> tuple[float, str]:
