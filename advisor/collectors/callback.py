@@ -108,6 +108,7 @@ class AdvisorCallback:
         self._batches = 0
         self._train_t0 = 0.0
         self._in_fit = False
+        self._collectors_used = False
 
     # -- the callback protocol (Keras 3 and tf_keras) -------------------------------------------
     params: dict[str, Any] | None = None
@@ -300,9 +301,10 @@ class AdvisorCallback:
             train_begin_t=time.perf_counter(),
             price_per_hour=self.price_per_hour,
         )
-        # Every fit starts fresh collectors (and a new run); the first reuses those made in __init__.
-        if self.guard is not None:
+        # Every fit starts fresh collectors (and a new run); the first uses those made in __init__.
+        if self._collectors_used:
             self.collectors = build_collectors(self._collector_spec, self.options)
+        self._collectors_used = True
         for collector in self.collectors:
             collector.attach(self.session)
         self.guard = Guard(self.collectors, self.session)
