@@ -3,7 +3,7 @@
 An input-bound job (a tf.data map that sleeps in a py_function per element, no prefetch) must get
 an input-pipeline finding ranked first; a healthy one (cached, prefetched) must get no warning
 or error about its input. The cached-input baseline (``baseline="end"``) gives the measured input
-cost; the input-bound assertion needs it, so it is skipped where that collector is missing.
+cost.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from advisor.render import render
 
 pytestmark = pytest.mark.slow
 
-HAS_BASELINE = (Path(advisor.__file__).parent / "collectors" / "baseline.py").is_file()
 INPUT_CODES = {"M108", "M110", "S303", "S304", "C401", "C402", "C404", "G505", "I203"}
 SAMPLES, FEATURES, CLASSES, BATCH = 384, 32, 4, 32
 SLEEP_S = 0.003
@@ -75,7 +74,7 @@ def model():
 
 
 def train(runs_dir: Path, name: str, dataset, baseline_steps: int = 10) -> Path:
-    options = {"baseline": "end", "baseline_steps": baseline_steps} if HAS_BASELINE else {}
+    options = {"baseline": "end", "baseline_steps": baseline_steps}
     cb = advisor.AdvisorCallback(
         runs_dir=runs_dir, window_s=0.2, log_every_s=None, name=name, **options
     )
@@ -93,10 +92,6 @@ def runs(tmp_path_factory):
     }
 
 
-@pytest.mark.skipif(
-    not HAS_BASELINE,
-    reason="needs the cached-input baseline collector (advisor/collectors/baseline.py)",
-)
 def test_input_bound_run_gets_the_input_finding_first(runs):
     report = diagnose(runs["bound"])
     top = report.failures[0]
