@@ -1,6 +1,6 @@
 """Cached-input baseline: how fast would this model train if its input cost nothing?
 
-Over the same number of steps, with the same compiled train step, the baseline measures
+With the same compiled train step, the baseline measures side by side
 
 - training throughput on the real input,
 - training throughput on the first batch served from memory (``take(1).cache().repeat()`` for
@@ -8,24 +8,30 @@ Over the same number of steps, with the same compiled train step, the baseline m
 - the input alone, iterated without training (data-only),
 - for tf.data pipelines that read files, training with a cache right after the reading stage.
 
-``1 − real ÷ cached`` is the share of step time the input costs (``input.bound_fraction``).
+Each is measured **for a time, not a step count**, in **interleaved rounds** (cached, real, …,
+then the reverse order), each segment after its own warm-up, within a time budget. Every round
+gives a paired value — the input's cost ``1 − real ÷ cached`` of that round — and the figure is
+their median with a noise band (``advisor.store.bands``): a cost inside the band is no input cost.
 
-It trains the user's model itself through a nested ``fit`` on our feeds, then restores weights,
-optimizer and metric state bit for bit (``model_state.ModelState``); the user's callbacks never see
-those steps. Use it from a callback, ``AdvisorCallback(baseline="end", baseline_steps=20)``, or
-directly: ``advisor.measure_input(model, dataset, steps=20)``.
+It trains the user's model itself through nested ``fit`` calls on our feeds, then restores
+weights, optimizer and metric state bit for bit (``model_state.ModelState``); the user's callbacks
+never see those steps. Use it from a callback, ``AdvisorCallback(baseline="end")``, or directly:
+``advisor.measure_input(model, dataset, seconds=3)``.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import time
 import warnings
-from dataclasses import dataclass, field
 from typing import Any
 
 from advisor.collectors.base import Collector
+from advisor.collectors.baseline_result import InputBaseline
+from advisor.collectors.baseline_rounds import Arm, Plan, Segment, fit_segment, round_up, run_rounds
 from advisor.collectors.input_feeds import (
+    MAX_SLICE_BYTES,
     Feeds,
     InputError,
     epoch_batches,
@@ -37,103 +43,69 @@ from advisor.errors import UsageError
 
 log = logging.getLogger("advisor")
 
-DEFAULT_STEPS = 20
-DEFAULT_TIMEOUT_S = 60.0
+DEFAULT_SECONDS = 3.0  # measured time, all arms and rounds together
+DEFAULT_MIN_STEPS = 20  # measured steps per arm at least, however short the time
+DEFAULT_ROUNDS = 12  # interleaved rounds: a 99 % band that one stalled round per side cannot move
+DEFAULT_MAX_SECONDS = 30.0  # the whole baseline, calibration aside, stops within this budget
 MODES = ("start", "end")
 
-__all__ = ["BaselineCollector", "InputBaseline", "InputError", "measure_input", "run_baseline"]
+__all__ = ["BaselineCollector", "InputBaseline", "InputError", "Plan", "make_plan", "measure_input",
+           "run_baseline"]
 
 
-@dataclass
-class InputBaseline:
-    """Throughputs (samples/s) measured side by side; None where not measured."""
-
-    input_kind: str
-    batch_size: int
-    steps: int
-    warmup_steps: int
-    real_samples_per_s: float | None = None
-    cached_samples_per_s: float | None = None
-    data_only_samples_per_s: float | None = None
-    source_cached_samples_per_s: float | None = None
-    seconds: float = 0.0
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def bound_fraction(self) -> float | None:
-        """Share of step time spent waiting for input: 1 − real ÷ cached (0 when not input-bound)."""
-        if not self.real_samples_per_s or not self.cached_samples_per_s:
-            return None
-        return max(0.0, 1.0 - self.real_samples_per_s / self.cached_samples_per_s)
-
-    @property
-    def data_only_ratio(self) -> float | None:
-        if not self.real_samples_per_s or not self.data_only_samples_per_s:
-            return None
-        return self.data_only_samples_per_s / self.real_samples_per_s
-
-    @property
-    def source_cache_gain(self) -> float | None:
-        if not self.real_samples_per_s or not self.source_cached_samples_per_s:
-            return None
-        return max(0.0, self.source_cached_samples_per_s / self.real_samples_per_s - 1.0)
-
-    def summary(self) -> str:
-        parts = []
-        if self.bound_fraction is not None:
-            parts.append(f"input costs {self.bound_fraction:.0%} of step time; with input removed this model "
-                         f"trains at {self.cached_samples_per_s:.0f} samples/s instead of {self.real_samples_per_s:.0f}")
-        elif self.cached_samples_per_s is not None:
-            parts.append(f"cached-input ceiling {self.cached_samples_per_s:.0f} samples/s")
-        if self.data_only_samples_per_s is not None:
-            parts.append(f"the input alone delivers {self.data_only_samples_per_s:.0f} samples/s")
-        if self.source_cached_samples_per_s is not None:
-            parts.append(f"with a cache after the file source: {self.source_cached_samples_per_s:.0f} samples/s")
-        return "; ".join(parts) or "nothing measured"
-
-    def to_record(self, mode: str) -> Any:
-        from advisor.store.schema import BaselineRecord
-
-        return BaselineRecord(
-            t=time.time(), steps=self.steps, batch_size=self.batch_size, input_kind=self.input_kind,
-            real_samples_per_s=self.real_samples_per_s, cached_samples_per_s=self.cached_samples_per_s,
-            data_only_samples_per_s=self.data_only_samples_per_s,
-            source_cached_samples_per_s=self.source_cached_samples_per_s,
-            mode=mode, warmup_steps=self.warmup_steps, seconds=self.seconds,
-        )
+def make_plan(model: Any, *, seconds: float = DEFAULT_SECONDS, min_steps: int = DEFAULT_MIN_STEPS,
+              rounds: int = DEFAULT_ROUNDS, max_seconds: float = DEFAULT_MAX_SECONDS,
+              warmup_steps: int | None = None, error: type[Exception] = InputError) -> Plan:
+    """A checked measuring plan for ``model`` (warm-up rounded to ``steps_per_execution``)."""
+    if not isinstance(seconds, (int, float)) or not seconds > 0:
+        raise error(f"seconds must be a positive number, got {seconds!r}")
+    if isinstance(min_steps, bool) or not isinstance(min_steps, int) or min_steps < 1:
+        raise error(f"steps must be a positive integer, got {min_steps!r}")
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
+        raise error(f"rounds must be a positive integer, got {rounds!r}")
+    if not isinstance(max_seconds, (int, float)) or not max_seconds > 0:
+        raise error(f"max_seconds must be a positive number, got {max_seconds!r}")
+    spe = steps_per_execution(model)
+    warm = round_up(warmup_steps if warmup_steps is not None else 2 * spe, spe)
+    return Plan(float(seconds), int(min_steps), int(rounds), float(max_seconds), warm)
 
 
 # ---------------------------------------------------------------------------------------------
 # the plain API
 
 
-def measure_input(model: Any, data: Any, steps: int | None = DEFAULT_STEPS, *, batch_size: int | None = None,
-                  warmup_steps: int | None = None, source_cache: bool = True, data_only: bool = True,
-                  timeout_s: float = DEFAULT_TIMEOUT_S) -> InputBaseline:
+def measure_input(model: Any, data: Any, steps: int | None = DEFAULT_MIN_STEPS, *, seconds: float = DEFAULT_SECONDS,
+                  rounds: int = DEFAULT_ROUNDS, max_seconds: float = DEFAULT_MAX_SECONDS,
+                  batch_size: int | None = None, warmup_steps: int | None = None, source_cache: bool = True,
+                  data_only: bool = True, timeout_s: float | None = None) -> InputBaseline:
     """Measure real, cached-input, data-only (and source-cached) throughput of ``model`` on ``data``.
 
     ``data`` is what you would pass to ``fit``: a tf.data.Dataset, a tuple ``(x, y)`` of arrays
     (with ``batch_size``, default 32), a keras.utils.PyDataset, a torch DataLoader or a generator.
-    ``steps=None`` measures one epoch. The model must be compiled; its weights and optimizer state
-    are the same afterwards. Raises ``InputError`` (one line) for bad input.
+    The measurement lasts about ``seconds`` (all arms, ``rounds`` interleaved rounds) and at least
+    ``steps`` measured steps per arm (``steps=None``: at least one epoch's worth), and stops within
+    ``max_seconds``. The model must be compiled; its weights and optimizer state are the same
+    afterwards. Raises ``InputError`` (one line) for bad input. ``timeout_s`` is the old name of
+    ``max_seconds``.
     """
+    if timeout_s is not None:
+        warnings.warn("measure_input(timeout_s=) is now max_seconds= (a budget for the whole baseline)",
+                      DeprecationWarning, stacklevel=2)
+        max_seconds = timeout_s
     _check_model(model)
     backend = _backend(model)
     spe = steps_per_execution(model)
-    warm = _round_up(warmup_steps if warmup_steps is not None else 2 * spe, spe)
+    warm = round_up(warmup_steps if warmup_steps is not None else 2 * spe, spe)
     if steps is None:
         epoch = epoch_batches(data, batch_size)
         if epoch - warm < 1:
             raise InputError(f"one epoch has {epoch} batches, too few to measure after {warm} warm-up steps; "
                              "pass steps=N")
-        n = epoch - warm
-    else:
-        if not isinstance(steps, int) or steps < 1:
-            raise InputError(f"steps must be a positive integer, got {steps!r}")
-        n = _round_up(steps, spe)
-    feeds = feeds_from_user(data, warm + n, batch_size, backend, legacy=_is_tf_keras(model))
-    return run_baseline(model, feeds, warm, n, source_cache=source_cache, data_only=data_only,
-                        timeout_s=timeout_s)
+        steps = epoch - warm
+    plan = make_plan(model, seconds=seconds, min_steps=steps, rounds=rounds, max_seconds=max_seconds,
+                     warmup_steps=warm)
+    feeds = feeds_from_user(data, batch_size, backend, legacy=_is_tf_keras(model))
+    return run_baseline(model, feeds, plan, source_cache=source_cache, data_only=data_only)
 
 
 def _check_model(model: Any) -> None:
@@ -149,7 +121,7 @@ def _backend(model: Any) -> str | None:
 
     try:
         return detect_framework(model)[1]
-    except Exception:
+    except Exception:  # noqa: BLE001 — unknown: the feeds fall back to tf.data
         return None
 
 
@@ -161,113 +133,101 @@ def steps_per_execution(model: Any) -> int:
         if hasattr(value, "numpy"):
             value = value.numpy()
         return max(1, int(value))
-    except Exception:
+    except Exception:  # noqa: BLE001 — an unreadable setting counts as 1
         return 1
-
-
-def _round_up(value: int, multiple: int) -> int:
-    value = max(int(value), 1)
-    return -(-value // multiple) * multiple
 
 
 # ---------------------------------------------------------------------------------------------
 # the engine
 
 
-def run_baseline(model: Any, feeds: Feeds, warm: int, n: int, *, source_cache: bool = True,
-                 data_only: bool = True, timeout_s: float = DEFAULT_TIMEOUT_S) -> InputBaseline:
-    """Measure every feed on ``model``; its training state is restored exactly afterwards."""
+def run_baseline(model: Any, feeds: Feeds, plan: Plan, *, source_cache: bool = True,
+                 data_only: bool = True) -> InputBaseline:
+    """Measure every feed on ``model`` in interleaved rounds; its state is restored exactly."""
     from advisor.collectors.model_state import ModelState, ensure_built
 
     t0 = time.perf_counter()
     spe = steps_per_execution(model)
-    result = InputBaseline(feeds.kind, feeds.batch_size, n, warm, notes=list(feeds.notes))
+    warm = plan.warmup_steps
+    result = InputBaseline(feeds.kind, feeds.batch_size, 0, warm, notes=list(feeds.notes),
+                           target_seconds=plan.seconds, budget_seconds=plan.max_seconds)
     if feeds.first is not None:
         ensure_built(model, feeds.first)
     state = ModelState(model)
+
+    def training_arm(name: str, kwargs: dict[str, Any], finite: bool, what: str) -> Arm:
+        def measure(seconds: float, min_steps: int, deadline: float) -> Segment | None:
+            return fit_segment(model, kwargs, finite=finite, warm=warm, seconds=seconds,
+                               min_steps=round_up(min_steps, spe), deadline=deadline, what=what, error=InputError,
+                               epoch_steps=feeds.real_batches)
+
+        return Arm(name, measure, trains=True)
+
     try:
-        # The ceiling first, while no pipeline threads run; best of two short runs, since a
-        # ceiling is the fastest the step goes and a single stall would lower it.
-        for _ in range(2):
-            rate = _fit_rate(model, feeds.cached, warm, n, feeds.batch_size, spe, timeout_s, "the cached input")
-            state.restore()
-            if rate is not None and (result.cached_samples_per_s is None or rate > result.cached_samples_per_s):
-                result.cached_samples_per_s = rate
+        # Calibration: compiles the step if needed and times it, so that sliced feeds can be sized.
+        calibration = fit_segment(model, feeds.cached, finite=False, warm=warm, seconds=0.0,
+                                  min_steps=plan.segment_min_steps(spe), deadline=t0 + plan.max_seconds,
+                                  what="the cached input", error=InputError)
+        state.restore()
+        deadline = time.perf_counter() + plan.max_seconds
+        need = _batches_needed(feeds, plan, calibration, warm)
+        if feeds.resize is not None:
+            feeds.resize(need)
+        arms = [training_arm("cached", feeds.cached, False, "the cached input")]
         if feeds.real is not None:
-            n_real = n
-            if feeds.real_batches is not None:
-                n_real = (feeds.real_batches - warm) // spe * spe
-            if n_real >= spe:
-                result.real_samples_per_s = _fit_rate(model, feeds.real, warm, n_real, feeds.batch_size,
-                                                      spe, timeout_s, "the real input")
-                state.restore()
-            else:
-                result.notes.append(f"the input has {feeds.real_batches} batches: too few for a real-input run")
+            arms.append(training_arm("real", feeds.real, feeds.real_batches is not None, "the real input"))
         if source_cache and feeds.source_cached is not None:
             try:
-                source_kwargs = feeds.source_cached()
-            except Exception as exc:  # graph surgery is best effort: report, do not fail the baseline
+                source_kwargs = feeds.source_cached(need)
+            except Exception as exc:  # noqa: BLE001 — graph surgery is best effort: report it
                 source_kwargs = None
                 result.notes.append(f"no source-cache run: {one_line(exc)}")
             if source_kwargs is not None:
-                result.source_cached_samples_per_s = _fit_rate(model, source_kwargs, warm, n, feeds.batch_size,
-                                                               spe, timeout_s, "the source-cached input")
+                arms.append(training_arm("source_cached", source_kwargs, False, "the source-cached input"))
+        if data_only and feeds.data_only is not None:
+            arms.append(Arm("data_only", _data_only_measure(feeds, warm), trains=False))
+        outcome = run_rounds(arms, plan, deadline, state.restore)
     finally:
         state.restore()
-    if data_only and feeds.data_only is not None:
-        try:
-            seconds = feeds.data_only(warm, n)
-        except Exception as exc:
-            raise InputError(f"iterating the input failed: {one_line(exc)}") from None
-        if seconds:
-            result.data_only_samples_per_s = n * feeds.batch_size / seconds
+    for arm in arms:
+        result.set_rounds(arm.name, [s.rate(feeds.batch_size) if s else None for s in arm.segments],
+                          sum(s.steps for s in arm.segments if s))
+    result.rounds = outcome.rounds
+    result.measured_seconds = outcome.measured_seconds
+    result.stopped = outcome.stopped
+    if outcome.stopped:
+        result.notes.append(f"baseline stopped early: {outcome.stopped}")
+    if feeds.real is not None and result.real_samples_per_s is None:
+        result.notes.append("the real input gave no measured step (it ran out or failed to start in time)")
     result.seconds = time.perf_counter() - t0
     return result
 
 
-def _fit_rate(model: Any, kwargs: dict[str, Any], warm: int, n: int, batch_size: int, spe: int,
-              timeout_s: float, what: str) -> float | None:
-    """samples/s over the ``n`` steps after ``warm`` warm-up steps of a nested ``fit``."""
-    clock = _clock(model, time.perf_counter() + timeout_s)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            model.fit(**kwargs, steps_per_epoch=warm + n, epochs=1, verbose=0, callbacks=[clock])
-    except Exception as exc:
-        raise InputError(f"training on {what} failed: {one_line(exc)}") from None
-    times: list[float] = clock.times
-    warm_ticks = warm // spe
-    if len(times) <= warm_ticks:
-        return None
-    steps = (len(times) - warm_ticks) * spe
-    seconds = times[-1] - times[warm_ticks - 1]
-    return steps * batch_size / seconds if seconds > 0 else None
+def _batches_needed(feeds: Feeds, plan: Plan, calibration: Segment | None, warm: int) -> int:
+    """Batches one segment may need: warm-up, then twice the target time at the calibrated
+    cached speed (the real input is not faster), bounded by what a slice may copy."""
+    arms = 2 + (feeds.source_cached is not None) + (feeds.data_only is not None)
+    need = warm + plan.segment_min_steps(1)
+    if calibration is not None and calibration.steps > 0 and calibration.seconds > 0:
+        step_s = calibration.seconds / calibration.steps
+        need += math.ceil(2.0 * plan.segment_seconds(arms) / step_s)
+    batch_bytes = feeds.batch_bytes()
+    if batch_bytes > 0:
+        need = min(need, max(warm + plan.segment_min_steps(1), MAX_SLICE_BYTES // batch_bytes))
+    return need
 
 
-def _clock(model: Any, deadline: float) -> Any:
-    """A callback of the model's own Keras flavour that stamps each batch end."""
-    base: Any
-    if type(model).__module__.startswith("tf_keras") or _is_tf_keras(model):
-        import tf_keras
+def _data_only_measure(feeds: Feeds, warm: int) -> Any:
+    assert feeds.data_only is not None
+    pull = feeds.data_only
 
-        base = tf_keras.callbacks.Callback
-    else:
-        import keras
+    def measure(seconds: float, min_steps: int, deadline: float) -> Segment | None:
+        try:
+            return pull(warm, seconds, min_steps, deadline)
+        except Exception as exc:  # noqa: BLE001 — any input failure becomes one clear line
+            raise InputError(f"iterating the input failed: {one_line(exc)}") from None
 
-        base = keras.callbacks.Callback
-
-    class _Clock(base):  # type: ignore[misc, valid-type]
-        def __init__(self) -> None:
-            super().__init__()
-            self.times: list[float] = []
-
-        def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
-            now = time.perf_counter()
-            self.times.append(now)
-            if now > deadline:
-                self.model.stop_training = True
-
-    return _Clock()
+    return measure
 
 
 def _is_tf_keras(model: Any) -> bool:
@@ -293,15 +253,20 @@ class BaselineCollector(Collector):
 
     name = "baseline"
 
-    def __init__(self, mode: Any = "end", steps: int = DEFAULT_STEPS, source_cache: bool = True,
-                 timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+    def __init__(self, mode: Any = "end", steps: int = DEFAULT_MIN_STEPS, source_cache: bool = True,
+                 seconds: float = DEFAULT_SECONDS, rounds: int = DEFAULT_ROUNDS,
+                 max_seconds: float = DEFAULT_MAX_SECONDS) -> None:
         super().__init__()
         self.mode = normalize_mode(mode)
-        if not isinstance(steps, int) or steps < 1:
-            raise UsageError(f"baseline_steps must be a positive integer, got {steps!r}")
-        self.steps = steps
+        for name, value, kind in (("baseline_steps", steps, int), ("baseline_rounds", rounds, int),
+                                  ("baseline_seconds", seconds, float), ("baseline_max_seconds", max_seconds, float)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or (
+                    kind is int and not isinstance(value, int)):
+                what = "a positive integer" if kind is int else "a positive number of seconds"
+                raise UsageError(f"{name} must be {what}, got {value!r}")
+        self.steps, self.rounds = steps, rounds
+        self.seconds, self.max_seconds = float(seconds), float(max_seconds)
         self.source_cache = source_cache
-        self.timeout_s = timeout_s
         self.result: InputBaseline | None = None
 
     def on_train_begin(self) -> None:
@@ -320,18 +285,17 @@ class BaselineCollector(Collector):
             s.event("baseline", "baseline skipped: it runs on single-worker jobs only (workers would "
                     "have to train it in lockstep)", level="info")
             return
-        model = s.model
-        spe = steps_per_execution(model)
-        warm = 2 * spe
-        n = _round_up(self.steps, spe)
         t0 = time.perf_counter()
+        plan = make_plan(s.model, seconds=self.seconds, min_steps=self.steps, rounds=self.rounds,
+                         max_seconds=self.max_seconds, error=UsageError)
         try:
-            feeds = feeds_from_session(s.data, warm + n, s.backend, training_done=self.mode == "end")
-            self.result = run_baseline(model, feeds, warm, n, source_cache=self.source_cache,
-                                       timeout_s=self.timeout_s)
+            feeds = feeds_from_session(s.data, s.backend, training_done=self.mode == "end")
+            self.result = run_baseline(s.model, feeds, plan, source_cache=self.source_cache)
         except InputError as exc:
-            s.writer.write(BaselineRecord(t=time.time(), steps=n, input_kind=s.data.kind, error=str(exc),
-                                          mode=self.mode, warmup_steps=warm, seconds=time.perf_counter() - t0))
+            s.writer.write(BaselineRecord(t=time.time(), steps=0, input_kind=s.data.kind, error=str(exc),
+                                          mode=self.mode, warmup_steps=plan.warmup_steps,
+                                          seconds=time.perf_counter() - t0, target_seconds=plan.seconds,
+                                          budget_seconds=plan.max_seconds))
             s.event("baseline", f"baseline not measured: {exc}", level="warning")
             log.warning("advisor: baseline not measured: %s", exc)
             return
@@ -341,4 +305,5 @@ class BaselineCollector(Collector):
         for note in self.result.notes:
             s.event("baseline", note, level="info")
         if s.rank == 0:
-            log.info("advisor: baseline (%d steps, %.1f s): %s", n, self.result.seconds, self.result.summary())
+            log.info("advisor: baseline (%d rounds, %.1f s): %s", self.result.rounds, self.result.seconds,
+                     self.result.summary())

@@ -1,27 +1,31 @@
 """The inputs a baseline trains on, for every kind of data ``fit`` accepts.
 
-For each input kind this module builds the *feeds* the baseline needs: the real input (enough
-batches for warm-up plus measurement), the first batch served from memory (the cached-input
-ceiling), a way to iterate the input without training (data-only), and for tf.data pipelines
-that read files, the same pipeline with a cache right after the reading stage (checklist S304).
+For each input kind this module builds the *feeds* the baseline needs: the real input (endless,
+or finite and then replayed epoch after epoch as training does), the first batch served from
+memory (the cached-input ceiling), a time-boxed way to iterate the input without training
+(data-only), and for tf.data pipelines that read files, the same pipeline with a cache right
+after the reading stage (checklist S304; see ``tfdata_feeds``).
 
 Nothing here changes the user's data: tf.data pipelines get fresh iterators, arrays are sliced
-into copies, one-shot Python generators are never consumed (their first batch was already peeked
-by Keras).
+(views where possible), one-shot Python generators are never consumed (their first batch was
+already peeked by Keras).
 """
 
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from advisor.collectors.baseline_rounds import Segment, pull_segment
 from advisor.errors import AdvisorError
 
 INFINITE = -1
 UNKNOWN = -2
+MAX_SLICE_BYTES = 256 * 2**20  # a real feed sliced from arrays copies at most this much
+
+DataOnly = Callable[[int, float, int, float], "Segment | None"]
 
 
 class InputError(AdvisorError):
@@ -45,13 +49,18 @@ class Feeds:
 
     kind: str
     batch_size: int
-    cached: dict[str, Any]  # fit kwargs: the first batch repeated from memory
+    cached: dict[str, Any]  # fit kwargs: the first batch repeated from memory (endless)
     real: dict[str, Any] | None = None  # fit kwargs: the real input
-    real_batches: int | None = None  # batches the real feed holds (None: as many as asked)
-    data_only: Callable[[int, int], float | None] | None = None  # (warm, n) → seconds for n batches
-    source_cached: Callable[[], dict[str, Any] | None] | None = None  # built lazily (it pre-reads)
+    real_batches: int | None = None  # batches in one pass of a finite real feed (None: endless)
+    data_only: DataOnly | None = None  # (warm, seconds, min batches, deadline) → a timed segment
+    source_cached: Callable[[int], dict[str, Any] | None] | None = None  # (batches) → kwargs; pre-reads
     notes: list[str] = field(default_factory=list)
     first: Any = None  # the first batch (builds an unbuilt model before the state snapshot)
+    resize: Callable[[int], None] | None = None  # size a sliced real feed to hold this many batches
+
+    def batch_bytes(self) -> int:
+        """Bytes of the first batch (0 when unknown): bounds what a resized feed may copy."""
+        return nbytes(self.first)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -124,146 +133,43 @@ def memory_feed(batch: Any, backend: str | None) -> dict[str, Any]:
     return {"x": forever()}
 
 
-def _timed_iteration(make_iter: Callable[[], Iterator[Any]], warm: int, n: int) -> float | None:
-    iterator = make_iter()
+def nbytes(batch: Any) -> int:
+    """Bytes held by the array leaves of a (nested) batch; 0 when unknown."""
+    if isinstance(batch, dict):
+        return sum(nbytes(v) for v in batch.values())
+    if isinstance(batch, (list, tuple)):
+        return sum(nbytes(v) for v in batch)
+    size = getattr(batch, "nbytes", None)
     try:
-        for _ in range(warm):
-            next(iterator)
-        t0 = time.perf_counter()
-        for _ in range(n):
-            next(iterator)
-        return time.perf_counter() - t0
-    except StopIteration:
-        return None
+        return int(size) if size is not None else 0
+    except (TypeError, ValueError):
+        return 0
 
 
-# ---------------------------------------------------------------------------------------------
-# tf.data
+def endless(make_iter: Callable[[], Iterator[Any]]) -> Iterator[Any]:
+    """One pass after another of a finite input, as training's epochs go (restarts included)."""
+    while True:
+        empty = True
+        for item in make_iter():
+            empty = False
+            yield item
+        if empty:
+            return
 
 
-def first_element(cached: Any) -> Any:
-    """The first batch, read through ``ds.take(1).cache().repeat()``; InputError when the input is
-    empty or fails. Reading two elements completes the cache, so the pipeline starts only once."""
-    try:
-        iterator = iter(cached)
-        element = next(iterator)
-        next(iterator)
-        return element
-    except StopIteration:
-        raise InputError("the input dataset is empty: it yields no batch to measure") from None
-    except Exception as exc:
-        raise InputError(f"the first batch of the input failed: {one_line(exc)}") from None
+def python_data_only(make_iter: Callable[[], Iterator[Any]]) -> DataOnly:
+    """A data-only measurement that pulls batches one by one from endless passes of an input."""
 
+    def measure(warm: int, seconds: float, min_batches: int, deadline: float) -> Segment | None:
+        iterator = endless(make_iter)
+        try:
+            return pull_segment(iterator, warm, seconds, min_batches, deadline)
+        finally:
+            close = getattr(iterator, "close", None)
+            if close is not None:
+                close()
 
-def cardinality(dataset: Any) -> int:
-    try:
-        return int(dataset.cardinality())
-    except Exception:
-        return UNKNOWN
-
-
-def tfdata_drain(dataset: Any, warm: int, n: int) -> float | None:
-    """Seconds to pull n batches (after ``warm``) in a graph loop: the pipeline alone."""
-    import tensorflow as tf
-
-    iterator = iter(dataset)
-
-    @tf.function(autograph=False)
-    def pull(it: Any, count: Any) -> Any:
-        def body(i: Any) -> Any:
-            element = it.get_next()
-            with tf.control_dependencies(tf.nest.flatten(element)):
-                return i + 1
-
-        return tf.while_loop(lambda i: i < count, body, [tf.constant(0, tf.int64)])
-
-    try:
-        pull(iterator, tf.constant(warm, tf.int64))
-        t0 = time.perf_counter()
-        pull(iterator, tf.constant(n, tf.int64))
-        return time.perf_counter() - t0
-    except tf.errors.OutOfRangeError:
-        return None
-
-
-def tfdata_feeds(dataset: Any, need: int, backend: str | None = None) -> Feeds:
-    cached = dataset.take(1).cache().repeat()
-    first = first_element(cached)
-    batch_size = leading_dim(first)
-    if not batch_size:
-        raise InputError("cannot tell the batch size of the input (its first element has no batch axis)")
-    card = cardinality(dataset)
-    if card == 0:
-        raise InputError("the input dataset is empty: it yields no batch to measure")
-    real = dataset if card == INFINITE or card >= need else dataset.repeat()
-    feeds = Feeds(
-        kind="tf.data",
-        batch_size=batch_size,
-        cached={"x": cached},
-        real={"x": real},
-        data_only=lambda warm, n: tfdata_drain(real, warm, n),
-        first=first,
-    )
-    feeds.source_cached = lambda: _source_cached_feed(dataset, need * batch_size, need)
-    return feeds
-
-
-def _source_cached_feed(dataset: Any, elements: int, prefill_batches: int) -> dict[str, Any] | None:
-    """The pipeline with ``take(elements).cache().repeat()`` after its file-reading stage,
-    pre-read once so that the measured steps read nothing from storage. None: no file source."""
-    edited = with_source_cache(dataset, elements)
-    if edited is None:
-        return None
-    tfdata_drain(edited, prefill_batches + 2, 1)  # fills the in-memory cache
-    return {"x": edited}
-
-
-def with_source_cache(dataset: Any, elements: int) -> Any:
-    """Rebuild ``dataset`` from its GraphDef with take → cache → repeat inserted after the first
-    stage that reads files. Returns None when no stage reads files."""
-    import tensorflow as tf
-
-    from advisor.analysis.pipeline import serialized_graph, summarize_graph
-
-    graph = serialized_graph(dataset)
-    summary = summarize_graph(graph)
-    reading = next((s for s in summary["stages"] if s.get("reads_files")), None)
-    if reading is None:
-        return None
-    nodes = {n.name: n for n in graph.node}
-    source = nodes[reading["node"]]
-    types, shapes = source.attr.get("output_types"), source.attr.get("output_shapes")
-    if types is None or not types.list.type:
-        return None
-
-    def const(name: str, value: Any, dtype: Any) -> str:
-        node = graph.node.add()
-        node.name, node.op = name, "Const"
-        node.attr["dtype"].type = dtype.as_datatype_enum
-        node.attr["value"].tensor.CopyFrom(tf.make_tensor_proto(value, dtype=dtype))
-        return name
-
-    def dataset_node(name: str, op: str, inputs: list[str]) -> str:
-        node = graph.node.add()
-        node.name, node.op = name, op
-        node.input.extend(inputs)
-        node.attr["output_types"].CopyFrom(types)
-        node.attr["output_shapes"].CopyFrom(shapes)
-        return name
-
-    consumers = [n for n in graph.node if source.name in [i.split(":")[0] for i in n.input]]
-    take = dataset_node("advisor/take", "TakeDataset", [source.name, const("advisor/take_n", elements, tf.int64)])
-    memory = graph.node.add()
-    memory.name, memory.op = "advisor/memory_cache", "DummyMemoryCache"
-    cache = dataset_node("advisor/cache", "CacheDatasetV2",
-                         [take, const("advisor/cache_file", "", tf.string), memory.name])
-    repeat = dataset_node("advisor/repeat", "RepeatDataset", [cache, const("advisor/repeat_n", -1, tf.int64)])
-    for consumer in consumers:
-        for i, name in enumerate(consumer.input):
-            if name.split(":")[0] == source.name:
-                consumer.input[i] = repeat
-    variant = tf.raw_ops.DatasetFromGraph(graph_def=graph.SerializeToString())
-    return tf.data.experimental.from_variant(variant, dataset.element_spec)
+    return measure
 
 
 # ---------------------------------------------------------------------------------------------
@@ -286,32 +192,51 @@ def _take_rows(value: Any, index: Any) -> Any:
     return value[index]
 
 
-def array_feeds(x: Any, y: Any, sample_weight: Any, batch_size: int, shuffle: Any, need: int,
+def array_feeds(x: Any, y: Any, sample_weight: Any, batch_size: int, shuffle: Any,
                 backend: str | None, legacy: bool = False) -> Feeds:
-    """Arrays: real = the arrays through Keras's own array adapter, sliced to ``need`` batches."""
+    """Arrays: real = the arrays through Keras's own array adapter. ``resize(n)`` slices them to at
+    most ``n`` whole batches (a view where the arrays allow it): one epoch of the baseline is one
+    pass over the slice, as long as the user's epoch or ``n`` batches, whichever is shorter."""
     import numpy as np
 
     rows = leading_dim(x)
     if not rows:
         raise InputError("the input arrays are empty: no batch to measure")
-    index = np.arange(need * batch_size) % rows
-    xs, ys, sws = (_take_rows(v, index) for v in (x, y, sample_weight))
     first_index = np.arange(min(batch_size, rows))
     first = tuple(_take_rows(v, first_index) for v in (x, y, sample_weight))
-    real = {"x": xs, "y": ys, "sample_weight": sws, "batch_size": batch_size, "shuffle": shuffle}
+    feeds = Feeds("numpy", batch_size, memory_feed(first, backend), first=first)
+    arrays: dict[str, Any] = {}
 
-    def data_only(warm: int, n: int) -> float | None:
+    def resize(batches: int) -> None:
+        if rows < batch_size:  # one batch, tiled: every step sees a whole batch
+            index: Any = np.arange(batch_size) % rows
+            whole = 1
+        else:
+            whole = max(1, min(batches, rows // batch_size))
+            index = slice(0, whole * batch_size)
+        xs, ys, sws = (_take_rows(v, index) for v in (x, y, sample_weight))
+        arrays.update(x=xs, y=ys, sample_weight=sws)
+        feeds.real = {**arrays, "batch_size": batch_size, "shuffle": shuffle}
+        feeds.real_batches = whole
+
+    def data_only(warm: int, seconds: float, min_batches: int, deadline: float) -> Segment | None:
+        from advisor.collectors.tfdata_feeds import GraphPuller
+
+        xs, ys, sws = arrays["x"], arrays["y"], arrays["sample_weight"]
         if legacy:  # tf_keras: its own array adapter (Keras 3's is not loaded in a tf_keras job)
             from tf_keras.src.engine.data_adapter import TensorLikeDataAdapter
 
             dataset = TensorLikeDataAdapter(xs, ys, sws, batch_size=batch_size, shuffle=shuffle).get_dataset()
-            return tfdata_drain(dataset, warm, n)
+            return GraphPuller().segment(dataset.repeat(), warm, seconds, min_batches, deadline)
         adapter = _keras_adapter(xs, ys, sws, batch_size=batch_size, shuffle=shuffle)
         if backend in (None, "tensorflow"):
-            return tfdata_drain(adapter.get_tf_dataset(), warm, n)
-        return _timed_iteration(adapter.get_numpy_iterator, warm, n)
+            return GraphPuller().segment(adapter.get_tf_dataset().repeat(), warm, seconds, min_batches, deadline)
+        return python_data_only(adapter.get_numpy_iterator)(warm, seconds, min_batches, deadline)
 
-    return Feeds("numpy", batch_size, memory_feed(first, backend), real, need, data_only, first=first)
+    resize(1)
+    feeds.resize = resize
+    feeds.data_only = data_only
+    return feeds
 
 
 def _keras_adapter(x: Any, y: Any = None, sample_weight: Any = None, **kwargs: Any) -> Any:
@@ -349,19 +274,19 @@ def pydataset_feeds(py_dataset: Any, backend: str | None) -> Feeds:
     legacy = not hasattr(py_dataset, "num_batches")
     num = len(py_dataset) if legacy else py_dataset.num_batches
 
-    def data_only(warm: int, n: int) -> float | None:
+    def one_pass() -> Iterator[Any]:
         if legacy:  # tf_keras Sequence: index it as tf_keras's enqueuer does (one worker)
-            size = len(py_dataset)
-            return _timed_iteration(lambda: (py_dataset[i % size] for i in range(warm + n)), warm, n)
+            yield from (py_dataset[i] for i in range(len(py_dataset)))
+            return
         adapter = _keras_adapter(py_dataset, shuffle=False)
         adapter.on_epoch_begin()
         try:
-            return _timed_iteration(adapter.get_numpy_iterator, warm, n)
+            yield from adapter.get_numpy_iterator()
         finally:
             adapter.on_epoch_end()
 
-    return Feeds("pydataset", batch_size, memory_feed(first, backend), {"x": py_dataset}, num, data_only,
-                 first=first)
+    return Feeds("pydataset", batch_size, memory_feed(first, backend), {"x": py_dataset}, num,
+                 python_data_only(one_pass), first=first)
 
 
 def torch_feeds(loader: Any, backend: str | None) -> Feeds:
@@ -380,31 +305,33 @@ def torch_feeds(loader: Any, backend: str | None) -> Feeds:
     except TypeError:
         num = None
     return Feeds("torch", batch_size, memory_feed(_to_numpy(first), backend), {"x": loader}, num,
-                 lambda warm, n: _timed_iteration(lambda: iter(loader), warm, n), first=_to_numpy(first))
+                 python_data_only(lambda: iter(loader)), first=_to_numpy(first))
 
 
 # ---------------------------------------------------------------------------------------------
 # entry points
 
 
-def feeds_from_session(data: Any, need: int, backend: str | None, training_done: bool = True) -> Feeds:
+def feeds_from_session(data: Any, backend: str | None, training_done: bool = True) -> Feeds:
     """Feeds from what the callback learned about fit's input (``session.data``).
 
     ``training_done``: the baseline runs after training (``baseline="end"``). Only then may a
     tf_keras generator input give up one more batch (tf_keras keeps no copy of the batch it
     peeked at): training no longer needs it.
     """
+    from advisor.collectors.tfdata_feeds import tfdata_feeds
+
     kind = data.kind
     adapter = data.adapter
     if kind == "tf.data":
         dataset = data.dataset
         if dataset is None or not _is_tf_dataset(dataset):
             raise InputError(f"the input is a {type(dataset).__name__}, not a tf.data.Dataset the baseline can replay")
-        return tfdata_feeds(dataset, need, backend)
+        return tfdata_feeds(dataset, backend)
     if kind == "numpy":
         inputs = getattr(adapter, "_inputs", None)
         if inputs is None and callable(getattr(adapter, "get_dataset", None)):  # tf_keras
-            feeds = tfdata_feeds(adapter.get_dataset(), need, backend)
+            feeds = tfdata_feeds(adapter.get_dataset(), backend)
             feeds.kind = "numpy"
             return feeds
         if inputs is None or not data.batch_size:
@@ -412,7 +339,7 @@ def feeds_from_session(data: Any, need: int, backend: str | None, training_done:
         import keras
 
         x, y, sw = keras.utils.unpack_x_y_sample_weight(inputs)
-        return array_feeds(x, y, sw, int(data.batch_size), getattr(adapter, "_shuffle", False), need, backend)
+        return array_feeds(x, y, sw, int(data.batch_size), getattr(adapter, "_shuffle", False), backend)
     if kind == "generator":
         first = (getattr(adapter, "_first_batches", None) or [None])[0]
         if first is None and callable(getattr(adapter, "get_dataset", None)):  # tf_keras
@@ -436,6 +363,8 @@ def feeds_from_session(data: Any, need: int, backend: str | None, training_done:
 def _tf_keras_generator_feeds(dataset: Any, training_done: bool) -> Feeds:
     """tf_keras wraps a generator in ``from_generator``: after training, its next batch is the
     cached one (a generator cannot be replayed, so there is no real-input run)."""
+    from advisor.collectors.tfdata_feeds import first_element
+
     if not training_done:
         raise InputError("under tf_keras a generator's batch can only be taken after training: "
                          "use baseline='end'")
@@ -455,6 +384,8 @@ def _tf_keras_generator_feeds(dataset: Any, training_done: bool) -> Feeds:
 
 def epoch_batches(data: Any, batch_size: int | None) -> int:
     """Batches in one pass over ``data`` (for ``measure_input(..., steps=None)``)."""
+    from advisor.collectors.tfdata_feeds import cardinality
+
     if _is_tf_dataset(data):
         card = cardinality(data)
         if card == INFINITE:
@@ -482,12 +413,12 @@ def epoch_batches(data: Any, batch_size: int | None) -> int:
     return -(-rows // int(batch_size or 32))
 
 
-def feeds_from_user(data: Any, need: int, batch_size: int | None, backend: str | None,
-                    legacy: bool = False) -> Feeds:
-    """Feeds for ``measure_input(model, data)``: ``need`` batches of warm-up plus measurement.
-    ``legacy``: the model is a tf_keras one."""
+def feeds_from_user(data: Any, batch_size: int | None, backend: str | None, legacy: bool = False) -> Feeds:
+    """Feeds for ``measure_input(model, data)``; ``legacy``: the model is a tf_keras one."""
     if _is_tf_dataset(data):
-        return tfdata_feeds(data, need, backend)
+        from advisor.collectors.tfdata_feeds import tfdata_feeds
+
+        return tfdata_feeds(data, backend)
     if _is_generator(data):
         try:
             first = next(data)
@@ -511,7 +442,7 @@ def feeds_from_user(data: Any, need: int, batch_size: int | None, backend: str |
             f"unsupported input {type(data).__name__}: pass a tf.data.Dataset, a tuple (x, y) of arrays, "
             "a keras.utils.PyDataset, a torch DataLoader or a generator"
         )
-    return array_feeds(x, y, sw, int(batch_size or 32), True, need, backend, legacy)
+    return array_feeds(x, y, sw, int(batch_size or 32), True, backend, legacy)
 
 
 def _is_generator(value: Any) -> bool:

@@ -35,14 +35,26 @@ def _context(opts: dict[str, Any]) -> Collector:
     return ContextCollector()
 
 
+def _baseline(opts: dict[str, Any]) -> Collector:
+    from advisor.collectors import baseline as b
+
+    return b.BaselineCollector(
+        opts.get("baseline") or "end",
+        steps=opts.get("baseline_steps", b.DEFAULT_MIN_STEPS),
+        source_cache=opts.get("baseline_source_cache", True),
+        seconds=opts.get("baseline_seconds", b.DEFAULT_SECONDS),
+        rounds=opts.get("baseline_rounds", b.DEFAULT_ROUNDS),
+        max_seconds=opts.get("baseline_max_seconds", b.DEFAULT_MAX_SECONDS),
+    )
+
+
 FACTORIES: dict[str, Callable[[dict[str, Any]], Collector]] = {
     "throughput": _throughput,
     "epochs": _epochs,
     "context": _context,
     "profiler": lambda o: __import__("advisor.collectors.profiler", fromlist=["_"]).profiler_from_options(o),
     "telemetry": lambda o: __import__("advisor.collectors.telemetry", fromlist=["_"]).telemetry_from_options(o),
-    "baseline": lambda o: __import__("advisor.collectors.baseline", fromlist=["_"]).BaselineCollector(
-        o.get("baseline") or "end", o.get("baseline_steps", 20), o.get("baseline_source_cache", True)),
+    "baseline": lambda o: _baseline(o),
     "pipeline": lambda o: __import__("advisor.collectors.pipeline", fromlist=["_"]).PipelineCollector(),
 }
 

@@ -39,7 +39,7 @@ SECTIONS: list[tuple[str, list[tuple[str, str, str]]]] = [
         ("real input samples/s", "baseline.real_samples_per_s", "num"),
         ("cached input samples/s (ceiling)", "baseline.cached_samples_per_s", "num"),
         ("data only samples/s", "baseline.data_only_samples_per_s", "num"),
-        ("input share of step time", "input.bound_fraction", "pct"),
+        ("input share of step time", "input.bound_fraction", "band"),
         ("pipeline advice", "pipeline.advice", "str"),
     ]),
     ("Accelerator", [
@@ -86,6 +86,14 @@ def _fmt(kind: str, name: str, facts: dict[str, Any]) -> str | None:
         if value is None:
             return None
         return f"{value:.2f} ± {facts.get('steps.time_ms.std', 0.0):.2f} ms"
+    if kind == "band":  # the baseline's input cost with its noise band and verdict
+        if value is None:
+            return None
+        band, verdict = facts.get("input.bound_band"), facts.get("input.bound_verdict")
+        rounds = facts.get("baseline.rounds")
+        text = f"{100 * float(value):.1f}%" + (f" ± {100 * float(band):.1f}%" if band is not None else "")
+        details = [str(v) for v in (verdict, f"{rounds} rounds" if rounds else None) if v]
+        return text + (f" ({', '.join(details)})" if details else "")
     if value is None:
         return None
     if kind == "num3":

@@ -191,7 +191,7 @@ class HostSample(Record):
 
 
 class BaselineRecord(Record):
-    """Throughputs of the input baselines, measured over the same number of steps."""
+    """Throughputs of the input baselines: cached, real, data-only and source-cached input."""
 
     type: Literal["baseline"] = "baseline"
     steps: int
@@ -205,6 +205,19 @@ class BaselineRecord(Record):
     mode: str | None = None  # start | end | api: when it ran
     warmup_steps: int | None = None  # steps run before each measurement and not counted
     seconds: float | None = None  # wall time the whole baseline took (not training time)
+    # Interleaved rounds (newer writers): samples/s of each arm per round, None where a segment
+    # measured nothing; the figures above are their medians. Bands: ``advisor.store.bands``.
+    rounds: int | None = None
+    real_rounds: list[float | None] | None = None
+    cached_rounds: list[float | None] | None = None
+    data_only_rounds: list[float | None] | None = None
+    source_cached_rounds: list[float | None] | None = None
+    real_steps: int | None = None  # measured steps of the real arm, all rounds
+    cached_steps: int | None = None
+    measured_seconds: float | None = None  # time inside measured segments (warm-ups excluded)
+    target_seconds: float | None = None  # the time asked for (``seconds=``)
+    budget_seconds: float | None = None  # the budget the baseline had to stay within
+    stopped: str | None = None  # why it ended before its planned rounds (e.g. the budget)
 
 
 class PipelineRecord(Record):
@@ -222,6 +235,7 @@ class TraceRecord(Record):
     step_begin: int | None = None
     step_end: int | None = None
     steps_marked: bool | None = None
+    marked_steps: int | None = None  # step markers the capture opened (newer writers)
     summary: str | None = None  # relative path of the TraceSummary JSON
     error: str | None = None
 

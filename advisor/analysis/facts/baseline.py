@@ -1,7 +1,10 @@
 """Cached-input and data-only baselines, from the ``baseline`` record of a run.
 
-``input.bound_fraction`` is the share of step time the input costs: with the same model, the same
-compiled step and the same number of steps, ``1 − real ÷ cached`` throughput.
+``input.bound_fraction`` is the share of step time the input costs: with the same model and the
+same compiled step, ``1 − real ÷ cached`` throughput. Records with interleaved rounds give it as
+the median of the per-round paired costs, with a noise band (``advisor.store.bands``); a cost
+inside its band is no measurable input cost (``input.bound_outside_band`` False). Older records
+(one measurement per arm) give the plain ratio and no band.
 """
 
 from __future__ import annotations
@@ -9,19 +12,33 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from advisor.analysis.registry import Fact
+from advisor.store import bands
 
 if TYPE_CHECKING:
     from advisor.store.reader import Run
+    from advisor.store.schema import BaselineRecord
+
+INSIDE_NOTE = "inside the noise band: no measurable input cost"
+OUTSIDE_NOTE = "outside the noise band"
 
 FACTS = (
-    Fact("baseline.real_samples_per_s", "samples/s", "training throughput on the real input, baseline window", "baseline"),
-    Fact("baseline.cached_samples_per_s", "samples/s", "training throughput with input served from memory (the ceiling)", "baseline"),
+    Fact("baseline.real_samples_per_s", "samples/s", "training throughput on the real input, baseline window (median of the rounds)", "baseline"),
+    Fact("baseline.cached_samples_per_s", "samples/s", "training throughput with input served from memory (the ceiling; median of the rounds)", "baseline"),
     Fact("baseline.data_only_samples_per_s", "samples/s", "input pipeline alone, no training", "baseline"),
     Fact("baseline.source_cached_samples_per_s", "samples/s", "training with a cache right after the file source", "baseline"),
-    Fact("baseline.steps", "steps", "steps per baseline measurement", "baseline"),
+    Fact("baseline.steps", "steps", "measured steps per baseline arm (the fewer of cached and real, all rounds)", "baseline"),
+    Fact("baseline.rounds", "", "interleaved rounds the baseline measured (each gives one paired value)", "baseline"),
+    Fact("baseline.measured_seconds", "s", "time inside the baseline's measured segments (warm-ups excluded)", "baseline"),
+    Fact("baseline.stopped", "", "why the baseline ended before its planned rounds (e.g. its time budget)", "baseline", "str"),
     Fact("input.bound_fraction", "fraction", "1 − real ÷ cached throughput: the share of step time the input costs", "baseline"),
+    Fact("input.bound_band", "fraction", "± noise band of input.bound_fraction (order-statistic interval of the rounds' median)", "baseline"),
+    Fact("input.bound_outside_band", "", "the input's cost is larger than its noise band (False: no measurable input cost)", "baseline", "bool"),
+    Fact("input.bound_verdict", "", "the input's cost against its noise band, in words", "baseline", "str"),
     Fact("input.data_only_ratio", "", "data-only ÷ training throughput", "baseline"),
+    Fact("input.data_only_ratio_band", "", "± noise band of input.data_only_ratio", "baseline"),
     Fact("input.source_cache_gain", "fraction", "throughput gain from caching after the source (reading is the bottleneck)", "baseline"),
+    Fact("input.source_cache_gain_band", "fraction", "± noise band of input.source_cache_gain", "baseline"),
+    Fact("input.source_cache_gain_outside_band", "", "the gain from a source cache is larger than its noise band", "baseline", "bool"),
     Fact("baseline.real_source", "", "where the real-input throughput comes from: baseline or training (one-shot generators)", "baseline", "str"),
     Fact("baseline.seconds", "s", "wall time the baseline measurements took", "baseline"),
     Fact("baseline.error", "", "why the baseline could not measure (bad input, unsupported model)", "baseline", "str"),
@@ -40,33 +57,69 @@ def derive(run: Run, facts: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"baseline.steps": record.steps}
     if record.error:
         out["baseline.error"] = record.error
-    if record.seconds is not None:
-        out["baseline.seconds"] = record.seconds
+    for name, value in (("baseline.seconds", record.seconds), ("baseline.rounds", record.rounds),
+                        ("baseline.measured_seconds", record.measured_seconds), ("baseline.stopped", record.stopped)):
+        if value is not None:
+            out[name] = value
     cached = record.cached_samples_per_s
-    data_only = record.data_only_samples_per_s
-    source_cached = record.source_cached_samples_per_s
     real = record.real_samples_per_s
+    real_rounds = record.real_rounds
     if real is not None:
         out["baseline.real_source"] = "baseline"
     elif cached is not None and len(ranks) <= 1 and facts.get("throughput.samples_per_s"):
         # One-shot generators cannot be replayed: compare with what training itself measured.
         real = float(facts["throughput.samples_per_s"])
+        real_rounds = [real] * len(record.cached_rounds or [])
         out["baseline.real_source"] = "training"
     for name, value in (
         ("baseline.real_samples_per_s", real),
         ("baseline.cached_samples_per_s", cached),
-        ("baseline.data_only_samples_per_s", data_only),
-        ("baseline.source_cached_samples_per_s", source_cached),
+        ("baseline.data_only_samples_per_s", record.data_only_samples_per_s),
+        ("baseline.source_cached_samples_per_s", record.source_cached_samples_per_s),
     ):
         if value is not None:
             out[name] = value
     if real and cached:
-        out["input.bound_fraction"] = max(0.0, 1.0 - real / cached)
-        if record.batch_size:
-            wait = record.batch_size / real - record.batch_size / cached
-            out["input.wait_ms_per_step"] = max(0.0, wait) * 1000.0
-    if real and data_only:
-        out["input.data_only_ratio"] = data_only / real
-    if real and source_cached:
-        out["input.source_cache_gain"] = max(0.0, source_cached / real - 1.0)
+        out.update(_bound(record, real, cached, real_rounds))
+    if real and record.data_only_samples_per_s:
+        out.update(_paired("input.data_only_ratio", record.data_only_rounds, real_rounds, bands.ratio,
+                           record.data_only_samples_per_s / real))
+    if real and record.source_cached_samples_per_s:
+        gain = _paired("input.source_cache_gain", record.source_cached_rounds, real_rounds, bands.relative_gain,
+                       record.source_cached_samples_per_s / real - 1.0)
+        gain["input.source_cache_gain"] = max(0.0, gain["input.source_cache_gain"])
+        out.update(gain)
+    return out
+
+
+def _bound(record: BaselineRecord, real: float, cached: float, real_rounds: list[float | None] | None) -> dict[str, Any]:
+    """input.bound_fraction with its band (from the rounds) and the wait per step."""
+    out: dict[str, Any] = {}
+    costs = bands.paired(real_rounds or [], record.cached_rounds or [], bands.input_cost)
+    band = bands.band(costs)
+    if band is not None:
+        out["input.bound_fraction"] = max(0.0, band.value)
+        out["input.bound_band"] = band.half_width
+        out["input.bound_outside_band"] = band.above_zero
+        out["input.bound_verdict"] = OUTSIDE_NOTE if band.above_zero else INSIDE_NOTE
+    else:
+        value = bands.median(costs)
+        out["input.bound_fraction"] = max(0.0, value if value is not None else bands.input_cost(real, cached))
+    if record.batch_size:
+        wait = record.batch_size / real - record.batch_size / cached
+        out["input.wait_ms_per_step"] = max(0.0, wait) * 1000.0
+    return out
+
+
+def _paired(name: str, arm: list[float | None] | None, real_rounds: list[float | None] | None, combine: Any,
+            fallback: float) -> dict[str, Any]:
+    """A paired figure (median of the rounds, or ``fallback`` for older records) and its band."""
+    values = bands.paired(arm or [], real_rounds or [], combine)
+    band = bands.band(values)
+    if band is None:
+        value = bands.median(values)
+        return {name: value if value is not None else fallback}
+    out: dict[str, Any] = {name: band.value, f"{name}_band": band.half_width}
+    if name == "input.source_cache_gain":
+        out[f"{name}_outside_band"] = band.above_zero
     return out

@@ -44,7 +44,7 @@ FACTS = (
     Fact(
         "input.share",
         "fraction",
-        "best estimate of the input's share of step time (baseline, else trace)",
+        "best estimate of the input's share of step time (baseline, else trace); 0 when the baseline's cost is inside its noise band",
         "baseline+trace",
     ),
     Fact(
@@ -106,7 +106,9 @@ def derive_from(facts: dict[str, Any]) -> dict[str, Any]:
     bound = _num(facts, "input.bound_fraction")
     trace_input = _num(facts, "trace.input_percent")
     if bound is not None:
-        out["input.share"] = min(1.0, max(0.0, bound))
+        # A cost inside the baseline's noise band is no measurable input cost.
+        inside = facts.get("input.bound_outside_band") is False
+        out["input.share"] = 0.0 if inside else min(1.0, max(0.0, bound))
         out["input.share_source"] = "baseline"
     elif trace_input is not None:
         out["input.share"] = min(1.0, max(0.0, trace_input / 100.0))

@@ -1,0 +1,132 @@
+"""What a baseline measured: per-round throughputs of each arm, their medians and noise bands."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from advisor.store import bands
+from advisor.store.bands import Band
+
+ARMS = ("real", "cached", "data_only", "source_cached")
+
+
+@dataclass
+class InputBaseline:
+    """Throughputs (samples/s) measured side by side in interleaved rounds; None where not
+    measured. The ``*_samples_per_s`` figures are medians over the rounds."""
+
+    input_kind: str
+    batch_size: int
+    steps: int  # measured steps of the less-measured training arm (cached or real), all rounds
+    warmup_steps: int
+    real_samples_per_s: float | None = None
+    cached_samples_per_s: float | None = None
+    data_only_samples_per_s: float | None = None
+    source_cached_samples_per_s: float | None = None
+    seconds: float = 0.0  # wall time of the whole baseline (calibration and restores included)
+    notes: list[str] = field(default_factory=list)
+    rounds: int = 0
+    round_rates: dict[str, list[float | None]] = field(default_factory=dict)  # arm → samples/s per round
+    arm_steps: dict[str, int] = field(default_factory=dict)  # arm → measured steps, all rounds
+    measured_seconds: float = 0.0  # time inside measured segments
+    target_seconds: float | None = None
+    budget_seconds: float | None = None
+    stopped: str | None = None
+
+    def set_rounds(self, arm: str, rates: list[float | None], steps: int) -> None:
+        self.round_rates[arm] = rates
+        self.arm_steps[arm] = steps
+        setattr(self, f"{arm}_samples_per_s", bands.median([r for r in rates if r is not None]))
+        trained = [self.arm_steps[a] for a in ("cached", "real") if a in self.arm_steps]
+        self.steps = min(trained) if trained else steps
+
+    # -- paired figures ------------------------------------------------------------------------
+    @property
+    def bound(self) -> Band | None:
+        """The input's cost per round (1 − real ÷ cached) and its band."""
+        costs = bands.paired(self.round_rates.get("real", []), self.round_rates.get("cached", []), bands.input_cost)
+        return bands.band(costs)
+
+    @property
+    def bound_fraction(self) -> float | None:
+        """Share of step time spent waiting for input: the median paired 1 − real ÷ cached (≥ 0)."""
+        band = self.bound
+        if band is not None:
+            return max(0.0, band.value)
+        costs = bands.paired(self.round_rates.get("real", []), self.round_rates.get("cached", []), bands.input_cost)
+        value = bands.median(costs)
+        if value is None and self.real_samples_per_s and self.cached_samples_per_s:
+            value = bands.input_cost(self.real_samples_per_s, self.cached_samples_per_s)
+        return None if value is None else max(0.0, value)
+
+    @property
+    def bound_band(self) -> float | None:
+        band = self.bound
+        return band.half_width if band is not None else None
+
+    @property
+    def bound_outside_band(self) -> bool | None:
+        """The cost is larger than its noise band (None: too few rounds for a band)."""
+        band = self.bound
+        return band.above_zero if band is not None else None
+
+    @property
+    def data_only_ratio(self) -> float | None:
+        values = bands.paired(self.round_rates.get("data_only", []), self.round_rates.get("real", []), bands.ratio)
+        value = bands.median(values)
+        if value is None and self.real_samples_per_s and self.data_only_samples_per_s:
+            value = self.data_only_samples_per_s / self.real_samples_per_s
+        return value
+
+    @property
+    def source_cache_gain(self) -> float | None:
+        values = bands.paired(self.round_rates.get("source_cached", []), self.round_rates.get("real", []),
+                              bands.relative_gain)
+        value = bands.median(values)
+        if value is None and self.real_samples_per_s and self.source_cached_samples_per_s:
+            value = self.source_cached_samples_per_s / self.real_samples_per_s - 1.0
+        return None if value is None else max(0.0, value)
+
+    # -- output --------------------------------------------------------------------------------
+    def summary(self) -> str:
+        parts = []
+        bound = self.bound_fraction
+        if bound is not None:
+            band = self.bound_band
+            plus = f" ± {band:.0%}" if band is not None else ""
+            if self.bound_outside_band is False:
+                parts.append(f"input costs {bound:.0%}{plus} of step time: inside the noise band, no measurable "
+                             f"input cost (cached {self.cached_samples_per_s:.0f} vs real "
+                             f"{self.real_samples_per_s:.0f} samples/s)")
+            else:
+                parts.append(f"input costs {bound:.0%}{plus} of step time; with input removed this model trains "
+                             f"at {self.cached_samples_per_s:.0f} samples/s instead of {self.real_samples_per_s:.0f}")
+        elif self.cached_samples_per_s is not None:
+            parts.append(f"cached-input ceiling {self.cached_samples_per_s:.0f} samples/s")
+        if self.data_only_samples_per_s is not None:
+            parts.append(f"the input alone delivers {self.data_only_samples_per_s:.0f} samples/s")
+        if self.source_cached_samples_per_s is not None:
+            parts.append(f"with a cache after the file source: {self.source_cached_samples_per_s:.0f} samples/s")
+        return "; ".join(parts) or "nothing measured"
+
+    def to_record(self, mode: str) -> Any:
+        from advisor.store.schema import BaselineRecord
+
+        def rounds(arm: str) -> list[float | None] | None:
+            rates = self.round_rates.get(arm)
+            return [None if r is None else round(r, 3) for r in rates] if rates else None
+
+        return BaselineRecord(
+            t=time.time(), steps=self.steps, batch_size=self.batch_size, input_kind=self.input_kind,
+            real_samples_per_s=self.real_samples_per_s, cached_samples_per_s=self.cached_samples_per_s,
+            data_only_samples_per_s=self.data_only_samples_per_s,
+            source_cached_samples_per_s=self.source_cached_samples_per_s,
+            mode=mode, warmup_steps=self.warmup_steps, seconds=self.seconds,
+            rounds=self.rounds or None, real_rounds=rounds("real"), cached_rounds=rounds("cached"),
+            data_only_rounds=rounds("data_only"), source_cached_rounds=rounds("source_cached"),
+            real_steps=self.arm_steps.get("real"), cached_steps=self.arm_steps.get("cached"),
+            measured_seconds=round(self.measured_seconds, 4), target_seconds=self.target_seconds,
+            budget_seconds=self.budget_seconds, stopped=self.stopped,
+        )

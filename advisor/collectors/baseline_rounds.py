@@ -1,0 +1,244 @@
+"""The baseline's measuring loop: time-boxed segments, interleaved arms, repeated rounds.
+
+An *arm* is one way of feeding the model (the cached first batch, the real input, the input with
+a cache after its file source) or of pulling the input alone (data-only). A *segment* measures one
+arm for a target time (``segment_s``, and at least ``min_steps`` steps) after its own warm-up. A
+*round* measures every arm once; rounds alternate their order (A B C, C B A, …) so that drift and
+load hit every arm alike, and each round gives one paired value per comparison. The whole
+measurement stays inside a time budget: segments are capped so that at least
+``MIN_ROUNDS`` rounds fit, and later rounds start only while one more fits.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from advisor.store.bands import MIN_ROUNDS
+
+INFINITE_STEPS = 10**7  # steps_per_epoch of a segment on an endless feed: the clock stops it
+ENDLESS_EPOCHS = 10**6  # epochs of a segment on a finite feed: the clock stops it
+WARMUP_SHARE = 0.1  # a segment's warm-up also lasts at least this share of its target time
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How long to measure: ``seconds`` over all arms and rounds, at least ``min_steps`` measured
+    steps per arm, ``rounds`` rounds, everything (calibration included) within ``max_seconds``."""
+
+    seconds: float
+    min_steps: int
+    rounds: int
+    max_seconds: float
+    warmup_steps: int
+
+    def segment_seconds(self, arms: int) -> float:
+        return self.seconds / max(1, self.rounds * arms)
+
+    def segment_min_steps(self, multiple: int) -> int:
+        return round_up(math.ceil(self.min_steps / max(1, self.rounds)), multiple)
+
+
+@dataclass
+class Segment:
+    """One measured stretch of one arm: ``steps`` steps (or batches) in ``seconds``."""
+
+    steps: int
+    seconds: float
+
+    def rate(self, batch_size: int) -> float | None:
+        return self.steps * batch_size / self.seconds if self.seconds > 0 and self.steps > 0 else None
+
+
+# An arm measures one segment: (target seconds, minimum steps, hard deadline) → Segment or None.
+Measure = Callable[[float, int, float], "Segment | None"]
+
+
+@dataclass
+class Arm:
+    name: str
+    measure: Measure
+    trains: bool  # restore the model's state after each segment
+    segments: list[Segment | None] = field(default_factory=list)
+
+
+@dataclass
+class Outcome:
+    rounds: int = 0
+    measured_seconds: float = 0.0
+    stopped: str | None = None
+
+
+def round_up(value: int, multiple: int) -> int:
+    value = max(int(value), 1)
+    return -(-value // multiple) * multiple
+
+
+def run_rounds(arms: list[Arm], plan: Plan, deadline: float, restore: Callable[[], None]) -> Outcome:
+    """Measure every arm once per round, alternating the order, until ``plan.rounds`` rounds are
+    done or the budget (``deadline``, a ``perf_counter`` time) would be exceeded."""
+    outcome = Outcome()
+    segment_s = plan.segment_seconds(len(arms))
+    round_times: list[float] = []
+    for index in range(plan.rounds):
+        now = time.perf_counter()
+        if index >= MIN_ROUNDS and round_times and now + max(round_times) > deadline:
+            outcome.stopped = f"the time budget ({plan.max_seconds:g} s) allowed {index} of {plan.rounds} rounds"
+            break
+        if now >= deadline:
+            outcome.stopped = f"the time budget ({plan.max_seconds:g} s) ran out after {index} rounds"
+            break
+        started = now
+        order = arms if index % 2 == 0 else arms[::-1]
+        for position, arm in enumerate(order):
+            left = (max(MIN_ROUNDS - index, 1) * len(arms)) - position
+            cap = time.perf_counter() + max(0.0, deadline - time.perf_counter()) / max(1, left)
+            try:
+                segment = arm.measure(segment_s, plan.segment_min_steps(1), min(cap, deadline))
+            finally:
+                if arm.trains:
+                    restore()
+            arm.segments.append(segment)
+            if segment is not None:
+                outcome.measured_seconds += segment.seconds
+        # Arms measured in this round are aligned by position in their own lists.
+        outcome.rounds += 1
+        round_times.append(time.perf_counter() - started)
+    return outcome
+
+
+# ---------------------------------------------------------------------------------------------
+# training segments
+
+
+def fit_segment(model: Any, kwargs: dict[str, Any], *, finite: bool, warm: int, seconds: float,
+                min_steps: int, deadline: float, what: str, error: Callable[[str], Exception],
+                epoch_steps: int | None = None) -> Segment | None:
+    """Train ``model`` on ``kwargs`` (a nested ``fit``) for one segment and time it.
+
+    Finite feeds (arrays, PyDataset, DataLoader) run whole epochs, as training does, until the
+    clock stops them; endless feeds run epochs of ``epoch_steps`` (the real feed's length, so
+    that both arms pay the same per-epoch cost) or one long epoch. None: no step after warm-up.
+    """
+    clock = segment_clock(model, warm, seconds, min_steps, deadline)
+    if finite:
+        shape: dict[str, Any] = {"epochs": ENDLESS_EPOCHS}
+    elif epoch_steps:
+        shape = {"epochs": ENDLESS_EPOCHS, "steps_per_epoch": epoch_steps}
+    else:
+        shape = {"epochs": 1, "steps_per_epoch": INFINITE_STEPS}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model.fit(**kwargs, **shape, verbose=0, callbacks=[clock])
+    except Exception as exc:  # noqa: BLE001 — any failure of the input or the step: one clear line
+        from advisor.collectors.input_feeds import one_line
+
+        raise error(f"training on {what} failed: {one_line(exc)}") from None
+    return clock.segment()
+
+
+def segment_clock(model: Any, warm: int, seconds: float, min_steps: int, deadline: float) -> Any:
+    """A callback of the model's own Keras flavour that times the steps after the warm-up and
+    stops training when the segment has lasted ``seconds`` and ``min_steps`` (or at ``deadline``).
+    Steps are counted from the batch indices, so ``steps_per_execution`` is exact."""
+    base: Any
+    if _is_tf_keras(model):
+        import tf_keras
+
+        base = tf_keras.callbacks.Callback
+    else:
+        import keras
+
+        base = keras.callbacks.Callback
+    warm_seconds = WARMUP_SHARE * seconds
+
+    class _SegmentClock(base):  # type: ignore[misc, valid-type]
+        def __init__(self) -> None:
+            super().__init__()
+            self.steps = 0
+            self.begin: int | None = None
+            self.first_tick: float | None = None
+            self.start: tuple[float, int] | None = None
+            self.end: tuple[float, int] | None = None
+
+        def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+            self.begin = None
+
+        def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
+            self.begin = batch
+
+        def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+            now = time.perf_counter()
+            begin = self.begin
+            self.steps += batch - begin + 1 if begin is not None and batch >= begin else 1
+            if self.start is None:
+                if self.first_tick is None:
+                    self.first_tick = now
+                if self.steps >= warm and now - self.first_tick >= warm_seconds:
+                    self.start = (now, self.steps)
+                elif now >= deadline:
+                    self.model.stop_training = True
+                return
+            self.end = (now, self.steps)
+            measured = self.steps - self.start[1]
+            if (now - self.start[0] >= seconds and measured >= min_steps) or now >= deadline:
+                self.model.stop_training = True
+
+        def segment(self) -> Segment | None:
+            if self.start is None or self.end is None:
+                return None
+            return Segment(self.end[1] - self.start[1], self.end[0] - self.start[0])
+
+    return _SegmentClock()
+
+
+def _is_tf_keras(model: Any) -> bool:
+    return any(c.__module__.startswith("tf_keras") for c in type(model).__mro__)
+
+
+# ---------------------------------------------------------------------------------------------
+# data-only segments
+
+
+def pull_segment(iterator: Any, warm: int, seconds: float, min_batches: int, deadline: float) -> Segment | None:
+    """Time ``next(iterator)`` for a segment after ``warm`` pulls (Python-side inputs)."""
+    try:
+        for _ in range(warm):
+            next(iterator)
+        t0 = now = time.perf_counter()
+        n = 0
+        while True:
+            next(iterator)
+            n += 1
+            now = time.perf_counter()
+            if (now - t0 >= seconds and n >= min_batches) or now >= deadline:
+                break
+    except StopIteration:
+        return None
+    return Segment(n, now - t0)
+
+
+def chunked_segment(pull: Callable[[int], None], warm: int, seconds: float, min_batches: int,
+                    deadline: float) -> Segment | None:
+    """Time ``pull(k)`` calls (each pulls k batches, e.g. in a graph loop) for a segment. The
+    chunk grows towards what the remaining time needs, at most doubling each call."""
+    pull(warm)
+    t0 = now = time.perf_counter()
+    n, chunk = 0, 1
+    while True:
+        pull(chunk)
+        n += chunk
+        now = time.perf_counter()
+        elapsed = now - t0
+        if (elapsed >= seconds and n >= min_batches) or now >= deadline:
+            break
+        per_batch = elapsed / n
+        wanted = max(seconds - elapsed, (min_batches - n) * per_batch, 0.0)
+        remaining = max(deadline - now, 0.0)
+        chunk = max(1, min(2 * chunk, int(min(wanted, remaining) / per_batch) if per_batch > 0 else 2 * chunk))
+    return Segment(n, now - t0)
