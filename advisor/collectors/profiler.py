@@ -1,7 +1,7 @@
 """Profiler capture window: profile training steps ``start..stop`` into the run's ``traces/``.
 
-    model.fit(ds, callbacks=[AdvisorCallback(profile_steps=(10, 15))])   # with everything else
-    model.fit(ds, callbacks=[ProfilerCallback(profile_steps=(10, 15))])  # the profiler alone
+    model.fit(ds, callbacks=[AdvisorCallback(profile_steps=(10, 34))])   # with everything else
+    model.fit(ds, callbacks=[ProfilerCallback(profile_steps=(10, 34))])  # the profiler alone
 
 Steps count from 1 across epochs, both ends included (as TensorBoard's ``profile_batch``). Each
 step in the window is wrapped in a step marker (TF: ``tf.profiler.experimental.Trace("train",
@@ -160,7 +160,7 @@ BACKENDS: dict[str, Any] = {"tensorflow": TensorFlowProfiler, "jax": JaxProfiler
 
 
 def parse_profile_steps(value: Any) -> tuple[int, int]:
-    """``(10, 15)``, ``[10, 15]``, ``"10,15"`` or ``12`` → (start, stop), 1-based and inclusive."""
+    """``(10, 34)``, ``[10, 34]``, ``"10,34"`` or ``12`` → (start, stop), 1-based and inclusive."""
     if isinstance(value, str):
         parts = [p.strip() for p in value.split(",") if p.strip()]
     elif isinstance(value, (list, tuple)):
@@ -174,7 +174,7 @@ def parse_profile_steps(value: Any) -> tuple[int, int]:
         if isinstance(parts[0], bool) or isinstance(parts[1], bool) or len(parts) != 2:
             raise ValueError
     except (TypeError, ValueError):
-        raise UsageError(f"profile_steps={value!r}: give (start, stop), two step numbers from 1, e.g. (10, 15)") from None
+        raise UsageError(f"profile_steps={value!r}: give (start, stop), two step numbers from 1, e.g. (10, 34)") from None
     if start < 1 or stop < start:
         raise UsageError(f"profile_steps={value!r}: need 1 <= start <= stop (steps count from 1)")
     return start, stop
@@ -189,7 +189,7 @@ class ProfilerCollector(Collector):
 
     def __init__(
         self,
-        profile_steps: Any = (10, 15),
+        profile_steps: Any = (10, 34),
         summarize: bool = True,
         timeout_s: float | None = None,
         backend: ProfilerBackend | None = None,
@@ -209,6 +209,7 @@ class ProfilerCollector(Collector):
         self._logdir: Path | None = None
         self._sessions_before: set[str] = set()
         self._window_first_step = 0
+        self._marked_steps = 0  # step markers opened in this window
         self.records: list[TraceRecord] = []
 
     # -- hooks ---------------------------------------------------------------------------------
@@ -313,6 +314,7 @@ class ProfilerCollector(Collector):
             marker = self._backend.marker(step)
             marker.__enter__()
             self._marker = marker
+            self._marked_steps += 1
         except Exception as exc:  # noqa: BLE001 — recorded; training goes on
             self._marker = None
             self.s.event(SOURCE, f"could not mark step {step}: {type(exc).__name__}: {_first_line(exc)}",
@@ -343,6 +345,7 @@ class ProfilerCollector(Collector):
             step_begin=first,
             step_end=last,
             steps_marked=marked,
+            marked_steps=self._marked_steps if marked else 0,
             summary=summary,
             error=error,
         )
@@ -401,7 +404,7 @@ def _first_line(exc: BaseException) -> str:
 
 def profiler_from_options(options: dict[str, Any]) -> ProfilerCollector:
     return ProfilerCollector(
-        profile_steps=options.get("profile_steps", (10, 15)),
+        profile_steps=options.get("profile_steps", (10, 34)),
         summarize=options.get("profile_summary", True),
         timeout_s=options.get("profile_timeout_s"),
     )
@@ -410,10 +413,10 @@ def profiler_from_options(options: dict[str, Any]) -> ProfilerCollector:
 class ProfilerCallback(AdvisorCallback):
     """Only the profiler: capture steps ``profile_steps`` (start, stop) into a run of its own.
 
-    ``ProfilerCallback(runs_dir="runs", profile_steps=(10, 15))``; other keyword arguments are
+    ``ProfilerCallback(runs_dir="runs", profile_steps=(10, 34))``; other keyword arguments are
     those of :class:`AdvisorCallback` (``profile_summary=False`` skips the summary at train end).
     """
 
-    def __init__(self, runs_dir: Any = None, profile_steps: Any = (10, 15), **kwargs: Any) -> None:
+    def __init__(self, runs_dir: Any = None, profile_steps: Any = (10, 34), **kwargs: Any) -> None:
         kwargs.setdefault("log_every_s", None)
         super().__init__(runs_dir=runs_dir, collectors=["profiler"], profile_steps=profile_steps, **kwargs)

@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from advisor.analysis.registry import FactRegistry, registry
-from advisor.diagnosis.measure import hints_for
+from advisor.diagnosis.measure import hints_for, withheld_reasons
 from advisor.diagnosis.report import (
     SEVERITY_RANK,
     STATUS_ORDER,
@@ -85,12 +85,16 @@ def _unknown(
     params: Mapping[str, Any],
     reg: FactRegistry,
 ) -> Finding:
-    measure = rule.measure or hints_for(missing, reg)
+    withheld = withheld_reasons(missing, facts)
+    measure = rule.measure or withheld or hints_for(missing, reg)
     names = ", ".join(missing)
+    message = f"not measured: {names}" if missing else "could not be decided from the measured facts"
+    if withheld:
+        message = f"not decided: {names} withheld ({withheld})"
     return _finding(
         rule,
         "unknown",
-        f"not measured: {names}" if missing else "could not be decided from the measured facts",
+        message,
         missing=list(missing),
         measure=measure,
         evidence=_evidence(rule, facts, reg),

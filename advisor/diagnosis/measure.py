@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from advisor.analysis.registry import FactRegistry
 
@@ -18,7 +19,7 @@ HINTS: dict[str, str] = {
     "baseline": 'measure the cached-input ceiling: AdvisorCallback(baseline="end"), or advisor.measure_input(model, data)',
     "pipeline": "feed fit() a tf.data.Dataset: the advisor inspects its graph at train begin",
     "storage": "read training data from local files through tf.data (file sources are inspected)",
-    "trace": "capture a profile: AdvisorCallback(profile_steps=(10, 20)) with keras-advisor[profile] installed, or `advisor trace PROFILE_DIR --into RUN`",
+    "trace": "capture a profile: AdvisorCallback(profile_steps=(10, 34)) with keras-advisor[profile] installed, or `advisor trace PROFILE_DIR --into RUN`",
     "scaling": "run a sweep: `advisor scale --workers 1,2,4 -- python train.py`",
     "instance": "name the cloud instance: AdvisorCallback(instance_type=...) or ADVISOR_INSTANCE_TYPE",
     "hardware": "train on a known accelerator (see the hardware table) and keep telemetry on",
@@ -46,3 +47,14 @@ def hints_for(missing: Iterable[str], facts: FactRegistry) -> str:
             if hint:
                 seen.setdefault(hint, None)
     return "; ".join(seen) if seen else "not measurable by the advisor yet"
+
+
+def withheld_reasons(missing: Iterable[str], facts: Mapping[str, Any]) -> str:
+    """Why measured facts were left out (e.g. a profile with too few steps): the
+    ``<area>.withheld`` facts of the missing facts' areas, joined; empty when none applies."""
+    seen: dict[str, None] = {}
+    for name in missing:
+        reason = facts.get(f"{name.split('.', 1)[0]}.withheld")
+        if isinstance(reason, str) and reason:
+            seen.setdefault(reason, None)
+    return "; ".join(seen)

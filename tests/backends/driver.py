@@ -159,7 +159,8 @@ def check_baseline_kinds(runs: Path) -> dict[str, Any]:
     for kind, make in input_kinds(x, y).items():
         layer = counter_layer()
         model = build(1, layer)
-        cb = callback(runs, f"baseline-{kind}", baseline="end", baseline_steps=6, telemetry=False)
+        cb = callback(runs, f"baseline-{kind}", baseline="end", baseline_steps=6, baseline_seconds=0.6,
+                      baseline_rounds=4, telemetry=False)
         data, kwargs = make()
         model.fit(data, **kwargs, epochs=1, callbacks=[cb], verbose=0)
         out[kind] = {"run": str(cb.run_path), "trained": count(layer),
@@ -219,16 +220,17 @@ def check_measure_input() -> dict[str, Any]:
     x, y = arrays()
     model.fit(x, y, batch_size=BATCH, epochs=1, verbose=0)
     before = ModelState(model)
-    result = measure_input(model, (x, y), steps=6, batch_size=BATCH)
+    result = measure_input(model, (x, y), steps=6, batch_size=BATCH, seconds=0.6, rounds=4)
     return {"unchanged": before.unchanged(), "real": result.real_samples_per_s,
             "cached": result.cached_samples_per_s, "variables": len(before.variables)}
 
 
 def check_profile(runs: Path) -> dict[str, Any]:
-    """Profiler capture of steps 3..8 and its summary, plus telemetry and FLOPs."""
+    """Profiler capture of steps 3..27 (25 marked: enough for stable step-time shares) and its
+    summary, plus telemetry and FLOPs."""
     model = build(1)
-    x, y = arrays(640)
-    cb = callback(runs, "profile", profile_steps=(3, 8), mfu=True, telemetry_interval_s=0.2)
+    x, y = arrays(1280)
+    cb = callback(runs, "profile", profile_steps=(3, 27), mfu=True, telemetry_interval_s=0.2)
     async_safe = bool(getattr(cb, "async_safe", False))
     model.fit(x, y, batch_size=BATCH, epochs=1, callbacks=[cb], verbose=0)
     return {"run": str(cb.run_path), "async_safe": async_safe}

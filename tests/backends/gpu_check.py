@@ -45,7 +45,7 @@ def main() -> int:
                               keras.layers.Dense(2048, activation="relu"), keras.layers.Dense(1)])
     model.compile("adam", "mse")
     runs = tempfile.mkdtemp(prefix="advisor-gpu-")
-    cb = advisor.AdvisorCallback(runs_dir=runs, profile_steps=(10, 20), mfu=True, telemetry_interval_s=0.2,
+    cb = advisor.AdvisorCallback(runs_dir=runs, profile_steps=(10, 34), mfu=True, telemetry_interval_s=0.2,
                                  baseline="end", window_s=0.5, log_every_s=None)
     t0 = time.perf_counter()
     model.fit(x, y, batch_size=batch, epochs=2, callbacks=[cb], verbose=0, shuffle=False)

@@ -1,7 +1,9 @@
 """Profile capture from real small fits (TensorFlow on CPU), summarised with XProf's converter.
 
 One module-scoped pair of runs (a slow py_function pipeline and a cached, prefetched one) serves
-several tests; the other tests each run one short fit.
+several tests; the other tests each run one short fit. The pair's windows mark 30 steps, more
+than the 20 a profile needs before its step-time shares become facts, and the slow pipeline waits
+10 ms per batch for a step of about 1 ms: the verdicts hold with wide margins on a busy machine.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ import time
 
 import numpy as np
 import pytest
+
+pytestmark = pytest.mark.slow
 
 tf = pytest.importorskip("tensorflow")
 pytest.importorskip("xprof")
@@ -21,6 +25,7 @@ import advisor
 from advisor.analysis.registry import registry
 from advisor.cli.main import cli
 from advisor.collectors.profiler import ProfilerCallback, ProfilerCollector, parse_profile_steps
+from advisor.diagnosis import diagnose
 from advisor.errors import UsageError
 from advisor.store.reader import RunReader
 from advisor.store.schema import EventRecord, TraceRecord
@@ -34,11 +39,11 @@ def _data(n: int = 512) -> tuple[np.ndarray, np.ndarray]:
 
 
 def slow_dataset() -> tf.data.Dataset:
-    """A pipeline whose map sleeps 6 ms per batch in Python: clearly input-bound."""
+    """A pipeline whose map sleeps 10 ms per batch in Python: ten times the step, input-bound."""
     x, y = _data()
 
     def decode(a, b):
-        time.sleep(0.006)
+        time.sleep(0.010)
         return a, b
 
     def load(a, b):
@@ -75,8 +80,10 @@ def trace_facts(run) -> dict:
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory):
     runs = tmp_path_factory.mktemp("runs")
-    slow = fit(advisor.AdvisorCallback(runs_dir=runs, profile_steps=(4, 18), log_every_s=None), slow_dataset())
-    fast = fit(advisor.AdvisorCallback(runs_dir=runs, profile_steps=(4, 18), log_every_s=None), fast_dataset())
+    slow = fit(advisor.AdvisorCallback(runs_dir=runs, profile_steps=(4, 33), log_every_s=None), slow_dataset(),
+               steps=36)
+    fast = fit(advisor.AdvisorCallback(runs_dir=runs, profile_steps=(4, 33), log_every_s=None), fast_dataset(),
+               steps=36)
     return slow, fast
 
 
@@ -85,7 +92,7 @@ def test_capture_is_recorded_and_summarised(pair):
     records = slow.of_type(TraceRecord)
     assert [r.summary is not None for r in records] == [False, True]  # saved at window end, summary at train end
     last = records[-1]
-    assert (last.step_begin, last.step_end, last.steps_marked) == (4, 18, True)
+    assert (last.step_begin, last.step_end, last.steps_marked, last.marked_steps) == (4, 33, True, 30)
     assert (slow.path / last.path).is_dir() and list((slow.path / last.path).glob("*.xplane.pb"))
     assert (slow.path / last.summary).is_file()
     assert last.path.startswith("traces/worker-0/plugins/profile/")
@@ -94,7 +101,9 @@ def test_capture_is_recorded_and_summarised(pair):
 def test_input_bound_pipeline_shows_in_the_trace(pair):
     facts = trace_facts(pair[0])
     assert facts["trace.present"] is True and facts["trace.steps_marked"] is True
-    assert facts["trace.steps"] >= 10  # 15 marked; XProf drops those cut by the capture's edges
+    assert facts["trace.marked_steps"] == 30
+    assert facts["trace.steps"] >= 20  # 30 marked; XProf drops those cut by the capture's edges
+    assert "trace.withheld" not in facts
     assert facts["trace.input_percent"] > 50
     assert facts["trace.py_func"] is True
     assert any(op["type"] in ("EagerPyFunc", "PyFunc") for op in facts["trace.top_ops"])
@@ -142,6 +151,14 @@ def test_window_past_the_end_of_training(runs_dir):
     run = fit(ProfilerCallback(runs_dir=runs_dir, profile_steps=(8, 100)), steps=6, epochs=2)
     record = run.of_type(TraceRecord)[-1]
     assert (record.step_begin, record.step_end) == (8, 12) and record.summary
+    # Five steps are too few for stable step-time shares: withheld, and the rules that need them
+    # are unknown with the reason, not decided.
+    facts = trace_facts(run)
+    assert 0 < facts["trace.steps"] < 20 and facts["trace.marked_steps"] == 5
+    assert "trace.input_percent" not in facts and "trace.all_others_percent" not in facts
+    assert "profile_steps=(10, 34)" in facts["trace.withheld"] and facts["trace.top_ops"]
+    m110 = next(f for f in diagnose(run.path).findings if f.code == "M110")
+    assert m110.status == "unknown" and "withheld" in m110.message and "profile_steps=(10, 34)" in m110.measure
     # Entirely after the end: nothing captured, nothing wrong.
     run = fit(ProfilerCallback(runs_dir=runs_dir, profile_steps=(50, 60)), steps=6)
     assert run.of_type(TraceRecord) == [] and run.status == "finished"

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # starts a training process
+
 pytest.importorskip("tensorflow")
 pytest.importorskip("xprof")
 
@@ -41,8 +43,8 @@ CHILD = textwrap.dedent(
         model = keras.Sequential([keras.Input((32,)), keras.layers.Dense(128, activation="relu"),
                                   keras.layers.Dense(1)])
         model.compile("adam", "mse")
-    cb = ProfilerCallback(runs_dir=sys.argv[1], profile_steps=(4, 15))
-    model.fit(ds, steps_per_epoch=18, epochs=1, verbose=0, callbacks=[cb])
+    cb = ProfilerCallback(runs_dir=sys.argv[1], profile_steps=(4, 29))  # 26 marked: >= 20 found
+    model.fit(ds, steps_per_epoch=32, epochs=1, verbose=0, callbacks=[cb])
     print(cb.run_path)
     """
 )

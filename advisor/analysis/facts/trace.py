@@ -5,6 +5,12 @@ named by the run's latest ``trace`` record; ``facts`` records with ``source="tra
 carry ``trace.*`` values directly (e.g. from a profiler of another framework). Shares of step time
 are percentages. Device-side facts are absent for CPU-only profiles, and step-based facts are
 absent when the profile has no step markers (``trace.steps`` = 0).
+
+Shares of step time from a handful of steps are not stable: on a busy machine one stalled step
+moves them by tens of points. Below ``MIN_TRACE_STEPS`` steps found in the profile (DESIGN.md's
+evidence gate: 20 measured steps), the run's facts leave the step-time shares out and
+``trace.withheld`` says why and what to capture instead, so the rules that need them are
+unknown, not decided. ``advisor trace`` still prints what the summary measured.
 """
 
 from __future__ import annotations
@@ -44,9 +50,23 @@ FACTS = (
     Fact("trace.hardware", "", "XProf's hardware type of the profile (CPU_ONLY, GPU, TPU)", "trace", "str"),
     Fact("trace.compile_percent", "%", "share of step time spent compiling (tracing, XLA)", "trace"),
     Fact("trace.top_ops_copies", "", "copy ops (host↔device, send/recv) among the top ten", "trace"),
+    # Added by issue 13 (stable shares).
+    Fact("trace.marked_steps", "", "step markers the capture opened (steps XProf can find at most)", "trace"),
+    Fact("trace.withheld", "", "why the profile's step-time shares are not facts (too few steps) and what to capture", "trace", "str"),
 )
 
 _NAMES = frozenset(f.name for f in FACTS)
+
+MIN_TRACE_STEPS = 20  # steps found in a profile before its step-time shares are facts
+SUGGESTED_WINDOW = (10, 34)  # marks 25 steps: XProf drops one or two cut by the capture's edges
+# Shares of step time (and verdicts built on them) that need MIN_TRACE_STEPS steps.
+STEP_SHARES = (
+    "trace.input_percent", "trace.input_classification", "trace.host_compute_percent",
+    "trace.kernel_launch_percent", "trace.all_others_percent", "trace.compile_percent",
+    "trace.device_compute_percent", "trace.device_idle_percent", "trace.h2d_percent", "trace.d2h_percent",
+    "trace.eager_percent", "trace.communication_percent", "trace.communication_overlap",
+    "trace.communication_at_end",
+)
 
 
 def derive(run: Run, facts: dict[str, Any]) -> dict[str, Any]:
@@ -66,6 +86,9 @@ def derive(run: Run, facts: dict[str, Any]) -> dict[str, Any]:
         out.update(summary_facts(summary))
         if chosen.steps_marked is not None:
             out["trace.steps_marked"] = chosen.steps_marked
+        if chosen.marked_steps is not None:
+            out["trace.marked_steps"] = chosen.marked_steps
+        withhold_unstable_shares(out)
     elif records or run.manifest.config.get("profile_steps"):
         out["trace.present"] = False  # a capture was asked for or made, but no summary exists
         marked = [r.steps_marked for r in records if r.steps_marked is not None and r.error is None]
@@ -114,3 +137,21 @@ def summary_facts(summary: TraceSummary) -> dict[str, Any]:
         ]
         out["trace.py_func"] = bool(summary.py_func_ops)
     return out
+
+
+def withhold_unstable_shares(facts: dict[str, Any]) -> None:
+    """Remove the step-time shares of a profile with fewer than MIN_TRACE_STEPS steps (but some)
+    from ``facts`` and say why in ``trace.withheld``."""
+    steps = facts.get("trace.steps")
+    if not isinstance(steps, int) or steps <= 0 or steps >= MIN_TRACE_STEPS:
+        return
+    present = [name for name in STEP_SHARES if name in facts]
+    if not present:
+        return
+    for name in present:
+        del facts[name]
+    start, stop = SUGGESTED_WINDOW
+    facts["trace.withheld"] = (
+        f"the profile has {steps} steps; its step-time shares need at least {MIN_TRACE_STEPS} to be "
+        f"stable: capture a longer window, e.g. profile_steps=({start}, {stop})"
+    )
