@@ -197,6 +197,9 @@ def run_baseline(model: Any, feeds: Feeds, plan: Plan, *, source_cache: bool = T
     result.stopped = outcome.stopped
     if outcome.stopped:
         result.notes.append(f"baseline stopped early: {outcome.stopped}")
+    if result.stalled_rounds:
+        result.notes.append(f"{result.stalled_rounds} of {result.rounds} rounds set aside: the cached or real "
+                            "input's segment ran under a third of its usual speed (the machine stalled)")
     if feeds.real is not None and result.real_samples_per_s is None:
         result.notes.append("the real input gave no measured step (it ran out or failed to start in time)")
     result.seconds = time.perf_counter() - t0

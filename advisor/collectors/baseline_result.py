@@ -50,6 +50,11 @@ class InputBaseline:
         return bands.band(costs)
 
     @property
+    def stalled_rounds(self) -> int:
+        """Rounds set aside because the cached or the real arm stalled (``bands.steady_rounds``)."""
+        return bands.stalled_count(self.round_rates.get("real", []), self.round_rates.get("cached", []))
+
+    @property
     def bound_fraction(self) -> float | None:
         """Share of step time spent waiting for input: the median paired 1 − real ÷ cached (≥ 0)."""
         band = self.bound

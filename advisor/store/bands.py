@@ -15,7 +15,12 @@ too noisy — a band built from it calls one A/A comparison in five "different".
 order-statistic interval assumes nothing about the noise's shape and its error rate is exact:
 with two identical arms, a cost lands outside the band in at most ``P(Binomial(R, ½) ≤ k−1)``
 of measurements — 0.3 % with the baseline's 12 rounds (k = 2) — and one stalled round on each
-side cannot move the band. Fewer rounds give wider bands (3–8 rounds: the full range).
+side cannot move the band. Fewer rounds give wider bands (3–11 rounds: the full range).
+
+Rounds in which an arm *stalled* — its whole segment ran at under a third of that arm's median
+rate — are set aside before the band is taken (``steady_rounds``): measured here, a busy shared
+host slowed 2 to 4 of 12 cached-input segments of a 2.5 ms step by 10–100× in bursts, while the
+real input's segments, which mostly wait, barely moved.
 
 This module defines the band for writers (the baseline's summary line) and readers (the facts),
 so that both compute it from the per-round rates a ``baseline`` record stores.
@@ -29,6 +34,7 @@ from dataclasses import dataclass
 
 COVERAGE = 0.99  # two-sided coverage the band aims at
 MIN_ROUNDS = 3  # fewer paired rounds give a figure but no band
+STALL_FACTOR = 3.0  # a round where an arm ran under a third of its median rate is a stall
 
 
 def order_rank(rounds: int) -> int:
@@ -83,12 +89,36 @@ def band(values: Sequence[float]) -> Band | None:
 
 def paired(numerators: Sequence[float | None], denominators: Sequence[float | None],
            combine: Callable[[float, float], float]) -> list[float]:
-    """``combine(a, b)`` for every round where both arms measured a positive rate."""
-    out = []
-    for a, b in zip(numerators, denominators):
-        if a is not None and b is not None and a > 0 and b > 0:
-            out.append(combine(a, b))
-    return out
+    """``combine(a, b)`` for every steady round: both arms measured a positive rate and neither
+    stalled (see ``steady_rounds``)."""
+    rounds = [(a, b) for a, b in zip(numerators, denominators)
+              if a is not None and b is not None and a > 0 and b > 0]
+    return [combine(a, b) for a, b in steady_rounds(rounds)]
+
+
+def steady_rounds(rounds: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The rounds in which neither arm ran below 1/STALL_FACTOR of its own median rate.
+
+    An arm's true rate is the same in every round (same input, same model), so a whole segment
+    at a third of the arm's usual speed is the machine stalling (another process, memory
+    reclaim), not the input; on a busy 2-core host it hits CPU-bound arms, such as the cached
+    one, far more than inputs that wait. The rule treats both arms alike, so two identical arms
+    stay exchangeable and the band's error rate holds. When fewer than MIN_ROUNDS rounds would
+    remain, every round is kept (the band then shows the noise).
+    """
+    if len(rounds) < MIN_ROUNDS:
+        return list(rounds)
+    mid_a = median([a for a, _ in rounds]) or 0.0
+    mid_b = median([b for _, b in rounds]) or 0.0
+    steady = [(a, b) for a, b in rounds if a * STALL_FACTOR >= mid_a and b * STALL_FACTOR >= mid_b]
+    return steady if len(steady) >= MIN_ROUNDS else list(rounds)
+
+
+def stalled_count(numerators: Sequence[float | None], denominators: Sequence[float | None]) -> int:
+    """How many measured rounds ``paired`` sets aside as stalled."""
+    rounds = [(a, b) for a, b in zip(numerators, denominators)
+              if a is not None and b is not None and a > 0 and b > 0]
+    return len(rounds) - len(steady_rounds(rounds))
 
 
 def input_cost(real: float, cached: float) -> float:

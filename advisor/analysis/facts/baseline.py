@@ -30,6 +30,7 @@ FACTS = (
     Fact("baseline.rounds", "", "interleaved rounds the baseline measured (each gives one paired value)", "baseline"),
     Fact("baseline.measured_seconds", "s", "time inside the baseline's measured segments (warm-ups excluded)", "baseline"),
     Fact("baseline.stopped", "", "why the baseline ended before its planned rounds (e.g. its time budget)", "baseline", "str"),
+    Fact("baseline.stalled_rounds", "", "rounds set aside because the cached or real arm stalled (ran under a third of its median rate)", "baseline"),
     Fact("input.bound_fraction", "fraction", "1 − real ÷ cached throughput: the share of step time the input costs", "baseline"),
     Fact("input.bound_band", "fraction", "± noise band of input.bound_fraction (order-statistic interval of the rounds' median)", "baseline"),
     Fact("input.bound_outside_band", "", "the input's cost is larger than its noise band (False: no measurable input cost)", "baseline", "bool"),
@@ -97,6 +98,8 @@ def _bound(record: BaselineRecord, real: float, cached: float, real_rounds: list
     out: dict[str, Any] = {}
     costs = bands.paired(real_rounds or [], record.cached_rounds or [], bands.input_cost)
     band = bands.band(costs)
+    if record.rounds:
+        out["baseline.stalled_rounds"] = bands.stalled_count(real_rounds or [], record.cached_rounds or [])
     if band is not None:
         out["input.bound_fraction"] = max(0.0, band.value)
         out["input.bound_band"] = band.half_width
