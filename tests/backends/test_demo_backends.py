@@ -16,6 +16,8 @@ from click.testing import CliRunner
 
 from advisor.store.reader import RunReader, list_run_dirs
 
+pytestmark = pytest.mark.slow  # starts the demo in a fresh process
+
 
 def _check_demo_output(text: str, runs_dir, backend: str) -> None:
     assert f"on {backend}" in text

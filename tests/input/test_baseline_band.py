@@ -1,0 +1,132 @@
+"""The noise band on real fits, while another process keeps one core busy (as on shared CI).
+
+A healthy run (input cached and prefetched, a step of several milliseconds) must come out
+"inside the band": no measurable input cost. An input ten times slower than the step must come
+out far outside it. The time budget must cap the rounds and say so.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from advisor.collectors.baseline import measure_input
+from advisor.store.bands import MIN_ROUNDS
+
+pytestmark = pytest.mark.slow
+
+tf = pytest.importorskip("tensorflow")
+keras = pytest.importorskip("keras")
+
+FEATURES, CLASSES, BATCH = 32, 4, 32
+SPIN = """
+import os, sys, time
+parent = int(sys.argv[1])
+while True:
+    end = time.monotonic() + 0.1
+    while time.monotonic() < end:
+        pass
+    try:
+        os.kill(parent, 0)
+    except OSError:
+        break
+"""
+
+
+@pytest.fixture(scope="module")
+def busy_core():
+    """A pure-Python spin in another process for the module's duration (ends with its parent)."""
+    import os
+
+    spin = subprocess.Popen([sys.executable, "-c", SPIN, str(os.getpid())])
+    try:
+        yield spin.pid
+    finally:
+        spin.kill()
+        spin.wait(timeout=10)
+
+
+def arrays(n: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    return rng.normal(size=(n, FEATURES)).astype("float32"), rng.integers(0, CLASSES, n).astype("int64")
+
+
+def wide_model() -> keras.Model:
+    """Two 1024-wide layers: a step of ~6 ms on two CPU cores, long enough to dwarf what a cached,
+    prefetched tf.data pipeline costs per batch (tens of microseconds)."""
+    model = keras.Sequential([keras.Input((FEATURES,)), keras.layers.Dense(1024, activation="relu"),
+                              keras.layers.Dense(1024, activation="relu"), keras.layers.Dense(CLASSES)])
+    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return model
+
+
+def healthy_dataset() -> tf.data.Dataset:
+    n = 64 * BATCH
+    return tf.data.Dataset.from_tensor_slices(arrays(n)).cache().shuffle(n, seed=0).batch(BATCH).prefetch(
+        tf.data.AUTOTUNE)
+
+
+def slow_dataset(step_s: float) -> tf.data.Dataset:
+    """Each batch waits ten times the model's step in Python (no prefetch, sequential)."""
+
+    def wait(x, y):
+        time.sleep(10 * step_s)
+        return x, y
+
+    def load(x, y):
+        xo, yo = tf.py_function(wait, [x, y], [tf.float32, tf.int64])
+        return tf.ensure_shape(xo, [None, FEATURES]), tf.ensure_shape(yo, [None])
+
+    return tf.data.Dataset.from_tensor_slices(arrays(16 * BATCH)).batch(BATCH).map(load)
+
+
+@pytest.fixture(scope="module")
+def model(busy_core) -> keras.Model:
+    m = wide_model()
+    m.fit(healthy_dataset(), epochs=1, verbose=0)
+    return m
+
+
+def step_seconds(model: keras.Model) -> float:
+    """The model's step time on cached input, measured here (under the same load)."""
+    cached = healthy_dataset().take(1).cache().repeat()
+    model.fit(cached, steps_per_epoch=5, epochs=1, verbose=0)
+    t0 = time.perf_counter()
+    model.fit(cached, steps_per_epoch=20, epochs=1, verbose=0)
+    return (time.perf_counter() - t0) / 20
+
+
+def test_a_healthy_run_under_load_is_inside_the_band(model, busy_core):
+    result = measure_input(model, healthy_dataset(), seconds=2.0, source_cache=False, data_only=False)
+    assert result.rounds == 12
+    band = result.bound
+    assert band is not None
+    # No measurable input cost: whatever the load did to single rounds, zero is inside the band.
+    assert result.bound_outside_band is False, (band, result.round_rates)
+    assert "inside the noise band" in result.summary()
+
+
+def test_an_input_ten_times_slower_than_the_step_is_far_outside_the_band(model, busy_core):
+    step_s = step_seconds(model)
+    result = measure_input(model, slow_dataset(step_s), seconds=2.0, source_cache=False, data_only=False)
+    band = result.bound
+    assert band is not None and result.bound_outside_band is True
+    # The input costs ~90 % of each round; even the lower edge of the band is far above zero.
+    assert band.value > 0.6 and band.value - band.half_width > 0.5, (step_s, band, result.round_rates)
+
+
+def test_the_budget_caps_the_rounds_and_says_so(model, busy_core):
+    t0 = time.perf_counter()
+    result = measure_input(model, healthy_dataset(), seconds=30.0, max_seconds=2.0, source_cache=False,
+                           data_only=False)
+    wall = time.perf_counter() - t0
+    assert MIN_ROUNDS <= result.rounds < 12
+    assert result.stopped and "time budget (2 s)" in result.stopped
+    assert any("stopped early" in note for note in result.notes)
+    assert result.measured_seconds <= 2.0 and result.budget_seconds == 2.0
+    # Calibration (a few steps) comes before the budget; nothing runs long after it.
+    assert wall < 2.0 + 3.0
