@@ -62,7 +62,7 @@ Measure = Callable[[float, int, float], "Segment | None"]
 class Arm:
     name: str
     measure: Measure
-    trains: bool  # restore the model's state after each segment
+    trains: bool  # trains the model: its state is restored after the round
     segments: list[Segment | None] = field(default_factory=list)
 
 
@@ -94,17 +94,19 @@ def run_rounds(arms: list[Arm], plan: Plan, deadline: float, restore: Callable[[
             break
         started = now
         order = arms if index % 2 == 0 else arms[::-1]
-        for position, arm in enumerate(order):
-            left = (max(MIN_ROUNDS - index, 1) * len(arms)) - position
-            cap = time.perf_counter() + max(0.0, deadline - time.perf_counter()) / max(1, left)
-            try:
+        try:
+            for position, arm in enumerate(order):
+                left = (max(MIN_ROUNDS - index, 1) * len(arms)) - position
+                cap = time.perf_counter() + max(0.0, deadline - time.perf_counter()) / max(1, left)
                 segment = arm.measure(segment_s, plan.segment_min_steps(1), min(cap, deadline))
-            finally:
-                if arm.trains:
-                    restore()
-            arm.segments.append(segment)
-            if segment is not None:
-                outcome.measured_seconds += segment.seconds
+                arm.segments.append(segment)
+                if segment is not None:
+                    outcome.measured_seconds += segment.seconds
+        finally:
+            # Once per round: the weights' values do not change a step's cost, and restoring a
+            # large model after every segment would cost more than the measurement.
+            if any(arm.trains for arm in arms):
+                restore()
         # Arms measured in this round are aligned by position in their own lists.
         outcome.rounds += 1
         round_times.append(time.perf_counter() - started)
