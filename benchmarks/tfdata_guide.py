@@ -115,7 +115,7 @@ def run_variant(make: Any, epochs: int, steps: int, runs_dir: str) -> dict[str, 
     facts, errors = registry().derive(run)
     findings: list[str] = []
     try:
-        from advisor.diagnosis import diagnose
+        from advisor.service import diagnose
 
         report = diagnose(run)
         findings = [f.code for f in report.failures if f.code[:2] in ("C4", "M1", "S3")]

@@ -27,7 +27,7 @@ FIXTURE = ROOT / "tests" / "data" / "traces" / "input_bound"
 
 
 def summarise_speed(repeats: int) -> None:
-    from advisor.analysis.trace import summarize
+    from advisor.traces.summarize import summarize
 
     summarize(FIXTURE)  # page caches and the child's imports warm
     times = []
@@ -43,7 +43,7 @@ def capture_and_summarise(store: str, repeats: int) -> None:
     import keras
     import numpy as np
 
-    from advisor.analysis.trace import summarize
+    from advisor.traces.summarize import summarize
     from advisor.collectors.profiler import ProfilerCallback
 
     rng = np.random.default_rng(0)

@@ -1,4 +1,4 @@
-"""From a pipeline summary (``advisor.analysis.pipeline``) to ``pipeline.*`` facts and advice.
+"""From a pipeline summary (``advisor.probes.tfdata``) to ``pipeline.*`` facts and advice.
 
 Pure functions over the JSON stored in a ``pipeline`` record: no TensorFlow, no I/O. The advice
 names the stage to change ("map #2 ('decode')") and the exact change, most valuable first.

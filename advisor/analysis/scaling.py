@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import asdict, dataclass, field, fields
-from pathlib import Path
 from typing import Any
 
-from advisor.analysis.scaling_points import Point, instances_for, point_of
+from advisor.analysis.scaling_points import Point, instances_for
 
 SCALING_SCHEMA_VERSION = 1
 
@@ -211,54 +210,3 @@ def _table_notes(rows: list[Row]) -> list[str]:
         if rows and all(note in r.notes for r in rows):
             notes.append(say)
     return notes
-
-
-# ---------------------------------------------------------------------------------------------
-# Loading: a sweep, or every run of a store
-
-
-def points_from_dir(runs_dir: Path, sweep_id: str | None = None) -> tuple[list[Point], list[Failure]]:
-    """Finished runs of ``runs_dir`` (of one sweep when ``sweep_id``) as points, and the failures."""
-    from advisor.launch.record import SweepRecord, read_sweep, sweep_dir
-    from advisor.store.reader import RunReader, list_run_dirs
-
-    sweeps: dict[str, SweepRecord] = {}
-    if sweep_id is not None and (sweep_dir(runs_dir, sweep_id) / "sweep.json").is_file():
-        sweeps[sweep_id] = read_sweep(sweep_dir(runs_dir, sweep_id))
-    points: list[Point] = []
-    failures: list[Failure] = []
-    seen: set[str] = set()
-    for path in list_run_dirs(runs_dir):
-        reader = RunReader(path)
-        manifest = reader.read_manifest()
-        if sweep_id is not None and manifest.sweep_id != sweep_id:
-            continue
-        sid = manifest.sweep_id
-        if sid and sid not in sweeps and (sweep_dir(runs_dir, sid) / "sweep.json").is_file():
-            sweeps[sid] = read_sweep(sweep_dir(runs_dir, sid))
-        run = reader.read()
-        seen.add(run.run_id)
-        point = point_of(run, sweeps.get(sid) if sid else None)
-        cfg = sweeps[sid].config(run.run_id) if sid in sweeps else None
-        if run.status == "finished" and (cfg is None or cfg.status != "failed"):
-            points.append(point)
-        else:
-            failures.append(Failure(point.strategy, point.workers, run.run_id, point.repeat,
-                                    (cfg.reason if cfg else None) or f"run {run.status}",
-                                    cfg.hint if cfg else None, cfg.log_tail if cfg else None))
-    for record in sweeps.values():  # configurations that failed before writing a run
-        for cfg in record.configs:
-            if cfg.status == "failed" and cfg.run_id not in seen:
-                failures.append(Failure(cfg.strategy, cfg.workers, cfg.run_id, cfg.repeat,
-                                        cfg.reason, cfg.hint, cfg.log_tail))
-    return points, failures
-
-
-def table_for_sweep(runs_dir: Path, sweep_id: str, **overrides: Any) -> ScalingTable:
-    points, failures = points_from_dir(runs_dir, sweep_id)
-    return build_table(points, f"sweep {sweep_id}", failures, **overrides)
-
-
-def table_for_store(runs_dir: Path, **overrides: Any) -> ScalingTable:
-    points, failures = points_from_dir(runs_dir)
-    return build_table(points, f"runs in {runs_dir}", failures, **overrides)

@@ -34,6 +34,7 @@ from advisor.collectors.input_feeds import (
     one_line,
 )
 from advisor.errors import UsageError
+from advisor.probes.framework import backend_of, is_tf_keras, steps_per_execution
 
 log = logging.getLogger("advisor")
 
@@ -118,7 +119,7 @@ def measure_input(model: Any, data: Any, steps: int | None = DEFAULT_STEPS, *, b
     are the same afterwards. Raises ``InputError`` (one line) for bad input.
     """
     _check_model(model)
-    backend = _backend(model)
+    backend = backend_of(model)
     spe = steps_per_execution(model)
     warm = _round_up(warmup_steps if warmup_steps is not None else 2 * spe, spe)
     if steps is None:
@@ -131,7 +132,7 @@ def measure_input(model: Any, data: Any, steps: int | None = DEFAULT_STEPS, *, b
         if not isinstance(steps, int) or steps < 1:
             raise InputError(f"steps must be a positive integer, got {steps!r}")
         n = _round_up(steps, spe)
-    feeds = feeds_from_user(data, warm + n, batch_size, backend, legacy=_is_tf_keras(model))
+    feeds = feeds_from_user(data, warm + n, batch_size, backend, legacy=is_tf_keras(model))
     return run_baseline(model, feeds, warm, n, source_cache=source_cache, data_only=data_only,
                         timeout_s=timeout_s)
 
@@ -141,28 +142,6 @@ def _check_model(model: Any) -> None:
         raise InputError(f"expected a Keras model, got {type(model).__name__}")
     if getattr(model, "optimizer", None) is None or not getattr(model, "compiled", True):
         raise InputError("the model is not compiled: call model.compile(optimizer, loss) first")
-
-
-def _backend(model: Any) -> str | None:
-    """The backend of the Keras that owns ``model`` (tf_keras: tensorflow), importing no Keras."""
-    from advisor.collectors.callback import detect_framework
-
-    try:
-        return detect_framework(model)[1]
-    except Exception:
-        return None
-
-
-def steps_per_execution(model: Any) -> int:
-    value: Any = getattr(model, "steps_per_execution", None)
-    if value is None:
-        value = getattr(model, "_steps_per_execution", 1)
-    try:
-        if hasattr(value, "numpy"):
-            value = value.numpy()
-        return max(1, int(value))
-    except Exception:
-        return 1
 
 
 def _round_up(value: int, multiple: int) -> int:
@@ -247,7 +226,7 @@ def _fit_rate(model: Any, kwargs: dict[str, Any], warm: int, n: int, batch_size:
 def _clock(model: Any, deadline: float) -> Any:
     """A callback of the model's own Keras flavour that stamps each batch end."""
     base: Any
-    if type(model).__module__.startswith("tf_keras") or _is_tf_keras(model):
+    if type(model).__module__.startswith("tf_keras") or is_tf_keras(model):
         import tf_keras
 
         base = tf_keras.callbacks.Callback
@@ -268,10 +247,6 @@ def _clock(model: Any, deadline: float) -> Any:
                 self.model.stop_training = True
 
     return _Clock()
-
-
-def _is_tf_keras(model: Any) -> bool:
-    return any(c.__module__.startswith("tf_keras") for c in type(model).__mro__)
 
 
 # ---------------------------------------------------------------------------------------------

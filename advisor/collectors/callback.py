@@ -27,9 +27,10 @@ from typing import Any
 from advisor._version import __version__
 from advisor.collectors.base import Collector, Guard, Session
 from advisor.collectors.context import ContextCollector
-from advisor.collectors.distributed import detect_rank_world
+from advisor.probes.distributed import detect_rank_world
 from advisor.collectors.epochs import EpochCollector
 from advisor.collectors.fitinfo import discover, find_fit_locals
+from advisor.probes.framework import detect_framework, steps_per_execution
 from advisor.collectors.throughput import ThroughputCollector
 
 log = logging.getLogger("advisor")
@@ -86,7 +87,7 @@ class AdvisorCallback:
         collectors: Sequence[str | Collector] | None = None,
         **options: Any,
     ) -> None:
-        from advisor.analysis.prices import resolve_price
+        from advisor.reference.prices import resolve_price
         from advisor.collectors.registry import build_collectors
 
         self.runs_dir = runs_dir
@@ -266,7 +267,7 @@ class AdvisorCallback:
         data, fit_callbacks = discover(fit_locals)
         model = self.model
         flavor, backend, framework = detect_framework(model)
-        spe = _as_int(getattr(model, "steps_per_execution", 1), default=1)
+        spe = steps_per_execution(model)
         manifest = {
             "advisor_version": __version__,
             "framework": framework,
@@ -346,43 +347,6 @@ class AdvisorCallback:
             except Exception:
                 pass
             self._finish("failed")
-
-
-def detect_framework(model: Any) -> tuple[str, str, dict[str, Any]]:
-    """(flavor, backend, manifest framework info) of the Keras that owns ``model``."""
-    module = type(model).__module__ or ""
-    for cls in type(model).__mro__:
-        if cls.__module__.startswith(("tf_keras", "keras.src", "tensorflow.python.keras")):
-            module = cls.__module__
-            break
-    if module.startswith(("tf_keras", "tensorflow.python.keras")):
-        flavor, backend = "tf_keras", "tensorflow"
-        keras_module = sys.modules.get("tf_keras")
-    else:
-        flavor = "keras3"
-        keras_module = sys.modules.get("keras")
-        backend = keras_module.backend.backend() if keras_module is not None else "tensorflow"
-    info: dict[str, Any] = {
-        "keras_version": getattr(keras_module, "__version__", None),
-        "backend": backend,
-        "legacy_keras": flavor == "tf_keras",
-    }
-    backend_module = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}.get(backend)
-    if backend_module and backend_module in sys.modules:
-        info["backend_version"] = getattr(sys.modules[backend_module], "__version__", None)
-    if "tensorflow" in sys.modules:
-        info["tensorflow_version"] = getattr(sys.modules["tensorflow"], "__version__", None)
-    return flavor, backend, info
-
-
-def _as_int(value: Any, default: int) -> int:
-    """An int from a plain number or a (tf_keras, possibly distributed) variable."""
-    for read in (lambda v: int(v), lambda v: int(v.numpy()), lambda v: int(v.read_value().numpy())):
-        try:
-            return read(value) or default
-        except Exception:
-            continue
-    return default
 
 
 def _memory_bytes() -> int | None:

@@ -223,7 +223,7 @@ def with_source_cache(dataset: Any, elements: int) -> Any:
     stage that reads files. Returns None when no stage reads files."""
     import tensorflow as tf
 
-    from advisor.analysis.pipeline import serialized_graph, summarize_graph
+    from advisor.probes.tfdata import serialized_graph, summarize_graph
 
     graph = serialized_graph(dataset)
     summary = summarize_graph(graph)

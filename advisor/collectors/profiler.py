@@ -8,7 +8,7 @@ step in the window is wrapped in a step marker (TF: ``tf.profiler.experimental.T
 step_num=i, _r=1)``; JAX: ``jax.profiler.StepTraceAnnotation``; torch:
 ``record_function("ProfilerStep#i")``): without it XProf finds no steps. TensorFlow and JAX write
 XProf's ``.xplane.pb``; torch writes a chrome trace, summarised by
-:mod:`advisor.analysis.trace_torch` into the same ``trace.*`` facts where torch measures them.
+:mod:`advisor.traces.torch_trace` into the same ``trace.*`` facts where torch measures them.
 The marker opens in ``on_train_batch_begin`` and closes in ``on_train_batch_end``, so a step
 includes the callbacks' own time, as it does for the training job. With ``steps_per_execution``
 k > 1 Keras runs k steps per call and XProf cannot see them apart: the capture still runs, the
@@ -351,8 +351,9 @@ class ProfilerCollector(Collector):
         return record
 
     def _summarize(self, record: TraceRecord) -> None:
-        from advisor.analysis.trace import save_summary, summarize, xprof_available
-        from advisor.analysis.trace_torch import find_torch_traces
+        from advisor.store.trace_summary import save_summary
+        from advisor.traces.summarize import summarize, xprof_available
+        from advisor.traces.torch_trace import find_torch_traces
         from advisor.errors import TraceError
 
         run_path = Path(self.s.writer.path)

@@ -7,7 +7,7 @@ Options (``AdvisorCallback(**options)``):
 * ``telemetry_devices``: ``"mine"`` (default: the GPUs this worker trains on) or ``"all"``;
 * ``mfu``: estimate the model's training FLOPs at train end (default: only when a GPU was found);
 * ``instance_metadata=True`` (or ``ADVISOR_INSTANCE_METADATA=1``): ask the cloud metadata service
-  for the instance type when none was given (≤ 0.5 s); see :mod:`advisor.analysis.hardware`.
+  for the instance type when none was given (≤ 0.5 s); see :mod:`advisor.reference.hardware`.
 
 The thread starts at train begin and stops at train end (a last sample is taken then, so energy
 covers the whole run). Nothing it does can reach ``fit()``: every failure is caught, recorded once
@@ -226,7 +226,7 @@ class TelemetryCollector(Collector):
         self.s.writer.write(EventRecord(t=time.time(), level=level, source=source, message=message))  # type: ignore[arg-type]
 
     def _flops(self) -> dict[str, Any]:
-        from advisor.analysis.flops import estimate_flops_per_sample
+        from advisor.probes.flops import estimate_flops_per_sample
 
         try:
             estimate = estimate_flops_per_sample(self.s.model, self.s.data, backend=self.s.backend)
@@ -242,8 +242,8 @@ class TelemetryCollector(Collector):
         manifest = s.writer.manifest
         if manifest is None or manifest.instance_type:
             return
-        from advisor.analysis.hardware import detect_instance_type
-        from advisor.analysis.prices import resolve_price
+        from advisor.probes.instance import detect_instance_type
+        from advisor.reference.prices import resolve_price
 
         found = detect_instance_type(metadata=self.instance_metadata)
         if found is None:

@@ -11,12 +11,13 @@ are formatted defensively at render time (a missing value reads "n/a").
 
 from __future__ import annotations
 
-import math
 import re
 import string
 from collections.abc import Container, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from advisor.numbers import readable
 
 _FORMATTER = string.Formatter()
 _SPEC_RE = re.compile(r"^[<>=^]?[+\- ]?#?0?(\d{1,2})?[,_]?(\.\d{1,2})?[bcdeEfFgGnosxX%]?$")
@@ -121,30 +122,11 @@ def compile_template(source: str, known: Container[str]) -> Template:
 
 def format_value(value: Any, spec: str = "") -> str:
     """A fact value as text: numbers readable, booleans yes/no, lists joined, None as n/a."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return MISSING
-    if isinstance(value, bool):
-        return "yes" if value else "no"
     if isinstance(value, (list, tuple)):
         items = [_item_name(v) for v in value[:10]]
         more = f", … (+{len(value) - 10})" if len(value) > 10 else ""
         return ", ".join(items) + more if items else "none"
-    if spec:
-        try:
-            return format(value, spec)
-        except (ValueError, TypeError):
-            return str(value)
-    if isinstance(value, float):
-        if value == 0:
-            return "0"
-        if abs(value) >= 1000:
-            return f"{value:,.0f}"
-        if abs(value) >= 10:
-            return f"{value:.1f}"
-        return f"{value:.3g}"
-    if isinstance(value, int):
-        return f"{value:,}"
-    return str(value)
+    return readable(value, spec=spec, missing=MISSING)
 
 
 def _item_name(item: Any) -> str:

@@ -160,6 +160,11 @@ class EventRecord(Record):
     detail: str | None = None
 
 
+# NVML clock-event reasons (the ``throttle`` bitmask of a gpu sample) that mean the GPU is held
+# back — not idle, not a user setting: SW power cap, HW slowdown, SW/HW thermal, power brake.
+THROTTLE_MASK = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
+
+
 class GpuSample(Record):
     type: Literal["gpu"] = "gpu"
     index: int

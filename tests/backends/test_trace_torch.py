@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from advisor.analysis.facts.trace import summary_facts
-from advisor.analysis.trace import summarize
-from advisor.analysis.trace_torch import (
+from advisor.traces.summarize import summarize
+from advisor.traces.torch_trace import (
     _self_times,
     _subtract,
     _union,

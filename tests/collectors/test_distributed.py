@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 def test_rank_detection_order():
-    from advisor.collectors.distributed import detect_rank_world
+    from advisor.probes.distributed import detect_rank_world
 
     assert detect_rank_world({}) == (0, 1)
     assert detect_rank_world({"HOROVOD_RANK": "2", "HOROVOD_SIZE": "4"}) == (2, 4)

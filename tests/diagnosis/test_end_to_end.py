@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import advisor
-from advisor.diagnosis import diagnose
+from advisor.service import diagnose
 from advisor.render import render
 
 pytestmark = pytest.mark.slow

@@ -10,9 +10,9 @@ import pytest
 
 tf = pytest.importorskip("tensorflow")
 
-from advisor.analysis.pipeline import fn_label, inspect_dataset  # noqa: E402
+from advisor.probes.tfdata import fn_label, inspect_dataset  # noqa: E402
 from advisor.analysis.pipeline_advice import pipeline_facts  # noqa: E402
-from advisor.analysis.storage import file_facts, sniff_compression  # noqa: E402
+from advisor.probes.storage import file_facts, sniff_compression  # noqa: E402
 from advisor.collectors.pipeline import describe_dataset  # noqa: E402
 
 AUTOTUNE = tf.data.AUTOTUNE

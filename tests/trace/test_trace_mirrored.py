@@ -17,7 +17,7 @@ pytest.importorskip("tensorflow")
 pytest.importorskip("xprof")
 
 from advisor.analysis.registry import registry
-from advisor.analysis.trace import load_summary
+from advisor.store.trace_summary import load_summary
 from advisor.store.reader import RunReader
 from advisor.store.schema import TraceRecord
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from advisor.analysis.registry import Fact
+from advisor.analysis.registry import DeriveContext, Fact
 
 if TYPE_CHECKING:
     from advisor.store.reader import Run
@@ -29,7 +29,7 @@ FACTS = (
 )
 
 
-def derive(run: Run, facts: dict[str, Any]) -> dict[str, Any]:
+def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any]:
     from advisor.store.schema import BaselineRecord
 
     ranks = run.ranks

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from advisor.analysis.registry import Fact
+from advisor.analysis.registry import DeriveContext, Fact
 
 if TYPE_CHECKING:
     from advisor.store.reader import Run
@@ -40,8 +40,8 @@ FACTS = (
 
 
 
-def derive(run: Run, facts: dict[str, Any]) -> dict[str, Any]:
-    from advisor.analysis.hardware import (
+def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any]:
+    from advisor.reference.hardware import (
         compute_dtype,
         instance_info,
         match_accelerator,

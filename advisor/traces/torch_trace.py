@@ -58,7 +58,7 @@ def find_torch_traces(path: str | os.PathLike[str]) -> list[Path]:
 
 def summarize_torch(path: str | os.PathLike[str]) -> Any:
     """Summarise the torch chrome trace(s) at ``path``. Raises :class:`TraceError`."""
-    from advisor.analysis.trace import TraceSummary
+    from advisor.store.trace_summary import TraceSummary
 
     t0 = time.perf_counter()
     files = find_torch_traces(path)
@@ -97,7 +97,7 @@ def _load(file: Path) -> dict[str, Any]:
 
 def summarize_events(events: list[dict[str, Any]]) -> dict[str, Any]:
     """TraceSummary fields from a chrome trace's events (times in µs)."""
-    from advisor.analysis.trace_tables import TOP_OPS, is_copy
+    from advisor.traces.xprof_tables import TOP_OPS, is_copy
 
     spans = [e for e in events if e.get("ph") == "X" and isinstance(e.get("dur"), (int, float))]
     steps = sorted(
