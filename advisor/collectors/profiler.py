@@ -34,8 +34,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from advisor.collectors.base import Collector
-from advisor.collectors.callback import AdvisorCallback
-from advisor.errors import UsageError
+from advisor.collectors.options import parse_profile_steps
 from advisor.store.schema import TraceRecord
 
 log = logging.getLogger("advisor")
@@ -157,27 +156,6 @@ class TorchProfiler:
 
 # Keras backend name → profiler backend factory.
 BACKENDS: dict[str, Any] = {"tensorflow": TensorFlowProfiler, "jax": JaxProfiler, "torch": TorchProfiler}
-
-
-def parse_profile_steps(value: Any) -> tuple[int, int]:
-    """``(10, 15)``, ``[10, 15]``, ``"10,15"`` or ``12`` → (start, stop), 1-based and inclusive."""
-    if isinstance(value, str):
-        parts = [p.strip() for p in value.split(",") if p.strip()]
-    elif isinstance(value, (list, tuple)):
-        parts = list(value)
-    else:
-        parts = [value, value]
-    if len(parts) == 1:
-        parts = parts * 2
-    try:
-        start, stop = (int(p) for p in parts)
-        if isinstance(parts[0], bool) or isinstance(parts[1], bool) or len(parts) != 2:
-            raise ValueError
-    except (TypeError, ValueError):
-        raise UsageError(f"profile_steps={value!r}: give (start, stop), two step numbers from 1, e.g. (10, 15)") from None
-    if start < 1 or stop < start:
-        raise UsageError(f"profile_steps={value!r}: need 1 <= start <= stop (steps count from 1)")
-    return start, stop
 
 
 class ProfilerCollector(Collector):
@@ -398,23 +376,3 @@ def _sessions(logdir: Path) -> set[str]:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0][:300] if text else type(exc).__name__
-
-
-def profiler_from_options(options: dict[str, Any]) -> ProfilerCollector:
-    return ProfilerCollector(
-        profile_steps=options.get("profile_steps", (10, 15)),
-        summarize=options.get("profile_summary", True),
-        timeout_s=options.get("profile_timeout_s"),
-    )
-
-
-class ProfilerCallback(AdvisorCallback):
-    """Only the profiler: capture steps ``profile_steps`` (start, stop) into a run of its own.
-
-    ``ProfilerCallback(runs_dir="runs", profile_steps=(10, 15))``; other keyword arguments are
-    those of :class:`AdvisorCallback` (``profile_summary=False`` skips the summary at train end).
-    """
-
-    def __init__(self, runs_dir: Any = None, profile_steps: Any = (10, 15), **kwargs: Any) -> None:
-        kwargs.setdefault("log_every_s", None)
-        super().__init__(runs_dir=runs_dir, collectors=["profiler"], profile_steps=profile_steps, **kwargs)

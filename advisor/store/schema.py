@@ -75,6 +75,7 @@ class Manifest(_Model):
     dtype_policy: str | None = None
     jit_compile: bool | None = None
     instance_type: str | None = None
+    instance_source: str | None = None  # "argument" | "env" | "dmi" | "metadata"
     price_per_hour: float | None = None
     price_source: str | None = None  # "argument" | "table:<date>" | "pricing-api" | ...
     host: HostInfo = Field(default_factory=HostInfo)

@@ -20,7 +20,9 @@ from click.testing import CliRunner
 import advisor
 from advisor.analysis.registry import registry
 from advisor.cli.main import cli
-from advisor.collectors.profiler import ProfilerCallback, ProfilerCollector, parse_profile_steps
+from advisor.collectors.options import parse_profile_steps
+from advisor.collectors.profiler import ProfilerCollector
+from advisor.collectors.singles import ProfilerCallback
 from advisor.errors import UsageError
 from advisor.store.reader import RunReader
 from advisor.store.schema import EventRecord, TraceRecord

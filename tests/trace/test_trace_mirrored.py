@@ -30,7 +30,7 @@ CHILD = textwrap.dedent(
     cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
     import keras
-    from advisor.collectors.profiler import ProfilerCallback
+    from advisor.collectors.singles import ProfilerCallback
 
     strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
     rng = np.random.default_rng(0)

@@ -53,7 +53,7 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
     info = instance_info(m.instance_type) if m.instance_type else None
     if m.instance_type:
         out["instance.type"] = m.instance_type
-        source = getattr(m, "instance_source", None) or (m.model_extra or {}).get("instance_source")
+        source = m.instance_source
         if source:
             out["instance.source"] = str(source)
     if info is not None:
