@@ -18,8 +18,8 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from advisor.store.sweep import SweepRecord
     from advisor.store.reader import Run
+    from advisor.store.sweep import SweepRecord
 
 # tf.distribute strategies whose workers each see the global batch (tf_keras reports the V1 name).
 GLOBAL_BATCH_MULTIWORKER = ("MultiWorkerMirroredStrategy", "CollectiveAllReduceStrategy",

@@ -60,8 +60,8 @@ def command(
         _slurm(plan, runs_dir, timeout_s, instance_type, gpus_per_node, partition, account, sbatch_args)
         return
     from advisor.launch.progress import Display
-    from advisor.store.sweep import sweep_dir
     from advisor.launch.sweep import new_record, run_sweep
+    from advisor.store.sweep import sweep_dir
 
     record = new_record(plan, "local", timeout_s, instance_type)
     with Display(record, runs_dir) as display:

@@ -12,12 +12,9 @@ import math
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from advisor.errors import UsageError
-
-if TYPE_CHECKING:
-    from advisor.collectors.base import Collector
 
 BASELINE_MODES = ("start", "end")
 TELEMETRY_DEVICES = ("mine", "all")
@@ -37,7 +34,7 @@ class AdvisorOptions:
     window_s: float = 10.0
     warmup_steps: int = 5
     log_every_s: float | None = 60.0
-    collectors: tuple[str | Collector, ...] | None = None
+    collectors: tuple[Any, ...] | None = None  # collector names or Collector instances
     baseline: str | None = None
     baseline_steps: int = 20
     baseline_source_cache: bool = True

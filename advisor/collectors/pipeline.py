@@ -60,8 +60,8 @@ def describe_input(data: Any) -> dict[str, Any]:
 
 def describe_dataset(dataset: Any) -> dict[str, Any]:
     """Summary and storage facts of a tf.data dataset; ``{"error": ...}`` when it cannot be read."""
-    from advisor.probes.tfdata import PipelineInspectionError, inspect_dataset
     from advisor.probes.storage import file_facts
+    from advisor.probes.tfdata import PipelineInspectionError, inspect_dataset
 
     if dataset is None:
         return {"error": "the dataset object is not reachable"}

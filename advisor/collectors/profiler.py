@@ -329,10 +329,10 @@ class ProfilerCollector(Collector):
         return record
 
     def _summarize(self, record: TraceRecord) -> None:
+        from advisor.errors import TraceError
         from advisor.store.trace_summary import save_summary
         from advisor.traces.summarize import summarize, xprof_available
         from advisor.traces.torch_trace import find_torch_traces
-        from advisor.errors import TraceError
 
         run_path = Path(self.s.writer.path)
         if not xprof_available() and not find_torch_traces(run_path / record.path):

@@ -44,7 +44,7 @@ SECTIONS: list[tuple[str, list[tuple[str, str, str]]]] = [
         ("cached input samples/s (ceiling)", "baseline.cached_samples_per_s", "num"),
         ("data only samples/s", "baseline.data_only_samples_per_s", "num"),
         ("input share of step time", "input.bound_fraction", "pct"),
-        ("pipeline advice", "pipeline.advice", "str"),
+        ("pipeline advice", "pipeline.advice", "changes"),
     ]),
     ("Accelerator", [
         ("GPUs sampled", "gpu.count", "num"),
@@ -81,6 +81,10 @@ def _fmt(kind: str, name: str, facts: dict[str, Any]) -> str | None:
         if not all(k in facts for k in keys):
             return None
         return " · ".join(fmt_number(facts[k]) for k in keys)
+    if kind == "changes":
+        from advisor.diagnosis.phrases import say_changes
+
+        return say_changes(value) if isinstance(value, list) else None
     if kind == "util3":
         keys = ("gpu.util.p5", "gpu.util.p50", "gpu.util.p95")
         if not all(k in facts for k in keys):

@@ -25,7 +25,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-
 from advisor.errors import TraceError
 from advisor.store.trace_summary import TraceSummary
 

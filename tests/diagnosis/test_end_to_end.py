@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import advisor
-from advisor.service import diagnose
 from advisor.render import render
+from advisor.service import diagnose
 
 pytestmark = pytest.mark.slow
 

@@ -12,7 +12,6 @@ from click.testing import CliRunner
 from scaling_fixtures import write_sweep_runs
 
 from advisor.analysis.scaling import Point, build_table
-from advisor.service import Store
 from advisor.render.plots import (
     computation_figure,
     efficiency_figure,
@@ -21,6 +20,7 @@ from advisor.render.plots import (
     write_plots,
 )
 from advisor.render.scaling import render_table
+from advisor.service import Store
 
 
 @pytest.fixture(scope="module")

@@ -8,10 +8,10 @@ import pytest
 from scaling_fixtures import write_run, write_sweep_runs
 
 from advisor.analysis.scaling import build_table
-from advisor.service import Store
 from advisor.analysis.scaling_points import Point
-from advisor.store.sweep import ConfigRecord, SweepRecord, write_sweep
+from advisor.service import Store
 from advisor.store.reader import RunReader
+from advisor.store.sweep import ConfigRecord, SweepRecord, write_sweep
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from advisor.service import Store
-from advisor.store.sweep import read_sweep, sweep_dir
 from advisor.store.reader import RunReader
+from advisor.store.sweep import read_sweep, sweep_dir
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="needs jax (CPU)")]

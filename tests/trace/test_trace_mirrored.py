@@ -17,9 +17,9 @@ pytest.importorskip("tensorflow")
 pytest.importorskip("xprof")
 
 from advisor.analysis.registry import registry
-from advisor.store.trace_summary import load_summary
 from advisor.store.reader import RunReader
 from advisor.store.schema import TraceRecord
+from advisor.store.trace_summary import load_summary
 
 CHILD = textwrap.dedent(
     """

@@ -197,9 +197,9 @@ def test_gpu_profile_with_command_buffers_takes_device_ops_from_the_timeline():
 def test_attach_to_a_killed_run_and_refuse_a_running_one(tmp_path):
     from advisor.analysis.facts.trace import derive
     from advisor.analysis.registry import NO_CONTEXT
-    from advisor.traces.attach import attach
     from advisor.store.reader import RunReader
     from advisor.store.writer import RunWriter
+    from advisor.traces.attach import attach
 
     writer = RunWriter(tmp_path, run_id="live")
     with pytest.raises(TraceError, match="still being written"):

@@ -23,7 +23,7 @@ FACTS = (
     Fact("pipeline.uncached_deterministic_map", "", "a deterministic map runs every epoch without cache (could move offline)", "pipeline", "bool"),
     Fact("pipeline.autotune_disabled", "", "dataset options switch autotuning or parallelism off", "pipeline", "bool"),
     Fact("pipeline.stages", "", "the pipeline's stages, source first", "pipeline", "list"),
-    Fact("pipeline.advice", "", "the concrete change for this pipeline, naming its stages", "pipeline", "str"),
+    Fact("pipeline.advice", "", "the concrete changes for this pipeline, naming its stages (most valuable first)", "pipeline", "list"),
     Fact("pipeline.file_source", "", "the pipeline reads files", "pipeline", "bool"),
     Fact("storage.files", "", "data files read by the pipeline", "storage"),
     Fact("storage.file_bytes.p10", "bytes", "10th percentile of data file size", "storage"),

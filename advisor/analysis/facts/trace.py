@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 from advisor.analysis.registry import DeriveContext, Fact
 
 if TYPE_CHECKING:
-    from advisor.store.trace_summary import TraceSummary
     from advisor.store.reader import Run
+    from advisor.store.trace_summary import TraceSummary
 
 FACTS = (
     Fact("trace.present", "", "a profile was captured and summarised", "trace", "bool"),
