@@ -24,7 +24,7 @@ def phrasebook() -> tuple[str, dict[str, str]]:
     """(what to say when nothing needs changing, change code → phrase), from the built-in rules."""
     import yaml
 
-    from advisor.diagnosis.rules import default_rules_dir
+    from advisor.diagnosis.paths import default_rules_dir
 
     path = default_rules_dir() / PHRASEBOOK
     try:

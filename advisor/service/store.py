@@ -1,18 +1,4 @@
-"""The application layer: read each run once, derive its facts once, diagnose once.
-
-The CLI, the TUI and the Python API all go through a :class:`Store`::
-
-    store = Store("advisor-runs")
-    analysis = store.analyse("latest")          # run + facts (siblings of its sweep included)
-    report = store.diagnose("latest")            # the ranked findings, from the same facts
-    rows = store.runs()                          # every run (unreadable ones listed as such)
-    table = store.scaling_table("sweep-2026")    # strategy × workers
-
-A ``Store`` caches what it read and derived, so a command that needs a run's summary and its
-diagnosis, or every run of a store full of sweeps, reads each run directory once. Derivation and
-diagnosis stay pure (:mod:`advisor.analysis`, :mod:`advisor.diagnosis`); only this module and
-:mod:`advisor.store` touch the disk.
-"""
+"""The Store: a run store with every read and derivation cached (see :mod:`advisor.service`)."""
 
 from __future__ import annotations
 
@@ -22,12 +8,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from advisor.errors import AdvisorError, RunFormatError, RunNotFoundError
+from advisor.errors import AdvisorError
 from advisor.store.paths import resolve_runs_dir
 
 if TYPE_CHECKING:
     from advisor.analysis.overview import RunOverview
-    from advisor.analysis.scaling import ScalingTable
+    from advisor.analysis.scaling import Failure, ScalingTable
     from advisor.analysis.scaling_points import Point
     from advisor.diagnosis.config import Config
     from advisor.diagnosis.report import Report, RunInfo
@@ -141,7 +127,7 @@ class Store:
         if key not in self._analyses:
             base, errors = self._base_facts(run)
             parent = key.parent
-            sweep = self._sweep(parent, run.manifest.sweep_id)
+            sweep = self.sweep(parent, run.manifest.sweep_id)
             siblings = tuple(self._points_of_sweep(parent, run.manifest.sweep_id, exclude=key))
             usage = self._store_usage(parent)
             ctx = DeriveContext(sweep=sweep, siblings=siblings,
@@ -163,12 +149,13 @@ class Store:
             self._base[key] = registry().derive_base(run)
         return self._base[key]
 
-    def _point(self, run: Run) -> Point:
+    def point(self, run: Run) -> Point:
+        """The run as a point of its sweep (from its base facts; made once)."""
         from advisor.analysis.scaling_points import point_of
 
         key = _key(run.path)
         if key not in self._points:
-            sweep = self._sweep(key.parent, run.manifest.sweep_id)
+            sweep = self.sweep(key.parent, run.manifest.sweep_id)
             self._points[key] = point_of(run, sweep, self._base_facts(run)[0])
         return self._points[key]
 
@@ -182,12 +169,13 @@ class Store:
             if key == exclude or manifest is None or manifest.sweep_id != sweep_id:
                 continue
             try:
-                points.append(self._point(self.read(key)))
+                points.append(self.point(self.read(key)))
             except AdvisorError:  # an unreadable sibling does not hide this run's facts
                 continue
         return points
 
-    def _sweep(self, parent: Path, sweep_id: str | None) -> SweepRecord | None:
+    def sweep(self, parent: Path, sweep_id: str | None) -> SweepRecord | None:
+        """The sweep file of ``sweep_id`` in the store at ``parent`` (read once), None if there is none."""
         from advisor.store.sweep import SWEEP_FILE, read_sweep, sweep_dir
 
         if not sweep_id:
@@ -287,119 +275,24 @@ class Store:
     def scaling_table(self, source: str | os.PathLike[str] | None = None,
                       price_per_hour: float | None = None, gpus_per_instance: int | None = None) -> ScalingTable:
         """The scaling table of a sweep id / sweep directory / runs directory / the latest sweep."""
-        from advisor.analysis.scaling import build_table
-        from advisor.store.sweep import SWEEP_FILE, list_sweeps, read_sweep, resolve_sweep
+        from advisor.service.scaling import scaling_table
 
-        overrides = {"price_per_hour": price_per_hour, "gpus_per_instance": gpus_per_instance}
-        ref = None if source is None else str(source)
-        if ref and Path(ref).is_dir():
-            path = Path(ref)
-            if (path / SWEEP_FILE).is_file():
-                record = read_sweep(path)
-                return self._sweep_table(path.parent.parent, record.sweep_id, overrides)
-            if (path / "run.json").is_file():
-                raise RunNotFoundError(f"{ref}: a single run; give its runs directory or its sweep id")
-            points, failures = self.points(path, None)
-            return build_table(points, f"runs in {path}", failures, **overrides)
-        if ref is None and not list_sweeps(self.root):
-            if not self.run_dirs():
-                raise RunNotFoundError(f"{self.root}: no runs and no sweeps (run `advisor scale` first)")
-            points, failures = self.points(self.root, None)
-            return build_table(points, f"runs in {self.root}", failures, **overrides)
-        try:
-            return self._sweep_table(self.root, read_sweep(resolve_sweep(ref, self.root)).sweep_id, overrides)
-        except RunNotFoundError:
-            # A sweep made by hand (ADVISOR_SWEEP_ID set by the user) has runs but no sweep file.
-            ids = {m.sweep_id for p in self.run_dirs() if (m := self.manifest(p)) is not None}
-            if ref is not None and ref in ids:
-                return self._sweep_table(self.root, ref, overrides)
-            raise
+        return scaling_table(self, source, price_per_hour=price_per_hour, gpus_per_instance=gpus_per_instance)
 
-    def _sweep_table(self, root: Path, sweep_id: str, overrides: dict[str, Any]) -> ScalingTable:
-        from advisor.analysis.scaling import build_table
-
-        points, failures = self.points(root, sweep_id)
-        return build_table(points, f"sweep {sweep_id}", failures, **overrides)
-
-    def points(self, root: Path | None = None, sweep_id: str | None = None) -> tuple[list[Point], list[Any]]:
+    def points(self, root: Path | None = None, sweep_id: str | None = None) -> tuple[list[Point], list[Failure]]:
         """Finished runs under ``root`` (of one sweep when ``sweep_id``) as points, and the failures."""
-        from advisor.analysis.scaling import Failure
+        from advisor.service.scaling import sweep_points
 
-        root = root or self.root
-        points: list[Point] = []
-        failures: list[Failure] = []
-        seen: set[str] = set()
-        sweep_ids: set[str] = set()
-        for path in self.run_dirs(root):
-            manifest = self.manifest(path)
-            if manifest is None:
-                raise RunFormatError(f"{path}: unreadable manifest")
-            if sweep_id is not None and manifest.sweep_id != sweep_id:
-                continue
-            run = self.read(path)
-            seen.add(run.run_id)
-            sid = manifest.sweep_id
-            if sid:
-                sweep_ids.add(sid)
-            point = self._point(run)
-            record = self._sweep(_key(root), sid)
-            cfg = record.config(run.run_id) if record is not None else None
-            if run.status == "finished" and (cfg is None or cfg.status != "failed"):
-                points.append(point)
-            else:
-                failures.append(Failure(point.strategy, point.workers, run.run_id, point.repeat,
-                                        (cfg.reason if cfg else None) or f"run {run.status}",
-                                        cfg.hint if cfg else None, cfg.log_tail if cfg else None))
-        if sweep_id is not None:
-            sweep_ids.add(sweep_id)
-        for sid in sorted(sweep_ids):  # configurations that failed before writing a run
-            record = self._sweep(_key(root), sid)
-            for cfg in record.configs if record is not None else []:
-                if cfg.status == "failed" and cfg.run_id not in seen:
-                    failures.append(Failure(cfg.strategy, cfg.workers, cfg.run_id, cfg.repeat,
-                                            cfg.reason, cfg.hint, cfg.log_tail))
-        return points, failures
-
+        return sweep_points(self, root or self.root, sweep_id)
 
     # -- profiles -------------------------------------------------------------------------------
     def summarize_traces(self, path: str | os.PathLike[str], *, into: str | None = None, force: bool = False,
                          timeout_s: float | None = None, memory_mb: int | None = None,
                          ) -> tuple[list[tuple[str, TraceSummary]], list[str]]:
-        """Summaries of a profile (a file, session, log dir or run); ``into`` attaches it to a run.
+        """Summaries of a profile (a file, session, log dir or run); ``into`` attaches it to a run."""
+        from advisor.service.traces import summarize_traces
 
-        Returns ``[(where, summary)]`` and notes for people. A run's captures that already have a
-        summary are read back unless ``force``.
-        """
-        from advisor.errors import TraceError
-        from advisor.store.schema import MANIFEST_NAME, TraceRecord
-        from advisor.traces.attach import attach, summarize_run
-        from advisor.traces.summarize import summarize
-
-        source = Path(path)
-        results: list[tuple[str, TraceSummary]] = []
-        notes: list[str] = []
-        if into is not None:
-            run_path = self.resolve(into)
-            record, summary = attach(source, run_path, timeout_s=timeout_s, memory_mb=memory_mb)
-            results.append((str(run_path / record.path), summary))
-            notes.append(f"attached to run {run_path.name} as {record.path}")
-        elif source.is_dir() and (source / MANIFEST_NAME).is_file():
-            done = summarize_run(source, force=force, timeout_s=timeout_s, memory_mb=memory_mb)
-            if not done:
-                run = self.read(source)
-                latest = {r.path: r for r in run.of_type(TraceRecord) if r.summary}
-                for rec in latest.values():
-                    if rec.summary in run.trace_summaries:
-                        results.append((str(source / rec.path), run.trace_summaries[rec.summary]))
-                notes.append("already summarised (use --force to summarise again)")
-            for record, summary in done:
-                results.append((str(source / record.path), summary))
-                notes.append(f"recorded in run {source.name}")
-        else:
-            results.append((str(source), summarize(source, timeout_s=timeout_s, memory_mb=memory_mb)))
-        if not results:
-            raise TraceError(f"{source}: nothing to summarise")
-        return results, notes
+        return summarize_traces(self, path, into=into, force=force, timeout_s=timeout_s, memory_mb=memory_mb)
 
 
 def _key(path: str | os.PathLike[str]) -> Path:
