@@ -78,6 +78,8 @@ class Store:
         self._analyses: dict[Path, Analysis] = {}
         self._sweeps: dict[tuple[Path, str], SweepRecord | None] = {}
         self._usage: dict[Path, Any] = {}
+        self._listings: dict[Path, list[Path]] = {}
+        self._members: dict[Path, dict[str, list[Path]]] = {}
 
     # -- finding runs ---------------------------------------------------------------------------
     def resolve(self, ref: str | os.PathLike[str] | None) -> Path:
@@ -87,9 +89,25 @@ class Store:
         return resolve_run(None if ref is None else str(ref), self.root)
 
     def run_dirs(self, root: Path | None = None) -> list[Path]:
+        """Run directories under ``root`` (default: the store), oldest first; listed once."""
         from advisor.store.reader import list_run_dirs
 
-        return list_run_dirs(root or self.root)
+        key = _key(root or self.root)
+        if key not in self._listings:
+            self._listings[key] = list_run_dirs(key)
+        return self._listings[key]
+
+    def sweep_members(self, parent: Path, sweep_id: str) -> list[Path]:
+        """The run directories under ``parent`` whose manifest names ``sweep_id`` (indexed once)."""
+        key = _key(parent)
+        if key not in self._members:
+            index: dict[str, list[Path]] = {}
+            for path in self.run_dirs(key):
+                manifest = self.manifest(path)
+                if manifest is not None and manifest.sweep_id:
+                    index.setdefault(manifest.sweep_id, []).append(_key(path))
+            self._members[key] = index
+        return self._members[key].get(sweep_id, [])
 
     def read(self, ref: Run | str | os.PathLike[str] | None) -> Run:
         """The run (read once; later calls return the same object)."""
@@ -160,13 +178,9 @@ class Store:
         return self._points[key]
 
     def _points_of_sweep(self, parent: Path, sweep_id: str | None, exclude: Path | None = None) -> list[Point]:
-        if not sweep_id:
-            return []
         points = []
-        for path in self.run_dirs(parent):
-            key = _key(path)
-            manifest = self.manifest(key)
-            if key == exclude or manifest is None or manifest.sweep_id != sweep_id:
+        for key in self.sweep_members(parent, sweep_id) if sweep_id else []:
+            if key == exclude:
                 continue
             try:
                 points.append(self.point(self.read(key)))
