@@ -65,12 +65,34 @@ class Failure:
 
 
 @dataclass
+class Recommendation:
+    """The best configuration of a sweep for one goal, or a labelled projection beyond it.
+
+    ``goal``: ``samples_per_s`` | ``samples_per_dollar`` | ``energy`` (lowest J/sample) |
+    ``projection`` (the next worker count, from the measured computation/communication split).
+    ``value`` is in ``unit``; ``reason`` says why in one line; ``assumptions`` (projections) list
+    what the figure rests on; ``findings`` are the sweep's D6 codes that bear on it.
+    """
+
+    goal: str
+    strategy: str
+    workers: int
+    value: float | None = None
+    unit: str = ""
+    reason: str = ""
+    projected: bool = False
+    assumptions: list[str] = field(default_factory=list)
+    findings: list[str] = field(default_factory=list)
+
+
+@dataclass
 class ScalingTable:
     source: str
     sweep_ids: list[str]
     rows: list[Row]
     failures: list[Failure] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    recommendations: list[Recommendation] = field(default_factory=list)
     schema_version: int = SCALING_SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:
@@ -84,8 +106,9 @@ class ScalingTable:
                              f"{SCALING_SCHEMA_VERSION}; upgrade advisor to read it")
         rows = [Row(**_known(Row, r)) for r in data.get("rows", [])]
         failures = [Failure(**_known(Failure, f)) for f in data.get("failures", [])]
+        recommendations = [Recommendation(**_known(Recommendation, r)) for r in data.get("recommendations", [])]
         return cls(str(data.get("source", "")), list(data.get("sweep_ids", [])), rows, failures,
-                   list(data.get("notes", [])))
+                   list(data.get("notes", [])), recommendations)
 
     def row(self, strategy: str, workers: int) -> Row | None:
         return next((r for r in self.rows if r.strategy == strategy and r.workers == workers), None)
