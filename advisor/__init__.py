@@ -20,17 +20,23 @@ __all__ = [
     "RunReader",
     "RunWriter",
     "measure_input",
+    "Store",
+    "analyse",
+    "diagnose",
 ]
 
 _LAZY = {
     "AdvisorCallback": "advisor.collectors.callback",
-    "ThroughputCallback": "advisor.collectors.callback",
-    "EpochCallback": "advisor.collectors.callback",
-    "ContextCallback": "advisor.collectors.callback",
-    "ProfilerCallback": "advisor.collectors.profiler",
+    "ThroughputCallback": "advisor.collectors.singles",
+    "EpochCallback": "advisor.collectors.singles",
+    "ContextCallback": "advisor.collectors.singles",
+    "ProfilerCallback": "advisor.collectors.singles",
     "RunReader": "advisor.store.reader",
     "RunWriter": "advisor.store.writer",
     "measure_input": "advisor.collectors.baseline",
+    "Store": "advisor.service",
+    "analyse": "advisor.service",
+    "diagnose": "advisor.service",
 }
 
 

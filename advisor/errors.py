@@ -42,7 +42,3 @@ class RuleError(AdvisorError):
 
 class TraceError(AdvisorError):
     """A profiler trace that cannot be read or summarised."""
-
-
-class CollectorError(AdvisorError):
-    """Raised inside collectors only; the guard turns it into a logged event."""

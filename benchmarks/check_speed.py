@@ -185,15 +185,16 @@ def main() -> int:
             for name, cmd in commands.items():
                 times[name].append(timed(cmd))
 
-        from advisor.analysis.registry import registry
-        from advisor.diagnosis import diagnose, load_rules
+        from advisor.analysis.registry import NO_CONTEXT, registry
+        from advisor.diagnosis import load_rules
+        from advisor.service import Store
         from advisor.store.reader import RunReader
 
         load_rules()
         inproc = []
         for _ in range(args.repeats):
             t0 = time.perf_counter()
-            diagnose(RunReader(run).read())
+            Store(run.parent).diagnose(run)
             inproc.append(time.perf_counter() - t0)
         # Where one diagnosis spends its time: reading, each fact area, then rules + rendering.
         parts: dict[str, float] = {}
@@ -203,7 +204,7 @@ def main() -> int:
         facts: dict = {}
         for area, derive in registry()._derivers:
             t0 = time.perf_counter()
-            facts.update(derive(loaded, facts))
+            facts.update(derive(loaded, facts, NO_CONTEXT))
             parts[f"facts: {area}"] = time.perf_counter() - t0
         from advisor.diagnosis.engine import diagnose_facts
         from advisor.diagnosis.report import RunInfo

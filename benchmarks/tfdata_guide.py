@@ -24,6 +24,8 @@ import tempfile
 import time
 from typing import Any
 
+from advisor.diagnosis.phrases import say_changes
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 OPEN_S, READ_S, MAP_S, STEP_S = 0.030, 0.015, 0.030, 0.010  # the guide's latencies
@@ -115,7 +117,7 @@ def run_variant(make: Any, epochs: int, steps: int, runs_dir: str) -> dict[str, 
     facts, errors = registry().derive(run)
     findings: list[str] = []
     try:
-        from advisor.diagnosis import diagnose
+        from advisor.service import diagnose
 
         report = diagnose(run)
         findings = [f.code for f in report.failures if f.code[:2] in ("C4", "M1", "S3")]
@@ -149,12 +151,12 @@ def main(argv: list[str] | None = None) -> int:
         f = result["facts"]
         real, cached = f.get("baseline.real_samples_per_s"), f.get("baseline.cached_samples_per_s")
         ratio = real / cached if real and cached else float("nan")
-        wanted = [fix for fix, needle in FIXES.items() if needle in str(f.get("pipeline.advice", ""))]
+        wanted = [fix for fix, needle in FIXES.items() if needle in say_changes(f.get("pipeline.advice") or [])]
         print(f"| {name} | {f.get('throughput.samples_per_s', float('nan')):.0f} | {real or float('nan'):.0f} | "
               f"{cached or float('nan'):.0f} | {ratio:.0%} | {f.get('input.bound_fraction', float('nan')):.0%} | "
               f"{', '.join(result['findings']) or '—'} | {', '.join(wanted) or '—'} |")
     print()
-    print("Advice for the naive pipeline (`pipeline.advice`):", rows[0][1]["facts"].get("pipeline.advice"))
+    print("Advice for the naive pipeline (`pipeline.advice`):", say_changes(rows[0][1]["facts"].get("pipeline.advice") or []))
     checks = evaluate(rows)
     print()
     for label, ok, detail in checks:
@@ -173,7 +175,7 @@ FIXES = {
 
 def evaluate(rows: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, bool, str]]:
     naive = rows[0][1]["facts"]
-    advice = str(naive.get("pipeline.advice", ""))
+    advice = say_changes(naive.get("pipeline.advice") or [])
     named = {fix: needle in advice for fix, needle in FIXES.items()}
     prefetch_known = named["prefetch"] or bool(naive.get("pipeline.prefetch_injected"))
     bound = naive.get("input.bound_fraction", 0.0)
@@ -185,7 +187,7 @@ def evaluate(rows: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, bool, st
     ok = True
     for (_, before), (name, after) in zip(rows, rows[1:]):
         fix = name.lstrip("+ ")
-        recommended = FIXES[fix] in str(before["facts"].get("pipeline.advice", ""))
+        recommended = FIXES[fix] in say_changes(before["facts"].get("pipeline.advice") or [])
         old = before["facts"].get("baseline.real_samples_per_s", 0.0)
         new = after["facts"].get("baseline.real_samples_per_s", 0.0)
         gain = new / old - 1.0 if old else float("nan")

@@ -27,7 +27,7 @@ FIXTURE = ROOT / "tests" / "data" / "traces" / "input_bound"
 
 
 def summarise_speed(repeats: int) -> None:
-    from advisor.analysis.trace import summarize
+    from advisor.traces.summarize import summarize
 
     summarize(FIXTURE)  # page caches and the child's imports warm
     times = []
@@ -43,8 +43,8 @@ def capture_and_summarise(store: str, repeats: int) -> None:
     import keras
     import numpy as np
 
-    from advisor.analysis.trace import summarize
-    from advisor.collectors.profiler import ProfilerCallback
+    from advisor.traces.summarize import summarize
+    from advisor.collectors.singles import ProfilerCallback
 
     rng = np.random.default_rng(0)
     x = rng.normal(size=(64 * 60, 128)).astype("float32")

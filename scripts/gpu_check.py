@@ -211,7 +211,7 @@ def main() -> int:
     import keras
 
     say(f"keras {keras.__version__} on {keras.backend.backend()}")
-    from advisor.analysis.hardware import match_accelerator
+    from advisor.reference.hardware import match_accelerator
 
     acc = match_accelerator(names[0])
     policy = "mixed_bfloat16" if acc is not None and acc.bf16 else "float32"

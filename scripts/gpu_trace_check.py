@@ -101,12 +101,12 @@ def raw_outputs(trace_folder: Path, prefix: str, full: bool) -> None:
     """
     if OUT is None:
         return
-    from advisor.analysis.trace import find_xplanes
+    from advisor.traces.summarize import find_xplanes
 
     files = [str(f) for f in find_xplanes(trace_folder)]
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-        subprocess.run([sys.executable, "-m", "advisor.analysis.trace_worker", tmp, *files], timeout=300, check=False,
+        subprocess.run([sys.executable, "-m", "advisor.traces.xprof_worker", tmp, *files], timeout=300, check=False,
                        capture_output=True, env=env)
         tools = (("overview_page", "overview"), ("input_pipeline_analyzer", "input"), ("framework_op_stats", "ops"))
         for tool, short in (*tools, ("events", "events")) if full else ():
@@ -151,7 +151,8 @@ def main() -> int:
     import keras
 
     from advisor.analysis.registry import registry
-    from advisor.analysis.trace import load_summary, xprof_available
+    from advisor.store.trace_summary import load_summary
+    from advisor.traces.summarize import xprof_available
     from advisor.store.reader import read_run
     from advisor.store.schema import EventRecord, TraceRecord
 

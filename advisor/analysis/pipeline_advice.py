@@ -1,7 +1,8 @@
-"""From a pipeline summary (``advisor.analysis.pipeline``) to ``pipeline.*`` facts and advice.
+"""From a pipeline summary (``advisor.probes.tfdata``) to ``pipeline.*`` facts and advice.
 
-Pure functions over the JSON stored in a ``pipeline`` record: no TensorFlow, no I/O. The advice
-names the stage to change ("map #2 ('decode')") and the exact change, most valuable first.
+Pure functions over the JSON stored in a ``pipeline`` record: no TensorFlow, no I/O. The advice is
+data — each change with the stage it applies to ("map #2 ('decode')"), most valuable first; the
+words are the rules' (``rules/phrases/pipeline.yaml``), rendered by :mod:`advisor.diagnosis.phrases`.
 """
 
 from __future__ import annotations
@@ -74,9 +75,7 @@ def pipeline_facts(values: dict[str, Any]) -> dict[str, Any]:
     if isinstance(summary, dict) and isinstance(summary.get("stages"), list):
         out.update(_tfdata_facts(summary))
     elif kind in ("generator", "pydataset"):
-        advice = python_input_advice(kind, values.get("pydataset") or {})
-        if advice:
-            out["pipeline.advice"] = advice
+        out["pipeline.advice"] = python_input_changes(kind, values.get("pydataset") or {})
     storage = values.get("storage")
     if isinstance(storage, dict):
         out.update(_storage_facts(storage))
@@ -114,7 +113,7 @@ def _tfdata_facts(summary: dict[str, Any]) -> dict[str, Any]:
         "pipeline.file_source": any(s.get("reads_files") or s.get("is_files") for s in real),
         "pipeline.stages": [stage_summary(s) for s in stages],
     }
-    out["pipeline.advice"] = tfdata_advice(summary)
+    out["pipeline.advice"] = tfdata_changes(summary)
     return out
 
 
@@ -169,75 +168,65 @@ def _disabling_options(options: dict[str, Any]) -> list[str]:
     return changes
 
 
-def tfdata_advice(summary: dict[str, Any]) -> str:
-    """The concrete changes for this pipeline, joined with "; " (most valuable first)."""
+def tfdata_changes(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """The concrete changes for this pipeline, most valuable first, as data.
+
+    Each item is ``{"change": code, ...}`` with the stage labels it needs; the rules' phrasebook
+    (``rules/phrases/pipeline.yaml``) says each one in words. An empty list: nothing to change.
+    """
     stages = _meaningful(summary.get("stages") or [])
-    items: list[str] = []
+    items: list[dict[str, Any]] = []
     for stage in stages:
         if stage.get("kind") == "generator":
-            items.append("the source is a Python generator (Dataset.from_generator), which runs one element "
-                         "at a time under the GIL: read files or arrays with tf.data ops instead, or "
-                         "interleave several generators with num_parallel_calls=tf.data.AUTOTUNE")
+            items.append({"change": "generator_source"})
     for stage in stages:
         if stage.get("kind") == "flat_map" and stage.get("reads_files"):
-            reader = stage.get("reader") or "the file reader"
-            items.append(f"read files in parallel: {stage_label(stage)} opens them one after another; use "
-                         f"{reader}(files, num_parallel_reads=tf.data.AUTOTUNE) or "
-                         f"files.interleave({reader}, num_parallel_calls=tf.data.AUTOTUNE)")
+            items.append({"change": "parallel_reads", "stage": stage_label(stage),
+                          "reader": stage.get("reader") or "the file reader"})
         elif stage.get("kind") == "interleave" and not stage.get("parallel"):
-            items.append(f"add num_parallel_calls=tf.data.AUTOTUNE to {stage_label(stage)}")
+            items.append({"change": "parallel_calls", "stage": stage_label(stage)})
     for stage in stages:
         if stage.get("kind") == "map" and not stage.get("parallel"):
-            items.append(f"add num_parallel_calls=tf.data.AUTOTUNE to {stage_label(stage)}")
+            items.append({"change": "parallel_calls", "stage": stage_label(stage)})
     for stage in stages:
         if stage.get("kind") == "map" and stage.get("py_function"):
-            items.append(f"rewrite {stage_label(stage)} in TensorFlow ops: tf.py_function runs Python under "
-                         "the GIL, so parallel calls help it little")
+            items.append({"change": "py_function", "stage": stage_label(stage)})
     for stage in stages:
         npc = stage.get("num_parallel_calls")
         if stage.get("parallel") and isinstance(npc, int) and npc > 1 and stage.get("kind") in ("map", "interleave"):
-            items.append(f"use num_parallel_calls=tf.data.AUTOTUNE instead of {npc} on {stage_label(stage)}")
+            items.append({"change": "autotune_calls", "stage": stage_label(stage), "calls": npc})
     if prefetch_injected(summary):
         pass  # TF prefetches after the last stage already: an explicit prefetch would not speed it up
     elif stages and not any(s.get("kind") == "prefetch" for s in stages):
-        items.append("add .prefetch(tf.data.AUTOTUNE) at the end")
+        items.append({"change": "add_prefetch"})
     elif stages and stages[-1].get("kind") != "prefetch":
-        after = stages[-1]
-        items.append(f"move .prefetch(tf.data.AUTOTUNE) to the end (it comes before {stage_label(after)})")
+        items.append({"change": "move_prefetch", "after": stage_label(stages[-1])})
     pair = _cache_after_random(stages)
     if pair is not None:
         random_stage, cache = pair
         what = ".shuffle()" if random_stage.get("kind") == "shuffle" else f"the random {stage_label(random_stage)}"
-        items.append(f"move .cache() before {what}: {stage_label(cache)} stores one random draw and replays it "
-                     "every epoch")
+        items.append({"change": "cache_before_random", "random": what, "cache": stage_label(cache)})
     for stage in _offline_candidates(stages):
         shuffled_before = any(s.get("kind") == "shuffle" for s in stages[: stages.index(stage)])
-        tail = " (and shuffle after the cache)" if shuffled_before else ""
-        items.append(f"{stage_label(stage)} is deterministic and recomputed every epoch: add .cache() right "
-                     f"after it{tail} if the data fit in memory (or .cache(path) on local disk), or run it "
-                     "once offline")
+        items.append({"change": "cache_shuffled" if shuffled_before else "cache_deterministic",
+                      "stage": stage_label(stage)})
     for change in _disabling_options(summary.get("options") or {}):
-        items.append(f"remove {change}")
-    if not items:
-        return "no change needed: stages run in parallel with AUTOTUNE and the end is prefetched"
-    return "; ".join(dict.fromkeys(items))
+        items.append({"change": "remove_option", "option": change})
+    unique: dict[str, dict[str, Any]] = {repr(sorted(i.items())): i for i in reversed(items)}
+    return list(reversed(unique.values()))
 
 
-def python_input_advice(kind: str, pydataset: dict[str, Any]) -> str:
-    """Advice for inputs that are not tf.data (Python generators, keras.utils.PyDataset)."""
+def python_input_changes(kind: str, pydataset: dict[str, Any]) -> list[dict[str, Any]]:
+    """Changes for inputs that are not tf.data (Python generators, keras.utils.PyDataset)."""
     if kind == "generator":
-        return ("the input is a Python generator, which Keras reads one batch at a time: turn it into a "
-                "keras.utils.PyDataset with workers=N (use_multiprocessing=True for CPU-heavy Python) or a "
-                "tf.data pipeline with parallel map and prefetch")
+        return [{"change": "generator_to_pydataset"}]
     if kind == "pydataset":
         workers = pydataset.get("workers")
         if isinstance(workers, int) and workers <= 1:
-            return ("the PyDataset loads batches on one thread: pass workers=N (about the number of CPU "
-                    "cores) and use_multiprocessing=True if __getitem__ is CPU-heavy Python")
+            return [{"change": "pydataset_workers"}]
         if not pydataset.get("use_multiprocessing"):
-            return ("the PyDataset uses threads: set use_multiprocessing=True if __getitem__ is CPU-heavy "
-                    "Python (threads share the GIL)")
-    return ""
+            return [{"change": "pydataset_processes"}]
+    return []
 
 
 def _storage_facts(storage: dict[str, Any]) -> dict[str, Any]:

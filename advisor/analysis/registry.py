@@ -1,23 +1,30 @@
 """The facts registry: every named fact the rules may use, with unit, meaning and source.
 
 Facts are declared per area in ``advisor/analysis/facts/<area>.py`` (a ``FACTS`` tuple and a pure
-``derive(run) -> dict``). A fact that was not measured is *absent* from the derived mapping,
-never zero or False. Rules may only name registered facts; the rule loader checks it.
+``derive(run, facts, ctx) -> dict``). A fact that was not measured is *absent* from the derived
+mapping, never zero or False. Rules may only name registered facts; the rule loader checks it.
+
+Derivation is pure: it reads the :class:`~advisor.store.reader.Run` it is given and the
+:class:`DeriveContext` its caller built (the run's sweep and its siblings as points, the store's
+size). It never opens a file; :mod:`advisor.service` reads runs and builds the context.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
+    from advisor.analysis.scaling_points import Point
     from advisor.store.reader import Run
+    from advisor.store.sweep import SweepRecord
 
 Kind = Literal["number", "bool", "str", "list"]
 
 # Area modules under advisor.analysis.facts, in derivation order (later areas may read earlier facts).
+# The areas before SIBLING_AREA need nothing but the run: a sweep's points are made from them.
 AREAS: tuple[str, ...] = (
     "run",
     "context",
@@ -31,6 +38,7 @@ AREAS: tuple[str, ...] = (
     "cloud",
     "derived",
 )
+SIBLING_AREA = "scaling"
 
 
 @dataclass(frozen=True)
@@ -42,7 +50,25 @@ class Fact:
     kind: Kind = "number"
 
 
-Deriver = Callable[["Run", dict[str, Any]], dict[str, Any]]
+@dataclass(frozen=True)
+class DeriveContext:
+    """What a run's facts may need beyond the run itself, gathered by the caller.
+
+    ``siblings``: the other runs of the run's sweep, each as a scaling point (finished or not);
+    ``sweep``: the sweep file, when ``advisor scale`` wrote one; ``store_runs`` / ``store_bytes``:
+    the size of the store around the run. Absent values leave their facts absent.
+    """
+
+    sweep: SweepRecord | None = None
+    siblings: tuple[Point, ...] = ()
+    store_runs: int | None = None
+    store_bytes: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+NO_CONTEXT = DeriveContext()
+
+Deriver = Callable[["Run", dict[str, Any], DeriveContext], dict[str, Any]]
 
 
 class FactRegistry:
@@ -75,13 +101,30 @@ class FactRegistry:
     def facts(self) -> list[Fact]:
         return [self._facts[n] for n in self.names()]
 
-    def derive(self, run: Run, extra: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[str]]:
+    def derive(self, run: Run, ctx: DeriveContext = NO_CONTEXT) -> tuple[dict[str, Any], list[str]]:
         """All facts of one run. Returns (facts, errors); a failing area is an error, not a crash."""
-        facts: dict[str, Any] = dict(extra or {})
+        base, errors = self.derive_base(run)
+        facts, more = self.derive_rest(run, base, ctx)
+        return facts, errors + more
+
+    def derive_base(self, run: Run) -> tuple[dict[str, Any], list[str]]:
+        """The facts of the areas that need nothing but the run (what a sweep point is made of)."""
+        return self._derive(run, {}, NO_CONTEXT, before=SIBLING_AREA)
+
+    def derive_rest(self, run: Run, base: dict[str, Any], ctx: DeriveContext = NO_CONTEXT
+                    ) -> tuple[dict[str, Any], list[str]]:
+        """The remaining areas, from the base facts of :meth:`derive_base` and the context."""
+        return self._derive(run, dict(base), ctx, start=SIBLING_AREA)
+
+    def _derive(self, run: Run, facts: dict[str, Any], ctx: DeriveContext, *, start: str | None = None,
+                before: str | None = None) -> tuple[dict[str, Any], list[str]]:
         errors: list[str] = []
-        for area, deriver in self._derivers:
+        areas = [area for area, _ in self._derivers]
+        first = areas.index(start) if start in areas else 0
+        last = areas.index(before) if before in areas else len(areas)
+        for area, deriver in self._derivers[first:last]:
             try:
-                derived = deriver(run, facts)
+                derived = deriver(run, facts, ctx)
             except Exception as exc:  # one broken area must not hide the others
                 errors.append(f"facts.{area}: {type(exc).__name__}: {exc}")
                 continue

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import asdict, dataclass, field, fields
-from pathlib import Path
 from typing import Any
 
-from advisor.analysis.scaling_points import Point, instances_for, point_of
+from advisor.analysis.scaling_points import Point, instances_for
 
 SCALING_SCHEMA_VERSION = 1
 
@@ -66,12 +65,34 @@ class Failure:
 
 
 @dataclass
+class Recommendation:
+    """The best configuration of a sweep for one goal, or a labelled projection beyond it.
+
+    ``goal``: ``samples_per_s`` | ``samples_per_dollar`` | ``energy`` (lowest J/sample) |
+    ``projection`` (the next worker count, from the measured computation/communication split).
+    ``value`` is in ``unit``; ``reason`` says why in one line; ``assumptions`` (projections) list
+    what the figure rests on; ``findings`` are the sweep's D6 codes that bear on it.
+    """
+
+    goal: str
+    strategy: str
+    workers: int
+    value: float | None = None
+    unit: str = ""
+    reason: str = ""
+    projected: bool = False
+    assumptions: list[str] = field(default_factory=list)
+    findings: list[str] = field(default_factory=list)
+
+
+@dataclass
 class ScalingTable:
     source: str
     sweep_ids: list[str]
     rows: list[Row]
     failures: list[Failure] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    recommendations: list[Recommendation] = field(default_factory=list)
     schema_version: int = SCALING_SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:
@@ -85,8 +106,9 @@ class ScalingTable:
                              f"{SCALING_SCHEMA_VERSION}; upgrade advisor to read it")
         rows = [Row(**_known(Row, r)) for r in data.get("rows", [])]
         failures = [Failure(**_known(Failure, f)) for f in data.get("failures", [])]
+        recommendations = [Recommendation(**_known(Recommendation, r)) for r in data.get("recommendations", [])]
         return cls(str(data.get("source", "")), list(data.get("sweep_ids", [])), rows, failures,
-                   list(data.get("notes", [])))
+                   list(data.get("notes", [])), recommendations)
 
     def row(self, strategy: str, workers: int) -> Row | None:
         return next((r for r in self.rows if r.strategy == strategy and r.workers == workers), None)
@@ -211,54 +233,3 @@ def _table_notes(rows: list[Row]) -> list[str]:
         if rows and all(note in r.notes for r in rows):
             notes.append(say)
     return notes
-
-
-# ---------------------------------------------------------------------------------------------
-# Loading: a sweep, or every run of a store
-
-
-def points_from_dir(runs_dir: Path, sweep_id: str | None = None) -> tuple[list[Point], list[Failure]]:
-    """Finished runs of ``runs_dir`` (of one sweep when ``sweep_id``) as points, and the failures."""
-    from advisor.launch.record import SweepRecord, read_sweep, sweep_dir
-    from advisor.store.reader import RunReader, list_run_dirs
-
-    sweeps: dict[str, SweepRecord] = {}
-    if sweep_id is not None and (sweep_dir(runs_dir, sweep_id) / "sweep.json").is_file():
-        sweeps[sweep_id] = read_sweep(sweep_dir(runs_dir, sweep_id))
-    points: list[Point] = []
-    failures: list[Failure] = []
-    seen: set[str] = set()
-    for path in list_run_dirs(runs_dir):
-        reader = RunReader(path)
-        manifest = reader.read_manifest()
-        if sweep_id is not None and manifest.sweep_id != sweep_id:
-            continue
-        sid = manifest.sweep_id
-        if sid and sid not in sweeps and (sweep_dir(runs_dir, sid) / "sweep.json").is_file():
-            sweeps[sid] = read_sweep(sweep_dir(runs_dir, sid))
-        run = reader.read()
-        seen.add(run.run_id)
-        point = point_of(run, sweeps.get(sid) if sid else None)
-        cfg = sweeps[sid].config(run.run_id) if sid in sweeps else None
-        if run.status == "finished" and (cfg is None or cfg.status != "failed"):
-            points.append(point)
-        else:
-            failures.append(Failure(point.strategy, point.workers, run.run_id, point.repeat,
-                                    (cfg.reason if cfg else None) or f"run {run.status}",
-                                    cfg.hint if cfg else None, cfg.log_tail if cfg else None))
-    for record in sweeps.values():  # configurations that failed before writing a run
-        for cfg in record.configs:
-            if cfg.status == "failed" and cfg.run_id not in seen:
-                failures.append(Failure(cfg.strategy, cfg.workers, cfg.run_id, cfg.repeat,
-                                        cfg.reason, cfg.hint, cfg.log_tail))
-    return points, failures
-
-
-def table_for_sweep(runs_dir: Path, sweep_id: str, **overrides: Any) -> ScalingTable:
-    points, failures = points_from_dir(runs_dir, sweep_id)
-    return build_table(points, f"sweep {sweep_id}", failures, **overrides)
-
-
-def table_for_store(runs_dir: Path, **overrides: Any) -> ScalingTable:
-    points, failures = points_from_dir(runs_dir)
-    return build_table(points, f"runs in {runs_dir}", failures, **overrides)

@@ -1,7 +1,7 @@
 """One sweep point per run: what the scaling table needs from a run directory.
 
-A point is measured from the run's own records (epoch times, windows) and the facts of the areas
-derived before scaling (telemetry, traces, prices). Two subtleties are settled here once:
+A point is measured from the run's own records (epoch times, windows) and its base facts (the
+areas derived before scaling: telemetry, traces, prices). Two subtleties are settled here once:
 
 - Under tf.distribute multi-worker strategies every worker feeds (and counts) the *global* batch,
   so the job's samples are one worker's; under JAX multi-process and Horovod each process feeds
@@ -12,15 +12,14 @@ derived before scaling (telemetry, traces, prices). Two subtleties are settled h
 
 from __future__ import annotations
 
-import importlib
 import math
 import statistics
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from advisor.launch.record import SweepRecord
     from advisor.store.reader import Run
+    from advisor.store.sweep import SweepRecord
 
 # tf.distribute strategies whose workers each see the global batch (tf_keras reports the V1 name).
 GLOBAL_BATCH_MULTIWORKER = ("MultiWorkerMirroredStrategy", "CollectiveAllReduceStrategy",
@@ -71,25 +70,6 @@ class Point:
         return asdict(self)
 
 
-def base_facts(run: Run) -> dict[str, Any]:
-    """Facts of the areas derived before ``scaling`` (never the scaling area: no recursion)."""
-    from advisor.analysis.registry import AREAS
-
-    facts: dict[str, Any] = {}
-    for area in AREAS:
-        if area == "scaling":
-            break
-        derive = getattr(importlib.import_module(f"advisor.analysis.facts.{area}"), "derive", None)
-        if derive is None:
-            continue
-        try:
-            derived = derive(run, facts)
-        except Exception:  # a broken area is reported by `advisor show`; the table goes on
-            continue
-        facts.update({k: v for k, v in derived.items() if v is not None})
-    return facts
-
-
 def label_of(run: Run, sweep: SweepRecord | None = None) -> tuple[str, int, int | None]:
     """(strategy, workers, repeat) of a run: the sweep file's, else the tags, else the manifest's."""
     m = run.manifest
@@ -107,11 +87,11 @@ def label_of(run: Run, sweep: SweepRecord | None = None) -> tuple[str, int, int 
     return STRATEGY_LABELS.get(name, name), int(m.replicas or m.num_workers or 1), None
 
 
-def point_of(run: Run, sweep: SweepRecord | None = None, facts: dict[str, Any] | None = None) -> Point:
+def point_of(run: Run, sweep: SweepRecord | None, facts: dict[str, Any]) -> Point:
+    """The point of one run, from its records and its base facts (``FactRegistry.derive_base``)."""
     from advisor.store.schema import EpochRecord, StartRecord
 
     strategy, workers, repeat = label_of(run, sweep)
-    facts = base_facts(run) if facts is None else facts
     m = run.manifest
     p = Point(run_id=m.run_id, strategy=strategy, workers=workers, status=run.status,
               sweep_id=m.sweep_id, repeat=repeat, ranks=max(1, len(run.ranks)),
@@ -199,7 +179,7 @@ def instances_for(p: Point, gpus_per_instance: int | None = None) -> tuple[int, 
     Distinct hosts that wrote records, or — when accelerators per instance are known (argument or
     price table) and the job used accelerators — ⌈N ÷ accelerators per instance⌉ if that is more.
     """
-    from advisor.analysis.prices import lookup
+    from advisor.reference.prices import lookup
 
     per = gpus_per_instance
     if per is None:

@@ -13,13 +13,12 @@ UTIL_BINS = 10  # utilization histogram: ten bins of 10 points, 100 % in the las
 
 
 def percentile(values: Sequence[float], q: float) -> float:
-    """Linear-interpolated percentile (q in 0..100), as numpy's default."""
-    if not values:
+    """Linear-interpolated percentile (q in 0..100): numpy's, as a float."""
+    if len(values) == 0:
         raise ValueError("percentile of nothing")
-    ordered = sorted(values)
-    pos = (len(ordered) - 1) * q / 100.0
-    lo, hi = math.floor(pos), math.ceil(pos)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+    import numpy as np
+
+    return float(np.percentile(values, q))
 
 
 def trapezoid(times: Sequence[float], values: Sequence[float], t0: float | None = None,

@@ -11,11 +11,15 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from advisor.cli.common import runs_dir_option
+from advisor.cli.common import store_of
 from advisor.render import FORMATS
+
+if TYPE_CHECKING:
+    from advisor.service import Store
 
 FAIL_LEVELS = ("info", "warning", "error")
 
@@ -64,18 +68,17 @@ def selection_options(func: click.decorators.FC) -> click.decorators.FC:
     return func
 
 
-def run_targets(target: str | None, runs_dir: str | None) -> list[Path]:
+def run_targets(target: str | None, store: Store) -> list[Path]:
     """A run (id, prefix, path, 'latest') or every run under a store directory."""
     from advisor.errors import RunNotFoundError
-    from advisor.store.reader import list_run_dirs, resolve_run
     from advisor.store.schema import MANIFEST_NAME
 
     if target and Path(target).is_dir() and not (Path(target) / MANIFEST_NAME).exists():
-        runs = list_run_dirs(target)
+        runs = store.run_dirs(Path(target))
         if not runs:
             raise RunNotFoundError(f"{target}: neither a run nor a store with runs")
         return runs
-    return [resolve_run(target, runs_dir)]
+    return [store.resolve(target)]
 
 
 def _use_color(color: bool | None, output: str | None) -> bool:
@@ -138,24 +141,23 @@ def command(
     color: bool | None,
 ) -> None:
     """Diagnose RUN (an id, prefix, path or 'latest'; default: latest) or every run in RUNS_DIR."""
-    from advisor.diagnosis import diagnose, load_rules
+    from advisor.diagnosis import load_rules
     from advisor.diagnosis.config import load_config, parse_threshold_options
     from advisor.errors import UsageError
     from advisor.render import render_many
-    from advisor.store.reader import RunReader, resolve_run
 
     if max_regression is not None and baseline is None:
         raise UsageError("--max-regression needs --baseline RUN")
-    runs_dir = runs_dir_option(ctx)
+    store = store_of(ctx)
     load_rules(rules_dir)  # a broken rule file is an error before any run is read
     config = load_config(config_file)
     overrides = parse_threshold_options(thresholds)
-    base_run = RunReader(resolve_run(baseline, runs_dir)).read() if baseline else None
+    base_run = store.read(baseline) if baseline else None
     reports = []
-    for path in run_targets(target, runs_dir):
+    for path in run_targets(target, store):
         reports.append(
-            diagnose(
-                RunReader(path).read(),
+            store.diagnose(
+                path,
                 config,
                 select=select or None,
                 extend_select=extend_select,

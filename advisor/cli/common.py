@@ -1,11 +1,15 @@
-"""Helpers shared by subcommands: the runs dir from the context, number formatting."""
+"""Helpers shared by subcommands: the store from the context, the console."""
 
 from __future__ import annotations
 
-import math
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from advisor.service import Store
 
 
 def runs_dir_option(ctx: click.Context) -> str | None:
@@ -13,24 +17,14 @@ def runs_dir_option(ctx: click.Context) -> str | None:
     return obj.get("runs_dir")
 
 
-def fmt_number(value: Any, digits: int = 1) -> str:
-    """Readable numbers: 1,234.5 / 12.3M / — for missing."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "—"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if not isinstance(value, (int, float)):
-        return str(value)
-    v = float(value)
-    for limit, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M")):
-        if abs(v) >= limit:
-            return f"{v / limit:,.{digits}f}{suffix}"
-    if v == int(v) and abs(v) < 1e6 and isinstance(value, int):
-        return f"{int(v):,}"
-    return f"{v:,.{digits}f}"
+def store_of(ctx: click.Context) -> Store:
+    """The store of this command line (``--runs-dir``, ``$ADVISOR_RUNS_DIR`` or ./advisor-runs)."""
+    from advisor.service import Store
+
+    return Store(runs_dir_option(ctx))
 
 
-def console(stderr: bool = False) -> "Console":  # noqa: F821
+def console(stderr: bool = False) -> Console:
     """A rich console; when piped, wide enough that tables do not wrap ids."""
     import sys
 

@@ -10,7 +10,7 @@ from types import ModuleType
 
 import click
 
-from advisor.cli.common import runs_dir_option
+from advisor.cli.common import runs_dir_option, store_of
 from advisor.errors import UsageError
 
 BACKENDS = ("tensorflow", "jax", "torch", "tf_keras")
@@ -123,17 +123,16 @@ def command(ctx: click.Context, epochs: int, backend: str | None, no_baseline: b
     example.train([callback], epochs=epochs, verbose=0)
     if callback.run_path is None:
         raise UsageError("the demo run was not recorded (see the warnings above)")
-    from advisor.analysis.registry import registry
-    from advisor.cli.show import show_diagnosis
+    from advisor.render import render
     from advisor.render.summary import run_summary
-    from advisor.store.reader import RunReader
 
-    run = RunReader(callback.run_path).read()
-    facts, errors = registry().derive(run)
+    store = store_of(ctx)
+    analysis = store.analyse(callback.run_path)
     console.print()
-    console.print(run_summary(run, facts))
-    for err in errors:
+    console.print(run_summary(analysis.overview(), analysis.facts))
+    for err in analysis.errors:
         console.print(f"[yellow]note:[/] {err}")
-    show_diagnosis(console, run)
-    console.print(f"\nrun stored in {run.path}; try [bold]advisor show {run.run_id}[/] "
+    console.print()
+    console.print(render(store.diagnose(analysis.run), "text"), end="")
+    console.print(f"\nrun stored in {analysis.run.path}; try [bold]advisor show {analysis.run_id}[/] "
                   "or [bold]advisor check[/]")

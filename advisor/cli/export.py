@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from advisor.cli.common import runs_dir_option
+from advisor.cli.common import store_of
 
 
 @click.command("export")
@@ -37,16 +37,10 @@ def command(
     ctx: click.Context, run: str | None, output: str, config_file: str | None, rules_dir: str | None
 ) -> None:
     """Write the JSON report of RUN (default: latest); it validates against `advisor schema`."""
-    from advisor.diagnosis import diagnose
     from advisor.diagnosis.config import load_config
     from advisor.render import render
 
-    report = diagnose(
-        run or "latest",
-        load_config(config_file),
-        runs_dir=runs_dir_option(ctx),
-        rules_dir=rules_dir,
-    )
+    report = store_of(ctx).diagnose(run or "latest", load_config(config_file), rules_dir=rules_dir)
     text = render(report, "json")
     if output == "-":
         click.echo(text, nl=False)

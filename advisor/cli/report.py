@@ -58,36 +58,12 @@ def command(ctx: click.Context, source: str | None, fmt: str, plots_dir: str | N
 
 
 def load_table(source: str | None, runs_dir: str | None, overrides: Mapping[str, Any]) -> ScalingTable:
-    """The table for a sweep id / sweep directory / runs directory / the latest sweep."""
-    from advisor.analysis.scaling import table_for_store, table_for_sweep
-    from advisor.errors import RunNotFoundError
-    from advisor.launch.record import SWEEP_FILE, list_sweeps, read_sweep, resolve_sweep
-    from advisor.store.paths import resolve_runs_dir
-    from advisor.store.reader import RunReader, list_run_dirs
+    """The table for a sweep id / sweep directory / runs directory / saved JSON / the latest sweep."""
+    from advisor.service import Store
 
-    root = resolve_runs_dir(runs_dir)
     if source and Path(source).is_file() and source.endswith(".json"):
         return _saved(Path(source))
-    if source and Path(source).is_dir():
-        path = Path(source)
-        if (path / SWEEP_FILE).is_file():
-            record = read_sweep(path)
-            return table_for_sweep(path.parent.parent, record.sweep_id, **overrides)
-        if (path / "run.json").is_file():
-            raise RunNotFoundError(f"{source}: a single run; give its runs directory or its sweep id")
-        return table_for_store(path, **overrides)
-    if source is None and not list_sweeps(root):
-        if not list_run_dirs(root):
-            raise RunNotFoundError(f"{root}: no runs and no sweeps (run `advisor scale` first)")
-        return table_for_store(root, **overrides)
-    try:
-        return table_for_sweep(root, read_sweep(resolve_sweep(source, root)).sweep_id, **overrides)
-    except RunNotFoundError:
-        # A sweep made by hand (ADVISOR_SWEEP_ID set by the user) has runs but no sweep file.
-        ids = {RunReader(p).read_manifest().sweep_id for p in list_run_dirs(root)}
-        if source is not None and source in ids:
-            return table_for_sweep(root, source, **overrides)
-        raise
+    return Store(runs_dir).scaling_table(source, **overrides)
 
 
 def _saved(path: Path) -> ScalingTable:

@@ -1,14 +1,13 @@
-"""``advisor runs``: list the runs in the store."""
+"""``advisor runs``: list the runs in the store (each read once; unreadable runs listed as such)."""
 
 from __future__ import annotations
 
 import json
 import time
-from typing import Any
 
 import click
 
-from advisor.cli.common import fmt_number, runs_dir_option
+from advisor.cli.common import store_of
 
 
 @click.command("runs")
@@ -17,52 +16,30 @@ from advisor.cli.common import fmt_number, runs_dir_option
 @click.pass_context
 def command(ctx: click.Context, fmt: str, limit: int) -> None:
     """List runs: id, date, status, strategy, workers, samples/s, samples/$."""
-    from advisor.analysis.registry import registry
-    from advisor.errors import RunFormatError
-    from advisor.store.paths import resolve_runs_dir
-    from advisor.store.reader import RunReader, list_run_dirs
-
-    root = resolve_runs_dir(runs_dir_option(ctx))
-    dirs = list_run_dirs(root)
-    if limit > 0:
-        dirs = dirs[-limit:]
-    rows: list[dict[str, Any]] = []
-    for path in dirs:
-        try:
-            run = RunReader(path).read()
-        except RunFormatError as exc:
-            rows.append({"run_id": path.name, "status": "unreadable", "error": str(exc)})
-            continue
-        facts, _ = registry().derive(run)
-        m = run.manifest
-        rows.append({
-            "run_id": m.run_id,
-            "created": m.created,
-            "status": run.status,
-            "strategy": m.strategy or "default",
-            "workers": m.num_workers,
-            "samples_per_s": facts.get("throughput.samples_per_s"),
-            "samples_per_dollar": facts.get("cost.samples_per_dollar"),
-            "sweep_id": m.sweep_id,
-        })
+    store = store_of(ctx)
+    rows = store.runs(limit if limit > 0 else None)
     if fmt == "json":
-        click.echo(json.dumps(rows, indent=2))
+        click.echo(json.dumps([r.to_dict() for r in rows], indent=2))
         return
     from rich import box
     from rich.table import Table
 
     from advisor.cli.common import console as make_console
+    from advisor.numbers import readable
 
     console = make_console()
     if not rows:
-        console.print(f"no runs in {root}")
+        console.print(f"no runs in {store.root}")
         return
-    table = Table(title=f"runs in {root}", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1))
+    table = Table(title=f"runs in {store.root}", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1))
     for col, justify in (("run", "left"), ("date", "left"), ("status", "left"), ("strategy", "left"),
                          ("workers", "right"), ("samples/s", "right"), ("samples/$", "right")):
         table.add_column(col, justify=justify, no_wrap=col in ("run", "samples/s", "samples/$"))  # type: ignore[arg-type]
     for r in rows:
-        created = time.strftime("%m-%d %H:%M", time.localtime(r["created"])) if r.get("created") else "—"
-        table.add_row(r["run_id"], created, r["status"], r.get("strategy") or "—", str(r.get("workers", "—")),
-                      fmt_number(r.get("samples_per_s")), fmt_number(r.get("samples_per_dollar"), 2))
+        created = time.strftime("%m-%d %H:%M", time.localtime(r.created)) if r.created else "—"
+        table.add_row(r.run_id, created, r.status, r.strategy or "—", readable(r.workers),
+                      readable(r.samples_per_s, compact=True), readable(r.samples_per_dollar, 2, compact=True))
     console.print(table)
+    for r in rows:
+        if r.error:
+            console.print(f"[yellow]unreadable:[/] {r.error}")

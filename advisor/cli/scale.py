@@ -52,7 +52,7 @@ def command(
                      repeat, sweep_id)
     check_available([c.strategy for c in plan.configs], launcher)
     runs_dir = resolve_runs_dir(runs_dir_option(ctx))
-    from advisor.launch.record import sweep_dir as _sweep_dir
+    from advisor.store.sweep import sweep_dir as _sweep_dir
 
     if _sweep_dir(runs_dir, plan.sweep_id).exists():
         raise UsageError(f"sweep {plan.sweep_id} already exists in {runs_dir}; choose another --sweep-id")
@@ -60,8 +60,8 @@ def command(
         _slurm(plan, runs_dir, timeout_s, instance_type, gpus_per_node, partition, account, sbatch_args)
         return
     from advisor.launch.progress import Display
-    from advisor.launch.record import sweep_dir
     from advisor.launch.sweep import new_record, run_sweep
+    from advisor.store.sweep import sweep_dir
 
     record = new_record(plan, "local", timeout_s, instance_type)
     with Display(record, runs_dir) as display:
@@ -77,10 +77,11 @@ def command(
         if rec.hint:
             click.echo(f"    hint: {rec.hint}", err=True)
     if report and len(failed) < len(record.configs):
-        from advisor.analysis.scaling import table_for_sweep
         from advisor.render.scaling import render_table
+        from advisor.service import Store
 
-        click.echo(render_table(table_for_sweep(runs_dir.resolve(), record.sweep_id), "text"), nl=False)
+        table = Store(runs_dir.resolve()).scaling_table(record.sweep_id)
+        click.echo(render_table(table, "text"), nl=False)
     if failed:
         ctx.exit(1)
 

@@ -1,4 +1,4 @@
-"""``advisor show RUN``: a readable summary of one run (and its diagnosis when rules exist)."""
+"""``advisor show RUN``: a readable summary of one run and its diagnosis (read and derived once)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import click
 
-from advisor.cli.common import runs_dir_option
+from advisor.cli.common import store_of
 
 
 @click.command("show")
@@ -16,34 +16,22 @@ from advisor.cli.common import runs_dir_option
 @click.pass_context
 def command(ctx: click.Context, run: str | None, fmt: str, no_diagnosis: bool) -> None:
     """Summarise RUN (an id, a unique prefix, a path, or 'latest'; default: latest)."""
-    from advisor.analysis.registry import registry
-    from advisor.render.summary import run_summary
-    from advisor.store.reader import read_run
-
-    loaded = read_run(run, runs_dir_option(ctx))
-    facts, errors = registry().derive(loaded)
+    store = store_of(ctx)
+    analysis = store.analyse(run)
     if fmt == "json":
-        payload = {"manifest": loaded.manifest.model_dump(mode="json"), "status": loaded.status,
-                   "facts": facts, "errors": errors, "warnings": loaded.warnings}
+        payload = {"manifest": analysis.run.manifest.model_dump(mode="json"), "status": analysis.run.status,
+                   "facts": analysis.facts, "errors": analysis.errors, "warnings": analysis.run.warnings}
         click.echo(json.dumps(payload, indent=2, sort_keys=True, default=str))
         return
     from advisor.cli.common import console as make_console
+    from advisor.render.summary import run_summary
 
     console = make_console()
-    console.print(run_summary(loaded, facts))
-    for err in errors:
+    console.print(run_summary(analysis.overview(), analysis.facts))
+    for err in analysis.errors:
         console.print(f"[yellow]note:[/] {err}")
     if not no_diagnosis:
-        show_diagnosis(console, loaded)
-
-
-def show_diagnosis(console: object, run: object) -> None:
-    """Print the findings when the rule engine is installed (it is part of the package)."""
-    try:
-        from advisor.diagnosis import diagnose
         from advisor.render import render
-    except ImportError:
-        return
-    report = diagnose(run)
-    console.print()  # type: ignore[attr-defined]
-    console.print(render(report, "text"), end="")  # type: ignore[attr-defined]
+
+        console.print()
+        console.print(render(store.diagnose(analysis.run), "text"), end="")

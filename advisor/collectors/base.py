@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from advisor.collectors.options import AdvisorOptions
     from advisor.store.writer import RunWriter
 
 log = logging.getLogger("advisor")
@@ -62,7 +63,7 @@ class Session:
     model: Any
     rank: int = 0
     num_workers: int = 1
-    config: dict[str, Any] = field(default_factory=dict)
+    options: AdvisorOptions = field(default_factory=lambda: _default_options())
     data: DataInfo = field(default_factory=DataInfo)
     fit_callbacks: list[Any] = field(default_factory=list)
     keras_flavor: str = "keras3"  # keras3 | tf_keras
@@ -101,6 +102,12 @@ class Session:
         self.writer.write(
             EventRecord(t=time.time(), level=level, source=source, message=message, detail=detail)  # type: ignore[arg-type]
         )
+
+
+def _default_options() -> AdvisorOptions:
+    from advisor.collectors.options import AdvisorOptions
+
+    return AdvisorOptions()
 
 
 class Collector:

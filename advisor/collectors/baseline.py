@@ -30,23 +30,24 @@ from typing import Any
 from advisor.collectors.base import Collector
 from advisor.collectors.baseline_result import InputBaseline
 from advisor.collectors.baseline_rounds import Arm, Plan, Segment, fit_segment, round_up, run_rounds
-from advisor.collectors.input_feeds import (
-    MAX_SLICE_BYTES,
-    Feeds,
-    InputError,
-    epoch_batches,
-    feeds_from_session,
-    feeds_from_user,
-    one_line,
+from advisor.collectors.feed_base import MAX_SLICE_BYTES, Feeds, InputError, one_line
+from advisor.collectors.input_feeds import epoch_batches, feeds_from_session, feeds_from_user
+from advisor.collectors.options import (
+    BASELINE_MAX_SECONDS,
+    BASELINE_MIN_STEPS,
+    BASELINE_ROUNDS,
+    BASELINE_SECONDS,
+    normalize_baseline,
 )
 from advisor.errors import UsageError
+from advisor.probes.framework import backend_of, is_tf_keras, steps_per_execution
 
 log = logging.getLogger("advisor")
 
-DEFAULT_SECONDS = 3.0  # measured time, all arms and rounds together
-DEFAULT_MIN_STEPS = 20  # measured steps per arm at least, however short the time
-DEFAULT_ROUNDS = 12  # interleaved rounds: a 99 % band that one stalled round per side cannot move
-DEFAULT_MAX_SECONDS = 30.0  # the whole baseline, calibration aside, stops within this budget
+DEFAULT_SECONDS = BASELINE_SECONDS  # measured time, all arms and rounds together
+DEFAULT_MIN_STEPS = BASELINE_MIN_STEPS  # measured steps per arm at least, however short the time
+DEFAULT_ROUNDS = BASELINE_ROUNDS  # interleaved rounds: a 99 % band that one stalled round per side cannot move
+DEFAULT_MAX_SECONDS = BASELINE_MAX_SECONDS  # the whole baseline, calibration aside, stops within this budget
 MODES = ("start", "end")
 
 __all__ = ["BaselineCollector", "InputBaseline", "InputError", "Plan", "make_plan", "measure_input",
@@ -93,7 +94,7 @@ def measure_input(model: Any, data: Any, steps: int | None = DEFAULT_MIN_STEPS, 
                       DeprecationWarning, stacklevel=2)
         max_seconds = timeout_s
     _check_model(model)
-    backend = _backend(model)
+    backend = backend_of(model)
     spe = steps_per_execution(model)
     warm = round_up(warmup_steps if warmup_steps is not None else 2 * spe, spe)
     if steps is None:
@@ -104,7 +105,7 @@ def measure_input(model: Any, data: Any, steps: int | None = DEFAULT_MIN_STEPS, 
         steps = epoch - warm
     plan = make_plan(model, seconds=seconds, min_steps=steps, rounds=rounds, max_seconds=max_seconds,
                      warmup_steps=warm)
-    feeds = feeds_from_user(data, batch_size, backend, legacy=_is_tf_keras(model))
+    feeds = feeds_from_user(data, batch_size, backend, legacy=is_tf_keras(model))
     return run_baseline(model, feeds, plan, source_cache=source_cache, data_only=data_only)
 
 
@@ -113,28 +114,6 @@ def _check_model(model: Any) -> None:
         raise InputError(f"expected a Keras model, got {type(model).__name__}")
     if getattr(model, "optimizer", None) is None or not getattr(model, "compiled", True):
         raise InputError("the model is not compiled: call model.compile(optimizer, loss) first")
-
-
-def _backend(model: Any) -> str | None:
-    """The backend of the Keras that owns ``model`` (tf_keras: tensorflow), importing no Keras."""
-    from advisor.collectors.callback import detect_framework
-
-    try:
-        return detect_framework(model)[1]
-    except Exception:  # noqa: BLE001 — unknown: the feeds fall back to tf.data
-        return None
-
-
-def steps_per_execution(model: Any) -> int:
-    value: Any = getattr(model, "steps_per_execution", None)
-    if value is None:
-        value = getattr(model, "_steps_per_execution", 1)
-    try:
-        if hasattr(value, "numpy"):
-            value = value.numpy()
-        return max(1, int(value))
-    except Exception:  # noqa: BLE001 — an unreadable setting counts as 1
-        return 1
 
 
 # ---------------------------------------------------------------------------------------------
@@ -233,22 +212,8 @@ def _data_only_measure(feeds: Feeds, warm: int) -> Any:
     return measure
 
 
-def _is_tf_keras(model: Any) -> bool:
-    return any(c.__module__.startswith("tf_keras") for c in type(model).__mro__)
-
-
 # ---------------------------------------------------------------------------------------------
 # the collector
-
-
-def normalize_mode(value: Any) -> str | None:
-    if value in (None, False, "", "off", "none"):
-        return None
-    if value is True:
-        return "end"
-    if value in MODES:
-        return str(value)
-    raise UsageError(f"baseline must be 'end', 'start' or None, got {value!r}")
 
 
 class BaselineCollector(Collector):
@@ -260,7 +225,7 @@ class BaselineCollector(Collector):
                  seconds: float = DEFAULT_SECONDS, rounds: int = DEFAULT_ROUNDS,
                  max_seconds: float = DEFAULT_MAX_SECONDS) -> None:
         super().__init__()
-        self.mode = normalize_mode(mode)
+        self.mode = normalize_baseline(mode)
         for name, value, kind in (("baseline_steps", steps, int), ("baseline_rounds", rounds, int),
                                   ("baseline_seconds", seconds, float), ("baseline_max_seconds", max_seconds, float)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or (

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from advisor.probes.framework import is_tf_keras
 from advisor.store.bands import MIN_ROUNDS
 
 INFINITE_STEPS = 10**7  # steps_per_epoch of a segment on an endless feed: the clock stops it
@@ -138,7 +139,7 @@ def fit_segment(model: Any, kwargs: dict[str, Any], *, finite: bool, warm: int, 
             warnings.simplefilter("ignore")
             model.fit(**kwargs, **shape, verbose=0, callbacks=[clock])
     except Exception as exc:  # noqa: BLE001 — any failure of the input or the step: one clear line
-        from advisor.collectors.input_feeds import one_line
+        from advisor.collectors.feed_base import one_line
 
         raise error(f"training on {what} failed: {one_line(exc)}") from None
     return clock.segment()
@@ -149,7 +150,7 @@ def segment_clock(model: Any, warm: int, seconds: float, min_steps: int, deadlin
     stops training when the segment has lasted ``seconds`` and ``min_steps`` (or at ``deadline``).
     Steps are counted from the batch indices, so ``steps_per_execution`` is exact."""
     base: Any
-    if _is_tf_keras(model):
+    if is_tf_keras(model):
         import tf_keras
 
         base = tf_keras.callbacks.Callback
@@ -197,14 +198,6 @@ def segment_clock(model: Any, warm: int, seconds: float, min_steps: int, deadlin
             return Segment(self.end[1] - self.start[1], self.end[0] - self.start[0])
 
     return _SegmentClock()
-
-
-def _is_tf_keras(model: Any) -> bool:
-    return any(c.__module__.startswith("tf_keras") for c in type(model).__mro__)
-
-
-# ---------------------------------------------------------------------------------------------
-# data-only segments
 
 
 def pull_segment(iterator: Any, warm: int, seconds: float, min_batches: int, deadline: float) -> Segment | None:

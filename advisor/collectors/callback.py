@@ -26,11 +26,18 @@ from typing import Any
 
 from advisor._version import __version__
 from advisor.collectors.base import Collector, Guard, Session
-from advisor.collectors.context import ContextCollector
-from advisor.collectors.distributed import detect_rank_world
-from advisor.collectors.epochs import EpochCollector
 from advisor.collectors.fitinfo import discover, find_fit_locals
-from advisor.collectors.throughput import ThroughputCollector
+from advisor.collectors.keras_protocol import KerasCallbackProtocol
+from advisor.collectors.options import (
+    BASELINE_MAX_SECONDS,
+    BASELINE_MIN_STEPS,
+    BASELINE_ROUNDS,
+    BASELINE_SECONDS,
+    AdvisorOptions,
+    check_names,
+)
+from advisor.probes.distributed import detect_rank_world
+from advisor.probes.framework import detect_framework, steps_per_execution
 
 log = logging.getLogger("advisor")
 
@@ -56,12 +63,13 @@ def _ensure_log_handler() -> None:
         log.propagate = False
 
 
-class AdvisorCallback:
+class AdvisorCallback(KerasCallbackProtocol):
     """Measure a training run and write it to the run store.
 
     Args:
         runs_dir: the store (default ``$ADVISOR_RUNS_DIR`` or ``./advisor-runs``).
-        instance_type: cloud instance type, e.g. ``g5.xlarge`` (also ``$ADVISOR_INSTANCE_TYPE``).
+        instance_type: cloud instance type, e.g. ``g5.xlarge`` (also ``$ADVISOR_INSTANCE_TYPE``;
+            found from the machine's DMI data on AWS when not given).
         price_per_hour: USD per hour per instance; overrides the embedded price table.
         tags: free-form labels stored in the manifest.
         name: a human name that becomes part of the run id.
@@ -69,13 +77,35 @@ class AdvisorCallback:
         warmup_steps: steps excluded from throughput summaries (tracing, compilation, caches).
         log_every_s: period of the one-line samples/s log (None: no log).
         collectors: names or instances to run instead of the defaults.
-        **options: options of optional collectors (e.g. ``baseline``, ``profile_steps``,
-            ``telemetry_interval_s``) — see the docs of each collector.
+        baseline: ``"end"`` or ``"start"``: measure the cached-input baseline then (None: off).
+        baseline_steps: measured steps per arm of the baseline, at least.
+        baseline_seconds: measured time of the whole baseline (all arms and rounds).
+        baseline_rounds: interleaved rounds (real and cached input alternate; each figure gets a
+            noise band from the rounds' spread).
+        baseline_max_seconds: the baseline stops within this budget.
+        baseline_source_cache: also measure with a cache right after the file source.
+        profile_steps: ``(start, stop)``: profile these training steps (1-based, inclusive).
+        profile_summary: summarise the profile with XProf at train end.
+        profile_timeout_s: seconds the summary may take.
+        telemetry: sample GPU (NVML) and host (psutil) metrics.
+        telemetry_interval_s: seconds between telemetry samples.
+        telemetry_devices: ``"mine"`` (this process's GPUs) or ``"all"``.
+        mfu: estimate FLOPs and MFU (None: when a GPU is present).
+        instance_metadata: ask the cloud metadata service for the instance type (≤ 0.5 s).
+        pipeline: inspect the tf.data pipeline and its files at train begin.
+
+    A misspelled option raises ``TypeError`` naming the closest valid one; a bad value raises
+    :class:`~advisor.errors.UsageError`. The options are recorded in ``run.json``.
     """
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> AdvisorCallback:
+        check_names(kwargs, cls.__name__)
+        return super().__new__(cls)
 
     def __init__(
         self,
         runs_dir: str | os.PathLike[str] | None = None,
+        *,
         instance_type: str | None = None,
         price_per_hour: float | None = None,
         tags: dict[str, str] | None = None,
@@ -84,19 +114,35 @@ class AdvisorCallback:
         warmup_steps: int = 5,
         log_every_s: float | None = 60.0,
         collectors: Sequence[str | Collector] | None = None,
-        **options: Any,
+        baseline: str | None = None,
+        baseline_steps: int = BASELINE_MIN_STEPS,
+        baseline_seconds: float = BASELINE_SECONDS,
+        baseline_rounds: int = BASELINE_ROUNDS,
+        baseline_max_seconds: float = BASELINE_MAX_SECONDS,
+        baseline_source_cache: bool = True,
+        profile_steps: tuple[int, int] | str | int | None = None,
+        profile_summary: bool = True,
+        profile_timeout_s: float | None = None,
+        telemetry: bool = True,
+        telemetry_interval_s: float = 1.0,
+        telemetry_devices: str = "mine",
+        mfu: bool | None = None,
+        instance_metadata: bool | None = None,
+        pipeline: bool = True,
     ) -> None:
-        from advisor.analysis.prices import resolve_price
         from advisor.collectors.registry import build_collectors
 
-        self.runs_dir = runs_dir
-        self.instance_type = instance_type or os.environ.get("ADVISOR_INSTANCE_TYPE")
-        self.price_per_hour, self.price_source = resolve_price(self.instance_type, price_per_hour)
-        self.tags = {str(k): str(v) for k, v in (tags or {}).items()}
-        self.run_name = name
-        self.options = {"window_s": window_s, "warmup_steps": warmup_steps, "log_every_s": log_every_s, **options}
-        self._collector_spec = collectors
-        self.collectors: list[Collector] = build_collectors(collectors, self.options)
+        self.options = AdvisorOptions(
+            runs_dir=runs_dir, instance_type=instance_type, price_per_hour=price_per_hour, tags=tags or {},
+            name=name, window_s=window_s, warmup_steps=warmup_steps, log_every_s=log_every_s,
+            collectors=tuple(collectors) if collectors is not None else None, baseline=baseline,
+            baseline_steps=baseline_steps, baseline_seconds=baseline_seconds, baseline_rounds=baseline_rounds,
+            baseline_max_seconds=baseline_max_seconds, baseline_source_cache=baseline_source_cache,
+            profile_steps=profile_steps, profile_summary=profile_summary,  # type: ignore[arg-type]
+            profile_timeout_s=profile_timeout_s, telemetry=telemetry, telemetry_interval_s=telemetry_interval_s,
+            telemetry_devices=telemetry_devices, mfu=mfu, instance_metadata=instance_metadata, pipeline=pipeline,
+        )
+        self.collectors: list[Collector] = build_collectors(self.options)
         self.session: Session | None = None
         self.guard: Guard | None = None
         self.writer: Any = None
@@ -109,22 +155,6 @@ class AdvisorCallback:
         self._train_t0 = 0.0
         self._in_fit = False
         self._collectors_used = False
-
-    # -- the callback protocol (Keras 3 and tf_keras) -------------------------------------------
-    params: dict[str, Any] | None = None
-    _model: Any = None
-    _supports_tf_logs = True  # tf_keras: our batch hooks never read logs, so never convert them
-    _chief_worker_only = None  # tf_keras multi-worker: run on every worker
-
-    def set_params(self, params: dict[str, Any]) -> None:
-        self.params = params
-
-    def set_model(self, model: Any) -> None:
-        self._model = model
-
-    @property
-    def model(self) -> Any:
-        return self._model
 
     @property
     def async_safe(self) -> bool:
@@ -139,31 +169,6 @@ class AdvisorCallback:
             for c in self.collectors
             if getattr(type(c), "batch_hook", False) or getattr(c, "batch_hook", False)
         )
-
-    def _implements_train_batch_hooks(self) -> bool:
-        return True
-
-    def _implements_test_batch_hooks(self) -> bool:
-        return False
-
-    def _implements_predict_batch_hooks(self) -> bool:
-        return False
-
-    def on_test_batch_begin(self, batch: int, logs: dict[str, Any] | None = None) -> None: ...
-
-    def on_test_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None: ...
-
-    def on_predict_begin(self, logs: dict[str, Any] | None = None) -> None: ...
-
-    def on_predict_end(self, logs: dict[str, Any] | None = None) -> None: ...
-
-    def on_predict_batch_begin(self, batch: int, logs: dict[str, Any] | None = None) -> None: ...
-
-    def on_predict_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None: ...
-
-    def on_batch_begin(self, batch: int, logs: dict[str, Any] | None = None) -> None: ...
-
-    def on_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None: ...
 
     @property
     def run_path(self) -> Any:
@@ -260,21 +265,28 @@ class AdvisorCallback:
 
     def _begin(self, fit_locals: dict[str, Any] | None) -> None:
         from advisor.collectors.registry import build_collectors
+        from advisor.probes.instance import detect_instance_type
+        from advisor.reference.prices import resolve_price
         from advisor.store.writer import RunWriter
 
+        opts = self.options
         rank, world = detect_rank_world()
         data, fit_callbacks = discover(fit_locals)
         model = self.model
         flavor, backend, framework = detect_framework(model)
-        spe = _as_int(getattr(model, "steps_per_execution", 1), default=1)
+        spe = steps_per_execution(model)
+        instance = detect_instance_type(opts.instance_type, metadata=opts.instance_metadata)
+        instance_type, instance_source = instance if instance else (None, None)
+        price, price_source = resolve_price(instance_type, opts.price_per_hour)
         manifest = {
             "advisor_version": __version__,
             "framework": framework,
             "num_workers": world,
             "steps_per_execution": spe,
-            "instance_type": self.instance_type,
-            "price_per_hour": self.price_per_hour,
-            "price_source": self.price_source,
+            "instance_type": instance_type,
+            "instance_source": instance_source,
+            "price_per_hour": price,
+            "price_source": price_source,
             "host": {
                 "hostname": socket.gethostname(),
                 "platform": platform.platform(),
@@ -282,28 +294,28 @@ class AdvisorCallback:
                 "cpu_count": os.cpu_count(),
                 "memory_bytes": _memory_bytes(),
             },
-            "tags": self.tags,
+            "tags": opts.tags,
             "sweep_id": os.environ.get("ADVISOR_SWEEP_ID"),
-            "config": {k: v for k, v in self.options.items() if isinstance(v, (int, float, str, bool, list, tuple, type(None)))},
+            "config": opts.recorded(),
         }
-        self.writer = RunWriter(self.runs_dir, rank=rank, manifest=manifest, name=self.run_name)
+        self.writer = RunWriter(opts.runs_dir, rank=rank, manifest=manifest, name=opts.name)
         self.session = Session(
             writer=self.writer,
             model=model,
             rank=rank,
             num_workers=world,
-            config=self.options,
+            options=opts,
             data=data,
             fit_callbacks=fit_callbacks,
             keras_flavor=flavor,
             backend=backend,
             steps_per_execution=spe,
             train_begin_t=time.perf_counter(),
-            price_per_hour=self.price_per_hour,
+            price_per_hour=price,
         )
         # Every fit starts fresh collectors (and a new run); the first uses those made in __init__.
         if self._collectors_used:
-            self.collectors = build_collectors(self._collector_spec, self.options)
+            self.collectors = build_collectors(opts)
         self._collectors_used = True
         for collector in self.collectors:
             collector.attach(self.session)
@@ -314,7 +326,7 @@ class AdvisorCallback:
         self._train_t0 = time.perf_counter()
         self._in_fit = True
         _OPEN.add(self)
-        if rank == 0 and self.options.get("log_every_s") is not None:
+        if rank == 0 and opts.log_every_s is not None:
             _ensure_log_handler()
 
     def _own_estimate(self) -> float:
@@ -348,43 +360,6 @@ class AdvisorCallback:
             self._finish("failed")
 
 
-def detect_framework(model: Any) -> tuple[str, str, dict[str, Any]]:
-    """(flavor, backend, manifest framework info) of the Keras that owns ``model``."""
-    module = type(model).__module__ or ""
-    for cls in type(model).__mro__:
-        if cls.__module__.startswith(("tf_keras", "keras.src", "tensorflow.python.keras")):
-            module = cls.__module__
-            break
-    if module.startswith(("tf_keras", "tensorflow.python.keras")):
-        flavor, backend = "tf_keras", "tensorflow"
-        keras_module = sys.modules.get("tf_keras")
-    else:
-        flavor = "keras3"
-        keras_module = sys.modules.get("keras")
-        backend = keras_module.backend.backend() if keras_module is not None else "tensorflow"
-    info: dict[str, Any] = {
-        "keras_version": getattr(keras_module, "__version__", None),
-        "backend": backend,
-        "legacy_keras": flavor == "tf_keras",
-    }
-    backend_module = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}.get(backend)
-    if backend_module and backend_module in sys.modules:
-        info["backend_version"] = getattr(sys.modules[backend_module], "__version__", None)
-    if "tensorflow" in sys.modules:
-        info["tensorflow_version"] = getattr(sys.modules["tensorflow"], "__version__", None)
-    return flavor, backend, info
-
-
-def _as_int(value: Any, default: int) -> int:
-    """An int from a plain number or a (tf_keras, possibly distributed) variable."""
-    for read in (lambda v: int(v), lambda v: int(v.numpy()), lambda v: int(v.read_value().numpy())):
-        try:
-            return read(value) or default
-        except Exception:
-            continue
-    return default
-
-
 def _memory_bytes() -> int | None:
     try:
         import psutil
@@ -392,28 +367,3 @@ def _memory_bytes() -> int | None:
         return int(psutil.virtual_memory().total)
     except Exception:
         return None
-
-
-def _single(collector_name: str, doc: str) -> type[AdvisorCallback]:
-    """A callback that runs one collector (the collectors are usable one by one)."""
-
-    def __init__(self: AdvisorCallback, runs_dir: Any = None, **kwargs: Any) -> None:
-        AdvisorCallback.__init__(self, runs_dir=runs_dir, collectors=[collector_name], **kwargs)
-
-    return type(f"{collector_name.title()}Callback", (AdvisorCallback,), {"__init__": __init__, "__doc__": doc})
-
-
-ThroughputCallback = _single("throughput", "Only the throughput collector (samples/s windows).")
-EpochCallback = _single("epochs", "Only the epoch collector (epoch times, validation split).")
-ContextCallback = _single("context", "Only the context collector (introspection at train begin).")
-
-# Re-exported for people who build their own composite.
-__all__ = [
-    "AdvisorCallback",
-    "ThroughputCallback",
-    "EpochCallback",
-    "ContextCallback",
-    "ThroughputCollector",
-    "EpochCollector",
-    "ContextCollector",
-]

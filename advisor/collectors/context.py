@@ -82,7 +82,7 @@ def introspect(session: Any) -> dict[str, Any]:
     v["context.early_stopping"] = any(n in _EARLY_STOPPING for n in names)
     v["context.tracking"] = any(n in _TRACKING for n in names)
     v["context.tuner"] = any(m in sys.modules for m in _TUNER_MODULES)
-    profiling = bool(session.config.get("profile_steps"))
+    profiling = session.options.profile_steps is not None
     for cb in session.fit_callbacks:
         if type(cb).__name__ == "TensorBoard" and _tb_profiles(cb):
             profiling = True

@@ -114,7 +114,7 @@ def _is_int_like(value: Any) -> bool:
 
 
 def _leading_dim(batch: Any) -> int | None:
-    from advisor.collectors.input_feeds import leading_dim
+    from advisor.collectors.feed_base import leading_dim
 
     return leading_dim(batch)
 

@@ -1,8 +1,8 @@
 """Pipeline collector: inspect the training input once, at train begin, and record what it is.
 
 For tf.data it stores the summary of the dataset's serialized graph (stages, parallelism, cache,
-options, files; ``advisor.analysis.pipeline``) and facts about the files it reads
-(``advisor.analysis.storage``). For PyDataset it records the worker settings. The analysis side
+options, files; ``advisor.probes.tfdata``) and facts about the files it reads
+(``advisor.probes.storage``). For PyDataset it records the worker settings. The analysis side
 turns the record into ``pipeline.*`` and ``storage.*`` facts and the advice text.
 
 Cost: one graph serialization (in-memory datasets built with ``from_tensor_slices`` carry their
@@ -60,8 +60,8 @@ def describe_input(data: Any) -> dict[str, Any]:
 
 def describe_dataset(dataset: Any) -> dict[str, Any]:
     """Summary and storage facts of a tf.data dataset; ``{"error": ...}`` when it cannot be read."""
-    from advisor.analysis.pipeline import PipelineInspectionError, inspect_dataset
-    from advisor.analysis.storage import file_facts
+    from advisor.probes.storage import file_facts
+    from advisor.probes.tfdata import PipelineInspectionError, inspect_dataset
 
     if dataset is None:
         return {"error": "the dataset object is not reachable"}

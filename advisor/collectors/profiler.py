@@ -8,7 +8,7 @@ step in the window is wrapped in a step marker (TF: ``tf.profiler.experimental.T
 step_num=i, _r=1)``; JAX: ``jax.profiler.StepTraceAnnotation``; torch:
 ``record_function("ProfilerStep#i")``): without it XProf finds no steps. TensorFlow and JAX write
 XProf's ``.xplane.pb``; torch writes a chrome trace, summarised by
-:mod:`advisor.analysis.trace_torch` into the same ``trace.*`` facts where torch measures them.
+:mod:`advisor.traces.torch_trace` into the same ``trace.*`` facts where torch measures them.
 The marker opens in ``on_train_batch_begin`` and closes in ``on_train_batch_end``, so a step
 includes the callbacks' own time, as it does for the training job. With ``steps_per_execution``
 k > 1 Keras runs k steps per call and XProf cannot see them apart: the capture still runs, the
@@ -34,8 +34,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from advisor.collectors.base import Collector
-from advisor.collectors.callback import AdvisorCallback
-from advisor.errors import UsageError
+from advisor.collectors.options import parse_profile_steps
 from advisor.store.schema import TraceRecord
 
 log = logging.getLogger("advisor")
@@ -157,27 +156,6 @@ class TorchProfiler:
 
 # Keras backend name → profiler backend factory.
 BACKENDS: dict[str, Any] = {"tensorflow": TensorFlowProfiler, "jax": JaxProfiler, "torch": TorchProfiler}
-
-
-def parse_profile_steps(value: Any) -> tuple[int, int]:
-    """``(10, 34)``, ``[10, 34]``, ``"10,34"`` or ``12`` → (start, stop), 1-based and inclusive."""
-    if isinstance(value, str):
-        parts = [p.strip() for p in value.split(",") if p.strip()]
-    elif isinstance(value, (list, tuple)):
-        parts = list(value)
-    else:
-        parts = [value, value]
-    if len(parts) == 1:
-        parts = parts * 2
-    try:
-        start, stop = (int(p) for p in parts)
-        if isinstance(parts[0], bool) or isinstance(parts[1], bool) or len(parts) != 2:
-            raise ValueError
-    except (TypeError, ValueError):
-        raise UsageError(f"profile_steps={value!r}: give (start, stop), two step numbers from 1, e.g. (10, 34)") from None
-    if start < 1 or stop < start:
-        raise UsageError(f"profile_steps={value!r}: need 1 <= start <= stop (steps count from 1)")
-    return start, stop
 
 
 class ProfilerCollector(Collector):
@@ -354,9 +332,10 @@ class ProfilerCollector(Collector):
         return record
 
     def _summarize(self, record: TraceRecord) -> None:
-        from advisor.analysis.trace import save_summary, summarize, xprof_available
-        from advisor.analysis.trace_torch import find_torch_traces
         from advisor.errors import TraceError
+        from advisor.store.trace_summary import save_summary
+        from advisor.traces.summarize import summarize, xprof_available
+        from advisor.traces.torch_trace import find_torch_traces
 
         run_path = Path(self.s.writer.path)
         if not xprof_available() and not find_torch_traces(run_path / record.path):
@@ -400,23 +379,3 @@ def _sessions(logdir: Path) -> set[str]:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0][:300] if text else type(exc).__name__
-
-
-def profiler_from_options(options: dict[str, Any]) -> ProfilerCollector:
-    return ProfilerCollector(
-        profile_steps=options.get("profile_steps", (10, 34)),
-        summarize=options.get("profile_summary", True),
-        timeout_s=options.get("profile_timeout_s"),
-    )
-
-
-class ProfilerCallback(AdvisorCallback):
-    """Only the profiler: capture steps ``profile_steps`` (start, stop) into a run of its own.
-
-    ``ProfilerCallback(runs_dir="runs", profile_steps=(10, 34))``; other keyword arguments are
-    those of :class:`AdvisorCallback` (``profile_summary=False`` skips the summary at train end).
-    """
-
-    def __init__(self, runs_dir: Any = None, profile_steps: Any = (10, 34), **kwargs: Any) -> None:
-        kwargs.setdefault("log_every_s", None)
-        super().__init__(runs_dir=runs_dir, collectors=["profiler"], profile_steps=profile_steps, **kwargs)

@@ -1,80 +1,89 @@
 """Collector names → factories. ``AdvisorCallback(collectors=[...])`` picks from here.
 
 Optional collectors join the defaults when their option asks for them (e.g. ``baseline="end"``)
-or, for telemetry, unless switched off with ``telemetry=False``.
+or, for telemetry and pipeline inspection, unless switched off (``telemetry=False``). Factories
+import their module on use, so an unused collector costs nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable
 
 from advisor.collectors.base import Collector
+from advisor.collectors.options import DEFAULT_PROFILE_STEPS, AdvisorOptions
 from advisor.errors import UsageError
 
 
-def _throughput(opts: dict[str, Any]) -> Collector:
+def _throughput(o: AdvisorOptions) -> Collector:
     from advisor.collectors.throughput import ThroughputCollector
 
-    return ThroughputCollector(
-        window_s=opts.get("window_s", 10.0),
-        warmup_steps=opts.get("warmup_steps", 5),
-        log_every_s=opts.get("log_every_s", 60.0),
-    )
+    return ThroughputCollector(window_s=o.window_s, warmup_steps=o.warmup_steps, log_every_s=o.log_every_s)
 
 
-def _epochs(opts: dict[str, Any]) -> Collector:
+def _epochs(o: AdvisorOptions) -> Collector:
     from advisor.collectors.epochs import EpochCollector
 
     return EpochCollector()
 
 
-def _context(opts: dict[str, Any]) -> Collector:
+def _context(o: AdvisorOptions) -> Collector:
     from advisor.collectors.context import ContextCollector
 
     return ContextCollector()
 
 
-def _baseline(opts: dict[str, Any]) -> Collector:
-    from advisor.collectors import baseline as b
+def _profiler(o: AdvisorOptions) -> Collector:
+    from advisor.collectors.profiler import ProfilerCollector
 
-    return b.BaselineCollector(
-        opts.get("baseline") or "end",
-        steps=opts.get("baseline_steps", b.DEFAULT_MIN_STEPS),
-        source_cache=opts.get("baseline_source_cache", True),
-        seconds=opts.get("baseline_seconds", b.DEFAULT_SECONDS),
-        rounds=opts.get("baseline_rounds", b.DEFAULT_ROUNDS),
-        max_seconds=opts.get("baseline_max_seconds", b.DEFAULT_MAX_SECONDS),
-    )
+    return ProfilerCollector(profile_steps=o.profile_steps or DEFAULT_PROFILE_STEPS, summarize=o.profile_summary,
+                             timeout_s=o.profile_timeout_s)
 
 
-FACTORIES: dict[str, Callable[[dict[str, Any]], Collector]] = {
+def _telemetry(o: AdvisorOptions) -> Collector:
+    from advisor.collectors.telemetry import TelemetryCollector
+
+    return TelemetryCollector(interval_s=o.telemetry_interval_s, devices=o.telemetry_devices, mfu=o.mfu)
+
+
+def _baseline(o: AdvisorOptions) -> Collector:
+    from advisor.collectors.baseline import BaselineCollector
+
+    return BaselineCollector(o.baseline or "end", steps=o.baseline_steps, source_cache=o.baseline_source_cache,
+                             seconds=o.baseline_seconds, rounds=o.baseline_rounds, max_seconds=o.baseline_max_seconds)
+
+
+def _pipeline(o: AdvisorOptions) -> Collector:
+    from advisor.collectors.pipeline import PipelineCollector
+
+    return PipelineCollector()
+
+
+FACTORIES: dict[str, Callable[[AdvisorOptions], Collector]] = {
     "throughput": _throughput,
     "epochs": _epochs,
     "context": _context,
-    "profiler": lambda o: __import__("advisor.collectors.profiler", fromlist=["_"]).profiler_from_options(o),
-    "telemetry": lambda o: __import__("advisor.collectors.telemetry", fromlist=["_"]).telemetry_from_options(o),
-    "baseline": lambda o: _baseline(o),
-    "pipeline": lambda o: __import__("advisor.collectors.pipeline", fromlist=["_"]).PipelineCollector(),
+    "profiler": _profiler,
+    "telemetry": _telemetry,
+    "baseline": _baseline,
+    "pipeline": _pipeline,
 }
 
-# name → predicate on the options: is it on by default for these options?
-DEFAULTS: dict[str, Callable[[dict[str, Any]], bool]] = {
+# name → is it on by default for these options?
+DEFAULTS: dict[str, Callable[[AdvisorOptions], bool]] = {
     "throughput": lambda o: True,
     "epochs": lambda o: True,
     "context": lambda o: True,
-    "profiler": lambda o: o.get("profile_steps") is not None,
-    "telemetry": lambda o: o.get("telemetry", True) is not False,
-    "baseline": lambda o: o.get("baseline") not in (None, False, "", "off", "none"),
-    "pipeline": lambda o: o.get("pipeline", True) is not False,
+    "profiler": lambda o: o.profile_steps is not None,
+    "telemetry": lambda o: o.telemetry,
+    "baseline": lambda o: o.baseline is not None,
+    "pipeline": lambda o: o.pipeline,
 }
 
 
-def build_collectors(spec: Sequence[str | Collector] | None, options: dict[str, Any]) -> list[Collector]:
-    if spec is None:
-        names: list[str | Collector] = [n for n, on in DEFAULTS.items() if on(options)]
-    else:
-        names = list(spec)
+def build_collectors(options: AdvisorOptions) -> list[Collector]:
+    """The collectors ``options.collectors`` names (or holds), else the defaults for the options."""
+    spec = options.collectors
+    names: list[str | Collector] = [n for n, on in DEFAULTS.items() if on(options)] if spec is None else list(spec)
     out: list[Collector] = []
     for item in names:
         if isinstance(item, Collector):

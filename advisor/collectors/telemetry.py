@@ -1,13 +1,14 @@
 """Telemetry: a background thread samples the GPUs (NVML) and the host (psutil) during training.
 
-Options (``AdvisorCallback(**options)``):
+Options of :class:`~advisor.collectors.callback.AdvisorCallback`:
 
 * ``telemetry=False`` switches it off (it is on by default);
 * ``telemetry_interval_s`` (default 1.0, at least 0.1): time between samples;
 * ``telemetry_devices``: ``"mine"`` (default: the GPUs this worker trains on) or ``"all"``;
-* ``mfu``: estimate the model's training FLOPs at train end (default: only when a GPU was found);
-* ``instance_metadata=True`` (or ``ADVISOR_INSTANCE_METADATA=1``): ask the cloud metadata service
-  for the instance type when none was given (≤ 0.5 s); see :mod:`advisor.analysis.hardware`.
+* ``mfu``: estimate the model's training FLOPs at train end (default: only when a GPU was found).
+
+Which instance this is (and its price) is found once by the callback at train begin
+(:mod:`advisor.probes.instance`; ``instance_metadata=True`` lets it ask the metadata service).
 
 The thread starts at train begin and stops at train end (a last sample is taken then, so energy
 covers the whole run). Nothing it does can reach ``fit()``: every failure is caught, recorded once
@@ -17,7 +18,6 @@ as an event, and the part that failed is switched off.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -151,7 +151,7 @@ class TelemetryCollector(Collector):
     name = "telemetry"
 
     def __init__(self, interval_s: float = 1.0, devices: str = "mine", mfu: bool | None = None,
-                 instance_metadata: bool | None = None, nvml: Any = None, psutil_module: Any = None) -> None:
+                 nvml: Any = None, psutil_module: Any = None) -> None:
         super().__init__()
         if interval_s < MIN_INTERVAL_S:
             raise UsageError(f"telemetry_interval_s must be at least {MIN_INTERVAL_S} s (got {interval_s})")
@@ -160,7 +160,6 @@ class TelemetryCollector(Collector):
         self.interval_s = float(interval_s)
         self.devices = devices
         self.mfu = mfu
-        self.instance_metadata = instance_metadata
         self._nvml = nvml  # a module with pynvml's interface; tests pass fakes here
         self._psutil = psutil_module
         self.sampler: TelemetrySampler | None = None
@@ -168,7 +167,6 @@ class TelemetryCollector(Collector):
         self._context: dict[str, Any] = {}
 
     def on_train_begin(self) -> None:
-        self._resolve_instance()
         self._context = {"telemetry.interval_s": self.interval_s}
         self.sampler = TelemetrySampler(self.s.writer.write, self.interval_s, note=self._note, setup=self._setup)
         self.sampler.start()
@@ -226,7 +224,7 @@ class TelemetryCollector(Collector):
         self.s.writer.write(EventRecord(t=time.time(), level=level, source=source, message=message))  # type: ignore[arg-type]
 
     def _flops(self) -> dict[str, Any]:
-        from advisor.analysis.flops import estimate_flops_per_sample
+        from advisor.probes.flops import estimate_flops_per_sample
 
         try:
             estimate = estimate_flops_per_sample(self.s.model, self.s.data, backend=self.s.backend)
@@ -235,27 +233,6 @@ class TelemetryCollector(Collector):
         if estimate is None:
             return {}
         return {"model.flops_per_sample": estimate.flops_per_sample, "model.flops_method": estimate.method}
-
-    def _resolve_instance(self) -> None:
-        """Chief only: fill in the instance type (and its table price) when nobody gave one."""
-        s = self.s
-        manifest = s.writer.manifest
-        if manifest is None or manifest.instance_type:
-            return
-        from advisor.analysis.hardware import detect_instance_type
-        from advisor.analysis.prices import resolve_price
-
-        found = detect_instance_type(metadata=self.instance_metadata)
-        if found is None:
-            return
-        instance_type, source = found
-        fields: dict[str, Any] = {"instance_type": instance_type, "instance_source": source}
-        if manifest.price_per_hour is None:
-            price, price_source = resolve_price(instance_type, None)
-            if price is not None:
-                fields.update(price_per_hour=price, price_source=price_source)
-                s.price_per_hour = price
-        s.writer.update_manifest(**fields)
 
 
 def framework_memory(backend: str | None, gpus: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -287,15 +264,3 @@ def framework_memory(backend: str | None, gpus: list[dict[str, Any]]) -> list[di
     except Exception:
         return []
     return [e for e in out if e["peak"] > 0 and e["total"]]
-
-
-def telemetry_from_options(options: dict[str, Any]) -> TelemetryCollector:
-    metadata = options.get("instance_metadata")
-    if metadata is None and os.environ.get("ADVISOR_INSTANCE_METADATA"):
-        metadata = os.environ["ADVISOR_INSTANCE_METADATA"].strip().lower() in ("1", "true", "yes", "on")
-    return TelemetryCollector(
-        interval_s=float(options.get("telemetry_interval_s", 1.0)),
-        devices=str(options.get("telemetry_devices", "mine")),
-        mfu=options.get("mfu"),
-        instance_metadata=metadata,
-    )

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from advisor.collectors.baseline_rounds import Segment, chunked_segment
-from advisor.collectors.input_feeds import (
+from advisor.collectors.feed_base import (
     INFINITE,
     UNKNOWN,
     Feeds,
@@ -128,7 +128,7 @@ def with_source_cache(dataset: Any, elements: int) -> Any:
     stage that reads files. Returns None when no stage reads files."""
     import tensorflow as tf
 
-    from advisor.analysis.pipeline import serialized_graph, summarize_graph
+    from advisor.probes.tfdata import serialized_graph, summarize_graph
 
     graph = serialized_graph(dataset)
     summary = summarize_graph(graph)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.diagnosis.expr import Expr, ExprError, compile_expr
+from advisor.diagnosis.paths import default_rules_dir
 from advisor.diagnosis.template import Template, TemplateError, compile_template
 from advisor.errors import RuleError
 
@@ -99,18 +100,6 @@ class Rule:
 
 
 # -- locating ---------------------------------------------------------------------------------
-
-
-def default_rules_dir() -> Path:
-    """``advisor/_rules`` inside an installed wheel, else the checkout's ``rules/``."""
-    package = Path(__file__).resolve().parent.parent
-    shipped = package / "_rules"
-    if shipped.is_dir():
-        return shipped
-    repo = package.parent / "rules"
-    if repo.is_dir():
-        return repo
-    raise RuleError(f"no rule files found (looked in {shipped} and {repo})")
 
 
 def rule_files(rules_dir: Path) -> list[Path]:

@@ -3,20 +3,23 @@
 ``"input costs {input.bound_fraction:.0%} of step time"`` — a field is a fact name (dots and all)
 or a rule parameter, with an optional format spec. Text inside ``[[ ... ]]`` is kept only when
 every field in it has a value, so one template serves runs with and without a measurement:
-``"GPU idle[[ ({trace.device_idle_percent:.0f}% of the step)]]"``; a field that is False drops
-its group too. Fields are checked when the
+``"GPU idle[[ ({trace.device_idle_percent:.0f}% of the step)]]"``; a field that is False or an
+empty list drops its group too. A list of changes (``pipeline.advice``) is said with the rules'
+phrasebook (:mod:`advisor.diagnosis.phrases`). Fields are checked when the
 rules load (names must be known, no conversions, no nested or attribute/index lookups); values
 are formatted defensively at render time (a missing value reads "n/a").
 """
 
 from __future__ import annotations
 
-import math
 import re
 import string
 from collections.abc import Container, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from advisor.diagnosis.phrases import is_changes, say_changes
+from advisor.numbers import readable
 
 _FORMATTER = string.Formatter()
 _SPEC_RE = re.compile(r"^[<>=^]?[+\- ]?#?0?(\d{1,2})?[,_]?(\.\d{1,2})?[bcdeEfFgGnosxX%]?$")
@@ -49,7 +52,7 @@ class Template:
         for kind, pieces in self.parts:
             values = [(lit, f, _lookup(f, facts, params)) for lit, f in pieces]
             if kind == "group" and any(
-                f is not None and (v is None or v is False) for _, f, v in values
+                f is not None and (v is None or v is False or v == []) for _, f, v in values
             ):
                 continue
             for lit, f, v in values:
@@ -121,30 +124,13 @@ def compile_template(source: str, known: Container[str]) -> Template:
 
 def format_value(value: Any, spec: str = "") -> str:
     """A fact value as text: numbers readable, booleans yes/no, lists joined, None as n/a."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return MISSING
-    if isinstance(value, bool):
-        return "yes" if value else "no"
+    if is_changes(value):
+        return say_changes(value)
     if isinstance(value, (list, tuple)):
         items = [_item_name(v) for v in value[:10]]
         more = f", … (+{len(value) - 10})" if len(value) > 10 else ""
         return ", ".join(items) + more if items else "none"
-    if spec:
-        try:
-            return format(value, spec)
-        except (ValueError, TypeError):
-            return str(value)
-    if isinstance(value, float):
-        if value == 0:
-            return "0"
-        if abs(value) >= 1000:
-            return f"{value:,.0f}"
-        if abs(value) >= 10:
-            return f"{value:.1f}"
-        return f"{value:.3g}"
-    if isinstance(value, int):
-        return f"{value:,}"
-    return str(value)
+    return readable(value, spec=spec, missing=MISSING)
 
 
 def _item_name(item: Any) -> str:

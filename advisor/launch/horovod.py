@@ -2,7 +2,7 @@
 
 Horovod is optional and hard to build (see docs/scaling.md): everything here works without it.
 ``horovodrun`` sets ``HOROVOD_RANK`` / ``HOROVOD_SIZE`` (Gloo) or the MPI variables in each worker;
-``advisor.collectors.distributed.detect_rank_world`` reads either.
+``advisor.probes.distributed.detect_rank_world`` reads either.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from typing import Any
 
 from typing_extensions import Self
 
-from advisor.launch.record import ConfigRecord, SweepRecord
+from advisor.store.sweep import ConfigRecord, SweepRecord
 
 # Strategies whose every worker is fed (and counts) the global batch: one worker's rate is the job's.
 GLOBAL_BATCH_STRATEGIES = ("multiworker", "mirrored", "single")

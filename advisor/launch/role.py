@@ -143,7 +143,7 @@ def _join_jax(r: Role, data_parallel: bool) -> None:
 
 
 def _rank_world(env: Mapping[str, str]) -> tuple[int, int]:
-    from advisor.collectors.distributed import detect_rank_world
+    from advisor.probes.distributed import detect_rank_world
 
     rank, world = detect_rank_world(env)
     if "SLURM_PROCID" in env and "ADVISOR_RANK" not in env:

@@ -11,8 +11,8 @@ from typing import Any
 
 from advisor.launch.hints import hint_for
 from advisor.launch.plan import Config, Plan, local_gpu_count, local_processes
-from advisor.launch.record import ConfigRecord, SweepRecord, sweep_dir, write_sweep
 from advisor.store.schema import MANIFEST_NAME
+from advisor.store.sweep import ConfigRecord, SweepRecord, sweep_dir, write_sweep
 
 DEFAULT_TIMEOUT_S = 1800.0
 

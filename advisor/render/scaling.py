@@ -15,6 +15,7 @@ from dataclasses import fields
 from typing import Any
 
 from advisor.analysis.scaling import Row, ScalingTable
+from advisor.numbers import readable
 
 FORMATS = ("text", "json", "csv", "md")
 
@@ -22,7 +23,7 @@ Fmt = Callable[[Any], str]
 
 
 def _num(digits: int) -> Fmt:
-    return lambda v: "—" if v is None else f"{v:,.{digits}f}"
+    return lambda v: readable(v, digits)
 
 
 def _pct(v: Any) -> str:

@@ -1,6 +1,6 @@
 """The human summary of one run (``advisor show``, the end of ``advisor demo``): rich renderables.
 
-Plain data in, renderables out: it reads derived facts and records, computes nothing new.
+Plain data in, renderables out: it reads a run's overview and its derived facts, computes nothing.
 """
 
 from __future__ import annotations
@@ -12,10 +12,14 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from advisor.cli.common import fmt_number
+from advisor.numbers import readable
 
 if TYPE_CHECKING:
-    from advisor.store.reader import Run
+    from advisor.analysis.overview import RunOverview
+
+
+def fmt_number(value: Any, digits: int = 1) -> str:
+    return readable(value, digits, compact=True)
 
 # (heading, [(label, fact, format)]) — the headline facts of each area, in reading order.
 SECTIONS: list[tuple[str, list[tuple[str, str, str]]]] = [
@@ -40,7 +44,7 @@ SECTIONS: list[tuple[str, list[tuple[str, str, str]]]] = [
         ("cached input samples/s (ceiling)", "baseline.cached_samples_per_s", "num"),
         ("data only samples/s", "baseline.data_only_samples_per_s", "num"),
         ("input share of step time", "input.bound_fraction", "band"),
-        ("pipeline advice", "pipeline.advice", "str"),
+        ("pipeline advice", "pipeline.advice", "changes"),
     ]),
     ("Accelerator", [
         ("GPUs sampled", "gpu.count", "num"),
@@ -77,6 +81,10 @@ def _fmt(kind: str, name: str, facts: dict[str, Any]) -> str | None:
         if not all(k in facts for k in keys):
             return None
         return " · ".join(fmt_number(facts[k]) for k in keys)
+    if kind == "changes":
+        from advisor.diagnosis.phrases import say_changes
+
+        return say_changes(value) if isinstance(value, list) else None
     if kind == "util3":
         keys = ("gpu.util.p5", "gpu.util.p50", "gpu.util.p95")
         if not all(k in facts for k in keys):
@@ -129,32 +137,31 @@ def _fmt(kind: str, name: str, facts: dict[str, Any]) -> str | None:
     return str(value)
 
 
-def header(run: Run) -> Table:
-    m = run.manifest
+def header(view: RunOverview) -> Table:
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold")
     table.add_column()
-    created = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(m.created))
-    status_style = {"finished": "green", "running": "cyan", "failed": "red", "killed": "red"}[run.status]
-    table.add_row("run", f"{m.run_id}  [{status_style}]{run.status}[/]")
+    created = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(view.created))
+    status_style = {"finished": "green", "running": "cyan"}.get(view.status, "red")
+    table.add_row("run", f"{view.run_id}  [{status_style}]{view.status}[/]")
     table.add_row("created", created)
-    fw = m.framework
-    framework = f"Keras {fw.keras_version or '?'} ({fw.backend or '?'}" + (
-        f" {fw.backend_version}" if fw.backend_version else "") + ")"
-    if fw.legacy_keras:
-        framework = f"tf_keras {fw.keras_version or '?'}"
+    framework = f"Keras {view.keras_version or '?'} ({view.backend or '?'}" + (
+        f" {view.backend_version}" if view.backend_version else "") + ")"
+    if view.legacy_keras:
+        framework = f"tf_keras {view.keras_version or '?'}"
     table.add_row("framework", framework)
-    table.add_row("strategy", f"{m.strategy or 'default'} · {m.num_workers} worker(s) · {m.replicas or 1} replica(s)")
-    batch = fmt_number(m.global_batch_size)
-    if m.per_replica_batch_size and m.per_replica_batch_size != m.global_batch_size:
-        batch += f" (per replica {fmt_number(m.per_replica_batch_size)})"
-    table.add_row("batch", f"{batch} · steps_per_execution {m.steps_per_execution or 1}")
-    table.add_row("precision · XLA", f"{m.dtype_policy or '?'} · jit_compile={m.jit_compile}")
-    if m.instance_type or m.price_per_hour:
-        table.add_row("instance", f"{m.instance_type or '?'}")
-    if m.tags:
-        table.add_row("tags", ", ".join(f"{k}={v}" for k, v in sorted(m.tags.items())))
-    table.add_row("path", str(run.path))
+    table.add_row("strategy", f"{view.strategy or 'default'} · {view.num_workers} worker(s) · "
+                  f"{view.replicas or 1} replica(s)")
+    batch = fmt_number(view.global_batch_size)
+    if view.per_replica_batch_size and view.per_replica_batch_size != view.global_batch_size:
+        batch += f" (per replica {fmt_number(view.per_replica_batch_size)})"
+    table.add_row("batch", f"{batch} · steps_per_execution {view.steps_per_execution or 1}")
+    table.add_row("precision · XLA", f"{view.dtype_policy or '?'} · jit_compile={view.jit_compile}")
+    if view.instance_type or view.price_per_hour:
+        table.add_row("instance", f"{view.instance_type or '?'}")
+    if view.tags:
+        table.add_row("tags", ", ".join(f"{k}={v}" for k, v in sorted(view.tags.items())))
+    table.add_row("path", view.path)
     return table
 
 
@@ -176,42 +183,33 @@ def facts_table(facts: dict[str, Any]) -> Table:
     return table
 
 
-def epochs_table(run: Run) -> Table | None:
-    from advisor.store.schema import EpochRecord
-
-    epochs = run.of_type(EpochRecord, rank=run.ranks[0]) if run.ranks else []
-    if not epochs:
+def epochs_table(view: RunOverview) -> Table | None:
+    if not view.epochs:
         return None
     table = Table(title="Epochs", title_justify="left", show_edge=False)
     for col in ("epoch", "time", "train", "validation", "steps", "samples", "samples/s"):
         table.add_column(col, justify="right")
-    for e in epochs:
-        rate = e.samples / e.train_seconds if e.samples and e.train_seconds > 0 else None
-        table.add_row(str(e.epoch + 1), f"{e.seconds:.2f} s", f"{e.train_seconds:.2f} s",
-                      f"{e.val_seconds:.2f} s", fmt_number(e.steps), fmt_number(e.samples), fmt_number(rate))
+    for e in view.epochs:
+        table.add_row(str(e.epoch), f"{e.seconds:.2f} s", f"{e.train_seconds:.2f} s", f"{e.val_seconds:.2f} s",
+                      fmt_number(e.steps), fmt_number(e.samples), fmt_number(e.samples_per_s))
     return table
 
 
-def events_table(run: Run) -> Table | None:
-    from advisor.store.schema import EventRecord
-
-    events = [e for e in run.of_type(EventRecord) if e.level in ("warning", "error")]
-    if not events and not run.warnings:
+def events_table(view: RunOverview) -> Table | None:
+    if not view.events:
         return None
     table = Table(title="Events", title_justify="left", show_edge=False)
     table.add_column("level")
     table.add_column("source")
     table.add_column("message")
-    for e in events:
+    for e in view.events:
         table.add_row(e.level, e.source, e.message)
-    for w in run.warnings:
-        table.add_row("warning", "reader", w)
     return table
 
 
-def run_summary(run: Run, facts: dict[str, Any]) -> Group:
-    parts: list[Any] = [header(run), Text(""), facts_table(facts)]
-    for extra in (epochs_table(run), events_table(run)):
+def run_summary(view: RunOverview, facts: dict[str, Any]) -> Group:
+    parts: list[Any] = [header(view), Text(""), facts_table(facts)]
+    for extra in (epochs_table(view), events_table(view)):
         if extra is not None:
             parts += [Text(""), extra]
     return Group(*parts)

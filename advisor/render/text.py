@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.padding import Padding
 from rich.text import Text
 
+from advisor.diagnosis.phrases import is_changes
 from advisor.diagnosis.template import format_value
 
 if TYPE_CHECKING:
@@ -175,7 +176,8 @@ def _failure(console: Console, rank: int, f: Finding) -> None:
 
 
 def _is_prose(value: object) -> bool:
-    return isinstance(value, str) and len(value) > 60
+    """Long text and change lists: the message and the fix say them already."""
+    return (isinstance(value, str) and len(value) > 60) or is_changes(value)
 
 
 def _short(text: str, limit: int = 48) -> str:

@@ -14,22 +14,23 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from pydantic import ValidationError
 
-from advisor.errors import RunFormatError, RunNotFoundError, SchemaVersionError
+from advisor.errors import RunFormatError, RunNotFoundError, SchemaVersionError, TraceError
 from advisor.store.paths import resolve_runs_dir
 from advisor.store.schema import (
     MANIFEST_NAME,
     RECORD_TYPES,
     SCHEMA_VERSION,
-    TRACES_DIR,
     WORKER_FILE_RE,
     Manifest,
     Record,
     Status,
+    TraceRecord,
 )
+from advisor.store.trace_summary import TraceSummary, load_summary
 
 R = TypeVar("R", bound=Record)
 
@@ -47,6 +48,7 @@ class Run:
     status: Status
     warnings: list[str] = field(default_factory=list)
     unknown_records: int = 0
+    trace_summaries: dict[str, TraceSummary] = field(default_factory=dict)  # by the record's path
 
     @property
     def run_id(self) -> str:
@@ -55,10 +57,6 @@ class Run:
     @property
     def ranks(self) -> list[int]:
         return sorted(self.records)
-
-    @property
-    def traces_dir(self) -> Path:
-        return self.path / TRACES_DIR
 
     def of_type(self, cls: type[R], rank: int | None = None) -> list[R]:
         """Records of one type, from one worker or (``rank=None``) all workers in rank order."""
@@ -116,7 +114,32 @@ class RunReader:
             unknown += file_unknown
             warnings.extend(file_warnings)
         status = infer_status(manifest, self.path, records)
-        return Run(self.path, manifest, records, status, warnings, unknown)
+        summaries = _read_trace_summaries(self.path, records, warnings)
+        return Run(self.path, manifest, records, status, warnings, unknown, summaries)
+
+
+def _read_trace_summaries(path: Path, records: dict[int, list[Record]], warnings: list[str]
+                          ) -> dict[str, TraceSummary]:
+    """The trace summaries named by the run's trace records (each read once, kept in the run)."""
+    summaries: dict[str, TraceSummary] = {}
+    for rank in sorted(records):
+        for record in records[rank]:
+            if not isinstance(record, TraceRecord) or not record.summary or record.summary in summaries:
+                continue
+            try:
+                summaries[record.summary] = load_summary(inside(path, record.summary))
+            except (TraceError, RunFormatError) as exc:
+                warnings.append(str(exc))
+    return summaries
+
+
+def inside(run_path: Path, relative: str) -> Path:
+    """``run_path / relative``, refused when it would leave the run directory (``..``, absolute)."""
+    root = run_path.resolve()
+    target = (root / relative).resolve()
+    if target != root and root not in target.parents:
+        raise RunFormatError(f"{run_path}: path {relative!r} in a record points outside the run directory")
+    return target
 
 
 def _read_worker_file(file: Path) -> tuple[list[Record], int, list[str]]:
@@ -255,7 +278,3 @@ def _created(path: Path) -> tuple[float, str]:
 
 def read_run(ref: str | None = None, runs_dir: str | os.PathLike[str] | None = None) -> Run:
     return RunReader(resolve_run(ref, runs_dir)).read()
-
-
-def manifest_payload(run: Run) -> dict[str, Any]:
-    return run.manifest.model_dump(mode="json")

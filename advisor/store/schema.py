@@ -75,6 +75,7 @@ class Manifest(_Model):
     dtype_policy: str | None = None
     jit_compile: bool | None = None
     instance_type: str | None = None
+    instance_source: str | None = None  # "argument" | "env" | "dmi" | "metadata"
     price_per_hour: float | None = None
     price_source: str | None = None  # "argument" | "table:<date>" | "pricing-api" | ...
     host: HostInfo = Field(default_factory=HostInfo)
@@ -158,6 +159,11 @@ class EventRecord(Record):
     source: str
     message: str
     detail: str | None = None
+
+
+# NVML clock-event reasons (the ``throttle`` bitmask of a gpu sample) that mean the GPU is held
+# back — not idle, not a user setting: SW power cap, HW slowdown, SW/HW thermal, power brake.
+THROTTLE_MASK = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
 
 
 class GpuSample(Record):

@@ -48,6 +48,7 @@ if BACKEND == "torch":
 import advisor  # noqa: E402
 from advisor.collectors.base import Collector  # noqa: E402
 from advisor.collectors.model_state import ModelState  # noqa: E402
+from advisor.collectors.options import AdvisorOptions  # noqa: E402
 from advisor.collectors.registry import build_collectors  # noqa: E402
 
 FEATURES = 8
@@ -114,7 +115,7 @@ def callback(runs: Path, name: str, extra: list[Collector] | None = None, collec
              **options: Any) -> Any:
     options = {"window_s": 0.05, "warmup_steps": 2, "log_every_s": None, **options}
     if extra:
-        collectors = build_collectors(None, options) + extra
+        collectors = build_collectors(AdvisorOptions(**options)) + extra
     return advisor.AdvisorCallback(runs_dir=runs, name=name, collectors=collectors, **options)
 
 

@@ -15,15 +15,10 @@ from pathlib import Path
 import pytest
 
 from advisor.analysis.facts.trace import summary_facts
-from advisor.analysis.trace import summarize
-from advisor.analysis.trace_torch import (
-    _self_times,
-    _subtract,
-    _union,
-    summarize_events,
-    summarize_torch,
-)
 from advisor.errors import TraceError
+from advisor.traces.intervals import merge, overlap, subtract
+from advisor.traces.summarize import summarize
+from advisor.traces.torch_trace import _self_times, summarize_events, summarize_torch
 
 FIXTURE = Path(__file__).parents[1] / "data" / "traces" / "torch_h200" / "torch-gpu.pt.trace.json.gz"
 
@@ -82,8 +77,9 @@ def test_cpu_timeline_shares_and_self_times():
 
 
 def test_interval_helpers():
-    assert _union([(5, 7), (0, 2), (1, 3)]) == [(0, 3), (5, 7)]
-    assert _subtract([(0, 10)], [(2, 3), (5, 6)]) == [(0, 2), (3, 5), (6, 10)]
+    assert merge([(5, 7), (0, 2), (1, 3)]) == [(0, 3), (5, 7)]
+    assert subtract([(0, 10)], [(2, 3), (5, 6)]) == [(0, 2), (3, 5), (6, 10)]
+    assert overlap([(0, 3), (5, 7)], [(2, 6)]) == 2
     ops = [{"ts": 0, "dur": 10, "pid": 1, "tid": 1}, {"ts": 2, "dur": 3, "pid": 1, "tid": 1},
            {"ts": 6, "dur": 2, "pid": 1, "tid": 1}]
     self_us = _self_times(ops)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 def test_rank_detection_order():
-    from advisor.collectors.distributed import detect_rank_world
+    from advisor.probes.distributed import detect_rank_world
 
     assert detect_rank_world({}) == (0, 1)
     assert detect_rank_world({"HOROVOD_RANK": "2", "HOROVOD_SIZE": "4"}) == (2, 4)
@@ -23,12 +23,13 @@ def test_batch_sizes_by_how_each_strategy_feeds(monkeypatch):
 
     from advisor.collectors import context
     from advisor.collectors.base import DataInfo
+    from advisor.collectors.options import AdvisorOptions
 
     def session(strategy, replicas, workers, batch=64):
         monkeypatch.setattr(context, "_strategy", lambda model, s: (strategy, replicas))
         return SimpleNamespace(model=object(), backend="tensorflow", keras_flavor="keras3", num_workers=workers,
                                data=DataInfo(batch_size=batch), steps_per_execution=1, fit_callbacks=[],
-                               config={}, shared={})
+                               options=AdvisorOptions(), shared={})
 
     v = context.introspect(session("MultiWorkerMirroredStrategy", 4, 2))
     assert (v["context.global_batch_size"], v["context.per_replica_batch_size"]) == (64, 16)

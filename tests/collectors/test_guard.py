@@ -39,6 +39,7 @@ class BrokenInEpoch(Collector):
 
 
 def test_raising_collectors_do_not_stop_fit(runs_dir):
+    from advisor.collectors.options import AdvisorOptions
     from advisor.collectors.registry import build_collectors
 
     x = np.random.rand(256, 4).astype("float32")
@@ -46,7 +47,7 @@ def test_raising_collectors_do_not_stop_fit(runs_dir):
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
     model.compile("sgd", "mse")
     batch, epoch = BrokenInBatch(), BrokenInEpoch()
-    collectors = build_collectors(None, {"window_s": 0.05, "log_every_s": None}) + [batch, epoch]
+    collectors = build_collectors(AdvisorOptions(window_s=0.05, log_every_s=None)) + [batch, epoch]
     cb = advisor.AdvisorCallback(runs_dir=runs_dir, collectors=collectors, log_every_s=None)
     history = model.fit(x, y, batch_size=32, epochs=3, callbacks=[cb], verbose=0)
 

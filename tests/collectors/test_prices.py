@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.analysis.prices import lookup, price_table, resolve_price, samples_per_dollar
+from advisor.reference.prices import lookup, price_table, resolve_price, samples_per_dollar
 
 
 def test_table_has_source_and_date_and_all_three_clouds():

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 import advisor
-from advisor.diagnosis import diagnose
 from advisor.render import render
+from advisor.service import diagnose
 
 pytestmark = pytest.mark.slow
 

@@ -6,9 +6,10 @@ import time
 
 import pytest
 
-from advisor.diagnosis import diagnose, diagnose_facts, evaluate, load_rules
+from advisor.diagnosis import diagnose_facts, evaluate, load_rules
 from advisor.diagnosis.report import RunInfo
 from advisor.diagnosis.selection import Layer, select_codes
+from advisor.service import diagnose
 from advisor.store.schema import ContextRecord, WindowRecord
 from advisor.store.writer import RunWriter
 

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from advisor.analysis.registry import registry
-from advisor.diagnosis import diagnose
+from advisor.service import diagnose
 from advisor.store.reader import RunReader
 from advisor.store.schema import BaselineRecord, WindowRecord
 from advisor.store.writer import RunWriter

@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from advisor.launch.record import ConfigRecord, SweepRecord, write_sweep
 from advisor.store.schema import EpochRecord, WindowRecord
+from advisor.store.sweep import ConfigRecord, SweepRecord, write_sweep
 from advisor.store.writer import RunWriter
 
 

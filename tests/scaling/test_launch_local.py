@@ -96,7 +96,7 @@ def test_progress_display_reads_the_last_throughput(tmp_path, capsys):
     from scaling_fixtures import write_run
 
     from advisor.launch.progress import Display, last_throughput
-    from advisor.launch.record import ConfigRecord, SweepRecord
+    from advisor.store.sweep import ConfigRecord, SweepRecord
 
     runs = tmp_path / "runs"
     write_run(runs, "s-jax-n2-r0", sweep_id="s", strategy="jax", workers=2, ranks=2,

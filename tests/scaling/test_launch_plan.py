@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from advisor.collectors.distributed import detect_rank_world
 from advisor.errors import RunFormatError, UsageError
 from advisor.launch import role
 from advisor.launch.hints import hint_for
@@ -21,9 +20,10 @@ from advisor.launch.plan import (
     merged_env,
     parse_workers,
 )
-from advisor.launch.record import read_sweep
 from advisor.launch.slurm import SlurmOptions, sbatch_script
 from advisor.launch.task import task_env
+from advisor.probes.distributed import detect_rank_world
+from advisor.store.sweep import read_sweep
 
 GOLDEN = Path(__file__).resolve().parents[1] / "data" / "scaling"
 CMD = ["python", "train.py", "--epochs", "2"]

@@ -6,8 +6,7 @@ import pytest
 from scaling_fixtures import write_run, write_sweep_runs
 
 from advisor.analysis.facts.scaling import FACTS
-from advisor.analysis.registry import registry
-from advisor.store.reader import RunReader
+from advisor.service import Store
 
 
 @pytest.fixture(scope="module")
@@ -18,7 +17,7 @@ def runs(tmp_path_factory):
 
 
 def facts_of(path):
-    facts, errors = registry().derive(RunReader(path).read())
+    facts, errors = Store().facts(path)
     assert errors == []
     return facts
 

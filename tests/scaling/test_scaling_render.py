@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 from scaling_fixtures import write_sweep_runs
 
-from advisor.analysis.scaling import Point, build_table, table_for_sweep
+from advisor.analysis.scaling import Point, build_table
 from advisor.render.plots import (
     computation_figure,
     efficiency_figure,
@@ -20,6 +20,7 @@ from advisor.render.plots import (
     write_plots,
 )
 from advisor.render.scaling import render_table
+from advisor.service import Store
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +32,7 @@ def runs(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def table(runs):
-    return table_for_sweep(runs, "sweep-fixture")
+    return Store(runs).scaling_table("sweep-fixture")
 
 
 def _png_size(path):

@@ -7,10 +7,11 @@ import statistics
 import pytest
 from scaling_fixtures import write_run, write_sweep_runs
 
-from advisor.analysis.scaling import build_table, points_from_dir, table_for_store, table_for_sweep
+from advisor.analysis.scaling import build_table
 from advisor.analysis.scaling_points import Point
-from advisor.launch.record import ConfigRecord, SweepRecord, write_sweep
+from advisor.service import Store
 from advisor.store.reader import RunReader
+from advisor.store.sweep import ConfigRecord, SweepRecord, write_sweep
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +22,7 @@ def sweep_dir(tmp_path_factory):
 
 
 def test_epoch_time_speedup_and_efficiency(sweep_dir):
-    table = table_for_sweep(sweep_dir, "sweep-fixture")
+    table = Store(sweep_dir).scaling_table("sweep-fixture")
     assert [(r.strategy, r.workers) for r in table.rows] == [
         ("mirrored", 1), ("mirrored", 2), ("mirrored", 4), ("jax", 1), ("jax", 2)]
     m1, m2, m4 = (table.row("mirrored", n) for n in (1, 2, 4))
@@ -37,7 +38,7 @@ def test_epoch_time_speedup_and_efficiency(sweep_dir):
 
 
 def test_throughput_cost_and_batches(sweep_dir):
-    table = table_for_sweep(sweep_dir, "sweep-fixture")
+    table = Store(sweep_dir).scaling_table("sweep-fixture")
     m2, j2 = table.row("mirrored", 2), table.row("jax", 2)
     # mirrored: the one worker counts the global batch: 2 × 4096 samples over 9 + 2.5 s.
     assert m2.samples_per_s == pytest.approx(8192 / 11.5)
@@ -52,7 +53,7 @@ def test_throughput_cost_and_batches(sweep_dir):
 
 
 def test_missing_data_is_a_note_not_a_failure(sweep_dir):
-    table = table_for_sweep(sweep_dir, "sweep-fixture")
+    table = Store(sweep_dir).scaling_table("sweep-fixture")
     for row in table.rows:
         assert "no GPU data" in row.notes and "no trace data" in row.notes
         assert row.gpu_util is None and row.compute_percent is None
@@ -62,7 +63,7 @@ def test_missing_data_is_a_note_not_a_failure(sweep_dir):
 
 
 def test_price_override_and_instances_scale_cost(sweep_dir):
-    table = table_for_sweep(sweep_dir, "sweep-fixture", price_per_hour=3.0, gpus_per_instance=2)
+    table = Store(sweep_dir).scaling_table("sweep-fixture", price_per_hour=3.0, gpus_per_instance=2)
     m1, m4 = table.row("mirrored", 1), table.row("mirrored", 4)
     assert m1.instances == 1 and m4.instances == 2  # ⌈4 ÷ 2⌉ instances are paid for
     assert m4.usd_per_hour == pytest.approx(6.0)
@@ -72,7 +73,7 @@ def test_price_override_and_instances_scale_cost(sweep_dir):
 def test_points_without_price_say_so(tmp_path):
     root = tmp_path / "runs"
     write_sweep_runs(root, "sweep-free", price=None)
-    table = table_for_sweep(root, "sweep-free")
+    table = Store(root).scaling_table("sweep-free")
     assert all(r.samples_per_dollar is None and "no price" in r.notes for r in table.rows)
     assert any(n.startswith("no price") for n in table.notes)
 
@@ -83,7 +84,7 @@ def test_tf_multiworker_counts_the_global_batch_once(tmp_path):
     write_run(root, "mw2", sweep_id="s", strategy="multiworker", workers=2, ranks=2,
               manifest_strategy="CollectiveAllReduceStrategy", epochs=[3.0, 2.0],
               samples_per_epoch=4096, steps_per_epoch=32)
-    (point,), _ = points_from_dir(root, "s")
+    (point,), _ = Store(root).points(root, "s")
     assert point.samples_per_s == pytest.approx(8192 / 5.0)
     assert point.global_batch == pytest.approx(128) and point.per_replica_batch == pytest.approx(64)
 
@@ -96,7 +97,7 @@ def test_labels_come_from_sweep_file_then_tags_then_manifest(tmp_path):
               epochs=[1.0], samples_per_epoch=64, steps_per_epoch=1)
     write_sweep(root, SweepRecord(sweep_id="s", configs=[
         ConfigRecord(strategy="mirrored", workers=4, repeat=1, run_id="b", status="finished")]))
-    points, _ = points_from_dir(root, "s")
+    points, _ = Store(root).points(root, "s")
     by_id = {p.run_id: p for p in points}
     assert (by_id["a"].strategy, by_id["a"].workers) == ("mirrored", 9)  # manifest: class, replicas
     assert (by_id["b"].strategy, by_id["b"].workers, by_id["b"].repeat) == ("mirrored", 4, 1)
@@ -110,7 +111,7 @@ def test_failures_from_runs_and_sweep_file(tmp_path):
         ConfigRecord(strategy="mirrored", workers=1, run_id="s-mirrored-n1-r0", status="finished"),
         ConfigRecord(strategy="multiworker", workers=2, run_id="s-multiworker-n2-r0", status="failed",
                      reason="worker 1 was killed by SIGKILL", hint="a peer stopped", log_tail="x")]))
-    table = table_for_sweep(root, "s")
+    table = Store(root).scaling_table("s")
     assert [(r.strategy, r.workers) for r in table.rows] == [("mirrored", 1)]
     (failure,) = table.failures
     assert (failure.strategy, failure.workers, failure.reason) == ("multiworker", 2, "worker 1 was killed by SIGKILL")
@@ -118,7 +119,7 @@ def test_failures_from_runs_and_sweep_file(tmp_path):
 
 
 def test_store_table_takes_every_run(sweep_dir):
-    table = table_for_store(sweep_dir)
+    table = Store(sweep_dir).scaling_table(sweep_dir)
     assert len(table.rows) == 5 and table.sweep_ids == ["sweep-fixture"]
 
 
@@ -158,5 +159,5 @@ def test_killed_run_is_a_failure_not_a_point(tmp_path):
     path = write_run(root, "k", sweep_id="s", strategy="mirrored", workers=1, epochs=[1.0],
                      samples_per_epoch=64, steps_per_epoch=1, status="running")
     assert RunReader(path).read().status in ("running", "killed")
-    points, failures = points_from_dir(root, "s")
+    points, failures = Store(root).points(root, "s")
     assert points == [] and failures[0].run_id == "k"

@@ -14,10 +14,9 @@ import psutil
 import pytest
 from click.testing import CliRunner
 
-from advisor.analysis.registry import registry
-from advisor.analysis.scaling import table_for_sweep
-from advisor.launch.record import read_sweep, sweep_dir
+from advisor.service import Store
 from advisor.store.reader import RunReader
+from advisor.store.sweep import read_sweep, sweep_dir
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="needs jax (CPU)")]
@@ -82,7 +81,7 @@ def test_each_run_knows_its_strategy(sweep, config, strategy, ranks, replicas, l
 
 def test_report_of_the_real_sweep(sweep):
     runs, _ = sweep
-    table = table_for_sweep(runs, "real")
+    table = Store(runs).scaling_table("real")
     assert [(r.strategy, r.workers) for r in table.rows] == [
         (s, n) for s in ("mirrored", "multiworker", "jax") for n in (1, 2)]
     for row in table.rows:
@@ -91,7 +90,7 @@ def test_report_of_the_real_sweep(sweep):
         # fixed per-replica batch: 32 per replica whatever the strategy and count
         assert row.per_replica_batch == pytest.approx(32)
     assert table.failures == []
-    facts, errors = registry().derive(RunReader(runs / "real-multiworker-n2-r0").read())
+    facts, errors = Store().facts(runs / "real-multiworker-n2-r0")
     assert errors == []
     assert facts["scaling.points"] == 6 and facts["scaling.strategies"] == 3
     assert facts["scaling.workers"] == 2 and "scaling.efficiency" in facts
@@ -111,7 +110,7 @@ def test_killed_worker_fails_its_configuration_and_the_sweep_goes_on(tmp_path):
     assert result.exit_code == 1
     assert "jax ×2: worker 1 was killed by SIGKILL" in result.stderr
     assert _leftovers("kill") == []
-    table = table_for_sweep(runs, "kill")
+    table = Store(runs).scaling_table("kill")
     assert [(r.strategy, r.workers) for r in table.rows] == [("mirrored", 2)]
     assert [(f.strategy, f.workers) for f in table.failures] == [("jax", 2)]
 

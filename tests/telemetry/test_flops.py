@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from advisor.analysis.flops import estimate_flops_per_sample, input_specs
+from advisor.probes.flops import estimate_flops_per_sample, input_specs
 
 
 def _dense_model() -> tuple[Any, float]:
@@ -94,7 +94,7 @@ JAX_SCRIPT = """
 import os, json
 os.environ["KERAS_BACKEND"] = "jax"
 import keras
-from advisor.analysis.flops import estimate_flops_per_sample
+from advisor.probes.flops import estimate_flops_per_sample
 dense = keras.Sequential([keras.Input((64,)), keras.layers.Dense(128, activation="relu"), keras.layers.Dense(10)])
 conv = keras.Sequential([keras.Input((32, 32, 3)), keras.layers.Conv2D(16, 3, padding="same", activation="relu"),
                          keras.layers.Conv2D(8, 3), keras.layers.Flatten(), keras.layers.Dense(10)])

@@ -14,18 +14,16 @@ from typing import Any
 
 import pytest
 
-from advisor.analysis.hardware import (
+from advisor.probes.instance import detect_instance_type, instance_from_dmi, instance_from_metadata
+from advisor.reference.hardware import (
     ACCELERATORS,
     compute_dtype,
-    detect_instance_type,
     family_of,
-    instance_from_dmi,
-    instance_from_metadata,
     instance_info,
     match_accelerator,
     peak_tflops,
 )
-from advisor.analysis.prices import price_table
+from advisor.reference.prices import price_table
 
 
 @pytest.mark.parametrize(("name", "key"), [

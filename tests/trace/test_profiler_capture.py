@@ -24,8 +24,10 @@ from click.testing import CliRunner
 import advisor
 from advisor.analysis.registry import registry
 from advisor.cli.main import cli
-from advisor.collectors.profiler import ProfilerCallback, ProfilerCollector, parse_profile_steps
-from advisor.diagnosis import diagnose
+from advisor.collectors.options import parse_profile_steps
+from advisor.collectors.profiler import ProfilerCollector
+from advisor.collectors.singles import ProfilerCallback
+from advisor.service import diagnose
 from advisor.errors import UsageError
 from advisor.store.reader import RunReader
 from advisor.store.schema import EventRecord, TraceRecord

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.analysis.trace_events import analyse_events, intersect, measure, merge
+from advisor.traces.events import analyse_events, intersect, measure, merge
 
 
 def meta(pid: int, name: str, tid: int | None = None, thread: str | None = None) -> dict:

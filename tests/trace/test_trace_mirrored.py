@@ -19,9 +19,9 @@ pytest.importorskip("tensorflow")
 pytest.importorskip("xprof")
 
 from advisor.analysis.registry import registry
-from advisor.analysis.trace import load_summary
 from advisor.store.reader import RunReader
 from advisor.store.schema import TraceRecord
+from advisor.store.trace_summary import load_summary
 
 CHILD = textwrap.dedent(
     """
@@ -32,7 +32,7 @@ CHILD = textwrap.dedent(
     cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
     import keras
-    from advisor.collectors.profiler import ProfilerCallback
+    from advisor.collectors.singles import ProfilerCallback
 
     strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
     rng = np.random.default_rng(0)

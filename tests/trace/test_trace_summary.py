@@ -19,16 +19,10 @@ pytest.importorskip("xprof")
 from click.testing import CliRunner
 
 from advisor.analysis.facts.trace import summary_facts
-from advisor.analysis.trace import (
-    SUMMARY_NAME,
-    TraceSummary,
-    find_xplanes,
-    load_summary,
-    save_summary,
-    summarize,
-)
 from advisor.cli.main import cli
 from advisor.errors import TraceError
+from advisor.store.trace_summary import SUMMARY_NAME, TraceSummary, load_summary, save_summary
+from advisor.traces.summarize import find_xplanes, summarize
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "traces" / "input_bound"
 XPLANE = next(FIXTURE.rglob("*.xplane.pb"))
@@ -180,7 +174,7 @@ def test_gpu_profile_with_command_buffers_takes_device_ops_from_the_timeline():
     # scripts/gpu_trace_check.sh (Keras on JAX, float32). JAX runs each step as a CUDA command
     # buffer, so XProf's op table has no device rows and no idle or 16-bit numbers.
     tools = {p.stem: p.read_text() for p in GPU_OUTPUTS.glob("*.json")}
-    from advisor.analysis.trace import build_summary
+    from advisor.traces.summarize import build_summary
 
     s = build_summary(tools, [Path("h200.xplane.pb")])
     assert s.hardware == "GPU" and s.on_device and s.steps >= 20
@@ -202,9 +196,10 @@ def test_gpu_profile_with_command_buffers_takes_device_ops_from_the_timeline():
 
 def test_attach_to_a_killed_run_and_refuse_a_running_one(tmp_path):
     from advisor.analysis.facts.trace import derive
-    from advisor.analysis.trace_attach import attach
+    from advisor.analysis.registry import NO_CONTEXT
     from advisor.store.reader import RunReader
     from advisor.store.writer import RunWriter
+    from advisor.traces.attach import attach
 
     writer = RunWriter(tmp_path, run_id="live")
     with pytest.raises(TraceError, match="still being written"):
@@ -216,6 +211,6 @@ def test_attach_to_a_killed_run_and_refuse_a_running_one(tmp_path):
     record, summary = attach(FIXTURE, writer.path)
     run = RunReader(writer.path).read()  # the cut line is gone, the new record reads back
     assert run.of_type(type(record))[-1].summary == record.summary
-    facts = derive(run, {})
+    facts = derive(run, {}, NO_CONTEXT)
     assert facts["trace.present"] is True and facts["trace.steps"] == summary.steps
     assert (writer.path / record.path / "fixture.xplane.pb").is_file()

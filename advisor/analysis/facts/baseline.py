@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from advisor.analysis.registry import Fact
+from advisor.analysis.registry import DeriveContext, Fact
 from advisor.store import bands
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ FACTS = (
 )
 
 
-def derive(run: Run, facts: dict[str, Any]) -> dict[str, Any]:
+def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any]:
     from advisor.store.schema import BaselineRecord
 
     ranks = run.ranks

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from advisor.analysis.registry import Fact
+from advisor.analysis.registry import DeriveContext, Fact
 
 if TYPE_CHECKING:
     from advisor.store.reader import Run
@@ -15,7 +15,7 @@ FACTS = (
 )
 
 
-def derive(run: Run, facts: dict[str, Any]) -> dict[str, Any]:
+def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any]:
     """Facts attached with a ``facts`` record (``source`` = cloud) are passed through."""
     from advisor.store.schema import FactsRecord
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from advisor.analysis.registry import Fact
+from advisor.analysis.registry import DeriveContext, Fact
 
 if TYPE_CHECKING:
     from advisor.store.reader import Run
@@ -40,8 +40,8 @@ FACTS = (
 
 
 
-def derive(run: Run, facts: dict[str, Any]) -> dict[str, Any]:
-    from advisor.analysis.hardware import (
+def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any]:
+    from advisor.reference.hardware import (
         compute_dtype,
         instance_info,
         match_accelerator,
@@ -53,7 +53,7 @@ def derive(run: Run, facts: dict[str, Any]) -> dict[str, Any]:
     info = instance_info(m.instance_type) if m.instance_type else None
     if m.instance_type:
         out["instance.type"] = m.instance_type
-        source = getattr(m, "instance_source", None) or (m.model_extra or {}).get("instance_source")
+        source = m.instance_source
         if source:
             out["instance.source"] = str(source)
     if info is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from advisor.analysis.registry import Fact
+from advisor.analysis.registry import DeriveContext, Fact
 
 if TYPE_CHECKING:
     from advisor.store.reader import Run
@@ -23,7 +23,7 @@ FACTS = (
     Fact("pipeline.uncached_deterministic_map", "", "a deterministic map runs every epoch without cache (could move offline)", "pipeline", "bool"),
     Fact("pipeline.autotune_disabled", "", "dataset options switch autotuning or parallelism off", "pipeline", "bool"),
     Fact("pipeline.stages", "", "the pipeline's stages, source first", "pipeline", "list"),
-    Fact("pipeline.advice", "", "the concrete change for this pipeline, naming its stages", "pipeline", "str"),
+    Fact("pipeline.advice", "", "the concrete changes for this pipeline, naming its stages (most valuable first)", "pipeline", "list"),
     Fact("pipeline.file_source", "", "the pipeline reads files", "pipeline", "bool"),
     Fact("storage.files", "", "data files read by the pipeline", "storage"),
     Fact("storage.file_bytes.p10", "bytes", "10th percentile of data file size", "storage"),
@@ -39,7 +39,7 @@ FACTS = (
 )
 
 
-def derive(run: Run, facts: dict[str, Any]) -> dict[str, Any]:
+def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any]:
     """Facts of the chief's last ``pipeline`` record (see ``advisor.analysis.pipeline_advice``)."""
     from advisor.analysis.pipeline_advice import pipeline_facts
     from advisor.store.schema import PipelineRecord

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from advisor.analysis.registry import Fact
+from advisor.analysis.registry import DeriveContext, Fact
 
 if TYPE_CHECKING:
     from advisor.store.reader import Run
@@ -22,11 +20,8 @@ FACTS = (
     Fact("store.bytes", "bytes", "disk space used by the runs in this store", "store"),
 )
 
-# Scanning a huge store must not make `advisor check` slow: stop counting after this many files.
-STORE_SCAN_LIMIT = 20000
 
-
-def derive(run: Run, facts: dict[str, Any]) -> dict[str, Any]:
+def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any]:
     from advisor.store.schema import EndRecord, EpochRecord, EventRecord, StartRecord
 
     out: dict[str, Any] = {"run.status": run.status, "run.workers": len(run.ranks)}
@@ -42,32 +37,8 @@ def derive(run: Run, facts: dict[str, Any]) -> dict[str, Any]:
     trained = [e.train_seconds for e in ends if e.train_seconds]
     if own and trained:
         out["advisor.overhead_fraction"] = sum(own) / sum(trained)
-    out.update(_store_usage(run.path.parent))
+    if ctx.store_runs is not None:
+        out["store.runs"] = ctx.store_runs
+    if ctx.store_bytes is not None:
+        out["store.bytes"] = ctx.store_bytes
     return out
-
-
-def _store_usage(store: Path) -> dict[str, Any]:
-    """Runs and bytes of the store around a run (only directories that hold a run manifest)."""
-    from advisor.store.schema import MANIFEST_NAME
-
-    runs = 0
-    total = 0
-    files = 0
-    try:
-        entries = list(os.scandir(store))
-    except OSError:
-        return {}
-    for entry in entries:
-        if not entry.is_dir(follow_symlinks=False) or not os.path.isfile(os.path.join(entry.path, MANIFEST_NAME)):
-            continue
-        runs += 1
-        for root, _dirs, names in os.walk(entry.path):
-            for name in names:
-                files += 1
-                if files > STORE_SCAN_LIMIT:
-                    return {"store.runs": runs}
-                try:
-                    total += os.lstat(os.path.join(root, name)).st_size
-                except OSError:
-                    pass
-    return {"store.runs": runs, "store.bytes": total} if runs else {}

@@ -1,7 +1,7 @@
 """Facts of a run within its sweep (several worker counts / strategies of one training job).
 
-The sweep is found from the run itself: the runs with the same ``sweep_id`` in the same store
-(the run's parent directory), labelled by the sweep file of ``advisor scale`` when there is one.
+The sweep's other runs come in the derivation context as points (the service finds the runs with
+the same ``sweep_id`` in the store, and the sweep file of ``advisor scale`` that labels them).
 The run's own configuration (strategy × N) is compared with the smallest N of the same strategy.
 A run outside a sweep, or alone in it, has only the facts that need no comparison.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from advisor.analysis.registry import Fact
+from advisor.analysis.registry import DeriveContext, Fact
 
 if TYPE_CHECKING:
     from advisor.store.reader import Run
@@ -34,11 +34,9 @@ FACTS = (
 )
 
 
-def derive(run: Run, facts: dict[str, Any]) -> dict[str, Any]:
+def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any]:
     from advisor.analysis.scaling import build_table
     from advisor.analysis.scaling_points import instances_for, point_of
-    from advisor.launch.record import read_sweep, sweep_dir
-    from advisor.store.reader import RunReader, list_run_dirs
 
     out: dict[str, Any] = {}
     m = run.manifest
@@ -46,15 +44,7 @@ def derive(run: Run, facts: dict[str, Any]) -> dict[str, Any]:
         out["scaling.keras3_multiworker"] = bool(
             m.strategy in ("MultiWorkerMirroredStrategy", "CollectiveAllReduceStrategy")
             and not m.framework.legacy_keras and m.framework.backend == "tensorflow")
-    sweep_id = m.sweep_id
-    runs_dir = run.path.parent
-    sweep = None
-    if sweep_id and (sweep_dir(runs_dir, sweep_id) / "sweep.json").is_file():
-        try:
-            sweep = read_sweep(sweep_dir(runs_dir, sweep_id))
-        except Exception:  # a damaged sweep file: fall back to the manifests' labels
-            sweep = None
-    me = point_of(run, sweep, facts)
+    me = point_of(run, ctx.sweep, facts)
     if me.step_time_spread is not None:
         out["workers.step_time_spread"] = me.step_time_spread
     out["cluster.instances"], per = instances_for(me)
@@ -62,21 +52,10 @@ def derive(run: Run, facts: dict[str, Any]) -> dict[str, Any]:
         out["cluster.gpus_per_instance"] = per
     elif me.gpu_count:
         out["cluster.gpus_per_instance"] = me.gpu_count
-    if not sweep_id:
+    if not m.sweep_id:
         return out
     points = [me] if run.status == "finished" else []
-    for path in list_run_dirs(runs_dir):
-        if path.resolve() == run.path.resolve():
-            continue
-        reader = RunReader(path)
-        try:
-            if reader.read_manifest().sweep_id != sweep_id:
-                continue
-            sibling = reader.read()
-        except Exception:  # an unreadable sibling does not hide this run's facts
-            continue
-        if sibling.status == "finished":
-            points.append(point_of(sibling, sweep))
+    points += [p for p in ctx.siblings if p.run_id != me.run_id and p.status == "finished"]
     table = build_table(points)
     out["scaling.points"] = len(table.rows)
     out["scaling.strategies"] = len(table.strategies)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from advisor.analysis.registry import Fact
+from advisor.analysis.registry import DeriveContext, Fact
 
 if TYPE_CHECKING:
     from advisor.store.reader import Run
@@ -68,7 +68,7 @@ MEM_WINDOW = 10  # samples in the memory moving average
 MIN_COVERAGE = 0.8  # share of measured window time the GPU samples must cover for J/sample
 
 
-def derive(run: Run, facts: dict[str, Any]) -> dict[str, Any]:
+def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any]:
     from advisor.store.schema import ContextRecord
 
     out: dict[str, Any] = {}
@@ -188,7 +188,7 @@ def _mean(values: list[float]) -> float:
 
 def _gpu_facts(run: Run, info: dict[int, dict[str, Any]], facts: dict[str, Any], out: dict[str, Any]) -> None:
     from advisor.analysis.telemetry_math import growth_points, max_pairwise_js, percentile
-    from advisor.collectors.nvml import THROTTLE_MASK
+    from advisor.store.schema import THROTTLE_MASK
 
     series = _series(run, info)
     if not series:

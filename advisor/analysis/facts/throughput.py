@@ -6,7 +6,7 @@ import math
 import statistics
 from typing import TYPE_CHECKING, Any
 
-from advisor.analysis.registry import Fact
+from advisor.analysis.registry import DeriveContext, Fact
 from advisor.analysis.telemetry_math import percentile
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ FACTS = (
 )
 
 
-def derive(run: Run, facts: dict[str, Any]) -> dict[str, Any]:
+def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any]:
     from advisor.analysis.scaling_points import counts_global_batch
     from advisor.store.schema import ContextRecord, EpochRecord, FirstStepRecord, WindowRecord
 

@@ -1,6 +1,6 @@
 """Profiler trace summaries (XProf, torch.profiler) as facts.
 
-The summary of a run's profile is a JSON file beside the trace (see :mod:`advisor.analysis.trace`)
+The summary of a run's profile is a JSON file beside the trace (see :mod:`advisor.traces.summarize`)
 named by the run's latest ``trace`` record; ``facts`` records with ``source="trace"`` may also
 carry ``trace.*`` values directly (e.g. from a profiler of another framework). Shares of step time
 are percentages. Device-side facts are absent for CPU-only profiles, and step-based facts are
@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from advisor.analysis.registry import Fact
+from advisor.analysis.registry import DeriveContext, Fact
 
 if TYPE_CHECKING:
-    from advisor.analysis.trace import TraceSummary
     from advisor.store.reader import Run
+    from advisor.store.trace_summary import TraceSummary
 
 FACTS = (
     Fact("trace.present", "", "a profile was captured and summarised", "trace", "bool"),
@@ -69,8 +69,7 @@ STEP_SHARES = (
 )
 
 
-def derive(run: Run, facts: dict[str, Any]) -> dict[str, Any]:
-    from advisor.analysis.trace import load_summary
+def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any]:
     from advisor.store.schema import FactsRecord, TraceRecord
 
     out: dict[str, Any] = {}
@@ -81,8 +80,8 @@ def derive(run: Run, facts: dict[str, Any]) -> dict[str, Any]:
         if summarised:
             chosen = max(summarised, key=lambda r: r.t)
             break
-    if chosen is not None and chosen.summary:
-        summary = load_summary(run.path / chosen.summary)
+    summary = run.trace_summaries.get(chosen.summary) if chosen is not None and chosen.summary else None
+    if chosen is not None and summary is not None:
         out.update(summary_facts(summary))
         if chosen.steps_marked is not None:
             out["trace.steps_marked"] = chosen.steps_marked

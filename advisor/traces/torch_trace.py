@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.errors import TraceError
+from advisor.traces.intervals import merge, overlap, subtract
 
 TORCH_SUFFIX = ".pt.trace.json"
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
@@ -58,7 +59,7 @@ def find_torch_traces(path: str | os.PathLike[str]) -> list[Path]:
 
 def summarize_torch(path: str | os.PathLike[str]) -> Any:
     """Summarise the torch chrome trace(s) at ``path``. Raises :class:`TraceError`."""
-    from advisor.analysis.trace import TraceSummary
+    from advisor.store.trace_summary import TraceSummary
 
     t0 = time.perf_counter()
     files = find_torch_traces(path)
@@ -97,7 +98,7 @@ def _load(file: Path) -> dict[str, Any]:
 
 def summarize_events(events: list[dict[str, Any]]) -> dict[str, Any]:
     """TraceSummary fields from a chrome trace's events (times in µs)."""
-    from advisor.analysis.trace_tables import TOP_OPS, is_copy
+    from advisor.traces.xprof_tables import TOP_OPS, is_copy
 
     spans = [e for e in events if e.get("ph") == "X" and isinstance(e.get("dur"), (int, float))]
     steps = sorted(
@@ -132,10 +133,10 @@ def summarize_events(events: list[dict[str, Any]]) -> dict[str, Any]:
     main_pid = steps[0][3]  # ops of every thread of the training process (autograd runs its own)
     inputs = [(float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in spans
               if e.get("cat") == "user_annotation" and "DataLoader" in str(e.get("name")) and "__next__" in str(e.get("name"))]
-    input_us = _overlap(_union(inputs), cycles)
+    input_us = overlap(merge(inputs), cycles)
     outer = [(float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in host_ops
              if e.get("pid") == main_pid and id(e) in self_us.outermost]
-    op_us = _overlap(_subtract(_union(outer), _union(inputs)), cycles)
+    op_us = overlap(subtract(merge(outer), merge(inputs)), cycles)
     pct = 100.0 / total if total > 0 else 0.0
     fields["input_percent"] = input_us * pct
     fields["host_compute_percent"] = op_us * pct
@@ -212,68 +213,21 @@ def _device_shares(spans: list[dict[str, Any]], device: list[dict[str, Any]],
         return [(float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in spans if pred(e)]
 
     pct = 100.0 / total if total > 0 else 0.0
-    busy = _overlap(_union(ranges(lambda e: e.get("cat") in DEVICE_CATS)), cycles)
+    busy = overlap(merge(ranges(lambda e: e.get("cat") in DEVICE_CATS)), cycles)
     kernels = ranges(lambda e: e.get("cat") == "kernel")
     nccl = ranges(lambda e: e.get("cat") == "kernel" and "nccl" in str(e.get("name")).lower())
     h2d = ranges(lambda e: e.get("cat") == "gpu_memcpy" and "htod" in str(e.get("name")).lower())
     d2h = ranges(lambda e: e.get("cat") == "gpu_memcpy" and "dtoh" in str(e.get("name")).lower())
     launch = ranges(lambda e: e.get("cat") == "cuda_runtime" and "launch" in str(e.get("name")).lower())
-    comm = _overlap(_union(nccl), cycles)
-    compute = _overlap(_subtract(_union(kernels), _union(nccl)), cycles)
+    comm = overlap(merge(nccl), cycles)
+    compute = overlap(subtract(merge(kernels), merge(nccl)), cycles)
     out: dict[str, Any] = {
         "device_compute_percent": compute * pct,
         "device_idle_percent": max(0.0, 100.0 - busy * pct),
-        "h2d_percent": _overlap(_union(h2d), cycles) * pct,
-        "d2h_percent": _overlap(_union(d2h), cycles) * pct,
-        "kernel_launch_percent": _overlap(_union(launch), cycles) * pct,
+        "h2d_percent": overlap(merge(h2d), cycles) * pct,
+        "d2h_percent": overlap(merge(d2h), cycles) * pct,
+        "kernel_launch_percent": overlap(merge(launch), cycles) * pct,
         "communication_percent": comm * pct,
         "collective_ops": sorted({str(e.get("name")) for e in device if "nccl" in str(e.get("name")).lower()})[:20],
     }
     return out
-
-
-# ---------------------------------------------------------------------------------------------
-# interval arithmetic
-
-
-def _union(ranges: list[tuple[float, float]]) -> list[tuple[float, float]]:
-    merged: list[tuple[float, float]] = []
-    for start, end in sorted(ranges):
-        if merged and start <= merged[-1][1]:
-            if end > merged[-1][1]:
-                merged[-1] = (merged[-1][0], end)
-        else:
-            merged.append((start, end))
-    return merged
-
-
-def _subtract(ranges: list[tuple[float, float]], holes: list[tuple[float, float]]) -> list[tuple[float, float]]:
-    """``ranges`` less ``holes`` (both merged and sorted)."""
-    out: list[tuple[float, float]] = []
-    j = 0
-    for start, end in ranges:
-        cur = start
-        while j < len(holes) and holes[j][1] <= cur:
-            j += 1
-        k = j
-        while k < len(holes) and holes[k][0] < end:
-            if holes[k][0] > cur:
-                out.append((cur, holes[k][0]))
-            cur = max(cur, holes[k][1])
-            k += 1
-        if cur < end:
-            out.append((cur, end))
-    return out
-
-
-def _overlap(ranges: list[tuple[float, float]], windows: list[tuple[float, float]]) -> float:
-    """Total length of ``ranges`` (merged) inside ``windows`` (sorted, disjoint)."""
-    total = 0.0
-    for start, end in ranges:
-        for w0, w1 in windows:
-            if w0 >= end:
-                break
-            lo, hi = max(start, w0), min(end, w1)
-            if hi > lo:
-                total += hi - lo
-    return total

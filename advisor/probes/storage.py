@@ -12,6 +12,8 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 REMOTE_PREFIXES = ("s3://", "gs://", "hdfs://", "http://", "https://", "az://", "abfs://")
 MAX_FILES = 100_000  # stat at most this many (listing huge datasets must stay quick)
 SNIFF_FILES = 8  # files whose first bytes are read to recognise compression
@@ -25,14 +27,6 @@ _MAGIC = (
 )
 _EXTENSIONS = {".gz": "gzip", ".gzip": "gzip", ".zst": "zstd", ".zstd": "zstd", ".zlib": "zlib",
                ".bz2": "bzip2", ".xz": "xz", ".lz4": "lz4"}
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    ordered = sorted(values)
-    pos = (len(ordered) - 1) * q / 100.0
-    lo = int(pos)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
 def resolve_files(declared: Sequence[str], candidates: Sequence[str] = ()) -> tuple[list[str], list[str], list[str]]:
@@ -101,9 +95,8 @@ def file_facts(declared: Sequence[str], candidates: Sequence[str] = (),
     if sizes:
         out["files"] = len(sizes)
         out["total_bytes"] = sum(sizes)
-        out["bytes_p10"] = percentile(sizes, 10)
-        out["bytes_p50"] = percentile(sizes, 50)
-        out["bytes_p90"] = percentile(sizes, 90)
+        p10, p50, p90 = (float(v) for v in np.percentile(sizes, [10, 50, 90]))
+        out.update(bytes_p10=p10, bytes_p50=p50, bytes_p90=p90)
     found: list[str] = []
     for path in local[:SNIFF_FILES]:
         try:

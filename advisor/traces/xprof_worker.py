@@ -1,12 +1,12 @@
 """Child process that runs XProf's converter on xplane files, under a memory limit.
 
-    python -m advisor.analysis.trace_worker OUT_DIR FILE.xplane.pb [...]
+    python -m advisor.traces.xprof_worker OUT_DIR FILE.xplane.pb [...]
 
 XProf's converter is native code: a huge or damaged profile can take all memory, crash the
 process or run for long. The summariser therefore runs it here, in a child with an address-space
 limit (``ADVISOR_TRACE_MEMORY_MB``) and a wall-clock timeout set by the parent, and reads back
 what this process wrote into OUT_DIR: one ``<tool>.json`` per XProf tool, ``events.json`` (the
-timeline analysis of :mod:`advisor.analysis.trace_events`) and ``meta.json``.
+timeline analysis of :mod:`advisor.traces.events`) and ``meta.json``.
 
 Exit codes: 0 done; 3 the files are not readable profiles; 4 xprof is not installed.
 """
@@ -48,7 +48,7 @@ def _as_text(data: object) -> str | None:
 
 def main(argv: list[str]) -> int:
     if len(argv) < 2:
-        print("usage: python -m advisor.analysis.trace_worker OUT_DIR FILE.xplane.pb...", file=sys.stderr)
+        print("usage: python -m advisor.traces.xprof_worker OUT_DIR FILE.xplane.pb...", file=sys.stderr)
         return 2
     out = Path(argv[0])
     paths = argv[1:]
@@ -83,7 +83,7 @@ def main(argv: list[str]) -> int:
         data, _ = raw_to_tool_data.xspace_to_tool_data(paths, TIMELINE_TOOL, params)
         text = _as_text(data)
         if text:
-            from advisor.analysis.trace_events import analyse_events
+            from advisor.traces.events import analyse_events
 
             events = analyse_events(json.loads(text))
             del text

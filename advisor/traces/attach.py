@@ -12,10 +12,11 @@ import shutil
 import time
 from pathlib import Path
 
-from advisor.analysis.trace import TraceSummary, find_xplanes, save_summary, summarize
 from advisor.errors import TraceError
 from advisor.store.reader import Run, RunReader
 from advisor.store.schema import TRACES_DIR, TraceRecord, worker_file_name
+from advisor.store.trace_summary import TraceSummary, save_summary
+from advisor.traces.summarize import find_xplanes, summarize
 
 
 def summarize_run(

@@ -4,7 +4,7 @@
 
 XProf's own converter reads the ``.xplane.pb`` files (tools ``overview_page``,
 ``input_pipeline_analyzer``, ``framework_op_stats`` and ``trace_viewer``). It runs in a child
-process (:mod:`advisor.analysis.trace_worker`) with a timeout and a memory limit, on symbolic
+process (:mod:`advisor.traces.xprof_worker`) with a timeout and a memory limit, on symbolic
 links in a temporary folder, so that a huge or damaged trace cannot take this process down and
 nothing is ever written into the profile's own folder. This module never imports xprof.
 
@@ -25,81 +25,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
 from advisor.errors import TraceError
+from advisor.store.trace_summary import TraceSummary
 
-SUMMARY_VERSION = 1
-SUMMARY_NAME = "advisor-summary.json"
 XPLANE_SUFFIX = ".xplane.pb"
 DEFAULT_TIMEOUT_S = 120.0
 DEFAULT_MEMORY_MB = 8192
 TIMEOUT_ENV = "ADVISOR_TRACE_TIMEOUT_S"
 MEMORY_ENV = "ADVISOR_TRACE_MEMORY_MB"
-
-
-class TopOp(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    name: str
-    type: str
-    where: str  # host | device
-    occurrences: int = 0
-    self_time_ms: float = 0.0
-    self_time_percent: float = 0.0  # of all self time on its side (host or device), idle excluded
-    eager: bool = False
-
-
-class TraceSummary(BaseModel):
-    """What one profile says, in the advisor's terms. Absent (None) = not measurable in it."""
-
-    model_config = ConfigDict(extra="allow")
-
-    summary_version: int = SUMMARY_VERSION
-    created: float = Field(default_factory=time.time)
-    files: list[str] = Field(default_factory=list)  # xplane file names (one per host)
-    hosts: list[str] = Field(default_factory=list)
-    xprof_version: str | None = None
-    hardware: str = "unknown"  # XProf's hardware type: CPU_ONLY, GPU, TPU...
-    device_type: str | None = None
-    on_device: bool = False
-    steps: int = 0
-    step_time_ms_mean: float | None = None
-    step_time_ms_std: float | None = None
-    # Shares of step time (%), from XProf's per-step breakdown.
-    input_percent: float | None = None
-    input_classification: str | None = None  # XProf's own: HOST, DEVICE, BOTH, ...
-    input_statement: str | None = None
-    input_breakdown_us: dict[str, float] = Field(default_factory=dict)
-    host_compute_percent: float | None = None
-    kernel_launch_percent: float | None = None
-    all_others_percent: float | None = None
-    compile_percent: float | None = None
-    output_percent: float | None = None
-    device_compute_percent: float | None = None
-    device_idle_percent: float | None = None
-    device_collectives_percent: float | None = None
-    h2d_percent: float | None = None
-    d2h_percent: float | None = None
-    compute_16bit_percent: float | None = None
-    eager_percent: float | None = None
-    top_ops: list[TopOp] = Field(default_factory=list)
-    top_ops_host: int | None = None
-    top_ops_copies: int | None = None
-    py_func_ops: list[str] = Field(default_factory=list)
-    communication_percent: float | None = None
-    communication_overlap: float | None = None
-    communication_at_end: bool | None = None
-    collective_ops: list[str] = Field(default_factory=list)
-    breakdown_percent: dict[str, float] = Field(default_factory=dict)
-    statements: dict[str, str] = Field(default_factory=dict)
-    xprof_properties: dict[str, str] = Field(default_factory=dict)
-    notes: list[str] = Field(default_factory=list)
-    seconds: float | None = None  # time taken to summarise
-
-    @property
-    def py_func(self) -> bool:
-        return bool(self.py_func_ops)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -162,7 +95,7 @@ def summarize(
     memory_mb: int | None = None,
 ) -> TraceSummary:
     """Summarise the profile at ``path``. Raises :class:`TraceError` with a one-line reason."""
-    from advisor.analysis.trace_torch import find_torch_traces, summarize_torch
+    from advisor.traces.torch_trace import find_torch_traces, summarize_torch
 
     if find_torch_traces(path):  # a torch.profiler chrome trace (Keras torch backend)
         try:
@@ -212,7 +145,7 @@ def _run_worker(
     env["TF_CPP_MIN_LOG_LEVEL"] = env.get("TF_CPP_MIN_LOG_LEVEL", "2")
     package_root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
-    cmd = [sys.executable, "-m", "advisor.analysis.trace_worker", str(out_dir), *map(str, inputs)]
+    cmd = [sys.executable, "-m", "advisor.traces.xprof_worker", str(out_dir), *map(str, inputs)]
     try:
         result = subprocess.run(
             cmd, capture_output=True, text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL, check=False
@@ -222,7 +155,7 @@ def _run_worker(
             f"{where}: summarising took longer than {timeout:g} s and was stopped "
             f"(raise the limit with --timeout or {TIMEOUT_ENV})"
         ) from None
-    from advisor.analysis.trace_worker import EXIT_NO_XPROF, EXIT_UNREADABLE
+    from advisor.traces.xprof_worker import EXIT_NO_XPROF, EXIT_UNREADABLE
 
     produced = {p.stem for p in out_dir.glob("*.json")}
     if result.returncode == EXIT_UNREADABLE:
@@ -246,7 +179,7 @@ def _last_line(text: str) -> str:
 
 def build_summary(tools: dict[str, str], files: list[Path]) -> TraceSummary:
     """A summary from the worker's output files (tool name → JSON text)."""
-    from advisor.analysis import trace_tables as tt
+    from advisor.traces import xprof_tables as tt
 
     try:
         overview = tt.load_tables(tools["overview_page"])
@@ -318,7 +251,7 @@ def _device_fallbacks(fields: dict[str, Any], events: dict[str, Any]) -> None:
     per step: no device rows in its op table, no idle share, a 16-bit share of 0. The kernels on
     the device streams are still in the timeline.
     """
-    from advisor.analysis.trace_tables import TOP_OPS, count_host_ops, is_copy
+    from advisor.traces.xprof_tables import TOP_OPS, count_host_ops, is_copy
 
     has_device_ops = any(op.get("where") == "device" for op in fields.get("top_ops", []))
     if fields.get("device_idle_percent") is None and "device_busy_percent" in events:
@@ -347,35 +280,3 @@ def _device_fallbacks(fields: dict[str, Any], events: dict[str, Any]) -> None:
     fields.setdefault("notes", []).append(
         "device ops come from the timeline's kernels (XProf's op table had none, e.g. CUDA command buffers)"
     )
-
-
-# ---------------------------------------------------------------------------------------------
-# Saving and loading
-
-
-def save_summary(summary: TraceSummary, folder: str | os.PathLike[str]) -> Path:
-    """Write the summary as ``folder/advisor-summary.json`` (atomically)."""
-    from advisor.store.writer import write_json_atomic
-
-    target = Path(folder) / SUMMARY_NAME
-    try:
-        write_json_atomic(target, summary.model_dump(mode="json"))
-    except OSError as exc:
-        raise TraceError(f"{target}: cannot write the summary ({exc.strerror or exc})") from None
-    return target
-
-
-def load_summary(path: str | os.PathLike[str]) -> TraceSummary:
-    p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise TraceError(f"{p}: unreadable trace summary ({exc})") from None
-    if not isinstance(data, dict):
-        raise TraceError(f"{p}: a trace summary must be a JSON object")
-    if int(data.get("summary_version", 0) or 0) > SUMMARY_VERSION:
-        raise TraceError(f"{p}: written by a newer advisor (summary version {data['summary_version']}); upgrade")
-    try:
-        return TraceSummary.model_validate(data)
-    except ValidationError as exc:
-        raise TraceError(f"{p}: invalid trace summary ({exc.errors()[0].get('msg', 'invalid')})") from None

@@ -14,10 +14,10 @@ from __future__ import annotations
 import re
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-Interval = tuple[float, float]
+from advisor.traces.intervals import Interval, clip, intersect, measure, merge
 
 # Collective / communication ops across frameworks: TF (CollectiveReduceV2, NcclAllReduce,
 # CollectiveGatherV2, CollectiveBcastSend...), XLA / JAX (all-reduce, all-gather,
@@ -45,44 +45,6 @@ BACKWARD_RE = re.compile(r"gradient_tape/|gradients/|transpose\(jvp|backward", r
 # step's first collective has completed (median over steps). The first *completion* is used, not
 # the first start: a collective that started early may only be waiting for a slower replica.
 AT_END_MAX_AFTER = 0.1
-
-
-def merge(intervals: Iterable[Interval]) -> list[Interval]:
-    """Sorted, non-overlapping union of intervals."""
-    out: list[Interval] = []
-    for start, end in sorted(intervals):
-        if end <= start:
-            continue
-        if out and start <= out[-1][1]:
-            if end > out[-1][1]:
-                out[-1] = (out[-1][0], end)
-        else:
-            out.append((start, end))
-    return out
-
-
-def measure(merged: Sequence[Interval]) -> float:
-    return sum(end - start for start, end in merged)
-
-
-def intersect(a: Sequence[Interval], b: Sequence[Interval]) -> list[Interval]:
-    """Intersection of two merged interval lists."""
-    out: list[Interval] = []
-    i = j = 0
-    while i < len(a) and j < len(b):
-        start = max(a[i][0], b[j][0])
-        end = min(a[i][1], b[j][1])
-        if end > start:
-            out.append((start, end))
-        if a[i][1] < b[j][1]:
-            i += 1
-        else:
-            j += 1
-    return out
-
-
-def clip(merged: Sequence[Interval], start: float, end: float) -> list[Interval]:
-    return intersect(merged, [(start, end)])
 
 
 def _names(events: list[dict[str, Any]]) -> tuple[dict[int, str], dict[tuple[int, int], str]]:

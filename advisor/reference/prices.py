@@ -25,7 +25,7 @@ class InstancePrice:
 
 @lru_cache(maxsize=1)
 def price_table() -> dict[str, Any]:
-    text = resources.files("advisor").joinpath("data/prices.json").read_text(encoding="utf-8")
+    text = resources.files("advisor.reference").joinpath("prices.json").read_text(encoding="utf-8")
     return json.loads(text)
 
 

@@ -1,0 +1,156 @@
+"""The options of :class:`~advisor.collectors.callback.AdvisorCallback`: one typed model.
+
+Validated once when the callback is made (a bad value is a :class:`~advisor.errors.UsageError`
+naming the option; a misspelled name is a ``TypeError`` naming the closest valid one) and recorded
+in ``run.json`` under ``config`` so that a run says how it was measured.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from advisor.errors import UsageError
+
+BASELINE_MODES = ("start", "end")
+TELEMETRY_DEVICES = ("mine", "all")
+DEFAULT_PROFILE_STEPS = (10, 34)  # 25 marked steps: trace shares need at least 20 to be stable
+# The cached-input baseline (collectors/baseline.py): measured time of all arms and rounds, the
+# measured steps per arm at least, interleaved rounds, and the budget of the whole baseline.
+BASELINE_SECONDS = 3.0
+BASELINE_MIN_STEPS = 20
+BASELINE_ROUNDS = 12
+BASELINE_MAX_SECONDS = 30.0
+MIN_TELEMETRY_INTERVAL_S = 0.1
+_TRUE = ("1", "true", "yes", "on")
+
+
+@dataclass(frozen=True)
+class AdvisorOptions:
+    """Everything ``AdvisorCallback(...)`` accepts (see its docstring for what each means)."""
+
+    runs_dir: str | None = None
+    instance_type: str | None = None
+    price_per_hour: float | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+    name: str | None = None
+    window_s: float = 10.0
+    warmup_steps: int = 5
+    log_every_s: float | None = 60.0
+    collectors: tuple[Any, ...] | None = None  # collector names or Collector instances
+    baseline: str | None = None
+    baseline_steps: int = BASELINE_MIN_STEPS
+    baseline_seconds: float = BASELINE_SECONDS
+    baseline_rounds: int = BASELINE_ROUNDS
+    baseline_max_seconds: float = BASELINE_MAX_SECONDS
+    baseline_source_cache: bool = True
+    profile_steps: tuple[int, int] | None = None
+    profile_summary: bool = True
+    profile_timeout_s: float | None = None
+    telemetry: bool = True
+    telemetry_interval_s: float = 1.0
+    telemetry_devices: str = "mine"
+    mfu: bool | None = None
+    instance_metadata: bool | None = None
+    pipeline: bool = True
+
+    def __post_init__(self) -> None:
+        put = object.__setattr__
+        if self.runs_dir is not None:
+            put(self, "runs_dir", os.fspath(self.runs_dir))
+        put(self, "tags", {str(k): str(v) for k, v in (self.tags or {}).items()})
+        if self.instance_type is None and os.environ.get("ADVISOR_INSTANCE_TYPE"):
+            put(self, "instance_type", os.environ["ADVISOR_INSTANCE_TYPE"])
+        if self.price_per_hour is not None:
+            _positive("price_per_hour", self.price_per_hour)
+        _positive("window_s", self.window_s)
+        _count("warmup_steps", self.warmup_steps, minimum=0)
+        if self.log_every_s is not None:
+            _positive("log_every_s", self.log_every_s, allow_zero=True)  # 0: every window
+        if self.collectors is not None:
+            put(self, "collectors", tuple(self.collectors))
+        put(self, "baseline", normalize_baseline(self.baseline))
+        _count("baseline_steps", self.baseline_steps, minimum=1)
+        _count("baseline_rounds", self.baseline_rounds, minimum=1)
+        _positive("baseline_seconds", self.baseline_seconds)
+        _positive("baseline_max_seconds", self.baseline_max_seconds)
+        if self.profile_steps is not None:
+            put(self, "profile_steps", parse_profile_steps(self.profile_steps))
+        if self.profile_timeout_s is not None:
+            _positive("profile_timeout_s", self.profile_timeout_s)
+        if self.telemetry_interval_s < MIN_TELEMETRY_INTERVAL_S:
+            raise UsageError(f"telemetry_interval_s must be at least {MIN_TELEMETRY_INTERVAL_S} s "
+                             f"(got {self.telemetry_interval_s})")
+        if self.telemetry_devices not in TELEMETRY_DEVICES:
+            raise UsageError(f"telemetry_devices must be 'mine' or 'all' (got {self.telemetry_devices!r})")
+        if self.instance_metadata is None and os.environ.get("ADVISOR_INSTANCE_METADATA"):
+            put(self, "instance_metadata", os.environ["ADVISOR_INSTANCE_METADATA"].strip().lower() in _TRUE)
+
+    def recorded(self) -> dict[str, Any]:
+        """The options as plain JSON values (``run.json`` ``config``); collector objects by name."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["tags"] = dict(self.tags)
+        if self.collectors is not None:
+            out["collectors"] = [c if isinstance(c, str) else getattr(c, "name", type(c).__name__)
+                                 for c in self.collectors]
+        if self.profile_steps is not None:
+            out["profile_steps"] = list(self.profile_steps)
+        return out
+
+
+OPTION_NAMES = tuple(f.name for f in fields(AdvisorOptions))
+
+
+def check_names(names: Iterable[str], owner: str = "AdvisorCallback") -> None:
+    """A ``TypeError`` for the first unknown option, naming the closest valid one."""
+    for name in names:
+        if name not in OPTION_NAMES:
+            close = difflib.get_close_matches(name, OPTION_NAMES, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else f"; valid options: {', '.join(OPTION_NAMES)}"
+            raise TypeError(f"{owner}() got an unexpected option {name!r}{hint}")
+
+
+def parse_profile_steps(value: Any) -> tuple[int, int]:
+    """``(10, 34)``, ``[10, 34]``, ``"10,34"`` or ``12`` → (start, stop), 1-based and inclusive."""
+    if isinstance(value, str):
+        parts = [p.strip() for p in value.split(",") if p.strip()]
+    elif isinstance(value, (list, tuple)):
+        parts = list(value)
+    else:
+        parts = [value, value]
+    if len(parts) == 1:
+        parts = parts * 2
+    try:
+        start, stop = (int(p) for p in parts)
+        if isinstance(parts[0], bool) or isinstance(parts[1], bool) or len(parts) != 2:
+            raise ValueError
+    except (TypeError, ValueError):
+        raise UsageError(f"profile_steps={value!r}: give (start, stop), two step numbers from 1, e.g. (10, 34)") from None
+    if start < 1 or stop < start:
+        raise UsageError(f"profile_steps={value!r}: need 1 <= start <= stop (steps count from 1)")
+    return start, stop
+
+
+def normalize_baseline(value: Any) -> str | None:
+    if value in (None, False, "", "off", "none"):
+        return None
+    if value is True:
+        return "end"
+    if value in BASELINE_MODES:
+        return str(value)
+    raise UsageError(f"baseline must be 'end', 'start' or None, got {value!r}")
+
+
+def _positive(name: str, value: Any, allow_zero: bool = False) -> None:
+    if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+            or value < 0 or (value == 0 and not allow_zero)):
+        raise UsageError(f"{name} must be a {'non-negative' if allow_zero else 'positive'} number, got {value!r}")
+
+
+def _count(name: str, value: Any, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise UsageError(f"{name} must be an integer ≥ {minimum}, got {value!r}")

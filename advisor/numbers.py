@@ -1,0 +1,52 @@
+"""Readable numbers: the one formatter behind every output (messages, tables, summaries).
+
+Imports nothing of the package, so every layer may use it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+MISSING = "—"
+
+
+def readable(value: Any, digits: int | None = None, *, spec: str = "", compact: bool = False,
+             missing: str = MISSING) -> str:
+    """A value as text for people.
+
+    - ``None`` / NaN → ``missing``; booleans → yes / no;
+    - ``spec`` → Python's format spec (``",.0f"``, ``".1%"``), falling back to ``str``;
+    - ``compact`` → 1.2M / 3.4G / 5.6T above a million, else as with ``digits`` (default 1);
+    - ``digits`` → that many decimals with thousands separators (integers keep none);
+    - otherwise adaptive: 1,234 · 12.3 · 0.123.
+    """
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return missing
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if spec:
+        try:
+            return format(value, spec)
+        except (ValueError, TypeError):
+            return str(value)
+    if not isinstance(value, (int, float)):
+        return str(value)
+    if compact:
+        digits = 1 if digits is None else digits
+        for limit, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M")):
+            if abs(value) >= limit:
+                return f"{value / limit:,.{digits}f}{suffix}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if math.isinf(value):
+        return "∞" if value > 0 else "-∞"
+    if digits is not None:
+        return f"{value:,.{digits}f}"
+    if value == 0:
+        return "0"
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    if abs(value) >= 10:
+        return f"{value:.1f}"
+    return f"{value:.3g}"

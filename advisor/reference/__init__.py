@@ -1,0 +1,1 @@
+"""Embedded reference tables and their lookups: accelerators, instance families, prices."""

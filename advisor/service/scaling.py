@@ -1,0 +1,92 @@
+"""Scaling tables from a store: which runs are the points of a sweep, and which failed."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from advisor.errors import RunFormatError, RunNotFoundError
+
+if TYPE_CHECKING:
+    from advisor.analysis.scaling import Failure, ScalingTable
+    from advisor.analysis.scaling_points import Point
+    from advisor.service.store import Store
+
+
+def scaling_table(store: Store, source: str | os.PathLike[str] | None = None,
+                  price_per_hour: float | None = None, gpus_per_instance: int | None = None) -> ScalingTable:
+    """The scaling table of a sweep id / sweep directory / runs directory / the latest sweep."""
+    from advisor.analysis.scaling import build_table
+    from advisor.store.sweep import SWEEP_FILE, list_sweeps, read_sweep, resolve_sweep
+
+    overrides = {"price_per_hour": price_per_hour, "gpus_per_instance": gpus_per_instance}
+    ref = None if source is None else str(source)
+    if ref and Path(ref).is_dir():
+        path = Path(ref)
+        if (path / SWEEP_FILE).is_file():
+            record = read_sweep(path)
+            return _sweep_table(store, path.parent.parent, record.sweep_id, overrides)
+        if (path / "run.json").is_file():
+            raise RunNotFoundError(f"{ref}: a single run; give its runs directory or its sweep id")
+        points, failures = sweep_points(store, path, None)
+        return build_table(points, f"runs in {path}", failures, **overrides)
+    if ref is None and not list_sweeps(store.root):
+        if not store.run_dirs():
+            raise RunNotFoundError(f"{store.root}: no runs and no sweeps (run `advisor scale` first)")
+        points, failures = sweep_points(store, store.root, None)
+        return build_table(points, f"runs in {store.root}", failures, **overrides)
+    try:
+        return _sweep_table(store, store.root, read_sweep(resolve_sweep(ref, store.root)).sweep_id, overrides)
+    except RunNotFoundError:
+        # A sweep made by hand (ADVISOR_SWEEP_ID set by the user) has runs but no sweep file.
+        ids = {m.sweep_id for p in store.run_dirs() if (m := store.manifest(p)) is not None}
+        if ref is not None and ref in ids:
+            return _sweep_table(store, store.root, ref, overrides)
+        raise
+
+
+def _sweep_table(store: Store, root: Path, sweep_id: str, overrides: dict[str, Any]) -> ScalingTable:
+    from advisor.analysis.scaling import build_table
+
+    points, failures = sweep_points(store, root, sweep_id)
+    return build_table(points, f"sweep {sweep_id}", failures, **overrides)
+
+
+def sweep_points(store: Store, root: Path, sweep_id: str | None) -> tuple[list[Point], list[Failure]]:
+    """Finished runs under ``root`` (of one sweep when ``sweep_id``) as points, and the failures."""
+    from advisor.analysis.scaling import Failure
+
+    found: list[Point] = []
+    failures: list[Failure] = []
+    seen: set[str] = set()
+    sweep_ids: set[str] = set()
+    for path in store.run_dirs(root):
+        manifest = store.manifest(path)
+        if manifest is None:
+            raise RunFormatError(f"{path}: unreadable manifest")
+        if sweep_id is not None and manifest.sweep_id != sweep_id:
+            continue
+        run = store.read(path)
+        seen.add(run.run_id)
+        sid = manifest.sweep_id
+        if sid:
+            sweep_ids.add(sid)
+        point = store.point(run)
+        record = store.sweep(Path(os.path.abspath(root)), sid)
+        cfg = record.config(run.run_id) if record is not None else None
+        if run.status == "finished" and (cfg is None or cfg.status != "failed"):
+            found.append(point)
+        else:
+            failures.append(Failure(point.strategy, point.workers, run.run_id, point.repeat,
+                                    (cfg.reason if cfg else None) or f"run {run.status}",
+                                    cfg.hint if cfg else None, cfg.log_tail if cfg else None))
+    if sweep_id is not None:
+        sweep_ids.add(sweep_id)
+    for sid in sorted(sweep_ids):  # configurations that failed before writing a run
+        record = store.sweep(Path(os.path.abspath(root)), sid)
+        for cfg in record.configs if record is not None else []:
+            if cfg.status == "failed" and cfg.run_id not in seen:
+                failures.append(Failure(cfg.strategy, cfg.workers, cfg.run_id, cfg.repeat,
+                                        cfg.reason, cfg.hint, cfg.log_tail))
+    return found, failures
