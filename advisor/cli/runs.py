@@ -18,7 +18,7 @@ from advisor.cli.common import fmt_number, runs_dir_option
 def command(ctx: click.Context, fmt: str, limit: int) -> None:
     """List runs: id, date, status, strategy, workers, samples/s, samples/$."""
     from advisor.analysis.registry import registry
-    from advisor.errors import RunFormatError
+    from advisor.cli.main import one_line
     from advisor.store.paths import resolve_runs_dir
     from advisor.store.reader import RunReader, list_run_dirs
 
@@ -30,8 +30,8 @@ def command(ctx: click.Context, fmt: str, limit: int) -> None:
     for path in dirs:
         try:
             run = RunReader(path).read()
-        except RunFormatError as exc:
-            rows.append({"run_id": path.name, "status": "unreadable", "error": str(exc)})
+        except Exception as exc:  # noqa: BLE001 — an unreadable run is listed; the others still are
+            rows.append({"run_id": path.name, "status": "unreadable", "error": one_line(str(exc))})
             continue
         facts, _ = registry().derive(run)
         m = run.manifest
@@ -62,7 +62,17 @@ def command(ctx: click.Context, fmt: str, limit: int) -> None:
                          ("workers", "right"), ("samples/s", "right"), ("samples/$", "right")):
         table.add_column(col, justify=justify, no_wrap=col in ("run", "samples/s", "samples/$"))  # type: ignore[arg-type]
     for r in rows:
-        created = time.strftime("%m-%d %H:%M", time.localtime(r["created"])) if r.get("created") else "—"
-        table.add_row(r["run_id"], created, r["status"], r.get("strategy") or "—", str(r.get("workers", "—")),
-                      fmt_number(r.get("samples_per_s")), fmt_number(r.get("samples_per_dollar"), 2))
+        table.add_row(r["run_id"], _date(r.get("created")), r["status"], r.get("strategy") or "—",
+                      str(r.get("workers", "—")), fmt_number(r.get("samples_per_s")),
+                      fmt_number(r.get("samples_per_dollar"), 2))
     console.print(table)
+    for r in rows:
+        if r.get("error"):
+            console.print(f"{r['run_id']}: {r['error']}", markup=False, highlight=False)
+
+
+def _date(created: Any) -> str:
+    try:
+        return time.strftime("%m-%d %H:%M", time.localtime(created)) if created else "—"
+    except (OverflowError, OSError, ValueError, TypeError):
+        return "—"

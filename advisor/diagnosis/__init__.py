@@ -165,6 +165,7 @@ def diagnose(
         generated_at=generated_at,
         reg=reg,
     )
+    report.incomplete = list(the_run.incomplete)
     if baseline is not None:
         base_run = _as_run(baseline, runs_dir)
         base_facts, _ = reg.derive(base_run)
