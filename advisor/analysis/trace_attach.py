@@ -32,9 +32,10 @@ def summarize_run(
         raise TraceError(f"{run.path}: the run has no profile (train with profile_steps=(start, stop))")
     done: list[tuple[TraceRecord, TraceSummary]] = []
     for record in latest.values():
-        if record.summary and not force and (run.path / record.summary).is_file():
+        # Paths come from the records: they must stay inside the run (never write elsewhere).
+        if record.summary and not force and run.resolve(record.summary).is_file():
             continue
-        folder = run.path / record.path
+        folder = run.resolve(record.path)
         summary = summarize(folder, timeout_s=timeout_s, memory_mb=memory_mb)
         target = save_summary(summary, folder)
         updated = record.model_copy(update={"t": time.time(), "summary": os.path.relpath(target, run.path)})

@@ -56,7 +56,7 @@ def command(ctx: click.Context, path: Path, into: str | None, fmt: str, timeout_
             latest = {r.path: r for r in run.of_type(TraceRecord) if r.summary}
             for rec in latest.values():
                 assert rec.summary is not None
-                results.append((str(path / rec.path), load_summary(path / rec.summary)))
+                results.append((str(path / rec.path), load_summary(run.resolve(rec.summary))))
             notes.append("already summarised (use --force to summarise again)")
         for record, summary in done:
             results.append((str(path / record.path), summary))

@@ -62,7 +62,7 @@ def derive(run: Run, facts: dict[str, Any]) -> dict[str, Any]:
             chosen = max(summarised, key=lambda r: r.t)
             break
     if chosen is not None and chosen.summary:
-        summary = load_summary(run.path / chosen.summary)
+        summary = load_summary(run.resolve(chosen.summary))
         out.update(summary_facts(summary))
         if chosen.steps_marked is not None:
             out["trace.steps_marked"] = chosen.steps_marked
