@@ -28,10 +28,13 @@ MAX_RECORDS_PER_FILE = 20_000_000
 MAX_WORKER_FILES = 4096
 MAX_DEPTH = 32  # nesting of arrays and objects inside one document
 MAX_INT = 2**63 - 1  # integers beyond a signed 64-bit range are refused
-
-# Cheap pre-filters (bytes.count / regex run in C): only lines that could break a limit are walked.
 _MANY_BRACKETS = MAX_DEPTH
-_BIG_NUMBER = re.compile(rb"\d{19}|[eE][+]?\d{3}")
+
+# Cheap pre-filters in C (translate, substring search): only documents that could break a
+# limit are walked. Digits read as "0" and "E" as "e", so a run of 19 digits (an integer that may
+# exceed 2**63) or an exponent of 3 digits (a float that may be infinite) is a substring search.
+_DIGITS = bytes.maketrans(b"0123456789E", b"0000000000e")
+_LONG_DIGITS = b"0" * 19
 _SURROGATE_ESCAPE = re.compile(rb"\\[uU][dD][89a-fA-F]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -45,17 +48,20 @@ def _constant(name: str) -> Any:
     return None
 
 
+_DECODER = json.JSONDecoder(parse_constant=_constant)
+
+
 def parse_json(data: bytes | str) -> Any:
     """Parse one JSON document within the limits; raise :class:`BadInput` with the reason."""
-    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     try:
-        value = json.loads(raw, parse_constant=_constant)
-    except BadInput:
-        raise
+        raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+        text = raw.decode("utf-8")
+    except UnicodeError:
+        raise BadInput("not UTF-8 text") from None
+    try:
+        value = _DECODER.decode(text)
     except RecursionError:
         raise BadInput(f"nested deeper than {MAX_DEPTH} levels") from None
-    except UnicodeDecodeError:
-        raise BadInput("not UTF-8 text") from None
     except json.JSONDecodeError as exc:
         raise BadInput(f"not JSON ({exc.msg} at column {exc.colno})") from None
     except ValueError as exc:  # e.g. an integer of more than 4300 digits
@@ -63,11 +69,29 @@ def parse_json(data: bytes | str) -> Any:
     except MemoryError:
         raise BadInput("too large to parse") from None
     brackets = raw.count(b"[") + raw.count(b"{")
-    big = _BIG_NUMBER.search(raw) is not None
-    surrogates = _SURROGATE_ESCAPE.search(raw) is not None
+    big = _big_numbers(raw)
+    surrogates = b"\\u" in raw and _SURROGATE_ESCAPE.search(raw) is not None
     if brackets > _MANY_BRACKETS or big or surrogates:
         value = _checked(value, check_numbers=big, fix_strings=surrogates)
     return value
+
+
+def _big_numbers(raw: bytes) -> bool:
+    digits = raw.translate(_DIGITS)
+    return _LONG_DIGITS in digits or b"e000" in digits or b"e+000" in digits
+
+
+def plain(raw: bytes) -> bool:
+    """True when ``raw`` cannot break a limit: shallow, no long numbers, no ``NaN`` or
+    ``Infinity``, no escapes. Such a line may go to a fast validating parser directly; any
+    other goes through :func:`parse_json`."""
+    return (
+        raw.count(b"[") + raw.count(b"{") <= _MANY_BRACKETS
+        and b"\\u" not in raw
+        and b"NaN" not in raw
+        and b"Infinity" not in raw
+        and not _big_numbers(raw)
+    )
 
 
 def _checked(value: Any, *, check_numbers: bool, fix_strings: bool) -> Any:
