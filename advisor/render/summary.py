@@ -188,7 +188,8 @@ def events_table(run: Run) -> Table | None:
     from advisor.store.schema import EventRecord
 
     events = [e for e in run.of_type(EventRecord) if e.level in ("warning", "error")]
-    if not events and not run.warnings:
+    problems = getattr(run, "problems", [])
+    if not events and not run.warnings and not problems:
         return None
     table = Table(title="Events", title_justify="left", show_edge=False)
     table.add_column("level")
@@ -198,6 +199,8 @@ def events_table(run: Run) -> Table | None:
         table.add_row(e.level, e.source, e.message)
     for w in run.warnings:
         table.add_row("warning", "reader", w)
+    for p in problems:  # data that could not be read: the run is incomplete
+        table.add_row("error", "reader", p)
     return table
 
 

@@ -33,7 +33,9 @@ HEARTBEAT_S = 15.0
 STALE_AFTER_S = 120.0
 # Attached afterwards by `advisor trace` and imports: not a sign that the writer is alive.
 _ATTACHED = (TraceRecord, FactsRecord)
-_ORDER: dict[str, int] = {"running": 0, "failed": 1, "killed": 2, "finished": 3}
+# A run is as far from finished as its least finished worker: a killed worker is the cause when
+# the others then fail (their collectives time out).
+_ORDER: dict[str, int] = {"running": 0, "killed": 1, "failed": 2, "finished": 3}
 
 Liveness = Literal["alive", "dead", "unknown"]
 
@@ -120,7 +122,7 @@ def manifest_state(manifest: Manifest, now: float) -> Status:
 def derive_status(
     manifest: Manifest, records: dict[int, list[Record]], now: float | None = None
 ) -> tuple[Status, dict[int, WorkerState]]:
-    """The run's status and each worker's. Running beats failed beats killed beats finished."""
+    """The run's status and each worker's. Running beats killed beats failed beats finished."""
     now = time.time() if now is None else now
     states = {rank: worker_state(rank, recs, now) for rank, recs in records.items()}
     chief = min(states) if states else None
@@ -144,16 +146,22 @@ def incomplete_reasons(
     reasons: list[str] = []
     if status == "running":
         reasons.append("the run is still running (its writer's heartbeat is recent)")
-    elif status == "killed":
-        lost = [s.rank for s in states.values() if s.status == "killed"]
-        who = "the run" if len(states) <= 1 else "worker " + ", ".join(str(r) for r in lost)
-        reasons.append(f"{who} was killed: no end record, and its writer is gone")
-    elif status == "failed":
-        reasons.append("training failed: fit() ended with an exception")
+    for kind, what in (
+        ("killed", "was killed: no end record, and its writer is gone"),
+        ("failed", "failed: fit() ended with an exception"),
+    ):
+        ranks = [str(s.rank) for s in states.values() if s.status == kind]
+        if ranks and len(states) > 1:
+            reasons.append(f"worker {', '.join(ranks)} {what}")
+        elif status == kind:
+            reasons.append(f"the run {what}")
     measured = False
+    dropped = 0
     failures: list[str] = []
     for record in records:
-        if isinstance(record, WindowRecord):
+        if isinstance(record, EndRecord):
+            dropped += record.dropped_records or 0
+        elif isinstance(record, WindowRecord):
             if not (record.warmup or record.profiled) and record.seconds > 0 and record.steps > 0:
                 measured = True
         elif (
@@ -164,6 +172,11 @@ def incomplete_reasons(
         reasons.append(
             "no throughput measured (no training window after warm-up): train for longer than "
             "warmup_steps plus one window_s, and keep the throughput collector on"
+        )
+    if dropped:
+        reasons.append(
+            f"{dropped} records were lost to write errors while training (disk full or a "
+            "read-only store: see the warning the training job printed)"
         )
     reasons.extend(dict.fromkeys(failures))
     reasons.extend(problems)
