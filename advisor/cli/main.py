@@ -58,7 +58,7 @@ class LazyGroup(click.Group):
             raise
         except click.ClickException as exc:
             if exc.exit_code == 1:  # e.g. click.FileError: input, not a verdict
-                exc.exit_code = USAGE_ERROR
+                exc.exit_code = USAGE_ERROR  # type: ignore[misc]
             raise
         except click.Abort:
             ctx.exit(INTERRUPTED)

@@ -254,7 +254,7 @@ def _fast_parser() -> Any:
 
         from pydantic import Field, TypeAdapter
 
-        union = Union[tuple(RECORD_TYPES.values())]  # type: ignore[valid-type]  # noqa: UP007
+        union: Any = Union[tuple(RECORD_TYPES.values())]  # noqa: UP007 — built from the table
         _FAST.append(TypeAdapter(Annotated[union, Field(discriminator="type")]))
     return _FAST[0]
 
