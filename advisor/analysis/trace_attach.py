@@ -87,6 +87,8 @@ def append_record(run: Run, record: TraceRecord) -> None:
     rank = run.ranks[0] if run.ranks else 0
     path = Path(run.path) / worker_file_name(rank)
     line = record.model_dump_json(exclude_none=True) + "\n"
+    if os.path.lexists(path) and not path.is_file():  # a FIFO would block the open below
+        raise TraceError(f"{path}: not a regular file; the trace record cannot be added")
     try:
         with open(path, "a+b") as fh:
             fh.seek(0, os.SEEK_END)
