@@ -102,6 +102,7 @@ def test_an_unexpected_error_is_one_line_and_exit_2(runs_dir, monkeypatch):
     assert "in explode" in debug.stderr
 
 
+@pytest.mark.slow
 def test_real_process_exit_codes(runs_dir, cfg):
     """What CI sees: a real process, its exit code, and one line on stderr."""
     good = write(runs_dir, "eager")

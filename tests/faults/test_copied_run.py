@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -15,28 +13,21 @@ import pytest
 from fault_helpers import cli
 
 from advisor.store.reader import RunReader
-from advisor.store.status import STALE_AFTER_S
-
-WRITE_AND_DIE = """
-import os, sys, time
 from advisor.store.schema import WindowRecord
+from advisor.store.status import STALE_AFTER_S
 from advisor.store.writer import RunWriter
-w = RunWriter(sys.argv[1], run_id="elsewhere", manifest={"global_batch_size": 32})
-for i in range(4):
-    w.write(WindowRecord(t=time.time(), epoch=0, seconds=1.0, steps=10, samples=320,
-                         step_begin=10 * i, step_end=10 * (i + 1), warmup=i == 0))
-if sys.argv[2] == "close":
-    w.close()
-os._exit(0)  # no end record unless closed: as if the job died
-"""
 
 
 def _write_on_another_host(tmp_path: Path, close: bool, age_s: float) -> Path:
-    """A run written by another process, then made to look as if written on another machine
-    ``age_s`` seconds ago (its scope, hostname and pid are that machine's) and copied here."""
+    """A run as another machine wrote it ``age_s`` seconds ago (its scope, hostname and pid are
+    that machine's; unclosed, it has no end record, as if the job died there), copied here."""
     origin = tmp_path / "origin"
-    subprocess.run([sys.executable, "-c", WRITE_AND_DIE, str(origin), "close" if close else "die"],
-                   check=True, timeout=60)
+    writer = RunWriter(origin, run_id="elsewhere", manifest={"global_batch_size": 32})
+    for i in range(4):
+        writer.write(WindowRecord(t=time.time(), epoch=0, seconds=1.0, steps=10, samples=320,
+                                  step_begin=10 * i, step_end=10 * (i + 1), warmup=i == 0))
+    if close:
+        writer.close()
     copy = tmp_path / "store" / "elsewhere"
     shutil.copytree(origin / "elsewhere", copy)  # fresh file times, as any copy has
     shift = time.time() - age_s
@@ -51,6 +42,7 @@ def _write_on_another_host(tmp_path: Path, close: bool, age_s: float) -> Path:
         return doc
 
     records = [json.loads(line) for line in (copy / "worker-0.jsonl").read_text().splitlines()]
+    records = [r for r in records if r["type"] != "heartbeat"]
     last = max(r["t"] for r in records)
     for r in records:
         r["t"] = r["t"] - last + shift

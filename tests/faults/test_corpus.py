@@ -65,6 +65,7 @@ def test_corpus_run(name, tmp_path):
     assert [r["run_id"] for r in listed] == [name] or listed[0]["status"] != "unreadable"
 
 
+@pytest.mark.slow
 def test_corpus_run_in_a_real_process(tmp_path):
     """The same, as people run it: a real `advisor` process, its stderr and exit code."""
     run = _copy_case("run-id-lone-surrogate", tmp_path)
@@ -73,6 +74,7 @@ def test_corpus_run_in_a_real_process(tmp_path):
     assert done.stderr.count("\n") == 1 and "run.json: invalid manifest (run_id" in done.stderr
 
 
+@pytest.mark.slow  # a fresh process: a hang inside C code is caught by its timeout
 def test_corpus_expressions():
     results = _replay("expressions", str(CORPUS / "expressions.txt"), timeout=60)
     assert len(results) == 4
@@ -81,6 +83,7 @@ def test_corpus_expressions():
     assert "round() digits -100000000 out of range" in results[0]["error"]
 
 
+@pytest.mark.slow  # a fresh process: a hang inside C code is caught by its timeout
 def test_corpus_rule_files(good_run):
     files = sorted(str(p) for p in (CORPUS / "rules").iterdir())
     results = _replay("rules", str(good_run), *files, timeout=180)
@@ -103,6 +106,7 @@ def test_corpus_rule_files(good_run):
     assert "parameter 'limit' must be a finite number" in by_name["params-nan.yaml"]
 
 
+@pytest.mark.slow  # a fresh process: a hang inside C code is caught by its timeout
 def test_corpus_configurations(good_run):
     files = sorted(str(p) for p in (CORPUS / "config").iterdir())
     results = _replay("config", str(good_run), *files, timeout=120)
