@@ -157,7 +157,8 @@ class RunReader:
         for file in self._worker_files(problems):
             rank = int(WORKER_FILE_RE.match(file.name).group(1))  # type: ignore[union-attr]
             part = _read_worker_file(file)
-            records[rank] = part.records
+            if part.records or not part.problems:  # an unreadable file is a problem, not a worker
+                records[rank] = part.records
             unknown += part.unknown
             torn += part.torn
             warnings.extend(part.warnings)
@@ -291,10 +292,6 @@ def _first_error(exc: ValidationError) -> str:
     err = exc.errors()[0]
     where = ".".join(str(p) for p in err.get("loc", ())) or "record"
     return f"{where}: {err.get('msg', 'invalid')}"
-
-
-def _short(exc: BaseException) -> str:
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 # ---------------------------------------------------------------------------------------------
