@@ -18,7 +18,6 @@ import errno
 import logging
 import os
 import secrets
-import shutil
 import socket
 import threading
 import time
@@ -95,8 +94,9 @@ class RunWriter:
         self._lock = threading.Lock()
         self._closed = False
         self._manifest: Manifest | None = None
-        self._created_dir = False
-        self.run_id, self.path, self._file = self._claim(base, requested is not None)
+        self._wrote_manifest = False
+        from_env = run_id is None and requested is not None
+        self.run_id, self.path, self._file = self._claim(base, requested is not None, from_env)
         try:
             (self.path / TRACES_DIR).mkdir(exist_ok=True)
             if self.is_chief:
@@ -114,6 +114,7 @@ class RunWriter:
                 fields["run_id"] = self.run_id
                 self._manifest = Manifest.model_validate(fields)
                 write_json_atomic(self.path / MANIFEST_NAME, self._manifest.model_dump(mode="json"))
+                self._wrote_manifest = True
             start = StartRecord(
                 t=time.time(), rank=rank, pid=os.getpid(), hostname=socket.gethostname(),
                 scope=local_scope(),
@@ -125,42 +126,42 @@ class RunWriter:
         self._last_write = time.monotonic()
         _HEARTBEAT.add(self)
 
-    def _claim(self, base: str, requested: bool) -> tuple[str, Path, RecordFile]:
+    def _claim(self, base: str, requested: bool, from_env: bool) -> tuple[str, Path, RecordFile]:
         """Create this rank's record file in a directory no other job writes this rank to."""
         for attempt in range(1, MAX_ATTEMPTS + 1):
             run_id = attempt_id(base, attempt)
             path = self.runs_dir / run_id
-            existed = path.is_dir()
             path.mkdir(parents=True, exist_ok=True)
             try:
                 record_file = RecordFile(path / worker_file_name(self.rank), exclusive=True)
             except FileExistsError:
                 continue
             except OSError:
-                if not existed:
-                    shutil.rmtree(path, ignore_errors=True)
+                _remove_empty(path)
                 raise
-            self._created_dir = not existed
             if attempt > 1:
-                why = "ADVISOR_RUN_ID" if requested else "the run id"
+                why = "ADVISOR_RUN_ID set twice?" if from_env else "the same run id given twice?"
                 log.warning(
-                    "advisor: run %s already has records of worker %d from another job (%s set "
-                    "twice?); this job is recorded as run %s instead of merging into it",
+                    "advisor: run %s already has records of worker %d from another job (%s); "
+                    "this job is recorded as run %s instead of merging into it",
                     base, self.rank, why, run_id,
                 )
             return run_id, path, record_file
         raise UsageError(f"run id {base!r}: {MAX_ATTEMPTS} attempts already exist; choose a new id")
 
     def _abandon(self) -> None:
-        """Undo a start that could not complete: no half-made run is left to look like a run."""
+        """Undo a start that could not complete: no half-made run is left to look like a run.
+        Only what this writer made is removed (another worker may share the directory)."""
         self._closed = True
         self._file.close()
-        try:
-            os.unlink(self._file.path)
-        except OSError:
-            pass
-        if self._created_dir:
-            shutil.rmtree(self.path, ignore_errors=True)
+        mine = [self._file.path] + ([self.path / MANIFEST_NAME] if self._wrote_manifest else [])
+        for file in mine:
+            try:
+                os.unlink(file)
+            except OSError:
+                pass
+        _remove_empty(self.path / TRACES_DIR)
+        _remove_empty(self.path)
 
     @property
     def is_chief(self) -> bool:
@@ -271,6 +272,13 @@ class RunWriter:
                 "kept again once writing works (warned once)",
                 what, self.run_id, reason, hint,
             )
+
+
+def _remove_empty(folder: Path) -> None:
+    try:
+        folder.rmdir()  # only when empty: never anything another writer made
+    except OSError:
+        pass
 
 
 class _Heartbeats:
