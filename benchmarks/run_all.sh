@@ -8,6 +8,7 @@ run() { echo; echo "### $*"; uptime; "$@" 2>&1 | grep -v -E '^(I0000|W0000|WARNI
 run python benchmarks/overhead.py --pairs 7
 for backend in jax torch tf_keras; do run python benchmarks/overhead.py --pairs 7 --backend "$backend"; done
 run python benchmarks/check_speed.py --repeats 7 --hours 1
+run python benchmarks/long_run.py --repeats 5
 run python benchmarks/trace_speed.py --repeats 5 --pairs 7
 run python benchmarks/telemetry_overhead.py --pairs 7
 run python benchmarks/tfdata_guide.py

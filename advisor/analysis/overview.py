@@ -71,6 +71,7 @@ def overview(run: Run) -> RunOverview:
     events = tuple(EventRow(e.level, e.source, e.message)
                    for e in run.of_type(EventRecord) if e.level in ("warning", "error"))
     events += tuple(EventRow("warning", "reader", w) for w in run.warnings)
+    events += tuple(EventRow("error", "reader", p) for p in run.problems)  # data that could not be read
     return RunOverview(
         run_id=m.run_id, path=str(run.path), status=run.status, created=m.created, name=m.name,
         keras_version=fw.keras_version, backend=fw.backend, backend_version=fw.backend_version,

@@ -63,25 +63,41 @@ def counter_usable(values: Sequence[float | None]) -> bool:
     return all(b >= a for a, b in zip(values, values[1:]))  # type: ignore[operator]
 
 
+class EnergySeries:
+    """One GPU's energy series prepared once, so that the energy of each of many windows costs a
+    binary search, not a pass over every sample (which made a long run quadratic)."""
+
+    def __init__(self, times: Sequence[float], counter: Sequence[float | None],
+                 power: Sequence[float | None], counter_ok: bool | None = None) -> None:
+        self.times = list(times)
+        ok = counter_usable(counter) if counter_ok is None else counter_ok
+        self.counter = [float(v) for v in counter] if ok else None  # type: ignore[arg-type]
+        points = [(t, p) for t, p in zip(times, power) if p is not None]
+        self.power_times = [t for t, _ in points]
+        self.power = [p for _, p in points]
+
+    def joules(self, t0: float | None = None, t1: float | None = None) -> tuple[float, str] | None:
+        """Energy over [t0, t1] (the whole series by default) and how it was measured."""
+        if len(self.times) < 2:
+            return None
+        if self.counter is not None:
+            lo = self.times[0] if t0 is None else t0
+            hi = self.times[-1] if t1 is None else t1
+            used = interpolate(self.times, self.counter, hi) - interpolate(self.times, self.counter, lo)
+            return max(0.0, used), "counter"
+        if len(self.power_times) < 2:
+            return None
+        return trapezoid(self.power_times, self.power, t0, t1), "power-integration"
+
+
 def energy_joules(times: Sequence[float], counter: Sequence[float | None], power: Sequence[float | None],
                   t0: float | None = None, t1: float | None = None,
                   counter_ok: bool | None = None) -> tuple[float, str] | None:
     """Energy of one GPU over [t0, t1]: from the counter when usable, else power × Δt.
 
-    ``counter_ok`` lets a caller that asks about many windows check the counter once.
+    For many windows of one series, build one :class:`EnergySeries` and ask it each time.
     """
-    if len(times) < 2:
-        return None
-    if counter_ok if counter_ok is not None else counter_usable(counter):
-        c = [float(v) for v in counter]  # type: ignore[arg-type]
-        lo = times[0] if t0 is None else t0
-        hi = times[-1] if t1 is None else t1
-        return max(0.0, interpolate(times, c, hi) - interpolate(times, c, lo)), "counter"
-    points = [(t, p) for t, p in zip(times, power) if p is not None]
-    if len(points) < 2:
-        return None
-    ts, ps = zip(*points)
-    return trapezoid(ts, ps, t0, t1), "power-integration"
+    return EnergySeries(times, counter, power, counter_ok).joules(t0, t1)
 
 
 def moving_average(values: Sequence[float], window: int) -> list[float]:

@@ -1,8 +1,10 @@
-"""``advisor check [RUN | RUNS_DIR]``: diagnose runs against the checklist; exit 0 / 1 / 2.
+"""``advisor check [RUN | RUNS_DIR]``: diagnose runs against the checklist; exit 0 / 1 / 2 / 3.
 
 Exit codes: 0 clean; 1 a finding at or above ``--fail-on``, or a regression versus
-``--baseline``; 2 a usage, input or rule error. ``--exit-zero`` reports without failing.
-Imports nothing heavy: no TensorFlow, textual or matplotlib.
+``--baseline``; 2 a usage, input or rule error; 3 a run that cannot be judged (killed, still
+running, failed, empty, a collector failed, data unreadable) unless ``--allow-incomplete``.
+``--exit-zero`` turns 1 into 0 only. Over a store, an unreadable run is reported on stderr and
+the others are still checked. Imports nothing heavy: no TensorFlow, textual or matplotlib.
 """
 
 from __future__ import annotations
@@ -68,12 +70,22 @@ def selection_options(func: click.decorators.FC) -> click.decorators.FC:
     return func
 
 
+def is_store(target: str | None) -> bool:
+    """True when ``target`` is a directory of runs rather than one run."""
+    from advisor.store.schema import MANIFEST_NAME
+
+    if not target:
+        return False
+    path = Path(target)
+    return path.is_dir() and not (path / MANIFEST_NAME).exists()
+
+
 def run_targets(target: str | None, store: Store) -> list[Path]:
     """A run (id, prefix, path, 'latest') or every run under a store directory."""
     from advisor.errors import RunNotFoundError
-    from advisor.store.schema import MANIFEST_NAME
 
-    if target and Path(target).is_dir() and not (Path(target) / MANIFEST_NAME).exists():
+    if is_store(target):
+        assert target is not None
         runs = store.run_dirs(Path(target))
         if not runs:
             raise RunNotFoundError(f"{target}: neither a run nor a store with runs")
@@ -108,6 +120,11 @@ def _use_color(color: bool | None, output: str | None) -> bool:
 )
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even with findings or a regression.")
 @click.option(
+    "--allow-incomplete",
+    is_flag=True,
+    help="Judge runs that were killed, are empty or lost data instead of exiting 3.",
+)
+@click.option(
     "--baseline", default=None, metavar="RUN", help="Compare samples/s and samples/$ with this run."
 )
 @click.option(
@@ -136,11 +153,13 @@ def command(
     fmt: str,
     output: str | None,
     exit_zero: bool,
+    allow_incomplete: bool,
     baseline: str | None,
     max_regression: float | None,
     color: bool | None,
 ) -> None:
     """Diagnose RUN (an id, prefix, path or 'latest'; default: latest) or every run in RUNS_DIR."""
+    from advisor.cli.main import one_line
     from advisor.diagnosis import load_rules
     from advisor.diagnosis.config import load_config, parse_threshold_options
     from advisor.errors import UsageError
@@ -153,11 +172,22 @@ def command(
     config = load_config(config_file)
     overrides = parse_threshold_options(thresholds)
     base_run = store.read(baseline) if baseline else None
+    paths = run_targets(target, store)
+    store_wide = is_store(target)
     reports = []
-    for path in run_targets(target, store):
+    unreadable = 0
+    for path in paths:
+        try:
+            run = store.read(path)
+        except Exception as exc:  # over a store, one unreadable run is one line, not the end
+            if not store_wide:
+                raise
+            unreadable += 1
+            click.echo(f"advisor: error: run {path.name} unreadable: {one_line(str(exc))}", err=True)
+            continue
         reports.append(
             store.diagnose(
-                path,
+                run,
                 config,
                 select=select or None,
                 extend_select=extend_select,
@@ -169,6 +199,8 @@ def command(
                 max_regression_pct=5.0 if max_regression is None else max_regression,
             )
         )
+    if not reports:
+        ctx.exit(2)
     level = reports[0].settings.fail_on if reports[0].settings else "warning"
     width = 100 if output or not sys.stdout.isatty() else shutil.get_terminal_size().columns
     text = render_many(reports, fmt, color=_use_color(color, output), width=width, fail_on=level)
@@ -176,8 +208,10 @@ def command(
         Path(output).write_text(text, encoding="utf-8")
     else:
         click.echo(text, nl=False)
-    codes = [r.exit_code(level) for r in reports]
-    code = 2 if 2 in codes else max(codes)
+    codes = [r.exit_code(level, allow_incomplete=allow_incomplete) for r in reports]
+    if unreadable:
+        codes.append(2)
+    code = next((c for c in (2, 3, 1) if c in codes), 0)
     if exit_zero and code == 1:
         code = 0
     ctx.exit(code)

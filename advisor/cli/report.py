@@ -68,15 +68,14 @@ def load_table(source: str | None, runs_dir: str | None, overrides: Mapping[str,
 
 def _saved(path: Path) -> ScalingTable:
     """A report saved as JSON, to render again (another format, plots)."""
-    import json
-
     from advisor.analysis.scaling import ScalingTable
     from advisor.errors import RunFormatError
+    from advisor.store.limits import load_json_file
 
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = load_json_file(path)  # bounded: size, nesting, numbers; regular files only
         if not isinstance(data, dict) or "rows" not in data:
             raise ValueError("not a scaling report (no 'rows')")
         return ScalingTable.from_dict(data)
-    except (OSError, UnicodeDecodeError, ValueError, TypeError) as exc:
+    except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError, AttributeError) as exc:
         raise RunFormatError(f"{path}: cannot read the saved report ({exc})") from None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from typing import Any
 
 import click
 
@@ -36,10 +37,16 @@ def command(ctx: click.Context, fmt: str, limit: int) -> None:
                          ("workers", "right"), ("samples/s", "right"), ("samples/$", "right")):
         table.add_column(col, justify=justify, no_wrap=col in ("run", "samples/s", "samples/$"))  # type: ignore[arg-type]
     for r in rows:
-        created = time.strftime("%m-%d %H:%M", time.localtime(r.created)) if r.created else "—"
-        table.add_row(r.run_id, created, r.status, r.strategy or "—", readable(r.workers),
+        table.add_row(r.run_id, _date(r.created), r.status, r.strategy or "—", readable(r.workers),
                       readable(r.samples_per_s, compact=True), readable(r.samples_per_dollar, 2, compact=True))
     console.print(table)
     for r in rows:
         if r.error:
-            console.print(f"[yellow]unreadable:[/] {r.error}")
+            console.print(f"{r.run_id}: {r.error}", markup=False, highlight=False)
+
+
+def _date(created: Any) -> str:
+    try:
+        return time.strftime("%m-%d %H:%M", time.localtime(created)) if created else "—"
+    except (OverflowError, OSError, ValueError, TypeError):
+        return "—"

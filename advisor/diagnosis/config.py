@@ -12,7 +12,9 @@
 
 The nearest pyproject.toml from the working directory upwards is used (or ``--config FILE``).
 The command line wins over the file. Keys this module does not know are left to other parts of
-advisor and only logged.
+advisor and only logged. The file is read within a size limit; a threshold must be a finite
+number (NaN or infinity would silently turn a failing rule into a pass) and the error names the
+rule and the key.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from advisor.diagnosis.bounded import MAX_CONFIG_BYTES, read_text
+from advisor.diagnosis.expr import finite_number, number_text
 from advisor.diagnosis.selection import Layer, normalize, select_codes, validate
 from advisor.errors import ConfigError, UsageError
 
@@ -31,6 +35,7 @@ log = logging.getLogger("advisor")
 FAIL_LEVELS = ("info", "warning", "error")
 DEFAULT_FAIL_ON = "warning"
 DEFAULT_MIN_STEPS = 20
+MAX_MIN_STEPS = 10**9
 _KNOWN_KEYS = {"select", "extend-select", "ignore", "fail-on", "min-measured-steps", "thresholds"}
 _OTHER_KEYS = {"runs-dir", "instance-type", "price-per-hour", "format", "output-format"}
 
@@ -86,15 +91,21 @@ def load_config(path: str | Path | None = None, *, search: bool = True) -> Confi
         file = found
     else:
         file = Path(path)
-        if not file.is_file():
+        if not file.exists():
             raise ConfigError(f"{file}: no such configuration file")
+    text = read_text(file, MAX_CONFIG_BYTES, ConfigError)
     try:
-        data = tomllib.loads(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{file}: cannot read ({exc})") from None
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{file}: invalid TOML ({exc})") from None
-    table = data.get("tool", {}).get("advisor")
+    except RecursionError:
+        raise ConfigError(f"{file}: invalid TOML (nested too deeply)") from None
+    except (ValueError, OverflowError) as exc:  # e.g. an integer of more than 4300 digits
+        raise ConfigError(f"{file}: invalid TOML ({str(exc).splitlines()[0][:80]})") from None
+    tool = data.get("tool", {})
+    if not isinstance(tool, dict):
+        raise ConfigError(f"{file}: [tool] must be a table")
+    table = tool.get("advisor")
     if table is None and file.name != "pyproject.toml":
         table = data  # a dedicated advisor.toml holds the keys at top level
     if table is None:
@@ -127,9 +138,13 @@ def parse_table(table: Mapping[str, Any], source: str) -> Config:
         )
     min_steps = table.get("min-measured-steps")
     if min_steps is not None and (
-        isinstance(min_steps, bool) or not isinstance(min_steps, int) or min_steps < 0
+        isinstance(min_steps, bool)
+        or not isinstance(min_steps, int)
+        or not 0 <= min_steps <= MAX_MIN_STEPS
     ):
-        raise ConfigError(f"{where} min-measured-steps must be a non-negative integer")
+        raise ConfigError(
+            f"{where} min-measured-steps must be an integer from 0 to {MAX_MIN_STEPS:,}"
+        )
     thresholds = table.get("thresholds", {})
     if not isinstance(thresholds, dict) or not all(
         isinstance(v, dict) for v in thresholds.values()
@@ -199,6 +214,12 @@ def resolve(rules: Sequence[Any], file: Config, cli: Config) -> Resolved:
                 ):
                     raise _threshold_error(
                         origin, f"{code}.{name} must be a number, not {value!r}", cli is cfg
+                    )
+                if isinstance(value, (int, float)) and not finite_number(value):
+                    raise _threshold_error(
+                        origin,
+                        f"{code}.{name} must be a finite number, not {number_text(value)}",
+                        cli is cfg,
                     )
                 thresholds.setdefault(code, {})[name] = value
     layers = [file, cli]

@@ -7,6 +7,13 @@ dotted facts are written as they are named (``gpu.util.p95``). Anything else —
 lambdas, comprehensions, dunder names, attribute access that is not a fact name, unknown names,
 huge exponents — is rejected at load time with the reason.
 
+Every operation's cost is bounded, so no condition can hang the process: at most
+``MAX_SOURCE_CHARS`` characters, ``MAX_NODES`` nodes nested at most ``MAX_DEPTH`` deep (there are no
+loops, so an evaluation takes at most ``MAX_NODES`` steps), exponents up to ``MAX_EXPONENT``,
+``round`` digits within ``MAX_ROUND_DIGITS``, and every number — integers too — within
+``MAX_MAGNITUDE``. Anything else is an :class:`ExprError`, at load time where the values are
+constant, else when the rule is evaluated.
+
 Missing facts evaluate to ``None`` and propagate like SQL's NULL (three-valued logic):
 ``None < 3`` is ``None``, ``False and None`` is ``False``, ``True or None`` is ``True``. A
 condition that ends in ``None`` could not be decided: the rule's status is *unknown*.
@@ -24,7 +31,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 MAX_SOURCE_CHARS = 2000
+MAX_NODES = 500
+MAX_DEPTH = 40
 MAX_EXPONENT = 100
+MAX_ROUND_DIGITS = 15
 MAX_MAGNITUDE = 1e300
 
 Env = tuple[Mapping[str, Any], Mapping[str, Any]]  # (facts, params)
@@ -45,7 +55,12 @@ class Expr:
     _fn: Node = field(repr=False, compare=False)
 
     def evaluate(self, facts: Mapping[str, Any], params: Mapping[str, Any]) -> Any:
-        return self._fn((facts, params))
+        try:
+            return self._fn((facts, params))
+        except ExprError:
+            raise
+        except (ArithmeticError, TypeError, ValueError, RecursionError) as exc:
+            raise ExprError(f"cannot evaluate: {type(exc).__name__}: {exc}") from None
 
 
 # -- runtime helpers (three-valued logic) ---------------------------------------------------
@@ -54,11 +69,33 @@ class Expr:
 def _num(value: Any) -> Any:
     if value is None or isinstance(value, bool):
         return value
-    if isinstance(value, (int, float)):
-        if isinstance(value, float) and (math.isnan(value) or abs(value) > MAX_MAGNITUDE):
+    if isinstance(value, float):
+        if math.isnan(value) or abs(value) > MAX_MAGNITUDE:
             raise ExprError(f"number out of range: {value!r}")
         return value
-    raise ExprError(f"arithmetic on a {type(value).__name__} value ({value!r})")
+    if isinstance(value, int):
+        if abs(value) > MAX_MAGNITUDE:  # an int this large has ~1000 bits: still cheap
+            raise ExprError(f"number out of range: an integer of {len(str(abs(value)))} digits")
+        return value
+    raise ExprError(f"arithmetic on a {type(value).__name__} value ({_short(value)})")
+
+
+def finite_number(value: float) -> bool:
+    """A number the language accepts as a value or threshold: finite, within MAX_MAGNITUDE."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return False
+    return abs(value) <= MAX_MAGNITUDE
+
+
+def number_text(value: Any) -> str:
+    """A number for an error message, short even when it has thousands of digits."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"a number of {len(text)} digits"
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:59] + "…"
 
 
 def _pow(a: Any, b: Any) -> Any:
@@ -66,7 +103,10 @@ def _pow(a: Any, b: Any) -> Any:
         raise ExprError(f"exponent {b!r} too large (at most {MAX_EXPONENT})")
     if abs(a) > 1e6 and abs(b) > 2:
         raise ExprError(f"power {a!r} ** {b!r} too large")
-    return a**b
+    try:
+        return a**b
+    except ZeroDivisionError:
+        return None  # 0 ** -1, like x / 0: undefined, not an error
 
 
 def _div(a: Any, b: Any) -> Any:
@@ -123,7 +163,16 @@ def _fn_abs(value: Any) -> Any:
 
 
 def _fn_round(value: Any, digits: Any = 0) -> Any:
-    return None if value is None else round(_num(value), int(digits))
+    if value is None or digits is None:
+        return None
+    digits = _num(digits)
+    if isinstance(digits, float):
+        if not digits.is_integer():
+            raise ExprError(f"round() digits must be a whole number, not {digits!r}")
+        digits = int(digits)
+    if abs(digits) > MAX_ROUND_DIGITS:
+        raise ExprError(f"round() digits {digits} out of range (at most {MAX_ROUND_DIGITS})")
+    return round(_num(value), digits)
 
 
 def _fn_len(value: Any) -> Any:
@@ -404,9 +453,30 @@ def compile_expr(
         raise ExprError(f"syntax error: {exc.msg} (column {exc.offset})") from None
     except (ValueError, RecursionError, MemoryError) as exc:
         raise ExprError(f"cannot parse: {exc}") from None
+    _check_size(tree.body)
     compiler = _Compiler(fact_names, param_names, suggestions)
     try:
         fn = compiler.compile(tree.body)
     except RecursionError:
         raise ExprError("expression nested too deeply") from None
+    except (ArithmeticError, TypeError, ValueError) as exc:  # constant folding, defensively
+        raise ExprError(f"cannot evaluate: {type(exc).__name__}: {exc}") from None
     return Expr(source, frozenset(compiler.facts), frozenset(compiler.params), fn)
+
+
+def _check_size(root: ast.expr) -> None:
+    """At most ``MAX_NODES`` expression nodes, nested at most ``MAX_DEPTH`` deep."""
+    count = 0
+    stack: list[tuple[ast.AST, int]] = [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        count += 1
+        if count > MAX_NODES:
+            raise ExprError(f"expression too large (more than {MAX_NODES} parts)")
+        if depth > MAX_DEPTH:
+            raise ExprError(f"expression nested too deeply (more than {MAX_DEPTH} levels)")
+        stack.extend(
+            (child, depth + 1)
+            for child in ast.iter_child_nodes(node)
+            if isinstance(child, ast.expr)
+        )

@@ -154,6 +154,11 @@ class Report(_Model):
     )
     regression: Regression | None = None
     settings: Settings | None = None
+    incomplete: list[str] = Field(
+        default_factory=list,
+        description="why the run cannot be judged (killed, running, failed, empty, a collector "
+        "failed, unreadable data): `advisor check` exits 3 unless --allow-incomplete",
+    )
 
     @property
     def failures(self) -> list[Finding]:
@@ -164,10 +169,13 @@ class Report(_Model):
         level = SEVERITY_RANK[fail_on]
         return [f for f in self.failures if SEVERITY_RANK[f.severity] >= level]
 
-    def exit_code(self, fail_on: str) -> int:
-        """0 clean, 1 findings at or above ``fail_on`` or a regression, 2 a rule that errored."""
+    def exit_code(self, fail_on: str, allow_incomplete: bool = False) -> int:
+        """0 clean, 1 findings at or above ``fail_on`` or a regression, 2 a rule that errored,
+        3 a run that cannot be judged (unless ``allow_incomplete``)."""
         if any(f.status == "error" for f in self.findings):
             return 2
+        if self.incomplete and not allow_incomplete:
+            return 3
         if self.failing(fail_on) or (self.regression is not None and self.regression.failed):
             return 1
         return 0

@@ -1,8 +1,10 @@
 """Rule files: one YAML file per checklist section, checked completely when loaded.
 
 Every problem — YAML syntax, a missing or unknown field, a fact that is not registered, a
-forbidden construct in a condition, a bad template field — is a :class:`~advisor.errors.RuleError`
-that names ``file:line`` and the reason. The rules ship inside the wheel as ``advisor/_rules``;
+forbidden construct in a condition, a bad template field, a NaN or infinite parameter — is a
+:class:`~advisor.errors.RuleError` that names ``file:line`` and the reason. Files are read with
+YAML's safe loader, at most ``MAX_RULE_FILE_BYTES`` each, without anchors or aliases (which could
+expand a small file into a huge document). The rules ship inside the wheel as ``advisor/_rules``;
 in a source checkout they are the repository's top-level ``rules/``.
 """
 
@@ -16,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from advisor.diagnosis.expr import Expr, ExprError, compile_expr
+from advisor.diagnosis.bounded import MAX_RULE_FILE_BYTES, read_text
+from advisor.diagnosis.expr import Expr, ExprError, compile_expr, finite_number, number_text
 from advisor.diagnosis.paths import default_rules_dir
 from advisor.diagnosis.template import Template, TemplateError, compile_template
 from advisor.errors import RuleError
@@ -48,6 +51,8 @@ _FIELDS = {
     "params", "docs",
 }  # fmt: skip
 _REQUIRED = ("code", "name", "summary", "severity", "message", "fix", "docs")
+MAX_YAML_NODES = 200_000
+MAX_YAML_DEPTH = 64
 
 
 @dataclass(frozen=True)
@@ -154,15 +159,13 @@ def _compose(path: Path) -> Any:
     import yaml
 
     loader_cls = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RuleError(f"{path}: cannot read ({exc})") from None
+    text = read_text(path, MAX_RULE_FILE_BYTES, RuleError)
     loader = loader_cls(text)
     try:
         node = loader.get_single_node()
         if node is None:
             raise RuleError(f"{path}:1: empty rule file")
+        _check_tree(path, node)
         data = loader.construct_document(node)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -170,9 +173,37 @@ def _compose(path: Path) -> Any:
         raise RuleError(f"{path}:{line}: YAML syntax error: {exc.problem or exc}") from None
     except yaml.YAMLError as exc:
         raise RuleError(f"{path}: YAML error: {exc}") from None
+    except RecursionError:
+        raise RuleError(f"{path}: YAML nested too deeply") from None
+    except (ValueError, OverflowError) as exc:  # e.g. an integer of more than 4300 digits
+        raise RuleError(f"{path}: YAML value out of range ({str(exc).splitlines()[0][:80]})") from None
     finally:
         loader.dispose()
     return node, data
+
+
+def _check_tree(path: Path, root: Any) -> None:
+    """No anchors or aliases (a node reached twice), bounded size and nesting."""
+    import yaml
+
+    seen: set[int] = set()
+    stack: list[tuple[Any, int]] = [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        line = node.start_mark.line + 1
+        if id(node) in seen:
+            raise RuleError(f"{path}:{line}: YAML anchors and aliases are not allowed in rule files")
+        seen.add(id(node))
+        if len(seen) > MAX_YAML_NODES:
+            raise RuleError(f"{path}: more than {MAX_YAML_NODES} YAML nodes; refused")
+        if depth > MAX_YAML_DEPTH:
+            raise RuleError(f"{path}:{line}: YAML nested deeper than {MAX_YAML_DEPTH} levels")
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                stack.append((key, depth + 1))
+                stack.append((value, depth + 1))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((item, depth + 1) for item in node.value)
 
 
 def _lines(node: Any) -> dict[str, int]:
@@ -195,12 +226,12 @@ def load_file(path: Path, fact_names: Iterable[str]) -> list[Rule]:
     top = _lines(node)
     unknown = set(data) - {"section", "title", "rules"}
     if unknown:
-        key = min(unknown)
+        key = min(unknown, key=str)
         raise RuleError(
             f"{where}:{top.get(key, 1)}: unknown top-level field {key!r} (expected section, title, rules)"
         )
     section = data.get("section")
-    if section not in SECTIONS:
+    if not isinstance(section, str) or section not in SECTIONS:
         raise RuleError(
             f"{where}:{top.get('section', 1)}: section must be one of {', '.join(SECTIONS)}"
         )
@@ -208,7 +239,8 @@ def load_file(path: Path, fact_names: Iterable[str]) -> list[Rule]:
     if not isinstance(items, list) or not items:
         raise RuleError(f"{where}:{top.get('rules', 1)}: 'rules' must be a non-empty list")
     rules_node = next(v for k, v in node.value if getattr(k, "value", None) == "rules")
-    assert isinstance(rules_node, yaml.SequenceNode)
+    if not isinstance(rules_node, yaml.SequenceNode):
+        raise RuleError(f"{where}:{top.get('rules', 1)}: 'rules' must be a list")
     known_facts = set(fact_names)
     out: list[Rule] = []
     for item, item_node in zip(items, rules_node.value):
@@ -277,6 +309,10 @@ def _build(path: Path, section: str, item: Any, node: Any, facts: set[str]) -> R
             raise fail("params", f"parameter {pname!r} shadows a fact")
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
             raise fail("params", f"parameter {pname!r} must have a number or string default")
+        if not isinstance(value, str) and not finite_number(value):
+            raise fail(
+                "params", f"parameter {pname!r} must be a finite number, not {number_text(value)}"
+            )
 
     suggestions = sorted(declared | set(params))
 

@@ -7,7 +7,6 @@ configuration starts and one when it ends. The throughput is read from the run's
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -25,23 +24,26 @@ GLOBAL_BATCH_STRATEGIES = ("multiworker", "mirrored", "single")
 def _last_window(file: Path) -> dict[str, Any] | None:
     """The latest full measured window in the file's tail (a window cut short at an epoch end
     says little about the rate)."""
+    from advisor.store.limits import BadInput, open_regular, parse_json
+
     try:
-        with open(file, "rb") as fh:
+        with os.fdopen(open_regular(file), "rb") as fh:  # a FIFO or a device is not waited on
             fh.seek(0, os.SEEK_END)
             fh.seek(max(0, fh.tell() - 16_000))
-            lines = fh.read().decode("utf-8", "replace").splitlines()
-    except OSError:
+            lines = fh.read(16_000).splitlines()
+    except (OSError, BadInput):
         return None
     windows = []
     for line in lines:
-        if '"window"' not in line:
+        if b'"window"' not in line:
             continue
         try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
+            rec = parse_json(line)
+            if (isinstance(rec, dict) and rec.get("type") == "window" and not rec.get("warmup")
+                    and float(rec.get("seconds") or 0) > 0):
+                windows.append(rec)
+        except (BadInput, TypeError, ValueError):
             continue
-        if rec.get("type") == "window" and not rec.get("warmup") and rec.get("seconds"):
-            windows.append(rec)
     if not windows:
         return None
     longest = max(float(w["seconds"]) for w in windows)
@@ -54,7 +56,10 @@ def last_throughput(run_dir: Path, strategy: str) -> float | None:
     for file in sorted(run_dir.glob("worker-*.jsonl")):
         rec = _last_window(file)
         if rec and rec.get("samples") is not None:
-            rates.append(float(rec["samples"]) / float(rec["seconds"]))
+            try:
+                rates.append(float(rec["samples"]) / float(rec["seconds"]))
+            except (TypeError, ValueError, OverflowError):
+                continue
     if not rates:
         return None
     return rates[0] if strategy in GLOBAL_BATCH_STRATEGIES else sum(rates)

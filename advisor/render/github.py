@@ -23,6 +23,9 @@ def render_many(reports: list[Report], **_: Any) -> str:
     lines: list[str] = []
     for report in reports:
         run_id = report.run.run_id
+        if report.incomplete:
+            title = escape_property(f"run not judgeable ({run_id})")
+            lines.append(f"::error title={title}::{escape_data('; '.join(report.incomplete))}")
         for f in report.failures:
             title = escape_property(f"{f.code} {f.name} ({run_id})")
             body = f.message + (f"\nFix: {f.fix}" if f.fix else "") + f"\nDocs: {f.docs}"

@@ -87,6 +87,14 @@ def _report(console: Console, report: Report) -> None:
     )
     console.print(_headline(report))
     console.print()
+    if report.incomplete:
+        console.print(
+            Text("Not judgeable: advisor check exits 3 (--allow-incomplete judges it anyway)",
+                 style="bold red")
+        )
+        for reason in report.incomplete:
+            console.print(Padding(Text(f"- {reason}"), (0, 0, 0, 2)))
+        console.print()
 
     failures = report.failures
     if failures:

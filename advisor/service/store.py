@@ -258,6 +258,7 @@ class Store:
             ),
             generated_at=generated_at,
         )
+        report.incomplete = list(analysis.run.incomplete)
         if baseline is not None:
             base = self.analyse(baseline)
             report.regression = compare(analysis.facts, base.facts, base.run_id, max_regression_pct)
@@ -273,8 +274,9 @@ class Store:
         for path in dirs:
             try:
                 analysis = self.analyse(path)
-            except AdvisorError as exc:
-                rows.append(RunRow(run_id=path.name, path=str(path), status="unreadable", error=str(exc)))
+            except Exception as exc:  # noqa: BLE001 — an unreadable run is listed; the others still are
+                reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                rows.append(RunRow(run_id=path.name, path=str(path), status="unreadable", error=reason))
                 continue
             m = analysis.run.manifest
             rows.append(RunRow(

@@ -1,24 +1,40 @@
 """RunReader: the analysis side of the run directory.
 
-Tolerant where a killed job can leave damage (a truncated last line, record types from a newer
-writer of the same schema version), strict everywhere else: a malformed line in the middle of a
-file or a newer schema version is an error naming the file, never a silently wrong diagnosis.
+Tolerant and bounded: every file is read within the limits of :mod:`advisor.store.limits`
+(regular files only, sizes, line lengths, nesting, number ranges). A file or a line that cannot
+be read is skipped and reported with its reason (``Run.problems``) while the rest of the run is
+read; a truncated last line — what a killed writer leaves — is skipped and counted
+(``Run.warnings``). A run with problems is incomplete, never silently misread: ``advisor
+check`` exits 3 on it. Only the manifest is essential: without a readable one there is no run.
+The status comes from the records (see :mod:`advisor.store.status`).
 """
 
 from __future__ import annotations
 
-import json
+import contextlib
+import gc
+import math
 import os
-import socket
-import time
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
 from advisor.errors import RunFormatError, RunNotFoundError, SchemaVersionError, TraceError
+from advisor.store.limits import (
+    MAX_MANIFEST_BYTES,
+    MAX_WORKER_FILES,
+    BadInput,
+    describe_os_error,
+    inside,
+    iter_lines,
+    parse_json,
+    plain,
+    read_limited,
+)
 from advisor.store.paths import resolve_runs_dir
 from advisor.store.schema import (
     MANIFEST_NAME,
@@ -30,17 +46,18 @@ from advisor.store.schema import (
     Status,
     TraceRecord,
 )
+from advisor.store.status import WorkerState, derive_status, incomplete_reasons
 from advisor.store.trace_summary import TraceSummary, load_summary
 
 R = TypeVar("R", bound=Record)
 
-# A run whose writer is on another host and silent for this long is taken as killed.
-STALE_AFTER_S = 30 * 60
+# Bad lines reported one by one per file; beyond this only their number.
+MAX_REPORTED_LINES = 3
 
 
 @dataclass
 class Run:
-    """One run read back: manifest, records per worker, inferred status, read warnings."""
+    """One run read back: manifest, records per worker, derived status, what could not be read."""
 
     path: Path
     manifest: Manifest
@@ -48,7 +65,13 @@ class Run:
     status: Status
     warnings: list[str] = field(default_factory=list)
     unknown_records: int = 0
+    problems: list[str] = field(default_factory=list)  # unreadable files and lines (data lost)
+    workers: dict[int, WorkerState] = field(default_factory=dict)
+    torn_lines: int = 0  # truncated last lines skipped
     trace_summaries: dict[str, TraceSummary] = field(default_factory=dict)  # by the record's path
+    _index: dict[tuple[type, int | None], list[Any]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     @property
     def run_id(self) -> str:
@@ -58,15 +81,34 @@ class Run:
     def ranks(self) -> list[int]:
         return sorted(self.records)
 
+    @property
+    def incomplete(self) -> list[str]:
+        """Why this run cannot be judged (killed, running, failed, empty, a collector failed,
+        unreadable data); empty when it is complete."""
+        records = (r for _, r in self.all_records())
+        return incomplete_reasons(self.status, self.workers, records, self.problems)
+
     def of_type(self, cls: type[R], rank: int | None = None) -> list[R]:
         """Records of one type, from one worker or (``rank=None``) all workers in rank order."""
-        ranks = [rank] if rank is not None else self.ranks
-        return [r for k in ranks for r in self.records.get(k, []) if isinstance(r, cls)]
+        key = (cls, rank)
+        found = self._index.get(key)
+        if found is None:
+            ranks = [rank] if rank is not None else self.ranks
+            found = [r for k in ranks for r in self.records.get(k, []) if isinstance(r, cls)]
+            self._index[key] = found
+        return list(found)
 
     def all_records(self) -> Iterator[tuple[int, Record]]:
         for rank in self.ranks:
             for record in self.records[rank]:
                 yield rank, record
+
+    def resolve(self, relative: str) -> Path:
+        """A path read from a record, resolved; an error if it leads outside the run directory."""
+        try:
+            return inside(self.path, relative)
+        except BadInput as exc:
+            raise RunFormatError(f"{self.path}: {exc}") from None
 
 
 class RunReader:
@@ -79,16 +121,20 @@ class RunReader:
         manifest_path = self.path / MANIFEST_NAME
         if not self.path.is_dir():
             raise RunNotFoundError(f"{self.path}: no such run directory")
-        if not manifest_path.is_file():
+        if not os.path.lexists(manifest_path):
             raise RunFormatError(f"{manifest_path}: missing manifest (not a run directory?)")
         try:
-            data = json.loads(manifest_path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise RunFormatError(f"{manifest_path}: unreadable manifest ({_short(exc)})") from None
+            data = parse_json(read_limited(manifest_path, MAX_MANIFEST_BYTES))
+        except OSError as exc:
+            raise RunFormatError(
+                f"{manifest_path}: unreadable manifest ({describe_os_error(exc)})"
+            ) from None
+        except BadInput as exc:
+            raise RunFormatError(f"{manifest_path}: unreadable manifest ({exc})") from None
         if not isinstance(data, dict):
             raise RunFormatError(f"{manifest_path}: the manifest is not a JSON object")
         version = data.get("schema_version")
-        if not isinstance(version, int):
+        if not isinstance(version, int) or isinstance(version, bool):
             raise RunFormatError(f"{manifest_path}: schema_version missing or not an integer")
         if version > SCHEMA_VERSION:
             raise SchemaVersionError(
@@ -100,119 +146,159 @@ class RunReader:
         except ValidationError as exc:
             raise RunFormatError(f"{manifest_path}: invalid manifest ({_first_error(exc)})") from None
 
-    def read(self) -> Run:
+    def read(self, now: float | None = None) -> Run:
         manifest = self.read_manifest()
         records: dict[int, list[Record]] = {}
         warnings: list[str] = []
-        unknown = 0
-        for file in sorted(self.path.iterdir()):
-            match = WORKER_FILE_RE.match(file.name)
-            if not match:
-                continue
-            parsed, file_unknown, file_warnings = _read_worker_file(file)
-            records[int(match.group(1))] = parsed
-            unknown += file_unknown
-            warnings.extend(file_warnings)
-        status = infer_status(manifest, self.path, records)
-        summaries = _read_trace_summaries(self.path, records, warnings)
-        return Run(self.path, manifest, records, status, warnings, unknown, summaries)
+        problems: list[str] = []
+        unknown = torn = 0
+        for file in self._worker_files(problems):
+            rank = int(WORKER_FILE_RE.match(file.name).group(1))  # type: ignore[union-attr]
+            part = _read_worker_file(file)
+            if part.records or not part.problems:  # an unreadable file is a problem, not a worker
+                records[rank] = part.records
+            unknown += part.unknown
+            torn += part.torn
+            warnings.extend(part.warnings)
+            problems.extend(part.problems)
+        status, workers = derive_status(manifest, records, now)
+        run = Run(self.path, manifest, records, status, warnings, unknown, problems, workers, torn)
+        run.trace_summaries = _read_trace_summaries(run)
+        return run
+
+    def _worker_files(self, problems: list[str]) -> list[Path]:
+        try:
+            names = sorted(e.name for e in os.scandir(self.path) if WORKER_FILE_RE.match(e.name))
+        except OSError as exc:
+            raise RunFormatError(f"{self.path}: cannot list the run ({describe_os_error(exc)})") from None
+        if len(names) > MAX_WORKER_FILES:
+            problems.append(
+                f"{len(names)} worker files: only the first {MAX_WORKER_FILES} are read"
+            )
+            names = names[:MAX_WORKER_FILES]
+        return [self.path / name for name in names]
 
 
-def _read_trace_summaries(path: Path, records: dict[int, list[Record]], warnings: list[str]
-                          ) -> dict[str, TraceSummary]:
-    """The trace summaries named by the run's trace records (each read once, kept in the run)."""
+def _read_trace_summaries(run: Run) -> dict[str, TraceSummary]:
+    """The trace summaries the run's trace records name (read once, kept in the run); one that
+    cannot be read, or that points outside the run, is a warning."""
     summaries: dict[str, TraceSummary] = {}
-    for rank in sorted(records):
-        for record in records[rank]:
+    for rank in run.ranks:
+        for record in run.records[rank]:
             if not isinstance(record, TraceRecord) or not record.summary or record.summary in summaries:
                 continue
             try:
-                summaries[record.summary] = load_summary(inside(path, record.summary))
+                summaries[record.summary] = load_summary(run.resolve(record.summary))
             except (TraceError, RunFormatError) as exc:
-                warnings.append(str(exc))
+                run.warnings.append(str(exc))
     return summaries
 
 
-def inside(run_path: Path, relative: str) -> Path:
-    """``run_path / relative``, refused when it would leave the run directory (``..``, absolute)."""
-    root = run_path.resolve()
-    target = (root / relative).resolve()
-    if target != root and root not in target.parents:
-        raise RunFormatError(f"{run_path}: path {relative!r} in a record points outside the run directory")
-    return target
+@dataclass
+class _FilePart:
+    records: list[Record] = field(default_factory=list)
+    unknown: int = 0
+    torn: int = 0
+    warnings: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
 
 
-def _read_worker_file(file: Path) -> tuple[list[Record], int, list[str]]:
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while records are built: a week-long run creates
+    hundreds of thousands of objects without cycles, and each collection would walk them all."""
+    enabled = gc.isenabled()
+    gc.disable()
     try:
-        raw = file.read_bytes()
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _read_worker_file(file: Path) -> _FilePart:
+    """The records of one worker file; bad lines are skipped and reported, never fatal."""
+    with _gc_paused():
+        return _read_lines(file)
+
+
+def _read_lines(file: Path) -> _FilePart:
+    part = _FilePart()
+    bad = 0
+    try:
+        for number, line, complete in iter_lines(file):
+            if line is None:
+                reason = "longer than the line limit"
+            elif not line.strip():
+                continue
+            else:
+                try:
+                    record = _parse_line(line)
+                except BadInput as exc:
+                    reason = str(exc)
+                else:
+                    if record is None:
+                        part.unknown += 1
+                    else:
+                        part.records.append(record)
+                    continue
+            if not complete:
+                part.torn += 1
+                part.warnings.append(f"{file.name}:{number}: truncated last line ignored")
+                continue
+            bad += 1
+            if bad <= MAX_REPORTED_LINES:
+                part.problems.append(f"{file.name}:{number}: {reason}; line skipped")
     except OSError as exc:
-        raise RunFormatError(f"{file}: cannot read ({_short(exc)})") from None
-    lines = raw.split(b"\n")
-    # A file that ends in "\n" splits into [..., b""]; otherwise the last piece is truncated.
-    truncated_tail = lines.pop() if lines else b""
-    records: list[Record] = []
-    unknown = 0
-    warnings: list[str] = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        record = _parse_line(file, number, line)
-        if record is None:
-            unknown += 1
-        else:
-            records.append(record)
-    if truncated_tail.strip():
+        part.problems.append(f"{file.name}: cannot read ({describe_os_error(exc)}); records missing")
+    except BadInput as exc:
+        part.problems.append(f"{file.name}: {exc}; records missing")
+    if bad > MAX_REPORTED_LINES:
+        part.problems.append(f"{file.name}: {bad - MAX_REPORTED_LINES} more bad lines skipped")
+    return part
+
+
+_FAST: list[Any] = []
+
+
+def _fast_parser() -> Any:
+    """One validator for every known record type, straight from JSON bytes (pydantic-core)."""
+    if not _FAST:
+        from typing import Annotated, Union
+
+        from pydantic import Field, TypeAdapter
+
+        union: Any = Union[tuple(RECORD_TYPES.values())]  # noqa: UP007 — built from the table
+        _FAST.append(TypeAdapter(Annotated[union, Field(discriminator="type")]))
+    return _FAST[0]
+
+
+def _parse_line(line: bytes) -> Record | None:
+    """One record, None for an unknown type; :class:`BadInput` with the reason otherwise.
+
+    A line that cannot break a limit is validated straight from its bytes (3x faster, which
+    matters on week-long runs); anything else, or anything that fails there, takes the careful
+    path that says why."""
+    if plain(line):
         try:
-            record = _parse_line(file, len(lines) + 1, truncated_tail)
-        except RunFormatError:
-            warnings.append(f"{file.name}:{len(lines) + 1}: truncated last line ignored")
+            record: Record = _fast_parser().validate_json(line)
+        except ValidationError:
+            pass  # an unknown type or an invalid record: the careful path tells which
         else:
-            if record is not None:
-                records.append(record)
-    return records, unknown, warnings
-
-
-def _parse_line(file: Path, number: int, line: bytes) -> Record | None:
+            return record
     try:
-        payload = json.loads(line)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise RunFormatError(f"{file}:{number}: not a JSON record") from None
+        payload = parse_json(line)
+    except BadInput as exc:
+        raise BadInput(f"not a JSON record ({exc})") from None
     if not isinstance(payload, dict) or not isinstance(payload.get("type"), str):
-        raise RunFormatError(f"{file}:{number}: a record must be a JSON object with a 'type'")
+        raise BadInput("a record must be a JSON object with a 'type'")
     cls = RECORD_TYPES.get(payload["type"])
     if cls is None:
         return None
     try:
         return cls.model_validate(payload)
     except ValidationError as exc:
-        raise RunFormatError(
-            f"{file}:{number}: invalid {payload['type']!r} record ({_first_error(exc)})"
-        ) from None
-
-
-def infer_status(manifest: Manifest, path: Path, records: dict[int, list[Record]]) -> Status:
-    """finished / failed as written; a 'running' run whose writer is gone is 'killed'."""
-    if manifest.status != "running":
-        return manifest.status
-    if manifest.hostname and manifest.hostname == socket.gethostname() and manifest.pid:
-        return "running" if _pid_alive(manifest.pid) else "killed"
-    last = max((f.stat().st_mtime for f in path.iterdir() if f.is_file()), default=manifest.created)
-    return "killed" if time.time() - last > STALE_AFTER_S else "running"
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie (exited, not yet reaped) still answers kill(0); it is not running.
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
+        raise BadInput(f"invalid {payload['type']!r} record ({_first_error(exc)})") from None
 
 
 def _first_error(exc: ValidationError) -> str:
@@ -221,21 +307,37 @@ def _first_error(exc: ValidationError) -> str:
     return f"{where}: {err.get('msg', 'invalid')}"
 
 
-def _short(exc: BaseException) -> str:
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-
-
 # ---------------------------------------------------------------------------------------------
 # The store: many runs under one directory
 
 
 def list_run_dirs(runs_dir: str | os.PathLike[str] | None = None) -> list[Path]:
-    """Run directories under the store, oldest first (by manifest ``created``, then name)."""
+    """Run directories under the store, oldest first (by manifest time, then name).
+
+    A directory is a run when it holds a non-empty regular ``run.json``: one whose manifest was
+    never completed (a writer that could not start, a temporary file left by a full disk) is
+    not a run. Whether the manifest is *readable* is for the reader to say.
+    """
     root = resolve_runs_dir(runs_dir)
-    if not root.is_dir():
+    try:
+        entries = list(os.scandir(root))
+    except FileNotFoundError:
         return []
-    dirs = [p for p in root.iterdir() if p.is_dir() and (p / MANIFEST_NAME).is_file()]
-    return sorted(dirs, key=lambda p: ((p / MANIFEST_NAME).stat().st_mtime, p.name))
+    except NotADirectoryError:
+        return []
+    except OSError as exc:
+        raise RunFormatError(f"{root}: cannot list the store ({describe_os_error(exc)})") from None
+    found: list[tuple[float, str, Path]] = []
+    for entry in entries:
+        try:
+            if not entry.is_dir():
+                continue
+            info = os.stat(os.path.join(entry.path, MANIFEST_NAME))
+        except (OSError, ValueError):
+            continue
+        if stat.S_ISREG(info.st_mode) and info.st_size > 0:
+            found.append((info.st_mtime, entry.name, Path(entry.path)))
+    return [path for _, _, path in sorted(found)]
 
 
 def resolve_run(ref: str | None, runs_dir: str | os.PathLike[str] | None = None) -> Path:
@@ -270,10 +372,12 @@ def pick_by_name(paths: list[Path], ref: str, kind: str, where: Path, hint: str)
 
 def _created(path: Path) -> tuple[float, str]:
     try:
-        created = float(json.loads((path / MANIFEST_NAME).read_text()).get("created", 0.0))
-    except (OSError, ValueError, TypeError, AttributeError):
+        created = float(
+            parse_json(read_limited(path / MANIFEST_NAME, MAX_MANIFEST_BYTES)).get("created", 0.0)
+        )
+    except (OSError, ValueError, TypeError, AttributeError, OverflowError):
         created = 0.0
-    return created, path.name
+    return (created if math.isfinite(created) else 0.0), path.name
 
 
 def read_run(ref: str | None = None, runs_dir: str | os.PathLike[str] | None = None) -> Run:

@@ -12,17 +12,20 @@ refused (it could mean something this reader would misread).
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 SCHEMA_VERSION = 1
 MANIFEST_NAME = "run.json"
 TRACES_DIR = "traces"
-WORKER_FILE_RE = re.compile(r"^worker-(\d+)\.jsonl$")
+WORKER_FILE_RE = re.compile(r"^worker-(0|[1-9]\d{0,5})\.jsonl$")
 RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 Status = Literal["running", "finished", "failed", "killed"]
+
+# Wall-clock seconds since the epoch, within what every time function can format (year < 5000).
+Timestamp = Annotated[float, Field(ge=0, le=1e11)]
 
 
 def worker_file_name(rank: int) -> str:
@@ -54,13 +57,14 @@ class Manifest(_Model):
     """``run.json``: what the run is. Written by the chief, replaced atomically."""
 
     schema_version: int = SCHEMA_VERSION
-    run_id: str
-    created: float  # wall-clock seconds since the epoch
-    updated: float | None = None
-    ended: float | None = None
+    run_id: str = Field(pattern=RUN_ID_RE.pattern)
+    created: Timestamp
+    updated: Timestamp | None = None
+    ended: Timestamp | None = None
     status: Literal["running", "finished", "failed"] = "running"
     pid: int | None = None
     hostname: str | None = None
+    scope: str | None = None  # kernel boot + PID namespace of ``pid`` (see store/status.py)
     advisor_version: str | None = None
     name: str | None = None
     sweep_id: str | None = None
@@ -89,7 +93,7 @@ class Manifest(_Model):
 
 class Record(_Model):
     type: str
-    t: float
+    t: Timestamp
 
 
 class StartRecord(Record):
@@ -97,6 +101,13 @@ class StartRecord(Record):
     rank: int = 0
     pid: int | None = None
     hostname: str | None = None
+    scope: str | None = None  # kernel boot + PID namespace of ``pid`` (see store/status.py)
+
+
+class HeartbeatRecord(Record):
+    """Written when nothing else was for a while: the writer is alive (see store/status.py)."""
+
+    type: Literal["heartbeat"] = "heartbeat"
 
 
 class EndRecord(Record):
@@ -104,6 +115,7 @@ class EndRecord(Record):
     status: Literal["finished", "failed"] = "finished"
     advisor_seconds: float | None = None  # time spent inside the advisor's own hooks
     train_seconds: float | None = None
+    dropped_records: int | None = None  # records lost to write errors (full disk, read-only store)
 
 
 class WindowRecord(Record):
@@ -258,6 +270,7 @@ RECORD_TYPES: dict[str, type[Record]] = {
     cls.model_fields["type"].default: cls
     for cls in (
         StartRecord,
+        HeartbeatRecord,
         EndRecord,
         WindowRecord,
         EpochRecord,

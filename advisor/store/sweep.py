@@ -4,12 +4,12 @@
 the worker logs beside it under ``logs/``. The runs themselves are ordinary run directories in
 ``<runs_dir>`` whose manifests carry the sweep id; the sweep file adds what runs cannot say about
 themselves: the configuration each was launched as, and the configurations that failed before or
-while writing a run.
+while writing a run. The command line and the log tails are redacted before they are written
+(tokens, passwords, keys, URLs with credentials): the file is meant to be shared.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any, Literal
@@ -67,27 +67,48 @@ def sweep_dir(runs_dir: Path, sweep_id: str) -> Path:
 
 
 def write_sweep(runs_dir: Path, record: SweepRecord) -> Path:
+    """Write the sweep file, secrets redacted (the record in memory keeps the real command)."""
     from advisor.store.writer import write_json_atomic
 
     record.updated = time.time()
     path = sweep_dir(runs_dir, record.sweep_id)
     path.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(path / SWEEP_FILE, record.model_dump(mode="json"))
+    write_json_atomic(path / SWEEP_FILE, redacted(record))
     return path / SWEEP_FILE
+
+
+def redacted(record: SweepRecord) -> dict[str, Any]:
+    """The sweep record as JSON with argv, log tails and failure reasons redacted."""
+    from advisor.store.redact import redact_argv, redact_text
+
+    payload = record.model_dump(mode="json")
+    payload["command"] = redact_argv(payload.get("command") or [])
+    for config in payload.get("configs", []):
+        for key in ("log_tail", "reason"):
+            if isinstance(config.get(key), str):
+                config[key] = redact_text(config[key])
+    return payload
 
 
 def read_sweep(path: Path) -> SweepRecord:
     """A sweep file (or a sweep directory holding one); malformed files are a one-line error."""
+    from advisor.store.limits import BadInput, describe_os_error, load_json_file
+
     file = path / SWEEP_FILE if path.is_dir() else path
-    if not file.is_file():
+    if not file.exists():
         raise RunNotFoundError(f"{file}: no sweep file")
     try:
-        data: Any = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data: Any = load_json_file(file)
+    except OSError as exc:
+        raise RunFormatError(f"{file}: unreadable sweep file ({describe_os_error(exc)})") from None
+    except BadInput as exc:
         raise RunFormatError(f"{file}: unreadable sweep file ({exc})") from None
     if not isinstance(data, dict):
         raise RunFormatError(f"{file}: the sweep file is not a JSON object")
-    if int(data.get("schema_version", 0) or 0) > SWEEP_SCHEMA_VERSION:
+    version = data.get("schema_version", 0) or 0
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise RunFormatError(f"{file}: schema_version is not an integer")
+    if version > SWEEP_SCHEMA_VERSION:
         raise RunFormatError(f"{file}: written by a newer advisor (sweep schema {data['schema_version']})")
     try:
         return SweepRecord.model_validate(data)

@@ -7,7 +7,6 @@ measurable in that profile. A summary from a newer advisor is refused, never mis
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
@@ -96,14 +95,22 @@ def save_summary(summary: TraceSummary, folder: str | os.PathLike[str]) -> Path:
 
 
 def load_summary(path: str | os.PathLike[str]) -> TraceSummary:
+    """A saved summary, read within the store's size and depth limits; a newer version is refused."""
+    from advisor.store.limits import BadInput, describe_os_error, load_json_file
+
     p = Path(path)
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        data = load_json_file(p)
+    except OSError as exc:
+        raise TraceError(f"{p}: unreadable trace summary ({describe_os_error(exc)})") from None
+    except BadInput as exc:
         raise TraceError(f"{p}: unreadable trace summary ({exc})") from None
     if not isinstance(data, dict):
         raise TraceError(f"{p}: a trace summary must be a JSON object")
-    if int(data.get("summary_version", 0) or 0) > SUMMARY_VERSION:
+    version = data.get("summary_version", 0) or 0
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise TraceError(f"{p}: summary_version is not an integer")
+    if version > SUMMARY_VERSION:
         raise TraceError(f"{p}: written by a newer advisor (summary version {data['summary_version']}); upgrade")
     try:
         return TraceSummary.model_validate(data)

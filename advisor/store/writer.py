@@ -1,33 +1,51 @@
 """RunWriter: the training side of the run directory.
 
-Each record is written and flushed to the OS as one line when it is produced, so a job killed
-with SIGKILL keeps everything up to its last record; ``sync()`` (epoch end, close) also fsyncs.
+Each record is one line handed to the OS as soon as it is produced (no buffer to lose), so a job
+killed with SIGKILL keeps everything up to its last record; ``sync()`` (close) also fsyncs.
 Writes are serialised with a lock because samplers write from their own threads.
+
+The writer loses nothing it could keep and never stops training: a write that fails (a full
+disk, a store made read-only) drops that record, warns once per kind of fault, and later
+records — the end record above all — are still tried. A writer that has been quiet for
+``HEARTBEAT_S`` writes a heartbeat record, which is how readers anywhere tell a live run from a
+killed one. A run id that another job already uses for this rank (``ADVISOR_RUN_ID`` set twice)
+is never merged into: this job becomes a new attempt, ``<run_id>.2``.
 """
 
 from __future__ import annotations
 
-import json
+import errno
+import logging
 import os
 import secrets
 import socket
 import threading
 import time
+import weakref
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from advisor.errors import UsageError
+from advisor.store.files import RecordFile, dumps_line, write_json_atomic
 from advisor.store.paths import resolve_runs_dir
 from advisor.store.schema import (
     MANIFEST_NAME,
     RUN_ID_RE,
     TRACES_DIR,
     EndRecord,
+    HeartbeatRecord,
     Manifest,
     Record,
     StartRecord,
     worker_file_name,
 )
+from advisor.store.status import HEARTBEAT_S, local_scope
+
+__all__ = ["RunWriter", "new_run_id", "write_json_atomic"]
+
+log = logging.getLogger("advisor")
+
+MAX_ATTEMPTS = 100
 
 
 def new_run_id(name: str | None = None, now: float | None = None) -> str:
@@ -42,15 +60,12 @@ def new_run_id(name: str | None = None, now: float | None = None) -> str:
     return "-".join(parts)
 
 
-def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
-    """Write JSON to a temporary file beside ``path``, fsync it, then rename over ``path``."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(3)}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(payload, fh, indent=2, sort_keys=True)
-        fh.write("\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+def attempt_id(run_id: str, attempt: int) -> str:
+    """The id of the ``attempt``-th job that asked for ``run_id`` (1: the id itself)."""
+    if attempt == 1:
+        return run_id
+    suffix = f".{attempt}"
+    return run_id[: 128 - len(suffix)] + suffix
 
 
 class RunWriter:
@@ -66,34 +81,87 @@ class RunWriter:
         name: str | None = None,
     ) -> None:
         self.runs_dir = resolve_runs_dir(runs_dir)
-        self.run_id = run_id or os.environ.get("ADVISOR_RUN_ID") or new_run_id(name)
-        if not RUN_ID_RE.match(self.run_id):
+        requested = run_id or os.environ.get("ADVISOR_RUN_ID")
+        base = requested or new_run_id(name)
+        if not RUN_ID_RE.match(base):
             raise UsageError(
-                f"run id {self.run_id!r} is not safe as a directory name "
+                f"run id {base!r} is not safe as a directory name "
                 "(letters, digits, '.', '_' and '-', at most 128 characters)"
             )
         self.rank = rank
-        self.path = self.runs_dir / self.run_id
-        self.path.mkdir(parents=True, exist_ok=True)
-        (self.path / TRACES_DIR).mkdir(exist_ok=True)
+        self.dropped_records = 0
+        self._faults: dict[int, int] = {}  # errno → how many times
         self._lock = threading.Lock()
         self._closed = False
         self._manifest: Manifest | None = None
-        if self.is_chief:
-            now = time.time()
-            fields: dict[str, Any] = {
-                "run_id": self.run_id,
-                "created": now,
-                "updated": now,
-                "pid": os.getpid(),
-                "hostname": socket.gethostname(),
-                "name": name,
-            }
-            fields.update(manifest or {})
-            self._manifest = Manifest.model_validate(fields)
-            self._write_manifest()
-        self._fh: IO[str] = open(self.path / worker_file_name(rank), "a", encoding="utf-8")
-        self.write(StartRecord(t=time.time(), rank=rank, pid=os.getpid(), hostname=socket.gethostname()))
+        self._wrote_manifest = False
+        from_env = run_id is None and requested is not None
+        self.run_id, self.path, self._file = self._claim(base, requested is not None, from_env)
+        try:
+            (self.path / TRACES_DIR).mkdir(exist_ok=True)
+            if self.is_chief:
+                now = time.time()
+                fields: dict[str, Any] = {
+                    "run_id": self.run_id,
+                    "created": now,
+                    "updated": now,
+                    "pid": os.getpid(),
+                    "hostname": socket.gethostname(),
+                    "scope": local_scope(),
+                    "name": name,
+                }
+                fields.update(manifest or {})
+                fields["run_id"] = self.run_id
+                self._manifest = Manifest.model_validate(fields)
+                write_json_atomic(self.path / MANIFEST_NAME, self._manifest.model_dump(mode="json"))
+                self._wrote_manifest = True
+            start = StartRecord(
+                t=time.time(), rank=rank, pid=os.getpid(), hostname=socket.gethostname(),
+                scope=local_scope(),
+            )
+            self._file.append(dumps_line(start.model_dump(mode="json", exclude_none=True)))
+        except BaseException:
+            self._abandon()
+            raise
+        self._last_write = time.monotonic()
+        _HEARTBEAT.add(self)
+
+    def _claim(self, base: str, requested: bool, from_env: bool) -> tuple[str, Path, RecordFile]:
+        """Create this rank's record file in a directory no other job writes this rank to."""
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            run_id = attempt_id(base, attempt)
+            path = self.runs_dir / run_id
+            path.mkdir(parents=True, exist_ok=True)
+            try:
+                record_file = RecordFile(path / worker_file_name(self.rank), exclusive=True)
+            except FileExistsError:
+                continue
+            except OSError:
+                _remove_empty(path)
+                raise
+            if attempt > 1:
+                why = "ADVISOR_RUN_ID set twice?" if from_env else "the same run id given twice?"
+                log.warning(
+                    "advisor: run %s already has records of worker %d from another job (%s); "
+                    "this job is recorded as run %s instead of merging into it",
+                    base, self.rank, why, run_id,
+                )
+            return run_id, path, record_file
+        raise UsageError(f"run id {base!r}: {MAX_ATTEMPTS} attempts already exist; choose a new id")
+
+    def _abandon(self) -> None:
+        """Undo a start that could not complete: no half-made run is left to look like a run.
+        Only what this writer made is removed (another worker may share the directory)."""
+        self._closed = True
+        self._file.close()
+        mine = [self._file.path] + ([self.path / MANIFEST_NAME] if self._wrote_manifest else [])
+        for file in mine:
+            try:
+                os.unlink(file)
+            except OSError:
+                pass
+        _remove_empty(self.path / TRACES_DIR)
+        _remove_empty(self.path)
 
     @property
     def is_chief(self) -> bool:
@@ -107,27 +175,46 @@ class RunWriter:
     def manifest(self) -> Manifest | None:
         return self._manifest
 
+    @property
+    def faults(self) -> dict[int, int]:
+        """Write errors so far, by errno (ENOSPC, EROFS, ...)."""
+        return dict(self._faults)
+
     def write(self, record: Record | dict[str, Any]) -> None:
-        """Append one record as one line and hand it to the OS at once."""
+        """Append one record as one line and hand it to the OS at once.
+
+        A write error drops the record and is reported once per kind; it never raises."""
         if isinstance(record, Record):
             payload = record.model_dump(mode="json", exclude_none=True)
         else:
             payload = dict(record)
             payload.setdefault("t", time.time())
-        line = json.dumps(payload, separators=(",", ":"), default=_json_default) + "\n"
+        line = dumps_line(payload, _json_default)
         with self._lock:
             if self._closed:
                 return
-            self._fh.write(line)
-            self._fh.flush()
+            try:
+                self._file.append(line)
+            except OSError as exc:
+                self.dropped_records += 1
+                self._fault("records", exc)
+                return
+            self._last_write = time.monotonic()
+
+    def heartbeat(self) -> None:
+        """Write a heartbeat record when nothing was written for ``HEARTBEAT_S`` seconds."""
+        if not self._closed and time.monotonic() - self._last_write >= HEARTBEAT_S:
+            self.write(HeartbeatRecord(t=time.time()))
 
     def sync(self) -> None:
-        """Flush and fsync the worker file (epoch ends, close)."""
+        """fsync the worker file (close)."""
         with self._lock:
             if self._closed:
                 return
-            self._fh.flush()
-            os.fsync(self._fh.fileno())
+            try:
+                self._file.sync()
+            except OSError as exc:
+                self._fault("records", exc)
 
     def update_manifest(self, **fields: Any) -> None:
         """Merge fields into the manifest and replace ``run.json`` atomically (chief only)."""
@@ -144,22 +231,90 @@ class RunWriter:
         self._write_manifest()
 
     def close(self, status: str = "finished", **end_fields: Any) -> None:
-        """Write the end record, mark the manifest, close the file. Safe to call twice."""
+        """Write the end record, mark the manifest, close the file. Safe to call twice.
+
+        The end record is tried even after earlier write errors: where space allows, a run
+        that finished reads as finished."""
         if self._closed:
             return
         now = time.time()
-        self.write(EndRecord(t=now, status="failed" if status == "failed" else "finished", **end_fields))
+        dropped = self.dropped_records or None
+        self.write(EndRecord(
+            t=now, status="failed" if status == "failed" else "finished",
+            dropped_records=dropped, **end_fields,
+        ))
         self.sync()
         with self._lock:
             self._closed = True
-            self._fh.close()
+            self._file.close()
+        _HEARTBEAT.discard(self)
         if self.is_chief:
-            self.update_manifest(status=status, ended=now)
+            extra = {"dropped_records": self.dropped_records} if self.dropped_records else {}
+            self.update_manifest(status=status, ended=now, **extra)
 
     def _write_manifest(self) -> None:
         assert self._manifest is not None
         with self._lock:
-            write_json_atomic(self.path / MANIFEST_NAME, self._manifest.model_dump(mode="json"))
+            try:
+                write_json_atomic(self.path / MANIFEST_NAME, self._manifest.model_dump(mode="json"))
+            except OSError as exc:
+                self._fault("the manifest", exc)
+
+    def _fault(self, what: str, exc: OSError) -> None:
+        """Count a write error; warn on the first of its kind in this run only."""
+        code = exc.errno or 0
+        self._faults[code] = self._faults.get(code, 0) + 1
+        if self._faults[code] == 1:
+            reason = os.strerror(code) if code else str(exc)
+            hint = " (disk full?)" if code == errno.ENOSPC else ""
+            log.warning(
+                "advisor: cannot write %s of run %s: %s%s; training goes on, and records are "
+                "kept again once writing works (warned once)",
+                what, self.run_id, reason, hint,
+            )
+
+
+def _remove_empty(folder: Path) -> None:
+    try:
+        folder.rmdir()  # only when empty: never anything another writer made
+    except OSError:
+        pass
+
+
+class _Heartbeats:
+    """One daemon thread for every open writer of the process."""
+
+    def __init__(self) -> None:
+        self._writers: weakref.WeakSet[RunWriter] = weakref.WeakSet()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def add(self, writer: RunWriter) -> None:
+        with self._lock:
+            self._writers.add(writer)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._loop, name="advisor-heartbeat", daemon=True
+                )
+                self._thread.start()
+
+    def discard(self, writer: RunWriter) -> None:
+        with self._lock:
+            self._writers.discard(writer)
+
+    def _loop(self) -> None:
+        while True:
+            time.sleep(HEARTBEAT_S / 3)
+            with self._lock:
+                writers = list(self._writers)
+            for writer in writers:
+                try:
+                    writer.heartbeat()
+                except Exception as exc:  # noqa: BLE001 — a heartbeat must never take anything down
+                    log.debug("advisor: heartbeat of run %s failed: %s", writer.run_id, exc)
+
+
+_HEARTBEAT = _Heartbeats()
 
 
 def _json_default(value: Any) -> Any:

@@ -33,9 +33,10 @@ def summarize_run(
         raise TraceError(f"{run.path}: the run has no profile (train with profile_steps=(start, stop))")
     done: list[tuple[TraceRecord, TraceSummary]] = []
     for record in latest.values():
-        if record.summary and not force and (run.path / record.summary).is_file():
+        # Paths come from the records: they must stay inside the run (never write elsewhere).
+        if record.summary and not force and run.resolve(record.summary).is_file():
             continue
-        folder = run.path / record.path
+        folder = run.resolve(record.path)
         summary = summarize(folder, timeout_s=timeout_s, memory_mb=memory_mb)
         target = save_summary(summary, folder)
         updated = record.model_copy(update={"t": time.time(), "summary": os.path.relpath(target, run.path)})
@@ -87,6 +88,8 @@ def append_record(run: Run, record: TraceRecord) -> None:
     rank = run.ranks[0] if run.ranks else 0
     path = Path(run.path) / worker_file_name(rank)
     line = record.model_dump_json(exclude_none=True) + "\n"
+    if os.path.lexists(path) and not path.is_file():  # a FIFO would block the open below
+        raise TraceError(f"{path}: not a regular file; the trace record cannot be added")
     try:
         with open(path, "a+b") as fh:
             fh.seek(0, os.SEEK_END)

@@ -273,20 +273,20 @@ def _memory_peak(series: dict[tuple[int, int], list[Any]], info: dict[int, dict[
 
 
 def _energy_facts(run: Run, info: dict[int, dict[str, Any]], out: dict[str, Any]) -> None:
-    from advisor.analysis.telemetry_math import counter_usable, energy_joules
+    from advisor.analysis.telemetry_math import EnergySeries
     from advisor.store.schema import WindowRecord
 
     series = _series(run, info)
-    # Each series as (times, counter, power, counter usable), built once for all windows.
+    # Each series prepared once for all windows (a window then costs a binary search).
     prepared = {
-        key: (times, counter, [s.power_w for s in samples], counter_usable(counter))
+        key: EnergySeries([s.t for s in samples], [s.energy_j for s in samples],
+                          [s.power_w for s in samples])
         for key, samples in series.items()
-        for times, counter in [([s.t for s in samples], [s.energy_j for s in samples])]
     }
     total = 0.0
     methods: set[str] = set()
-    for times, counter, power, ok in prepared.values():
-        result = energy_joules(times, counter, power, counter_ok=ok)
+    for energy in prepared.values():
+        result = energy.joules()
         if result is not None:
             total += result[0]
             methods.add(result[1])
@@ -306,9 +306,9 @@ def _energy_facts(run: Run, info: dict[int, dict[str, Any]], out: dict[str, Any]
             measured += w.seconds
             samples_trained += w.samples or 0
             spans = []
-            for times, counter, power, ok in mine:
-                spans.append(max(0.0, min(t1, times[-1]) - max(t0, times[0])))
-                result = energy_joules(times, counter, power, t0, t1, counter_ok=ok)
+            for energy in mine:
+                spans.append(max(0.0, min(t1, energy.times[-1]) - max(t0, energy.times[0])))
+                result = energy.joules(t0, t1)
                 if result is not None:
                     joules += result[0]
             covered += min(spans) if spans else 0.0

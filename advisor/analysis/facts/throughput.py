@@ -42,15 +42,21 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
 
     out: dict[str, Any] = {}
 
+    windows = {
+        rank: [w for w in run.of_type(WindowRecord, rank=rank) if not (w.warmup or w.profiled) and w.seconds > 0]
+        for rank in run.ranks
+    }  # each worker's measured windows, filtered once: every step below is linear in them
+
     def measured(rank: int) -> list[WindowRecord]:
-        return [w for w in run.of_type(WindowRecord, rank=rank) if not (w.warmup or w.profiled) and w.seconds > 0]
+        return windows[rank]
 
     if run.ranks and measured(run.ranks[0]):
         # Job throughput. Usually each worker records its own samples and they add up; under
         # tf.distribute multi-worker strategies every worker records the global batch, so the
         # chief's windows alone hold the job's samples.
-        ranks = run.ranks[:1] if counts_global_batch(run) else run.ranks
-        scale = 1 if counts_global_batch(run) else max(1, len(run.ranks))
+        global_batch = counts_global_batch(run)
+        ranks = run.ranks[:1] if global_batch else run.ranks
+        scale = 1 if global_batch else max(1, len(run.ranks))
         seconds = max(sum(w.seconds for w in measured(rank)) for rank in run.ranks)
         chief = measured(run.ranks[0])
         steps_total = sum(w.steps for w in chief)
@@ -69,8 +75,10 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
             out["throughput.samples_per_s.p50"] = percentile(rates, 50)
             out["throughput.samples_per_s.p90"] = percentile(rates, 90)
         # Stability is judged on full windows only: the window cut at an epoch end is short.
+        # (The longest window is found once: inside the loop it made this quadratic.)
+        longest = max(c.seconds for c in chief)
         full = [w.samples / w.seconds for w in chief
-                if w.samples is not None and w.seconds >= 0.5 * max(c.seconds for c in chief)]
+                if w.samples is not None and w.seconds >= 0.5 * longest]
         if len(full) >= 3 and statistics.fmean(full) > 0:
             out["throughput.cv"] = statistics.pstdev(full) / statistics.fmean(full)
         _step_stats(chief, out)

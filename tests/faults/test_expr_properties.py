@@ -1,0 +1,108 @@
+"""Property tests: any condition text compiles to an expression or is refused with an
+ExprError, and any compiled expression evaluates on any facts to a value or an ExprError —
+within a time limit, never another exception and never a hang."""
+
+from __future__ import annotations
+
+import pytest
+from fault_helpers import time_limit
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from advisor.diagnosis.expr import ExprError, compile_expr
+
+pytestmark = pytest.mark.timeout(600, method="thread")  # a hang inside C code ends the run
+
+FACTS = ["gpu.util.p95", "input.bound_fraction", "pipeline.sequential_maps", "pipeline.advice",
+         "throughput.samples_per_s", "context.callbacks"]
+PARAMS = {"warn_fraction": 0.1, "limit": 3, "name": "x"}
+NUMBERS = ["0", "1", "-1", "2", "0.5", "1e308", "1e300", "1e-300", "9" * 300, "10", "100000000",
+           "100", "-100000000", "3", "0.1"]
+FUNCTIONS = ["round", "min", "max", "abs", "len", "coalesce", "eval", "__import__", "open"]
+OPERATORS = ["+", "-", "*", "/", "//", "%", "**", "<", "<=", "==", "!=", ">", ">=", "and", "or",
+             "in", "not in", "is", "is not", "<<", "@", "|"]
+
+leaf = (
+    st.sampled_from(NUMBERS + FACTS + list(PARAMS) + ["None", "True", "False", '"s"', "''",
+                                                     "__class__", "_x", "unknown", "os"])
+    | st.integers(-(10**6), 10**6).map(str)
+    | st.floats(allow_nan=False, allow_infinity=False).map(repr)
+)
+
+
+def _extend(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    pair = st.tuples(inner, inner)
+    return st.one_of(
+        st.tuples(inner, st.sampled_from(OPERATORS), inner).map(lambda t: f"({t[0]} {t[1]} {t[2]})"),
+        inner.map(lambda a: f"(not {a})"),
+        inner.map(lambda a: f"(-{a})"),
+        st.tuples(st.sampled_from(FUNCTIONS), st.lists(inner, max_size=3)).map(
+            lambda t: f"{t[0]}({', '.join(t[1])})"),
+        st.tuples(inner, inner, inner).map(lambda t: f"({t[0]} if {t[1]} else {t[2]})"),
+        pair.map(lambda t: f"({t[0]}, {t[1]})"),
+        pair.map(lambda t: f"{t[0]}[{t[1]}]"),
+        inner.map(lambda a: f"(lambda: {a})"),
+        inner.map(lambda a: f"{a}.__class__"),
+        inner.map(lambda a: f"[{a} for _ in (1,)]"),
+    )
+
+
+expressions = st.recursive(leaf, _extend, max_leaves=25) | st.text(max_size=120)
+fact_values = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.integers(-(10**400), 10**400),
+    st.floats(), st.sampled_from([float("nan"), float("inf"), 1e308, -0.0]),
+    st.text(max_size=10), st.lists(st.integers(), max_size=4),
+)
+
+SETTINGS = {"deadline": None, "database": None, "suppress_health_check": [HealthCheck.too_slow]}
+
+
+def _compile_and_evaluate(source: str, facts: dict) -> None:
+    with time_limit(5):
+        try:
+            expr = compile_expr(source, set(FACTS), PARAMS, FACTS)
+        except ExprError:
+            return
+        try:
+            expr.evaluate(facts, PARAMS)
+        except ExprError:
+            pass
+
+
+@settings(max_examples=300, derandomize=True, **SETTINGS)
+@given(source=expressions, facts=st.dictionaries(st.sampled_from(FACTS), fact_values))
+def test_any_expression_compiles_and_evaluates_or_is_refused(source, facts):
+    _compile_and_evaluate(source, facts)
+
+
+@pytest.mark.slow
+@settings(max_examples=3000, **SETTINGS)
+@given(source=expressions, facts=st.dictionaries(st.sampled_from(FACTS), fact_values))
+def test_many_expressions(source, facts):
+    _compile_and_evaluate(source, facts)
+
+
+@pytest.mark.parametrize("source", [
+    "round(coalesce(pipeline.sequential_maps, 1), -100000000)",
+    "round(1, 100000000)",
+    "round(pipeline.sequential_maps, limit * 100000000)",
+    "999999 ** 100 * 999999 ** 100",
+    "(10 ** 100) * (10 ** 100) * (10 ** 100) * (10 ** 100)",
+    "0 ** -1",
+    "1" + " + 1" * 600,
+    "-" * 500 + "1",
+    "(" * 150 + "1" + ")" * 150,
+])
+def test_costly_expressions_are_refused_or_cheap(source):
+    """Each of these ran for minutes, raised outside ExprError, or recursed before the limits."""
+    _compile_and_evaluate(source, {"pipeline.sequential_maps": 3})
+    try:
+        expr = compile_expr(source, set(FACTS), PARAMS, FACTS)
+    except ExprError:
+        return
+    with time_limit(1):
+        try:
+            value = expr.evaluate({"pipeline.sequential_maps": 3}, PARAMS)
+        except ExprError:
+            return
+    assert value is None or abs(value) <= 1e300
