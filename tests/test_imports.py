@@ -6,6 +6,10 @@ import json
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.slow  # trains a model or starts a process
+
 HEAVY_OPTIONAL = ["textual", "matplotlib", "pandas", "boto3", "xprof"]
 
 

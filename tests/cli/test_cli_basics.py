@@ -7,9 +7,13 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from advisor import __version__
 from advisor.store.schema import EpochRecord, WindowRecord
 from advisor.store.writer import RunWriter
+
+pytestmark = pytest.mark.slow  # trains a model or starts a process
 
 
 def advisor(*args: str, env_runs: str | None = None) -> subprocess.CompletedProcess[str]:

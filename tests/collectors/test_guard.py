@@ -12,6 +12,8 @@ from advisor.collectors.base import Collector  # noqa: E402
 from advisor.store.reader import RunReader  # noqa: E402
 from advisor.store.schema import EpochRecord, EventRecord, WindowRecord  # noqa: E402
 
+pytestmark = pytest.mark.slow  # trains a model or starts a process
+
 
 class BrokenInBatch(Collector):
     name = "broken-batch"

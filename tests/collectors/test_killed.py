@@ -9,8 +9,12 @@ import sys
 import textwrap
 import time
 
+import pytest
+
 from advisor.store.reader import RunReader, list_run_dirs
 from advisor.store.schema import WindowRecord
+
+pytestmark = pytest.mark.slow  # trains a model or starts a process
 
 SCRIPT = textwrap.dedent(
     """

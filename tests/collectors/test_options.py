@@ -33,6 +33,7 @@ def test_the_signature_and_the_options_model_agree():
     assert tuple(params) == OPTION_NAMES
 
 
+@pytest.mark.slow
 def test_options_are_recorded_in_the_manifest(tmp_path):
     keras = pytest.importorskip("keras")
     import numpy as np

@@ -16,6 +16,8 @@ from advisor.analysis.registry import registry  # noqa: E402
 from advisor.store.reader import RunReader  # noqa: E402
 from advisor.store.schema import ContextRecord, EpochRecord, FirstStepRecord, WindowRecord  # noqa: E402
 
+pytestmark = pytest.mark.slow  # trains a model or starts a process
+
 
 class SampleCounter(keras.layers.Layer):
     """Identity layer that adds the batch size to a counter on every training call."""

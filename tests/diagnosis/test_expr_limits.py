@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.service import diagnose
 from advisor.diagnosis.expr import MAX_DEPTH, MAX_NODES, MAX_ROUND_DIGITS, ExprError, compile_expr
+from advisor.service import diagnose
 
 FACTS = {"x", "y"}
 

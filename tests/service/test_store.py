@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import json
-import sys
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "scaling"))
 from scaling_fixtures import write_run, write_sweep_runs  # noqa: E402
 
 from advisor.analysis import registry as registry_module  # noqa: E402

@@ -128,6 +128,7 @@ def test_corrupt_manifest(runs_dir):
         RunReader(writer.path).read()
 
 
+@pytest.mark.slow
 def test_running_run_of_a_dead_process_is_killed(runs_dir):
     code = (
         "import sys; from advisor.store.writer import RunWriter;"

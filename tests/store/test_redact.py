@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from advisor.store.sweep import ConfigRecord, SweepRecord, read_sweep, write_sweep
 from advisor.store.redact import REDACTED, is_secret_name, redact_argv, redact_text
+from advisor.store.sweep import ConfigRecord, SweepRecord, read_sweep, write_sweep
 
 # Sentinels: random-looking values that appear nowhere else, so any leak is found by search.
 S = {

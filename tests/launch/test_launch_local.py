@@ -7,9 +7,12 @@ import sys
 import textwrap
 
 import psutil
+import pytest
 
 from advisor.launch.local import run_local
 from advisor.launch.plan import ProcessSpec
+
+pytestmark = pytest.mark.slow  # trains a model or starts a process
 
 # A worker that records its pid and its child's, then behaves as told by its argument.
 WORKER = textwrap.dedent("""

@@ -27,8 +27,8 @@ from advisor.cli.main import cli
 from advisor.collectors.options import parse_profile_steps
 from advisor.collectors.profiler import ProfilerCollector
 from advisor.collectors.singles import ProfilerCallback
-from advisor.service import diagnose
 from advisor.errors import UsageError
+from advisor.service import diagnose
 from advisor.store.reader import RunReader
 from advisor.store.schema import EventRecord, TraceRecord
 

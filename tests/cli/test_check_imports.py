@@ -7,8 +7,12 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from advisor.store.schema import ContextRecord, WindowRecord
 from advisor.store.writer import RunWriter
+
+pytestmark = pytest.mark.slow  # trains a model or starts a process
 
 HEAVY = ["tensorflow", "keras", "jax", "torch", "textual", "matplotlib", "pandas", "boto3", "xprof"]
 

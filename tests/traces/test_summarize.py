@@ -24,6 +24,8 @@ from advisor.errors import TraceError
 from advisor.store.trace_summary import SUMMARY_NAME, TraceSummary, load_summary, save_summary
 from advisor.traces.summarize import find_xplanes, summarize
 
+pytestmark = pytest.mark.slow  # XProf's converter runs in a child process
+
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "traces" / "input_bound"
 XPLANE = next(FIXTURE.rglob("*.xplane.pb"))
 

@@ -103,6 +103,7 @@ print(json.dumps({k: [v.flops_per_sample, v.method] for k, v in out.items()}))
 """
 
 
+@pytest.mark.slow
 def test_jax_jaxpr_count_within_5_percent() -> None:
     """In a subprocess: the Keras backend is fixed per process. Skipped where JAX is not installed."""
     import importlib.util

@@ -25,6 +25,8 @@ from advisor.errors import UsageError
 from advisor.store.reader import RunReader
 from advisor.store.schema import ContextRecord, EventRecord, GpuSample, HostSample, Record
 
+pytestmark = pytest.mark.slow  # trains a model or starts a process
+
 DEFAULTS = ["throughput", "epochs", "context"]
 
 
