@@ -69,10 +69,11 @@ def selection_options(func: click.decorators.FC) -> click.decorators.FC:
 
 
 def run_targets(target: str | None, store: Store) -> list[Path]:
-    """A run (id, prefix, path, 'latest') or every run under a store directory."""
+    """A run (id, prefix, path, 'latest') or every run under a store directory (or s3:// URL)."""
     from advisor.errors import RunNotFoundError
     from advisor.store.schema import MANIFEST_NAME
 
+    target = store.localize(target)
     if target and Path(target).is_dir() and not (Path(target) / MANIFEST_NAME).exists():
         runs = store.run_dirs(Path(target))
         if not runs:

@@ -13,6 +13,7 @@ import secrets
 import socket
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -78,6 +79,7 @@ class RunWriter:
         (self.path / TRACES_DIR).mkdir(exist_ok=True)
         self._lock = threading.Lock()
         self._closed = False
+        self._listeners: list[Callable[[Record], None]] = []
         self._manifest: Manifest | None = None
         if self.is_chief:
             now = time.time()
@@ -107,6 +109,14 @@ class RunWriter:
     def manifest(self) -> Manifest | None:
         return self._manifest
 
+    def add_listener(self, listener: Callable[[Record], None]) -> None:
+        """Call ``listener(record)`` after each typed record is written (from the writing thread).
+
+        For publishers that mirror records elsewhere (CloudWatch): a listener must only queue the
+        record; one that raises is removed, the record stays written.
+        """
+        self._listeners.append(listener)
+
     def write(self, record: Record | dict[str, Any]) -> None:
         """Append one record as one line and hand it to the OS at once."""
         if isinstance(record, Record):
@@ -120,6 +130,12 @@ class RunWriter:
                 return
             self._fh.write(line)
             self._fh.flush()
+        if self._listeners and isinstance(record, Record):
+            for listener in list(self._listeners):
+                try:
+                    listener(record)
+                except Exception:
+                    self._listeners.remove(listener)
 
     def sync(self) -> None:
         """Flush and fsync the worker file (epoch ends, close)."""
