@@ -130,6 +130,7 @@ def make_bucket(s3, name: str, prefix: str, sizes: list[int], compress: bool) ->
     s3.put_object(Bucket=name, Key=f"{prefix}/", Body=b"")  # a console "folder" marker
 
 
+@pytest.mark.slow  # 1,205 uploads to moto
 def test_s3_prefix_check_paginates_and_sniffs_by_ranged_reads(aws, tmp_path):
     import boto3
 
