@@ -170,3 +170,30 @@ def test_price_command_offline_and_from_the_cache(tmp_path, monkeypatch):
     assert payload["usd_per_hour"] == 1.23 and payload["source"] == "aws-pricing-api:eu-west-1:2026-12-01"
     missing = runner.invoke(cli, ["price", "nope.large", "--offline"])
     assert missing.exit_code == 2 and "no on-demand price known" in missing.output
+
+
+@pytest.mark.slow
+def test_callback_with_aws_pricing_offline_uses_the_table_and_records_why(tmp_path, monkeypatch, runs_dir):
+    import keras
+    import numpy as np
+    from aws_server import SENTINELS, free_port, point_at
+
+    import advisor
+    from advisor.store.schema import EventRecord
+
+    point_at(monkeypatch, f"http://127.0.0.1:{free_port()}", tmp_path)  # AWS unreachable
+    x, y = np.random.rand(256, 4).astype("float32"), np.random.rand(256, 1).astype("float32")
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    callback = advisor.AdvisorCallback(instance_type="g5.xlarge", pricing="aws", log_every_s=None,
+                                       telemetry=False)
+    started = time.monotonic()
+    model.fit(x, y, batch_size=32, epochs=1, callbacks=[callback], verbose=0)
+    assert time.monotonic() - started < 60
+    run = advisor.Store(runs_dir).read(callback.writer.run_id)
+    assert run.manifest.price_source == f"table:{price_table()['date']}"
+    assert run.manifest.price_per_hour == lookup("g5.xlarge").usd_per_hour
+    (event,) = [e for e in run.of_type(EventRecord) if e.source == "prices"]
+    assert "cannot reach AWS" in event.message or "did not arrive" in event.message
+    text = (run.path / "worker-0.jsonl").read_text() + (run.path / "run.json").read_text()
+    assert not any(secret in text for secret in SENTINELS)
