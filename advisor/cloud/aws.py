@@ -54,15 +54,6 @@ def client(service: str, region: str | None = None, budget: Budget = "command") 
     return boto3.session.Session().client(service, region_name=region_name(region), config=config)
 
 
-def has_credentials() -> bool:
-    """Whether boto3's chain finds credentials (environment, files, role), without a request."""
-    try:
-        boto3 = boto3_module()
-        return boto3.session.Session().get_credentials() is not None
-    except Exception:
-        return False
-
-
 def error_code(exc: BaseException) -> str | None:
     response = getattr(exc, "response", None)
     if isinstance(response, dict):

@@ -140,19 +140,6 @@ class S3Store:
         if obj.modified:
             os.utime(target, (obj.modified, obj.modified))  # staleness checks see S3's time
 
-    def is_run(self) -> bool:
-        """Whether the URL itself is one run (it has a manifest)."""
-        try:
-            self.s3.head_object(Bucket=self.bucket, Key=self.key(MANIFEST))
-        except Exception as exc:
-            from advisor.cloud.aws import error_code
-
-            if error_code(exc) in ("404", "NoSuchKey", "NotFound"):
-                return False
-            raise cloud_error(exc, f"{self.url}: reading the manifest",
-                              f"s3:GetObject on arn:aws:s3:::{self.bucket}/*") from None
-        return True
-
     # -- writing ------------------------------------------------------------------------------
     def upload_file(self, path: Path, rel: str, *, whole_lines: bool = False) -> int:
         """Upload one file as ``prefix/rel``; returns the bytes sent (S3 checks their MD5).

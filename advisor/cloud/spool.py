@@ -281,13 +281,3 @@ def resume_pending(url: str, skip: Path | None = None) -> threading.Thread | Non
     thread = threading.Thread(target=work, name="advisor-upload-pending", daemon=True)
     thread.start()
     return thread
-
-
-def describe(url: str) -> str:
-    """One line about the spool of ``url`` (for notes)."""
-    waiting = pending(url)
-    if not waiting:
-        return f"nothing waiting in the spool of {url}"
-    busy = [p for p in waiting if p.state.writer_alive()]
-    return (f"{len(waiting)} run(s) waiting in {local_folder('spool', url)}"
-            + (f" ({len(busy)} still being written)" if busy else ""))

@@ -59,9 +59,9 @@ def test_unreachable_cloudwatch_never_stops_training(tmp_path, monkeypatch, runs
 
     import keras
     import numpy as np
+    from aws_server import free_port, point_at
 
     import advisor
-    from aws_server import free_port, point_at
 
     point_at(monkeypatch, f"http://127.0.0.1:{free_port()}", tmp_path)  # nothing listens there
     x, y = np.random.rand(512, 4).astype("float32"), np.random.rand(512, 1).astype("float32")

@@ -72,11 +72,11 @@ def test_train_upload_and_check_from_s3(aws, tmp_path, caplog):
 
 
 def test_s3_outage_mid_training_keeps_the_spool_and_retries(tmp_path, monkeypatch):
+    import keras
+
     from advisor.cloud import spool
     from advisor.store.reader import RunReader
     from advisor.store.schema import EpochRecord
-
-    import keras
 
     server = MotoServer()
     server.start()
