@@ -198,6 +198,19 @@ class RunUploader:
 _ACTIVE: weakref.WeakSet[RunUploader] = weakref.WeakSet()
 
 
+def start_upload(url: str, folder: Path, run_id: str, rank: int, note: Any = None) -> RunUploader | None:
+    """The background uploader of a run being written in ``folder``, and a late upload of what
+    earlier processes left in the spool. None (and one warning) when it cannot start: the run is
+    still written to the spool, so nothing is lost."""
+    try:
+        uploader = RunUploader(url, folder, run_id, rank, note=note)
+        resume_pending(url, skip=folder)
+        return uploader
+    except Exception as exc:
+        log.warning("advisor: no upload to %s (%s: %s); the run stays in %s", url, type(exc).__name__, exc, folder)
+        return None
+
+
 def wait_for_uploads(timeout: float) -> list[RunUploader]:
     """Wait up to ``timeout`` seconds in total for every active upload; returns the unfinished."""
     deadline = time.monotonic() + timeout

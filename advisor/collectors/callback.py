@@ -84,16 +84,12 @@ class AdvisorCallback(KerasCallbackProtocol):
         mfu: estimate FLOPs and MFU (None: when a GPU is present).
         instance_metadata: ask the cloud metadata service for the instance type (≤ 0.5 s).
         pipeline: inspect the tf.data pipeline and its files at train begin.
-        pricing: ``"table"`` (the embedded on-demand table) or ``"aws"``: ask the AWS Pricing API
-            (or spot history), cached on disk, waiting at most 3 s, else the table with a note
-            (also ``$ADVISOR_PRICING``; needs keras-advisor[cloud]).
-        spot: price the instance at the current spot price (needs ``pricing="aws"``).
+        pricing: ``"table"`` or ``"aws"`` (the AWS price, cached; at most 3 s, else the table).
+        spot: price the instance at the current spot price (with ``pricing="aws"``).
         region: AWS region of the instance for prices (default: boto3's region).
-        cloudwatch_namespace: publish samples/s, samples/$ and utilization to CloudWatch custom
-            metrics in this namespace (batched, from a background thread).
+        cloudwatch_namespace: publish samples/s, samples/$ and utilization to CloudWatch.
 
-    ``runs_dir="s3://bucket/prefix"`` writes the run to a local spool first and uploads it in the
-    background at every epoch end and at train end (:mod:`advisor.cloud.spool`).
+    ``runs_dir="s3://bucket/prefix"`` writes a local spool, uploaded in the background (docs/cloud.md).
 
     A misspelled option raises ``TypeError`` naming the closest valid one; a bad value raises
     :class:`~advisor.errors.UsageError`. The options are recorded in ``run.json``.
@@ -344,26 +340,13 @@ class AdvisorCallback(KerasCallbackProtocol):
             log.warning("advisor: price: %s", found.note)
             self.session.event("prices", found.note, level="warning")
         if url is not None:
-            self._start_upload(url, rank)
+            from advisor.cloud.spool import start_upload
+
+            session = self.session
+            self.uploader = start_upload(url, self.writer.path, self.writer.run_id, rank,
+                                         note=lambda message: session.event("upload", message, level="warning"))
         if rank == 0 and opts.log_every_s is not None:
             _ensure_log_handler()
-
-    def _start_upload(self, url: str, rank: int) -> None:
-        """The background uploader of this run, and a late upload of runs earlier processes left."""
-        from advisor.cloud.spool import RunUploader, resume_pending
-
-        session = self.session
-        assert session is not None
-
-        def note(message: str) -> None:
-            session.event("upload", message, level="warning")
-
-        try:
-            self.uploader = RunUploader(url, self.writer.path, self.writer.run_id, rank, note=note)
-            resume_pending(url, skip=self.writer.path)
-        except Exception as exc:  # the run is still written to the spool: nothing is lost
-            log.warning("advisor: no upload to %s (%s: %s); the run stays in %s", url, type(exc).__name__,
-                        exc, self.writer.path)
 
     def _own_estimate(self) -> float:
         per_batch = self._batch_sampled_seconds / self._batch_sampled if self._batch_sampled else 0.0
