@@ -197,3 +197,16 @@ def test_callback_with_aws_pricing_offline_uses_the_table_and_records_why(tmp_pa
     assert "cannot reach AWS" in event.message or "did not arrive" in event.message
     text = (run.path / "worker-0.jsonl").read_text() + (run.path / "run.json").read_text()
     assert not any(secret in text for secret in SENTINELS)
+
+
+def test_aws_errors_stay_one_line():
+    from botocore.exceptions import ClientError
+
+    from advisor.cloud.aws import cloud_error
+
+    html = ClientError({"Error": {"Code": "500", "Message": "<!doctype html>\n<html>\n<h1>Internal</h1>"},
+                        "ResponseMetadata": {"HTTPStatusCode": 500}}, "GetProducts")
+    assert str(cloud_error(html, "price")) == "price: the service answered HTTP 500 (a server error); try again later"
+    long = ClientError({"Error": {"Code": "ValidationException", "Message": "x" * 500 + "\nmore"}}, "Op")
+    message = str(cloud_error(long, "op"))
+    assert "\n" not in message and len(message) < 220
