@@ -10,7 +10,7 @@ import pytest
 
 pytestmark = pytest.mark.slow  # trains a model or starts a process
 
-HEAVY_OPTIONAL = ["textual", "matplotlib", "pandas", "boto3", "xprof"]
+HEAVY_OPTIONAL = ["textual", "matplotlib", "pandas", "boto3", "botocore", "moto", "xprof"]
 
 
 def loaded_after(code: str) -> set[str]:
@@ -35,3 +35,13 @@ def test_cli_entry_point_is_light():
     modules = loaded_after("import advisor.cli.main")
     for name in HEAVY_OPTIONAL + ["tensorflow", "keras"]:
         assert name not in modules, f"the CLI entry point imported {name}"
+
+
+def test_s3_options_and_cloud_modules_load_boto3_only_when_they_call_aws():
+    modules = loaded_after(
+        "import advisor; advisor.AdvisorCallback(runs_dir='s3://bucket/runs', pricing='aws', "
+        "cloudwatch_namespace='Advisor'); import advisor.cloud.spool, advisor.cloud.pricing, "
+        "advisor.cloud.s3data, advisor.cloud.sagemaker, advisor.cloud.cloudwatch, advisor.collectors.cloudwatch"
+    )
+    for name in ("boto3", "botocore"):
+        assert name not in modules, f"building the callback or importing advisor.cloud imported {name}"

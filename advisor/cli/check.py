@@ -81,9 +81,10 @@ def is_store(target: str | None) -> bool:
 
 
 def run_targets(target: str | None, store: Store) -> list[Path]:
-    """A run (id, prefix, path, 'latest') or every run under a store directory."""
+    """A run (id, prefix, path, 'latest') or every run under a store directory (or s3:// URL)."""
     from advisor.errors import RunNotFoundError
 
+    target = store.localize(target)
     if is_store(target):
         assert target is not None
         runs = store.run_dirs(Path(target))

@@ -41,6 +41,8 @@ from advisor.probes.framework import detect_framework, steps_per_execution
 
 log = logging.getLogger("advisor")
 
+PRICE_WAIT_S = 3.0  # pricing="aws": the longest train begin waits for AWS before using the table
+
 # Runs still open when the interpreter exits (fit raised, or the script exited mid-fit).
 _OPEN: weakref.WeakSet[AdvisorCallback] = weakref.WeakSet()
 
@@ -93,6 +95,12 @@ class AdvisorCallback(KerasCallbackProtocol):
         mfu: estimate FLOPs and MFU (None: when a GPU is present).
         instance_metadata: ask the cloud metadata service for the instance type (≤ 0.5 s).
         pipeline: inspect the tf.data pipeline and its files at train begin.
+        pricing: ``"table"`` or ``"aws"`` (the AWS price, cached; at most 3 s, else the table).
+        spot: price the instance at the current spot price (with ``pricing="aws"``).
+        region: AWS region of the instance for prices (default: boto3's region).
+        cloudwatch_namespace: publish samples/s, samples/$ and utilization to CloudWatch.
+
+    ``runs_dir="s3://bucket/prefix"`` writes a local spool, uploaded in the background (docs/cloud.md).
 
     A misspelled option raises ``TypeError`` naming the closest valid one; a bad value raises
     :class:`~advisor.errors.UsageError`. The options are recorded in ``run.json``.
@@ -129,6 +137,10 @@ class AdvisorCallback(KerasCallbackProtocol):
         mfu: bool | None = None,
         instance_metadata: bool | None = None,
         pipeline: bool = True,
+        pricing: str = "table",
+        spot: bool = False,
+        region: str | None = None,
+        cloudwatch_namespace: str | None = None,
     ) -> None:
         from advisor.collectors.registry import build_collectors
 
@@ -141,6 +153,7 @@ class AdvisorCallback(KerasCallbackProtocol):
             profile_steps=profile_steps, profile_summary=profile_summary,  # type: ignore[arg-type]
             profile_timeout_s=profile_timeout_s, telemetry=telemetry, telemetry_interval_s=telemetry_interval_s,
             telemetry_devices=telemetry_devices, mfu=mfu, instance_metadata=instance_metadata, pipeline=pipeline,
+            pricing=pricing, spot=spot, region=region, cloudwatch_namespace=cloudwatch_namespace,
         )
         self.collectors: list[Collector] = build_collectors(self.options)
         self.session: Session | None = None
@@ -155,6 +168,7 @@ class AdvisorCallback(KerasCallbackProtocol):
         self._train_t0 = 0.0
         self._in_fit = False
         self._collectors_used = False
+        self.uploader: Any = None  # RunUploader when runs_dir is an s3:// store
 
     @property
     def async_safe(self) -> bool:
@@ -224,6 +238,8 @@ class AdvisorCallback(KerasCallbackProtocol):
         # Records reach the OS as they are written (a killed process loses nothing); the fsync
         # against a machine crash happens at close, not every epoch.
         self._call("on_epoch_end", epoch, dict(logs or {}))
+        if self.uploader is not None:
+            self.uploader.request()
 
     def on_train_end(self, logs: dict[str, Any] | None = None) -> None:
         self._call("on_train_end")
@@ -266,7 +282,8 @@ class AdvisorCallback(KerasCallbackProtocol):
     def _begin(self, fit_locals: dict[str, Any] | None) -> None:
         from advisor.collectors.registry import build_collectors
         from advisor.probes.instance import detect_instance_type
-        from advisor.reference.prices import resolve_price
+        from advisor.reference.prices import resolve
+        from advisor.store.paths import store_url
         from advisor.store.writer import RunWriter
 
         opts = self.options
@@ -277,7 +294,10 @@ class AdvisorCallback(KerasCallbackProtocol):
         spe = steps_per_execution(model)
         instance = detect_instance_type(opts.instance_type, metadata=opts.instance_metadata)
         instance_type, instance_source = instance if instance else (None, None)
-        price, price_source = resolve_price(instance_type, opts.price_per_hour)
+        url = store_url(opts.runs_dir)
+        found = resolve(instance_type, opts.price_per_hour, live=opts.pricing == "aws", region=opts.region,
+                        spot=opts.spot, wait_s=PRICE_WAIT_S)
+        price, price_source = found.usd_per_hour, found.source
         manifest = {
             "advisor_version": __version__,
             "framework": framework,
@@ -298,7 +318,12 @@ class AdvisorCallback(KerasCallbackProtocol):
             "sweep_id": os.environ.get("ADVISOR_SWEEP_ID"),
             "config": opts.recorded(),
         }
-        self.writer = RunWriter(opts.runs_dir, rank=rank, manifest=manifest, name=opts.name)
+        runs_dir: Any = opts.runs_dir
+        if url is not None:  # an S3 store: write to the local spool, upload in the background
+            from advisor.cloud.spool import spool_root
+
+            runs_dir = spool_root(url, rank)
+        self.writer = RunWriter(runs_dir, rank=rank, manifest=manifest, name=opts.name)
         self.session = Session(
             writer=self.writer,
             model=model,
@@ -326,6 +351,15 @@ class AdvisorCallback(KerasCallbackProtocol):
         self._train_t0 = time.perf_counter()
         self._in_fit = True
         _OPEN.add(self)
+        if found.note:
+            log.warning("advisor: price: %s", found.note)
+            self.session.event("prices", found.note, level="warning")
+        if url is not None:
+            from advisor.cloud.spool import start_upload
+
+            session = self.session
+            self.uploader = start_upload(url, self.writer.path, self.writer.run_id, rank,
+                                         note=lambda message: session.event("upload", message, level="warning"))
         if rank == 0 and opts.log_every_s is not None:
             _ensure_log_handler()
 
@@ -344,10 +378,13 @@ class AdvisorCallback(KerasCallbackProtocol):
             self.writer.close(status, advisor_seconds=own, train_seconds=train_seconds)
         except Exception as exc:
             log.warning("advisor: could not close the run: %s", exc)
+        if self.uploader is not None:
+            self.uploader.finish()
         self._in_fit = False
         _OPEN.discard(self)
         if self.session is not None and self.session.rank == 0 and status == "finished":
-            log.info("advisor: run %s written to %s", self.writer.run_id, self.writer.path)
+            where = f"{self.uploader.url} (uploading from {self.writer.path})" if self.uploader else self.writer.path
+            log.info("advisor: run %s written to %s", self.writer.run_id, where)
 
     def _abort(self, reason: str) -> None:
         if self.writer is not None and not self.writer.closed:

@@ -17,6 +17,7 @@ from typing import Any
 from advisor.errors import UsageError
 
 BASELINE_MODES = ("start", "end")
+PRICING_SOURCES = ("table", "aws")
 TELEMETRY_DEVICES = ("mine", "all")
 DEFAULT_PROFILE_STEPS = (10, 34)  # 25 marked steps: trace shares need at least 20 to be stable
 # The cached-input baseline (collectors/baseline.py): measured time of all arms and rounds, the
@@ -57,6 +58,10 @@ class AdvisorOptions:
     mfu: bool | None = None
     instance_metadata: bool | None = None
     pipeline: bool = True
+    pricing: str = "table"
+    spot: bool = False
+    region: str | None = None
+    cloudwatch_namespace: str | None = None
 
     def __post_init__(self) -> None:
         put = object.__setattr__
@@ -87,6 +92,15 @@ class AdvisorOptions:
                              f"(got {self.telemetry_interval_s})")
         if self.telemetry_devices not in TELEMETRY_DEVICES:
             raise UsageError(f"telemetry_devices must be 'mine' or 'all' (got {self.telemetry_devices!r})")
+        if os.environ.get("ADVISOR_PRICING") and self.pricing == "table":
+            put(self, "pricing", os.environ["ADVISOR_PRICING"].strip().lower())
+        if self.pricing not in PRICING_SOURCES:
+            raise UsageError(f"pricing must be 'table' or 'aws' (got {self.pricing!r})")
+        if self.cloudwatch_namespace is not None and (
+                not isinstance(self.cloudwatch_namespace, str) or not self.cloudwatch_namespace.strip()
+                or self.cloudwatch_namespace.startswith("AWS/") or len(self.cloudwatch_namespace) > 255):
+            raise UsageError(f"cloudwatch_namespace must be a name of 1-255 characters not starting with "
+                             f"'AWS/' (got {self.cloudwatch_namespace!r})")
         if self.instance_metadata is None and os.environ.get("ADVISOR_INSTANCE_METADATA"):
             put(self, "instance_metadata", os.environ["ADVISOR_INSTANCE_METADATA"].strip().lower() in _TRUE)
 

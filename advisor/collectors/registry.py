@@ -58,6 +58,14 @@ def _pipeline(o: AdvisorOptions) -> Collector:
     return PipelineCollector()
 
 
+def _cloudwatch(o: AdvisorOptions) -> Collector:
+    from advisor.collectors.cloudwatch import CloudWatchCollector
+
+    if not o.cloudwatch_namespace:
+        raise UsageError("the cloudwatch collector needs cloudwatch_namespace='...'")
+    return CloudWatchCollector(o.cloudwatch_namespace)
+
+
 FACTORIES: dict[str, Callable[[AdvisorOptions], Collector]] = {
     "throughput": _throughput,
     "epochs": _epochs,
@@ -66,6 +74,7 @@ FACTORIES: dict[str, Callable[[AdvisorOptions], Collector]] = {
     "telemetry": _telemetry,
     "baseline": _baseline,
     "pipeline": _pipeline,
+    "cloudwatch": _cloudwatch,
 }
 
 # name → is it on by default for these options?
@@ -77,6 +86,7 @@ DEFAULTS: dict[str, Callable[[AdvisorOptions], bool]] = {
     "telemetry": lambda o: o.telemetry,
     "baseline": lambda o: o.baseline is not None,
     "pipeline": lambda o: o.pipeline,
+    "cloudwatch": lambda o: o.cloudwatch_namespace is not None,
 }
 
 

@@ -18,12 +18,12 @@ HINTS: dict[str, str] = {
     "psutil": "keep telemetry on (the default; AdvisorCallback(telemetry=False) turns it off)",
     "baseline": 'measure the cached-input ceiling: AdvisorCallback(baseline="end"), or advisor.measure_input(model, data)',
     "pipeline": "feed fit() a tf.data.Dataset: the advisor inspects its graph at train begin",
-    "storage": "read training data from local files through tf.data (file sources are inspected)",
+    "storage": "read training data from files through tf.data (file sources are inspected), or `advisor data PATH --into RUN`",
     "trace": "capture a profile: AdvisorCallback(profile_steps=(10, 34)) with keras-advisor[profile] installed, or `advisor trace PROFILE_DIR --into RUN`",
     "scaling": "run a sweep: `advisor scale --workers 1,2,4 -- python train.py`",
     "instance": "name the cloud instance: AdvisorCallback(instance_type=...) or ADVISOR_INSTANCE_TYPE",
     "hardware": "train on a known accelerator (see the hardware table) and keep telemetry on",
-    "cloud": "attach cloud facts (SageMaker input mode, S3 object sizes) with keras-advisor[cloud]",
+    "cloud": "`advisor data s3://BUCKET/PREFIX --into RUN` or `advisor import sagemaker JOB` (keras-advisor[cloud]); inside a SageMaker job the input mode is read at train begin",
     "derived": "measure the facts it is derived from",
 }
 

@@ -67,10 +67,26 @@ class RunRow:
 
 
 class Store:
-    """A run store (a directory of run directories) with the reads and derivations cached."""
+    """A run store (a directory of run directories) with the reads and derivations cached.
+
+    ``runs_dir`` may be ``s3://bucket/prefix``: the store is then listed in S3 and read through a
+    local mirror that only downloads what changed (:mod:`advisor.cloud.s3store`).
+    """
 
     def __init__(self, runs_dir: str | os.PathLike[str] | None = None) -> None:
-        self.root = resolve_runs_dir(runs_dir)
+        from advisor.store.paths import store_url
+
+        self.url = store_url(runs_dir)
+        self.remote: Any = None
+        self._remotes: dict[Path, tuple[Any, str]] = {}  # local mirror folder → (S3 store, key prefix)
+        if self.url is not None:
+            from advisor.cloud.s3store import S3Store
+
+            self.remote = S3Store(self.url)
+            self.root = self.remote.mirror()
+            self._remotes[_key(self.root)] = (self.remote, "")
+        else:
+            self.root = resolve_runs_dir(runs_dir)
         self._runs: dict[Path, Run] = {}
         self._manifests: dict[Path, Manifest | None] = {}
         self._base: dict[Path, tuple[dict[str, Any], list[str]]] = {}
@@ -83,10 +99,24 @@ class Store:
 
     # -- finding runs ---------------------------------------------------------------------------
     def resolve(self, ref: str | os.PathLike[str] | None) -> Path:
-        """A run directory from a path, an id, a unique id prefix or ``latest``."""
+        """A run directory from a path, an id, a unique id prefix, ``latest`` or an ``s3://`` URL."""
         from advisor.store.reader import resolve_run
 
+        if ref is not None and is_store_url(ref):
+            ref = self.localize(str(ref))
         return resolve_run(None if ref is None else str(ref), self.root)
+
+    def localize(self, target: str | None) -> str | None:
+        """An ``s3://`` run or store as the folder of its local mirror (other targets unchanged)."""
+        from advisor.service.remote import localize
+
+        return localize(self, target)
+
+    def push(self, run_path: str | os.PathLike[str]) -> list[str]:
+        """Upload a run changed by a command (an attached check or profile) back to its S3 store."""
+        from advisor.service.remote import push
+
+        return push(self, run_path)
 
     def run_dirs(self, root: Path | None = None) -> list[Path]:
         """Run directories under ``root`` (default: the store), oldest first; listed once."""
@@ -313,6 +343,12 @@ class Store:
 
 def _key(path: str | os.PathLike[str]) -> Path:
     return Path(os.path.abspath(path))
+
+
+def is_store_url(value: str | os.PathLike[str]) -> bool:
+    from advisor.store.paths import is_store_url as check
+
+    return check(value)
 
 
 def run_info(run: Run) -> RunInfo:
