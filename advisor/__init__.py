@@ -23,6 +23,11 @@ __all__ = [
     "Store",
     "analyse",
     "diagnose",
+    "runs_frame",
+    "findings_frame",
+    "epochs_frame",
+    "track",
+    "tracked",
 ]
 
 _LAZY = {
@@ -37,6 +42,11 @@ _LAZY = {
     "Store": "advisor.service",
     "analyse": "advisor.service",
     "diagnose": "advisor.service",
+    "runs_frame": "advisor.frames",
+    "findings_frame": "advisor.frames",
+    "epochs_frame": "advisor.frames",
+    "track": "advisor.collectors.track",
+    "tracked": "advisor.collectors.track",
 }
 
 
