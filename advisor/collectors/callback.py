@@ -82,6 +82,8 @@ class AdvisorCallback(KerasCallbackProtocol):
         mfu: estimate FLOPs and MFU (None: when a GPU is present).
         instance_metadata: ask the cloud metadata service for the instance type (≤ 0.5 s).
         pipeline: inspect the tf.data pipeline and its files at train begin.
+        mlflow: log samples/s, samples/$, utilization and energy to the active MLflow run at
+            every window end (off the training thread), and the report and plots at the end.
 
     A misspelled option raises ``TypeError`` naming the closest valid one; a bad value raises
     :class:`~advisor.errors.UsageError`. The options are recorded in ``run.json``.
@@ -115,6 +117,7 @@ class AdvisorCallback(KerasCallbackProtocol):
         mfu: bool | None = None,
         instance_metadata: bool | None = None,
         pipeline: bool = True,
+        mlflow: bool = False,
     ) -> None:
         from advisor.collectors.registry import build_collectors
 
@@ -126,6 +129,7 @@ class AdvisorCallback(KerasCallbackProtocol):
             profile_steps=profile_steps, profile_summary=profile_summary,  # type: ignore[arg-type]
             profile_timeout_s=profile_timeout_s, telemetry=telemetry, telemetry_interval_s=telemetry_interval_s,
             telemetry_devices=telemetry_devices, mfu=mfu, instance_metadata=instance_metadata, pipeline=pipeline,
+            mlflow=mlflow,
         )
         self.collectors: list[Collector] = build_collectors(self.options)
         self.session: Session | None = None
@@ -331,6 +335,8 @@ class AdvisorCallback(KerasCallbackProtocol):
             log.warning("advisor: could not close the run: %s", exc)
         self._in_fit = False
         _OPEN.discard(self)
+        if self.guard is not None:
+            self.guard.call("on_run_closed", status)
         if self.session is not None and self.session.rank == 0 and status == "finished":
             log.info("advisor: run %s written to %s", self.writer.run_id, self.writer.path)
 

@@ -47,6 +47,7 @@ class AdvisorOptions:
     mfu: bool | None = None
     instance_metadata: bool | None = None
     pipeline: bool = True
+    mlflow: bool = False
 
     def __post_init__(self) -> None:
         put = object.__setattr__

@@ -57,6 +57,12 @@ def _pipeline(o: AdvisorOptions) -> Collector:
     return PipelineCollector()
 
 
+def _mlflow(o: AdvisorOptions) -> Collector:
+    from advisor.collectors.mlflow_log import MlflowCollector
+
+    return MlflowCollector(window_s=o.window_s)
+
+
 FACTORIES: dict[str, Callable[[AdvisorOptions], Collector]] = {
     "throughput": _throughput,
     "epochs": _epochs,
@@ -65,6 +71,7 @@ FACTORIES: dict[str, Callable[[AdvisorOptions], Collector]] = {
     "telemetry": _telemetry,
     "baseline": _baseline,
     "pipeline": _pipeline,
+    "mlflow": _mlflow,
 }
 
 # name → is it on by default for these options?
@@ -76,6 +83,7 @@ DEFAULTS: dict[str, Callable[[AdvisorOptions], bool]] = {
     "telemetry": lambda o: o.telemetry,
     "baseline": lambda o: o.baseline is not None,
     "pipeline": lambda o: o.pipeline,
+    "mlflow": lambda o: o.mlflow,
 }
 
 

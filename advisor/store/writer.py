@@ -14,6 +14,7 @@ import socket
 import threading
 import time
 from pathlib import Path
+from collections.abc import Callable
 from typing import IO, Any
 
 from advisor.errors import UsageError
@@ -78,6 +79,9 @@ class RunWriter:
         (self.path / TRACES_DIR).mkdir(exist_ok=True)
         self._lock = threading.Lock()
         self._closed = False
+        # Called with every record after it is written (e.g. to log metrics elsewhere); each must
+        # be quick and thread-safe (a queue put): samplers write from their own threads.
+        self.listeners: list[Callable[[Record], None]] = []
         self._manifest: Manifest | None = None
         if self.is_chief:
             now = time.time()
@@ -120,6 +124,12 @@ class RunWriter:
                 return
             self._fh.write(line)
             self._fh.flush()
+        if self.listeners and isinstance(record, Record):
+            for listener in list(self.listeners):
+                try:
+                    listener(record)
+                except Exception:  # a listener never breaks the record file
+                    self.listeners.remove(listener)
 
     def sync(self) -> None:
         """Flush and fsync the worker file (epoch ends, close)."""
