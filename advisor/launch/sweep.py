@@ -11,7 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from advisor.launch.hints import hint_for
-from advisor.launch.plan import Config, Plan, horovod_timeline_path, local_gpu_count, local_processes
+from advisor.launch.plan import (
+    Config,
+    Plan,
+    horovod_timeline_path,
+    local_gpu_count,
+    local_processes,
+)
 from advisor.store.schema import MANIFEST_NAME
 from advisor.store.sweep import ConfigRecord, SweepRecord, sweep_dir, write_sweep
 
