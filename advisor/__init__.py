@@ -28,6 +28,7 @@ __all__ = [
     "epochs_frame",
     "track",
     "tracked",
+    "current_run",
 ]
 
 _LAZY = {
@@ -47,6 +48,7 @@ _LAZY = {
     "epochs_frame": "advisor.frames",
     "track": "advisor.collectors.track",
     "tracked": "advisor.collectors.track",
+    "current_run": "advisor.collectors.track",
 }
 
 

@@ -75,6 +75,7 @@ class RunOverview:
     price_per_hour: float | None = None
     sweep_id: str | None = None
     tags: dict[str, str] = field(default_factory=dict)
+    custom_loop: bool = False  # recorded by advisor.track, not by AdvisorCallback in fit
     epochs: tuple[EpochRow, ...] = ()
     events: tuple[EventRow, ...] = ()  # warnings and errors recorded by the run, then the reader's
 
@@ -103,5 +104,5 @@ def overview(run: Run) -> RunOverview:
         global_batch_size=m.global_batch_size, per_replica_batch_size=m.per_replica_batch_size,
         steps_per_execution=m.steps_per_execution, dtype_policy=m.dtype_policy, jit_compile=m.jit_compile,
         instance_type=m.instance_type, price_per_hour=m.price_per_hour, sweep_id=m.sweep_id,
-        tags=dict(m.tags), epochs=epochs, events=events,
+        tags=dict(m.tags), custom_loop=m.config.get("loop") == "custom", epochs=epochs, events=events,
     )

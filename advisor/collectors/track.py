@@ -98,7 +98,7 @@ class TrackedRun:
         self._epochs_marked = 0
         self._val_t0: float | None = None
         self._val_seconds = 0.0
-        self._warmup_pending = True
+        self._warmup_end = self.options.warmup_steps  # steps 1..warmup_steps form a window of their own
         self._t0 = 0.0
         self._own_seconds = 0.0
         self._sampled = 0
@@ -129,11 +129,14 @@ class TrackedRun:
         self._steps = n
         self._samples += self.batch_size if samples is None else samples
         self._stamps.append(now)
-        if now >= self._next_close or (self._warmup_pending and n >= self.options.warmup_steps):
+        if n > self._warmup_end:
+            if now >= self._next_close:
+                self._close_window(now)
+            elif n & 127 == 0:  # time one call in 128: the advisor's own cost per step
+                self._sampled += 1
+                self._sampled_seconds += time.perf_counter() - now
+        elif n == self._warmup_end:  # warm-up (compilation, caches) ends: its window closes
             self._close_window(now)
-        elif n & 127 == 0:  # time one call in 128: the advisor's own cost per step
-            self._sampled += 1
-            self._sampled_seconds += time.perf_counter() - now
 
     def epoch(self) -> None:
         """The current epoch has ended (training and any validation); the next one begins."""
@@ -286,8 +289,7 @@ class TrackedRun:
         try:
             steps = self._steps - self._win_step0
             if steps > 0:
-                warmup = self._warmup_pending
-                self._warmup_pending = False
+                warmup = self._steps <= self._warmup_end
                 if self._win_step0 == 0:
                     self.writer.write(FirstStepRecord(t=time.time(), seconds=self._stamps[1] - self._t0))
                 samples = self._samples - self._win_samples0
@@ -410,12 +412,14 @@ def _fields(options: AdvisorOptions) -> dict[str, Any]:
     return {f.name: getattr(options, f.name) for f in fields(options)}
 
 
-def _detect_backend() -> str | None:
-    """The framework of the loop, from what is imported (torch before jax before tensorflow)."""
-    for name in ("torch", "jax", "tensorflow"):
-        if name in sys.modules:
-            return name
-    return None
+def _detect_backend(modules: Any = None) -> str | None:
+    """The loop's framework from what is imported: torch or jax when only one of them is (tf.data
+    beside either is common), else tensorflow; None when torch and jax both are (pass ``backend=``)."""
+    modules = sys.modules if modules is None else modules
+    found = [name for name in ("torch", "jax") if name in modules]
+    if len(found) == 1:
+        return found[0]
+    return "tensorflow" if not found and "tensorflow" in modules else None
 
 
 def _device(backend: str | None) -> tuple[str | None, int | None]:
