@@ -80,7 +80,7 @@ def introspect(session: Any) -> dict[str, Any]:
     names = [n for n in names if n not in ("History", "ProgbarLogger")]
     v["context.callbacks"] = names
     v["context.early_stopping"] = any(n in _EARLY_STOPPING for n in names)
-    v["context.tracking"] = any(n in _TRACKING for n in names)
+    v["context.tracking"] = any(n in _TRACKING for n in names) or bool(getattr(session.options, "mlflow", False))
     v["context.tuner"] = any(m in sys.modules for m in _TUNER_MODULES)
     profiling = session.options.profile_steps is not None
     for cb in session.fit_callbacks:
