@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-HEAVY_OPTIONAL = ["textual", "matplotlib", "pandas", "boto3", "xprof"]
+HEAVY_OPTIONAL = ["textual", "matplotlib", "pandas", "boto3", "xprof", "mlflow"]
 
 
 def loaded_after(code: str) -> set[str]:
@@ -31,3 +31,15 @@ def test_cli_entry_point_is_light():
     modules = loaded_after("import advisor.cli.main")
     for name in HEAVY_OPTIONAL + ["tensorflow", "keras"]:
         assert name not in modules, f"the CLI entry point imported {name}"
+
+
+def test_integrations_load_their_libraries_only_when_used():
+    """The notebook API, custom-loop tracking and the MLflow collector import pandas / MLflow on call."""
+    modules = loaded_after(
+        "import advisor; advisor.runs_frame; advisor.track; advisor.tracked; "
+        "import advisor.collectors.mlflow_log, advisor.integrations.mlflow_export, advisor.dataframes; "
+        "from advisor.collectors.registry import build_collectors; "
+        "from advisor.collectors.options import AdvisorOptions; build_collectors(AdvisorOptions(mlflow=True))"
+    )
+    for name in HEAVY_OPTIONAL + ["tensorflow", "keras", "jax", "torch"]:
+        assert name not in modules, f"the integrations imported {name}"
