@@ -81,7 +81,7 @@ def run_targets(target: str | None, store: Store) -> list[Path]:
     return [store.resolve(target)]
 
 
-def _baseline(store: Store, ref: str) -> object:
+def _baseline(store: Store, ref: str) -> Any:
     """The run to compare with, or a report saved as JSON (``advisor export``, ``check --format json``)."""
     if Path(ref).is_file():
         from advisor.diagnosis.report import REPORT_SCHEMA_VERSION, Report

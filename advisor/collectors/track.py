@@ -22,6 +22,7 @@ event, and recording stops while training goes on.
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import functools
 import inspect
 import logging
@@ -38,6 +39,7 @@ from advisor._version import __version__
 from advisor.collectors.base import Collector, DataInfo, Guard, Session
 from advisor.collectors.options import AdvisorOptions
 from advisor.collectors.throughput import _interval_stats
+from advisor.collectors.track_context import BACKENDS, detect_backend, loop_context
 from advisor.probes.distributed import detect_rank_world
 from advisor.store.schema import ContextRecord, EpochRecord, FirstStepRecord, WindowRecord
 
@@ -45,7 +47,6 @@ log = logging.getLogger("advisor")
 
 F = TypeVar("F", bound=Callable[..., Any])
 _CURRENT: contextvars.ContextVar[TrackedRun | None] = contextvars.ContextVar("advisor_tracked_run", default=None)
-BACKENDS = ("jax", "torch", "tensorflow")
 
 
 def current_run() -> TrackedRun | None:
@@ -71,10 +72,12 @@ class TrackedRun:
 
             raise UsageError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
         self.batch_size = batch_size
+        self._batch = batch_size or 0  # without a batch size, steps are counted and samples unknown
         self.backend = backend
         # The callback's typed options validate and record the shared settings.
         self.options = AdvisorOptions(
-            runs_dir=runs_dir, name=name, tags=tags or {}, instance_type=instance_type,
+            runs_dir=None if runs_dir is None else os.fspath(runs_dir), name=name, tags=tags or {},
+            instance_type=instance_type,
             price_per_hour=price_per_hour, window_s=window_s, warmup_steps=warmup_steps,
             log_every_s=log_every_s, telemetry=telemetry, telemetry_interval_s=telemetry_interval_s,
             mfu=False, pipeline=False, mlflow=mlflow,
@@ -91,7 +94,8 @@ class TrackedRun:
         self._samples = 0
         self._stamps: list[float] = []  # step ends within the window
         self._next_close = math.inf
-        self._win_t0 = self._win_step0 = self._win_samples0 = 0
+        self._win_t0 = 0.0
+        self._win_step0 = self._win_samples0 = 0
         self._epoch = 0
         self._epoch_t0 = 0.0
         self._epoch_step0 = self._epoch_samples0 = 0
@@ -127,7 +131,11 @@ class TrackedRun:
         now = time.perf_counter()
         n = self._steps + 1
         self._steps = n
-        self._samples += self.batch_size if samples is None else samples
+        try:  # zero-cost unless it raises (a non-numeric ``samples``): then recording stops
+            self._samples += self._batch if samples is None else int(samples)
+        except Exception as exc:
+            self._fail("step", exc)
+            return
         self._stamps.append(now)
         if n > self._warmup_end:
             if now >= self._next_close:
@@ -215,7 +223,7 @@ class TrackedRun:
 
         opts = self.options
         rank, world = detect_rank_world()
-        backend = self.backend or _detect_backend()
+        backend = self.backend or detect_backend()
         instance = detect_instance_type(opts.instance_type, metadata=opts.instance_metadata)
         instance_type, instance_source = instance if instance else (None, None)
         price, price_source = resolve_price(instance_type, opts.price_per_hour)
@@ -241,12 +249,13 @@ class TrackedRun:
         self.session = Session(writer=self.writer, model=None, rank=rank, num_workers=world, options=opts,
                                data=DataInfo(kind="custom", batch_size=self.batch_size), keras_flavor="custom",
                                backend=backend, train_begin_t=time.perf_counter(), price_per_hour=price)
-        wanted = [n for n in ("telemetry", "mlflow") if getattr(opts, n)]
-        collectors: list[Collector] = build_collectors(AdvisorOptions(**{**_fields(opts), "collectors": tuple(wanted)}))
+        wanted = tuple(n for n in ("telemetry", "mlflow") if getattr(opts, n))
+        collectors: list[Collector] = build_collectors(dataclasses.replace(opts, collectors=wanted))
         for collector in collectors:
             collector.attach(self.session)
         self.guard = Guard(collectors, self.session)
-        self.writer.write(ContextRecord(t=time.time(), values=self._context(backend, world)))
+        values = loop_context(backend, world, self.batch_size, opts.log_every_s is not None)
+        self.writer.write(ContextRecord(t=time.time(), values=values))
         self._reset_counters()
         now = time.perf_counter()
         self._t0 = self._log_t = now
@@ -256,20 +265,6 @@ class TrackedRun:
             _ensure_log_handler()
         self._call("on_train_begin")
         self._call("on_epoch_begin", 0)
-
-    def _context(self, backend: str | None, world: int) -> dict[str, Any]:
-        device, count = _device(backend)
-        values: dict[str, Any] = {
-            "context.backend": backend, "context.framework": "custom", "context.legacy_keras": False,
-            "context.device": device, "context.device_count": count,
-            "context.strategy": "default" if world == 1 else "custom", "context.replicas": world,
-            "context.num_workers": world, "context.per_replica_batch_size": self.batch_size,
-            "context.global_batch_size": self.batch_size * world if self.batch_size else None,
-            "context.steps_per_execution": 1, "context.input_kind": "custom", "context.callbacks": [],
-            "context.host_cpu_count": os.cpu_count(), "context.profiling_configured": False,
-            "throughput.logging": self.options.log_every_s is not None,
-        }
-        return {k: v for k, v in values.items() if v is not None}
 
     def _start_epoch(self, now: float) -> None:
         self._epoch_t0 = now
@@ -404,37 +399,3 @@ def tracked(func: F | None = None, /, **options: Any) -> Any:
         return wrapper  # type: ignore[return-value]
 
     return decorate(func) if func is not None else decorate
-
-
-def _fields(options: AdvisorOptions) -> dict[str, Any]:
-    from dataclasses import fields
-
-    return {f.name: getattr(options, f.name) for f in fields(options)}
-
-
-def _detect_backend(modules: Any = None) -> str | None:
-    """The loop's framework from what is imported: torch or jax when only one of them is (tf.data
-    beside either is common), else tensorflow; None when torch and jax both are (pass ``backend=``)."""
-    modules = sys.modules if modules is None else modules
-    found = [name for name in ("torch", "jax") if name in modules]
-    if len(found) == 1:
-        return found[0]
-    return "tensorflow" if not found and "tensorflow" in modules else None
-
-
-def _device(backend: str | None) -> tuple[str | None, int | None]:
-    """Accelerator kind and count as the loop's framework sees it; imports nothing new."""
-    try:
-        if backend == "torch" and "torch" in sys.modules:
-            cuda = sys.modules["torch"].cuda
-            return ("gpu", int(cuda.device_count())) if cuda.is_available() else ("cpu", 1)
-        if backend == "jax" and "jax" in sys.modules:
-            devices = sys.modules["jax"].local_devices()
-            return (str(devices[0].platform).lower(), len(devices)) if devices else (None, None)
-        if backend == "tensorflow" and "tensorflow" in sys.modules:
-            tf = sys.modules["tensorflow"]
-            gpus = tf.config.list_logical_devices("GPU")
-            return ("gpu", len(gpus)) if gpus else ("cpu", 1)
-    except Exception:
-        return None, None
-    return None, None

@@ -131,6 +131,16 @@ def test_a_loop_without_epoch_markers_is_one_epoch_and_an_exception_fails_the_ru
     assert any("training raised RuntimeError: diverged" in e["message"] for e in events)
 
 
+def test_without_a_batch_size_steps_are_counted_and_samples_unknown(tmp_path):
+    with advisor.track(runs_dir=tmp_path, telemetry=False, warmup_steps=0, log_every_s=None) as run:
+        for _ in range(4):
+            run.step()
+    (epoch,) = _of(_records(run.run_path), "epoch")
+    assert epoch["steps"] == 4 and "samples" not in epoch  # absent, never zero
+    facts = Store(tmp_path).analyse(run.run_id).facts
+    assert "throughput.samples_per_s" not in facts and facts["throughput.steps_per_s"] > 0
+
+
 def test_tracking_that_cannot_start_never_stops_the_loop(tmp_path, caplog):
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("a file where the store should be")
@@ -143,10 +153,17 @@ def test_tracking_that_cannot_start_never_stops_the_loop(tmp_path, caplog):
                 pass
     assert run.run_path is None and run.steps == 0
     assert "could not start the run" in caplog.text
+    with advisor.track(batch_size=8, runs_dir=tmp_path / "ok", telemetry=False, log_every_s=None) as run:
+        run.step()
+        run.step("many")  # a mistake in the loop's call: recording stops, the loop does not
+        run.step()
+    events = _of(_records(run.run_path), "event")
+    assert any("failed in step" in e["message"] for e in events)
+    assert json.loads((run.run_path / "run.json").read_text())["status"] == "finished"
 
 
 def test_the_backend_is_found_from_imported_frameworks_or_left_unknown():
-    from advisor.collectors.track import _detect_backend
+    from advisor.collectors.track_context import detect_backend as _detect_backend
 
     assert _detect_backend({"torch": 1, "tensorflow": 1}) == "torch"  # tf.data feeding a torch loop
     assert _detect_backend({"jax": 1, "tensorflow": 1}) == "jax"
