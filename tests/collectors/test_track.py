@@ -28,8 +28,9 @@ def test_a_plain_pytorch_loop_is_diagnosed_without_fit(tmp_path):
     x, y = torch.randn(1000, 16), torch.randn(1000, 1)
     model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    # backend= is given: other tests may have imported JAX too, and then it is not guessed.
     with advisor.track(batch_size=64, runs_dir=tmp_path, window_s=0.05, warmup_steps=3, log_every_s=None,
-                       telemetry_interval_s=0.1) as run:
+                       telemetry_interval_s=0.1, backend="torch") as run:
         assert advisor.current_run() is run
         for _ in range(3):
             for i in range(0, 1000, 64):  # 15 full batches and one of 40
@@ -84,7 +85,6 @@ def test_a_plain_jax_loop_is_diagnosed_without_fit(tmp_path):
         value, grads = jax.value_and_grad(loss)(p)
         return jax.tree_util.tree_map(lambda a, g: a - 0.01 * g, p, grads), value
 
-    # torch may be imported too (by other tests): with both, the backend is said, not guessed.
     @advisor.tracked(batch_size=32, runs_dir=tmp_path, window_s=0.05, warmup_steps=2, log_every_s=None,
                      backend="jax")
     def train(p, run=None):
