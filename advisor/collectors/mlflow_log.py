@@ -64,7 +64,12 @@ class MlflowCollector(Collector):
         self.tracking_uri = mlflow.get_tracking_uri()
         self.s.writer.write(ContextRecord(t=time.time(), values={"mlflow.run_id": self.run_id,
                                                                 "mlflow.tracking_uri": self.tracking_uri}))
-        series = MetricSeries(self.s.num_workers, self.s.price_per_hour)
+        # The chief's samples → the job's: each process feeds its own share (Horovod, JAX
+        # multi-process, custom loops) unless tf.distribute gives every worker the global batch.
+        context = self.s.shared.get("context") or {}
+        global_batch, local_batch = context.get("context.global_batch_size"), self.s.data.batch_size
+        scale = global_batch / local_batch if global_batch and local_batch else 1.0
+        series = MetricSeries(scale, self.s.price_per_hour)
         self._thread = threading.Thread(target=self._run, args=(series,), name="advisor-mlflow", daemon=True)
         self._thread.start()
         self.s.writer.listeners.append(self._listen)

@@ -256,6 +256,7 @@ class TrackedRun:
         self.guard = Guard(collectors, self.session)
         values = loop_context(backend, world, self.batch_size, opts.log_every_s is not None)
         self.writer.write(ContextRecord(t=time.time(), values=values))
+        self.session.shared["context"] = values
         self._reset_counters()
         now = time.perf_counter()
         self._t0 = self._log_t = now

@@ -133,12 +133,14 @@ def _experiment_id(client: Any, name: str | None) -> str:
 
 
 def _series(analysis: Analysis) -> list[Any]:
+    """The chief's windows, scaled to the job as ``throughput.samples_per_s.p50`` is."""
+    from advisor.analysis.scaling_points import counts_global_batch
     from advisor.integrations.mlflow_metrics import series_of
 
     run = analysis.run
     chief = run.ranks[0] if run.ranks else 0
-    m = run.manifest
-    return series_of(run.records.get(chief, []), m.num_workers, m.price_per_hour)
+    scale = 1 if counts_global_batch(run) else max(1, len(run.ranks))
+    return series_of(run.records.get(chief, []), scale, analysis.facts.get("cost.price_per_hour"))
 
 
 def _last_step(analysis: Analysis) -> int:

@@ -4,7 +4,8 @@ Shared by the training-side logger (``AdvisorCallback(mlflow=True)``, which feed
 are written) and ``advisor export --to mlflow`` (which feeds them from the run directory), so the
 two log the same series under the same keys:
 
-``advisor.samples_per_s``   the window's samples ÷ seconds × workers (the job's rate)
+``advisor.samples_per_s``   the window's samples ÷ seconds × ``scale`` (the job's rate: the
+                            number of workers when each feeds its own share, else 1)
 ``advisor.samples_per_dollar``  samples/s × 3600 ÷ USD per hour (when a price is known)
 ``advisor.step_time_ms``    mean time between step ends in the window
 ``advisor.gpu_util``        mean GPU utilization (NVML) of the samples in the window, %
@@ -42,7 +43,7 @@ class WindowPoint:
 class MetricSeries:
     """Feed records in write order; each finished training window yields a :class:`WindowPoint`."""
 
-    num_workers: int = 1
+    scale: float = 1.0  # chief's samples → the job's: workers feeding a share each, else 1
     price_per_hour: float | None = None
     _gpu_util: list[float] = field(default_factory=list)
     _cpu: list[float] = field(default_factory=list)
@@ -86,7 +87,7 @@ class MetricSeries:
             self._cpu.clear()
             return None
         if w.samples is not None:
-            rate = w.samples / w.seconds * max(1, self.num_workers)
+            rate = w.samples / w.seconds * self.scale
             values["samples_per_s"] = rate
             if self.price_per_hour:
                 values["samples_per_dollar"] = rate * 3600.0 / self.price_per_hour
@@ -104,7 +105,7 @@ class MetricSeries:
         return WindowPoint(step=w.step_end, timestamp_ms=int(w.t * 1000), values=values) if values else None
 
 
-def series_of(records: list[Any], num_workers: int = 1, price_per_hour: float | None = None) -> list[WindowPoint]:
+def series_of(records: list[Any], scale: float = 1.0, price_per_hour: float | None = None) -> list[WindowPoint]:
     """Every window's metrics of one worker's records (in file order)."""
-    series = MetricSeries(num_workers, price_per_hour)
+    series = MetricSeries(scale, price_per_hour)
     return [p for r in records if (p := series.add(r)) is not None]

@@ -48,7 +48,7 @@ def _fit(runs_dir, epochs=3, callbacks=(), **options):
     import advisor
 
     cb = advisor.AdvisorCallback(runs_dir=runs_dir, window_s=0.2, warmup_steps=2, log_every_s=None,
-                                 price_per_hour=2.0, pipeline=False, **options)
+                                 price_per_hour=2.0, pipeline=False, telemetry_interval_s=0.1, **options)
     model.fit(x, y, batch_size=32, epochs=epochs, verbose=0, callbacks=[*callbacks, cb])
     return cb
 
@@ -66,7 +66,7 @@ def test_metric_series_arithmetic():
         WindowRecord(t=t + 3, epoch=0, seconds=2.0, steps=10, samples=320, step_begin=2, step_end=12,
                      step_time_mean=0.2),
     ]
-    (point,) = series_of(records, num_workers=2, price_per_hour=3.6)
+    (point,) = series_of(records, scale=2, price_per_hour=3.6)
     assert point.step == 12 and point.timestamp_ms == int((t + 3) * 1000)
     v = point.keyed()
     assert v["advisor.samples_per_s"] == pytest.approx(320 / 2.0 * 2)
