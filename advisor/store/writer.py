@@ -13,8 +13,8 @@ import secrets
 import socket
 import threading
 import time
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import IO, Any
 
 from advisor.errors import UsageError
