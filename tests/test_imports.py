@@ -10,7 +10,7 @@ import pytest
 
 pytestmark = pytest.mark.slow  # trains a model or starts a process
 
-HEAVY_OPTIONAL = ["textual", "matplotlib", "pandas", "boto3", "botocore", "moto", "xprof"]
+HEAVY_OPTIONAL = ["textual", "matplotlib", "pandas", "boto3", "botocore", "moto", "xprof", "mlflow"]
 
 
 def loaded_after(code: str) -> set[str]:
@@ -45,3 +45,15 @@ def test_s3_options_and_cloud_modules_load_boto3_only_when_they_call_aws():
     )
     for name in ("boto3", "botocore"):
         assert name not in modules, f"building the callback or importing advisor.cloud imported {name}"
+
+
+def test_integrations_load_their_libraries_only_when_used():
+    """The notebook API, custom-loop tracking and the MLflow collector import pandas / MLflow on call."""
+    modules = loaded_after(
+        "import advisor; advisor.runs_frame; advisor.track; advisor.tracked; "
+        "import advisor.collectors.mlflow_log, advisor.integrations.mlflow_export, advisor.dataframes; "
+        "from advisor.collectors.registry import build_collectors; "
+        "from advisor.collectors.options import AdvisorOptions; build_collectors(AdvisorOptions(mlflow=True))"
+    )
+    for name in HEAVY_OPTIONAL + ["tensorflow", "keras", "jax", "torch"]:
+        assert name not in modules, f"the integrations imported {name}"

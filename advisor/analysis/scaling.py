@@ -16,6 +16,16 @@ from typing import Any
 from advisor.analysis.scaling_points import Point, instances_for
 
 SCALING_SCHEMA_VERSION = 1
+# Units of the row fields (the columns of ``ScalingTable.to_frame()``).
+ROW_UNITS = {
+    "epoch_s": "s", "epoch_s_std": "s", "epoch_s_min": "s", "epoch_s_max": "s", "first_epoch_s": "s",
+    "speedup": "x", "efficiency": "fraction", "samples_per_s": "samples/s", "step_ms": "ms",
+    "global_batch": "samples", "per_replica_batch": "samples", "usd_per_hour": "USD/h",
+    "samples_per_dollar": "samples/USD", "usd_per_epoch": "USD", "gpu_util": "%",
+    "energy_wh_per_epoch": "Wh", "energy_j_per_sample": "J", "compute_percent": "%",
+    "communication_percent": "%", "exposed_communication_percent": "%", "other_percent": "%",
+    "communication_overlap": "fraction", "val_fraction": "fraction", "step_time_spread": "fraction",
+}
 
 
 @dataclass
@@ -109,6 +119,15 @@ class ScalingTable:
         recommendations = [Recommendation(**_known(Recommendation, r)) for r in data.get("recommendations", [])]
         return cls(str(data.get("source", "")), list(data.get("sweep_ids", [])), rows, failures,
                    list(data.get("notes", [])), recommendations)
+
+    def to_frame(self) -> Any:
+        """One row per strategy × workers (pandas); units in ``df.attrs["units"]``, notes joined by "; "."""
+        from advisor.dataframes import to_frame
+
+        columns = [f.name for f in fields(Row)]
+        rows = [{**asdict(r), "notes": "; ".join(r.notes)} for r in self.rows]
+        return to_frame(rows, columns, ROW_UNITS, source=self.source, sweep_ids=list(self.sweep_ids),
+                        notes=list(self.notes))
 
     def row(self, strategy: str, workers: int) -> Row | None:
         return next((r for r in self.rows if r.strategy == strategy and r.workers == workers), None)

@@ -99,6 +99,8 @@ class AdvisorCallback(KerasCallbackProtocol):
         spot: price the instance at the current spot price (with ``pricing="aws"``).
         region: AWS region of the instance for prices (default: boto3's region).
         cloudwatch_namespace: publish samples/s, samples/$ and utilization to CloudWatch.
+        mlflow: log samples/s, samples/$, utilization and energy to the active MLflow run at
+            every window end (off the training thread), and the report and plots at the end.
 
     ``runs_dir="s3://bucket/prefix"`` writes a local spool, uploaded in the background (docs/cloud.md).
 
@@ -141,6 +143,7 @@ class AdvisorCallback(KerasCallbackProtocol):
         spot: bool = False,
         region: str | None = None,
         cloudwatch_namespace: str | None = None,
+        mlflow: bool = False,
     ) -> None:
         from advisor.collectors.registry import build_collectors
 
@@ -154,6 +157,7 @@ class AdvisorCallback(KerasCallbackProtocol):
             profile_timeout_s=profile_timeout_s, telemetry=telemetry, telemetry_interval_s=telemetry_interval_s,
             telemetry_devices=telemetry_devices, mfu=mfu, instance_metadata=instance_metadata, pipeline=pipeline,
             pricing=pricing, spot=spot, region=region, cloudwatch_namespace=cloudwatch_namespace,
+            mlflow=mlflow,
         )
         self.collectors: list[Collector] = build_collectors(self.options)
         self.session: Session | None = None
@@ -382,6 +386,8 @@ class AdvisorCallback(KerasCallbackProtocol):
             self.uploader.finish()
         self._in_fit = False
         _OPEN.discard(self)
+        if self.guard is not None:
+            self.guard.call("on_run_closed", status)
         if self.session is not None and self.session.rank == 0 and status == "finished":
             where = f"{self.uploader.url} (uploading from {self.writer.path})" if self.uploader else self.writer.path
             log.info("advisor: run %s written to %s", self.writer.run_id, where)

@@ -62,6 +62,7 @@ class AdvisorOptions:
     spot: bool = False
     region: str | None = None
     cloudwatch_namespace: str | None = None
+    mlflow: bool = False
 
     def __post_init__(self) -> None:
         put = object.__setattr__

@@ -66,6 +66,12 @@ def _cloudwatch(o: AdvisorOptions) -> Collector:
     return CloudWatchCollector(o.cloudwatch_namespace)
 
 
+def _mlflow(o: AdvisorOptions) -> Collector:
+    from advisor.collectors.mlflow_log import MlflowCollector
+
+    return MlflowCollector(window_s=o.window_s)
+
+
 FACTORIES: dict[str, Callable[[AdvisorOptions], Collector]] = {
     "throughput": _throughput,
     "epochs": _epochs,
@@ -75,6 +81,7 @@ FACTORIES: dict[str, Callable[[AdvisorOptions], Collector]] = {
     "baseline": _baseline,
     "pipeline": _pipeline,
     "cloudwatch": _cloudwatch,
+    "mlflow": _mlflow,
 }
 
 # name → is it on by default for these options?
@@ -87,6 +94,7 @@ DEFAULTS: dict[str, Callable[[AdvisorOptions], bool]] = {
     "baseline": lambda o: o.baseline is not None,
     "pipeline": lambda o: o.pipeline,
     "cloudwatch": lambda o: o.cloudwatch_namespace is not None,
+    "mlflow": lambda o: o.mlflow,
 }
 
 

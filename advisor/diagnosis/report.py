@@ -138,6 +138,11 @@ class Settings(_Model):
     config_file: str | None = None
 
 
+# The columns of a findings frame (``Report.to_frame``, ``advisor.findings_frame``), in order.
+FINDING_COLUMNS = ("code", "name", "section", "status", "severity", "impact", "message", "fix", "missing",
+                   "measure", "error", "docs")
+
+
 class Report(_Model):
     """Everything ``advisor check`` found about one run."""
 
@@ -168,6 +173,14 @@ class Report(_Model):
         """Failures at or above the ``fail_on`` severity."""
         level = SEVERITY_RANK[fail_on]
         return [f for f in self.failures if SEVERITY_RANK[f.severity] >= level]
+
+    def to_frame(self) -> Any:
+        """One row per finding (pandas), with the run's id; ``impact`` is a fraction (0..1)."""
+        from advisor.dataframes import to_frame
+
+        rows = [{"run_id": self.run.run_id, **f.model_dump(include=set(FINDING_COLUMNS))} for f in self.findings]
+        return to_frame(rows, ["run_id", *FINDING_COLUMNS], {"impact": "fraction"},
+                        run_id=self.run.run_id, generated_at=self.generated_at)
 
     def exit_code(self, fail_on: str, allow_incomplete: bool = False) -> int:
         """0 clean, 1 findings at or above ``fail_on`` or a regression, 2 a rule that errored,

@@ -252,14 +252,14 @@ class Store:
         fail_on: str | None = None,
         thresholds: Mapping[str, Mapping[str, Any]] | None = None,
         rules_dir: str | os.PathLike[str] | None = None,
-        baseline: Run | str | os.PathLike[str] | None = None,
+        baseline: Run | Report | str | os.PathLike[str] | None = None,
         max_regression_pct: float = 5.0,
         generated_at: str | None = None,
     ) -> Report:
         """The ranked report of a run, from the facts :meth:`analyse` derived.
 
         ``select`` / ``extend_select`` / ``ignore`` take codes or prefixes and win over ``config``.
-        With ``baseline`` (a run), the report carries the samples/s and samples/$ regression check.
+        With ``baseline`` (a run, or a saved :class:`Report`), the report carries the samples/s and samples/$ regression check.
         """
         from advisor.diagnosis import diagnose_facts, load_rules, resolve_settings
         from advisor.diagnosis.regression import compare
@@ -290,8 +290,14 @@ class Store:
         )
         report.incomplete = list(analysis.run.incomplete)
         if baseline is not None:
-            base = self.analyse(baseline)
-            report.regression = compare(analysis.facts, base.facts, base.run_id, max_regression_pct)
+            from advisor.diagnosis.report import Report as SavedReport
+
+            if isinstance(baseline, SavedReport):  # a report saved as JSON: its facts are the baseline
+                saved = {name: fact.value for name, fact in baseline.facts.items()}
+                report.regression = compare(analysis.facts, saved, baseline.run.run_id, max_regression_pct)
+            else:
+                base = self.analyse(baseline)
+                report.regression = compare(analysis.facts, base.facts, base.run_id, max_regression_pct)
         return report
 
     # -- the whole store ------------------------------------------------------------------------

@@ -190,6 +190,10 @@ class RunWriter:
         """
         self._listeners.append(listener)
 
+    def remove_listener(self, listener: Callable[[Record], None]) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
     def write(self, record: Record | dict[str, Any]) -> None:
         """Append one record as one line and hand it to the OS at once.
 
