@@ -5,7 +5,11 @@
 # with ADVISOR_CI_HOROVOD=1; run it by hand any time:
 #
 #   scripts/horovod_ci.sh                # needs python3.11, cmake, g++; ~8 min the first time
-#   scripts/horovod_ci.sh --if-changed   # skip when the files it tests passed unchanged on this machine
+#   scripts/horovod_ci.sh --if-changed   # skip when the files it tests are unchanged since the last pass
+#
+# A pass writes the fingerprint of the files it covers to scripts/horovod-ci.passed; commit that
+# file with the change, and CI skips the step until one of those files changes again (a clean CI
+# machine has no state of its own, so the record lives in the repository).
 #
 # The environment is built once per constraints file and kept in
 # ${ADVISOR_HOROVOD_VENV:-~/.cache/advisor/horovod-<hash of scripts/horovod-constraints.txt>}
@@ -26,11 +30,11 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1 TF_CPP_MIN_LOG_LEVEL=3
 WATCHED=(scripts/horovod_ci.sh scripts/horovod-constraints.txt scripts/horovod_ci_check.py
          examples/scaling/train.py advisor/launch advisor/traces/horovod_timeline.py advisor/traces/attach.py
          advisor/collectors/context.py advisor/collectors/callback.py pyproject.toml)
-STATE=${XDG_CACHE_HOME:-$HOME/.cache}/advisor
-PASSED="$STATE/horovod-ci-passed-$(cd "$ROOT" && find "${WATCHED[@]}" -type f ! -path '*__pycache__*' \
-  -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)"
-if [ "${1:-}" = "--if-changed" ] && [ -f "$PASSED" ]; then
-  echo "horovod-ci: skipped: its files are unchanged since it passed on this machine ($PASSED); ADVISOR_CI_HOROVOD=1 runs it"
+PASSED="$ROOT/scripts/horovod-ci.passed"
+FINGERPRINT=$(cd "$ROOT" && find "${WATCHED[@]}" -type f ! -path '*__pycache__*' -print0 | sort -z \
+  | xargs -0 sha256sum | sha256sum | cut -c1-16)
+if [ "${1:-}" = "--if-changed" ] && [ -f "$PASSED" ] && [ "$(head -c 16 "$PASSED")" = "$FINGERPRINT" ]; then
+  echo "horovod-ci: skipped: its files are unchanged since it last passed ($PASSED); ADVISOR_CI_HOROVOD=1 runs it"
   exit 0
 fi
 
@@ -75,5 +79,5 @@ advisor --runs-dir "$RUNS" scale --workers 1,2 --strategy horovod --timeout 600 
   -- python "$ROOT/examples/scaling/train.py" --epochs 2 --samples 4096 --compression fp16
 advisor --runs-dir "$RUNS" report "$SWEEP" --format json > "$RUNS/report.json"
 python "$ROOT/scripts/horovod_ci_check.py" "$RUNS" "$SWEEP" "$RUNS/report.json" --compression fp16
-mkdir -p "$STATE" && date -u +%FT%TZ > "$PASSED"
-echo "horovod-ci: passed in $(( $(date +%s) - START )) s (runs kept in $RUNS)"
+echo "$FINGERPRINT passed $(date -u +%FT%TZ)" > "$PASSED"
+echo "horovod-ci: passed in $(( $(date +%s) - START )) s (runs kept in $RUNS); commit $PASSED to skip it until its files change"
