@@ -30,6 +30,7 @@ COMMANDS: dict[str, str] = {
     "rules": "advisor.cli.rules",
     "export": "advisor.cli.export",
     "schema": "advisor.cli.schema",
+    "tui": "advisor.cli.tui",
 }
 
 
