@@ -64,7 +64,12 @@ class RunView:
 
     @property
     def date(self) -> str:
-        return time.strftime("%Y-%m-%d %H:%M", time.localtime(self.row.created)) if self.row.created else "—"
+        return time.strftime("%m-%d %H:%M", time.localtime(self.row.created)) if self.row.created else "—"
+
+
+def count_text(value: float | None) -> str:
+    """Large counts compactly (1.2M), smaller ones whole (983,040)."""
+    return readable(value, 1, compact=True) if value is not None and abs(value) >= 1e6 else readable(value, 0)
 
 
 def _text_of(view: RunView) -> str:
@@ -172,18 +177,18 @@ def compare(reports: list[Report]) -> Comparison:
     metrics: list[tuple[str, list[str]]] = []
     for label, get in (
         ("status", lambda r: r.run.status or "—"),
-        ("strategy", lambda r: r.run.strategy or "default"),
-        ("workers", lambda r: readable(r.run.num_workers)),
+        ("strategy", lambda r: r.run.tags.get("scale.strategy") or r.run.strategy or "default"),
+        ("workers", lambda r: r.run.tags.get("scale.workers") or readable(r.run.num_workers)),
         ("instance", lambda r: r.run.instance_type or "—"),
     ):
         metrics.append((label, [get(r) for r in reports]))
-    for label, name, digits in (("samples/s", "throughput.samples_per_s", 1),
-                                ("samples/$", "cost.samples_per_dollar", 0),
-                                ("step time (ms)", "steps.time_ms.mean", 2),
-                                ("epoch time (s)", "time.epoch_s.mean", 2),
-                                ("measured steps", "throughput.measured_steps", 0)):
+    for label, name, show in (("samples/s", "throughput.samples_per_s", lambda v: readable(v, 1)),
+                              ("samples/$", "cost.samples_per_dollar", count_text),
+                              ("step time (ms)", "steps.time_ms.mean", lambda v: readable(v, 2)),
+                              ("epoch time (s)", "time.epoch_s.mean", lambda v: readable(v, 2)),
+                              ("measured steps", "throughput.measured_steps", lambda v: readable(v, 0))):
         base = _fact(first, name)
-        values = [readable(_fact(r, name), digits, compact=digits == 0) + (_relative(_fact(r, name), base) if i else "")
+        values = [show(_fact(r, name)) + (_relative(_fact(r, name), base) if i else "")
                   for i, r in enumerate(reports)]
         if any(v != "—" for v in values):
             metrics.append((label, values))

@@ -14,7 +14,14 @@ from textual.widgets import DataTable, Footer, Select, Static
 
 from advisor.numbers import readable
 from advisor.tui.messages import LoadFailed, Navigate, ReportLoaded
-from advisor.tui.model import SEVERITY_STYLE, STATUS_STYLE, FindingFilter, counts, to_decide_more
+from advisor.tui.model import (
+    SEVERITY_STYLE,
+    STATUS_STYLE,
+    FindingFilter,
+    count_text,
+    counts,
+    to_decide_more,
+)
 from advisor.tui.screens.base import AdvisorScreen
 from advisor.tui.widgets.filter_bar import FilterBar
 from advisor.tui.widgets.finding_detail import FindingDetail
@@ -24,16 +31,17 @@ if TYPE_CHECKING:
 
 SEVERITIES = ("error", "warning", "info")
 STATUSES = ("fail", "unknown", "pass", "n/a", "error")
-MAX_DECIDE_LINES = 4
+MAX_DECIDE_LINES = 3
 
 
 def headline(report: Report) -> str:
     facts = report.facts
     parts = []
-    for name, unit, digits in (("throughput.samples_per_s", "samples/s", 1), ("cost.samples_per_dollar", "samples/$", 0),
-                               ("throughput.measured_steps", "measured steps", 0)):
+    for name, unit, show in (("throughput.samples_per_s", "samples/s", lambda v: readable(v, 1)),
+                             ("cost.samples_per_dollar", "samples/$", count_text),
+                             ("throughput.measured_steps", "measured steps", lambda v: readable(v, 0))):
         if name in facts:
-            parts.append(f"{readable(facts[name].value, digits, compact=digits == 0)} {unit}")
+            parts.append(f"{show(facts[name].value)} {unit}")
     return " · ".join(parts) if parts else "no throughput measured"
 
 
@@ -110,12 +118,13 @@ class FindingsScreen(AdvisorScreen):
         groups = to_decide_more(report)
         if not groups:
             return Text("Every rule was decided." if not report.summary.unknown else "", style="green")
-        text = Text("To decide more:", style="bold")
+        text = Text.assemble(("To decide more", "bold"), (f" ({report.summary.unknown} rules unknown):", "dim"),
+                             no_wrap=True, overflow="ellipsis")
         for how, codes in groups[:MAX_DECIDE_LINES]:
-            text.append(f"\n  {how} ", style="")
+            text.append(f"\n  {how} ")
             text.append(f"({' '.join(codes)})", style="dim")
         if len(groups) > MAX_DECIDE_LINES:
-            text.append(f"\n  … and {len(groups) - MAX_DECIDE_LINES} more (see the unknown findings)", style="dim")
+            text.append(f"\n  … {len(groups) - MAX_DECIDE_LINES} more ways: status unknown lists them", style="dim")
         return text
 
     @on(LoadFailed)
@@ -175,12 +184,12 @@ class FindingsScreen(AdvisorScreen):
     def action_filter(self) -> None:
         self.query_one(FilterBar).open()
 
-    @on(FilterBar.Changed)
-    def _text(self, message: FilterBar.Changed) -> None:
+    @on(FilterBar.QueryChanged)
+    def _text(self, message: FilterBar.QueryChanged) -> None:
         self.filter = FindingFilter(**{**self.filter.__dict__, "text": message.query})
         self._fill()
 
-    @on(FilterBar.Closed)
+    @on(FilterBar.Done)
     def _text_closed(self) -> None:
         self.query_one("#findings", DataTable).focus()
 

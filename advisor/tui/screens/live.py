@@ -18,6 +18,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.widgets import Footer, Static
+from textual.worker import get_current_worker
 
 from advisor.errors import AdvisorError
 from advisor.numbers import readable
@@ -34,7 +35,7 @@ def stats_line(snap: LiveSnapshot, now: float | None = None) -> str:
              f"mean {readable(snap.mean_samples_per_s, 1)}",
              f"{len(snap.throughput)} windows", f"{snap.epochs} epochs", f"{snap.records:,} records"]
     if snap.warmup_windows:
-        parts.append(f"{snap.warmup_windows} warm-up/profiled windows not charted")
+        parts.append(f"{snap.warmup_windows} warm-up or profiled not charted")
     if not snap.final and snap.last_record_t is not None:
         age = max(0.0, (now if now is not None else time.time()) - snap.last_record_t)
         parts.append(f"last record {age:.0f} s ago")
@@ -49,6 +50,7 @@ class LiveScreen(AdvisorScreen):
         self.path = path
         self.snapshot: LiveSnapshot | None = None
         self.updates = 0  # updates applied (merged ones count once)
+        self.polls = 0  # looks at the run's files
         self._stop = threading.Event()
 
     def compose(self) -> ComposeResult:
@@ -72,10 +74,12 @@ class LiveScreen(AdvisorScreen):
 
     @work(thread=True, exclusive=True, group="live", exit_on_error=False)
     def _follow(self) -> None:
+        worker = get_current_worker()
         try:
             live = self.data.live(self.path)
-            while not self._stop.is_set():
+            while not (self._stop.is_set() or worker.is_cancelled):
                 snapshot, changed = live.poll()
+                self.polls += 1
                 if changed:
                     self.post_message(LiveUpdate(snapshot))
                 if snapshot.final:
@@ -106,7 +110,7 @@ class LiveScreen(AdvisorScreen):
         if self.snapshot is not None:
             line = stats_line(self.snapshot)
             if self.snapshot.final:
-                line = f"{self.snapshot.status} · {line} · enter shows the findings"
+                line = f"{self.snapshot.status} · {line}"
             self.query_one("#stats", Static).update(line)
 
     @on(LoadFailed)

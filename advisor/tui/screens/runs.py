@@ -19,7 +19,14 @@ from textual.worker import get_current_worker
 
 from advisor.numbers import readable
 from advisor.tui.messages import DigestsLoaded, EntriesLoaded, LoadFailed, Navigate
-from advisor.tui.model import SEVERITY_STYLE, STATUS_STYLE, RunFilter, RunView, sort_views
+from advisor.tui.model import (
+    SEVERITY_STYLE,
+    STATUS_STYLE,
+    RunFilter,
+    RunView,
+    count_text,
+    sort_views,
+)
 from advisor.tui.screens.base import AdvisorScreen
 from advisor.tui.widgets.filter_bar import FilterBar
 
@@ -33,11 +40,6 @@ BATCH_S = 0.15  # digests are sent to the UI at most this often
 REFRESH_S = 2.0  # running runs are looked at again this often
 
 
-def _count(value: float | None) -> str:
-    """Large counts compactly (1.2M), smaller ones whole (983,040)."""
-    return readable(value, 1, compact=True) if value is not None and abs(value) >= 1e6 else readable(value, 0)
-
-
 def cells(view: RunView) -> list[object]:
     r = view.row
     status = view.status
@@ -47,7 +49,7 @@ def cells(view: RunView) -> list[object]:
     return ["●" if view.marked else " ", r.run_id, view.date, status_text, r.strategy or "—",
             Text(readable(r.workers), justify="right"),
             Text(readable(view.samples_per_s, 1, compact=True), justify="right"),
-            Text(_count(view.samples_per_dollar), justify="right"),
+            Text(count_text(view.samples_per_dollar), justify="right"),
             r.sweep_id or "", top_text]
 
 
@@ -279,12 +281,12 @@ class RunsScreen(AdvisorScreen):
     def action_filter(self) -> None:
         self.query_one(FilterBar).open()
 
-    @on(FilterBar.Changed)
-    def _filter_changed(self, message: FilterBar.Changed) -> None:
+    @on(FilterBar.QueryChanged)
+    def _filter_changed(self, message: FilterBar.QueryChanged) -> None:
         self.filter = RunFilter.parse(message.query)
         self._refill()
 
-    @on(FilterBar.Closed)
+    @on(FilterBar.Done)
     def _filter_closed(self) -> None:
         self.query_one(DataTable).focus()
 

@@ -97,6 +97,11 @@ class ScalingScreen(AdvisorScreen):
         self.query_one("#title", Static).update(
             Text.assemble(("advisor", "bold"), " · scaling · ", (table.source, "bold"),
                           f"  ({len(table.rows)} configurations, {sum(r.runs for r in table.rows)} runs)"))
+        if not table.rows:
+            failed = [f"  {f.strategy} ×{f.workers} ({f.run_id}): {f.reason or 'failed'}" for f in table.failures]
+            self._failed(LoadFailed("\n".join([f"no finished runs in {table.source} to compare", *failed]),
+                                    "the scaling table"))
+            return
         grid = self.query_one("#scaling", DataTable)
         grid.clear(columns=True)
         # Columns nothing was measured for are left out; the notes below say what would fill them.

@@ -13,16 +13,16 @@ from textual.widgets import Input
 
 
 class FilterBar(Input):
-    """Hidden until opened; posts :class:`FilterBar.Changed` on every edit."""
+    """Hidden until opened; posts :class:`FilterBar.QueryChanged` on every edit."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "clear_and_close", "Clear filter", show=False)]
 
     @dataclass
-    class Changed(Message):
+    class QueryChanged(Message):
         query: str
 
     @dataclass
-    class Closed(Message):
+    class Done(Message):
         query: str
 
     def __init__(self, placeholder: str, *, id: str | None = None) -> None:
@@ -35,13 +35,13 @@ class FilterBar(Input):
 
     def action_clear_and_close(self) -> None:
         self.value = ""
-        self.post_message(self.Changed(""))
+        self.post_message(self.QueryChanged(""))
         self._close()
 
     @on(Input.Changed)
     def _changed(self, event: Input.Changed) -> None:
         event.stop()
-        self.post_message(self.Changed(event.value))
+        self.post_message(self.QueryChanged(event.value))
 
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:
@@ -50,4 +50,4 @@ class FilterBar(Input):
 
     def _close(self) -> None:
         self.display = bool(self.value)
-        self.post_message(self.Closed(self.value))
+        self.post_message(self.Done(self.value))

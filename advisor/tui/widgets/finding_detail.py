@@ -28,6 +28,12 @@ def _value(value: Any) -> str:
     return text if len(text) <= 80 else text[:79] + "…"
 
 
+def _is_prose(value: Any) -> bool:
+    from advisor.diagnosis.phrases import is_changes
+
+    return (isinstance(value, str) and len(value) > 80) or is_changes(value)
+
+
 def detail_renderable(finding: Finding, facts: Mapping[str, Any],
                       docs: Mapping[str, Any] | None) -> RenderableType:
     """Everything the pane shows about one finding, as one rich renderable."""
@@ -55,7 +61,8 @@ def detail_renderable(finding: Finding, facts: Mapping[str, Any],
         table.add_column("value", justify="right")
         table.add_column("threshold", justify="right")
         for e in finding.evidence:
-            table.add_row(e.fact, f"{_value(e.value)} {e.unit}".rstrip(), "")
+            if not _is_prose(e.value):  # change lists and long text: the message and fix say them
+                table.add_row(e.fact, f"{_value(e.value)} {e.unit}".rstrip(), "")
         for name, value in finding.thresholds.items():
             table.add_row(Text(f"{finding.code}.{name}", style="dim"), "", _value(value))
         parts += [Text(""), table]
