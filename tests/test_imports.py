@@ -31,3 +31,12 @@ def test_cli_entry_point_is_light():
     modules = loaded_after("import advisor.cli.main")
     for name in HEAVY_OPTIONAL + ["tensorflow", "keras"]:
         assert name not in modules, f"the CLI entry point imported {name}"
+
+
+def test_tui_headless_parts_do_not_import_textual():
+    """The TUI's data door, view model and the service parts it uses load no textual (harlequin's
+    habit): only the screens and widgets do, when the app is made."""
+    modules = loaded_after("import advisor.tui, advisor.tui.model, advisor.tui.data, advisor.cli.tui, "
+                           "advisor.service.listing, advisor.service.live")
+    for name in HEAVY_OPTIONAL + ["textual_plotext", "plotext"]:
+        assert name not in modules, f"a headless part of the TUI imported {name}"

@@ -150,15 +150,19 @@ def resolve_target(arg: str | None, runs_dir: str | os.PathLike[str] | None = No
     runs = list_run_dirs(root)
     if arg in {p.name for p in runs} or arg in ("latest", "last"):
         return Target("run", root, str(resolve_run(arg, root)))
+    matches = [p for p in runs if p.name.startswith(arg) or arg in p.name]
+    if len(matches) > 1:  # ambiguous: say which runs it matches
+        pick_by_name(runs, arg, "run", root, "")
+    if matches:
+        return Target("run", root, str(matches[0]))
     try:
-        return Target("run", root, str(pick_by_name(runs, arg, "run", root, "see `advisor runs`")))
-    except RunNotFoundError as run_error:
-        try:
-            found = pick_by_name(list(sweeps.values()), arg, "sweep", root, "see `advisor runs`")
-        except RunNotFoundError:
-            raise RunNotFoundError(f"{arg!r} is neither a runs directory nor a run or sweep in {root} "
-                                   f"({run_error})") from None
-        return Target("sweep", root, found.name)
+        found = pick_by_name(list(sweeps.values()), arg, "sweep", root, "")
+    except RunNotFoundError as exc:
+        if list(sweeps.values()) and "matches" in str(exc):
+            raise
+        raise RunNotFoundError(f"{arg!r} is neither a runs directory nor a run or sweep in {root} "
+                               "(see `advisor runs`)") from None
+    return Target("sweep", root, found.name)
 
 
 def _manifest_sweep_ids(root: Path) -> set[str]:

@@ -210,7 +210,8 @@ class RunsScreen(AdvisorScreen):
         parts = [note] if note else []
         if self._loaded:
             total = len(self.views)
-            parts.append(f"{shown:,} of {total:,} runs" if self.filter else f"{total:,} runs")
+            noun = "run" if total == 1 else "runs"
+            parts.append(f"{shown:,} of {total:,} {noun}" if self.filter else f"{total:,} {noun}")
             if self.left:
                 parts.append(f"reading {self.left:,}…")
             marked = sum(v.marked for v in self.views.values())
