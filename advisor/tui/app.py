@@ -8,11 +8,12 @@ command line opens its Findings (Live while it runs) or Scaling screen on top of
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterable
 from functools import partial
 from typing import TYPE_CHECKING, ClassVar
 
-from textual import on
+from textual import events, on
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 
@@ -53,6 +54,12 @@ class AdvisorApp(App[int]):
         self.data = data
         self.target = target
         self.poll_s = poll_s
+        self.last_input = 0.0  # monotonic time of the last key or mouse event (background work yields)
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, (events.Key, events.MouseDown, events.MouseScrollDown, events.MouseScrollUp)):
+            self.last_input = time.monotonic()
+        await super().on_event(event)
 
     def on_mount(self) -> None:
         self.push_screen(RunsScreen())

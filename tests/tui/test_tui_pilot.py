@@ -26,7 +26,7 @@ def run_ids(screen: RunsScreen) -> list[str]:
 
 def cell(screen, selector: str, row: int, column: str) -> str:
     table = screen.query_one(selector, DataTable)
-    return str(table.get_cell_at((row, table.get_column_index(column))))
+    return str(table.get_cell_at((row, table.get_column_index(column)))).strip()
 
 
 def text_of(screen, selector: str, width: int = 150) -> str:

@@ -17,6 +17,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Footer, Static
 from textual.worker import get_current_worker
 
+from advisor.errors import AdvisorError
 from advisor.numbers import readable
 from advisor.tui.messages import DigestsLoaded, EntriesLoaded, LoadFailed, Navigate
 from advisor.tui.model import (
@@ -36,21 +37,30 @@ if TYPE_CHECKING:
 COLUMNS = ("mark", "run", "date", "status", "strategy", "workers", "samples/s", "samples/$", "sweep",
            "top finding")
 SORTABLE = COLUMNS[1:]
-BATCH_S = 0.15  # digests are sent to the UI at most this often
+# Columns filled in later have fixed widths: a width that follows its cells would re-measure the
+# whole column on every update (quadratic over a 1,000-run store).
+FIXED_WIDTHS = {"mark": 1, "status": 11, "samples/s": 9, "samples/$": 9, "top finding": 42}
+BATCH_S = 0.5  # digests are sent to the UI at most this often (each batch redraws the table)
+FIRST_ROWS, CHUNK_ROWS = 100, 100  # rows added at once, then per refresh
+IDLE_S = 0.3  # the background fill waits this long after the last key press or mouse event
 REFRESH_S = 2.0  # running runs are looked at again this often
 
 
-def cells(view: RunView) -> list[object]:
+def _styled(text: str, style: str) -> str | Text:
+    """Plain strings where no style is needed: the table measures them far faster than Text."""
+    return Text(text, style=style) if style else text
+
+
+def cells(view: RunView) -> list[str | Text]:
     r = view.row
     status = view.status
-    status_text = Text(("● " if status == "running" else "") + status, style=STATUS_STYLE.get(status, ""))
     top = view.digest.top if view.digest else None
-    top_text = Text(view.top_finding, style=SEVERITY_STYLE[top.severity] if top else "dim")
-    return ["●" if view.marked else " ", r.run_id, view.date, status_text, r.strategy or "—",
-            Text(readable(r.workers), justify="right"),
-            Text(readable(view.samples_per_s, 1, compact=True), justify="right"),
-            Text(count_text(view.samples_per_dollar), justify="right"),
-            r.sweep_id or "", top_text]
+    return ["●" if view.marked else " ", r.run_id, view.date,
+            _styled(("● " if status == "running" else "") + status, STATUS_STYLE.get(status, "")),
+            r.strategy or "—", f"{readable(r.workers):>7}",
+            f"{readable(view.samples_per_s, 1, compact=True):>{FIXED_WIDTHS['samples/s']}}",
+            f"{count_text(view.samples_per_dollar):>{FIXED_WIDTHS['samples/$']}}",
+            r.sweep_id or "", _styled(view.top_finding, SEVERITY_STYLE[top.severity] if top else "dim")]
 
 
 class RunTable(DataTable[object]):
@@ -83,6 +93,9 @@ class RunsScreen(AdvisorScreen):
         self._queue: dict[str, None] = {}  # paths still to digest, in order
         self._wanted: list[str] = []  # paths on screen: digested first
         self._loaded = False
+        self._pending: list[RunView] = []  # rows of the current order not yet in the table
+        self._generation = 0
+        self._shown = 0
 
     def compose(self) -> ComposeResult:
         yield Static(id="title", classes="title")
@@ -95,7 +108,7 @@ class RunsScreen(AdvisorScreen):
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
         for column in COLUMNS:
-            table.add_column(" " if column == "mark" else column, key=column)
+            table.add_column(" " if column == "mark" else column, key=column, width=FIXED_WIDTHS.get(column))
         self.query_one("#title", Static).update(Text.assemble(("advisor", "bold"), f" · runs in {self.data.root}"))
         self.query_one("#empty", Static).display = False
         self.set_interval(0.3, self._note_visible)
@@ -107,7 +120,12 @@ class RunsScreen(AdvisorScreen):
         self.data.reload()
         self._loaded = False
         self._status_line("reading manifests…")
-        self.load(lambda: EntriesLoaded(self.data.entries()), "runs", group="entries")
+        try:
+            rows = self.data.entries()
+        except AdvisorError as exc:
+            self.post_message(LoadFailed(str(exc), "runs"))
+        else:
+            self.post_message(EntriesLoaded(rows))
 
     @on(EntriesLoaded)
     def _entries(self, message: EntriesLoaded) -> None:
@@ -121,7 +139,7 @@ class RunsScreen(AdvisorScreen):
         self._queue = dict.fromkeys(v.key for v in self._ordered())
         self.left = len(self._queue)
         self._note_visible()
-        self._digest_all()
+        self.call_after_refresh(self._digest_all)  # the list is painted before the fill competes for the CPU
         self._status_line()
 
     @work(thread=True, exclusive=True, group="digest", exit_on_error=False)
@@ -130,6 +148,9 @@ class RunsScreen(AdvisorScreen):
         batch: list[tuple[str, RunDigest]] = []
         sent = time.monotonic()
         while not worker.is_cancelled:
+            if not self._may_work():
+                time.sleep(0.05)
+                continue
             path = self._next_path()
             if path is None:
                 break
@@ -139,6 +160,11 @@ class RunsScreen(AdvisorScreen):
                 batch, sent = [], time.monotonic()
         if batch or not worker.is_cancelled:
             self.post_message(DigestsLoaded(batch, len(self._queue)))
+
+    def _may_work(self) -> bool:
+        """Fill in rows only while this screen shows and nobody is typing or scrolling: a CPU-bound
+        thread holding the GIL would make every key press wait (see benchmarks/tui_load.py)."""
+        return self.is_current and time.monotonic() - self.advisor.last_input >= IDLE_S
 
     def _next_path(self) -> str | None:
         for path in self._wanted:
@@ -163,7 +189,7 @@ class RunsScreen(AdvisorScreen):
             if path in rows:
                 for column, value in zip(COLUMNS, cells(view)):
                     if column in ("status", "samples/s", "samples/$", "top finding"):
-                        table.update_cell(path, column, value, update_width=True)
+                        table.update_cell(path, column, value)
         self.left = message.left
         if not self.left and self.sort_column in ("samples/s", "samples/$", "top finding", "status"):
             self._refill()
@@ -194,19 +220,42 @@ class RunsScreen(AdvisorScreen):
         return sort_views(shown, self.sort_column, self.reverse)
 
     def _refill(self) -> None:
+        """Show the runs in the current order and filter: the first screenfuls at once, the rest
+        in chunks after each refresh (the table measures every cell it is given)."""
         table = self.query_one(DataTable)
         current = self.current()
         table.clear()
-        for view in self._ordered():
-            table.add_row(*cells(view), key=view.key)
+        self._generation += 1
+        self._pending = self._ordered()
+        self._shown = len(self._pending)
+        upto = FIRST_ROWS
+        if current is not None:
+            index = next((i for i, v in enumerate(self._pending) if v.key == current.key), 0)
+            upto = max(upto, index + 1)
+        self._add_rows(upto)
         if current is not None and current.key in table.rows:
             table.move_cursor(row=table.get_row_index(current.key), animate=False)
         self._status_line()
+        if self._pending:
+            self.call_after_refresh(self._add_more, self._generation)
+
+    def _add_rows(self, count: int) -> None:
+        table = self.query_one(DataTable)
+        chunk, self._pending = self._pending[:count], self._pending[count:]
+        for view in chunk:
+            table.add_row(*cells(view), key=view.key)
+
+    def _add_more(self, generation: int) -> None:
+        if generation != self._generation or not self.is_mounted:
+            return  # the order or the filter changed since: that refill adds its own rows
+        self._add_rows(CHUNK_ROWS)
+        if self._pending:
+            self.call_after_refresh(self._add_more, generation)
 
     def _status_line(self, note: str | None = None) -> None:
         if not self.is_mounted:
             return
-        shown = self.query_one(DataTable).row_count
+        shown = self._shown
         parts = [note] if note else []
         if self._loaded:
             total = len(self.views)
