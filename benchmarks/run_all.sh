@@ -11,3 +11,4 @@ run python benchmarks/check_speed.py --repeats 7 --hours 1
 run python benchmarks/trace_speed.py --repeats 5 --pairs 7
 run python benchmarks/telemetry_overhead.py --pairs 7
 run python benchmarks/tfdata_guide.py
+run python benchmarks/tui_load.py --repeats 5

@@ -35,7 +35,7 @@ def stats_line(snap: LiveSnapshot, now: float | None = None) -> str:
              f"mean {readable(snap.mean_samples_per_s, 1)}",
              f"{len(snap.throughput)} windows", f"{snap.epochs} epochs", f"{snap.records:,} records"]
     if snap.warmup_windows:
-        parts.append(f"{snap.warmup_windows} warm-up or profiled not charted")
+        parts.append(f"{snap.warmup_windows} warm-up window{'s' if snap.warmup_windows > 1 else ''} not charted")
     if not snap.final and snap.last_record_t is not None:
         age = max(0.0, (now if now is not None else time.time()) - snap.last_record_t)
         parts.append(f"last record {age:.0f} s ago")
