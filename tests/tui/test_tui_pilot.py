@@ -238,9 +238,11 @@ def test_recommendations_are_shown_when_the_table_has_them(store):
 def test_help_and_a_palette_entry_for_every_key(store):
     async def scenario(pilot):
         runs = pilot.app.screen
-        commands = {c.title for c in pilot.app.get_system_commands(runs)}
+        commands = {c.title: c for c in pilot.app.get_system_commands(runs)}
         for binding in [*runs.BINDINGS, *pilot.app.BINDINGS]:
             assert binding.description in commands
+        await commands["Sort"].callback()  # what choosing it in the palette runs
+        assert runs.sort_column == "status"
         await pilot.press("question_mark")
         assert isinstance(pilot.app.screen, HelpScreen)
         keys = {b.description for b in pilot.app.screen.bindings}
@@ -249,6 +251,32 @@ def test_help_and_a_palette_entry_for_every_key(store):
         assert pilot.app.screen is runs
 
     drive(make(), scenario)
+
+
+def test_scaling_of_a_run_outside_a_sweep_is_the_whole_store(store):
+    import shutil
+
+    async def open_scaling(pilot):
+        goto(pilot.app.screen, "run-healthy")
+        await pilot.press("w")
+        await settle(pilot)
+        assert isinstance(pilot.app.screen, ScalingScreen) and pilot.app.screen.sweep is None
+
+    async def corrupt(pilot):
+        await open_scaling(pilot)  # the service refuses a table over a store with a corrupt run
+        assert "run-corrupt/worker-0.jsonl:4: not a JSON record" in text_of(pilot.app.screen, "#message")
+
+    async def grouped(pilot):
+        await open_scaling(pilot)
+        screen = pilot.app.screen
+        assert "runs in" in text_of(screen, "#title")
+        grid = screen.query_one("#scaling", DataTable)
+        assert {(str(grid.get_row_at(i)[0]), str(grid.get_row_at(i)[1]).strip()) for i in range(grid.row_count)} >= {
+            ("mirrored", "4"), ("jax", "2"), ("single", "1")}  # plain runs are the point "single ×1"
+
+    drive(make(), corrupt)
+    shutil.rmtree(store / "run-corrupt")
+    drive(make(), grouped)
 
 
 def test_an_empty_store_is_a_message(tmp_path):

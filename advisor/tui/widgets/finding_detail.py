@@ -10,6 +10,7 @@ from rich.console import Group, RenderableType
 from rich.markdown import Markdown
 from rich.table import Table
 from rich.text import Text
+from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
@@ -94,7 +95,7 @@ class FindingDetail(VerticalScroll):
         super().__init__(id=id)
         self.code: str | None = None
 
-    def compose(self):  # type: ignore[no-untyped-def]
+    def compose(self) -> ComposeResult:
         yield Static(Text("Select a finding to see its evidence, fix and documentation.", style="dim"),
                      id="detail-body")
 
