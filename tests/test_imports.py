@@ -57,3 +57,12 @@ def test_integrations_load_their_libraries_only_when_used():
     )
     for name in HEAVY_OPTIONAL + ["tensorflow", "keras", "jax", "torch"]:
         assert name not in modules, f"the integrations imported {name}"
+
+
+def test_tui_headless_parts_do_not_import_textual():
+    """The TUI's data door, view model and the service parts it uses load no textual (harlequin's
+    habit): only the screens and widgets do, when the app is made."""
+    modules = loaded_after("import advisor.tui, advisor.tui.model, advisor.tui.data, advisor.cli.tui, "
+                           "advisor.service.listing, advisor.service.live")
+    for name in HEAVY_OPTIONAL + ["textual_plotext", "plotext"]:
+        assert name not in modules, f"a headless part of the TUI imported {name}"

@@ -40,6 +40,7 @@ COMMANDS: dict[str, str] = {
     "data": "advisor.cli.data",
     "import": "advisor.cli.import_job",
     "upload": "advisor.cli.upload",
+    "tui": "advisor.cli.tui",
 }
 
 

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from advisor.errors import RunFormatError, RunNotFoundError
+from advisor.errors import AdvisorError, RunNotFoundError
 
 if TYPE_CHECKING:
     from advisor.analysis.scaling import Failure, ScalingTable
@@ -63,11 +63,17 @@ def sweep_points(store: Store, root: Path, sweep_id: str | None) -> tuple[list[P
     sweep_ids: set[str] = set()
     for path in store.run_dirs(root):
         manifest = store.manifest(path)
-        if manifest is None:
-            raise RunFormatError(f"{path}: unreadable manifest")
+        if manifest is None:  # listed as a failure, the others still make the table
+            if sweep_id is None:
+                failures.append(Failure("unknown", 0, path.name, None, _unreadable(path)))
+            continue
         if sweep_id is not None and manifest.sweep_id != sweep_id:
             continue
-        run = store.read(path)
+        try:
+            run = store.read(path)
+        except AdvisorError as exc:
+            failures.append(Failure("unknown", 0, path.name, None, f"unreadable: {exc}"))
+            continue
         seen.add(run.run_id)
         sid = manifest.sweep_id
         if sid:
@@ -90,3 +96,14 @@ def sweep_points(store: Store, root: Path, sweep_id: str | None) -> tuple[list[P
                 failures.append(Failure(cfg.strategy, cfg.workers, cfg.run_id, cfg.repeat,
                                         cfg.reason, cfg.hint, cfg.log_tail))
     return found, failures
+
+
+def _unreadable(path: Path) -> str:
+    """Why a run's manifest cannot be read, in one line."""
+    from advisor.store.reader import RunReader
+
+    try:
+        RunReader(path).read_manifest()
+    except AdvisorError as exc:
+        return f"unreadable: {exc}"
+    return f"unreadable: {path}"

@@ -165,6 +165,20 @@ class Store:
                 self._manifests[key] = None
         return self._manifests[key]
 
+    def forget(self, ref: Run | str | os.PathLike[str], *, everything: bool = False) -> None:
+        """Drop a run's records, facts and analysis (by run or directory) from the cache.
+
+        ``everything`` drops its manifest and scaling point too. Long listings stay small in
+        memory this way, and a growing run is read afresh."""
+        from advisor.store.reader import Run
+
+        key = _key(ref.path if isinstance(ref, Run) else ref)
+        for cache in (self._runs, self._base, self._analyses):
+            cache.pop(key, None)
+        if everything:
+            self._manifests.pop(key, None)
+            self._points.pop(key, None)
+
     # -- facts ----------------------------------------------------------------------------------
     def analyse(self, ref: Run | str | os.PathLike[str] | None) -> Analysis:
         """The run and its facts; runs of the same sweep in the same store are its siblings."""
