@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from advisor.diagnosis.bounded import MAX_RULE_FILE_BYTES, read_text
-from advisor.diagnosis.expr import Expr, ExprError, compile_expr, finite_number, number_text
+from advisor.diagnosis.expr import Expr, ExprError, compile_expr
+from advisor.diagnosis.expr_runtime import finite_number, number_text
 from advisor.diagnosis.paths import default_rules_dir
 from advisor.diagnosis.template import Template, TemplateError, compile_template
 from advisor.errors import RuleError
