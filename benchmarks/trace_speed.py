@@ -43,8 +43,8 @@ def capture_and_summarise(store: str, repeats: int) -> None:
     import keras
     import numpy as np
 
-    from advisor.traces.summarize import summarize
     from advisor.collectors.singles import ProfilerCallback
+    from advisor.traces.summarize import summarize
 
     rng = np.random.default_rng(0)
     x = rng.normal(size=(64 * 60, 128)).astype("float32")

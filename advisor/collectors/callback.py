@@ -204,6 +204,7 @@ class AdvisorCallback(KerasCallbackProtocol):
                         type(exc).__name__, exc)
             self.guard = None
             return
+        assert self.guard is not None
         self.guard.call("on_train_begin")
         self._own_seconds += time.perf_counter() - t0
 

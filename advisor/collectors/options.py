@@ -34,7 +34,7 @@ _TRUE = ("1", "true", "yes", "on")
 class AdvisorOptions:
     """Everything ``AdvisorCallback(...)`` accepts (see its docstring for what each means)."""
 
-    runs_dir: str | None = None
+    runs_dir: str | os.PathLike[str] | None = None  # recorded as a str
     instance_type: str | None = None
     price_per_hour: float | None = None
     tags: dict[str, str] = field(default_factory=dict)

@@ -20,7 +20,7 @@ def scaling_table(store: Store, source: str | os.PathLike[str] | None = None,
     from advisor.analysis.scaling import build_table
     from advisor.store.sweep import SWEEP_FILE, list_sweeps, read_sweep, resolve_sweep
 
-    overrides = {"price_per_hour": price_per_hour, "gpus_per_instance": gpus_per_instance}
+    overrides: dict[str, Any] = {"price_per_hour": price_per_hour, "gpus_per_instance": gpus_per_instance}
     ref = None if source is None else str(source)
     if ref and Path(ref).is_dir():
         path = Path(ref)
