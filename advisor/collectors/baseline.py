@@ -165,10 +165,15 @@ def run_baseline(model: Any, feeds: Feeds, plan: Plan, *, source_cache: bool = T
 
     try:
         # Calibration: compiles the step if needed and times it, so that sliced feeds can be sized.
+        calibrating = time.perf_counter()
         calibration = fit_segment(model, feeds.cached, finite=False, warm=warm, seconds=0.0,
                                   min_steps=plan.segment_min_steps(spe), deadline=t0 + plan.max_seconds,
                                   what="the cached input", error=InputError)
         state.restore()
+        # What a segment costs beyond its measured time; the first calibration also compiles, so
+        # the rounds replace this estimate with what they see.
+        overhead = min(time.perf_counter() - calibrating - (calibration.seconds if calibration else 0.0),
+                       plan.max_seconds / (4 * max(1, plan.rounds)))
         deadline = time.perf_counter() + plan.max_seconds
         need = _batches_needed(feeds, plan, calibration, warm)
         if feeds.resize is not None:
@@ -186,7 +191,7 @@ def run_baseline(model: Any, feeds: Feeds, plan: Plan, *, source_cache: bool = T
                 arms.append(training_arm("source_cached", source_kwargs, False, "the source-cached input"))
         if data_only and feeds.data_only is not None:
             arms.append(Arm("data_only", _data_only_measure(feeds, warm), trains=False))
-        outcome = run_rounds(arms, plan, deadline, state.restore)
+        outcome = run_rounds(arms, plan, deadline, state.restore, overhead)
     finally:
         state.restore()
     for arm in arms:

@@ -78,12 +78,23 @@ def round_up(value: int, multiple: int) -> int:
     return -(-value // multiple) * multiple
 
 
-def run_rounds(arms: list[Arm], plan: Plan, deadline: float, restore: Callable[[], None]) -> Outcome:
+def run_rounds(arms: list[Arm], plan: Plan, deadline: float, restore: Callable[[], None],
+               overhead_s: float = 0.0) -> Outcome:
     """Measure every arm once per round, alternating the order, until ``plan.rounds`` rounds are
-    done or the budget (``deadline``, a ``perf_counter`` time) would be exceeded."""
+    done or the budget (``deadline``, a ``perf_counter`` time) would be exceeded.
+
+    Every segment first sets aside what each remaining segment costs beyond its measured time
+    (``fit`` set-up, warm-up): ``overhead_s`` at first (from the calibration), then the largest
+    seen so far. Its target time shrinks so that all planned rounds fit the budget (the rounds
+    make the band; a shorter segment only widens it), and it is capped at its share of the time
+    left for the first MIN_ROUNDS rounds, however many steps it still needs. The budget is hard:
+    a machine that stalls a step for longer than a share can leave fewer than MIN_ROUNDS rounds,
+    and then the figure has no band (and no verdict).
+    """
     outcome = Outcome()
     segment_s = plan.segment_seconds(len(arms))
     round_times: list[float] = []
+    overheads: list[float] = []  # per segment: wall time beyond the measured time
     for index in range(plan.rounds):
         now = time.perf_counter()
         if index >= MIN_ROUNDS and round_times and now + max(round_times) > deadline:
@@ -96,12 +107,17 @@ def run_rounds(arms: list[Arm], plan: Plan, deadline: float, restore: Callable[[
         order = arms if index % 2 == 0 else arms[::-1]
         try:
             for position, arm in enumerate(order):
+                now = time.perf_counter()
                 left = (max(MIN_ROUNDS - index, 1) * len(arms)) - position
-                cap = time.perf_counter() + max(0.0, deadline - time.perf_counter()) / max(1, left)
-                segment = arm.measure(segment_s, plan.segment_min_steps(1), min(cap, deadline))
+                overhead = max(overheads) if overheads else overhead_s
+                share = max(0.0, deadline - now - left * overhead) / left
+                planned = (plan.rounds - index) * len(arms) - position
+                target = min(segment_s, max(0.0, deadline - now - planned * overhead) / planned)
+                segment = arm.measure(target, plan.segment_min_steps(1), min(now + overhead + share, deadline))
                 arm.segments.append(segment)
-                if segment is not None:
-                    outcome.measured_seconds += segment.seconds
+                measured = segment.seconds if segment is not None else 0.0
+                overheads.append(max(0.0, time.perf_counter() - now - measured))
+                outcome.measured_seconds += measured
         finally:
             # Once per round: the weights' values do not change a step's cost, and restoring a
             # large model after every segment would cost more than the measurement.
