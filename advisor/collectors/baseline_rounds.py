@@ -5,8 +5,8 @@ a cache after its file source) or of pulling the input alone (data-only). A *seg
 arm for a target time (``segment_s``, and at least ``min_steps`` steps) after its own warm-up. A
 *round* measures every arm once; rounds alternate their order (A B C, C B A, …) so that drift and
 load hit every arm alike, and each round gives one paired value per comparison. The whole
-measurement stays inside a time budget: segments are capped so that at least
-``MIN_ROUNDS`` rounds fit, and later rounds start only while one more fits.
+measurement stays inside a time budget: segments shrink so that the planned rounds fit, are
+capped so that ``MIN_ROUNDS`` rounds fit, and later rounds start only while one more fits.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ WARMUP_SHARE = 0.1  # a segment's warm-up also lasts at least this share of its 
 @dataclass(frozen=True)
 class Plan:
     """How long to measure: ``seconds`` over all arms and rounds, at least ``min_steps`` measured
-    steps per arm, ``rounds`` rounds, everything (calibration included) within ``max_seconds``."""
+    steps per arm, ``rounds`` rounds, everything after a short calibration within ``max_seconds``."""
 
     seconds: float
     min_steps: int
