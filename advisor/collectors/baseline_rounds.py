@@ -135,12 +135,13 @@ def run_rounds(arms: list[Arm], plan: Plan, deadline: float, restore: Callable[[
 
 def fit_segment(model: Any, kwargs: dict[str, Any], *, finite: bool, warm: int, seconds: float,
                 min_steps: int, deadline: float, what: str, error: Callable[[str], Exception],
-                epoch_steps: int | None = None) -> Segment | None:
+                epoch_steps: int | None = None, first_tick: list[float] | None = None) -> Segment | None:
     """Train ``model`` on ``kwargs`` (a nested ``fit``) for one segment and time it.
 
     Finite feeds (arrays, PyDataset, DataLoader) run whole epochs, as training does, until the
     clock stops them; endless feeds run epochs of ``epoch_steps`` (the real feed's length, so
     that both arms pay the same per-epoch cost) or one long epoch. None: no step after warm-up.
+    ``first_tick``, when given, receives the time the first execution ended (after compiling).
     """
     clock = segment_clock(model, warm, seconds, min_steps, deadline)
     if finite:
@@ -157,6 +158,8 @@ def fit_segment(model: Any, kwargs: dict[str, Any], *, finite: bool, warm: int, 
         from advisor.collectors.input_feeds import one_line
 
         raise error(f"training on {what} failed: {one_line(exc)}") from None
+    if first_tick is not None and clock.first_tick is not None:
+        first_tick.append(clock.first_tick)
     return clock.segment()
 
 

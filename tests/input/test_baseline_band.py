@@ -1,8 +1,9 @@
 """The noise band on real fits, while another process keeps one core busy (as on shared CI).
 
 A healthy run (input cached and prefetched, a step of several milliseconds) must come out
-"inside the band": no measurable input cost. An input ten times slower than the step must come
-out far outside it. The time budget must shorten the segments, cap the rounds and say so.
+"inside the band": no measurable input cost. An input far slower than the step (20×, and at
+least 30 ms a batch: a sleep, which load does not stretch, while the step may slow down several
+times under load) must come out far outside it. The time budget must shorten the segments, cap the rounds and say so.
 """
 
 from __future__ import annotations
@@ -75,10 +76,10 @@ def healthy_dataset() -> tf.data.Dataset:
 
 
 def slow_dataset(step_s: float) -> tf.data.Dataset:
-    """Each batch waits ten times the model's step in Python (no prefetch, sequential)."""
+    """Each batch waits 20 times the model's step (at least 30 ms) in Python, no prefetch."""
 
     def wait(x, y):
-        time.sleep(10 * step_s)
+        time.sleep(max(20 * step_s, 0.03))
         return x, y
 
     def load(x, y):
@@ -97,7 +98,7 @@ def model(busy_core) -> keras.Model:
 
 @pytest.fixture(scope="module")
 def small_model(busy_core) -> keras.Model:
-    """Two 128-wide layers: a ~1 ms step, so that an input ten times slower stays quick to measure."""
+    """Two 128-wide layers: a ~1 ms step, so that a far slower input stays quick to measure."""
     m = mlp(128)
     m.fit(healthy_dataset(), epochs=1, verbose=0)
     return m
@@ -122,12 +123,13 @@ def test_a_healthy_run_under_load_is_inside_the_band(model, busy_core):
     assert "inside the noise band" in result.summary()
 
 
-def test_an_input_ten_times_slower_than_the_step_is_far_outside_the_band(small_model, busy_core):
+def test_an_input_far_slower_than_the_step_is_far_outside_the_band(small_model, busy_core):
     step_s = step_seconds(small_model)
     result = measure_input(small_model, slow_dataset(step_s), seconds=2.0, source_cache=False, data_only=False)
     band = result.bound
     assert band is not None and result.bound_outside_band is True
-    # The input costs ~90 % of each round; even the lower edge of the band is far above zero.
+    # The input costs ~95 % of each round (still ~80 % if load slows the step fourfold): even the
+    # lower edge of the band is far above zero.
     assert band.value > 0.6 and band.value - band.half_width > 0.5, (step_s, band, result.round_rates)
 
 
@@ -139,12 +141,14 @@ def test_the_budget_shortens_segments_then_caps_the_rounds_and_says_so(model, bu
     wall = time.perf_counter() - t0
     assert result.budget_seconds == 2.0 and result.measured_seconds <= 2.0
     assert result.rounds >= MIN_ROUNDS
-    assert wall < 2.0 + 3.0  # calibration (a few steps) comes before the budget, nothing long after it
-    # 600 steps per arm (50 per segment, ~0.3 s of ~6 ms steps) cannot fit 12 rounds in 2 s: the
+    # Unbounded, this would take 30 s. The budget starts after the first step; before it come the
+    # feeds and the state snapshot, after it the final restore: seconds on a busy machine.
+    assert wall < 2.0 + 4.0
+    # 1200 steps per arm (100 per segment, ≥ 0.6 s of ~6 ms steps) cannot fit 12 rounds in 2 s: the
     # segments are capped so that 3 rounds fit, and the record says why it stopped. (A step that
     # the machine stalls past its share can still leave fewer: then there is no band and no cost.)
     t0 = time.perf_counter()
-    result = measure_input(model, healthy_dataset(), steps=600, seconds=1.0, max_seconds=2.0,
+    result = measure_input(model, healthy_dataset(), steps=1200, seconds=1.0, max_seconds=2.0,
                            source_cache=False, data_only=False)
     wall = time.perf_counter() - t0
     assert 1 <= result.rounds < 12
@@ -152,4 +156,4 @@ def test_the_budget_shortens_segments_then_caps_the_rounds_and_says_so(model, bu
     assert any("stopped early" in note for note in result.notes)
     paired = sum(1 for r, c in zip(result.round_rates["real"], result.round_rates["cached"]) if r and c)
     assert (result.bound is None) == (paired < MIN_ROUNDS) == (result.bound_fraction is None)
-    assert wall < 2.0 + 3.0
+    assert wall < 2.0 + 4.0  # unbounded: 12 rounds × 2 segments of ≥ 0.6 s
