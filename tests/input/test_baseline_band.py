@@ -1,9 +1,9 @@
 """The noise band on real fits, while another process keeps one core busy (as on shared CI).
 
 A healthy run (input cached and prefetched, a step of several milliseconds) must come out
-"inside the band": no measurable input cost. An input far slower than the step (20×, and at
-least 30 ms a batch: a sleep, which load does not stretch, while the step may slow down several
-times under load) must come out far outside it. The time budget must shorten the segments, cap the rounds and say so.
+"inside the band": no measurable input cost. An input far slower than the step (30×, and at
+least 60 ms a batch: a sleep, which load does not stretch, while a busy machine can slow the step
+tenfold) must come out far outside it. The time budget must shorten the segments, cap the rounds and say so.
 """
 
 from __future__ import annotations
@@ -76,10 +76,10 @@ def healthy_dataset() -> tf.data.Dataset:
 
 
 def slow_dataset(step_s: float) -> tf.data.Dataset:
-    """Each batch waits 20 times the model's step (at least 30 ms) in Python, no prefetch."""
+    """Each batch waits 30 times the model's step (60–200 ms) in Python, no prefetch."""
 
     def wait(x, y):
-        time.sleep(max(20 * step_s, 0.03))
+        time.sleep(min(max(30 * step_s, 0.06), 0.2))
         return x, y
 
     def load(x, y):
@@ -105,12 +105,16 @@ def small_model(busy_core) -> keras.Model:
 
 
 def step_seconds(model: keras.Model) -> float:
-    """The model's step time on cached input, measured here (under the same load)."""
+    """The model's step time on cached input, measured here: the fastest of five 10-step runs
+    (one stalled run would otherwise make the slow input's sleep, and the test, far longer)."""
     cached = healthy_dataset().take(1).cache().repeat()
     model.fit(cached, steps_per_epoch=5, epochs=1, verbose=0)
-    t0 = time.perf_counter()
-    model.fit(cached, steps_per_epoch=20, epochs=1, verbose=0)
-    return (time.perf_counter() - t0) / 20
+    times = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        model.fit(cached, steps_per_epoch=10, epochs=1, verbose=0)
+        times.append((time.perf_counter() - t0) / 10)
+    return min(times)
 
 
 def test_a_healthy_run_under_load_is_inside_the_band(model, busy_core):
@@ -128,7 +132,7 @@ def test_an_input_far_slower_than_the_step_is_far_outside_the_band(small_model, 
     result = measure_input(small_model, slow_dataset(step_s), seconds=2.0, source_cache=False, data_only=False)
     band = result.bound
     assert band is not None and result.bound_outside_band is True
-    # The input costs ~95 % of each round (still ~80 % if load slows the step fourfold): even the
+    # The input costs ~97 % of each round (still ~80 % if load slows the step tenfold): even the
     # lower edge of the band is far above zero.
     assert band.value > 0.6 and band.value - band.half_width > 0.5, (step_s, band, result.round_rates)
 
