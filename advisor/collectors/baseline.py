@@ -47,7 +47,8 @@ log = logging.getLogger("advisor")
 DEFAULT_SECONDS = BASELINE_SECONDS  # measured time, all arms and rounds together
 DEFAULT_MIN_STEPS = BASELINE_MIN_STEPS  # measured steps per arm at least, however short the time
 DEFAULT_ROUNDS = BASELINE_ROUNDS  # interleaved rounds: a 99 % band that one stalled round per side cannot move
-DEFAULT_MAX_SECONDS = BASELINE_MAX_SECONDS  # the whole baseline, calibration aside, stops within this budget
+DEFAULT_MAX_SECONDS = BASELINE_MAX_SECONDS  # the whole baseline, from its first (compiled) step, stays within this
+CALIBRATION_STEPS = 5  # cached steps timed before the rounds
 MODES = ("start", "end")
 
 __all__ = ["BaselineCollector", "InputBaseline", "InputError", "Plan", "make_plan", "measure_input",
@@ -67,7 +68,7 @@ def make_plan(model: Any, *, seconds: float = DEFAULT_SECONDS, min_steps: int = 
     if not isinstance(max_seconds, (int, float)) or not max_seconds > 0:
         raise error(f"max_seconds must be a positive number, got {max_seconds!r}")
     spe = steps_per_execution(model)
-    warm = round_up(warmup_steps if warmup_steps is not None else 2 * spe, spe)
+    warm = round_up(warmup_steps if warmup_steps is not None else spe, spe)
     return Plan(float(seconds), int(min_steps), int(rounds), float(max_seconds), warm)
 
 
@@ -96,7 +97,7 @@ def measure_input(model: Any, data: Any, steps: int | None = DEFAULT_MIN_STEPS, 
     _check_model(model)
     backend = backend_of(model)
     spe = steps_per_execution(model)
-    warm = round_up(warmup_steps if warmup_steps is not None else 2 * spe, spe)
+    warm = round_up(warmup_steps if warmup_steps is not None else spe, spe)
     if steps is None:
         epoch = epoch_batches(data, batch_size)
         if epoch - warm < 1:
@@ -144,11 +145,20 @@ def run_baseline(model: Any, feeds: Feeds, plan: Plan, *, source_cache: bool = T
 
     try:
         # Calibration: compiles the step if needed and times it, so that sliced feeds can be sized.
+        # Calibration: a few cached steps that compile the step if needed and time it, so that
+        # sliced feeds can be sized. The budget starts once the first step (compilation) is done.
+        calibrating, first_tick = time.perf_counter(), []
         calibration = fit_segment(model, feeds.cached, finite=False, warm=warm, seconds=0.0,
-                                  min_steps=plan.segment_min_steps(spe), deadline=t0 + plan.max_seconds,
-                                  what="the cached input", error=InputError)
+                                  min_steps=min(plan.segment_min_steps(spe), round_up(CALIBRATION_STEPS, spe)),
+                                  deadline=t0 + plan.max_seconds, what="the cached input", error=InputError,
+                                  first_tick=first_tick)
         state.restore()
-        deadline = time.perf_counter() + plan.max_seconds
+        deadline = (first_tick[0] if first_tick else time.perf_counter()) + plan.max_seconds
+        # What a segment costs beyond its measured time (compilation aside); the rounds replace
+        # this first estimate with what they see.
+        since = first_tick[0] if first_tick else calibrating
+        overhead = min(max(0.0, time.perf_counter() - since - (calibration.seconds if calibration else 0.0)),
+                       plan.max_seconds / (4 * max(1, plan.rounds)))
         need = _batches_needed(feeds, plan, calibration, warm)
         if feeds.resize is not None:
             feeds.resize(need)
@@ -165,7 +175,7 @@ def run_baseline(model: Any, feeds: Feeds, plan: Plan, *, source_cache: bool = T
                 arms.append(training_arm("source_cached", source_kwargs, False, "the source-cached input"))
         if data_only and feeds.data_only is not None:
             arms.append(Arm("data_only", _data_only_measure(feeds, warm), trains=False))
-        outcome = run_rounds(arms, plan, deadline, state.restore)
+        outcome = run_rounds(arms, plan, deadline, state.restore, overhead)
     finally:
         state.restore()
     for arm in arms:

@@ -35,6 +35,7 @@ FACTS = (
     Fact("input.bound_band", "fraction", "± noise band of input.bound_fraction (order-statistic interval of the rounds' median)", "baseline"),
     Fact("input.bound_outside_band", "", "the input's cost is larger than its noise band (False: no measurable input cost)", "baseline", "bool"),
     Fact("input.bound_verdict", "", "the input's cost against its noise band, in words", "baseline", "str"),
+    Fact("input.withheld", "", "why the input's cost is not a fact (too few rounds for a noise band) and what to change", "baseline", "str"),
     Fact("input.data_only_ratio", "", "data-only ÷ training throughput", "baseline"),
     Fact("input.data_only_ratio_band", "", "± noise band of input.data_only_ratio", "baseline"),
     Fact("input.source_cache_gain", "fraction", "throughput gain from caching after the source (reading is the bottleneck)", "baseline"),
@@ -82,13 +83,15 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
             out[name] = value
     if real and cached:
         out.update(_bound(record, real, cached, real_rounds))
+    planned = record.rounds is not None
     if real and record.data_only_samples_per_s:
         out.update(_paired("input.data_only_ratio", record.data_only_rounds, real_rounds, bands.ratio,
-                           record.data_only_samples_per_s / real))
+                           record.data_only_samples_per_s / real, planned))
     if real and record.source_cached_samples_per_s:
         gain = _paired("input.source_cache_gain", record.source_cached_rounds, real_rounds, bands.relative_gain,
-                       record.source_cached_samples_per_s / real - 1.0)
-        gain["input.source_cache_gain"] = max(0.0, gain["input.source_cache_gain"])
+                       record.source_cached_samples_per_s / real - 1.0, planned)
+        if "input.source_cache_gain" in gain:
+            gain["input.source_cache_gain"] = max(0.0, gain["input.source_cache_gain"])
         out.update(gain)
     return out
 
@@ -105,9 +108,15 @@ def _bound(record: BaselineRecord, real: float, cached: float, real_rounds: list
         out["input.bound_band"] = band.half_width
         out["input.bound_outside_band"] = band.above_zero
         out["input.bound_verdict"] = OUTSIDE_NOTE if band.above_zero else INSIDE_NOTE
-    else:
-        value = bands.median(costs)
-        out["input.bound_fraction"] = max(0.0, value if value is not None else bands.input_cost(real, cached))
+    elif record.rounds is not None:
+        # Rounds were planned, but fewer than MIN_ROUNDS paired: noise cannot be told from cost.
+        out["input.withheld"] = (
+            f"the baseline paired only {len(costs)} round(s) of cached and real input within its time budget; "
+            f"a cost needs {bands.MIN_ROUNDS} to be told from noise: raise baseline_max_seconds "
+            f"(it had {record.budget_seconds or 0:g} s) or baseline_seconds"
+        )
+    else:  # an older record: one measurement per arm, no band
+        out["input.bound_fraction"] = max(0.0, bands.input_cost(real, cached))
     if record.batch_size:
         wait = record.batch_size / real - record.batch_size / cached
         out["input.wait_ms_per_step"] = max(0.0, wait) * 1000.0
@@ -115,13 +124,12 @@ def _bound(record: BaselineRecord, real: float, cached: float, real_rounds: list
 
 
 def _paired(name: str, arm: list[float | None] | None, real_rounds: list[float | None] | None, combine: Any,
-            fallback: float) -> dict[str, Any]:
-    """A paired figure (median of the rounds, or ``fallback`` for older records) and its band."""
-    values = bands.paired(arm or [], real_rounds or [], combine)
-    band = bands.band(values)
+            fallback: float, planned: bool) -> dict[str, Any]:
+    """A paired figure with its band (the median of the rounds); an older record's single
+    measurement (``fallback``); nothing when rounds were planned but too few paired."""
+    band = bands.band(bands.paired(arm or [], real_rounds or [], combine))
     if band is None:
-        value = bands.median(values)
-        return {name: value if value is not None else fallback}
+        return {} if planned else {name: fallback}
     out: dict[str, Any] = {name: band.value, f"{name}_band": band.half_width}
     if name == "input.source_cache_gain":
         out[f"{name}_outside_band"] = band.above_zero
