@@ -43,6 +43,10 @@ FACTS = (
     Fact("baseline.real_source", "", "where the real-input throughput comes from: baseline or training (one-shot generators)", "baseline", "str"),
     Fact("baseline.seconds", "s", "wall time the baseline measurements took", "baseline"),
     Fact("baseline.error", "", "why the baseline could not measure (bad input, unsupported model)", "baseline", "str"),
+    Fact("baseline.skipped", "", "why the default baseline (baseline='auto') did not run: too short a fit, a multi-worker job, a one-shot generator", "baseline", "str"),
+    Fact("baseline.mode", "", "when the baseline ran: auto (after the last epoch, sized to the fit), end, start or api", "baseline", "str"),
+    Fact("input.withheld", "", "why the input's cost was not measured (the baseline's skip reason or error)", "baseline", "str"),
+    Fact("baseline.withheld", "", "why the baseline's figures are missing (its skip reason or error)", "baseline", "str"),
     Fact("input.wait_ms_per_step", "ms", "time per step the model waits for input: batch ÷ real − batch ÷ cached", "baseline"),
 )
 
@@ -55,9 +59,18 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
     if not records:
         return {}
     record = records[-1]
-    out: dict[str, Any] = {"baseline.steps": record.steps}
-    if record.error:
-        out["baseline.error"] = record.error
+    out: dict[str, Any] = {}
+    if record.mode:
+        out["baseline.mode"] = record.mode
+    if record.skipped or record.error:
+        # Nothing measured: say why (the rules that need the baseline name the reason).
+        reason = f"the baseline was skipped: {record.skipped}" if record.skipped else f"the baseline failed: {record.error}"
+        out["baseline.skipped" if record.skipped else "baseline.error"] = record.skipped or record.error
+        out["input.withheld"] = out["baseline.withheld"] = reason
+        if record.error:
+            out["baseline.steps"] = record.steps
+        return out
+    out["baseline.steps"] = record.steps
     for name, value in (("baseline.seconds", record.seconds), ("baseline.rounds", record.rounds),
                         ("baseline.measured_seconds", record.measured_seconds), ("baseline.stopped", record.stopped)):
         if value is not None:
