@@ -116,10 +116,20 @@ def measure_input(model: Any, data: Any, steps: int | None = DEFAULT_MIN_STEPS, 
                      warmup_steps=warm)
     randomness = GlobalRandomState()
     try:
-        feeds = feeds_from_user(data, batch_size, backend, legacy=is_tf_keras(model))
-        return run_baseline(model, feeds, plan, source_cache=source_cache, data_only=data_only)
+        return run_baseline(model, feeds_from_user(data, batch_size, backend, legacy=is_tf_keras(model)), plan,
+                            source_cache=source_cache, data_only=data_only)
     finally:
         randomness.restore()
+        release_iterators()
+
+
+def release_iterators() -> None:
+    """Destroy the iterators the baseline made before returning. An iterator over a pipeline
+    copy that is still alive at interpreter exit, its prefetch thread waiting in a
+    ``tf.py_function`` for the GIL, hangs the process's shutdown."""
+    import gc
+
+    gc.collect()
 
 
 def _check_model(model: Any) -> None:
@@ -277,13 +287,14 @@ class BaselineCollector(Collector):
             self._skip(MULTI_WORKER, mode)
             return
         sizing = self._sizing()
-        if sizing.skipped:
-            self._skip(sizing.skipped, mode)
+        if sizing.skipped:  # routine on short fits: recorded in the run, not announced
+            self._skip(sizing.skipped, mode, announce=False)
             return
         t0 = time.perf_counter()
         plan = make_plan(s.model, seconds=sizing.seconds, min_steps=self.steps, rounds=self.rounds,
                          max_seconds=sizing.max_seconds, error=UsageError)
         randomness = GlobalRandomState()  # what the feeds and the rounds draw is put back
+        feeds = None
         try:
             feeds = feeds_from_session(s.data, s.backend, training_done=mode != "start")
             if mode == "auto" and feeds.real is None:
@@ -297,6 +308,8 @@ class BaselineCollector(Collector):
             return
         finally:
             randomness.restore()
+            feeds = None
+            release_iterators()
         s.writer.write(self.result.to_record(mode))
         s.shared["baseline"] = self.result
         s.shared["baseline_seconds"] = self.result.seconds
@@ -306,9 +319,10 @@ class BaselineCollector(Collector):
             log.info("advisor: baseline (%d rounds, %.1f s): %s", self.result.rounds, self.result.seconds,
                      self.result.summary())
 
-    def _skip(self, reason: str, mode: str) -> None:
+    def _skip(self, reason: str, mode: str, announce: bool = True) -> None:
         self._record(mode, None, 0.0, skipped=reason)
-        self.s.event("baseline", f"baseline skipped: {reason}", level="info")
+        if announce:
+            self.s.event("baseline", f"baseline skipped: {reason}", level="info")
 
     def _record(self, mode: str, plan: Plan | None, seconds: float, **why: Any) -> None:
         from advisor.store.schema import BaselineRecord

@@ -29,11 +29,13 @@ BASELINE_MAX_SECONDS = 30.0
 # baseline="auto" (the default): after the last epoch, about AUTO_BASELINE_SECONDS of measuring or
 # AUTO_BASELINE_STEPS steps, whichever is longer; the whole baseline stays within
 # AUTO_BASELINE_SHARE of the fit's time, and is skipped (with the reason recorded) when that share
-# is under AUTO_BASELINE_MIN_BUDGET seconds.
+# is under AUTO_BASELINE_MIN_BUDGET seconds (a fit of 10 s): each segment of each round starts a
+# fit of its own with a fresh iterator (~0.1 s on a busy 2-core host), so a smaller budget cannot
+# hold the three interleaved rounds a noise band needs.
 AUTO_BASELINE_SECONDS = 2.0
 AUTO_BASELINE_STEPS = 200
 AUTO_BASELINE_SHARE = 0.2
-AUTO_BASELINE_MIN_BUDGET = 1.0
+AUTO_BASELINE_MIN_BUDGET = 2.0
 MIN_TELEMETRY_INTERVAL_S = 0.1
 _TRUE = ("1", "true", "yes", "on")
 

@@ -225,7 +225,8 @@ def rank(findings: Sequence[Finding], rules: Mapping[str, Rule] | None = None) -
     severe finding comes first; then a rule naming a cause (C401 "no prefetch") before the rule
     that measures its symptom (M108 "input-bound"), whose cost it explains.
     """
-    symptom = {code for code, rule in (rules or {}).items() if rule.symptom}
+    rules = rules or {}
+    symptom = {code for code, rule in rules.items() if rule.symptom}
 
     def key(f: Finding) -> tuple[Any, ...]:
         if f.status == "fail":

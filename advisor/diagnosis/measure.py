@@ -16,7 +16,7 @@ HINTS: dict[str, str] = {
     "prices": 'give the price: AdvisorCallback(instance_type="g5.xlarge") or price_per_hour=..., or set ADVISOR_INSTANCE_TYPE',
     "nvml": "train on a host with an NVIDIA GPU and nvidia-ml-py installed (telemetry is on by default; telemetry=False turns it off)",
     "psutil": "keep telemetry on (the default; AdvisorCallback(telemetry=False) turns it off)",
-    "baseline": 'measure the cached-input ceiling: keep AdvisorCallback(baseline="auto") (the default; it skips fits shorter than about 5 s), pass baseline="end", or call advisor.measure_input(model, data)',
+    "baseline": 'measure the cached-input ceiling: keep AdvisorCallback(baseline="auto") (the default; it skips fits shorter than about 10 s), pass baseline="end", or call advisor.measure_input(model, data)',
     "pipeline": "feed fit() a tf.data.Dataset: the advisor inspects its graph at train begin",
     "storage": "read training data from local files through tf.data (file sources are inspected)",
     "trace": 'capture a profile: AdvisorCallback(profile_steps="auto") (or (10, 34)) with keras-advisor[profile] installed, or `advisor trace PROFILE_DIR --into RUN`',
@@ -37,7 +37,7 @@ FACT_HINTS: dict[str, str] = {
 # (label, how). The coverage line groups the unknown rules by label.
 ENABLERS: dict[str, tuple[str, str]] = {
     "baseline": ("baseline", ('keep AdvisorCallback(baseline="auto") (the default; it skips fits shorter than '
-                              'about 5 s) or pass baseline="end"')),
+                              'about 10 s) or pass baseline="end"')),
     "trace": ("profile_steps", 'AdvisorCallback(profile_steps="auto") with keras-advisor[profile] installed'),
     "nvml": ("a GPU", "train on an NVIDIA GPU (telemetry on, the default)"),
     "hardware": ("a GPU", "train on a known accelerator (see the hardware table) with telemetry on"),

@@ -80,7 +80,8 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
     real_rounds = record.real_rounds
     if real is not None:
         out["baseline.real_source"] = "baseline"
-    elif cached is not None and len(ranks) <= 1 and facts.get("throughput.samples_per_s"):
+    elif (cached is not None and len(ranks) <= 1 and facts.get("throughput.samples_per_s")
+          and record.input_kind == "generator"):
         # One-shot generators cannot be replayed: compare with what training itself measured.
         real = float(facts["throughput.samples_per_s"])
         real_rounds = [real] * len(record.cached_rounds or [])
