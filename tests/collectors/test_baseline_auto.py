@@ -8,7 +8,12 @@ from __future__ import annotations
 import pytest
 
 import advisor
-from advisor.collectors.baseline_auto import ONE_SHOT, auto_sizing, explicit_sizing, mean_step_seconds
+from advisor.collectors.baseline_auto import (
+    ONE_SHOT,
+    auto_sizing,
+    explicit_sizing,
+    mean_step_seconds,
+)
 from advisor.collectors.options import (
     AUTO_BASELINE_MIN_BUDGET,
     AUTO_BASELINE_SHARE,
