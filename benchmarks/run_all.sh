@@ -13,3 +13,4 @@ run python benchmarks/trace_speed.py --repeats 5 --pairs 7
 run python benchmarks/telemetry_overhead.py --pairs 7
 run python benchmarks/tfdata_guide.py
 run python benchmarks/baseline_noise.py --repeats 3
+run python benchmarks/diagnosis.py --markdown

@@ -211,8 +211,13 @@ def _evaluate(
     )
 
 
-def saving(finding: Finding) -> float:
-    """The share of training time the ranking credits a failure with: its estimated impact."""
+def saving(finding: Finding, rule: Rule | None = None) -> float:
+    """The share of training time the ranking credits a failure with: its estimated impact,
+    unless the failure is reported below its rule's severity — too few measured steps, a shared
+    host whose noise may be what was measured — where its estimate is not trusted to outrank a
+    finding that stands on its own (it still orders the findings it ties with)."""
+    if rule is not None and SEVERITY_RANK[finding.severity] < SEVERITY_RANK[rule.severity]:
+        return 0.0
     return finding.impact or 0.0
 
 
@@ -222,17 +227,22 @@ def rank(findings: Sequence[Finding], rules: Mapping[str, Rule] | None = None) -
 
     Impacts within IMPACT_RESOLUTION of each other are a tie (they are measured, and two rules
     often price the same lost time, e.g. the input's share of step time). On a tie the more
-    severe finding comes first; then a rule naming a cause (C401 "no prefetch") before the rule
-    that measures its symptom (M108 "input-bound"), whose cost it explains.
+    severe finding comes first; then the larger estimate of a finding credited none (see
+    :func:`saving`); then a rule naming a cause (C401 "no prefetch") before the rule that
+    measures its symptom (M108 "input-bound"), whose cost it explains.
     """
     rules = rules or {}
     symptom = {code for code, rule in rules.items() if rule.symptom}
 
+    def bucket(value: float) -> int:
+        return round(value / IMPACT_RESOLUTION)
+
     def key(f: Finding) -> tuple[Any, ...]:
         if f.status == "fail":
-            bucket = round(saving(f) / IMPACT_RESOLUTION)
-            return (0, -bucket, -SEVERITY_RANK[f.severity], f.code in symptom, f.code)
-        return (STATUS_ORDER[f.status], 0, 0, False, f.code)
+            credited = saving(f, rules.get(f.code))
+            return (0, -bucket(credited), -SEVERITY_RANK[f.severity], -bucket(f.impact or 0.0),
+                    f.code in symptom, f.code)
+        return (STATUS_ORDER[f.status], 0, 0, 0, False, f.code)
 
     return sorted(findings, key=key)
 

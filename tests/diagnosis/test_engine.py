@@ -169,3 +169,21 @@ def test_numpy_scalars_are_plain_numbers():
     assert report.failures[0].code == "D607" and isinstance(
         report.facts["time.val_fraction"].value, float
     )
+
+
+def test_a_finding_demoted_for_weak_evidence_is_credited_no_time():
+    shared = {"host.others_cpu_fraction": 0.5, "steps.outliers": 40, "steps.outlier_fraction": 0.3,
+              "context.jit_compile": False}
+    # Stalls on a shared host (info, an estimate of 30%) and a cache after random augmentation
+    # (a warning that costs no time): the warning stands on its own and comes first.
+    with_warning = {**shared, "pipeline.uncached_deterministic_map": False, "pipeline.cache_after_random": True}
+    order = [f.code for f in diagnose_facts(with_warning, [RULES["M150"], RULES["C402"], RULES["G502"]],
+                                            run=RUN).failures]
+    assert order == ["C402", "M150", "G502"]
+    # Among findings credited no time, the demoted one's estimate still orders it first.
+    order = [f.code for f in diagnose_facts(shared, [RULES["M150"], RULES["G502"]], run=RUN).failures]
+    assert order == ["M150", "G502"]
+    # On a host of its own, the same stalls are a warning credited 30%.
+    alone = {**with_warning, "host.others_cpu_fraction": 0.0}
+    found = diagnose_facts(alone, [RULES["M150"], RULES["C402"]], run=RUN).failures
+    assert [(f.code, f.severity) for f in found] == [("M150", "warning"), ("C402", "warning")]
