@@ -64,8 +64,9 @@ def _best(rows: list[Row], goal: str, unit: str, value: Callable[[Row], float | 
             top = max(larger, key=lambda r: r.speedup or 0.0)
             assert top.speedup is not None
             efficiency = "" if top.efficiency is None else f", {top.efficiency:.0%} efficiency"
-            parts.append(f"the best speedup from more workers: {top.strategy} ×{top.workers}, "
-                         f"{top.speedup:.2f}× its smallest size{efficiency}")
+            lead = ("the best speedup from more workers" if top.speedup > 1.0
+                    else "no larger size beat its own smallest; the closest")
+            parts.append(f"{lead}: {top.strategy} ×{top.workers}, {top.speedup:.2f}× its smallest size{efficiency}")
     return Recommendation(goal=goal, strategy=best.strategy, workers=best.workers, value=best_value,
                           unit=unit, reason="; ".join(parts))
 

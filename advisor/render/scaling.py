@@ -124,9 +124,14 @@ def advice_lines(table: ScalingTable, md: bool) -> list[str]:
         lines.append("")
     if table.findings:
         lines += ["## D6 findings of the sweep" if md else "D6 findings of the sweep", ""]
+        groups: dict[tuple[str, str, int], list[Any]] = {}
         for f in sorted(table.findings, key=lambda f: (f.code, f.strategy, f.workers, f.run_id)):
+            groups.setdefault((f.code, f.strategy, f.workers), []).append(f)
+        for (code, strategy, workers), found in groups.items():
+            f = found[0]  # repeats of a configuration: the first run's message and evidence
+            runs = f"{len(found)} runs" if len(found) > 1 else f.run_id
             evidence = ", ".join(f"{k}={_evidence(v)}" for k, v in f.evidence.items())
-            head = f"{f.code} {f.name} ({f.severity}) on {f.strategy} ×{f.workers} [{f.run_id}]"
+            head = f"{code} {f.name} ({f.severity}) on {strategy} ×{workers} [{runs}]"
             lines.append(f"- **{head}**: {f.message}" if md else f"  {head}: {f.message}")
             if evidence:
                 lines.append(f"  - evidence: {evidence}" if md else f"    evidence: {evidence}")
