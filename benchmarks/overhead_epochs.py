@@ -26,8 +26,8 @@ class T(keras.callbacks.Callback):
         if e>0: times.setdefault(s.k,[]).append(time.perf_counter()-s.t)
 variants={
  "none": lambda: [],
- "full": lambda: [advisor.AdvisorCallback(runs_dir="/tmp/jo", log_every_s=None)],
- "no-telemetry": lambda: [advisor.AdvisorCallback(runs_dir="/tmp/jo", log_every_s=None, telemetry=False)],
+ "full": lambda: [advisor.AdvisorCallback(runs_dir="/tmp/jo", log_every_s=None, baseline=None)],
+ "no-telemetry": lambda: [advisor.AdvisorCallback(runs_dir="/tmp/jo", log_every_s=None, telemetry=False, baseline=None)],
 }
 m.fit(x,y,batch_size=64,epochs=1,verbose=0)
 for i in range(6):

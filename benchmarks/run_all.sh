@@ -17,3 +17,4 @@ run python benchmarks/track_overhead.py --framework torch --pairs 9 --steps 6000
 run python benchmarks/track_overhead.py --framework jax --pairs 9 --steps 3000 --width 1024
 run python benchmarks/tui_load.py --repeats 5
 run python benchmarks/store_scan.py --repeats 5
+run python benchmarks/diagnosis.py --markdown

@@ -35,6 +35,7 @@ AREAS: tuple[str, ...] = (
     "pipeline",
     "trace",
     "scaling",
+    "store",
     "cloud",
     "derived",
 )

@@ -96,6 +96,22 @@ class Recommendation:
 
 
 @dataclass
+class SweepFinding:
+    """A failed D6 rule on one run of the sweep (the service diagnoses them; see
+    ``advisor.service.scaling``), with the evidence behind it."""
+
+    code: str
+    name: str
+    severity: str
+    strategy: str
+    workers: int
+    run_id: str
+    message: str
+    impact: float | None = None
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
 class ScalingTable:
     source: str
     sweep_ids: list[str]
@@ -103,6 +119,7 @@ class ScalingTable:
     failures: list[Failure] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     recommendations: list[Recommendation] = field(default_factory=list)
+    findings: list[SweepFinding] = field(default_factory=list)
     schema_version: int = SCALING_SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:
@@ -117,8 +134,9 @@ class ScalingTable:
         rows = [Row(**_known(Row, r)) for r in data.get("rows", [])]
         failures = [Failure(**_known(Failure, f)) for f in data.get("failures", [])]
         recommendations = [Recommendation(**_known(Recommendation, r)) for r in data.get("recommendations", [])]
+        findings = [SweepFinding(**_known(SweepFinding, f)) for f in data.get("findings", [])]
         return cls(str(data.get("source", "")), list(data.get("sweep_ids", [])), rows, failures,
-                   list(data.get("notes", [])), recommendations)
+                   list(data.get("notes", [])), recommendations, findings)
 
     def to_frame(self) -> Any:
         """One row per strategy × workers (pandas); units in ``df.attrs["units"]``, notes joined by "; "."""

@@ -32,7 +32,6 @@ from advisor.collectors.options import (
     BASELINE_MAX_SECONDS,
     BASELINE_MIN_STEPS,
     BASELINE_ROUNDS,
-    BASELINE_SECONDS,
     AdvisorOptions,
     check_names,
 )
@@ -79,14 +78,19 @@ class AdvisorCallback(KerasCallbackProtocol):
         warmup_steps: steps excluded from throughput summaries (tracing, compilation, caches).
         log_every_s: period of the one-line samples/s log (None: no log).
         collectors: names or instances to run instead of the defaults.
-        baseline: ``"end"`` or ``"start"``: measure the cached-input baseline then (None: off).
+        baseline: ``"auto"`` (default): measure the cached-input baseline after the last epoch,
+            sized by time and capped at a small share of the fit, or skip it with the reason
+            recorded where it cannot run; ``"end"`` or ``"start"``: measure it then, uncapped;
+            None: off.
         baseline_steps: measured steps per arm of the baseline, at least.
-        baseline_seconds: measured time of the whole baseline (all arms and rounds).
+        baseline_seconds: measured time of the whole baseline (all arms and rounds); None: about
+            2 s or 200 steps, whichever is longer, with ``"auto"``, 3 s with ``"end"``/``"start"``.
         baseline_rounds: interleaved rounds (real and cached input alternate; each figure gets a
             noise band from the rounds' spread).
         baseline_max_seconds: the baseline stops within this budget.
         baseline_source_cache: also measure with a cache right after the file source.
-        profile_steps: ``(start, stop)``: profile these training steps (1-based, inclusive).
+        profile_steps: ``(start, stop)``: profile these training steps (1-based, inclusive);
+            ``"auto"``: 25 steps from a few steps after the warm-up.
         profile_summary: summarise the profile with XProf at train end.
         profile_timeout_s: seconds the summary may take.
         telemetry: sample GPU (NVML) and host (psutil) metrics.
@@ -124,9 +128,9 @@ class AdvisorCallback(KerasCallbackProtocol):
         warmup_steps: int = 5,
         log_every_s: float | None = 60.0,
         collectors: Sequence[str | Collector] | None = None,
-        baseline: str | None = None,
+        baseline: str | None = "auto",
         baseline_steps: int = BASELINE_MIN_STEPS,
-        baseline_seconds: float = BASELINE_SECONDS,
+        baseline_seconds: float | None = None,
         baseline_rounds: int = BASELINE_ROUNDS,
         baseline_max_seconds: float = BASELINE_MAX_SECONDS,
         baseline_source_cache: bool = True,

@@ -3,9 +3,10 @@
 For tf.data it stores the summary of the dataset's serialized graph (stages, parallelism, cache,
 options, files; ``advisor.probes.tfdata``) and facts about the files it reads
 (``advisor.probes.storage``; ``s3://`` paths are sized with ``advisor.cloud.s3data`` when boto3
-is installed, within a few seconds). For PyDataset it records the worker settings. For every
-input it records how the data reaches the job (``advisor.probes.sagemaker``: the SageMaker
-channel's input mode, or "Stream" for a pipeline that reads ``s3://`` itself). The analysis side
+is installed, within a few seconds). For a PyDataset and a torch DataLoader it records the worker
+settings. For every input it records how the data reaches the job (``advisor.probes.sagemaker``:
+the SageMaker channel's input mode, or "Stream" for a pipeline that reads ``s3://`` itself). The
+analysis side
 turns the record into ``pipeline.*`` and ``storage.*`` facts and the advice text.
 
 Cost: one graph serialization (in-memory datasets built with ``from_tensor_slices`` carry their
@@ -57,9 +58,11 @@ def describe_input(data: Any) -> dict[str, Any]:
         values.update(describe_dataset(data.dataset))
         summary = values.get("summary") or {}
         paths = list(summary.get("files") or []) + list(summary.get("file_candidates") or [])
-    mode = input_mode(paths)
-    if mode is not None:
-        values["cloud"] = {"input_mode": mode[0], "input_mode_source": mode[1]}
+        dims = dynamic_dims(getattr(data.dataset, "element_spec", None))
+        if dims is not None:
+            values["dynamic_dims"] = dims
+    elif kind == "numpy":
+        values["dynamic_dims"] = 0  # arrays: every batch has the same shape
     elif kind == "pydataset":
         py = getattr(data.adapter, "py_dataset", None) or getattr(data.adapter, "_keras_sequence", None)
         if py is not None:
@@ -68,6 +71,17 @@ def describe_input(data: Any) -> dict[str, Any]:
                 "use_multiprocessing": bool(getattr(py, "use_multiprocessing", False)),
                 "max_queue_size": _int(getattr(py, "max_queue_size", None)),
             }
+    elif kind == "torch":
+        loader = getattr(data.adapter, "_dataloader", None)
+        if loader is not None:
+            values["dataloader"] = {
+                "num_workers": _int(getattr(loader, "num_workers", None)),
+                "prefetch_factor": _int(getattr(loader, "prefetch_factor", None)),
+                "pin_memory": bool(getattr(loader, "pin_memory", False)),
+            }
+    mode = input_mode(paths)
+    if mode is not None:
+        values["cloud"] = {"input_mode": mode[0], "input_mode_source": mode[1]}
     return values
 
 
@@ -121,6 +135,30 @@ def size_s3(paths: list[str], declared_compression: str | None = None) -> dict[s
     if found.unreadable:
         out["unreadable"] = found.unreadable[:5]
     return out
+
+
+def dynamic_dims(spec: Any) -> int | None:
+    """Unknown dimensions beyond the batch axis in a dataset's element spec (variable-length
+    sequences, images of any size), ragged and sparse components counted once each; None when
+    the spec cannot be read."""
+    if spec is None:
+        return None
+    try:
+        import tensorflow as tf
+
+        count = 0
+        for part in tf.nest.flatten(spec):
+            if isinstance(part, (tf.RaggedTensorSpec, tf.SparseTensorSpec)):
+                count += 1
+                continue
+            shape = getattr(part, "shape", None)
+            if shape is None or shape.rank is None:
+                count += 1
+                continue
+            count += sum(1 for d in list(shape)[1:] if d is None)
+        return count
+    except Exception:  # noqa: BLE001 — an unusual spec: unknown, not an error
+        return None
 
 
 def _int(value: Any) -> int | None:

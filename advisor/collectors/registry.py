@@ -1,7 +1,7 @@
 """Collector names → factories. ``AdvisorCallback(collectors=[...])`` picks from here.
 
-Optional collectors join the defaults when their option asks for them (e.g. ``baseline="end"``)
-or, for telemetry and pipeline inspection, unless switched off (``telemetry=False``). Factories
+Optional collectors join the defaults when their option asks for them (e.g. ``profile_steps``)
+or unless switched off (``baseline=None``, ``telemetry=False``, ``pipeline=False``). Factories
 import their module on use, so an unused collector costs nothing.
 """
 

@@ -45,7 +45,9 @@ class Finding(_Model):
     message: str = Field(description="what was found, with the measured values")
     fix: str | None = Field(default=None, description="what to change (failures only)")
     impact: float | None = Field(
-        default=None, description="estimated share of step time or cost at stake, 0..1"
+        default=None,
+        description="estimated share of training time (or cost) a fix would save, 0..1: failures "
+        "are ranked by it (each rule's docs say how it is estimated)",
     )
     evidence: list[Evidence] = Field(default_factory=list)
     thresholds: dict[str, Any] = Field(default_factory=dict)
@@ -64,17 +66,33 @@ class Finding(_Model):
 
 class SectionCoverage(_Model):
     title: str
-    decided: int
+    decided: int = Field(description="rules that passed or failed")
     total: int
+    not_applicable: int = 0
+    unknown: int = 0
+
+
+class ToDecide(_Model):
+    """What would decide some of the unknown rules, and which."""
+
+    enable: str = Field(description="what to enable: baseline, profile_steps, a GPU, instance_type, a sweep, …")
+    how: str
+    rules: list[str]
 
 
 class Coverage(_Model):
-    """Checklist coverage: rules that reached a decision (fail, pass or n/a) ÷ rules evaluated."""
+    """Checklist coverage as CHECKLIST.md defines it: rules that passed or failed ÷ rules
+    evaluated. Rules that do not apply (n/a) and rules not decided (unknown) are counted apart."""
 
-    decided: int
+    decided: int = Field(description="rules that passed or failed")
     total: int
-    fraction: float
+    fraction: float = Field(description="decided ÷ total")
+    not_applicable: int = 0
+    unknown: int = 0
     sections: dict[str, SectionCoverage]
+    to_decide: list[ToDecide] = Field(
+        default_factory=list, description="for the unknown rules: what would decide them, most rules first"
+    )
 
 
 class Summary(_Model):
@@ -150,7 +168,9 @@ class Report(_Model):
     advisor_version: str
     generated_at: str = Field(description="ISO 8601 time the report was made")
     run: RunInfo
-    findings: list[Finding] = Field(description="failures first, ranked by estimated impact")
+    findings: list[Finding] = Field(
+        description="failures first, ranked by estimated time saved (impact), severity breaking ties"
+    )
     coverage: Coverage
     summary: Summary
     facts: dict[str, FactValue] = Field(default_factory=dict)

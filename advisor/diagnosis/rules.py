@@ -38,18 +38,19 @@ SECTIONS = {
 CODE_RE = re.compile(r"^[A-Z]\d{3}$")
 NAME_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 PARAM_RE = re.compile(r"^[a-z][a-z0-9_]*$")
-DOC_SECTIONS = ("what", "why", "how", "references")
+DOC_SECTIONS = ("what", "why", "how", "impact", "references")
 DOC_TITLES = {
     "what": "What it checks",
     "why": "Why it matters",
     "how": "How to fix",
+    "impact": "How its impact is estimated",
     "references": "References",
 }
 
 _FIELDS = {
     "code", "name", "summary", "severity", "severity_when", "requires", "requires_any", "optional",
     "applies", "condition", "advice", "message", "pass_message", "fix", "impact", "gated", "measure",
-    "params", "docs",
+    "params", "docs", "symptom",
 }  # fmt: skip
 _REQUIRED = ("code", "name", "summary", "severity", "message", "fix", "docs")
 MAX_YAML_NODES = 200_000
@@ -83,6 +84,7 @@ class Rule:
     file: str = ""
     line: int = 0
     field_lines: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+    symptom: bool = False  # measures a cost other rules name the cause of: ranks after them on a tie
 
     @property
     def facts(self) -> tuple[str, ...]:
@@ -381,6 +383,7 @@ def _build(path: Path, section: str, item: Any, node: Any, facts: set[str]) -> R
         fix=fix,
         advice=advice,
         gated=_flag(item, "gated", fail),
+        symptom=_flag(item, "symptom", fail),
         measure=measure,
         params=dict(params),
         docs=docs,

@@ -111,7 +111,7 @@ def test_data_command_on_a_local_folder_decides_s301(tmp_path):
     assert out.exit_code == 0, out.output
     assert "32 objects" in out.output and "median 20.0 KB" in out.output
     assert "S301 fail" in out.output and "tfrecord" in out.output
-    assert "S305 pass: compression none" in out.output
+    assert "S305 pass: no decompression cost (compression none)" in out.output
     write_shards(tmp_path / "zipped", [20 * KB] * 4, compress=True)
     zipped = CliRunner().invoke(cli, ["data", str(tmp_path / "zipped"), "--quiet"])
     assert "compression: gzip (4 of 4 sampled)" in zipped.output

@@ -210,3 +210,12 @@ def test_profile_steps_option_is_checked():
     with pytest.raises(UsageError):
         advisor.AdvisorCallback(profile_steps=(9, 1))
     assert isinstance(ProfilerCollector(), ProfilerCollector)
+
+
+def test_auto_window_starts_after_the_warm_up_and_marks_25_steps(runs_dir):
+    cb = ProfilerCallback(runs_dir=runs_dir, profile_steps="auto", profile_summary=False)
+    run = fit(cb, steps=40)
+    (record,) = run.of_type(TraceRecord)
+    assert (record.step_begin, record.step_end) == (11, 35)  # warm-up 5 steps, then a few more
+    assert record.steps_marked and record.marked_steps == 25
+    assert run.manifest.config["profile_steps"] == "auto"

@@ -50,7 +50,8 @@ def test_digest_has_the_top_finding_and_forgets_the_run(store):
     s = Store(store)
     d = digest(s, str(store / "run-input-bound"))
     assert d.top is not None and (d.top.code, d.top.severity) == ("C401", "error")
-    assert d.failures == 2 and d.samples_per_s == pytest.approx(115.2, rel=1e-3)
+    # C401 and M108 (errors), M102 (no price: info) and M109 (no profile captured: info)
+    assert d.failures == 4 and d.samples_per_s == pytest.approx(115.2, rel=1e-3)
     assert not s._runs and not s._analyses, "the run's records are dropped once digested"
 
 
@@ -87,7 +88,7 @@ def test_comparison_shows_throughput_and_the_findings_that_differ(store):
     cmp = compare([bad, good])
     metrics = dict(cmp.metrics)
     assert metrics["samples/s"][0] == "115.2" and metrics["samples/s"][1].startswith("608.0 (+428 %")
-    assert metrics["top finding"] == ["C401 no-prefetch-or-parallel-map", "—"]
+    assert metrics["top finding"] == ["C401 no-prefetch-or-parallel-map", "M102 samples-per-dollar"]  # healthy: only infos
     differing = {code: statuses for code, _, statuses in cmp.differing}
     assert differing["C401"] == ["fail: error", "pass"]
     assert differing["M108"] == ["fail: error", "pass"]
@@ -102,7 +103,7 @@ def test_findings_filter_counts_and_what_to_enable(store):
     assert {f.section for f in report.findings if FindingFilter(section="C4").matches(f)} == {"C4"}
     assert next(f.code for f in report.findings if FindingFilter(text="prefetch").matches(f)) == "C401"
     c = counts(report)
-    assert (c.fail, c.decided, c.total) == (2, report.coverage.decided, report.coverage.total)
+    assert (c.fail, c.decided, c.total) == (4, report.coverage.decided, report.coverage.total)
     assert c.line().startswith(f"decided {c.decided}/{c.total}")
     groups = to_decide_more(report)
     assert groups and all(codes for _, codes in groups)

@@ -35,7 +35,6 @@ FACTS = (
     Fact("input.bound_band", "fraction", "± noise band of input.bound_fraction (order-statistic interval of the rounds' median)", "baseline"),
     Fact("input.bound_outside_band", "", "the input's cost is larger than its noise band (False: no measurable input cost)", "baseline", "bool"),
     Fact("input.bound_verdict", "", "the input's cost against its noise band, in words", "baseline", "str"),
-    Fact("input.withheld", "", "why the input's cost is not a fact (too few rounds for a noise band) and what to change", "baseline", "str"),
     Fact("input.data_only_ratio", "", "data-only ÷ training throughput", "baseline"),
     Fact("input.data_only_ratio_band", "", "± noise band of input.data_only_ratio", "baseline"),
     Fact("input.source_cache_gain", "fraction", "throughput gain from caching after the source (reading is the bottleneck)", "baseline"),
@@ -44,6 +43,10 @@ FACTS = (
     Fact("baseline.real_source", "", "where the real-input throughput comes from: baseline or training (one-shot generators)", "baseline", "str"),
     Fact("baseline.seconds", "s", "wall time the baseline measurements took", "baseline"),
     Fact("baseline.error", "", "why the baseline could not measure (bad input, unsupported model)", "baseline", "str"),
+    Fact("baseline.skipped", "", "why the default baseline (baseline='auto') did not run: too short a fit, a multi-worker job, a one-shot generator", "baseline", "str"),
+    Fact("baseline.mode", "", "when the baseline ran: auto (after the last epoch, sized to the fit), end, start or api", "baseline", "str"),
+    Fact("input.withheld", "", "why the input's cost is not a fact: the baseline's skip reason or error, or too few rounds for a noise band (and what to change)", "baseline", "str"),
+    Fact("baseline.withheld", "", "why the baseline's figures are missing (its skip reason or error)", "baseline", "str"),
     Fact("input.wait_ms_per_step", "ms", "time per step the model waits for input: batch ÷ real − batch ÷ cached", "baseline"),
 )
 
@@ -56,9 +59,18 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
     if not records:
         return {}
     record = records[-1]
-    out: dict[str, Any] = {"baseline.steps": record.steps}
-    if record.error:
-        out["baseline.error"] = record.error
+    out: dict[str, Any] = {}
+    if record.mode:
+        out["baseline.mode"] = record.mode
+    if record.skipped or record.error:
+        # Nothing measured: say why (the rules that need the baseline name the reason).
+        reason = f"the baseline was skipped: {record.skipped}" if record.skipped else f"the baseline failed: {record.error}"
+        out["baseline.skipped" if record.skipped else "baseline.error"] = record.skipped or record.error
+        out["input.withheld"] = out["baseline.withheld"] = reason
+        if record.error:
+            out["baseline.steps"] = record.steps
+        return out
+    out["baseline.steps"] = record.steps
     for name, value in (("baseline.seconds", record.seconds), ("baseline.rounds", record.rounds),
                         ("baseline.measured_seconds", record.measured_seconds), ("baseline.stopped", record.stopped)):
         if value is not None:
@@ -68,7 +80,8 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
     real_rounds = record.real_rounds
     if real is not None:
         out["baseline.real_source"] = "baseline"
-    elif cached is not None and len(ranks) <= 1 and facts.get("throughput.samples_per_s"):
+    elif (cached is not None and len(ranks) <= 1 and facts.get("throughput.samples_per_s")
+          and record.input_kind == "generator"):
         # One-shot generators cannot be replayed: compare with what training itself measured.
         real = float(facts["throughput.samples_per_s"])
         real_rounds = [real] * len(record.cached_rounds or [])
