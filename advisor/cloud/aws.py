@@ -62,9 +62,11 @@ def error_code(exc: BaseException) -> str | None:
     return None
 
 
-ACCESS_DENIED = {"AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "Forbidden", "403",
-                 "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidClientTokenId",
-                 "UnrecognizedClientException", "AuthFailure"}
+ACCESS_DENIED = {"AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "Forbidden", "403"}
+# The credentials themselves were refused (a wrong secret, an unknown or expired key): no IAM
+# policy would help, so the message says to check them instead.
+CREDENTIALS_REFUSED = {"InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "ExpiredTokenException",
+                       "InvalidClientTokenId", "UnrecognizedClientException", "AuthFailure", "InvalidToken"}
 THROTTLED = {"Throttling", "ThrottlingException", "SlowDown", "RequestLimitExceeded", "TooManyRequestsException"}
 
 
@@ -83,6 +85,9 @@ def cloud_error(exc: BaseException, what: str, permission: str | None = None) ->
         bucket = ((getattr(exc, "response", {}) or {}).get("Error") or {}).get("BucketName")
         return CloudError(f"{what}: bucket {bucket!r} does not exist" if bucket
                           else f"{what}: the bucket does not exist")
+    if code in CREDENTIALS_REFUSED:
+        return CloudError(f"{what}: AWS refused the credentials ({code}); check the access key, its secret "
+                          "and session token (environment, ~/.aws or the instance role) and the clock")
     if code in ACCESS_DENIED:
         need = f"; the IAM policy needs {permission}" if permission else ""
         return CloudError(f"{what}: access denied ({code}){need}")

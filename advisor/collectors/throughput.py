@@ -64,6 +64,8 @@ class ThroughputCollector(Collector):
         self._log_seconds = 0.0
         self._sliced = 0
         self._log_times: list[float] = []
+        self._epoch_opening = False
+        self._epoch_start_s: float | None = None
         self.windows: list[WindowRecord] = []
 
     # -- hooks ---------------------------------------------------------------------------------
@@ -82,10 +84,18 @@ class ThroughputCollector(Collector):
         self._epoch = epoch
         self._start_window(time.perf_counter(), self.s.iterations(), self._calls)
         self._epoch_step0 = self._win_step0
+        self._epoch_opening = True
         self._partial_counted = False
         self._in_epoch = True
 
     def on_train_batch_begin(self, batch: int) -> None:
+        if self._epoch_opening:
+            # The epoch's first step counts from its own begin: what came before it (the input
+            # iterator's creation, epoch-begin callbacks) is not a step, and not a step outlier.
+            self._epoch_opening = False
+            now = time.perf_counter()
+            self._epoch_start_s = now - self._win_t0
+            self._stamps[0] = now
         done = self._calls
         self._calls = done + 1
         if done == self._next_boundary or self._stamps[-1] >= self._next_close:
@@ -159,6 +169,9 @@ class ThroughputCollector(Collector):
             stamps = sorted(self._stamps)  # appended by worker threads under async dispatch
             spe = max(1, self.s.steps_per_execution)
             stats = _interval_stats(stamps, spe)
+            if self._epoch_start_s is not None:
+                stats["epoch_start_seconds"] = self._epoch_start_s
+                self._epoch_start_s = None
             if not warmup and self._sliced < SLICED_WINDOWS:
                 self._sliced += 1
                 stats["slices"] = _slices(stamps, spe)

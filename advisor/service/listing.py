@@ -90,7 +90,10 @@ def digest(store: Store, path: str | os.PathLike[str], config: Config | None = N
 
 def digest_of(report: Report) -> RunDigest:
     failures = report.failures
-    top = failures[0] if failures else None
+    # The top finding is the costliest warning or error: an info (no price given, no profile
+    # captured) is worth a count, not the column every run would show.
+    serious = report.failing("warning")
+    top = serious[0] if serious else None
     return RunDigest(
         status=report.run.status or "unknown",
         samples_per_s=_value(report, "throughput.samples_per_s"),

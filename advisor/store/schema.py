@@ -130,13 +130,17 @@ class WindowRecord(Record):
     step_end: int
     warmup: bool = False
     profiled: bool = False  # a profiler was capturing during this window (slower: not a summary)
-    # Time between consecutive batch ends (one per host dispatch) within the window, seconds.
+    # Time between consecutive batch ends (one per host dispatch) within the window, seconds; a
+    # window that opens an epoch counts its first step from that step's begin, not the epoch's.
     step_count: int | None = None
     step_time_mean: float | None = None
     step_time_std: float | None = None
     step_time_max: float | None = None
     step_outliers: int | None = None  # intervals above mean + 3σ of this window
     step_outlier_seconds: float | None = None  # time those intervals took beyond the mean
+    # A window that opens an epoch: from epoch begin to its first step's begin (the input
+    # iterator's creation and first fill, epoch-begin callbacks). In ``seconds``, not in the steps.
+    epoch_start_seconds: float | None = None
     # Consecutive stretches of about half a second: [steps, seconds] each (the first windows of a
     # run only). A short run has too few windows to judge its stability; their slices do.
     slices: list[list[float]] | None = None

@@ -193,8 +193,8 @@ def compare(reports: list[Report]) -> Comparison:
         if any(v != "—" for v in values):
             metrics.append((label, values))
     metrics.append(("findings", [str(len(r.failures)) for r in reports]))
-    metrics.append(("top finding", [f"{r.failures[0].code} {r.failures[0].name}" if r.failures else "—"
-                                    for r in reports]))
+    metrics.append(("top finding", [f"{r.failing('warning')[0].code} {r.failing('warning')[0].name}"
+                                    if r.failing("warning") else "—" for r in reports]))
     by_code: dict[str, dict[int, Finding]] = {}
     for i, r in enumerate(reports):
         for f in r.findings:

@@ -62,6 +62,12 @@ def point_at(monkeypatch: pytest.MonkeyPatch, url: str, tmp_path) -> None:
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     monkeypatch.setenv("ADVISOR_CACHE_DIR", str(tmp_path / "advisor-cache"))
+    # The server is on loopback: no proxy of the host may stand between (a proxy can rewrite the
+    # request, and moto's IAM check then sees a signature that does not match).
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
 
 
 def assert_no_secrets(*places) -> None:

@@ -194,3 +194,31 @@ def test_multiworker_throughput_counts_the_global_batch_once(runs_dir):
     facts, _ = registry().derive(_multiworker_run(runs_dir, "Horovod"))
     assert facts["throughput.samples_per_s"] == pytest.approx(1280.0)
     assert facts["throughput.samples_per_s.p50"] == pytest.approx(1280.0)
+
+
+class SlowEpochStart(keras.callbacks.Callback):
+    """Stands for an expensive epoch start (an input iterator that fills a large buffer): it
+    sleeps after the advisor's on_epoch_begin and before the epoch's first step."""
+
+    def on_epoch_begin(self, epoch, logs=None):
+        import time
+
+        time.sleep(0.4)
+
+
+def test_an_epoch_start_stall_is_in_the_window_time_but_is_not_a_step(runs_dir):
+    x, y = data(64 * 40)
+    model, _ = build()
+    cb = advisor.AdvisorCallback(runs_dir=runs_dir, window_s=60, warmup_steps=0, log_every_s=None, baseline=None)
+    model.fit(x, y, batch_size=64, epochs=3, verbose=0, callbacks=[cb, SlowEpochStart()])
+    run = RunReader(cb.run_path).read()
+    windows = run.of_type(WindowRecord)
+    assert len(windows) == 3  # one window per epoch: 40 steps take far less than 60 s
+    for w in windows:
+        # The sleep is before the first step: it is the window's time, not a step's.
+        assert w.epoch_start_seconds is not None and w.epoch_start_seconds >= 0.4
+        assert w.seconds >= w.epoch_start_seconds
+        assert w.step_count == 40
+    for w in windows[1:]:  # (epoch 0's first step compiles the train function)
+        assert w.step_time_max is not None and w.step_time_max < w.epoch_start_seconds
+        assert w.step_outlier_seconds is not None and w.step_outlier_seconds < 0.4

@@ -33,7 +33,7 @@ FIELDS = {
     "condition": "throughput.samples_per_s < limit",
     "message": "samples/s is {throughput.samples_per_s:,.0f}",
     "fix": "train faster",
-    "docs": "{what: a, why: b, how: c, references: [d]}",
+    "docs": "{what: a, why: b, how: c, impact: e, references: [d]}",
 }
 YAML_VALUES = [
     ".nan", ".inf", "-.inf", "1e999", "9" * 5000, "0x" + "f" * 2000, "~", "true", "[]", "{}",
@@ -53,7 +53,7 @@ ALIAS_BOMB = "{a: &a [x, x, x, x, x, x, x, x, x], " + ", ".join(
 def bomb_rule_file() -> str:
     """The bomb defined inside the rule (in ``docs``, checked last) and used as its condition."""
     fields = {k: v for k, v in FIELDS.items() if k != "condition"}
-    fields["docs"] = "{what: a, why: b, how: c, references: [d], bomb: " + ALIAS_BOMB + "}"
+    fields["docs"] = "{what: a, why: b, how: c, impact: e, references: [d], bomb: " + ALIAS_BOMB + "}"
     fields["condition"] = "*i"
     return rule_file(fields)
 

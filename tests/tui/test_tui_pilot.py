@@ -152,7 +152,7 @@ def test_findings_detail_pane_shows_message_evidence_fix_gain_and_docs(store):
         assert isinstance(screen, FindingsScreen)
         table = screen.query_one("#findings", DataTable)
         assert str(table.get_row_at(0)[2]) == "C401" and str(table.get_row_at(1)[2]) == "M108"
-        assert "fail 2" in text_of(screen, "#counts")
+        assert "fail 4" in text_of(screen, "#counts")  # C401, M108; M102 (no price) and M109 (no profile): info
         assert "To decide more" in text_of(screen, "#decide")
         detail = screen.query_one(FindingDetail)
         assert detail.code == "C401"
@@ -204,8 +204,8 @@ def test_scaling_screen_table_recommendations_plots_and_their_export(store):
         assert grid.row_count == 5
         assert [c.label.plain for c in grid.ordered_columns][:5] == ["strategy", "workers", "epoch time",
                                                                     "speedup", "efficiency"]
-        assert "no recommendation yet" in text_of(screen, "#recommendations")
-        assert "fastest mirrored ×4" in text_of(screen, "#recommendations")
+        assert "fastest: mirrored ×4 — 772.8 samples/s" in text_of(screen, "#recommendations")  # the report's
+        assert "fastest mirrored ×4" in text_of(screen, "#recommendations")  # the measured best
         speedup = screen.query_one("#speedup")
         assert speedup.series["ideal"] == [(1, 1.0), (2, 2.0), (4, 4.0)]
         assert speedup.series["mirrored"][-1] == (4, 5.0 / 1.6)
