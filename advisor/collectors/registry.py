@@ -58,6 +58,12 @@ def _pipeline(o: AdvisorOptions) -> Collector:
     return PipelineCollector()
 
 
+def _whatif(o: AdvisorOptions) -> Collector:
+    from advisor.collectors.whatif_collector import WhatIfCollector
+
+    return WhatIfCollector(o.whatif or "auto", max_seconds=o.whatif_max_seconds, rounds=o.whatif_rounds)
+
+
 FACTORIES: dict[str, Callable[[AdvisorOptions], Collector]] = {
     "throughput": _throughput,
     "epochs": _epochs,
@@ -66,6 +72,7 @@ FACTORIES: dict[str, Callable[[AdvisorOptions], Collector]] = {
     "telemetry": _telemetry,
     "baseline": _baseline,
     "pipeline": _pipeline,
+    "whatif": _whatif,  # after the baseline: it reads the input's measured cost
 }
 
 # name → is it on by default for these options?
@@ -77,6 +84,7 @@ DEFAULTS: dict[str, Callable[[AdvisorOptions], bool]] = {
     "telemetry": lambda o: o.telemetry,
     "baseline": lambda o: o.baseline is not None,
     "pipeline": lambda o: o.pipeline,
+    "whatif": lambda o: o.whatif is not None,
 }
 
 
