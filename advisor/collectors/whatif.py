@@ -42,6 +42,7 @@ log = logging.getLogger("advisor")
 PREPARE_SHARE = 0.5  # cache fills and compiles may use up to this share of the budget
 MEASURE_SHARE = 0.6  # of the time left for the rounds, the share inside measured segments
 CALIBRATION_STEPS = 3
+MIN_COMPILE_ESTIMATE = 1.0  # seconds a new compiled step is assumed to take when nothing tells
 
 
 class WhatIfError(InputError):
@@ -98,7 +99,10 @@ class _Run:
         """Time a few unchanged steps (the step time sizes caches, compiles and segments)."""
         unchanged = self.s.unchanged
         steps = round_up(CALIBRATION_STEPS, unchanged.spe)
+        started = time.perf_counter()
         segment = _segment(unchanged, 0.0, steps, self.end - self.reserve)
+        if self.s.compile_seconds is None:  # outside fit: no time to the first step is known
+            self.s.compile_seconds = max(MIN_COMPILE_ESTIMATE, time.perf_counter() - started)
         if segment is None or segment.steps <= 0 or segment.seconds <= 0:
             self.result.stopped = "the unchanged configuration gave no measured step within the budget"
             return False

@@ -15,6 +15,7 @@ from typing import Any
 
 from advisor.analysis.registry import FactRegistry, registry
 from advisor.diagnosis.measure import hints_for, withheld_reasons
+from advisor.diagnosis.measured import measured_for
 from advisor.diagnosis.report import (
     SEVERITY_RANK,
     STATUS_ORDER,
@@ -116,7 +117,9 @@ def evaluate(
     if any(not isinstance(v, (str, int, float, bool, list, tuple, dict)) for v in facts.values()):
         facts = {k: _jsonable(v) for k, v in facts.items()}
     try:
-        return _evaluate(rule, facts, values, measured_steps, min_measured_steps, reg)
+        found = _evaluate(rule, facts, values, measured_steps, min_measured_steps, reg)
+        found.measured = measured_for(rule.whatif, facts)
+        return found
     except Exception as exc:  # noqa: BLE001 — one broken rule must not hide the others
         return _finding(
             rule,
@@ -213,15 +216,24 @@ def rank(findings: Sequence[Finding]) -> list[Finding]:
 
     Severity goes first because it already carries the measured cost (rules raise it at their
     high thresholds) and the strength of the evidence (gated rules drop to info); within a
-    severity the larger share of step time or cost at stake comes first.
+    severity the larger share of step time or cost at stake comes first — the share a fix was
+    measured to save when the what-if tried it, else the rule's estimate.
     """
 
     def key(f: Finding) -> tuple[Any, ...]:
         if f.status == "fail":
-            return (0, -SEVERITY_RANK[f.severity], -(f.impact or 0.0), f.code)
+            return (0, -SEVERITY_RANK[f.severity], -_at_stake(f), f.code)
         return (STATUS_ORDER[f.status], 0.0, 0, f.code)
 
     return sorted(findings, key=key)
+
+
+def _at_stake(f: Finding) -> float:
+    """The share of step time a fix saves: measured by the what-if when it tried the fix
+    (1 − 1 ÷ speedup), else the rule's estimate."""
+    if f.measured is not None:
+        return f.measured.time_saved
+    return f.impact or 0.0
 
 
 def coverage(findings: Sequence[Finding]) -> Coverage:
