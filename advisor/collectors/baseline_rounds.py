@@ -120,15 +120,17 @@ def run_rounds(arms: list[Arm], plan: Plan, deadline: float, restore: Callable[[
 
 def fit_segment(model: Any, kwargs: dict[str, Any], *, finite: bool, warm: int, seconds: float,
                 min_steps: int, deadline: float, what: str, error: Callable[[str], Exception],
-                epoch_steps: int | None = None, whole_epochs: bool = False) -> Segment | None:
+                epoch_steps: int | None = None, whole_epochs: bool = False,
+                stop: Callable[[], bool] | None = None) -> Segment | None:
     """Train ``model`` on ``kwargs`` (a nested ``fit``) for one segment and time it.
 
     Finite feeds (arrays, PyDataset, DataLoader) run whole epochs, as training does, until the
     clock stops them; endless feeds run epochs of ``epoch_steps`` (the real feed's length, so
     that both arms pay the same per-epoch cost) or one long epoch. None: no step after warm-up.
-    ``whole_epochs``: see :func:`segment_clock`.
+    ``whole_epochs``: see :func:`segment_clock`; ``stop``: when it returns True at a batch end,
+    the segment ends there (a Ctrl-C asked for it: fit ends normally, its iterator closes).
     """
-    clock = segment_clock(model, warm, seconds, min_steps, deadline, whole_epochs)
+    clock = segment_clock(model, warm, seconds, min_steps, deadline, whole_epochs, stop)
     if finite:
         shape: dict[str, Any] = {"epochs": ENDLESS_EPOCHS}
     elif epoch_steps:
@@ -147,7 +149,7 @@ def fit_segment(model: Any, kwargs: dict[str, Any], *, finite: bool, warm: int, 
 
 
 def segment_clock(model: Any, warm: int, seconds: float, min_steps: int, deadline: float,
-                  whole_epochs: bool = False) -> Any:
+                  whole_epochs: bool = False, stop: Callable[[], bool] | None = None) -> Any:
     """A callback of the model's own Keras flavour that times the steps after the warm-up and
     stops training when the segment has lasted ``seconds`` and ``min_steps`` (or at ``deadline``).
     Steps are counted from the batch indices, so ``steps_per_execution`` is exact.
@@ -200,6 +202,8 @@ def segment_clock(model: Any, warm: int, seconds: float, min_steps: int, deadlin
             now = time.perf_counter()
             begin = self.begin
             self.steps += batch - begin + 1 if begin is not None and batch >= begin else 1
+            if stop is not None and stop():
+                self.model.stop_training = True
             if self.start is None:
                 if self.first_tick is None:
                     self.first_tick = now

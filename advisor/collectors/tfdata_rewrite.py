@@ -74,8 +74,9 @@ def _set_inputs(node: Any, data: list[str]) -> None:
 
 
 def parallel_maps(names: set[str]) -> Edit:
-    """Every ``MapDataset`` node named in ``names`` becomes ``ParallelMapDatasetV2`` with
-    ``num_parallel_calls=AUTOTUNE`` (order kept: ``deterministic`` stays the options' default)."""
+    """Every ``MapDataset`` node named in ``names`` (or ``ParallelMapDatasetV2`` with one call)
+    becomes ``ParallelMapDatasetV2`` with ``num_parallel_calls=AUTOTUNE`` (order kept:
+    ``deterministic`` stays the options' default)."""
 
     def edit(graph: Any, nodes: dict[str, Any]) -> bool:
         import tensorflow as tf
@@ -83,11 +84,14 @@ def parallel_maps(names: set[str]) -> Edit:
         changed = False
         for name in sorted(names):
             node = nodes.get(name)
-            if node is None or node.op != "MapDataset":
+            if node is None or node.op not in ("MapDataset", "ParallelMapDatasetV2"):
                 continue
             calls = _add_const(graph, f"advisor/parallel_calls/{len(graph.node)}", AUTOTUNE, tf.int64)
+            inputs = _data_inputs(node)
+            if node.op == "ParallelMapDatasetV2":  # num_parallel_calls=1: its last input is the 1
+                inputs = inputs[:-1]
             node.op = "ParallelMapDatasetV2"
-            _set_inputs(node, _data_inputs(node) + [calls])
+            _set_inputs(node, inputs + [calls])
             if "force_synchronous" in node.attr:
                 del node.attr["force_synchronous"]
             node.attr["deterministic"].s = b"default"
@@ -108,14 +112,17 @@ def parallel_interleaves(names: set[str]) -> Edit:
         changed = False
         for name in sorted(names):
             node = nodes.get(name)
-            if node is None or node.op != "InterleaveDataset":
+            if node is None or node.op not in ("InterleaveDataset", "ParallelInterleaveDatasetV4"):
                 continue
             base = f"advisor/interleave/{len(graph.node)}"
-            extra = [_add_const(graph, f"{base}/buffer_output_elements", AUTOTUNE, tf.int64),
-                     _add_const(graph, f"{base}/prefetch_input_elements", AUTOTUNE, tf.int64),
-                     _add_const(graph, f"{base}/num_parallel_calls", AUTOTUNE, tf.int64)]
-            node.op = "ParallelInterleaveDatasetV4"
-            _set_inputs(node, _data_inputs(node) + extra)
+            calls = _add_const(graph, f"{base}/num_parallel_calls", AUTOTUNE, tf.int64)
+            if node.op == "ParallelInterleaveDatasetV4":  # num_parallel_calls=1: replace the 1
+                _set_inputs(node, _data_inputs(node)[:-1] + [calls])
+            else:
+                extra = [_add_const(graph, f"{base}/buffer_output_elements", AUTOTUNE, tf.int64),
+                         _add_const(graph, f"{base}/prefetch_input_elements", AUTOTUNE, tf.int64), calls]
+                node.op = "ParallelInterleaveDatasetV4"
+                _set_inputs(node, _data_inputs(node) + extra)
             node.attr["deterministic"].s = b"default"
             changed = True
         return changed

@@ -18,9 +18,13 @@ and keeps what was measured.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import logging
+import signal
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from advisor.collectors.baseline_rounds import Arm, Plan, Segment, fit_segment, round_up, run_rounds
@@ -43,10 +47,53 @@ PREPARE_SHARE = 0.5  # cache fills and compiles may use up to this share of the 
 MEASURE_SHARE = 0.6  # of the time left for the rounds, the share inside measured segments
 CALIBRATION_STEPS = 3
 MIN_COMPILE_ESTIMATE = 1.0  # seconds a new compiled step is assumed to take when nothing tells
+MIN_BUDGET = 1.0  # below this nothing can be measured: a nested fit alone takes a good part of it
+FIT_START_SECONDS = 0.3  # a nested fit's own start (callbacks, iterator) on a busy 2-core host
 
 
 class WhatIfError(InputError):
     """A trial failed while training (one line: the reason recorded for its candidate)."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C asked the what-if to end; raised between segments, never inside ``fit``."""
+
+
+class StopFlag:
+    """Set by the what-if's SIGINT handler; segments end at the next batch when it is."""
+
+    def __init__(self) -> None:
+        self.requested = False
+
+    def __call__(self) -> bool:
+        return self.requested
+
+    def check(self) -> None:
+        if self.requested:
+            raise Interrupted
+
+
+@contextlib.contextmanager
+def ctrl_c_stops(flag: StopFlag) -> Iterator[None]:
+    """While the what-if runs, the first Ctrl-C sets ``flag`` instead of raising inside a nested
+    ``fit`` (TensorFlow can hang at exit when an iterator is abandoned with a ``py_function`` in
+    flight); a second Ctrl-C interrupts at once. Only Python's own handler on the main thread is
+    replaced: a handler of the user's stays in charge."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        yield
+        return
+
+    def first(signum: int, frame: Any) -> None:
+        flag.requested = True
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    signal.signal(signal.SIGINT, first)
+    try:
+        yield
+    finally:
+        if signal.getsignal(signal.SIGINT) is first:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def candidates() -> tuple[Candidate, ...]:
@@ -63,33 +110,39 @@ def _warm(trial: Trial) -> int:
     return round_up(2 * trial.spe, trial.spe)
 
 
-def _segment(trial: Trial, seconds: float, min_steps: int, deadline: float) -> Segment | None:
-    """One timed segment of ``trial`` (its compile settings swapped in around it)."""
+def _segment(trial: Trial, seconds: float, min_steps: int, deadline: float, stop: StopFlag) -> Segment | None:
+    """One timed segment of ``trial`` (its compile settings swapped in around it); Interrupted
+    after it when Ctrl-C asked to stop."""
+    stop.check()
     if trial.enter is not None:
         trial.enter()
     try:
-        return fit_segment(trial.model, trial.kwargs, finite=trial.finite, warm=_warm(trial), seconds=seconds,
-                           min_steps=round_up(min_steps, trial.spe), deadline=deadline, what=trial.label,
-                           error=WhatIfError, epoch_steps=trial.epoch_steps, whole_epochs=True)
+        segment = fit_segment(trial.model, trial.kwargs, finite=trial.finite, warm=_warm(trial), seconds=seconds,
+                              min_steps=round_up(min_steps, trial.spe), deadline=deadline, what=trial.label,
+                              error=WhatIfError, epoch_steps=trial.epoch_steps, whole_epochs=True, stop=stop)
     finally:
         if trial.leave is not None:
             trial.leave()
+    stop.check()
+    return segment
 
 
 class _Run:
     """One what-if: the trials, their results, the clock."""
 
     def __init__(self, situation: Situation, requested: str | Sequence[str], budget: float, rounds: int,
-                 mode: str, fit_seconds: float | None) -> None:
+                 mode: str, fit_seconds: float | None, started: float | None) -> None:
         self.s = situation
-        self.t0 = time.perf_counter()
+        self.t0 = started if started is not None else time.perf_counter()
         self.end = self.t0 + budget
         self.rounds = rounds
         self.requested = requested
         self.result = WhatIfResult(mode, situation.kind, situation.unchanged.batch_size,
                                    requested if isinstance(requested, str) else list(requested), budget, fit_seconds)
         self.trials: list[Trial] = []
-        self.reserve = 0.05
+        self.end_seconds = 0.05  # what the end takes: a restore and a garbage collection (measured)
+        self.reserve = self.end_seconds
+        self.stop = StopFlag()
 
     def left(self) -> float:
         return self.end - self.reserve - time.perf_counter()
@@ -99,16 +152,22 @@ class _Run:
         """Time a few unchanged steps (the step time sizes caches, compiles and segments)."""
         unchanged = self.s.unchanged
         steps = round_up(CALIBRATION_STEPS, unchanged.spe)
+        if self.s.step_seconds is not None:  # training's own step time: will the calibration fit?
+            needed = FIT_START_SECONDS + (_warm(unchanged) + steps) * self.s.step_seconds
+            if needed > self.left():
+                self.result.skipped = (f"a step takes {self.s.step_seconds:.2f} s: the {self.left():.1f} s left of "
+                                       "the budget cannot measure one (raise whatif_max_seconds)")
+                return False
         started = time.perf_counter()
-        segment = _segment(unchanged, 0.0, steps, self.end - self.reserve)
+        segment = _segment(unchanged, 0.0, steps, self.end - self.reserve, self.stop)
         if self.s.compile_seconds is None:  # outside fit: no time to the first step is known
             self.s.compile_seconds = max(MIN_COMPILE_ESTIMATE, time.perf_counter() - started)
         if segment is None or segment.steps <= 0 or segment.seconds <= 0:
             self.result.stopped = "the unchanged configuration gave no measured step within the budget"
             return False
         self.s.step_seconds = segment.seconds / segment.steps
-        # What a restore and one step past a deadline may add after the last segment.
-        self.reserve = 0.05 + 2.0 * self.s.step_seconds * unchanged.spe + self._restore_seconds
+        # The end, and one step past a deadline.
+        self.reserve = self.end_seconds + 2.0 * self.s.step_seconds * unchanged.spe
         return True
 
     def choose(self) -> None:
@@ -153,8 +212,9 @@ class _Run:
                 continue
             try:
                 if trial.fill is not None:
-                    trial.fill(prepare_end)
-                segment = _segment(trial, 0.0, trial.spe, prepare_end)
+                    trial.fill(prepare_end, self.stop)
+                    self.stop.check()
+                segment = _segment(trial, 0.0, trial.spe, prepare_end, self.stop)
             except NotApplicable as exc:
                 entry.reason = str(exc)
                 continue
@@ -186,7 +246,6 @@ class _Run:
             self._collect(arms, ready)
 
     # -- internals ------------------------------------------------------------------------------
-    _restore_seconds = 0.0
 
     def _arm(self, trial: Trial) -> Arm:
         failed: list[str] = []
@@ -196,7 +255,7 @@ class _Run:
                 return None
             started = time.perf_counter()
             try:
-                return _segment(trial, seconds, min_steps, deadline)
+                return _segment(trial, seconds, min_steps, deadline, self.stop)
             except WhatIfError as exc:
                 failed.append(str(exc))
                 return None
@@ -226,6 +285,19 @@ class _Run:
             self.result.error = f"the unchanged configuration failed: {unchanged.failed[0]}"  # type: ignore[attr-defined]
 
 
+def _put_back(restore: Any, attempts: int = 3) -> bool:
+    """Run ``restore`` to its end even when Ctrl-C lands in it (it starts over); True if it did."""
+    interrupted = False
+    for _ in range(attempts):
+        try:
+            restore()
+            return interrupted
+        except KeyboardInterrupt:
+            interrupted = True
+    restore()  # a fourth Ctrl-C in a row: the last attempt may raise it
+    return interrupted
+
+
 def _what_prepares(trial: Trial) -> str:
     parts = []
     if trial.fill is not None:
@@ -236,39 +308,57 @@ def _what_prepares(trial: Trial) -> str:
 
 
 def run_whatif(situation: Situation, requested: str | Sequence[str] = "auto", *, budget: float,
-               rounds: int = WHATIF_ROUNDS, mode: str = "api", fit_seconds: float | None = None) -> WhatIfResult:
+               rounds: int = WHATIF_ROUNDS, mode: str = "api", fit_seconds: float | None = None,
+               started: float | None = None) -> WhatIfResult:
     """Measure the candidates ``requested`` ("auto": those the situation points to) against the
-    unchanged configuration within ``budget`` seconds; the model is left exactly as it was."""
+    unchanged configuration within ``budget`` seconds from ``started`` (a ``perf_counter`` time,
+    default now: the caller's own preparation counts); the model is left exactly as it was."""
     from advisor.collectors.model_state import ModelState
+    from advisor.collectors.whatif_model import restore_step_settings, step_settings
 
-    run = _Run(situation, requested, budget, rounds, mode, fit_seconds)
+    run = _Run(situation, requested, budget, rounds, mode, fit_seconds, started)
     result = run.result
-    started = time.perf_counter()
+    if budget < MIN_BUDGET:
+        result.skipped = f"a budget of {budget:.2f} s is too short to measure anything (at least {MIN_BUDGET:g} s)"
+        result.seconds = time.perf_counter() - run.t0
+        return result
+    timer = time.perf_counter()
+    gc.collect()  # training's garbage now; its duration sizes the collection at the end
+    collect_s = time.perf_counter() - timer
+    timer = time.perf_counter()
     state = ModelState(situation.model)
-    run._restore_seconds = time.perf_counter() - started
+    settings = step_settings(situation.model)
+    run.end_seconds = run.reserve = 0.05 + 2.0 * collect_s + (time.perf_counter() - timer)
     try:
         try:
-            if run.calibrate():
-                state.restore()
-                run.choose()
-                ready = run.prepare(state.restore)
-                if not ready and run.trials:
-                    result.stopped = "no candidate could be prepared within the budget"
-                if ready:
-                    run.measure(ready, state.restore)
-        except KeyboardInterrupt:
+            with ctrl_c_stops(run.stop):
+                if run.calibrate():
+                    state.restore()
+                    run.choose()
+                    ready = run.prepare(state.restore)
+                    if not ready and run.trials:
+                        result.stopped = "no candidate could be prepared within the budget"
+                    if ready:
+                        run.measure(ready, state.restore)
+        except (KeyboardInterrupt, Interrupted):
             result.interrupted = True
             result.stopped = "interrupted (Ctrl-C): what was measured until then is kept"
         except WhatIfError as exc:
             result.error = f"the unchanged configuration failed: {exc}"
     finally:
-        state.restore()
+        if _put_back(lambda: (state.restore(), restore_step_settings(situation.model, settings))):
+            result.interrupted = True
         for trial in run.trials:
             if trial.close is not None:
                 try:
                     trial.close()
                 except Exception as exc:  # noqa: BLE001 — releasing a clone must not fail the run
                     log.debug("advisor: what-if: releasing %s failed: %s", trial.name, exc)
+        run.trials.clear()
+        # Segments end mid-epoch: their iterators are left in reference cycles. Collected at
+        # interpreter exit, an iterator with a py_function in flight hangs the process; collected
+        # now, it closes cleanly.
+        _put_back(gc.collect)
         result.seconds = time.perf_counter() - run.t0
     for name in WHATIF_NAMES:  # a candidate asked for by name that was never reached
         if not isinstance(requested, str) and name in requested and name not in result.candidates:

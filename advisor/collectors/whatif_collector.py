@@ -81,7 +81,14 @@ def situation_from_session(session: Any) -> Situation:
         input_cost=getattr(baseline, "bound_fraction", None), input_cost_outside_band=getattr(
             baseline, "bound_outside_band", None),
         compile_seconds=shared.get("first_step_seconds"), cpu_count=cpu_count(),
+        step_seconds=_training_step_seconds(shared, unchanged.batch_size),
     )
+
+
+def _training_step_seconds(shared: dict[str, Any], batch_size: int) -> float | None:
+    """One step's time during training (from the throughput collector's last window), if known."""
+    rate = shared.get("throughput.last_samples_per_s")
+    return batch_size / float(rate) if isinstance(rate, (int, float)) and rate > 0 and batch_size else None
 
 
 def situation_from_user(model: Any, data: Any, batch_size: int | None = None,
@@ -138,6 +145,7 @@ def whatif(model: Any, data: Any, candidates: str | Sequence[str] = "auto", *, m
     from advisor.collectors.baseline import _check_model
     from advisor.collectors.whatif import run_whatif
 
+    started = time.perf_counter()
     _check_model(model)
     requested = normalize_whatif(candidates)
     if requested is None:
@@ -147,7 +155,7 @@ def whatif(model: Any, data: Any, candidates: str | Sequence[str] = "auto", *, m
     situation = situation_from_user(model, data, batch_size, steps_per_epoch)
     if input_cost is not None:
         situation.input_cost, situation.input_cost_outside_band = float(input_cost), float(input_cost) > 0.05
-    return run_whatif(situation, requested, budget=float(max_seconds), rounds=rounds, mode="api")
+    return run_whatif(situation, requested, budget=float(max_seconds), rounds=rounds, mode="api", started=started)
 
 
 class WhatIfCollector(Collector):
@@ -178,10 +186,15 @@ class WhatIfCollector(Collector):
                        "which the what-if does not coordinate; run it on a single-worker job")
         situation = None
         if skipped is None:
+            if s.rank == 0:
+                log.info("advisor: what-if: trying changes on this model for up to %.0f s "
+                         "(Ctrl-C ends it and keeps the run)", budget)
             try:
                 situation = situation_from_session(s)
             except InputError as exc:
                 skipped = str(exc)
+            except KeyboardInterrupt:
+                skipped = "interrupted (Ctrl-C) before it started"
         if situation is None:
             result = WhatIfResult("end", s.data.kind, s.data.batch_size, requested, budget, fit_seconds, skipped=skipped)
             s.writer.write(result.to_record())
@@ -189,7 +202,7 @@ class WhatIfCollector(Collector):
             return
         try:
             self.result = run_whatif(situation, self.requested, budget=budget, rounds=self.rounds, mode="end",
-                                     fit_seconds=fit_seconds)
+                                     fit_seconds=fit_seconds, started=now)
         finally:
             s.shared["whatif_seconds"] = time.perf_counter() - now
         s.writer.write(self.result.to_record())

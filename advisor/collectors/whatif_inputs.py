@@ -65,12 +65,14 @@ def _rebuilt(s: Situation, edit: Any) -> Any:
 # -- parallel map / interleave ----------------------------------------------------------------
 
 
-_SEQUENTIAL_OPS = {"map": "MapDataset", "interleave": "InterleaveDataset"}
+_REWRITABLE_OPS = {"map": ("MapDataset", "ParallelMapDatasetV2"),
+                   "interleave": ("InterleaveDataset", "ParallelInterleaveDatasetV4")}
 
 
 def _sequential(s: Situation, kinds: tuple[str, ...]) -> list[dict[str, Any]]:
-    """Main-chain stages of these kinds that run one element at a time."""
-    return [st for st in s.stages if st.get("kind") in kinds and st.get("op") == _SEQUENTIAL_OPS.get(st["kind"])]
+    """Main-chain stages of these kinds that run one element at a time (no parallel calls, or one)."""
+    return [st for st in s.stages if st.get("kind") in kinds and not st.get("parallel")
+            and st.get("op") in _REWRITABLE_OPS.get(st["kind"], ())]
 
 
 def _parallel_map_relevant(s: Situation) -> str | None:
@@ -217,8 +219,8 @@ def _cache(name: str, pick: Any, what: str) -> Any:
         dataset = _rebuilt(s, cache_after(stage["node"], elements))
         puller = GraphPuller()
 
-        def fill(deadline: float) -> None:
-            _fill(puller, dataset, batches + 1, deadline)
+        def fill(deadline: float, stop: Any) -> None:
+            _fill(puller, dataset, batches + 1, deadline, stop)
 
         where = _label(stage)
         if any(st.get("kind") == "shuffle" for st in s.stages[:s.stages.index(stage)]):
@@ -229,15 +231,15 @@ def _cache(name: str, pick: Any, what: str) -> Any:
     return build
 
 
-def _fill(puller: Any, dataset: Any, batches: int, deadline: float) -> None:
+def _fill(puller: Any, dataset: Any, batches: int, deadline: float, stop: Any) -> None:
     """Read ``batches`` batches of one iterator in growing chunks (the cache completes when its
-    pass ends); NotApplicable when the deadline comes first."""
+    pass ends); NotApplicable when the deadline comes first; it returns early when ``stop()``."""
     import tensorflow as tf
 
     iterator = iter(dataset)
     done, chunk = 0, 1
     try:
-        while done < batches:
+        while done < batches and not stop():
             if time.perf_counter() >= deadline:
                 raise NotApplicable(f"filling the cache took longer than the time left ({done} of {batches} batches)")
             t0 = time.perf_counter()

@@ -18,13 +18,27 @@ MAX_DISPATCH_STEP_S = 0.05  # above this a step's dispatch overhead (tens of µs
 _MISSING = object()
 
 
+# What a compiled train step depends on (Keras 3), and the step itself.
+STEP_ATTRIBUTES = ("steps_per_execution", "_jit_compile", "train_function")
+
+
+def step_settings(model: Any) -> dict[str, Any]:
+    """The model's compiled-step settings and step, to put back with :func:`restore_step_settings`."""
+    return {name: model.__dict__.get(name, _MISSING) for name in STEP_ATTRIBUTES}
+
+
+def restore_step_settings(model: Any, saved: dict[str, Any]) -> None:
+    for name, value in saved.items():
+        if value is _MISSING:
+            model.__dict__.pop(name, None)
+        else:
+            setattr(model, name, value)
+
+
 class StepSwap:
     """Trains with other compile settings on the same model: ``enter`` sets them and this
     variant's compiled step; ``leave`` keeps that step for the next segment and puts the user's
-    settings and step back exactly (Keras 3: ``steps_per_execution``, ``_jit_compile``,
-    ``train_function``)."""
-
-    ATTRIBUTES = ("steps_per_execution", "_jit_compile", "train_function")
+    settings and step back exactly."""
 
     def __init__(self, model: Any, **changes: Any) -> None:
         self.model = model
@@ -34,19 +48,14 @@ class StepSwap:
 
     def enter(self) -> None:
         model = self.model
-        self.saved = {name: model.__dict__.get(name, _MISSING) for name in self.ATTRIBUTES}
+        self.saved = step_settings(model)
         for name, value in self.changes.items():
             setattr(model, name, value)
         model.train_function = self.variant_step
 
     def leave(self) -> None:
-        model = self.model
-        self.variant_step = getattr(model, "train_function", None)
-        for name, value in self.saved.items():
-            if value is _MISSING:
-                model.__dict__.pop(name, None)
-            else:
-                setattr(model, name, value)
+        self.variant_step = getattr(self.model, "train_function", None)
+        restore_step_settings(self.model, self.saved)
 
 
 def _keras3_only(s: Situation, what: str) -> None:

@@ -35,7 +35,8 @@ class Trial:
     spe: int = 1  # steps per execution while it trains
     changes_optimisation: bool = False  # e.g. a larger batch: same speed question, different training
     setup_estimate: float = 0.0  # extra seconds its first steps may take (a compile, a clone)
-    fill: Callable[[float], None] | None = None  # one-off preparation with a deadline (a cache fill)
+    fill: Callable[[float, Callable[[], bool]], None] | None = None  # one-off preparation (a cache fill):
+    # (deadline, stop requested?) → None
     fill_estimate: float = 0.0  # seconds ``fill`` is expected to take
     enter: Callable[[], None] | None = None  # before each of its segments (swap the train step in)
     leave: Callable[[], None] | None = None  # after each of its segments (swap it out)
