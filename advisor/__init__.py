@@ -24,6 +24,12 @@ __all__ = [
     "Store",
     "analyse",
     "diagnose",
+    "runs_frame",
+    "findings_frame",
+    "epochs_frame",
+    "track",
+    "tracked",
+    "current_run",
 ]
 
 _LAZY = {
@@ -39,6 +45,12 @@ _LAZY = {
     "Store": "advisor.service",
     "analyse": "advisor.service",
     "diagnose": "advisor.service",
+    "runs_frame": "advisor.frames",
+    "findings_frame": "advisor.frames",
+    "epochs_frame": "advisor.frames",
+    "track": "advisor.collectors.track",
+    "tracked": "advisor.collectors.track",
+    "current_run": "advisor.collectors.track",
 }
 
 

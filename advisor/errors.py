@@ -42,3 +42,7 @@ class RuleError(AdvisorError):
 
 class TraceError(AdvisorError):
     """A profiler trace that cannot be read or summarised."""
+
+
+class CloudError(AdvisorError):
+    """A cloud call that failed: no credentials, access denied, a missing bucket, no network."""

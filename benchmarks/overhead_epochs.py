@@ -6,9 +6,16 @@ Fits of 3 epochs (the first one dropped: compilation, run start) rotate through 
 times, so slow phases of a shared machine hit each variant alike. Complements overhead.py,
 whose whole-fit ratios include each run's fixed start and end costs.
 """
-import os, time, statistics
+import os
+import statistics
+import time
+
 os.environ.setdefault("KERAS_BACKEND", "jax")
-import numpy as np, keras, advisor
+import keras
+import numpy as np
+
+import advisor
+
 x=np.random.rand(64*1500,128).astype("float32"); y=np.random.rand(64*1500,1).astype("float32")
 m=keras.Sequential([keras.Input((128,)),keras.layers.Dense(512,activation="relu"),keras.layers.Dense(512,activation="relu"),keras.layers.Dense(1)]); m.compile("adam","mse")
 times={}
@@ -19,8 +26,8 @@ class T(keras.callbacks.Callback):
         if e>0: times.setdefault(s.k,[]).append(time.perf_counter()-s.t)
 variants={
  "none": lambda: [],
- "full": lambda: [advisor.AdvisorCallback(runs_dir="/tmp/jo", log_every_s=None)],
- "no-telemetry": lambda: [advisor.AdvisorCallback(runs_dir="/tmp/jo", log_every_s=None, telemetry=False)],
+ "full": lambda: [advisor.AdvisorCallback(runs_dir="/tmp/jo", log_every_s=None, baseline=None)],
+ "no-telemetry": lambda: [advisor.AdvisorCallback(runs_dir="/tmp/jo", log_every_s=None, telemetry=False, baseline=None)],
 }
 m.fit(x,y,batch_size=64,epochs=1,verbose=0)
 for i in range(6):

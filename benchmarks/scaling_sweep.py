@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     for s in strategies:
         scale += ["--strategy", s]
     scale += ["--", sys.executable, str(TRAIN), "--epochs", str(args.epochs),
-              "--samples", str(args.samples), "--profile", "20,29"]
+              "--samples", str(args.samples), "--profile", "20,44"]  # 25 marked steps: stable shares
     print("$", " ".join(scale[3:]), flush=True)
     done = subprocess.run(scale, env=env, check=False)
     args.out.mkdir(parents=True, exist_ok=True)

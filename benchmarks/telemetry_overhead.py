@@ -90,7 +90,8 @@ def throughput(pairs: int, interval: float) -> None:
             self.t1, self.last = time.perf_counter(), batch
 
     def samples_per_s(telemetry: bool) -> float:
-        cb = advisor.AdvisorCallback(runs_dir=store, log_every_s=None, telemetry=telemetry, telemetry_interval_s=interval)
+        cb = advisor.AdvisorCallback(runs_dir=store, log_every_s=None, telemetry=telemetry, telemetry_interval_s=interval,
+                                     baseline=None)
         clock = Clock()
         model.fit(x, y, batch_size=batch, epochs=1, callbacks=[cb, clock], verbose=0, shuffle=False)
         return batch * (clock.last - 100) / (clock.t1 - clock.t0)

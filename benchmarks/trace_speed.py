@@ -43,8 +43,8 @@ def capture_and_summarise(store: str, repeats: int) -> None:
     import keras
     import numpy as np
 
-    from advisor.traces.summarize import summarize
     from advisor.collectors.singles import ProfilerCallback
+    from advisor.traces.summarize import summarize
 
     rng = np.random.default_rng(0)
     x = rng.normal(size=(64 * 60, 128)).astype("float32")
@@ -86,7 +86,7 @@ def window_cost(store: str, pairs: int, steps: int) -> None:
 
     def later_epochs(profile_steps):  # type: ignore[no-untyped-def]
         options = {} if profile_steps is None else {"profile_steps": profile_steps, "profile_summary": False}
-        cb = advisor.AdvisorCallback(runs_dir=store, log_every_s=None, telemetry=False, **options)
+        cb = advisor.AdvisorCallback(runs_dir=store, log_every_s=None, telemetry=False, baseline=None, **options)
         model.fit(x, y, batch_size=batch, epochs=epochs, callbacks=[cb], verbose=0, shuffle=False)
         records = RunReader(cb.run_path).read().of_type(EpochRecord)
         return [r.train_seconds for r in records[1:]]  # epochs after the first (the window's)

@@ -151,10 +151,10 @@ def main() -> int:
     import keras
 
     from advisor.analysis.registry import registry
-    from advisor.store.trace_summary import load_summary
-    from advisor.traces.summarize import xprof_available
     from advisor.store.reader import read_run
     from advisor.store.schema import EventRecord, TraceRecord
+    from advisor.store.trace_summary import load_summary
+    from advisor.traces.summarize import xprof_available
 
     say(f"backend {backend} (keras {keras.__version__}), GPU {'yes' if has_gpu else 'no (dry run)'}")
     check(xprof_available(), "xprof is importable (XProf's converter)")

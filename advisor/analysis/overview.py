@@ -6,7 +6,7 @@ Renderers (``advisor show``, the demo, the TUI) draw this and the facts; they ne
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from advisor.store.reader import Run
@@ -21,6 +21,28 @@ class EpochRow:
     steps: int
     samples: int | None
     samples_per_s: float | None
+
+
+EPOCH_UNITS = {"seconds": "s", "train_seconds": "s", "val_seconds": "s", "steps": "steps",
+               "samples": "samples", "samples_per_s": "samples/s"}
+
+
+@dataclass(frozen=True)
+class EpochTable:
+    """A run's epochs (the chief's), as ``advisor show`` lists them."""
+
+    run_id: str
+    rows: tuple[EpochRow, ...] = ()
+
+    def to_frame(self) -> Any:
+        """One row per epoch (pandas), indexed by the 1-based epoch; units in ``df.attrs["units"]``."""
+        from dataclasses import asdict, fields
+
+        from advisor.dataframes import to_frame
+
+        columns = [f.name for f in fields(EpochRow)]
+        frame = to_frame([asdict(r) for r in self.rows], columns, EPOCH_UNITS, run_id=self.run_id)
+        return frame.set_index("epoch")
 
 
 @dataclass(frozen=True)
@@ -53,8 +75,12 @@ class RunOverview:
     price_per_hour: float | None = None
     sweep_id: str | None = None
     tags: dict[str, str] = field(default_factory=dict)
+    custom_loop: bool = False  # recorded by advisor.track, not by AdvisorCallback in fit
     epochs: tuple[EpochRow, ...] = ()
     events: tuple[EventRow, ...] = ()  # warnings and errors recorded by the run, then the reader's
+
+    def epoch_table(self) -> EpochTable:
+        return EpochTable(self.run_id, self.epochs)
 
 
 def overview(run: Run) -> RunOverview:
@@ -79,5 +105,5 @@ def overview(run: Run) -> RunOverview:
         global_batch_size=m.global_batch_size, per_replica_batch_size=m.per_replica_batch_size,
         steps_per_execution=m.steps_per_execution, dtype_policy=m.dtype_policy, jit_compile=m.jit_compile,
         instance_type=m.instance_type, price_per_hour=m.price_per_hour, sweep_id=m.sweep_id,
-        tags=dict(m.tags), epochs=epochs, events=events,
+        tags=dict(m.tags), custom_loop=m.config.get("loop") == "custom", epochs=epochs, events=events,
     )

@@ -71,11 +71,19 @@ def pipeline_facts(values: dict[str, Any]) -> dict[str, Any]:
     kind = values.get("input_kind")
     if kind:
         out["pipeline.input_kind"] = kind
+    if isinstance(values.get("dynamic_dims"), int):
+        out["pipeline.dynamic_dims"] = values["dynamic_dims"]
     summary = values.get("summary")
     if isinstance(summary, dict) and isinstance(summary.get("stages"), list):
         out.update(_tfdata_facts(summary))
-    elif kind in ("generator", "pydataset"):
-        out["pipeline.advice"] = python_input_changes(kind, values.get("pydataset") or {})
+    elif kind in ("generator", "pydataset", "torch"):
+        settings = values.get("pydataset") or values.get("dataloader") or {}
+        out["pipeline.advice"] = python_input_changes(kind, settings)
+        workers = settings.get("workers", settings.get("num_workers"))
+        if isinstance(workers, int):
+            out["pipeline.workers"] = workers
+    if kind == "numpy":  # arrays in memory: the pipeline reads no files
+        out["pipeline.file_source"] = False
     storage = values.get("storage")
     if isinstance(storage, dict):
         out.update(_storage_facts(storage))
@@ -226,6 +234,8 @@ def python_input_changes(kind: str, pydataset: dict[str, Any]) -> list[dict[str,
             return [{"change": "pydataset_workers"}]
         if not pydataset.get("use_multiprocessing"):
             return [{"change": "pydataset_processes"}]
+    if kind == "torch" and pydataset.get("num_workers") == 0:
+        return [{"change": "dataloader_workers"}]
     return []
 
 

@@ -36,6 +36,7 @@ AREAS: tuple[str, ...] = (
     "trace",
     "whatif",
     "scaling",
+    "store",
     "cloud",
     "derived",
 )

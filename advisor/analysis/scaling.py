@@ -16,6 +16,16 @@ from typing import Any
 from advisor.analysis.scaling_points import Point, instances_for
 
 SCALING_SCHEMA_VERSION = 1
+# Units of the row fields (the columns of ``ScalingTable.to_frame()``).
+ROW_UNITS = {
+    "epoch_s": "s", "epoch_s_std": "s", "epoch_s_min": "s", "epoch_s_max": "s", "first_epoch_s": "s",
+    "speedup": "x", "efficiency": "fraction", "samples_per_s": "samples/s", "step_ms": "ms",
+    "global_batch": "samples", "per_replica_batch": "samples", "usd_per_hour": "USD/h",
+    "samples_per_dollar": "samples/USD", "usd_per_epoch": "USD", "gpu_util": "%",
+    "energy_wh_per_epoch": "Wh", "energy_j_per_sample": "J", "compute_percent": "%",
+    "communication_percent": "%", "exposed_communication_percent": "%", "other_percent": "%",
+    "communication_overlap": "fraction", "val_fraction": "fraction", "step_time_spread": "fraction",
+}
 
 
 @dataclass
@@ -86,6 +96,22 @@ class Recommendation:
 
 
 @dataclass
+class SweepFinding:
+    """A failed D6 rule on one run of the sweep (the service diagnoses them; see
+    ``advisor.service.scaling``), with the evidence behind it."""
+
+    code: str
+    name: str
+    severity: str
+    strategy: str
+    workers: int
+    run_id: str
+    message: str
+    impact: float | None = None
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
 class ScalingTable:
     source: str
     sweep_ids: list[str]
@@ -93,6 +119,7 @@ class ScalingTable:
     failures: list[Failure] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     recommendations: list[Recommendation] = field(default_factory=list)
+    findings: list[SweepFinding] = field(default_factory=list)
     schema_version: int = SCALING_SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:
@@ -107,8 +134,18 @@ class ScalingTable:
         rows = [Row(**_known(Row, r)) for r in data.get("rows", [])]
         failures = [Failure(**_known(Failure, f)) for f in data.get("failures", [])]
         recommendations = [Recommendation(**_known(Recommendation, r)) for r in data.get("recommendations", [])]
+        findings = [SweepFinding(**_known(SweepFinding, f)) for f in data.get("findings", [])]
         return cls(str(data.get("source", "")), list(data.get("sweep_ids", [])), rows, failures,
-                   list(data.get("notes", [])), recommendations)
+                   list(data.get("notes", [])), recommendations, findings)
+
+    def to_frame(self) -> Any:
+        """One row per strategy × workers (pandas); units in ``df.attrs["units"]``, notes joined by "; "."""
+        from advisor.dataframes import to_frame
+
+        columns = [f.name for f in fields(Row)]
+        rows = [{**asdict(r), "notes": "; ".join(r.notes)} for r in self.rows]
+        return to_frame(rows, columns, ROW_UNITS, source=self.source, sweep_ids=list(self.sweep_ids),
+                        notes=list(self.notes))
 
     def row(self, strategy: str, workers: int) -> Row | None:
         return next((r for r in self.rows if r.strategy == strategy and r.workers == workers), None)

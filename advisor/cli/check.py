@@ -13,7 +13,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -81,9 +81,10 @@ def is_store(target: str | None) -> bool:
 
 
 def run_targets(target: str | None, store: Store) -> list[Path]:
-    """A run (id, prefix, path, 'latest') or every run under a store directory."""
+    """A run (id, prefix, path, 'latest') or every run under a store directory (or s3:// URL)."""
     from advisor.errors import RunNotFoundError
 
+    target = store.localize(target)
     if is_store(target):
         assert target is not None
         runs = store.run_dirs(Path(target))
@@ -91,6 +92,34 @@ def run_targets(target: str | None, store: Store) -> list[Path]:
             raise RunNotFoundError(f"{target}: neither a run nor a store with runs")
         return runs
     return [store.resolve(target)]
+
+
+def _baseline(store: Store, ref: str) -> Any:
+    """The run to compare with, or a report saved as JSON (``advisor export``, ``check --format json``)."""
+    if Path(ref).is_file():
+        from advisor.diagnosis.report import REPORT_SCHEMA_VERSION, Report
+        from advisor.errors import UsageError
+
+        try:
+            data = json_load(Path(ref))
+            if isinstance(data, list) and len(data) == 1:
+                data = data[0]
+            if int(data.get("schema_version", 0)) > REPORT_SCHEMA_VERSION:
+                raise UsageError(f"--baseline {ref}: report schema {data['schema_version']} is newer than "
+                                 f"{REPORT_SCHEMA_VERSION}; upgrade advisor")
+            return Report.model_validate(data)
+        except UsageError:
+            raise
+        except (OSError, ValueError, TypeError, AttributeError) as exc:
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise UsageError(f"--baseline {ref}: not a readable advisor report ({reason})") from None
+    return store.read(ref)
+
+
+def json_load(path: Path) -> Any:
+    import json
+
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def _use_color(color: bool | None, output: str | None) -> bool:
@@ -125,7 +154,8 @@ def _use_color(color: bool | None, output: str | None) -> bool:
     help="Judge runs that were killed, are empty or lost data instead of exiting 3.",
 )
 @click.option(
-    "--baseline", default=None, metavar="RUN", help="Compare samples/s and samples/$ with this run."
+    "--baseline", default=None, metavar="RUN|REPORT.json",
+    help="Compare samples/s and samples/$ with this run, or with a saved JSON report (advisor export).",
 )
 @click.option(
     "--max-regression",
@@ -171,7 +201,7 @@ def command(
     load_rules(rules_dir)  # a broken rule file is an error before any run is read
     config = load_config(config_file)
     overrides = parse_threshold_options(thresholds)
-    base_run = store.read(baseline) if baseline else None
+    base_run = _baseline(store, baseline) if baseline else None
     paths = run_targets(target, store)
     store_wide = is_store(target)
     reports = []

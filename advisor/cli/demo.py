@@ -126,8 +126,11 @@ def command(ctx: click.Context, epochs: int, backend: str | None, no_baseline: b
     from advisor.render import render
     from advisor.render.summary import run_summary
 
+    target = callback.run_path
+    if callback.uploader is not None and callback.uploader.wait(120):  # an s3:// store: read it back
+        target = callback.writer.run_id
     store = store_of(ctx)
-    analysis = store.analyse(callback.run_path)
+    analysis = store.analyse(target)
     console.print()
     console.print(run_summary(analysis.overview(), analysis.facts))
     for err in analysis.errors:

@@ -67,8 +67,11 @@ def load_table(source: str | None, runs_dir: str | None, overrides: Mapping[str,
 
 
 def _saved(path: Path) -> ScalingTable:
-    """A report saved as JSON, to render again (another format, plots)."""
+    """A report saved as JSON, to render again (another format, plots); one saved before
+    recommendations existed gets them computed from its rows (its runs' D6 findings need the
+    runs themselves)."""
     from advisor.analysis.scaling import ScalingTable
+    from advisor.analysis.scaling_advice import recommend
     from advisor.errors import RunFormatError
     from advisor.store.limits import load_json_file
 
@@ -76,6 +79,9 @@ def _saved(path: Path) -> ScalingTable:
         data = load_json_file(path)  # bounded: size, nesting, numbers; regular files only
         if not isinstance(data, dict) or "rows" not in data:
             raise ValueError("not a scaling report (no 'rows')")
-        return ScalingTable.from_dict(data)
+        table = ScalingTable.from_dict(data)
+        if not table.recommendations:
+            table.recommendations = recommend(table)
+        return table
     except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError, AttributeError) as exc:
         raise RunFormatError(f"{path}: cannot read the saved report ({exc})") from None

@@ -12,15 +12,30 @@ from advisor.cli.common import store_of
 
 
 @click.command("runs")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "csv"]), default="text", show_default=True)
 @click.option("--limit", type=int, default=50, show_default=True, help="Newest N runs (0: all).")
+@click.option("--facts", "facts", default=None, metavar="NAMES",
+              help="csv/json: fact columns, comma-separated names or globs ('trace.*'), or 'all' "
+                   "(default for csv: throughput, cost, epoch time, utilization, energy, input, communication).")
 @click.pass_context
-def command(ctx: click.Context, fmt: str, limit: int) -> None:
+def command(ctx: click.Context, fmt: str, limit: int, facts: str | None) -> None:
     """List runs: id, date, status, strategy, workers, samples/s, samples/$."""
     store = store_of(ctx)
+    if fmt == "csv":
+        _csv(store, facts, limit)
+        return
     rows = store.runs(limit if limit > 0 else None)
     if fmt == "json":
-        click.echo(json.dumps([r.to_dict() for r in rows], indent=2))
+        payload = [r.to_dict() for r in rows]
+        if facts:  # the chosen facts of every readable run, by fact name
+            from advisor.frames import fact_names
+
+            names = fact_names(facts)
+            for item in payload:
+                if item["status"] != "unreadable":
+                    analysed = store.analyse(item["path"]).facts
+                    item["facts"] = {n: analysed.get(n) for n in names}
+        click.echo(json.dumps(payload, indent=2, default=str))
         return
     from rich import box
     from rich.table import Table
@@ -50,3 +65,25 @@ def _date(created: Any) -> str:
         return time.strftime("%m-%d %H:%M", time.localtime(created)) if created else "—"
     except (OverflowError, OSError, ValueError, TypeError):
         return "—"
+
+
+def _csv(store: object, facts: str | None, limit: int) -> None:
+    """One line per run; columns as ``advisor.runs_frame`` (manifest, ``tags.*``, fact names)."""
+    import csv
+    import sys
+
+    from advisor.frames import fact_names, run_columns, run_rows
+
+    names = fact_names(facts)
+    rows = run_rows(store, names, limit if limit > 0 else None)  # type: ignore[arg-type]
+    writer = csv.DictWriter(sys.stdout, fieldnames=run_columns(rows, names), extrasaction="ignore",
+                            lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: _cell(v) for k, v in row.items()})
+
+
+def _cell(value: object) -> object:
+    if isinstance(value, (list, dict)):
+        return json.dumps(value, default=str)
+    return value

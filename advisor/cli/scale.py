@@ -51,6 +51,11 @@ def command(
     plan = make_plan(list(command), parse_workers(workers_text), list(strategies) or ["multiworker"],
                      repeat, sweep_id)
     check_available([c.strategy for c in plan.configs], launcher)
+    from advisor.store.paths import store_url
+
+    if store_url(runs_dir_option(ctx)) is not None:
+        raise UsageError("advisor scale launches and watches its workers in a local store: give a local "
+                         "--runs-dir (an S3 store is for AdvisorCallback and the reading commands)")
     runs_dir = resolve_runs_dir(runs_dir_option(ctx))
     from advisor.store.sweep import sweep_dir as _sweep_dir
 

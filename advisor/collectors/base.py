@@ -39,6 +39,7 @@ HOOKS = (
     "on_test_end",
     "on_epoch_end",
     "on_train_end",
+    "on_run_closed",
 )
 
 
@@ -144,6 +145,9 @@ class Collector:
     def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None) -> None: ...
 
     def on_train_end(self) -> None: ...
+
+    def on_run_closed(self, status: str) -> None:
+        """After the run directory is complete (end record written, manifest final); rank 0 and others."""
 
 
 class Guard:

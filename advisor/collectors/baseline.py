@@ -28,6 +28,14 @@ import warnings
 from typing import Any
 
 from advisor.collectors.base import Collector
+from advisor.collectors.baseline_auto import (
+    MULTI_WORKER,
+    ONE_SHOT,
+    Sizing,
+    auto_sizing,
+    explicit_sizing,
+    mean_step_seconds,
+)
 from advisor.collectors.baseline_result import InputBaseline
 from advisor.collectors.baseline_rounds import Arm, Plan, Segment, fit_segment, round_up, run_rounds
 from advisor.collectors.feed_base import MAX_SLICE_BYTES, Feeds, InputError, one_line
@@ -39,6 +47,7 @@ from advisor.collectors.options import (
     BASELINE_SECONDS,
     normalize_baseline,
 )
+from advisor.collectors.random_state import GlobalRandomState
 from advisor.errors import UsageError
 from advisor.probes.framework import backend_of, is_tf_keras, steps_per_execution
 
@@ -47,8 +56,9 @@ log = logging.getLogger("advisor")
 DEFAULT_SECONDS = BASELINE_SECONDS  # measured time, all arms and rounds together
 DEFAULT_MIN_STEPS = BASELINE_MIN_STEPS  # measured steps per arm at least, however short the time
 DEFAULT_ROUNDS = BASELINE_ROUNDS  # interleaved rounds: a 99 % band that one stalled round per side cannot move
-DEFAULT_MAX_SECONDS = BASELINE_MAX_SECONDS  # the whole baseline, calibration aside, stops within this budget
-MODES = ("start", "end")
+DEFAULT_MAX_SECONDS = BASELINE_MAX_SECONDS  # the whole baseline, from its first (compiled) step, stays within this
+CALIBRATION_STEPS = 5  # cached steps timed before the rounds
+MODES = ("auto", "start", "end")
 
 __all__ = ["BaselineCollector", "InputBaseline", "InputError", "Plan", "make_plan", "measure_input",
            "run_baseline"]
@@ -67,7 +77,7 @@ def make_plan(model: Any, *, seconds: float = DEFAULT_SECONDS, min_steps: int = 
     if not isinstance(max_seconds, (int, float)) or not max_seconds > 0:
         raise error(f"max_seconds must be a positive number, got {max_seconds!r}")
     spe = steps_per_execution(model)
-    warm = round_up(warmup_steps if warmup_steps is not None else 2 * spe, spe)
+    warm = round_up(warmup_steps if warmup_steps is not None else spe, spe)
     return Plan(float(seconds), int(min_steps), int(rounds), float(max_seconds), warm)
 
 
@@ -96,7 +106,7 @@ def measure_input(model: Any, data: Any, steps: int | None = DEFAULT_MIN_STEPS, 
     _check_model(model)
     backend = backend_of(model)
     spe = steps_per_execution(model)
-    warm = round_up(warmup_steps if warmup_steps is not None else 2 * spe, spe)
+    warm = round_up(warmup_steps if warmup_steps is not None else spe, spe)
     if steps is None:
         epoch = epoch_batches(data, batch_size)
         if epoch - warm < 1:
@@ -105,8 +115,22 @@ def measure_input(model: Any, data: Any, steps: int | None = DEFAULT_MIN_STEPS, 
         steps = epoch - warm
     plan = make_plan(model, seconds=seconds, min_steps=steps, rounds=rounds, max_seconds=max_seconds,
                      warmup_steps=warm)
-    feeds = feeds_from_user(data, batch_size, backend, legacy=is_tf_keras(model))
-    return run_baseline(model, feeds, plan, source_cache=source_cache, data_only=data_only)
+    randomness = GlobalRandomState()
+    try:
+        return run_baseline(model, feeds_from_user(data, batch_size, backend, legacy=is_tf_keras(model)), plan,
+                            source_cache=source_cache, data_only=data_only)
+    finally:
+        randomness.restore()
+        release_iterators()
+
+
+def release_iterators() -> None:
+    """Destroy the iterators the baseline made before returning. An iterator over a pipeline
+    copy that is still alive at interpreter exit, its prefetch thread waiting in a
+    ``tf.py_function`` for the GIL, hangs the process's shutdown."""
+    import gc
+
+    gc.collect()
 
 
 def _check_model(model: Any) -> None:
@@ -143,12 +167,21 @@ def run_baseline(model: Any, feeds: Feeds, plan: Plan, *, source_cache: bool = T
         return Arm(name, measure, trains=True)
 
     try:
-        # Calibration: compiles the step if needed and times it, so that sliced feeds can be sized.
+        # Calibration: a few cached steps that compile the step if needed and time it, so that
+        # sliced feeds can be sized. The budget starts once the first step (compilation) is done.
+        first_tick: list[float] = []
+        calibrating = time.perf_counter()
         calibration = fit_segment(model, feeds.cached, finite=False, warm=warm, seconds=0.0,
-                                  min_steps=plan.segment_min_steps(spe), deadline=t0 + plan.max_seconds,
-                                  what="the cached input", error=InputError)
+                                  min_steps=min(plan.segment_min_steps(spe), round_up(CALIBRATION_STEPS, spe)),
+                                  deadline=t0 + plan.max_seconds, what="the cached input", error=InputError,
+                                  first_tick=first_tick)
         state.restore()
-        deadline = time.perf_counter() + plan.max_seconds
+        deadline = (first_tick[0] if first_tick else time.perf_counter()) + plan.max_seconds
+        # What a segment costs beyond its measured time (compilation aside); the rounds replace
+        # this first estimate with what they see.
+        since = first_tick[0] if first_tick else calibrating
+        overhead = min(max(0.0, time.perf_counter() - since - (calibration.seconds if calibration else 0.0)),
+                       plan.max_seconds / (4 * max(1, plan.rounds)))
         need = _batches_needed(feeds, plan, calibration, warm)
         if feeds.resize is not None:
             feeds.resize(need)
@@ -165,7 +198,7 @@ def run_baseline(model: Any, feeds: Feeds, plan: Plan, *, source_cache: bool = T
                 arms.append(training_arm("source_cached", source_kwargs, False, "the source-cached input"))
         if data_only and feeds.data_only is not None:
             arms.append(Arm("data_only", _data_only_measure(feeds, warm), trains=False))
-        outcome = run_rounds(arms, plan, deadline, state.restore)
+        outcome = run_rounds(arms, plan, deadline, state.restore, overhead)
     finally:
         state.restore()
     for arm in arms:
@@ -217,23 +250,27 @@ def _data_only_measure(feeds: Feeds, warm: int) -> Any:
 
 
 class BaselineCollector(Collector):
-    """Runs the baseline at train begin (``"start"``) or train end (``"end"``) and records it."""
+    """Runs the baseline after the last epoch (``"auto"``, the default, and ``"end"``) or before the
+    first step (``"start"``) and records it; ``"auto"`` sizes it by time within a share of the fit
+    and records why when it skips it (``baseline_auto``)."""
 
     name = "baseline"
 
     def __init__(self, mode: Any = "end", steps: int = DEFAULT_MIN_STEPS, source_cache: bool = True,
-                 seconds: float = DEFAULT_SECONDS, rounds: int = DEFAULT_ROUNDS,
+                 seconds: float | None = None, rounds: int = DEFAULT_ROUNDS,
                  max_seconds: float = DEFAULT_MAX_SECONDS) -> None:
         super().__init__()
         self.mode = normalize_baseline(mode)
         for name, value, kind in (("baseline_steps", steps, int), ("baseline_rounds", rounds, int),
-                                  ("baseline_seconds", seconds, float), ("baseline_max_seconds", max_seconds, float)):
+                                  ("baseline_seconds", DEFAULT_SECONDS if seconds is None else seconds, float),
+                                  ("baseline_max_seconds", max_seconds, float)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or (
                     kind is int and not isinstance(value, int)):
                 what = "a positive integer" if kind is int else "a positive number of seconds"
                 raise UsageError(f"{name} must be {what}, got {value!r}")
         self.steps, self.rounds = steps, rounds
-        self.seconds, self.max_seconds = float(seconds), float(max_seconds)
+        self.seconds = None if seconds is None else float(seconds)
+        self.max_seconds = float(max_seconds)
         self.source_cache = source_cache
         self.result: InputBaseline | None = None
 
@@ -242,32 +279,48 @@ class BaselineCollector(Collector):
             self._run()
 
     def on_train_end(self) -> None:
-        if self.mode == "end":
+        if self.mode in ("end", "auto"):
             self._run()
 
-    def _run(self) -> None:
-        from advisor.store.schema import BaselineRecord
-
+    def _sizing(self) -> Sizing:
+        if self.mode != "auto":
+            return explicit_sizing(self.seconds, self.max_seconds)
         s = self.s
+        fit_seconds = time.perf_counter() - s.train_begin_t
+        step = mean_step_seconds(list(s.shared.get("throughput.windows") or []))
+        return auto_sizing(fit_seconds, step, seconds=self.seconds, max_seconds=self.max_seconds)
+
+    def _run(self) -> None:
+        s = self.s
+        mode = self.mode or "end"
         if s.num_workers > 1:
-            s.event("baseline", "baseline skipped: it runs on single-worker jobs only (workers would "
-                    "have to train it in lockstep)", level="info")
+            self._skip(MULTI_WORKER, mode)
+            return
+        sizing = self._sizing()
+        if sizing.skipped:  # routine on short fits: recorded in the run, not announced
+            self._skip(sizing.skipped, mode, announce=False)
             return
         t0 = time.perf_counter()
-        plan = make_plan(s.model, seconds=self.seconds, min_steps=self.steps, rounds=self.rounds,
-                         max_seconds=self.max_seconds, error=UsageError)
+        plan = make_plan(s.model, seconds=sizing.seconds, min_steps=self.steps, rounds=self.rounds,
+                         max_seconds=sizing.max_seconds, error=UsageError)
+        randomness = GlobalRandomState()  # what the feeds and the rounds draw is put back
+        feeds = None
         try:
-            feeds = feeds_from_session(s.data, s.backend, training_done=self.mode == "end")
+            feeds = feeds_from_session(s.data, s.backend, training_done=mode != "start")
+            if mode == "auto" and feeds.real is None:
+                self._skip(ONE_SHOT, mode)
+                return
             self.result = run_baseline(s.model, feeds, plan, source_cache=self.source_cache)
         except InputError as exc:
-            s.writer.write(BaselineRecord(t=time.time(), steps=0, input_kind=s.data.kind, error=str(exc),
-                                          mode=self.mode, warmup_steps=plan.warmup_steps,
-                                          seconds=time.perf_counter() - t0, target_seconds=plan.seconds,
-                                          budget_seconds=plan.max_seconds))
+            self._record(mode, plan, time.perf_counter() - t0, error=str(exc))
             s.event("baseline", f"baseline not measured: {exc}", level="warning")
             log.warning("advisor: baseline not measured: %s", exc)
             return
-        s.writer.write(self.result.to_record(self.mode or "end"))
+        finally:
+            randomness.restore()
+            feeds = None
+            release_iterators()
+        s.writer.write(self.result.to_record(mode))
         s.shared["baseline"] = self.result
         s.shared["baseline_seconds"] = self.result.seconds
         for note in self.result.notes:
@@ -275,3 +328,17 @@ class BaselineCollector(Collector):
         if s.rank == 0:
             log.info("advisor: baseline (%d rounds, %.1f s): %s", self.result.rounds, self.result.seconds,
                      self.result.summary())
+
+    def _skip(self, reason: str, mode: str, announce: bool = True) -> None:
+        self._record(mode, None, 0.0, skipped=reason)
+        if announce:
+            self.s.event("baseline", f"baseline skipped: {reason}", level="info")
+
+    def _record(self, mode: str, plan: Plan | None, seconds: float, **why: Any) -> None:
+        from advisor.store.schema import BaselineRecord
+
+        s = self.s
+        self.s.writer.write(BaselineRecord(
+            t=time.time(), steps=0, input_kind=s.data.kind, mode=mode, seconds=seconds,
+            warmup_steps=plan.warmup_steps if plan else None, target_seconds=plan.seconds if plan else None,
+            budget_seconds=plan.max_seconds if plan else None, **why))

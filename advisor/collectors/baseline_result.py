@@ -56,15 +56,10 @@ class InputBaseline:
 
     @property
     def bound_fraction(self) -> float | None:
-        """Share of step time spent waiting for input: the median paired 1 − real ÷ cached (≥ 0)."""
+        """Share of step time spent waiting for input: the median paired 1 − real ÷ cached (≥ 0).
+        None when fewer than MIN_ROUNDS rounds paired (noise could not be told from cost)."""
         band = self.bound
-        if band is not None:
-            return max(0.0, band.value)
-        costs = bands.paired(self.round_rates.get("real", []), self.round_rates.get("cached", []), bands.input_cost)
-        value = bands.median(costs)
-        if value is None and self.real_samples_per_s and self.cached_samples_per_s:
-            value = bands.input_cost(self.real_samples_per_s, self.cached_samples_per_s)
-        return None if value is None else max(0.0, value)
+        return max(0.0, band.value) if band is not None else None
 
     @property
     def bound_band(self) -> float | None:
@@ -79,20 +74,17 @@ class InputBaseline:
 
     @property
     def data_only_ratio(self) -> float | None:
-        values = bands.paired(self.round_rates.get("data_only", []), self.round_rates.get("real", []), bands.ratio)
-        value = bands.median(values)
-        if value is None and self.real_samples_per_s and self.data_only_samples_per_s:
-            value = self.data_only_samples_per_s / self.real_samples_per_s
-        return value
+        """Data-only ÷ real throughput: the median of the rounds' ratios (None: too few rounds)."""
+        band = bands.band(bands.paired(self.round_rates.get("data_only", []), self.round_rates.get("real", []),
+                                       bands.ratio))
+        return band.value if band is not None else None
 
     @property
     def source_cache_gain(self) -> float | None:
-        values = bands.paired(self.round_rates.get("source_cached", []), self.round_rates.get("real", []),
-                              bands.relative_gain)
-        value = bands.median(values)
-        if value is None and self.real_samples_per_s and self.source_cached_samples_per_s:
-            value = self.source_cached_samples_per_s / self.real_samples_per_s - 1.0
-        return None if value is None else max(0.0, value)
+        """Source-cached ÷ real throughput − 1, the median of the rounds (None: too few rounds)."""
+        band = bands.band(bands.paired(self.round_rates.get("source_cached", []), self.round_rates.get("real", []),
+                                       bands.relative_gain))
+        return max(0.0, band.value) if band is not None else None
 
     # -- output --------------------------------------------------------------------------------
     def summary(self) -> str:
@@ -110,6 +102,9 @@ class InputBaseline:
                              f"at {self.cached_samples_per_s:.0f} samples/s instead of {self.real_samples_per_s:.0f}")
         elif self.cached_samples_per_s is not None:
             parts.append(f"cached-input ceiling {self.cached_samples_per_s:.0f} samples/s")
+            if self.real_samples_per_s is not None:
+                parts.append(f"real input {self.real_samples_per_s:.0f} samples/s (too few rounds to tell "
+                             "an input cost from noise)")
         if self.data_only_samples_per_s is not None:
             parts.append(f"the input alone delivers {self.data_only_samples_per_s:.0f} samples/s")
         if self.source_cached_samples_per_s is not None:

@@ -5,8 +5,8 @@ a cache after its file source) or of pulling the input alone (data-only). A *seg
 arm for a target time (``segment_s``, and at least ``min_steps`` steps) after its own warm-up. A
 *round* measures every arm once; rounds alternate their order (A B C, C B A, …) so that drift and
 load hit every arm alike, and each round gives one paired value per comparison. The whole
-measurement stays inside a time budget: segments are capped so that at least
-``MIN_ROUNDS`` rounds fit, and later rounds start only while one more fits.
+measurement stays inside a time budget: segments shrink so that the planned rounds fit, are
+capped so that ``MIN_ROUNDS`` rounds fit, and later rounds start only while one more fits.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ WARMUP_SHARE = 0.1  # a segment's warm-up also lasts at least this share of its 
 @dataclass(frozen=True)
 class Plan:
     """How long to measure: ``seconds`` over all arms and rounds, at least ``min_steps`` measured
-    steps per arm, ``rounds`` rounds, everything (calibration included) within ``max_seconds``."""
+    steps per arm, ``rounds`` rounds, everything after a short calibration within ``max_seconds``."""
 
     seconds: float
     min_steps: int
@@ -79,12 +79,23 @@ def round_up(value: int, multiple: int) -> int:
     return -(-value // multiple) * multiple
 
 
-def run_rounds(arms: list[Arm], plan: Plan, deadline: float, restore: Callable[[], None]) -> Outcome:
+def run_rounds(arms: list[Arm], plan: Plan, deadline: float, restore: Callable[[], None],
+               overhead_s: float = 0.0) -> Outcome:
     """Measure every arm once per round, alternating the order, until ``plan.rounds`` rounds are
-    done or the budget (``deadline``, a ``perf_counter`` time) would be exceeded."""
+    done or the budget (``deadline``, a ``perf_counter`` time) would be exceeded.
+
+    Every segment first sets aside what each remaining segment costs beyond its measured time
+    (``fit`` set-up, warm-up): ``overhead_s`` at first (from the calibration), then the largest
+    seen so far. Its target time shrinks so that all planned rounds fit the budget (the rounds
+    make the band; a shorter segment only widens it), and it is capped at its share of the time
+    left for the first MIN_ROUNDS rounds, however many steps it still needs. The budget is hard:
+    a machine that stalls a step for longer than a share can leave fewer than MIN_ROUNDS rounds,
+    and then the figure has no band (and no verdict).
+    """
     outcome = Outcome()
     segment_s = plan.segment_seconds(len(arms))
     round_times: list[float] = []
+    overheads: list[float] = []  # per segment: wall time beyond the measured time
     for index in range(plan.rounds):
         now = time.perf_counter()
         if index >= MIN_ROUNDS and round_times and now + max(round_times) > deadline:
@@ -97,12 +108,17 @@ def run_rounds(arms: list[Arm], plan: Plan, deadline: float, restore: Callable[[
         order = arms if index % 2 == 0 else arms[::-1]
         try:
             for position, arm in enumerate(order):
+                now = time.perf_counter()
                 left = (max(MIN_ROUNDS - index, 1) * len(arms)) - position
-                cap = time.perf_counter() + max(0.0, deadline - time.perf_counter()) / max(1, left)
-                segment = arm.measure(segment_s, plan.segment_min_steps(1), min(cap, deadline))
+                overhead = max(overheads) if overheads else overhead_s
+                share = max(0.0, deadline - now - left * overhead) / left
+                planned = (plan.rounds - index) * len(arms) - position
+                target = min(segment_s, max(0.0, deadline - now - planned * overhead) / planned)
+                segment = arm.measure(target, plan.segment_min_steps(1), min(now + overhead + share, deadline))
                 arm.segments.append(segment)
-                if segment is not None:
-                    outcome.measured_seconds += segment.seconds
+                measured = segment.seconds if segment is not None else 0.0
+                overheads.append(max(0.0, time.perf_counter() - now - measured))
+                outcome.measured_seconds += measured
         finally:
             # Once per round: the weights' values do not change a step's cost, and restoring a
             # large model after every segment would cost more than the measurement.
@@ -121,7 +137,7 @@ def run_rounds(arms: list[Arm], plan: Plan, deadline: float, restore: Callable[[
 def fit_segment(model: Any, kwargs: dict[str, Any], *, finite: bool, warm: int, seconds: float,
                 min_steps: int, deadline: float, what: str, error: Callable[[str], Exception],
                 epoch_steps: int | None = None, whole_epochs: bool = False,
-                stop: Callable[[], bool] | None = None) -> Segment | None:
+                stop: Callable[[], bool] | None = None, first_tick: list[float] | None = None) -> Segment | None:
     """Train ``model`` on ``kwargs`` (a nested ``fit``) for one segment and time it.
 
     Finite feeds (arrays, PyDataset, DataLoader) run whole epochs, as training does, until the
@@ -129,6 +145,7 @@ def fit_segment(model: Any, kwargs: dict[str, Any], *, finite: bool, warm: int, 
     that both arms pay the same per-epoch cost) or one long epoch. None: no step after warm-up.
     ``whole_epochs``: see :func:`segment_clock`; ``stop``: when it returns True at a batch end,
     the segment ends there (a Ctrl-C asked for it: fit ends normally, its iterator closes).
+    ``first_tick``, when given, receives the time the first execution ended (after compiling).
     """
     clock = segment_clock(model, warm, seconds, min_steps, deadline, whole_epochs, stop)
     if finite:
@@ -145,6 +162,8 @@ def fit_segment(model: Any, kwargs: dict[str, Any], *, finite: bool, warm: int, 
         from advisor.collectors.feed_base import one_line
 
         raise error(f"training on {what} failed: {one_line(exc)}") from None
+    if first_tick is not None and clock.first_tick is not None:
+        first_tick.append(clock.first_tick)
     return clock.segment()
 
 

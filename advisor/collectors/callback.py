@@ -32,7 +32,6 @@ from advisor.collectors.options import (
     BASELINE_MAX_SECONDS,
     BASELINE_MIN_STEPS,
     BASELINE_ROUNDS,
-    BASELINE_SECONDS,
     WHATIF_ROUNDS,
     AdvisorOptions,
     check_names,
@@ -41,6 +40,8 @@ from advisor.probes.distributed import detect_rank_world
 from advisor.probes.framework import detect_framework, steps_per_execution
 
 log = logging.getLogger("advisor")
+
+PRICE_WAIT_S = 3.0  # pricing="aws": the longest train begin waits for AWS before using the table
 
 # Runs still open when the interpreter exits (fit raised, or the script exited mid-fit).
 _OPEN: weakref.WeakSet[AdvisorCallback] = weakref.WeakSet()
@@ -78,14 +79,19 @@ class AdvisorCallback(KerasCallbackProtocol):
         warmup_steps: steps excluded from throughput summaries (tracing, compilation, caches).
         log_every_s: period of the one-line samples/s log (None: no log).
         collectors: names or instances to run instead of the defaults.
-        baseline: ``"end"`` or ``"start"``: measure the cached-input baseline then (None: off).
+        baseline: ``"auto"`` (default): measure the cached-input baseline after the last epoch,
+            sized by time and capped at a small share of the fit, or skip it with the reason
+            recorded where it cannot run; ``"end"`` or ``"start"``: measure it then, uncapped;
+            None: off.
         baseline_steps: measured steps per arm of the baseline, at least.
-        baseline_seconds: measured time of the whole baseline (all arms and rounds).
+        baseline_seconds: measured time of the whole baseline (all arms and rounds); None: about
+            2 s or 200 steps, whichever is longer, with ``"auto"``, 3 s with ``"end"``/``"start"``.
         baseline_rounds: interleaved rounds (real and cached input alternate; each figure gets a
             noise band from the rounds' spread).
         baseline_max_seconds: the baseline stops within this budget.
         baseline_source_cache: also measure with a cache right after the file source.
-        profile_steps: ``(start, stop)``: profile these training steps (1-based, inclusive).
+        profile_steps: ``(start, stop)``: profile these training steps (1-based, inclusive);
+            ``"auto"``: 25 steps from a few steps after the warm-up.
         profile_summary: summarise the profile with XProf at train end.
         profile_timeout_s: seconds the summary may take.
         telemetry: sample GPU (NVML) and host (psutil) metrics.
@@ -100,6 +106,14 @@ class AdvisorCallback(KerasCallbackProtocol):
             measured gain (None: off). See docs/whatif.md.
         whatif_max_seconds: the what-if's whole budget (None: the smaller of 10% of the fit and 60 s).
         whatif_rounds: interleaved rounds of the what-if (each gain's band comes from them).
+        pricing: ``"table"`` or ``"aws"`` (the AWS price, cached; at most 3 s, else the table).
+        spot: price the instance at the current spot price (with ``pricing="aws"``).
+        region: AWS region of the instance for prices (default: boto3's region).
+        cloudwatch_namespace: publish samples/s, samples/$ and utilization to CloudWatch.
+        mlflow: log samples/s, samples/$, utilization and energy to the active MLflow run at
+            every window end (off the training thread), and the report and plots at the end.
+
+    ``runs_dir="s3://bucket/prefix"`` writes a local spool, uploaded in the background (docs/cloud.md).
 
     A misspelled option raises ``TypeError`` naming the closest valid one; a bad value raises
     :class:`~advisor.errors.UsageError`. The options are recorded in ``run.json``.
@@ -121,9 +135,9 @@ class AdvisorCallback(KerasCallbackProtocol):
         warmup_steps: int = 5,
         log_every_s: float | None = 60.0,
         collectors: Sequence[str | Collector] | None = None,
-        baseline: str | None = None,
+        baseline: str | None = "auto",
         baseline_steps: int = BASELINE_MIN_STEPS,
-        baseline_seconds: float = BASELINE_SECONDS,
+        baseline_seconds: float | None = None,
         baseline_rounds: int = BASELINE_ROUNDS,
         baseline_max_seconds: float = BASELINE_MAX_SECONDS,
         baseline_source_cache: bool = True,
@@ -139,6 +153,11 @@ class AdvisorCallback(KerasCallbackProtocol):
         whatif: str | Sequence[str] | None = None,
         whatif_max_seconds: float | None = None,
         whatif_rounds: int = WHATIF_ROUNDS,
+        pricing: str = "table",
+        spot: bool = False,
+        region: str | None = None,
+        cloudwatch_namespace: str | None = None,
+        mlflow: bool = False,
     ) -> None:
         from advisor.collectors.registry import build_collectors
 
@@ -152,6 +171,8 @@ class AdvisorCallback(KerasCallbackProtocol):
             profile_timeout_s=profile_timeout_s, telemetry=telemetry, telemetry_interval_s=telemetry_interval_s,
             telemetry_devices=telemetry_devices, mfu=mfu, instance_metadata=instance_metadata, pipeline=pipeline,
             whatif=whatif, whatif_max_seconds=whatif_max_seconds, whatif_rounds=whatif_rounds,  # type: ignore[arg-type]
+            pricing=pricing, spot=spot, region=region, cloudwatch_namespace=cloudwatch_namespace,
+            mlflow=mlflow,
         )
         self.collectors: list[Collector] = build_collectors(self.options)
         self.session: Session | None = None
@@ -166,6 +187,7 @@ class AdvisorCallback(KerasCallbackProtocol):
         self._train_t0 = 0.0
         self._in_fit = False
         self._collectors_used = False
+        self.uploader: Any = None  # RunUploader when runs_dir is an s3:// store
 
     @property
     def async_safe(self) -> bool:
@@ -197,6 +219,7 @@ class AdvisorCallback(KerasCallbackProtocol):
                         type(exc).__name__, exc)
             self.guard = None
             return
+        assert self.guard is not None
         self.guard.call("on_train_begin")
         self._own_seconds += time.perf_counter() - t0
 
@@ -235,6 +258,8 @@ class AdvisorCallback(KerasCallbackProtocol):
         # Records reach the OS as they are written (a killed process loses nothing); the fsync
         # against a machine crash happens at close, not every epoch.
         self._call("on_epoch_end", epoch, dict(logs or {}))
+        if self.uploader is not None:
+            self.uploader.request()
 
     def on_train_end(self, logs: dict[str, Any] | None = None) -> None:
         self._call("on_train_end")
@@ -277,7 +302,8 @@ class AdvisorCallback(KerasCallbackProtocol):
     def _begin(self, fit_locals: dict[str, Any] | None) -> None:
         from advisor.collectors.registry import build_collectors
         from advisor.probes.instance import detect_instance_type
-        from advisor.reference.prices import resolve_price
+        from advisor.reference.prices import resolve
+        from advisor.store.paths import store_url
         from advisor.store.writer import RunWriter
 
         opts = self.options
@@ -288,7 +314,10 @@ class AdvisorCallback(KerasCallbackProtocol):
         spe = steps_per_execution(model)
         instance = detect_instance_type(opts.instance_type, metadata=opts.instance_metadata)
         instance_type, instance_source = instance if instance else (None, None)
-        price, price_source = resolve_price(instance_type, opts.price_per_hour)
+        url = store_url(opts.runs_dir)
+        found = resolve(instance_type, opts.price_per_hour, live=opts.pricing == "aws", region=opts.region,
+                        spot=opts.spot, wait_s=PRICE_WAIT_S)
+        price, price_source = found.usd_per_hour, found.source
         manifest = {
             "advisor_version": __version__,
             "framework": framework,
@@ -309,7 +338,12 @@ class AdvisorCallback(KerasCallbackProtocol):
             "sweep_id": os.environ.get("ADVISOR_SWEEP_ID"),
             "config": opts.recorded(),
         }
-        self.writer = RunWriter(opts.runs_dir, rank=rank, manifest=manifest, name=opts.name)
+        runs_dir: Any = opts.runs_dir
+        if url is not None:  # an S3 store: write to the local spool, upload in the background
+            from advisor.cloud.spool import spool_root
+
+            runs_dir = spool_root(url, rank)
+        self.writer = RunWriter(runs_dir, rank=rank, manifest=manifest, name=opts.name)
         self.session = Session(
             writer=self.writer,
             model=model,
@@ -337,6 +371,15 @@ class AdvisorCallback(KerasCallbackProtocol):
         self._train_t0 = time.perf_counter()
         self._in_fit = True
         _OPEN.add(self)
+        if found.note:
+            log.warning("advisor: price: %s", found.note)
+            self.session.event("prices", found.note, level="warning")
+        if url is not None:
+            from advisor.cloud.spool import start_upload
+
+            session = self.session
+            self.uploader = start_upload(url, self.writer.path, self.writer.run_id, rank,
+                                         note=lambda message: session.event("upload", message, level="warning"))
         if rank == 0 and opts.log_every_s is not None:
             _ensure_log_handler()
 
@@ -356,10 +399,15 @@ class AdvisorCallback(KerasCallbackProtocol):
             self.writer.close(status, advisor_seconds=own, train_seconds=train_seconds)
         except Exception as exc:
             log.warning("advisor: could not close the run: %s", exc)
+        if self.uploader is not None:
+            self.uploader.finish()
         self._in_fit = False
         _OPEN.discard(self)
+        if self.guard is not None:
+            self.guard.call("on_run_closed", status)
         if self.session is not None and self.session.rank == 0 and status == "finished":
-            log.info("advisor: run %s written to %s", self.writer.run_id, self.writer.path)
+            where = f"{self.uploader.url} (uploading from {self.writer.path})" if self.uploader else self.writer.path
+            log.info("advisor: run %s written to %s", self.writer.run_id, where)
 
     def _abort(self, reason: str) -> None:
         if self.writer is not None and not self.writer.closed:

@@ -80,7 +80,7 @@ def introspect(session: Any) -> dict[str, Any]:
     names = [n for n in names if n not in ("History", "ProgbarLogger")]
     v["context.callbacks"] = names
     v["context.early_stopping"] = any(n in _EARLY_STOPPING for n in names)
-    v["context.tracking"] = any(n in _TRACKING for n in names)
+    v["context.tracking"] = any(n in _TRACKING for n in names) or bool(getattr(session.options, "mlflow", False))
     v["context.tuner"] = any(m in sys.modules for m in _TUNER_MODULES)
     profiling = session.options.profile_steps is not None
     for cb in session.fit_callbacks:
@@ -98,7 +98,51 @@ def introspect(session: Any) -> dict[str, Any]:
     v["context.host_cpu_count"] = os.cpu_count()
     v["throughput.logging"] = bool(session.shared.get("throughput.logging"))
     v["context.optimizer"] = type(getattr(model, "optimizer", None)).__name__
+    v["context.horovod_compression"] = horovod_compression(getattr(model, "optimizer", None))
     return {k: val for k, val in v.items() if val is not None}
+
+
+def horovod_compression(optimizer: Any) -> str | None:
+    """The gradient compression of a Horovod ``DistributedOptimizer`` (``none``, ``fp16``…), else None.
+
+    Horovod's torch and TF1 wrappers keep the compressor class in ``_compression``; its Keras
+    wrapper keeps it only in the closure of the class it makes (``__init__``) and of its
+    ``_allreduce_grads`` function. The compressor is ``NoneCompressor``, ``FP16Compressor`` or a
+    user's subclass of Horovod's ``Compressor``; a loss-scale wrapper holds the optimizer inside.
+    """
+    for opt in (optimizer, getattr(optimizer, "inner_optimizer", None), getattr(optimizer, "_optimizer", None)):
+        if opt is None:
+            continue
+        candidates = [getattr(opt, "_compression", None),
+                      _free_variable(getattr(type(opt), "__init__", None), "compression"),
+                      _free_variable(getattr(opt, "_allreduce_grads", None), "compression")]
+        for compressor in candidates:
+            cls = compressor if isinstance(compressor, type) else type(compressor)
+            if compressor is not None and any(c.__module__.startswith("horovod") for c in cls.__mro__):
+                return cls.__name__.removesuffix("Compressor").lower() or "custom"
+    return None
+
+
+def _free_variable(fn: Any, name: str, depth: int = 3) -> Any:
+    """The value of free variable ``name`` in ``fn``'s closure, or in the closures it holds."""
+    todo, seen = [(fn, 0)], set()
+    while todo:
+        obj, level = todo.pop()
+        obj = getattr(obj, "python_function", obj)  # a tf.function: the Python function it wraps
+        code = getattr(obj, "__code__", None)
+        if code is None or id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        for var, cell in zip(code.co_freevars, getattr(obj, "__closure__", None) or ()):
+            try:
+                value = cell.cell_contents
+            except ValueError:  # an empty cell
+                continue
+            if var == name:
+                return value
+            if level < depth and callable(value):
+                todo.append((value, level + 1))
+    return None
 
 
 def _safe(fn: Any) -> Any:

@@ -89,7 +89,7 @@ def _from_keras3(epoch_iterator: Any, info: DataInfo) -> None:
 
 
 def _from_tf_keras(handler: Any, info: DataInfo) -> None:
-    adapter = getattr(handler, "_adapter", None)
+    adapter: Any = getattr(handler, "_adapter", None)
     info.adapter = adapter
     name = type(adapter).__name__
     info.kind = _ADAPTER_KINDS.get(name, "unknown")

@@ -193,7 +193,8 @@ def generator_feeds(first_batch: Any, backend: str | None, generator: Any = None
 
 
 def pydataset_feeds(py_dataset: Any, backend: str | None) -> Feeds:
-    """A Keras 3 PyDataset, or a tf_keras ``Sequence`` (no ``num_batches``, no Keras 3 adapter)."""
+    """A Keras 3 PyDataset (read through :class:`ShieldedPyDataset`, so that the user's epoch hooks
+    do not run), or a tf_keras ``Sequence`` (no ``num_batches``, no Keras 3 adapter)."""
     try:
         first = py_dataset[0]
     except Exception as exc:
@@ -205,6 +206,10 @@ def pydataset_feeds(py_dataset: Any, backend: str | None) -> Feeds:
         first = (first,)
     legacy = not hasattr(py_dataset, "num_batches")
     num = len(py_dataset) if legacy else py_dataset.num_batches
+    if not legacy:
+        from advisor.collectors.pydataset_shield import ShieldedPyDataset
+
+        py_dataset = ShieldedPyDataset(py_dataset)
 
     def one_pass() -> Iterator[Any]:
         if legacy:  # tf_keras Sequence: index it as tf_keras's enqueuer does (one worker)

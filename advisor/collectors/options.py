@@ -16,9 +16,11 @@ from typing import Any
 
 from advisor.errors import UsageError
 
-BASELINE_MODES = ("start", "end")
+BASELINE_MODES = ("auto", "start", "end")
+PRICING_SOURCES = ("table", "aws")
 TELEMETRY_DEVICES = ("mine", "all")
 DEFAULT_PROFILE_STEPS = (10, 34)  # 25 marked steps: trace shares need at least 20 to be stable
+AUTO_PROFILE_STEPS = 25  # profile_steps="auto": this many steps, starting after the warm-up
 # The cached-input baseline (collectors/baseline.py): measured time of all arms and rounds, the
 # measured steps per arm at least, interleaved rounds, and the budget of the whole baseline.
 BASELINE_SECONDS = 3.0
@@ -35,6 +37,16 @@ WHATIF_NAMES = (
 WHATIF_ROUNDS = 6
 WHATIF_FIT_SHARE = 0.10
 WHATIF_MAX_SECONDS = 60.0
+# baseline="auto" (the default): after the last epoch, about AUTO_BASELINE_SECONDS of measuring or
+# AUTO_BASELINE_STEPS steps, whichever is longer; the whole baseline stays within
+# AUTO_BASELINE_SHARE of the fit's time, and is skipped (with the reason recorded) when that share
+# is under AUTO_BASELINE_MIN_BUDGET seconds (a fit of 10 s): each segment of each round starts a
+# fit of its own with a fresh iterator (~0.1 s on a busy 2-core host), so a smaller budget cannot
+# hold the three interleaved rounds a noise band needs.
+AUTO_BASELINE_SECONDS = 2.0
+AUTO_BASELINE_STEPS = 200
+AUTO_BASELINE_SHARE = 0.2
+AUTO_BASELINE_MIN_BUDGET = 2.0
 MIN_TELEMETRY_INTERVAL_S = 0.1
 _TRUE = ("1", "true", "yes", "on")
 
@@ -43,7 +55,7 @@ _TRUE = ("1", "true", "yes", "on")
 class AdvisorOptions:
     """Everything ``AdvisorCallback(...)`` accepts (see its docstring for what each means)."""
 
-    runs_dir: str | None = None
+    runs_dir: str | os.PathLike[str] | None = None  # recorded as a str
     instance_type: str | None = None
     price_per_hour: float | None = None
     tags: dict[str, str] = field(default_factory=dict)
@@ -52,13 +64,13 @@ class AdvisorOptions:
     warmup_steps: int = 5
     log_every_s: float | None = 60.0
     collectors: tuple[Any, ...] | None = None  # collector names or Collector instances
-    baseline: str | None = None
+    baseline: str | None = "auto"
     baseline_steps: int = BASELINE_MIN_STEPS
-    baseline_seconds: float = BASELINE_SECONDS
+    baseline_seconds: float | None = None  # None: sized by the mode (see BaselineCollector)
     baseline_rounds: int = BASELINE_ROUNDS
     baseline_max_seconds: float = BASELINE_MAX_SECONDS
     baseline_source_cache: bool = True
-    profile_steps: tuple[int, int] | None = None
+    profile_steps: tuple[int, int] | str | None = None  # (start, stop), "auto" or None
     profile_summary: bool = True
     profile_timeout_s: float | None = None
     telemetry: bool = True
@@ -70,6 +82,11 @@ class AdvisorOptions:
     whatif: str | tuple[str, ...] | None = None  # "auto" or candidate names
     whatif_max_seconds: float | None = None  # None: the smaller of 10% of the fit and 60 s
     whatif_rounds: int = WHATIF_ROUNDS
+    pricing: str = "table"
+    spot: bool = False
+    region: str | None = None
+    cloudwatch_namespace: str | None = None
+    mlflow: bool = False
 
     def __post_init__(self) -> None:
         put = object.__setattr__
@@ -89,10 +106,11 @@ class AdvisorOptions:
         put(self, "baseline", normalize_baseline(self.baseline))
         _count("baseline_steps", self.baseline_steps, minimum=1)
         _count("baseline_rounds", self.baseline_rounds, minimum=1)
-        _positive("baseline_seconds", self.baseline_seconds)
+        if self.baseline_seconds is not None:
+            _positive("baseline_seconds", self.baseline_seconds)
         _positive("baseline_max_seconds", self.baseline_max_seconds)
         if self.profile_steps is not None:
-            put(self, "profile_steps", parse_profile_steps(self.profile_steps))
+            put(self, "profile_steps", normalize_profile_steps(self.profile_steps))
         if self.profile_timeout_s is not None:
             _positive("profile_timeout_s", self.profile_timeout_s)
         if self.telemetry_interval_s < MIN_TELEMETRY_INTERVAL_S:
@@ -104,6 +122,15 @@ class AdvisorOptions:
         if self.whatif_max_seconds is not None:
             _positive("whatif_max_seconds", self.whatif_max_seconds)
         _count("whatif_rounds", self.whatif_rounds, minimum=3)
+        if os.environ.get("ADVISOR_PRICING") and self.pricing == "table":
+            put(self, "pricing", os.environ["ADVISOR_PRICING"].strip().lower())
+        if self.pricing not in PRICING_SOURCES:
+            raise UsageError(f"pricing must be 'table' or 'aws' (got {self.pricing!r})")
+        if self.cloudwatch_namespace is not None and (
+                not isinstance(self.cloudwatch_namespace, str) or not self.cloudwatch_namespace.strip()
+                or self.cloudwatch_namespace.startswith("AWS/") or len(self.cloudwatch_namespace) > 255):
+            raise UsageError(f"cloudwatch_namespace must be a name of 1-255 characters not starting with "
+                             f"'AWS/' (got {self.cloudwatch_namespace!r})")
         if self.instance_metadata is None and os.environ.get("ADVISOR_INSTANCE_METADATA"):
             put(self, "instance_metadata", os.environ["ADVISOR_INSTANCE_METADATA"].strip().lower() in _TRUE)
 
@@ -114,7 +141,7 @@ class AdvisorOptions:
         if self.collectors is not None:
             out["collectors"] = [c if isinstance(c, str) else getattr(c, "name", type(c).__name__)
                                  for c in self.collectors]
-        if self.profile_steps is not None:
+        if isinstance(self.profile_steps, tuple):
             out["profile_steps"] = list(self.profile_steps)
         if isinstance(self.whatif, tuple):
             out["whatif"] = list(self.whatif)
@@ -131,6 +158,30 @@ def check_names(names: Iterable[str], owner: str = "AdvisorCallback") -> None:
             close = difflib.get_close_matches(name, OPTION_NAMES, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else f"; valid options: {', '.join(OPTION_NAMES)}"
             raise TypeError(f"{owner}() got an unexpected option {name!r}{hint}")
+
+
+def normalize_profile_steps(value: Any) -> tuple[int, int] | str:
+    """``"auto"`` (a short window after the warm-up, chosen at train begin) or (start, stop)."""
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return "auto"
+    return parse_profile_steps(value)
+
+
+def auto_profile_window(warmup_steps: int, steps_per_execution: int = 1,
+                        epoch_steps: int | None = None) -> tuple[int, int]:
+    """The steps ``profile_steps="auto"`` captures: AUTO_PROFILE_STEPS steps (trace shares need
+    20 to be stable) from a few steps after the warm-up, on whole executions; earlier (but after
+    the warm-up) when that keeps the window inside the first epoch."""
+    spe = max(1, int(steps_per_execution))
+
+    def execution_start(step: int) -> int:  # the first step of the execution holding ``step``
+        return ((step - 1) // spe) * spe + 1
+
+    earliest = execution_start(warmup_steps + spe) if warmup_steps else 1
+    start = max(earliest, execution_start(warmup_steps + 5 + spe))
+    if epoch_steps and start + AUTO_PROFILE_STEPS - 1 > epoch_steps:
+        start = max(earliest, execution_start(epoch_steps - AUTO_PROFILE_STEPS + 1))
+    return start, start + AUTO_PROFILE_STEPS - 1
 
 
 def parse_profile_steps(value: Any) -> tuple[int, int]:
@@ -161,7 +212,7 @@ def normalize_baseline(value: Any) -> str | None:
         return "end"
     if value in BASELINE_MODES:
         return str(value)
-    raise UsageError(f"baseline must be 'end', 'start' or None, got {value!r}")
+    raise UsageError(f"baseline must be 'auto', 'end', 'start' or None, got {value!r}")
 
 
 def normalize_whatif(value: Any) -> str | tuple[str, ...] | None:

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from advisor.collectors.base import Collector
-from advisor.collectors.options import parse_profile_steps
+from advisor.collectors.options import auto_profile_window, normalize_profile_steps
 from advisor.store.schema import TraceRecord
 
 log = logging.getLogger("advisor")
@@ -173,7 +173,9 @@ class ProfilerCollector(Collector):
         backend: ProfilerBackend | None = None,
     ) -> None:
         super().__init__()
-        self.start_step, self.stop_step = parse_profile_steps(profile_steps)
+        window = normalize_profile_steps(profile_steps)
+        self.auto = window == "auto"  # the window is chosen at train begin (after the warm-up)
+        self.start_step, self.stop_step = (0, 0) if isinstance(window, str) else window
         self.summarize = bool(summarize)
         self.timeout_s = timeout_s
         self._backend = backend
@@ -194,6 +196,9 @@ class ProfilerCollector(Collector):
     def on_train_begin(self) -> None:
         s = self.s
         self._spe = max(1, int(s.steps_per_execution or 1))
+        if self.auto:
+            self.start_step, self.stop_step = auto_profile_window(
+                s.options.warmup_steps, self._spe, s.data.steps_per_epoch)
         if self._backend is None:
             factory = BACKENDS.get(s.backend or "")
             if factory is None:

@@ -1,7 +1,7 @@
 """Collector names → factories. ``AdvisorCallback(collectors=[...])`` picks from here.
 
-Optional collectors join the defaults when their option asks for them (e.g. ``baseline="end"``)
-or, for telemetry and pipeline inspection, unless switched off (``telemetry=False``). Factories
+Optional collectors join the defaults when their option asks for them (e.g. ``profile_steps``)
+or unless switched off (``baseline=None``, ``telemetry=False``, ``pipeline=False``). Factories
 import their module on use, so an unused collector costs nothing.
 """
 
@@ -62,6 +62,18 @@ def _whatif(o: AdvisorOptions) -> Collector:
     from advisor.collectors.whatif_collector import WhatIfCollector
 
     return WhatIfCollector(o.whatif or "auto", max_seconds=o.whatif_max_seconds, rounds=o.whatif_rounds)
+def _cloudwatch(o: AdvisorOptions) -> Collector:
+    from advisor.collectors.cloudwatch import CloudWatchCollector
+
+    if not o.cloudwatch_namespace:
+        raise UsageError("the cloudwatch collector needs cloudwatch_namespace='...'")
+    return CloudWatchCollector(o.cloudwatch_namespace)
+
+
+def _mlflow(o: AdvisorOptions) -> Collector:
+    from advisor.collectors.mlflow_log import MlflowCollector
+
+    return MlflowCollector(window_s=o.window_s)
 
 
 FACTORIES: dict[str, Callable[[AdvisorOptions], Collector]] = {
@@ -73,6 +85,8 @@ FACTORIES: dict[str, Callable[[AdvisorOptions], Collector]] = {
     "baseline": _baseline,
     "pipeline": _pipeline,
     "whatif": _whatif,  # after the baseline: it reads the input's measured cost
+    "cloudwatch": _cloudwatch,
+    "mlflow": _mlflow,
 }
 
 # name → is it on by default for these options?
@@ -85,6 +99,8 @@ DEFAULTS: dict[str, Callable[[AdvisorOptions], bool]] = {
     "baseline": lambda o: o.baseline is not None,
     "pipeline": lambda o: o.pipeline,
     "whatif": lambda o: o.whatif is not None,
+    "cloudwatch": lambda o: o.cloudwatch_namespace is not None,
+    "mlflow": lambda o: o.mlflow,
 }
 
 

@@ -1,9 +1,12 @@
 """The baseline's feeds for a ``tf.data.Dataset``: cached, real, data-only and source-cached.
 
-The real feed is the user's dataset itself, repeated when it is finite (a fresh iterator per
-segment; the user's own iterator is never touched). Data-only pulls batches in a graph loop, so
-that Python does not slow the pipeline down. The source-cached feed is the same pipeline rebuilt
-from its GraphDef with ``take → cache → repeat`` right after the stage that reads files.
+The real feed is the user's pipeline, repeated when it is finite (a fresh iterator per
+segment; the user's own iterator is never touched). It is a copy rebuilt from the dataset's
+GraphDef whose shuffles draw their seeds from a generator of their own: an iterator of the
+user's dataset object would advance its shuffle seeds, and the epochs trained after the baseline
+(or the next ``fit``) would see another order than without it. Data-only pulls batches in a graph
+loop, so that Python does not slow the pipeline down. The source-cached feed is the same pipeline
+rebuilt with ``take → cache → repeat`` right after the stage that reads files.
 """
 
 from __future__ import annotations
@@ -21,6 +24,10 @@ from advisor.collectors.feed_base import (
 )
 
 MAX_SOURCE_CACHE_BATCHES = 256  # the source cache repeats at most this many batches' elements
+# Ops whose last input is the seed generator shared by every iterator of the dataset.
+SEEDED_SHUFFLES = ("ShuffleDatasetV3", "ShuffleAndRepeatDatasetV2")
+SHARED_ORDER_NOTE = ("the baseline iterated the training dataset itself (it could not be copied): the "
+                     "shuffle order of later epochs differs from a run without the baseline")
 
 
 def first_element(cached: Any) -> Any:
@@ -86,7 +93,33 @@ class GraphPuller:
             pass
 
 
+def detached(dataset: Any) -> Any:
+    """A copy of ``dataset`` whose shuffles do not advance the original's seeds; None when the
+    graph cannot be serialized (a few exotic stateful sources, tensors beyond protobuf's 2 GB)."""
+    import tensorflow as tf
+
+    from advisor.probes.tfdata import PipelineInspectionError, serialized_graph
+
+    try:
+        graph = serialized_graph(dataset)
+    except PipelineInspectionError:
+        return None
+    shuffles = [n for n in graph.node if n.op in SEEDED_SHUFFLES]
+    for node in shuffles:
+        seeds = graph.node.add()
+        seeds.name, seeds.op = f"{node.name}/advisor_seeds", "DummySeedGenerator"
+        node.input[len(node.input) - 1] = seeds.name
+    try:
+        variant = tf.raw_ops.DatasetFromGraph(graph_def=graph.SerializeToString())
+        return tf.data.experimental.from_variant(variant, dataset.element_spec)
+    except Exception:  # noqa: BLE001 — fall back to the dataset itself
+        return None
+
+
 def tfdata_feeds(dataset: Any, backend: str | None = None) -> Feeds:
+    copy = detached(dataset)
+    notes = [] if copy is not None else [SHARED_ORDER_NOTE]
+    dataset = copy if copy is not None else dataset
     cached = dataset.take(1).cache().repeat()
     first = first_element(cached)
     batch_size = leading_dim(first)
@@ -109,7 +142,7 @@ def tfdata_feeds(dataset: Any, backend: str | None = None) -> Feeds:
         return _source_cached_feed(dataset, min(batches, MAX_SOURCE_CACHE_BATCHES), batch_size, puller[0])
 
     return Feeds(kind="tf.data", batch_size=batch_size, cached={"x": cached}, real={"x": real},
-                 data_only=data_only, source_cached=source_cached, first=first)
+                 data_only=data_only, source_cached=source_cached, first=first, notes=notes)
 
 
 def _source_cached_feed(dataset: Any, batches: int, batch_size: int, puller: GraphPuller) -> dict[str, Any] | None:

@@ -16,6 +16,7 @@ waits for the steps already dispatched, so a window's seconds end when its last 
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 import time
@@ -25,6 +26,9 @@ from advisor.collectors.base import Collector
 from advisor.store.schema import WindowRecord
 
 log = logging.getLogger("advisor")
+
+SLICE_S = 0.5  # length of the stability slices recorded inside a window
+SLICED_WINDOWS = 12  # windows (after warm-up) that carry slices: enough for any run too short for windows
 
 
 class ThroughputCollector(Collector):
@@ -58,6 +62,8 @@ class ThroughputCollector(Collector):
         self._last_log = 0.0
         self._log_samples = 0
         self._log_seconds = 0.0
+        self._sliced = 0
+        self._log_times: list[float] = []
         self.windows: list[WindowRecord] = []
 
     # -- hooks ---------------------------------------------------------------------------------
@@ -100,6 +106,16 @@ class ThroughputCollector(Collector):
             self._in_epoch = False
         self._maybe_log(force=True)
 
+    def on_train_end(self) -> None:
+        """Record how often the throughput was reported (checklist M101): lines logged and the
+        longest stretch of training without one."""
+        from advisor.store.schema import ContextRecord
+
+        marks = [self.s.train_begin_t, *self._log_times, time.perf_counter()]
+        gap = max(b - a for a, b in itertools.pairwise(marks))
+        self.s.writer.write(ContextRecord(t=time.time(), values={
+            "throughput.log_lines": len(self._log_times), "throughput.log_gap_s": round(gap, 3)}))
+
     # -- windows -------------------------------------------------------------------------------
     def _plan_boundaries(self) -> None:
         """Windows end where warm-up ends and where a profiler window starts and stops."""
@@ -141,7 +157,11 @@ class ThroughputCollector(Collector):
         if steps > 0:
             samples = self._samples(steps, step)
             stamps = sorted(self._stamps)  # appended by worker threads under async dispatch
-            stats = _interval_stats(stamps, max(1, self.s.steps_per_execution))
+            spe = max(1, self.s.steps_per_execution)
+            stats = _interval_stats(stamps, spe)
+            if not warmup and self._sliced < SLICED_WINDOWS:
+                self._sliced += 1
+                stats["slices"] = _slices(stamps, spe)
             record = WindowRecord(
                 t=time.time(),
                 epoch=self._epoch,
@@ -191,6 +211,7 @@ class ThroughputCollector(Collector):
         if price:
             text += f", {rate * 3600.0 / price:,.0f} samples/$ at ${price:.2f}/h"
         log.info(text)
+        self._log_times.append(now)
         self.s.shared["throughput.last_samples_per_s"] = rate
 
 
@@ -204,11 +225,26 @@ def _interval_stats(stamps: list[float], steps_per_call: int = 1) -> dict[str, A
     var = sum((x - mean) ** 2 for x in intervals) / n
     std = math.sqrt(var)
     limit = mean + 3 * std
-    outliers = sum(1 for x in intervals if x > limit) if n >= 10 and std > 0 else 0
+    slow = [x for x in intervals if x > limit] if n >= 10 and std > 0 else []
     return {
         "step_count": n,
         "step_time_mean": mean,
         "step_time_std": std,
         "step_time_max": max(intervals),
-        "step_outliers": outliers,
+        "step_outliers": len(slow),
+        "step_outlier_seconds": sum(x - mean for x in slow) * steps_per_call,
     }
+
+
+def _slices(stamps: list[float], steps_per_call: int) -> list[list[float]]:
+    """[steps, seconds] of consecutive stretches of about SLICE_S between batch ends."""
+    out: list[list[float]] = []
+    begin, calls = stamps[0], 0
+    for stamp in stamps[1:]:
+        calls += 1
+        if stamp - begin >= SLICE_S:
+            out.append([calls * steps_per_call, round(stamp - begin, 6)])
+            begin, calls = stamp, 0
+    if calls:
+        out.append([calls * steps_per_call, round(stamps[-1] - begin, 6)])
+    return out

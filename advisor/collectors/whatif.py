@@ -346,7 +346,11 @@ def run_whatif(situation: Situation, requested: str | Sequence[str] = "auto", *,
         except WhatIfError as exc:
             result.error = f"the unchanged configuration failed: {exc}"
     finally:
-        if _put_back(lambda: (state.restore(), restore_step_settings(situation.model, settings))):
+        def put_back() -> None:
+            state.restore()
+            restore_step_settings(situation.model, settings)
+
+        if _put_back(put_back):
             result.interrupted = True
         for trial in run.trials:
             if trial.close is not None:

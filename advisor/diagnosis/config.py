@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.diagnosis.bounded import MAX_CONFIG_BYTES, read_text
-from advisor.diagnosis.expr import finite_number, number_text
+from advisor.diagnosis.expr_runtime import finite_number, number_text
 from advisor.diagnosis.selection import Layer, normalize, select_codes, validate
 from advisor.errors import ConfigError, UsageError
 

@@ -57,6 +57,10 @@ def rule_markdown(rule: Rule) -> str:
         rows.append(
             ("Thresholds", ", ".join(f"{_code(k)} = {v!r}" for k, v in rule.params.items()))
         )
+    if rule.impact is not None:
+        rows.append(("Impact", _code(rule.impact.source)))
+    if rule.symptom:
+        rows.append(("Ranking", "a symptom: on a tie, the rules that name its cause come first"))
     if rule.gated:
         rows.append(
             (
@@ -66,7 +70,7 @@ def rule_markdown(rule: Rule) -> str:
         )
     lines = [f"# {rule.code} {rule.name}", "", f"> {rule.summary}", "", "| | |", "|---|---|"]
     lines += ["| " + k + " | " + v.replace("|", "\\|") + " |" for k, v in rows]
-    for key in ("what", "why", "how"):
+    for key in ("what", "why", "how", "impact"):
         lines += ["", f"## {DOC_TITLES[key]}", "", rule.docs[key]]
         if key == "how":
             fix = rule.fix.source.replace("[[", "").replace("]]", "").replace("\n", " ")
@@ -128,6 +132,7 @@ def rule_dict(rule: Rule) -> dict[str, Any]:
         "condition": rule.condition.source if rule.condition else None,
         "advice": rule.advice,
         "gated": rule.gated,
+        "symptom": rule.symptom,
         "impact": rule.impact.source if rule.impact else None,
         "params": dict(rule.params),
         "message": rule.message.source,

@@ -3,8 +3,8 @@
 Pure: no I/O, each rule isolated. A rule whose evaluation raises becomes an ``error`` finding and
 the others still run. A rule is *unknown* when a fact it requires was not measured (the finding
 says how to measure it), *n/a* when its ``applies`` condition is false, and otherwise *fail* or
-*pass* by its condition. Failures are ranked by estimated impact (share of step time or cost at
-stake), then severity, so the first finding is the first thing to fix.
+*pass* by its condition. Failures are ranked by estimated time saved (the finding's impact),
+severity breaking ties, so the first finding is the first thing to fix.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from advisor.analysis.registry import FactRegistry, registry
-from advisor.diagnosis.measure import hints_for, withheld_reasons
+from advisor.diagnosis.measure import enabler, hints_for, withheld_reasons
 from advisor.diagnosis.measured import measured_for
 from advisor.diagnosis.report import (
     SEVERITY_RANK,
@@ -28,11 +28,14 @@ from advisor.diagnosis.report import (
     SectionCoverage,
     Settings,
     Summary,
+    ToDecide,
 )
 from advisor.diagnosis.rules import SECTIONS, SEVERITIES, Rule
 
-# Impact of a failure whose rule gives no estimate: small, by severity.
-DEFAULT_IMPACT = {"info": 0.0, "warning": 0.02, "error": 0.05}
+# Impact of a failure whose rule gives no estimate: none. Ranking puts it after every failure
+# that saves time, and severity orders it among the others.
+DEFAULT_IMPACT = {"info": 0.0, "warning": 0.0, "error": 0.0}
+IMPACT_RESOLUTION = 0.01  # impacts closer than one point of training time are a tie
 ADVICE_MEASURE = "needs a human decision; the evidence the advisor has is listed"
 
 
@@ -211,40 +214,66 @@ def _evaluate(
     )
 
 
-def rank(findings: Sequence[Finding]) -> list[Finding]:
-    """Failures first — by severity, then by estimated impact — then errors, unknown, n/a, pass.
+def saving(finding: Finding, rule: Rule | None = None) -> float:
+    """The share of training time the ranking credits a failure with: its estimated impact,
+    unless the failure is reported below its rule's severity — too few measured steps, a shared
+    host whose noise may be what was measured — where its estimate is not trusted to outrank a
+    finding that stands on its own (it still orders the findings it ties with). A fix the what-if
+    tried is credited with the share of step time it was measured to save (1 − 1 ÷ speedup)."""
+    if finding.measured is not None:
+        return finding.measured.time_saved
+    if rule is not None and SEVERITY_RANK[finding.severity] < SEVERITY_RANK[rule.severity]:
+        return 0.0
+    return finding.impact or 0.0
 
-    Severity goes first because it already carries the measured cost (rules raise it at their
-    high thresholds) and the strength of the evidence (gated rules drop to info); within a
-    severity the larger share of step time or cost at stake comes first — the share a fix was
-    measured to save when the what-if tried it, else the rule's estimate.
+
+def rank(findings: Sequence[Finding], rules: Mapping[str, Rule] | None = None) -> list[Finding]:
+    """Failures first — by estimated time saved, then severity, then causes before symptoms —
+    then errors, unknown, n/a, pass.
+
+    The time saved is the what-if's measured gain where it tried the fix, else the rule's
+    estimate. Impacts within IMPACT_RESOLUTION of each other are a tie (they are measured, and two rules
+    often price the same lost time, e.g. the input's share of step time). On a tie the more
+    severe finding comes first; then the larger estimate of a finding credited none (see
+    :func:`saving`); then a rule naming a cause (C401 "no prefetch") before the rule that
+    measures its symptom (M108 "input-bound"), whose cost it explains.
     """
+    rules = rules or {}
+    symptom = {code for code, rule in rules.items() if rule.symptom}
+
+    def bucket(value: float) -> int:
+        return round(value / IMPACT_RESOLUTION)
 
     def key(f: Finding) -> tuple[Any, ...]:
         if f.status == "fail":
-            return (0, -SEVERITY_RANK[f.severity], -_at_stake(f), f.code)
-        return (STATUS_ORDER[f.status], 0.0, 0, f.code)
+            credited = saving(f, rules.get(f.code))
+            return (0, -bucket(credited), -SEVERITY_RANK[f.severity], -bucket(f.impact or 0.0),
+                    f.code in symptom, f.code)
+        return (STATUS_ORDER[f.status], 0, 0, 0, False, f.code)
 
     return sorted(findings, key=key)
 
 
-def _at_stake(f: Finding) -> float:
-    """The share of step time a fix saves: measured by the what-if when it tried the fix
-    (1 − 1 ÷ speedup), else the rule's estimate."""
-    if f.measured is not None:
-        return f.measured.time_saved
-    return f.impact or 0.0
-
-
-def coverage(findings: Sequence[Finding]) -> Coverage:
+def coverage(findings: Sequence[Finding], rules: Mapping[str, Rule] | None = None,
+             reg: FactRegistry | None = None) -> Coverage:
+    """Decided (pass or fail), n/a and unknown per section, and what would decide the unknowns."""
+    reg = reg or registry()
     sections: dict[str, SectionCoverage] = {}
+    groups: dict[str, ToDecide] = {}
     for f in findings:
         sec = sections.setdefault(
             f.section, SectionCoverage(title=SECTIONS.get(f.section, f.section), decided=0, total=0)
         )
         sec.total += 1
-        if f.status in ("fail", "pass", "n/a"):
+        if f.status in ("fail", "pass"):
             sec.decided += 1
+        elif f.status == "n/a":
+            sec.not_applicable += 1
+        elif f.status == "unknown":
+            sec.unknown += 1
+            rule = (rules or {}).get(f.code)
+            label, how = enabler(f.missing, reg, advice=bool(rule and rule.advice))
+            groups.setdefault(label, ToDecide(enable=label, how=how, rules=[])).rules.append(f.code)
     decided = sum(s.decided for s in sections.values())
     total = sum(s.total for s in sections.values())
     ordered = {k: sections[k] for k in SECTIONS if k in sections}
@@ -252,7 +281,10 @@ def coverage(findings: Sequence[Finding]) -> Coverage:
         decided=decided,
         total=total,
         fraction=round(decided / total, 4) if total else 0.0,
+        not_applicable=sum(s.not_applicable for s in sections.values()),
+        unknown=sum(s.unknown for s in sections.values()),
         sections=ordered,
+        to_decide=sorted(groups.values(), key=lambda g: (-len(g.rules), g.enable)),
     )
 
 
@@ -318,13 +350,14 @@ def diagnose_facts(
         )
         for rule in rules
     ]
-    ranked = rank(found)
+    by_code = {rule.code: rule for rule in rules}
+    ranked = rank(found, by_code)
     return Report(
         advisor_version=__version__,
         generated_at=generated_at or datetime.now(timezone.utc).isoformat(timespec="seconds"),
         run=run,
         findings=ranked,
-        coverage=coverage(ranked),
+        coverage=coverage(ranked, by_code, reg),
         summary=summarize(ranked),
         facts=fact_values(facts, reg),
         errors=list(errors),

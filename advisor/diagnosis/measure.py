@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from advisor.analysis.registry import FactRegistry
@@ -16,14 +16,14 @@ HINTS: dict[str, str] = {
     "prices": 'give the price: AdvisorCallback(instance_type="g5.xlarge") or price_per_hour=..., or set ADVISOR_INSTANCE_TYPE',
     "nvml": "train on a host with an NVIDIA GPU and nvidia-ml-py installed (telemetry is on by default; telemetry=False turns it off)",
     "psutil": "keep telemetry on (the default; AdvisorCallback(telemetry=False) turns it off)",
-    "baseline": 'measure the cached-input ceiling: AdvisorCallback(baseline="end"), or advisor.measure_input(model, data)',
+    "baseline": 'measure the cached-input ceiling: keep AdvisorCallback(baseline="auto") (the default; it skips fits shorter than about 10 s), pass baseline="end", or call advisor.measure_input(model, data)',
     "pipeline": "feed fit() a tf.data.Dataset: the advisor inspects its graph at train begin",
-    "storage": "read training data from local files through tf.data (file sources are inspected)",
-    "trace": "capture a profile: AdvisorCallback(profile_steps=(10, 34)) with keras-advisor[profile] installed, or `advisor trace PROFILE_DIR --into RUN`",
+    "storage": "read training data from files through tf.data (file sources are inspected), or `advisor data PATH --into RUN`",
+    "trace": 'capture a profile: AdvisorCallback(profile_steps="auto") (or (10, 34)) with keras-advisor[profile] installed, or `advisor trace PROFILE_DIR --into RUN`',
     "scaling": "run a sweep: `advisor scale --workers 1,2,4 -- python train.py`",
     "instance": "name the cloud instance: AdvisorCallback(instance_type=...) or ADVISOR_INSTANCE_TYPE",
     "hardware": "train on a known accelerator (see the hardware table) and keep telemetry on",
-    "cloud": "attach cloud facts (SageMaker input mode, S3 object sizes) with keras-advisor[cloud]",
+    "cloud": "`advisor data s3://BUCKET/PREFIX --into RUN` or `advisor import sagemaker JOB` (keras-advisor[cloud]); inside a SageMaker job the input mode is read at train begin",
     "derived": "measure the facts it is derived from",
 }
 
@@ -31,6 +31,42 @@ HINTS: dict[str, str] = {
 FACT_HINTS: dict[str, str] = {
     "context.graph_retraces": "retracing is counted on the TensorFlow and JAX backends (torch compiles no train function to count)",
 }
+
+
+# What to enable to decide an unknown rule, by the source of the first fact it misses:
+# (label, how). The coverage line groups the unknown rules by label.
+ENABLERS: dict[str, tuple[str, str]] = {
+    "baseline": ("baseline", ('keep AdvisorCallback(baseline="auto") (the default; it skips fits shorter than '
+                              'about 10 s) or pass baseline="end"')),
+    "trace": ("profile_steps", 'AdvisorCallback(profile_steps="auto") with keras-advisor[profile] installed'),
+    "nvml": ("a GPU", "train on an NVIDIA GPU (telemetry on, the default)"),
+    "hardware": ("a GPU", "train on a known accelerator (see the hardware table) with telemetry on"),
+    "instance": ("instance_type", 'AdvisorCallback(instance_type="g5.xlarge") or ADVISOR_INSTANCE_TYPE'),
+    "prices": ("instance_type", 'AdvisorCallback(instance_type=...) or price_per_hour=...'),
+    "scaling": ("a sweep", "`advisor scale --workers 1,2,4 -- python train.py`"),
+    "cloud": ("cloud facts", "train on SageMaker, or attach them: `advisor data s3://… --into RUN` (keras-advisor[cloud])"),
+    "storage": ("data files", "read the training data from files through tf.data (their sizes are inspected)"),
+    "pipeline": ("a tf.data input", "feed fit() a tf.data.Dataset (its graph is inspected)"),
+    "psutil": ("telemetry", "keep telemetry on (the default)"),
+    "context": ("AdvisorCallback", "train with advisor.AdvisorCallback (its context collector is on by default)"),
+    "throughput": ("AdvisorCallback", "train with advisor.AdvisorCallback (its throughput collector is on by default)"),
+    "epochs": ("AdvisorCallback", "train with advisor.AdvisorCallback (its epoch collector is on by default)"),
+}
+HUMAN = ("a human decision", "advice rules list the evidence; the decision is yours")
+OTHER = ("a measurement", "see each rule's `measure` hint")
+
+
+def enabler(missing: Sequence[str], facts: FactRegistry, advice: bool = False) -> tuple[str, str]:
+    """(label, how) of what would decide a rule that misses ``missing``."""
+    if advice:
+        return HUMAN
+    for name in missing:
+        fact = facts.get(name)
+        for source in (fact.source if fact else "derived").split("+"):
+            found = ENABLERS.get(source.strip())
+            if found:
+                return found
+    return OTHER
 
 
 def hints_for(missing: Iterable[str], facts: FactRegistry) -> str:

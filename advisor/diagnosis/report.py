@@ -65,7 +65,9 @@ class Finding(_Model):
     message: str = Field(description="what was found, with the measured values")
     fix: str | None = Field(default=None, description="what to change (failures only)")
     impact: float | None = Field(
-        default=None, description="estimated share of step time or cost at stake, 0..1"
+        default=None,
+        description="estimated share of training time (or cost) a fix would save, 0..1: failures "
+        "are ranked by it (each rule's docs say how it is estimated)",
     )
     evidence: list[Evidence] = Field(default_factory=list)
     thresholds: dict[str, Any] = Field(default_factory=dict)
@@ -87,17 +89,33 @@ class Finding(_Model):
 
 class SectionCoverage(_Model):
     title: str
-    decided: int
+    decided: int = Field(description="rules that passed or failed")
     total: int
+    not_applicable: int = 0
+    unknown: int = 0
+
+
+class ToDecide(_Model):
+    """What would decide some of the unknown rules, and which."""
+
+    enable: str = Field(description="what to enable: baseline, profile_steps, a GPU, instance_type, a sweep, …")
+    how: str
+    rules: list[str]
 
 
 class Coverage(_Model):
-    """Checklist coverage: rules that reached a decision (fail, pass or n/a) ÷ rules evaluated."""
+    """Checklist coverage as CHECKLIST.md defines it: rules that passed or failed ÷ rules
+    evaluated. Rules that do not apply (n/a) and rules not decided (unknown) are counted apart."""
 
-    decided: int
+    decided: int = Field(description="rules that passed or failed")
     total: int
-    fraction: float
+    fraction: float = Field(description="decided ÷ total")
+    not_applicable: int = 0
+    unknown: int = 0
     sections: dict[str, SectionCoverage]
+    to_decide: list[ToDecide] = Field(
+        default_factory=list, description="for the unknown rules: what would decide them, most rules first"
+    )
 
 
 class Summary(_Model):
@@ -161,6 +179,11 @@ class Settings(_Model):
     config_file: str | None = None
 
 
+# The columns of a findings frame (``Report.to_frame``, ``advisor.findings_frame``), in order.
+FINDING_COLUMNS = ("code", "name", "section", "status", "severity", "impact", "message", "fix", "missing",
+                   "measure", "error", "docs")
+
+
 class Report(_Model):
     """Everything ``advisor check`` found about one run."""
 
@@ -168,7 +191,9 @@ class Report(_Model):
     advisor_version: str
     generated_at: str = Field(description="ISO 8601 time the report was made")
     run: RunInfo
-    findings: list[Finding] = Field(description="failures first, ranked by estimated impact")
+    findings: list[Finding] = Field(
+        description="failures first, ranked by estimated time saved (impact), severity breaking ties"
+    )
     coverage: Coverage
     summary: Summary
     facts: dict[str, FactValue] = Field(default_factory=dict)
@@ -191,6 +216,14 @@ class Report(_Model):
         """Failures at or above the ``fail_on`` severity."""
         level = SEVERITY_RANK[fail_on]
         return [f for f in self.failures if SEVERITY_RANK[f.severity] >= level]
+
+    def to_frame(self) -> Any:
+        """One row per finding (pandas), with the run's id; ``impact`` is a fraction (0..1)."""
+        from advisor.dataframes import to_frame
+
+        rows = [{"run_id": self.run.run_id, **f.model_dump(include=set(FINDING_COLUMNS))} for f in self.findings]
+        return to_frame(rows, ["run_id", *FINDING_COLUMNS], {"impact": "fraction"},
+                        run_id=self.run.run_id, generated_at=self.generated_at)
 
     def exit_code(self, fail_on: str, allow_incomplete: bool = False) -> int:
         """0 clean, 1 findings at or above ``fail_on`` or a regression, 2 a rule that errored,

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from advisor.diagnosis.bounded import MAX_RULE_FILE_BYTES, read_text
-from advisor.diagnosis.expr import Expr, ExprError, compile_expr, finite_number, number_text
+from advisor.diagnosis.expr import Expr, ExprError, compile_expr
+from advisor.diagnosis.expr_runtime import finite_number, number_text
 from advisor.diagnosis.paths import default_rules_dir
 from advisor.diagnosis.template import Template, TemplateError, compile_template
 from advisor.errors import RuleError
@@ -37,18 +38,19 @@ SECTIONS = {
 CODE_RE = re.compile(r"^[A-Z]\d{3}$")
 NAME_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 PARAM_RE = re.compile(r"^[a-z][a-z0-9_]*$")
-DOC_SECTIONS = ("what", "why", "how", "references")
+DOC_SECTIONS = ("what", "why", "how", "impact", "references")
 DOC_TITLES = {
     "what": "What it checks",
     "why": "Why it matters",
     "how": "How to fix",
+    "impact": "How its impact is estimated",
     "references": "References",
 }
 
 _FIELDS = {
     "code", "name", "summary", "severity", "severity_when", "requires", "requires_any", "optional",
     "applies", "condition", "advice", "message", "pass_message", "fix", "impact", "gated", "measure",
-    "params", "docs", "whatif",
+    "params", "docs", "whatif", "symptom",
 }  # fmt: skip
 _REQUIRED = ("code", "name", "summary", "severity", "message", "fix", "docs")
 MAX_YAML_NODES = 200_000
@@ -83,6 +85,7 @@ class Rule:
     line: int = 0
     field_lines: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
     whatif: tuple[str, ...] = ()  # what-if candidates that try this rule's fix (docs/whatif.md)
+    symptom: bool = False  # measures a cost other rules name the cause of: ranks after them on a tie
 
     @property
     def facts(self) -> tuple[str, ...]:
@@ -387,6 +390,7 @@ def _build(path: Path, section: str, item: Any, node: Any, facts: set[str]) -> R
         fix=fix,
         advice=advice,
         gated=_flag(item, "gated", fail),
+        symptom=_flag(item, "symptom", fail),
         measure=measure,
         params=dict(params),
         docs=docs,

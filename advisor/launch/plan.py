@@ -147,7 +147,8 @@ def local_processes(
         from advisor.launch.horovod import horovodrun_argv
 
         env.pop("ADVISOR_RANK", None)
-        return [ProcessSpec(horovodrun_argv(n, argv), env, log_name="horovodrun.log")]
+        timeline = str(horovod_timeline_path(runs_dir, sweep_id, config))
+        return [ProcessSpec(horovodrun_argv(n, argv, timeline=timeline), env, log_name="horovodrun.log")]
     ports = list(ports) if ports is not None else free_ports(n if config.strategy == "multiworker" else 1)
     specs = []
     for rank in range(n):
@@ -160,6 +161,13 @@ def local_processes(
             mine["CUDA_VISIBLE_DEVICES"] = str(rank % gpus)
         specs.append(ProcessSpec(argv, mine, rank, f"worker-{rank}.log"))
     return specs
+
+
+def horovod_timeline_path(runs_dir: Path, sweep_id: str, config: Config) -> Path:
+    """Where ``horovodrun --timeline-filename`` writes a configuration's timeline (in the sweep folder)."""
+    from advisor.store.sweep import sweep_dir
+
+    return sweep_dir(runs_dir, sweep_id) / "timelines" / f"{config.label}.json"
 
 
 def merged_env(extra: Mapping[str, str], parent: Mapping[str, str] | None = None) -> dict[str, str]:

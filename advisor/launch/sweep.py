@@ -6,15 +6,23 @@ reason, its log tail and a hint where the failure is a known one; the sweep goes
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
 from advisor.launch.hints import hint_for
-from advisor.launch.plan import Config, Plan, local_gpu_count, local_processes
+from advisor.launch.plan import (
+    Config,
+    Plan,
+    horovod_timeline_path,
+    local_gpu_count,
+    local_processes,
+)
 from advisor.store.schema import MANIFEST_NAME
 from advisor.store.sweep import ConfigRecord, SweepRecord, sweep_dir, write_sweep
 
 DEFAULT_TIMEOUT_S = 1800.0
+log = logging.getLogger("advisor")
 
 
 def new_record(plan: Plan, launcher: str, timeout_s: float | None, instance_type: str | None) -> SweepRecord:
@@ -52,6 +60,8 @@ def run_sweep(
         if instance_type:
             for spec in specs:
                 spec.env["ADVISOR_INSTANCE_TYPE"] = instance_type
+        if config.strategy == "horovod":
+            horovod_timeline_path(runs_dir, plan.sweep_id, config).parent.mkdir(parents=True, exist_ok=True)
         tick = (lambda elapsed, r=rec: display.tick(r, elapsed)) if display is not None else None
         outcome = run_local(specs, logs_root / config.label, timeout_s, on_tick=tick)
         rec.status = "finished" if outcome.status == "finished" else "failed"
@@ -62,6 +72,8 @@ def run_sweep(
             outcome.reason = ("the job finished but wrote no run: does the script pass "
                               "advisor.AdvisorCallback() to fit?")
             outcome.log_tail = log_tail(logs_root / config.label / specs[0].log_name)
+        if rec.status == "finished" and config.strategy == "horovod":
+            _attach_timeline(horovod_timeline_path(runs_dir, plan.sweep_id, config), runs_dir / rec.run_id)
         if rec.status == "failed":
             rec.reason = outcome.reason
             rec.log_tail = outcome.log_tail or None
@@ -70,6 +82,20 @@ def run_sweep(
         if display is not None:
             display.finish(rec)
     return record
+
+
+def _attach_timeline(timeline: Path, run_path: Path) -> None:
+    """Horovod's timeline into the run: its communication share becomes the run's trace facts."""
+    from advisor.errors import AdvisorError
+    from advisor.traces.attach import attach_timeline
+
+    if not timeline.is_file():
+        log.warning("advisor scale: horovodrun wrote no timeline at %s", timeline)
+        return
+    try:
+        attach_timeline(timeline, run_path)
+    except AdvisorError as exc:
+        log.warning("advisor scale: the Horovod timeline could not be read: %s", exc)
 
 
 def submit_sweep(

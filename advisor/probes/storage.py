@@ -2,7 +2,8 @@
 
 Checklist S301 wants files of about 100 MB (many tiny files cost an open and a request each; a few
 huge ones limit parallel reads); S305 asks whether compression was considered. Only local paths
-are measured here; remote ones (``s3://``, ``gs://``) are counted and left to the cloud module.
+are measured here; remote ones (``s3://``, ``gs://``) are counted here and ``s3://`` ones are
+sized by ``advisor.cloud.s3data`` from the pipeline collector, with the same classifier.
 """
 
 from __future__ import annotations
@@ -14,20 +15,11 @@ from typing import Any
 
 import numpy as np
 
+from advisor.probes.formats import HEAD_BYTES, classify
+
 REMOTE_PREFIXES = ("s3://", "gs://", "hdfs://", "http://", "https://", "az://", "abfs://")
 MAX_FILES = 100_000  # stat at most this many (listing huge datasets must stay quick)
 SNIFF_FILES = 8  # files whose first bytes are read to recognise compression
-
-_MAGIC = (
-    (b"\x1f\x8b", "gzip"),
-    (b"\x28\xb5\x2f\xfd", "zstd"),
-    (b"BZh", "bzip2"),
-    (b"\xfd7zXZ\x00", "xz"),
-    (b"\x04\x22\x4d\x18", "lz4"),
-)
-_EXTENSIONS = {".gz": "gzip", ".gzip": "gzip", ".zst": "zstd", ".zstd": "zstd", ".zlib": "zlib",
-               ".bz2": "bzip2", ".xz": "xz", ".lz4": "lz4"}
-
 
 def resolve_files(declared: Sequence[str], candidates: Sequence[str] = ()) -> tuple[list[str], list[str], list[str]]:
     """Split path strings into (local files, remote paths, missing declared paths).
@@ -55,21 +47,16 @@ def resolve_files(declared: Sequence[str], candidates: Sequence[str] = ()) -> tu
     return list(dict.fromkeys(local))[:MAX_FILES], remote, missing
 
 
-def sniff_compression(path: str) -> str | None:
-    """Compression recognised from the file's magic bytes or its extension; None = unknown."""
+def sniff(path: str) -> tuple[str | None, str | None]:
+    """(compression, format) of a local file from its first bytes (``advisor.probes.formats``)."""
     with open(path, "rb") as fh:
-        head = fh.read(8)
-    for magic, name in _MAGIC:
-        if head.startswith(magic):
-            return name
-    ext = os.path.splitext(path)[1].lower()
-    if ext in _EXTENSIONS:
-        return _EXTENSIONS[ext]
-    if len(head) >= 2 and head[0] == 0x78 and head[1] in (0x01, 0x5E, 0x9C, 0xDA) and not path.endswith(
-        (".tfrecord", ".tfrecords", ".records")
-    ):
-        return "zlib"
-    return None
+        head = fh.read(HEAD_BYTES)
+    return classify(head, path)
+
+
+def sniff_compression(path: str) -> str | None:
+    """Compression recognised from the file's magic bytes or its extension; None = empty file."""
+    return sniff(path)[0]
 
 
 def file_facts(declared: Sequence[str], candidates: Sequence[str] = (),
@@ -98,13 +85,18 @@ def file_facts(declared: Sequence[str], candidates: Sequence[str] = (),
         p10, p50, p90 = (float(v) for v in np.percentile(sizes, [10, 50, 90]))
         out.update(bytes_p10=p10, bytes_p50=p50, bytes_p90=p90)
     found: list[str] = []
+    formats: list[str] = []
     for path in local[:SNIFF_FILES]:
         try:
-            kind = sniff_compression(path)
+            kind, fmt = sniff(path)
         except OSError as exc:
             unreadable.append(f"{path}: {exc.strerror or exc}")
             continue
         found.append(kind or "none")
+        if fmt:
+            formats.append(fmt)
+    if formats:
+        out["format"] = max(set(formats), key=formats.count)
     if unreadable:
         out["unreadable"] = unreadable[:5]
     if declared_compression:

@@ -209,8 +209,10 @@ def files_of(graph: Any, nodes: dict[str, Any], functions: dict[str, Any],
             comp = const(nodes, clean(node.input[1]))
             if isinstance(comp, str) and comp:
                 compression = comp.upper()
-    if not reads:
-        return [], [], compression
+    if not reads:  # a custom reader (py_function, generator) may still name object-store URLs
+        urls = [v for node in graph.node if node.op == "Const" and node.attr["dtype"].type == 7
+                for v in _strings(node) if v.startswith(OBJECT_STORE_SCHEMES)]
+        return [], list(dict.fromkeys(urls)), compression
     declared: list[str] = []
     candidates: list[str] = []
     feeding = {
@@ -227,6 +229,14 @@ def files_of(graph: Any, nodes: dict[str, Any], functions: dict[str, Any],
         target = declared if node.name in feeding else candidates
         target.extend(v for v in values if isinstance(v, str) and looks_like_path(v))
     return list(dict.fromkeys(declared)), list(dict.fromkeys(candidates)), compression
+
+
+OBJECT_STORE_SCHEMES = ("s3://", "gs://")
+
+
+def _strings(node: Any) -> list[str]:
+    value = tensor_value(node.attr["value"].tensor)
+    return [v for v in (value if isinstance(value, list) else [value]) if isinstance(v, str)]
 
 
 def fn_const(fn: Any, ref: str) -> Any:

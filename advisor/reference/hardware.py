@@ -197,7 +197,7 @@ def family_of(instance_type: str) -> Family | None:
     name = instance_type.strip()
     if "/" in name:
         name = name.split("/", 1)[1]
-    lower = name.lower()
+    lower = name.lower().removeprefix("ml.")  # a SageMaker type runs on the EC2 hardware of its name
     for pattern, fam in _AZURE_FAMILIES:
         if re.match(pattern, lower):
             return FAMILIES[fam]
@@ -220,7 +220,7 @@ def instance_info(instance_type: str | None) -> InstanceInfo | None:
         return None
     accel = fam.accelerated_networking if fam else None
     if fam is not None and accel is None:
-        size = instance_type.split(".", 1)[-1].lower()
+        size = instance_type.lower().removeprefix("ml.").split(".", 1)[-1]
         accel = size in fam.efa_sizes
     gpus = row.gpus if row is not None else None
     return InstanceInfo(

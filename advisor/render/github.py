@@ -42,7 +42,8 @@ def render_many(reports: list[Report], **_: Any) -> str:
         )
         cov = report.coverage
         lines.append(
-            f"advisor: run {run_id}: {tally}; checklist coverage {cov.decided}/{cov.total} ({cov.fraction:.0%})"
+            f"advisor: run {run_id}: {tally}; checklist coverage {cov.decided}/{cov.total} decided "
+            f"({cov.fraction:.0%}), {cov.not_applicable} n/a, {cov.unknown} unknown"
         )
         if report.regression is not None:
             reg = report.regression

@@ -1,8 +1,11 @@
 """The scaling table as text, JSON, CSV or Markdown (one renderer per format, one table model).
 
 JSON is the table itself with its ``schema_version`` (a saved report can be reloaded and rendered
-again); CSV has one line per strategy × workers with every column; text and Markdown group the
-columns the way people read them: time, cost, accelerators and energy, computation vs other.
+again); CSV has one line per strategy × workers with every column — ``recommended`` names the
+goals a configuration is best for — and one more line per projection (``projected`` true, only
+the projected columns filled); text and Markdown open with the recommendations (the best configuration
+per goal, and a labelled projection with its assumptions) and the sweep's D6 findings, then group
+the columns the way people read them: time, cost, accelerators and energy, computation vs other.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import fields
 from typing import Any
 
-from advisor.analysis.scaling import Row, ScalingTable
+from advisor.analysis.scaling import Recommendation, Row, ScalingTable
 from advisor.numbers import readable
 
 FORMATS = ("text", "json", "csv", "md")
@@ -92,12 +95,66 @@ def _csv(table: ScalingTable) -> str:
     names = [f.name for f in fields(Row) if f.name not in ("run_ids", "notes")]
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(names + ["notes", "run_ids"])
+    writer.writerow(names + ["notes", "run_ids", "recommended", "projected"])
+    measured = [r for r in table.recommendations if not r.projected]
     for row in table.rows:
         values = [getattr(row, n) for n in names]
+        goals = " ".join(r.goal for r in measured if r.strategy == row.strategy and r.workers == row.workers)
         writer.writerow(["" if v is None else (f"{v:.6g}" if isinstance(v, float) else v) for v in values]
-                        + ["; ".join(row.notes), " ".join(row.run_ids)])
+                        + ["; ".join(row.notes), " ".join(row.run_ids), goals, "false"])
+    for rec in (r for r in table.recommendations if r.projected):
+        projected: dict[str, object] = {"strategy": rec.strategy, "workers": rec.workers,
+                  "samples_per_s": "" if rec.value is None else f"{rec.value:.6g}"}
+        writer.writerow([projected.get(n, "") for n in names]
+                        + ["PROJECTION: " + "; ".join([rec.reason, *rec.assumptions]), "", "", "true"])
     return out.getvalue()
+
+
+GOALS = {"samples_per_s": "fastest (samples/s)", "samples_per_dollar": "cheapest (samples/$)",
+         "energy": "least energy (J/sample)", "projection": "PROJECTION, not measured"}
+
+
+def advice_lines(table: ScalingTable, md: bool) -> list[str]:
+    """The recommendations and the sweep's D6 findings, as lines of Markdown or plain text."""
+    lines: list[str] = []
+    if table.recommendations:
+        lines += ["## Recommendations" if md else "Recommendations", ""]
+        for rec in table.recommendations:
+            lines += _recommendation(rec, md)
+        lines.append("")
+    if table.findings:
+        lines += ["## D6 findings of the sweep" if md else "D6 findings of the sweep", ""]
+        groups: dict[tuple[str, str, int], list[Any]] = {}
+        for f in sorted(table.findings, key=lambda f: (f.code, f.strategy, f.workers, f.run_id)):
+            groups.setdefault((f.code, f.strategy, f.workers), []).append(f)
+        for (code, strategy, workers), found in groups.items():
+            f = found[0]  # repeats of a configuration: the first run's message and evidence
+            runs = f"{len(found)} runs" if len(found) > 1 else f.run_id
+            evidence = ", ".join(f"{k}={_evidence(v)}" for k, v in f.evidence.items())
+            head = f"{code} {f.name} ({f.severity}) on {strategy} ×{workers} [{runs}]"
+            lines.append(f"- **{head}**: {f.message}" if md else f"  {head}: {f.message}")
+            if evidence:
+                lines.append(f"  - evidence: {evidence}" if md else f"    evidence: {evidence}")
+        lines.append("")
+    return lines
+
+
+def _recommendation(rec: Recommendation, md: bool) -> list[str]:
+    label = GOALS.get(rec.goal, rec.goal)
+    what = f"{rec.strategy} ×{rec.workers}"
+    lines = [f"- **{label}: {what}** — {rec.reason}" if md else f"  {label}: {what} — {rec.reason}"]
+    if rec.findings:
+        lines.append(("  - " if md else "    ") + f"its D6 findings: {', '.join(rec.findings)}")
+    if rec.assumptions:
+        lines.append(("  - " if md else "    ") + "assumptions:")
+        lines += [("    - " if md else "      - ") + a for a in rec.assumptions]
+    return lines
+
+
+def _evidence(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    return str(value)
 
 
 def _visible(table: ScalingTable, empty_note: str | None) -> bool:
@@ -106,6 +163,7 @@ def _visible(table: ScalingTable, empty_note: str | None) -> bool:
 
 def _markdown(table: ScalingTable) -> str:
     lines = [f"# Scaling report — {table.source}", ""]
+    lines += advice_lines(table, md=True)
     for title, empty, cols in SECTIONS:
         lines.append(f"## {title}")
         lines.append("")
@@ -143,6 +201,10 @@ def _text(table: ScalingTable) -> str:
     console.print(f"Scaling report — {table.source}", highlight=False)
     if not table.rows:
         console.print("  no finished runs to compare", highlight=False)
+    advice = advice_lines(table, md=False)
+    if advice:
+        console.print()
+        console.print("\n".join(advice).rstrip(), highlight=False, soft_wrap=True)
     for title, empty, cols in SECTIONS:
         if not table.rows:
             break

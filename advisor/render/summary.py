@@ -149,6 +149,8 @@ def header(view: RunOverview) -> Table:
         f" {view.backend_version}" if view.backend_version else "") + ")"
     if view.legacy_keras:
         framework = f"tf_keras {view.keras_version or '?'}"
+    elif view.custom_loop:
+        framework = f"custom loop ({view.backend or '?'}" + (f" {view.backend_version})" if view.backend_version else ")")
     table.add_row("framework", framework)
     table.add_row("strategy", f"{view.strategy or 'default'} · {view.num_workers} worker(s) · "
                   f"{view.replicas or 1} replica(s)")

@@ -144,18 +144,24 @@ def _report(console: Console, report: Report) -> None:
 
     console.print()
     cov = report.coverage
+    console.print(Text.assemble(("Checklist coverage: ", "bold"), coverage_line(report)))
     sections = " · ".join(f"{code} {s.decided}/{s.total}" for code, s in cov.sections.items())
-    console.print(
-        Text.assemble(
-            ("Checklist coverage: ", "bold"),
-            f"{cov.decided}/{cov.total} rules decided ({cov.fraction:.0%})",
-            (f" — {sections}" if sections else "", "dim"),
-        )
-    )
+    if sections:
+        console.print(Padding(Text(f"decided per section: {sections}", style="dim"), (0, 0, 0, 2)))
+    if cov.to_decide:
+        parts = "; ".join(f"{g.enable} ({len(g.rules)}: {' '.join(g.rules)})" for g in cov.to_decide)
+        console.print(Padding(Text(f"to decide the unknown: {parts}", style="dim"), (0, 0, 0, 2)))
     counts = report.summary.by_severity
     tally = ", ".join(f"{counts[k]} {k}" for k in ("error", "warning", "info") if counts.get(k))
     fail_on = report.settings.fail_on if report.settings else "warning"
     console.print(Text(f"Summary: {tally or 'no failures'}; fail level {fail_on}", style="dim"))
+
+
+def coverage_line(report: Report) -> str:
+    """``29/55 rules decided (53%: passed or failed) · 18 n/a · 8 unknown``."""
+    cov = report.coverage
+    return (f"{cov.decided}/{cov.total} rules decided ({cov.fraction:.0%}: passed or failed) · "
+            f"{cov.not_applicable} n/a · {cov.unknown} unknown")
 
 
 def _failure(console: Console, rank: int, f: Finding) -> None:
@@ -171,8 +177,8 @@ def _failure(console: Console, rank: int, f: Finding) -> None:
     console.print(Padding(Text(f.message), (0, 0, 0, 4)))
     if f.measured is not None:
         m = f.measured
-        line = Text.assemble((m.text, "bold"), f" — {m.candidate}" + (f": {m.label}" if m.label else ""))
-        console.print(Padding(line, (0, 0, 0, 4)))
+        gain = Text.assemble((m.text, "bold"), f" — {m.candidate}" + (f": {m.label}" if m.label else ""))
+        console.print(Padding(gain, (0, 0, 0, 4)))
     if f.fix:
         console.print(Padding(Text.assemble(("fix: ", "bold"), f.fix), (0, 0, 0, 4)))
     if f.evidence:

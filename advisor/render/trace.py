@@ -17,7 +17,16 @@ def render_text(s: TraceSummary, where: str) -> str:
     lines = [f"Profile  {where}"]
     host = ", ".join(s.hosts) or "?"
     took = f", summarised in {s.seconds:.2f} s" if s.seconds is not None else ""
-    lines.append(f"  hosts {host} · {s.hardware} · XProf {s.xprof_version or '?'}{took}")
+    extra = s.model_extra or {}
+    if s.xprof_properties.get("profiler") == "horovod-timeline":
+        lines.append(f"  Horovod timeline · {extra.get('horovod_tensors', '?')} tensors · shares of "
+                     f"{s.xprof_properties.get('basis', 'its span')}{took}")
+        if extra.get("horovod_negotiate_percent") is not None:
+            lines.append(f"  negotiation (waiting for every rank) {_pct(extra['horovod_negotiate_percent'])}")
+        if extra.get("horovod_wire_dtypes"):
+            lines.append("  sent as " + ", ".join(f"{k} ×{v}" for k, v in sorted(extra["horovod_wire_dtypes"].items())))
+    else:
+        lines.append(f"  hosts {host} · {s.hardware} · XProf {s.xprof_version or '?'}{took}")
     if s.steps:
         lines.append(f"  steps found {s.steps} · step time {s.step_time_ms_mean:.2f} ms ± {s.step_time_ms_std:.2f}")
         parts = [f"{name.replace('_', ' ')} {value:.1f}%" for name, value in

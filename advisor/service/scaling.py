@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from advisor.errors import RunFormatError, RunNotFoundError
+from advisor.errors import AdvisorError, RunNotFoundError
 
 if TYPE_CHECKING:
     from advisor.analysis.scaling import Failure, ScalingTable
@@ -20,7 +20,7 @@ def scaling_table(store: Store, source: str | os.PathLike[str] | None = None,
     from advisor.analysis.scaling import build_table
     from advisor.store.sweep import SWEEP_FILE, list_sweeps, read_sweep, resolve_sweep
 
-    overrides = {"price_per_hour": price_per_hour, "gpus_per_instance": gpus_per_instance}
+    overrides: dict[str, Any] = {"price_per_hour": price_per_hour, "gpus_per_instance": gpus_per_instance}
     ref = None if source is None else str(source)
     if ref and Path(ref).is_dir():
         path = Path(ref)
@@ -30,12 +30,12 @@ def scaling_table(store: Store, source: str | os.PathLike[str] | None = None,
         if (path / "run.json").is_file():
             raise RunNotFoundError(f"{ref}: a single run; give its runs directory or its sweep id")
         points, failures = sweep_points(store, path, None)
-        return build_table(points, f"runs in {path}", failures, **overrides)
+        return advise(store, build_table(points, f"runs in {path}", failures, **overrides), path)
     if ref is None and not list_sweeps(store.root):
         if not store.run_dirs():
             raise RunNotFoundError(f"{store.root}: no runs and no sweeps (run `advisor scale` first)")
         points, failures = sweep_points(store, store.root, None)
-        return build_table(points, f"runs in {store.root}", failures, **overrides)
+        return advise(store, build_table(points, f"runs in {store.root}", failures, **overrides), store.root)
     try:
         return _sweep_table(store, store.root, read_sweep(resolve_sweep(ref, store.root)).sweep_id, overrides)
     except RunNotFoundError:
@@ -50,7 +50,35 @@ def _sweep_table(store: Store, root: Path, sweep_id: str, overrides: dict[str, A
     from advisor.analysis.scaling import build_table
 
     points, failures = sweep_points(store, root, sweep_id)
-    return build_table(points, f"sweep {sweep_id}", failures, **overrides)
+    return advise(store, build_table(points, f"sweep {sweep_id}", failures, **overrides), root)
+
+
+def advise(store: Store, table: ScalingTable, root: Path | None = None) -> ScalingTable:
+    """The table with its recommendations (``analysis.scaling_advice``) and, where the runs are
+    in the store under ``root``, the D6 findings of each configuration's runs; a recommendation
+    lists the codes found on the runs of the configuration it names."""
+    from advisor.analysis.scaling import SweepFinding
+    from advisor.analysis.scaling_advice import recommend
+
+    table.recommendations = recommend(table)
+    if root is None:
+        return table
+    findings: list[SweepFinding] = []
+    for row in table.rows:
+        for run_id in row.run_ids:
+            path = Path(root) / run_id
+            if not (path / "run.json").is_file():
+                continue
+            report = store.diagnose(path, select=["D6"])
+            for f in report.failures:
+                findings.append(SweepFinding(
+                    code=f.code, name=f.name, severity=f.severity, strategy=row.strategy, workers=row.workers,
+                    run_id=run_id, message=f.message, impact=f.impact,
+                    evidence={e.fact: e.value for e in f.evidence}))
+    table.findings = findings
+    for rec in table.recommendations:
+        rec.findings = sorted({f.code for f in findings if f.strategy == rec.strategy and f.workers == rec.workers})
+    return table
 
 
 def sweep_points(store: Store, root: Path, sweep_id: str | None) -> tuple[list[Point], list[Failure]]:
@@ -63,11 +91,17 @@ def sweep_points(store: Store, root: Path, sweep_id: str | None) -> tuple[list[P
     sweep_ids: set[str] = set()
     for path in store.run_dirs(root):
         manifest = store.manifest(path)
-        if manifest is None:
-            raise RunFormatError(f"{path}: unreadable manifest")
+        if manifest is None:  # listed as a failure, the others still make the table
+            if sweep_id is None:
+                failures.append(Failure("unknown", 0, path.name, None, _unreadable(path)))
+            continue
         if sweep_id is not None and manifest.sweep_id != sweep_id:
             continue
-        run = store.read(path)
+        try:
+            run = store.read(path)
+        except AdvisorError as exc:
+            failures.append(Failure("unknown", 0, path.name, None, f"unreadable: {exc}"))
+            continue
         seen.add(run.run_id)
         sid = manifest.sweep_id
         if sid:
@@ -90,3 +124,14 @@ def sweep_points(store: Store, root: Path, sweep_id: str | None) -> tuple[list[P
                 failures.append(Failure(cfg.strategy, cfg.workers, cfg.run_id, cfg.repeat,
                                         cfg.reason, cfg.hint, cfg.log_tail))
     return found, failures
+
+
+def _unreadable(path: Path) -> str:
+    """Why a run's manifest cannot be read, in one line."""
+    from advisor.store.reader import RunReader
+
+    try:
+        RunReader(path).read_manifest()
+    except AdvisorError as exc:
+        return f"unreadable: {exc}"
+    return f"unreadable: {path}"

@@ -67,10 +67,26 @@ class RunRow:
 
 
 class Store:
-    """A run store (a directory of run directories) with the reads and derivations cached."""
+    """A run store (a directory of run directories) with the reads and derivations cached.
+
+    ``runs_dir`` may be ``s3://bucket/prefix``: the store is then listed in S3 and read through a
+    local mirror that only downloads what changed (:mod:`advisor.cloud.s3store`).
+    """
 
     def __init__(self, runs_dir: str | os.PathLike[str] | None = None) -> None:
-        self.root = resolve_runs_dir(runs_dir)
+        from advisor.store.paths import store_url
+
+        self.url = store_url(runs_dir)
+        self.remote: Any = None
+        self._remotes: dict[Path, tuple[Any, str]] = {}  # local mirror folder → (S3 store, key prefix)
+        if self.url is not None:
+            from advisor.cloud.s3store import S3Store
+
+            self.remote = S3Store(self.url)
+            self.root = self.remote.mirror()
+            self._remotes[_key(self.root)] = (self.remote, "")
+        else:
+            self.root = resolve_runs_dir(runs_dir)
         self._runs: dict[Path, Run] = {}
         self._manifests: dict[Path, Manifest | None] = {}
         self._base: dict[Path, tuple[dict[str, Any], list[str]]] = {}
@@ -83,10 +99,24 @@ class Store:
 
     # -- finding runs ---------------------------------------------------------------------------
     def resolve(self, ref: str | os.PathLike[str] | None) -> Path:
-        """A run directory from a path, an id, a unique id prefix or ``latest``."""
+        """A run directory from a path, an id, a unique id prefix, ``latest`` or an ``s3://`` URL."""
         from advisor.store.reader import resolve_run
 
+        if ref is not None and is_store_url(ref):
+            ref = self.localize(str(ref))
         return resolve_run(None if ref is None else str(ref), self.root)
+
+    def localize(self, target: str | None) -> str | None:
+        """An ``s3://`` run or store as the folder of its local mirror (other targets unchanged)."""
+        from advisor.service.remote import localize
+
+        return localize(self, target)
+
+    def push(self, run_path: str | os.PathLike[str]) -> list[str]:
+        """Upload a run changed by a command (an attached check or profile) back to its S3 store."""
+        from advisor.service.remote import push
+
+        return push(self, run_path)
 
     def run_dirs(self, root: Path | None = None) -> list[Path]:
         """Run directories under ``root`` (default: the store), oldest first; listed once."""
@@ -134,6 +164,20 @@ class Store:
             except AdvisorError:
                 self._manifests[key] = None
         return self._manifests[key]
+
+    def forget(self, ref: Run | str | os.PathLike[str], *, everything: bool = False) -> None:
+        """Drop a run's records, facts and analysis (by run or directory) from the cache.
+
+        ``everything`` drops its manifest and scaling point too. Long listings stay small in
+        memory this way, and a growing run is read afresh."""
+        from advisor.store.reader import Run
+
+        key = _key(ref.path if isinstance(ref, Run) else ref)
+        for cache in (self._runs, self._base, self._analyses):
+            cache.pop(key, None)
+        if everything:
+            self._manifests.pop(key, None)
+            self._points.pop(key, None)
 
     # -- facts ----------------------------------------------------------------------------------
     def analyse(self, ref: Run | str | os.PathLike[str] | None) -> Analysis:
@@ -222,14 +266,14 @@ class Store:
         fail_on: str | None = None,
         thresholds: Mapping[str, Mapping[str, Any]] | None = None,
         rules_dir: str | os.PathLike[str] | None = None,
-        baseline: Run | str | os.PathLike[str] | None = None,
+        baseline: Run | Report | str | os.PathLike[str] | None = None,
         max_regression_pct: float = 5.0,
         generated_at: str | None = None,
     ) -> Report:
         """The ranked report of a run, from the facts :meth:`analyse` derived.
 
         ``select`` / ``extend_select`` / ``ignore`` take codes or prefixes and win over ``config``.
-        With ``baseline`` (a run), the report carries the samples/s and samples/$ regression check.
+        With ``baseline`` (a run, or a saved :class:`Report`), the report carries the samples/s and samples/$ regression check.
         """
         from advisor.diagnosis import diagnose_facts, load_rules, resolve_settings
         from advisor.diagnosis.regression import compare
@@ -260,8 +304,14 @@ class Store:
         )
         report.incomplete = list(analysis.run.incomplete)
         if baseline is not None:
-            base = self.analyse(baseline)
-            report.regression = compare(analysis.facts, base.facts, base.run_id, max_regression_pct)
+            from advisor.diagnosis.report import Report as SavedReport
+
+            if isinstance(baseline, SavedReport):  # a report saved as JSON: its facts are the baseline
+                saved = {name: fact.value for name, fact in baseline.facts.items()}
+                report.regression = compare(analysis.facts, saved, baseline.run.run_id, max_regression_pct)
+            else:
+                base = self.analyse(baseline)
+                report.regression = compare(analysis.facts, base.facts, base.run_id, max_regression_pct)
         return report
 
     # -- the whole store ------------------------------------------------------------------------
@@ -313,6 +363,12 @@ class Store:
 
 def _key(path: str | os.PathLike[str]) -> Path:
     return Path(os.path.abspath(path))
+
+
+def is_store_url(value: str | os.PathLike[str]) -> bool:
+    from advisor.store.paths import is_store_url as check
+
+    return check(value)
 
 
 def run_info(run: Run) -> RunInfo:

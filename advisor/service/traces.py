@@ -32,6 +32,8 @@ def summarize_traces(store: Store, path: str | os.PathLike[str], *, into: str | 
         record, summary = attach(source, run_path, timeout_s=timeout_s, memory_mb=memory_mb)
         results.append((str(run_path / record.path), summary))
         notes.append(f"attached to run {run_path.name} as {record.path}")
+        if store.push(run_path):
+            notes.append(f"uploaded to {store.url or 'its S3 store'}")
     elif source.is_dir() and (source / MANIFEST_NAME).is_file():
         done = summarize_run(source, force=force, timeout_s=timeout_s, memory_mb=memory_mb)
         if not done:

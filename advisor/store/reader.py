@@ -86,7 +86,8 @@ class Run:
         """Why this run cannot be judged (killed, running, failed, empty, a collector failed,
         unreadable data); empty when it is complete."""
         records = (r for _, r in self.all_records())
-        return incomplete_reasons(self.status, self.workers, records, self.problems)
+        imported = bool(self.manifest.config.get("imported_from"))  # e.g. a SageMaker job
+        return incomplete_reasons(self.status, self.workers, records, self.problems, expects_throughput=not imported)
 
     def of_type(self, cls: type[R], rank: int | None = None) -> list[R]:
         """Records of one type, from one worker or (``rank=None``) all workers in rank order."""

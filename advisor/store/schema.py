@@ -136,6 +136,10 @@ class WindowRecord(Record):
     step_time_std: float | None = None
     step_time_max: float | None = None
     step_outliers: int | None = None  # intervals above mean + 3σ of this window
+    step_outlier_seconds: float | None = None  # time those intervals took beyond the mean
+    # Consecutive stretches of about half a second: [steps, seconds] each (the first windows of a
+    # run only). A short run has too few windows to judge its stability; their slices do.
+    slices: list[list[float]] | None = None
 
 
 class EpochRecord(Record):
@@ -220,7 +224,7 @@ class BaselineRecord(Record):
     source_cached_samples_per_s: float | None = None
     input_kind: str | None = None  # tf.data | numpy | generator | pydataset | torch
     error: str | None = None
-    mode: str | None = None  # start | end | api: when it ran
+    mode: str | None = None  # auto | start | end | api: when it ran
     warmup_steps: int | None = None  # steps run before each measurement and not counted
     seconds: float | None = None  # wall time the whole baseline took (not training time)
     # Interleaved rounds (newer writers): samples/s of each arm per round, None where a segment
@@ -236,6 +240,7 @@ class BaselineRecord(Record):
     target_seconds: float | None = None  # the time asked for (``seconds=``)
     budget_seconds: float | None = None  # the budget the baseline had to stay within
     stopped: str | None = None  # why it ended before its planned rounds (e.g. the budget)
+    skipped: str | None = None  # why baseline="auto" did not measure (too short a fit, multi-worker…)
 
 
 class WhatIfCandidate(_Model):

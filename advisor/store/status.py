@@ -140,9 +140,11 @@ def incomplete_reasons(
     states: dict[int, WorkerState],
     records: Iterable[Record],
     problems: Sequence[str],
+    expects_throughput: bool = True,
 ) -> list[str]:
     """Why a run cannot be judged: killed, still running, failed, empty, a collector failed,
-    or files that could not be read. Empty when the run is complete."""
+    or files that could not be read. Empty when the run is complete. A run imported from
+    elsewhere (``expects_throughput=False``: no throughput collector ran) is not called empty."""
     reasons: list[str] = []
     if status == "running":
         reasons.append("the run is still running (its writer's heartbeat is recent)")
@@ -168,7 +170,7 @@ def incomplete_reasons(
             isinstance(record, EventRecord) and record.level == "error" and record.source != "advisor"
         ):
             failures.append(f"collector {record.source!r} failed: {record.message}")
-    if not measured:
+    if not measured and expects_throughput:
         reasons.append(
             "no throughput measured (no training window after warm-up): train for longer than "
             "warmup_steps plus one window_s, and keep the throughput collector on"

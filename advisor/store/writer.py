@@ -22,6 +22,7 @@ import socket
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +94,7 @@ class RunWriter:
         self._faults: dict[int, int] = {}  # errno → how many times
         self._lock = threading.Lock()
         self._closed = False
+        self._listeners: list[Callable[[Record], None]] = []
         self._manifest: Manifest | None = None
         self._wrote_manifest = False
         from_env = run_id is None and requested is not None
@@ -180,6 +182,18 @@ class RunWriter:
         """Write errors so far, by errno (ENOSPC, EROFS, ...)."""
         return dict(self._faults)
 
+    def add_listener(self, listener: Callable[[Record], None]) -> None:
+        """Call ``listener(record)`` after each typed record is written (from the writing thread).
+
+        For publishers that mirror records elsewhere (CloudWatch): a listener must only queue the
+        record; one that raises is removed, the record stays written.
+        """
+        self._listeners.append(listener)
+
+    def remove_listener(self, listener: Callable[[Record], None]) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
     def write(self, record: Record | dict[str, Any]) -> None:
         """Append one record as one line and hand it to the OS at once.
 
@@ -200,6 +214,12 @@ class RunWriter:
                 self._fault("records", exc)
                 return
             self._last_write = time.monotonic()
+        if self._listeners and isinstance(record, Record):
+            for listener in list(self._listeners):
+                try:
+                    listener(record)
+                except Exception:
+                    self._listeners.remove(listener)
 
     def heartbeat(self) -> None:
         """Write a heartbeat record when nothing was written for ``HEARTBEAT_S`` seconds."""

@@ -50,6 +50,10 @@ def attach(
     memory_mb: int | None = None,
 ) -> tuple[TraceRecord, TraceSummary]:
     """Copy an outside profile into ``<run>/traces/`` and record its summary there."""
+    from advisor.traces.horovod_timeline import is_horovod_timeline
+
+    if is_horovod_timeline(profile):
+        return attach_timeline(profile, run_path)
     run = _finished_run(run_path)
     files = find_xplanes(profile)
     summary = summarize(profile, timeout_s=timeout_s, memory_mb=memory_mb)
@@ -68,6 +72,31 @@ def attach(
         steps_marked=summary.steps > 0,
         summary=os.path.relpath(target, run.path),
     )
+    append_record(run, record)
+    return record, summary
+
+
+def attach_timeline(timeline: str | os.PathLike[str], run_path: str | os.PathLike[str]
+                    ) -> tuple[TraceRecord, TraceSummary]:
+    """A Horovod timeline into ``<run>/traces/horovod/``: its communication share over the run's
+    own training windows (the chief's measured windows, warm-up and profiled ones excluded)."""
+    from advisor.store.schema import WindowRecord
+    from advisor.traces.horovod_timeline import summarize_timeline
+
+    run = _finished_run(run_path)
+    chief = run.ranks[0] if run.ranks else 0
+    windows = [(w.t - w.seconds, w.t) for w in run.of_type(WindowRecord, rank=chief)
+               if not w.warmup and not w.profiled and w.seconds > 0]
+    summary = summarize_timeline(timeline, windows)
+    folder = run.path / TRACES_DIR / "horovod" / time.strftime("%Y%m%d-%H%M%S")
+    try:
+        folder.mkdir(parents=True, exist_ok=False)
+        shutil.copy2(timeline, folder / "timeline.json")
+    except OSError as exc:
+        raise TraceError(f"{folder}: cannot copy the timeline into the run ({exc.strerror or exc})") from None
+    target = save_summary(summary, folder)
+    record = TraceRecord(t=time.time(), path=os.path.relpath(folder, run.path), steps_marked=summary.steps > 0,
+                         summary=os.path.relpath(target, run.path))
     append_record(run, record)
     return record, summary
 

@@ -95,7 +95,11 @@ def summarize(
     memory_mb: int | None = None,
 ) -> TraceSummary:
     """Summarise the profile at ``path``. Raises :class:`TraceError` with a one-line reason."""
+    from advisor.traces.horovod_timeline import is_horovod_timeline, summarize_timeline
     from advisor.traces.torch_trace import find_torch_traces, summarize_torch
+
+    if is_horovod_timeline(path):  # horovodrun --timeline-filename
+        return summarize_timeline(path)
 
     if find_torch_traces(path):  # a torch.profiler chrome trace (Keras torch backend)
         try:

@@ -56,6 +56,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--window-s", type=float, default=1.0)
     p.add_argument("--profile", default=None, metavar="START,STOP",
                    help="profile these training steps (computation vs communication in the report)")
+    p.add_argument("--compression", choices=("none", "fp16"), default="none",
+                   help="horovod: gradient compression of hvd.DistributedOptimizer")
     p.add_argument("--kill-rank", type=int, default=None, help="(tests) this rank kills itself ...")
     p.add_argument("--kill-at-step", type=int, default=5, help="(tests) ... at this step of epoch 1")
     return p.parse_args(argv)
@@ -108,7 +110,8 @@ def main(argv: list[str] | None = None) -> None:
         hvd.init()
         model = build(keras, args.features, args.hidden, args.classes)
         legacy = getattr(keras.optimizers, "legacy", keras.optimizers)
-        opt = hvd.DistributedOptimizer(legacy.Adam(1e-3))
+        compression = hvd.Compression.fp16 if args.compression == "fp16" else hvd.Compression.none
+        opt = hvd.DistributedOptimizer(legacy.Adam(1e-3), compression=compression)
         callbacks.insert(0, hvd.callbacks.BroadcastGlobalVariablesCallback(0))
         _compile(keras, model, opt)
     elif strategy is not None:

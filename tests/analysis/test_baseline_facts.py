@@ -112,3 +112,15 @@ def test_a_generator_run_compares_each_cached_round_with_training(runs_dir):
     assert facts["baseline.real_samples_per_s"] == pytest.approx(1000.0)
     assert facts["input.bound_fraction"] == pytest.approx(0.5, abs=0.01)
     assert facts["input.bound_outside_band"] is True
+
+
+def test_too_few_rounds_for_a_band_leave_the_cost_undecided(runs_dir):
+    # The budget allowed two rounds: no band, so no cost and no verdict, and M108 says why.
+    record = _record([300.0, 310.0], [1000.0, 990.0], budget_seconds=2.0, source_cached_rounds=[900.0, 950.0],
+                     source_cached_samples_per_s=925.0)
+    facts, run = _facts(runs_dir, record)
+    assert "input.bound_fraction" not in facts and "input.source_cache_gain" not in facts
+    assert "paired only 2 round(s)" in facts["input.withheld"] and "baseline_max_seconds" in facts["input.withheld"]
+    finding = m108(run)
+    assert finding.status == "unknown" and "withheld" in finding.message
+    assert "raise baseline_max_seconds" in finding.measure

@@ -3,7 +3,9 @@
 One module-scoped pair of runs (a slow py_function pipeline and a cached, prefetched one) serves
 several tests; the other tests each run one short fit. The pair's windows mark 30 steps, more
 than the 20 a profile needs before its step-time shares become facts, and the slow pipeline waits
-10 ms per batch for a step of about 1 ms: the verdicts hold with wide margins on a busy machine.
+30 ms per batch for a step of about 1 ms: a sleep, which load does not stretch, while a busy
+machine can slow the step tenfold (one stress run saw a 10 ms wait read as 50 %). The verdicts
+hold with wide margins.
 """
 
 from __future__ import annotations
@@ -41,11 +43,12 @@ def _data(n: int = 512) -> tuple[np.ndarray, np.ndarray]:
 
 
 def slow_dataset() -> tf.data.Dataset:
-    """A pipeline whose map sleeps 10 ms per batch in Python: ten times the step, input-bound."""
+    """A pipeline whose map sleeps 30 ms per batch in Python: input-bound even if load slows the
+    ~1 ms step tenfold."""
     x, y = _data()
 
     def decode(a, b):
-        time.sleep(0.010)
+        time.sleep(0.030)
         return a, b
 
     def load(a, b):
@@ -207,3 +210,12 @@ def test_profile_steps_option_is_checked():
     with pytest.raises(UsageError):
         advisor.AdvisorCallback(profile_steps=(9, 1))
     assert isinstance(ProfilerCollector(), ProfilerCollector)
+
+
+def test_auto_window_starts_after_the_warm_up_and_marks_25_steps(runs_dir):
+    cb = ProfilerCallback(runs_dir=runs_dir, profile_steps="auto", profile_summary=False)
+    run = fit(cb, steps=40)
+    (record,) = run.of_type(TraceRecord)
+    assert (record.step_begin, record.step_end) == (11, 35)  # warm-up 5 steps, then a few more
+    assert record.steps_marked and record.marked_steps == 25
+    assert run.manifest.config["profile_steps"] == "auto"

@@ -62,7 +62,7 @@ def _rule(tmp_path, code: str, impact: float, whatif: str = "") -> None:
             message: maps {{pipeline.maps}}
             fix: fewer maps
             {whatif}
-            docs: {{what: a, why: b, how: c, references: [d]}}
+            docs: {{what: a, why: b, how: c, impact: e, references: [d]}}
         """))
 
 

@@ -29,6 +29,7 @@ rules:
       what: w
       why: y
       how: h
+      impact: i
       references: [r]
 """
 
@@ -121,6 +122,7 @@ def test_good_file_loads(tmp_path):
         ),
         ("message: not logged", "message: 'at {nothing}'", 9, "unknown fact or parameter"),
         ("      how: h\n", "", 11, "missing section 'how'"),
+        ("      impact: i\n", "", 11, "missing section 'impact'"),
         ("    fix: log it", "    fix: [a, b]", 10, "fix must be a non-empty string"),
     ],
 )

@@ -94,6 +94,8 @@ def test_horovod_command_construction(tmp_path):
         "horovodrun", "-np", "8", "-H", "a:4,b:4", "--timeline-filename", "/t.json", *CMD]
     (spec,) = local_processes(Config("horovod", 2), CMD, "sw", tmp_path)
     assert spec.argv[:6] == ["horovodrun", "-np", "2", "-H", "localhost:2", "--gloo"]
+    # The timeline goes to the sweep's folder; the sweep attaches it to the run when it ends.
+    assert spec.argv[6:8] == ["--timeline-filename", str(tmp_path / "sweeps" / "sw" / "timelines" / "horovod-n2-r0.json")]
     assert spec.env["TF_USE_LEGACY_KERAS"] == "1" and "ADVISOR_RANK" not in spec.env
 
 

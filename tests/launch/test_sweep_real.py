@@ -8,6 +8,7 @@ several seconds here, so the whole file runs two sweeps: about a minute on two c
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 
 import psutil
@@ -31,6 +32,11 @@ def _scale(runs_dir: Path, *args: str) -> object:
     return CliRunner().invoke(cli, ["--runs-dir", str(runs_dir), "scale", *args], catch_exceptions=False)
 
 
+# Sweep ids unique to this test process: another test run on the same machine (a shared CI host)
+# must not be counted as our leftover processes.
+REAL, KILL, K3 = (f"{name}{os.getpid()}" for name in ("real", "kill", "k3"))
+
+
 def _leftovers(sweep_id: str) -> list[int]:
     """Processes still alive that were started for this sweep (their environment says so)."""
     found = []
@@ -47,14 +53,14 @@ def _leftovers(sweep_id: str) -> list[int]:
 def sweep(tmp_path_factory):
     runs = tmp_path_factory.mktemp("sweep") / "runs"
     result = _scale(runs, "--workers", "1,2", "--strategy", "mirrored", "--strategy", "multiworker",
-                    "--strategy", "jax", "--timeout", "120", "--sweep-id", "real", "--",
+                    "--strategy", "jax", "--timeout", "120", "--sweep-id", REAL, "--",
                     "python", TRAIN, *TINY)
     return runs, result
 
 
 def test_every_configuration_finished(sweep):
     runs, result = sweep
-    record = read_sweep(sweep_dir(runs, "real"))
+    record = read_sweep(sweep_dir(runs, REAL))
     failed = {c.run_id: (c.reason, c.log_tail) for c in record.configs if c.status != "finished"}
     assert failed == {}, failed
     assert result.exit_code == 0
@@ -71,9 +77,9 @@ def test_every_configuration_finished(sweep):
 ])
 def test_each_run_knows_its_strategy(sweep, config, strategy, ranks, replicas, legacy):
     runs, _ = sweep
-    run = RunReader(runs / f"real-{config}-r0").read()
+    run = RunReader(runs / f"{REAL}-{config}-r0").read()
     m = run.manifest
-    assert run.status == "finished" and m.sweep_id == "real"
+    assert run.status == "finished" and m.sweep_id == REAL
     assert (m.strategy, m.replicas, len(run.ranks), m.num_workers) == (strategy, replicas, ranks, ranks)
     assert m.framework.legacy_keras is legacy
     assert m.framework.backend == ("jax" if config.startswith("jax") else "tensorflow")
@@ -81,7 +87,7 @@ def test_each_run_knows_its_strategy(sweep, config, strategy, ranks, replicas, l
 
 def test_report_of_the_real_sweep(sweep):
     runs, _ = sweep
-    table = Store(runs).scaling_table("real")
+    table = Store(runs).scaling_table(REAL)
     assert [(r.strategy, r.workers) for r in table.rows] == [
         (s, n) for s in ("mirrored", "multiworker", "jax") for n in (1, 2)]
     for row in table.rows:
@@ -90,27 +96,27 @@ def test_report_of_the_real_sweep(sweep):
         # fixed per-replica batch: 32 per replica whatever the strategy and count
         assert row.per_replica_batch == pytest.approx(32)
     assert table.failures == []
-    facts, errors = Store().facts(runs / "real-multiworker-n2-r0")
+    facts, errors = Store().facts(runs / f"{REAL}-multiworker-n2-r0")
     assert errors == []
     assert facts["scaling.points"] == 6 and facts["scaling.strategies"] == 3
     assert facts["scaling.workers"] == 2 and "scaling.efficiency" in facts
-    assert _leftovers("real") == []
+    assert _leftovers(REAL) == []
 
 
 def test_killed_worker_fails_its_configuration_and_the_sweep_goes_on(tmp_path):
     runs = tmp_path / "runs"
     result = _scale(runs, "--workers", "2", "--strategy", "jax", "--strategy", "mirrored",
-                    "--timeout", "90", "--sweep-id", "kill", "--no-report", "--",
+                    "--timeout", "90", "--sweep-id", KILL, "--no-report", "--",
                     "python", TRAIN, *TINY, "--kill-rank", "1", "--kill-at-step", "3")
-    record = read_sweep(sweep_dir(runs, "kill"))
+    record = read_sweep(sweep_dir(runs, KILL))
     jax, mirrored = record.configs
     assert jax.status == "failed" and jax.reason == "worker 1 was killed by SIGKILL"
     assert jax.seconds is not None and jax.seconds < 90
     assert mirrored.status == "finished"  # one process (rank 0): the sweep went on and finished it
     assert result.exit_code == 1
     assert "jax ×2: worker 1 was killed by SIGKILL" in result.stderr
-    assert _leftovers("kill") == []
-    table = Store(runs).scaling_table("kill")
+    assert _leftovers(KILL) == []
+    table = Store(runs).scaling_table(KILL)
     assert [(r.strategy, r.workers) for r in table.rows] == [("mirrored", 2)]
     assert [(f.strategy, f.workers) for f in table.failures] == [("jax", 2)]
 
@@ -134,10 +140,10 @@ def test_keras3_under_multiworker_fails_with_the_working_routes(tmp_path):
     script.write_text(KERAS3_MULTIWORKER)
     runs = tmp_path / "runs"
     result = _scale(runs, "--workers", "2", "--strategy", "multiworker", "--timeout", "90",
-                    "--sweep-id", "k3", "--no-report", "--", "python", str(script))
-    (config,) = read_sweep(sweep_dir(runs, "k3")).configs
+                    "--sweep-id", K3, "--no-report", "--", "python", str(script))
+    (config,) = read_sweep(sweep_dir(runs, K3)).configs
     assert config.status == "failed" and "PerReplica" in config.log_tail
     assert "advisor/" not in config.log_tail  # Keras's own error, raised before the callback runs
     assert "tf_keras" in config.hint and "jax" in config.hint
     assert "hint: Keras 3 cannot fit under MultiWorkerMirroredStrategy" in result.stderr
-    assert _leftovers("k3") == []
+    assert _leftovers(K3) == []

@@ -266,8 +266,12 @@ def test_non_tfdata_inputs() -> None:
     facts = pipeline_facts({"input_kind": "pydataset", "pydataset": {"workers": 1, "use_multiprocessing": False}})
     assert "workers=N" in say_changes(facts["pipeline.advice"])
     assert "pipeline.inspected" not in facts and "pipeline.prefetch" not in facts
-    facts = pipeline_facts({"input_kind": "numpy"})
-    assert facts == {"pipeline.input_kind": "numpy"}
+    assert facts["pipeline.workers"] == 1
+    facts = pipeline_facts({"input_kind": "torch", "dataloader": {"num_workers": 0}})
+    assert facts["pipeline.workers"] == 0 and "num_workers=N" in say_changes(facts["pipeline.advice"])
+    facts = pipeline_facts({"input_kind": "numpy", "dynamic_dims": 0})
+    # Arrays in memory: no files read, fixed shapes.
+    assert facts == {"pipeline.input_kind": "numpy", "pipeline.file_source": False, "pipeline.dynamic_dims": 0}
     facts = pipeline_facts({"input_kind": "tf.data", "error": "cannot serialize"})
     assert "pipeline.inspected" not in facts
 

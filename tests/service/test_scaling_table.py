@@ -161,3 +161,22 @@ def test_killed_run_is_a_failure_not_a_point(tmp_path):
     assert RunReader(path).read().status in ("running", "killed")
     points, failures = Store(root).points(root, "s")
     assert points == [] and failures[0].run_id == "k"
+
+
+def test_the_table_recommends_and_carries_the_sweeps_d6_findings(tmp_path):
+    # jax scales badly: ×2 takes 7 s an epoch against 8 s at ×1 (57% efficiency, D652 fails).
+    for workers, epoch, ranks in ((1, 8.0, 1), (2, 7.0, 2)):
+        write_run(tmp_path, f"sw-jax-n{workers}", sweep_id="sw", strategy="jax", workers=workers,
+                  manifest_strategy="DataParallel", epochs=[9.0, epoch], samples_per_epoch=4096 // workers,
+                  steps_per_epoch=64 // workers, ranks=ranks, price_per_hour=1.0)
+    table = Store(tmp_path).scaling_table("sw")
+    fastest = next(r for r in table.recommendations if r.goal == "samples_per_s")
+    assert (fastest.strategy, fastest.workers) == ("jax", 2)
+    d652 = [f for f in table.findings if f.code == "D652"]
+    assert [(f.strategy, f.workers, f.run_id) for f in d652] == [("jax", 2, "sw-jax-n2")]
+    assert d652[0].evidence["scaling.efficiency"] == pytest.approx(8.0 / 7.0 / 2)
+    assert "D652" in fastest.findings  # the recommended configuration's own findings
+    from advisor.render.scaling import render_table
+
+    text = render_table(table, "text")
+    assert "D6 findings of the sweep" in text and "D652 poor-scaling-efficiency" in text

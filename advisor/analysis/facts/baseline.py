@@ -43,6 +43,10 @@ FACTS = (
     Fact("baseline.real_source", "", "where the real-input throughput comes from: baseline or training (one-shot generators)", "baseline", "str"),
     Fact("baseline.seconds", "s", "wall time the baseline measurements took", "baseline"),
     Fact("baseline.error", "", "why the baseline could not measure (bad input, unsupported model)", "baseline", "str"),
+    Fact("baseline.skipped", "", "why the default baseline (baseline='auto') did not run: too short a fit, a multi-worker job, a one-shot generator", "baseline", "str"),
+    Fact("baseline.mode", "", "when the baseline ran: auto (after the last epoch, sized to the fit), end, start or api", "baseline", "str"),
+    Fact("input.withheld", "", "why the input's cost is not a fact: the baseline's skip reason or error, or too few rounds for a noise band (and what to change)", "baseline", "str"),
+    Fact("baseline.withheld", "", "why the baseline's figures are missing (its skip reason or error)", "baseline", "str"),
     Fact("input.wait_ms_per_step", "ms", "time per step the model waits for input: batch ÷ real − batch ÷ cached", "baseline"),
 )
 
@@ -55,9 +59,18 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
     if not records:
         return {}
     record = records[-1]
-    out: dict[str, Any] = {"baseline.steps": record.steps}
-    if record.error:
-        out["baseline.error"] = record.error
+    out: dict[str, Any] = {}
+    if record.mode:
+        out["baseline.mode"] = record.mode
+    if record.skipped or record.error:
+        # Nothing measured: say why (the rules that need the baseline name the reason).
+        reason = f"the baseline was skipped: {record.skipped}" if record.skipped else f"the baseline failed: {record.error}"
+        out["baseline.skipped" if record.skipped else "baseline.error"] = record.skipped or record.error
+        out["input.withheld"] = out["baseline.withheld"] = reason
+        if record.error:
+            out["baseline.steps"] = record.steps
+        return out
+    out["baseline.steps"] = record.steps
     for name, value in (("baseline.seconds", record.seconds), ("baseline.rounds", record.rounds),
                         ("baseline.measured_seconds", record.measured_seconds), ("baseline.stopped", record.stopped)):
         if value is not None:
@@ -67,7 +80,8 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
     real_rounds = record.real_rounds
     if real is not None:
         out["baseline.real_source"] = "baseline"
-    elif cached is not None and len(ranks) <= 1 and facts.get("throughput.samples_per_s"):
+    elif (cached is not None and len(ranks) <= 1 and facts.get("throughput.samples_per_s")
+          and record.input_kind == "generator"):
         # One-shot generators cannot be replayed: compare with what training itself measured.
         real = float(facts["throughput.samples_per_s"])
         real_rounds = [real] * len(record.cached_rounds or [])
@@ -82,13 +96,15 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
             out[name] = value
     if real and cached:
         out.update(_bound(record, real, cached, real_rounds))
+    planned = record.rounds is not None
     if real and record.data_only_samples_per_s:
         out.update(_paired("input.data_only_ratio", record.data_only_rounds, real_rounds, bands.ratio,
-                           record.data_only_samples_per_s / real))
+                           record.data_only_samples_per_s / real, planned))
     if real and record.source_cached_samples_per_s:
         gain = _paired("input.source_cache_gain", record.source_cached_rounds, real_rounds, bands.relative_gain,
-                       record.source_cached_samples_per_s / real - 1.0)
-        gain["input.source_cache_gain"] = max(0.0, gain["input.source_cache_gain"])
+                       record.source_cached_samples_per_s / real - 1.0, planned)
+        if "input.source_cache_gain" in gain:
+            gain["input.source_cache_gain"] = max(0.0, gain["input.source_cache_gain"])
         out.update(gain)
     return out
 
@@ -105,9 +121,15 @@ def _bound(record: BaselineRecord, real: float, cached: float, real_rounds: list
         out["input.bound_band"] = band.half_width
         out["input.bound_outside_band"] = band.above_zero
         out["input.bound_verdict"] = OUTSIDE_NOTE if band.above_zero else INSIDE_NOTE
-    else:
-        value = bands.median(costs)
-        out["input.bound_fraction"] = max(0.0, value if value is not None else bands.input_cost(real, cached))
+    elif record.rounds is not None:
+        # Rounds were planned, but fewer than MIN_ROUNDS paired: noise cannot be told from cost.
+        out["input.withheld"] = (
+            f"the baseline paired only {len(costs)} round(s) of cached and real input within its time budget; "
+            f"a cost needs {bands.MIN_ROUNDS} to be told from noise: raise baseline_max_seconds "
+            f"(it had {record.budget_seconds or 0:g} s) or baseline_seconds"
+        )
+    else:  # an older record: one measurement per arm, no band
+        out["input.bound_fraction"] = max(0.0, bands.input_cost(real, cached))
     if record.batch_size:
         wait = record.batch_size / real - record.batch_size / cached
         out["input.wait_ms_per_step"] = max(0.0, wait) * 1000.0
@@ -115,13 +137,12 @@ def _bound(record: BaselineRecord, real: float, cached: float, real_rounds: list
 
 
 def _paired(name: str, arm: list[float | None] | None, real_rounds: list[float | None] | None, combine: Any,
-            fallback: float) -> dict[str, Any]:
-    """A paired figure (median of the rounds, or ``fallback`` for older records) and its band."""
-    values = bands.paired(arm or [], real_rounds or [], combine)
-    band = bands.band(values)
+            fallback: float, planned: bool) -> dict[str, Any]:
+    """A paired figure with its band (the median of the rounds); an older record's single
+    measurement (``fallback``); nothing when rounds were planned but too few paired."""
+    band = bands.band(bands.paired(arm or [], real_rounds or [], combine))
     if band is None:
-        value = bands.median(values)
-        return {name: value if value is not None else fallback}
+        return {} if planned else {name: fallback}
     out: dict[str, Any] = {name: band.value, f"{name}_band": band.half_width}
     if name == "input.source_cache_gain":
         out[f"{name}_outside_band"] = band.above_zero

@@ -37,7 +37,7 @@ FACTS = (
     Fact(
         "pattern.small_batch",
         "",
-        "CPU, GPU and GPU memory all under 70% (p95): the batch leaves the hardware idle",
+        "CPU (p95 of the mean over cores), GPU (p95) and GPU memory (peak) all under 70%: the batch leaves the hardware idle",
         "nvml+psutil",
         "bool",
     ),
@@ -93,13 +93,13 @@ def derive_from(facts: dict[str, Any]) -> dict[str, Any]:
         if iowait_high is not None:
             out["pattern.io_bound"] = gpu_p50 < GPU_IDLE_UTIL and iowait_high > PATTERN_SHARE
     gpu_p95 = _num(facts, "gpu.util.p95")
-    cpu_mean = _num(facts, "host.cpu.mean")
+    cpu_p95 = _num(facts, "host.cpu.p95")  # DESIGN.md and SageMaker's BatchSize rule: p95, not the mean
     mem = _num(facts, "gpu.mem.peak_fraction")
-    if facts.get("gpu.present") is True and None not in (gpu_p95, cpu_mean, mem):
-        assert gpu_p95 is not None and cpu_mean is not None and mem is not None
+    if facts.get("gpu.present") is True and None not in (gpu_p95, cpu_p95, mem):
+        assert gpu_p95 is not None and cpu_p95 is not None and mem is not None
         out["pattern.small_batch"] = (
             gpu_p95 < SMALL_BATCH_UTIL
-            and cpu_mean < SMALL_BATCH_UTIL
+            and cpu_p95 < SMALL_BATCH_UTIL
             and mem * 100 < SMALL_BATCH_UTIL
         )
 

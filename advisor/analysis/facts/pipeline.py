@@ -31,6 +31,8 @@ FACTS = (
     Fact("storage.file_bytes.p90", "bytes", "90th percentile of data file size", "storage"),
     Fact("storage.compression", "", "compression of the data files (none, gzip, zlib, zstd)", "storage", "str"),
     Fact("pipeline.input_kind", "", "what fit reads: tf.data, numpy, generator, pydataset, torch", "pipeline", "str"),
+    Fact("pipeline.dynamic_dims", "", "input dimensions beyond the batch axis whose size is not fixed (each new size compiles the step again under XLA)", "pipeline"),
+    Fact("pipeline.workers", "", "loading workers of a PyDataset (workers) or a torch DataLoader (num_workers)", "pipeline"),
     Fact("pipeline.generator_source", "", "the tf.data source is a Python generator (from_generator)", "pipeline", "bool"),
     Fact("pipeline.prefetch_injected", "", "no explicit prefetch at the end, but TF injects one (inject_prefetch with autotuning on)", "pipeline", "bool"),
     Fact("storage.total_bytes", "bytes", "total size of the local data files", "storage"),

@@ -16,8 +16,6 @@ FACTS = (
     Fact("run.train_seconds", "s", "wall time from train begin to the last record", "epochs"),
     Fact("run.errors", "", "collector errors recorded during the run", "guard"),
     Fact("advisor.overhead_fraction", "fraction", "time spent in the advisor's hooks ÷ training time", "guard"),
-    Fact("store.runs", "", "runs in the store this run belongs to", "store"),
-    Fact("store.bytes", "bytes", "disk space used by the runs in this store", "store"),
 )
 
 
@@ -37,8 +35,4 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
     trained = [e.train_seconds for e in ends if e.train_seconds]
     if own and trained:
         out["advisor.overhead_fraction"] = sum(own) / sum(trained)
-    if ctx.store_runs is not None:
-        out["store.runs"] = ctx.store_runs
-    if ctx.store_bytes is not None:
-        out["store.bytes"] = ctx.store_bytes
     return out

@@ -25,6 +25,7 @@ FACTS = (
     Fact("energy.wh", "Wh", "GPU energy over the sampled time (counter, else power × Δt)", "nvml"),
     Fact("energy.j_per_sample", "J", "GPU energy per training sample", "nvml"),
     Fact("energy.method", "", "counter or power-integration", "nvml", "str"),
+    Fact("energy.idle_fraction", "fraction", "share of GPU energy drawn in samples where that GPU was idle (utilization < 10%)", "nvml"),
     Fact("host.cpu.mean", "%", "mean CPU utilization over all cores", "psutil"),
     Fact("host.cpu.max_core_p95", "%", "95th percentile of the busiest core's utilization", "psutil"),
     Fact("host.cpu.saturated_fraction", "fraction", "share of samples with some core above 90%", "psutil"),
@@ -34,6 +35,7 @@ FACTS = (
     Fact("host.net.rx_bps.p95", "B/s", "95th percentile of network receive rate", "psutil"),
     Fact("host.disk.read_bps.p95", "B/s", "95th percentile of disk read rate", "psutil"),
     Fact("host.proc_cpu.mean", "%", "mean CPU of the training process (100 = one core)", "psutil"),
+    Fact("host.others_cpu_fraction", "fraction", "share of the host's CPU capacity other processes used while this one trained (a shared, noisy host)", "psutil"),
     Fact("telemetry.samples", "", "host samples recorded", "psutil"),
     Fact("telemetry.sampler_cpu_fraction", "fraction", "CPU time of the sampler ÷ wall time (of one core)", "psutil"),
     # Added by the telemetry issue.
@@ -62,6 +64,7 @@ FACTS = (
 
 # Utilization p95 above this and p5 below FLUCT_LOW: the GPU swings between busy and idle.
 FLUCT_HIGH, FLUCT_LOW = 70.0, 10.0
+IDLE_UTIL = 10.0  # % — a GPU below this is idle (DESIGN.md: "accelerator < 10%")
 SATURATED_CORE = 90.0  # % of one core
 HIGH_IOWAIT = 50.0  # %
 MEM_WINDOW = 10  # samples in the memory moving average
@@ -231,6 +234,10 @@ def _gpu_facts(run: Run, info: dict[int, dict[str, Any]], facts: dict[str, Any],
     if means:
         out["gpu.power_w.mean"] = sum(means)
         out["gpu.power_w.mean_per_device"] = sum(means) / len(means)
+    paired = [(s.power_w, s.util) for v in steady.values() for s in v if s.power_w is not None and s.util is not None]
+    drawn = sum(p for p, _ in paired)
+    if drawn > 0:  # samples are evenly spaced: power sums stand for energy
+        out["energy.idle_fraction"] = sum(p for p, u in paired if u < IDLE_UTIL) / drawn
     throttles = [int(s.throttle) for v in steady.values() for s in v if s.throttle is not None]
     if throttles:
         out["gpu.throttled_fraction"] = sum(1 for t in throttles if t & THROTTLE_MASK) / len(throttles)
@@ -349,6 +356,10 @@ def _host_facts(run: Run, info: dict[int, dict[str, Any]], out: dict[str, Any]) 
     proc = _values(samples, "proc_cpu_percent")
     if proc:
         out["host.proc_cpu.mean"] = sum(proc) / len(proc)
+    others = [max(0.0, sum(s.cpu_percent) - s.proc_cpu_percent) / (100.0 * len(s.cpu_percent))
+              for s in samples if s.cpu_percent and s.proc_cpu_percent is not None]
+    if others:  # the CPU other processes took while this one trained (a shared host)
+        out["host.others_cpu_fraction"] = min(1.0, sum(others) / len(others))
     rss = _values(all_host, "proc_rss")
     if rss:
         out["host.proc_rss.peak"] = int(max(rss))

@@ -18,19 +18,25 @@ FACTS = (
     Fact("throughput.samples_per_s.p10", "samples/s", "10th percentile over measurement windows", "throughput"),
     Fact("throughput.samples_per_s.p50", "samples/s", "median over measurement windows", "throughput"),
     Fact("throughput.samples_per_s.p90", "samples/s", "90th percentile over measurement windows", "throughput"),
-    Fact("throughput.cv", "fraction", "coefficient of variation of samples/s over windows", "throughput"),
+    Fact("throughput.cv", "fraction", "spread of samples/s over the stability windows: (p90 − p10) ÷ (2.563 × median), σ ÷ μ for normal noise", "throughput"),
+    Fact("throughput.stability_windows", "", "windows the stability (throughput.cv) was judged on", "throughput"),
+    Fact("throughput.stability_window_s", "s", "mean length of those windows (shorter on a short run: they adapt to its length)", "throughput"),
     Fact("throughput.windows", "", "measurement windows after warm-up", "throughput"),
     Fact("throughput.measured_steps", "steps", "optimizer steps measured after warm-up", "throughput"),
     Fact("throughput.logging", "", "the advisor logs average samples/s periodically", "throughput", "bool"),
+    Fact("throughput.log_lines", "", "throughput lines the advisor logged during training", "throughput"),
+    Fact("throughput.log_gap_s", "s", "longest stretch of training without a throughput line (train begin and end included)", "throughput"),
     Fact("steps.time_ms.mean", "ms", "mean time between batch ends (per step)", "throughput"),
     Fact("steps.time_ms.std", "ms", "standard deviation of the per-step time", "throughput"),
     Fact("steps.outliers", "", "steps slower than mean + 3σ", "throughput"),
     Fact("steps.outlier_max_ms", "ms", "slowest step", "throughput"),
+    Fact("steps.outlier_fraction", "fraction", "time the outlier steps took beyond the mean step ÷ measured training time", "throughput"),
     Fact("time.first_step_s", "s", "train begin to the end of the first step (tracing, compilation, first batch)", "epochs"),
     Fact("time.epoch_s.mean", "s", "mean epoch wall time (training + validation)", "epochs"),
     Fact("time.val_fraction", "fraction", "share of epoch time spent in validation", "epochs"),
     Fact("cost.price_per_hour", "USD/h", "price of the instances per hour", "prices"),
     Fact("cost.price_source", "", "where the price came from", "prices", "str"),
+    Fact("cost.missing_price", "", "why no price is known (no instance type, or one the price table does not list)", "prices", "str"),
     Fact("cost.samples_per_dollar", "samples/$", "samples/s × 3600 ÷ USD/h", "prices"),
     Fact("cost.usd_per_epoch", "USD", "price of one mean epoch", "prices"),
 )
@@ -74,18 +80,15 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
             out["throughput.samples_per_s.p10"] = percentile(rates, 10)
             out["throughput.samples_per_s.p50"] = percentile(rates, 50)
             out["throughput.samples_per_s.p90"] = percentile(rates, 90)
-        # Stability is judged on full windows only: the window cut at an epoch end is short.
-        # (The longest window is found once: inside the loop it made this quadratic.)
-        longest = max(c.seconds for c in chief)
-        full = [w.samples / w.seconds for w in chief
-                if w.samples is not None and w.seconds >= 0.5 * longest]
-        if len(full) >= 3 and statistics.fmean(full) > 0:
-            out["throughput.cv"] = statistics.pstdev(full) / statistics.fmean(full)
+        _stability(chief, out)
         _step_stats(chief, out)
 
     for record in run.of_type(ContextRecord, rank=run.ranks[0] if run.ranks else None):
         if "throughput.logging" in record.values:
             out["throughput.logging"] = bool(record.values["throughput.logging"])
+        for name in ("throughput.log_lines", "throughput.log_gap_s"):
+            if isinstance(record.values.get(name), (int, float)):
+                out[name] = record.values[name]
     if "throughput.logging" not in out and "log_every_s" in run.manifest.config:
         out["throughput.logging"] = run.manifest.config["log_every_s"] is not None
 
@@ -111,7 +114,36 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
             out["cost.samples_per_dollar"] = sps * 3600.0 / price
         if "time.epoch_s.mean" in out:
             out["cost.usd_per_epoch"] = out["time.epoch_s.mean"] / 3600.0 * price
+    elif m.instance_type:
+        out["cost.missing_price"] = f"the price table does not list {m.instance_type} and no price_per_hour was given"
+    else:
+        out["cost.missing_price"] = "no instance_type or price_per_hour was given and the machine is not a recognised cloud instance"
     return out
+
+
+def _stability(chief: list[Any], out: dict[str, Any]) -> None:
+    """throughput.cv over full windows, or over windows joined from slices on a short run
+    (``advisor.analysis.stability``). Records without slices (older writers) keep the plain
+    coefficient of variation over three or more full windows."""
+    from advisor.analysis.stability import stability
+
+    # Full windows only: the window cut at an epoch end is short. (The longest window is found
+    # once: inside the loop it made this quadratic.)
+    longest = max(c.seconds for c in chief)
+    full = [w for w in chief if w.seconds >= 0.5 * longest and w.steps > 0]
+    slices = [(float(a), float(b)) for w in chief for a, b in (w.slices or []) if b > 0]
+    if slices:
+        judged = stability([(w.steps, w.seconds) for w in full], slices)
+        if judged is not None:
+            out["throughput.cv"] = judged.cv
+            out["throughput.stability_windows"] = judged.windows
+            out["throughput.stability_window_s"] = judged.window_s
+        return
+    rates = [w.samples / w.seconds for w in full if w.samples is not None]
+    if len(rates) >= 3 and statistics.fmean(rates) > 0:
+        out["throughput.cv"] = statistics.pstdev(rates) / statistics.fmean(rates)
+        out["throughput.stability_windows"] = len(rates)
+        out["throughput.stability_window_s"] = statistics.fmean(w.seconds for w in full if w.samples is not None)
 
 
 def _step_stats(windows: list[Any], out: dict[str, Any]) -> None:
@@ -127,3 +159,6 @@ def _step_stats(windows: list[Any], out: dict[str, Any]) -> None:
     out["steps.time_ms.std"] = math.sqrt(var) * 1000.0
     out["steps.outliers"] = sum(w.step_outliers or 0 for w in windows)
     out["steps.outlier_max_ms"] = max((w.step_time_max or 0.0) for w in windows) * 1000.0
+    seconds = sum(w.seconds for w in windows)
+    if seconds > 0 and all(w.step_outlier_seconds is not None for w in windows):
+        out["steps.outlier_fraction"] = min(1.0, sum(w.step_outlier_seconds for w in windows) / seconds)

@@ -1,0 +1,168 @@
+"""Runs and findings as pandas DataFrames, for notebooks: one line from a store to a table.
+
+    import advisor
+    df = advisor.runs_frame("advisor-runs")                       # one row per run
+    df = advisor.runs_frame(facts=["throughput.*", "gpu.util.p95"])
+    findings = advisor.findings_frame(status="fail")             # one row per finding per run
+    epochs = advisor.epochs_frame("latest")                       # one row per epoch
+
+Columns of facts are the fact names (``advisor rules`` and docs/pandas.md list them); units are in
+``df.attrs["units"]``. Everything is read through :class:`advisor.service.Store` (each run read
+and derived once); pandas is imported only here, on call.
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import os
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from advisor.errors import AdvisorError, UsageError
+
+if TYPE_CHECKING:
+    from advisor.service import Store
+
+# What a run is (from its manifest), before the fact columns.
+RUN_COLUMNS = ("run_id", "name", "status", "created", "sweep_id", "strategy", "num_workers", "backend",
+               "keras_version", "instance_type", "price_per_hour", "global_batch_size", "path", "error")
+RUN_UNITS = {"created": "UTC", "price_per_hour": "USD/h", "global_batch_size": "samples"}
+DEFAULT_FACTS = (
+    "throughput.samples_per_s", "throughput.steps_per_s", "cost.samples_per_dollar", "time.epoch_s.mean",
+    "run.epochs", "gpu.util.p95", "host.cpu.mean", "energy.wh", "input.share", "trace.communication_percent",
+)
+
+FactSpec = str | Iterable[str] | None
+
+
+def fact_names(spec: FactSpec = None) -> list[str]:
+    """Registered fact names chosen by ``spec``: None (the defaults), ``"all"``, names or globs.
+
+    ``"throughput.*"`` picks an area; an unknown name is a :class:`UsageError` naming the closest.
+    """
+    from advisor.analysis.registry import registry
+
+    known = registry().names()
+    if spec is None:
+        return list(DEFAULT_FACTS)
+    if isinstance(spec, str):
+        spec = known if spec == "all" else [p.strip() for p in spec.split(",") if p.strip()]
+    chosen: list[str] = []
+    for pattern in spec:
+        if any(ch in pattern for ch in "*?["):
+            hits = fnmatch.filter(known, pattern)
+            if not hits:
+                raise UsageError(f"facts {pattern!r}: no fact matches (see `advisor rules` or docs/pandas.md)")
+        elif pattern in known:
+            hits = [pattern]
+        else:
+            close = difflib.get_close_matches(pattern, known, n=1)
+            raise UsageError(f"unknown fact {pattern!r}" + (f"; did you mean {close[0]!r}?" if close else ""))
+        chosen.extend(h for h in hits if h not in chosen)
+    return chosen
+
+
+def fact_units(names: Sequence[str]) -> dict[str, str]:
+    from advisor.analysis.registry import registry
+
+    reg = registry()
+    return {n: f.unit for n in names if (f := reg.get(n)) is not None and f.unit}
+
+
+def run_rows(store: Store, facts: Sequence[str], limit: int | None = None) -> list[dict[str, Any]]:
+    """One plain dict per run (oldest first): manifest columns, ``tags.<key>``, the chosen facts.
+
+    An unreadable run is a row with ``status="unreadable"`` and its ``error``; nothing is skipped.
+    """
+    dirs = store.run_dirs()
+    rows: list[dict[str, Any]] = []
+    for path in dirs[-limit:] if limit else dirs:
+        try:
+            analysis = store.analyse(path)
+        except AdvisorError as exc:
+            rows.append({"run_id": path.name, "path": str(path), "status": "unreadable", "error": str(exc)})
+            continue
+        m = analysis.run.manifest
+        row: dict[str, Any] = {
+            "run_id": m.run_id, "name": m.name, "status": analysis.run.status, "created": m.created,
+            "sweep_id": m.sweep_id, "strategy": m.strategy or "default", "num_workers": m.num_workers,
+            "backend": m.framework.backend, "keras_version": m.framework.keras_version,
+            "instance_type": m.instance_type, "price_per_hour": m.price_per_hour,
+            "global_batch_size": m.global_batch_size, "path": str(path), "error": None,
+        }
+        row.update({f"tags.{k}": v for k, v in m.tags.items()})
+        row.update({name: analysis.facts.get(name) for name in facts})
+        rows.append(row)
+    return rows
+
+
+def run_columns(rows: Sequence[dict[str, Any]], facts: Sequence[str]) -> list[str]:
+    tags = sorted({k for r in rows for k in r if k.startswith("tags.")})
+    return [*RUN_COLUMNS, *tags, *facts]
+
+
+def runs_frame(runs_dir: str | os.PathLike[str] | None = None, facts: FactSpec = None, *,
+               limit: int | None = None, store: Store | None = None) -> Any:
+    """Every run of the store as a DataFrame, oldest first, indexed by ``run_id``.
+
+    ``facts``: None (a default set: throughput, cost, epoch time, utilization, energy, input and
+    communication shares), ``"all"``, or fact names and globs (``"trace.*"``). Fact columns are
+    the fact names; ``df.attrs["units"]`` maps each column to its unit. Facts a run did not
+    measure are NaN/None. ``created`` is a UTC timestamp.
+    """
+    from advisor.dataframes import pandas, to_frame
+    from advisor.service import Store
+
+    names = fact_names(facts)
+    store = store or Store(runs_dir)
+    rows = run_rows(store, names, limit)
+    frame = to_frame(rows, run_columns(rows, names), {**RUN_UNITS, **fact_units(names)},
+                     runs_dir=str(store.root))
+    frame["created"] = pandas().to_datetime(frame["created"], unit="s", utc=True)
+    return frame.set_index("run_id", drop=False)
+
+
+def findings_frame(runs: str | os.PathLike[str] | Iterable[str] | None = None, *,
+                   runs_dir: str | os.PathLike[str] | None = None, status: str | Iterable[str] | None = None,
+                   select: Iterable[str] | None = None, ignore: Iterable[str] | None = None,
+                   store: Store | None = None) -> Any:
+    """One row per finding per run: ``run_id``, ``code``, ``name``, ``status``, ``severity``, ``impact``…
+
+    ``runs``: a run reference or several (default: every readable run of the store); ``status``
+    keeps only those statuses (``"fail"``, ``["fail", "unknown"]``); ``select`` / ``ignore`` as in
+    ``advisor check``. Unreadable runs are left out and listed in ``df.attrs["unreadable"]``.
+    """
+    from advisor.diagnosis.report import FINDING_COLUMNS
+    from advisor.service import Store
+
+    store = store or Store(runs_dir)
+    refs: list[Any] = (list(store.run_dirs()) if runs is None
+                       else [runs] if isinstance(runs, (str, os.PathLike)) else list(runs))
+    wanted = None if status is None else ({status} if isinstance(status, str) else set(status))
+    rows: list[dict[str, Any]] = []
+    unreadable: dict[str, str] = {}
+    for ref in refs:
+        try:
+            report = store.diagnose(ref, select=select, ignore=ignore)
+        except AdvisorError as exc:
+            if runs is not None:
+                raise
+            unreadable[os.path.basename(str(ref))] = str(exc)
+            continue
+        for f in report.findings:
+            if wanted is None or f.status in wanted:
+                rows.append({"run_id": report.run.run_id, **f.model_dump(include=set(FINDING_COLUMNS))})
+    from advisor.dataframes import to_frame
+
+    return to_frame(rows, ["run_id", *FINDING_COLUMNS], {"impact": "fraction"}, runs_dir=str(store.root),
+                    unreadable=unreadable)
+
+
+def epochs_frame(run: str | os.PathLike[str] | None = None, *, runs_dir: str | os.PathLike[str] | None = None,
+                 store: Store | None = None) -> Any:
+    """The epochs of one run (default ``latest``): time, training and validation time, samples/s."""
+    from advisor.service import Store
+
+    store = store or Store(runs_dir)
+    return store.analyse(run or "latest").overview().epoch_table().to_frame()

@@ -1,0 +1,58 @@
+"""S3 stores through the service: local mirrors of ``s3://`` runs and stores, and pushing back
+a run that a command changed (``advisor data --into``, ``advisor trace --into``)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from advisor.service.store import Store
+
+
+def localize(store: Store, target: str | None) -> str | None:
+    """``target`` unchanged unless it is an ``s3://`` URL: then its mirror folder, up to date."""
+    from advisor.cloud.s3store import S3Store
+    from advisor.store.paths import is_store_url
+
+    if target is None or not is_store_url(target):
+        return target
+    url = target.rstrip("/")
+    if url == store.url:
+        return str(store.root)
+    remote = S3Store(url)
+    folder = remote.mirror()
+    store._remotes[Path(os.path.abspath(folder))] = (remote, "")
+    return str(folder)
+
+
+def push(store: Store, run_path: str | os.PathLike[str]) -> list[str]:
+    """Upload the files of ``run_path`` that differ from what the mirror downloaded; [] if local."""
+    from advisor.cloud.s3store import MIRROR_INDEX
+
+    path = Path(os.path.abspath(run_path))
+    owner = next(((folder, entry) for folder, entry in store._remotes.items()
+                  if path == folder or folder in path.parents), None)
+    if owner is None:
+        return []
+    folder, (remote, rel_prefix) = owner
+    rel = path.relative_to(folder).as_posix() if path != folder else ""
+    index = _read_json(folder / MIRROR_INDEX)
+
+    def changed(name: str, stat: os.stat_result) -> bool:
+        key = f"{rel}/{name}" if rel else name
+        return index.get(key) != hashlib.md5((path / name).read_bytes()).hexdigest()
+
+    prefix = "/".join(p for p in (rel_prefix, rel) if p)
+    return list(remote.upload_tree(path, prefix, changed=changed))
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}

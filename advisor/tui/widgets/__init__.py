@@ -1,0 +1,1 @@
+"""Widgets the screens share: charts, the finding detail pane, the filter bar."""

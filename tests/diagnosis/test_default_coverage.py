@@ -1,0 +1,82 @@
+"""What a plain fit with default settings decides (issue 15's bar): about 20 s, two epochs,
+``AdvisorCallback()`` with no arguments, on a CPU.
+
+The input rule (M108, from the default baseline) and stability (M103, on windows fitted to the
+run's length) are decided; at most 8 rules stay unknown, each saying what would decide it; the
+rules that do not apply are accelerator and sweep rules only, at most 18 of them.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.slow
+
+tf = pytest.importorskip("tensorflow")
+keras = pytest.importorskip("keras")
+
+import advisor  # noqa: E402
+from advisor.service import Store  # noqa: E402
+
+EPOCH_S = 10.0
+# Rules about accelerators (GPU telemetry, device traces, accelerator formats) and about several
+# replicas or a sweep: the ones a single CPU fit cannot decide.
+ACCELERATOR_OR_SWEEP = {
+    "M105", "M106", "M111", "M152", "M160", "I203", "G501", "G503", "G506", "G550",
+    "D601", "D603", "D604", "D605", "D606", "D650", "D651", "D652",
+}
+
+
+def _model() -> keras.Model:
+    model = keras.Sequential([keras.Input((64,)), keras.layers.Dense(512, activation="relu"),
+                              keras.layers.Dense(512, activation="relu"), keras.layers.Dense(10)])
+    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return model
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(16384, 64)).astype("float32")
+    y = rng.integers(0, 10, size=(16384,))
+    ds = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(4096, seed=0).batch(64).repeat()
+    ds = ds.prefetch(tf.data.AUTOTUNE)
+    # Size the epochs to about 10 s on this machine, whatever its speed or load.
+    probe = _model()
+    probe.fit(ds, steps_per_epoch=20, epochs=1, verbose=0)
+    t0 = time.perf_counter()
+    probe.fit(ds, steps_per_epoch=100, epochs=1, verbose=0)
+    steps = max(200, int(EPOCH_S / ((time.perf_counter() - t0) / 100)))
+    runs = tmp_path_factory.mktemp("default") / "runs"
+    callback = advisor.AdvisorCallback(runs)  # the store aside, no arguments
+    _model().fit(ds, steps_per_epoch=steps, epochs=2, verbose=0, callbacks=[callback])
+    return Store(runs).diagnose(None)
+
+
+def test_the_input_rule_and_stability_are_decided(report):
+    by_code = {f.code: f for f in report.findings}
+    assert by_code["M108"].status in ("pass", "fail"), by_code["M108"].message
+    assert by_code["M103"].status in ("pass", "fail"), by_code["M103"].message
+    assert "windows of" in by_code["M103"].message  # says how many windows, of what length
+    assert report.facts["baseline.mode"].value == "auto" and "input.bound_fraction" in report.facts
+
+
+def test_unknown_rules_are_few_and_say_what_would_decide_them(report):
+    unknown = [f for f in report.findings if f.status == "unknown"]
+    assert len(unknown) <= 8, [f.code for f in unknown]
+    assert all(f.measure for f in unknown)
+    grouped = {code for group in report.coverage.to_decide for code in group.rules}
+    assert grouped == {f.code for f in unknown}
+    assert report.coverage.unknown == len(unknown)
+
+
+def test_rules_that_do_not_apply_are_accelerator_and_sweep_rules(report):
+    not_applicable = {f.code for f in report.findings if f.status == "n/a"}
+    assert len(not_applicable) <= 18 and not_applicable <= ACCELERATOR_OR_SWEEP, sorted(not_applicable)
+    cov = report.coverage
+    decided = sum(1 for f in report.findings if f.status in ("pass", "fail"))
+    assert cov.decided == decided and cov.not_applicable == len(not_applicable)
+    assert cov.fraction == pytest.approx(decided / cov.total, abs=1e-3)

@@ -1,0 +1,142 @@
+"""The TUI's headless parts: run filters and sorting, comparison, finding filters and gains, and
+the service's listing, digests and target resolution, on the fixture store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from advisor.errors import RunNotFoundError
+from advisor.service import Store
+from advisor.service.listing import digest, entries, resolve_target
+from advisor.tui.model import (
+    FindingFilter,
+    RunFilter,
+    RunView,
+    compare,
+    counts,
+    measured_best,
+    measured_gains,
+    sort_views,
+    to_decide_more,
+)
+
+
+@pytest.fixture
+def views(store: Path) -> list[RunView]:
+    s = Store(store)
+    return [RunView(row, digest(s, row.path) if row.status != "unreadable" else None) for row in entries(s)]
+
+
+def by_id(views: list[RunView]) -> dict[str, RunView]:
+    return {v.row.run_id: v for v in views}
+
+
+def test_entries_come_from_manifests_and_name_the_corrupt_run(store):
+    s = Store(store)
+    rows = {r.run_id: r for r in entries(s)}
+    assert len(rows) == 10
+    assert rows["sweep-fixture-mirrored-n4-r0"].strategy == "mirrored"  # the sweep's label, not MirroredStrategy
+    assert rows["sweep-fixture-mirrored-n4-r0"].workers == 4
+    assert rows["run-priced"].tags == {"team": "vision"}
+    assert not s._runs, "a listing reads manifests only"
+    assert rows["run-corrupt"].status == "unreadable" and "run-corrupt/run.json" in (rows["run-corrupt"].error or "")
+    bad = digest(s, rows["run-corrupt"].path)
+    assert bad.status == "unreadable" and "run-corrupt/run.json" in (bad.error or "")
+
+
+def test_digest_has_the_top_finding_and_forgets_the_run(store):
+    s = Store(store)
+    d = digest(s, str(store / "run-input-bound"))
+    assert d.top is not None and (d.top.code, d.top.severity) == ("C401", "error")
+    # C401 and M108 (errors), M102 (no price: info) and M109 (no profile captured: info)
+    assert d.failures == 4 and d.samples_per_s == pytest.approx(115.2, rel=1e-3)
+    assert not s._runs and not s._analyses, "the run's records are dropped once digested"
+
+
+def test_run_filter_terms(views):
+    assert RunFilter.parse("") == RunFilter() and not RunFilter.parse("")
+    cases = {
+        "tag:team=vision": {"run-priced"},
+        "tag:team=audio": set(),
+        "strategy:jax": {"sweep-fixture-jax-n1-r0", "sweep-fixture-jax-n2-r0"},
+        "strategy:mirrored workers:4": {"sweep-fixture-mirrored-n4-r0"},
+        "status:unreadable": {"run-corrupt"},
+        "C401": {"run-input-bound"},
+        "sweep:sweep-fixture workers:2": {"sweep-fixture-mirrored-n2-r0", "sweep-fixture-jax-n2-r0"},
+        'healthy "run-"': {"run-healthy"},
+    }
+    for query, expected in cases.items():
+        found = {v.row.run_id for v in views if RunFilter.parse(query).matches(v)}
+        assert found == expected, query
+
+
+def test_sorting_puts_unmeasured_last_both_ways(views):
+    up = [v.row.run_id for v in sort_views(views, "samples/$")]
+    down = [v.row.run_id for v in sort_views(views, "samples/$", reverse=True)]
+    priced = {v.row.run_id for v in views if v.samples_per_dollar is not None}
+    assert set(up[: len(priced)]) == priced and set(down[: len(priced)]) == priced
+    assert up[0] == "sweep-fixture-jax-n1-r0" and down[0] == "run-priced"  # 396.8 × 3600 ÷ 1.006
+    speeds = [v.samples_per_s for v in sort_views(views, "samples/s", reverse=True) if v.samples_per_s]
+    assert speeds == sorted(speeds, reverse=True)
+
+
+def test_comparison_shows_throughput_and_the_findings_that_differ(store):
+    s = Store(store)
+    bad, good = s.diagnose("run-input-bound"), s.diagnose("run-healthy")
+    cmp = compare([bad, good])
+    metrics = dict(cmp.metrics)
+    assert metrics["samples/s"][0] == "115.2" and metrics["samples/s"][1].startswith("608.0 (+428 %")
+    assert metrics["top finding"] == ["C401 no-prefetch-or-parallel-map", "M102 samples-per-dollar"]  # healthy: only infos
+    differing = {code: statuses for code, _, statuses in cmp.differing}
+    assert differing["C401"] == ["fail: error", "pass"]
+    assert differing["M108"] == ["fail: error", "pass"]
+    assert cmp.differing[0][0] in ("C401", "M108"), "failures come first"
+    assert all(len(set(s)) > 1 for _, _, s in cmp.differing)
+
+
+def test_findings_filter_counts_and_what_to_enable(store):
+    report = Store(store).diagnose("run-input-bound")
+    errors = [f.code for f in report.findings if FindingFilter(severity="error", status="fail").matches(f)]
+    assert errors == ["C401", "M108"]
+    assert {f.section for f in report.findings if FindingFilter(section="C4").matches(f)} == {"C4"}
+    assert next(f.code for f in report.findings if FindingFilter(text="prefetch").matches(f)) == "C401"
+    c = counts(report)
+    assert (c.fail, c.decided, c.total) == (4, report.coverage.decided, report.coverage.total)
+    assert c.line().startswith(f"decided {c.decided}/{c.total}")
+    groups = to_decide_more(report)
+    assert groups and all(codes for _, codes in groups)
+    assert any("profile" in how for how, _ in groups), "no trace in the fixture: profiling is suggested"
+
+
+def test_measured_gains_come_from_the_baseline(store):
+    report = Store(store).diagnose("run-input-bound")
+    finding = next(f for f in report.findings if f.code == "M108")
+    gains = measured_gains(finding, report.facts)
+    assert [g.text for g in gains] == ["629.0 samples/s against 118.0 now (×5.33)"]
+    healthy = Store(store).diagnose("run-healthy")
+    assert not measured_gains(next(f for f in healthy.findings if f.code == "M101"), healthy.facts)
+
+
+def test_measured_best_of_a_scaling_table(store):
+    table = Store(store).scaling_table("sweep-fixture")
+    best = {b.goal: (b.strategy, b.workers) for b in measured_best(table.rows)}
+    assert best == {"fastest": ("mirrored", 4), "cheapest": ("mirrored", 4)}
+
+
+def test_targets(store, tmp_path):
+    assert resolve_target(None, store).kind == "store"
+    assert resolve_target(str(store), None) == resolve_target(str(store), store)
+    run = resolve_target("run-input-bound", store)
+    assert run.kind == "run" and Path(run.ref or "").name == "run-input-bound"
+    assert resolve_target("run-inp", store).ref == run.ref  # a unique prefix
+    assert resolve_target(str(store / "run-healthy"), None).kind == "run"
+    sweep = resolve_target("sweep-fixture", store)
+    assert (sweep.kind, sweep.ref) == ("sweep", "sweep-fixture")  # a sweep id wins over run prefixes
+    by_dir = resolve_target(str(store / "sweeps" / "sweep-fixture"), None)
+    assert (by_dir.kind, by_dir.ref, by_dir.runs_dir) == ("sweep", "sweep-fixture", store)
+    with pytest.raises(RunNotFoundError, match="neither a runs directory nor a run or sweep"):
+        resolve_target("no-such-thing", store)
+    with pytest.raises(RunNotFoundError, match="matches"):
+        resolve_target("run-", store)
