@@ -34,6 +34,7 @@ AREAS: tuple[str, ...] = (
     "baseline",
     "pipeline",
     "trace",
+    "whatif",
     "scaling",
     "store",
     "cloud",

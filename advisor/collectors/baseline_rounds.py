@@ -136,15 +136,18 @@ def run_rounds(arms: list[Arm], plan: Plan, deadline: float, restore: Callable[[
 
 def fit_segment(model: Any, kwargs: dict[str, Any], *, finite: bool, warm: int, seconds: float,
                 min_steps: int, deadline: float, what: str, error: Callable[[str], Exception],
-                epoch_steps: int | None = None, first_tick: list[float] | None = None) -> Segment | None:
+                epoch_steps: int | None = None, whole_epochs: bool = False,
+                stop: Callable[[], bool] | None = None, first_tick: list[float] | None = None) -> Segment | None:
     """Train ``model`` on ``kwargs`` (a nested ``fit``) for one segment and time it.
 
     Finite feeds (arrays, PyDataset, DataLoader) run whole epochs, as training does, until the
     clock stops them; endless feeds run epochs of ``epoch_steps`` (the real feed's length, so
     that both arms pay the same per-epoch cost) or one long epoch. None: no step after warm-up.
+    ``whole_epochs``: see :func:`segment_clock`; ``stop``: when it returns True at a batch end,
+    the segment ends there (a Ctrl-C asked for it: fit ends normally, its iterator closes).
     ``first_tick``, when given, receives the time the first execution ended (after compiling).
     """
-    clock = segment_clock(model, warm, seconds, min_steps, deadline)
+    clock = segment_clock(model, warm, seconds, min_steps, deadline, whole_epochs, stop)
     if finite:
         shape: dict[str, Any] = {"epochs": ENDLESS_EPOCHS}
     elif epoch_steps:
@@ -164,10 +167,17 @@ def fit_segment(model: Any, kwargs: dict[str, Any], *, finite: bool, warm: int, 
     return clock.segment()
 
 
-def segment_clock(model: Any, warm: int, seconds: float, min_steps: int, deadline: float) -> Any:
+def segment_clock(model: Any, warm: int, seconds: float, min_steps: int, deadline: float,
+                  whole_epochs: bool = False, stop: Callable[[], bool] | None = None) -> Any:
     """A callback of the model's own Keras flavour that times the steps after the warm-up and
     stops training when the segment has lasted ``seconds`` and ``min_steps`` (or at ``deadline``).
-    Steps are counted from the batch indices, so ``steps_per_execution`` is exact."""
+    Steps are counted from the batch indices, so ``steps_per_execution`` is exact.
+
+    ``whole_epochs``: when epochs are short, time whole epochs instead, from the first epoch's
+    begin to the end of the epoch that completes the segment, so that each epoch's restart (a
+    new iterator, its buffers refilled) weighs as much as in training. When no epoch has ended
+    by the time the segment is due, epochs are long: their restart is negligible, and the
+    segment is the steps after the warm-up as usual."""
     base: Any
     if is_tf_keras(model):
         import tf_keras
@@ -187,9 +197,22 @@ def segment_clock(model: Any, warm: int, seconds: float, min_steps: int, deadlin
             self.first_tick: float | None = None
             self.start: tuple[float, int] | None = None
             self.end: tuple[float, int] | None = None
+            self.epoch_start: tuple[float, int] | None = None
+            self.epoch_end: tuple[float, int] | None = None
 
         def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
             self.begin = None
+            if whole_epochs and self.epoch_start is None:
+                self.epoch_start = (time.perf_counter(), self.steps)
+
+        def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+            if not whole_epochs or self.epoch_start is None:
+                return
+            now = time.perf_counter()
+            self.epoch_end = (now, self.steps)
+            if (now - self.epoch_start[0] >= seconds and self.steps - self.epoch_start[1] >= min_steps) \
+                    or now >= deadline:
+                self.model.stop_training = True
 
         def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
             self.begin = batch
@@ -198,6 +221,8 @@ def segment_clock(model: Any, warm: int, seconds: float, min_steps: int, deadlin
             now = time.perf_counter()
             begin = self.begin
             self.steps += batch - begin + 1 if begin is not None and batch >= begin else 1
+            if stop is not None and stop():
+                self.model.stop_training = True
             if self.start is None:
                 if self.first_tick is None:
                     self.first_tick = now
@@ -208,10 +233,13 @@ def segment_clock(model: Any, warm: int, seconds: float, min_steps: int, deadlin
                 return
             self.end = (now, self.steps)
             measured = self.steps - self.start[1]
-            if (now - self.start[0] >= seconds and measured >= min_steps) or now >= deadline:
+            if now >= deadline or (measured >= min_steps and now - self.start[0] >= seconds
+                                   and (self.epoch_end is None or not whole_epochs)):
                 self.model.stop_training = True
 
         def segment(self) -> Segment | None:
+            if self.epoch_start is not None and self.epoch_end is not None:
+                return Segment(self.epoch_end[1] - self.epoch_start[1], self.epoch_end[0] - self.epoch_start[0])
             if self.start is None or self.end is None:
                 return None
             return Segment(self.end[1] - self.start[1], self.end[0] - self.start[0])

@@ -32,6 +32,7 @@ from advisor.collectors.options import (
     BASELINE_MAX_SECONDS,
     BASELINE_MIN_STEPS,
     BASELINE_ROUNDS,
+    WHATIF_ROUNDS,
     AdvisorOptions,
     check_names,
 )
@@ -99,6 +100,12 @@ class AdvisorCallback(KerasCallbackProtocol):
         mfu: estimate FLOPs and MFU (None: when a GPU is present).
         instance_metadata: ask the cloud metadata service for the instance type (≤ 0.5 s).
         pipeline: inspect the tf.data pipeline and its files at train begin.
+        whatif: ``"auto"`` or a list of candidate names (``parallel_map``, ``cache_map``,
+            ``jit_compile``, ``steps_per_execution_8``, ``batch_x2``…): after training, try each
+            change on this model and input beside the unchanged configuration and record the
+            measured gain (None: off). See docs/whatif.md.
+        whatif_max_seconds: the what-if's whole budget (None: the smaller of 10% of the fit and 60 s).
+        whatif_rounds: interleaved rounds of the what-if (each gain's band comes from them).
         pricing: ``"table"`` or ``"aws"`` (the AWS price, cached; at most 3 s, else the table).
         spot: price the instance at the current spot price (with ``pricing="aws"``).
         region: AWS region of the instance for prices (default: boto3's region).
@@ -143,6 +150,9 @@ class AdvisorCallback(KerasCallbackProtocol):
         mfu: bool | None = None,
         instance_metadata: bool | None = None,
         pipeline: bool = True,
+        whatif: str | Sequence[str] | None = None,
+        whatif_max_seconds: float | None = None,
+        whatif_rounds: int = WHATIF_ROUNDS,
         pricing: str = "table",
         spot: bool = False,
         region: str | None = None,
@@ -160,6 +170,7 @@ class AdvisorCallback(KerasCallbackProtocol):
             profile_steps=profile_steps, profile_summary=profile_summary,  # type: ignore[arg-type]
             profile_timeout_s=profile_timeout_s, telemetry=telemetry, telemetry_interval_s=telemetry_interval_s,
             telemetry_devices=telemetry_devices, mfu=mfu, instance_metadata=instance_metadata, pipeline=pipeline,
+            whatif=whatif, whatif_max_seconds=whatif_max_seconds, whatif_rounds=whatif_rounds,  # type: ignore[arg-type]
             pricing=pricing, spot=spot, region=region, cloudwatch_namespace=cloudwatch_namespace,
             mlflow=mlflow,
         )
@@ -380,8 +391,9 @@ class AdvisorCallback(KerasCallbackProtocol):
         if self.writer is None or self.writer.closed:
             return
         try:
-            # A baseline measurement trains on purpose: it is neither overhead nor the user's training.
-            baseline = float(self.session.shared.get("baseline_seconds", 0.0)) if self.session else 0.0
+            # A baseline or a what-if trains on purpose: it is neither overhead nor the user's training.
+            shared = self.session.shared if self.session else {}
+            baseline = float(shared.get("baseline_seconds", 0.0)) + float(shared.get("whatif_seconds", 0.0))
             train_seconds = time.perf_counter() - self._train_t0 - baseline
             own = max(0.0, self._own_estimate() - baseline)
             self.writer.close(status, advisor_seconds=own, train_seconds=train_seconds)

@@ -195,6 +195,16 @@ def _device(backend: str | None) -> tuple[str | None, int | None]:
     return None, None
 
 
+def device_kind(backend: str | None) -> tuple[str | None, int | None]:
+    """The device kind and count the backend trains on (see ``_device``): for the what-if."""
+    return _device(backend)
+
+
+def dtype_policy_of(model: Any) -> str | None:
+    """The model's dtype policy name (the global one when the model has none)."""
+    return _dtype_policy(model)
+
+
 def _feeds_local_share(strategy: str | None, workers: int) -> bool:
     return workers > 1 and (strategy == "Horovod" or strategy in ("DataParallel", "ModelParallel"))
 

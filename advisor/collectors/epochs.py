@@ -43,6 +43,7 @@ class EpochCollector(Collector):
         # A baseline run at train begin (baseline="start") is not part of the time to first step.
         seconds = now - self.s.train_begin_t - float(self.s.shared.get("baseline_seconds", 0.0))
         self.s.writer.write(FirstStepRecord(t=time.time(), seconds=seconds))
+        self.s.shared["first_step_seconds"] = seconds  # sizes the what-if's compile estimates
 
     def on_epoch_begin(self, epoch: int) -> None:
         self._epoch_t0 = time.perf_counter()

@@ -27,6 +27,16 @@ BASELINE_SECONDS = 3.0
 BASELINE_MIN_STEPS = 20
 BASELINE_ROUNDS = 12
 BASELINE_MAX_SECONDS = 30.0
+# The measured what-if (collectors/whatif.py): its candidates, interleaved rounds, and the
+# default budget — the smaller of WHATIF_FIT_SHARE of the fit and WHATIF_MAX_SECONDS.
+WHATIF_NAMES = (
+    "parallel_map", "parallel_interleave", "prefetch", "cache_source", "cache_map", "tfdata_options",
+    "pydataset_workers", "pydataset_multiprocessing", "torch_workers",
+    "steps_per_execution_8", "steps_per_execution_32", "jit_compile", "mixed_precision", "batch_x2", "batch_x4",
+)
+WHATIF_ROUNDS = 6
+WHATIF_FIT_SHARE = 0.10
+WHATIF_MAX_SECONDS = 60.0
 # baseline="auto" (the default): after the last epoch, about AUTO_BASELINE_SECONDS of measuring or
 # AUTO_BASELINE_STEPS steps, whichever is longer; the whole baseline stays within
 # AUTO_BASELINE_SHARE of the fit's time, and is skipped (with the reason recorded) when that share
@@ -69,6 +79,9 @@ class AdvisorOptions:
     mfu: bool | None = None
     instance_metadata: bool | None = None
     pipeline: bool = True
+    whatif: str | tuple[str, ...] | None = None  # "auto" or candidate names
+    whatif_max_seconds: float | None = None  # None: the smaller of 10% of the fit and 60 s
+    whatif_rounds: int = WHATIF_ROUNDS
     pricing: str = "table"
     spot: bool = False
     region: str | None = None
@@ -105,6 +118,10 @@ class AdvisorOptions:
                              f"(got {self.telemetry_interval_s})")
         if self.telemetry_devices not in TELEMETRY_DEVICES:
             raise UsageError(f"telemetry_devices must be 'mine' or 'all' (got {self.telemetry_devices!r})")
+        put(self, "whatif", normalize_whatif(self.whatif))
+        if self.whatif_max_seconds is not None:
+            _positive("whatif_max_seconds", self.whatif_max_seconds)
+        _count("whatif_rounds", self.whatif_rounds, minimum=3)
         if os.environ.get("ADVISOR_PRICING") and self.pricing == "table":
             put(self, "pricing", os.environ["ADVISOR_PRICING"].strip().lower())
         if self.pricing not in PRICING_SOURCES:
@@ -126,6 +143,8 @@ class AdvisorOptions:
                                  for c in self.collectors]
         if isinstance(self.profile_steps, tuple):
             out["profile_steps"] = list(self.profile_steps)
+        if isinstance(self.whatif, tuple):
+            out["whatif"] = list(self.whatif)
         return out
 
 
@@ -194,6 +213,27 @@ def normalize_baseline(value: Any) -> str | None:
     if value in BASELINE_MODES:
         return str(value)
     raise UsageError(f"baseline must be 'auto', 'end', 'start' or None, got {value!r}")
+
+
+def normalize_whatif(value: Any) -> str | tuple[str, ...] | None:
+    """``"auto"``, a list of candidate names (or one name), or None/False (off)."""
+    if value in (None, False, "", "off", "none"):
+        return None
+    if value is True or value == "auto":
+        return "auto"
+    names = (value,) if isinstance(value, str) else value
+    try:
+        names = tuple(str(n) for n in names)
+    except TypeError:
+        raise UsageError(f"whatif must be 'auto', a list of candidate names or None, got {value!r}") from None
+    for name in names:
+        if name not in WHATIF_NAMES:
+            close = difflib.get_close_matches(name, WHATIF_NAMES, n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(WHATIF_NAMES)}"
+            raise UsageError(f"whatif: unknown candidate {name!r}; {hint}")
+    if not names:
+        raise UsageError("whatif: an empty list names no candidate; use None to switch the what-if off")
+    return tuple(dict.fromkeys(names))
 
 
 def _positive(name: str, value: Any, allow_zero: bool = False) -> None:

@@ -58,6 +58,10 @@ def _pipeline(o: AdvisorOptions) -> Collector:
     return PipelineCollector()
 
 
+def _whatif(o: AdvisorOptions) -> Collector:
+    from advisor.collectors.whatif_collector import WhatIfCollector
+
+    return WhatIfCollector(o.whatif or "auto", max_seconds=o.whatif_max_seconds, rounds=o.whatif_rounds)
 def _cloudwatch(o: AdvisorOptions) -> Collector:
     from advisor.collectors.cloudwatch import CloudWatchCollector
 
@@ -80,6 +84,7 @@ FACTORIES: dict[str, Callable[[AdvisorOptions], Collector]] = {
     "telemetry": _telemetry,
     "baseline": _baseline,
     "pipeline": _pipeline,
+    "whatif": _whatif,  # after the baseline: it reads the input's measured cost
     "cloudwatch": _cloudwatch,
     "mlflow": _mlflow,
 }
@@ -93,6 +98,7 @@ DEFAULTS: dict[str, Callable[[AdvisorOptions], bool]] = {
     "telemetry": lambda o: o.telemetry,
     "baseline": lambda o: o.baseline is not None,
     "pipeline": lambda o: o.pipeline,
+    "whatif": lambda o: o.whatif is not None,
     "cloudwatch": lambda o: o.cloudwatch_namespace is not None,
     "mlflow": lambda o: o.mlflow,
 }

@@ -15,6 +15,7 @@ from typing import Any
 
 from advisor.analysis.registry import FactRegistry, registry
 from advisor.diagnosis.measure import enabler, hints_for, withheld_reasons
+from advisor.diagnosis.measured import measured_for
 from advisor.diagnosis.report import (
     SEVERITY_RANK,
     STATUS_ORDER,
@@ -119,7 +120,9 @@ def evaluate(
     if any(not isinstance(v, (str, int, float, bool, list, tuple, dict)) for v in facts.values()):
         facts = {k: _jsonable(v) for k, v in facts.items()}
     try:
-        return _evaluate(rule, facts, values, measured_steps, min_measured_steps, reg)
+        found = _evaluate(rule, facts, values, measured_steps, min_measured_steps, reg)
+        found.measured = measured_for(rule.whatif, facts)
+        return found
     except Exception as exc:  # noqa: BLE001 — one broken rule must not hide the others
         return _finding(
             rule,
@@ -215,7 +218,10 @@ def saving(finding: Finding, rule: Rule | None = None) -> float:
     """The share of training time the ranking credits a failure with: its estimated impact,
     unless the failure is reported below its rule's severity — too few measured steps, a shared
     host whose noise may be what was measured — where its estimate is not trusted to outrank a
-    finding that stands on its own (it still orders the findings it ties with)."""
+    finding that stands on its own (it still orders the findings it ties with). A fix the what-if
+    tried is credited with the share of step time it was measured to save (1 − 1 ÷ speedup)."""
+    if finding.measured is not None:
+        return finding.measured.time_saved
     if rule is not None and SEVERITY_RANK[finding.severity] < SEVERITY_RANK[rule.severity]:
         return 0.0
     return finding.impact or 0.0
@@ -225,7 +231,8 @@ def rank(findings: Sequence[Finding], rules: Mapping[str, Rule] | None = None) -
     """Failures first — by estimated time saved, then severity, then causes before symptoms —
     then errors, unknown, n/a, pass.
 
-    Impacts within IMPACT_RESOLUTION of each other are a tie (they are measured, and two rules
+    The time saved is the what-if's measured gain where it tried the fix, else the rule's
+    estimate. Impacts within IMPACT_RESOLUTION of each other are a tie (they are measured, and two rules
     often price the same lost time, e.g. the input's share of step time). On a tie the more
     severe finding comes first; then the larger estimate of a finding credited none (see
     :func:`saving`); then a rule naming a cause (C401 "no prefetch") before the rule that

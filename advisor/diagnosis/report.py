@@ -31,6 +31,26 @@ class Evidence(_Model):
     unit: str = ""
 
 
+class Measured(_Model):
+    """The gain measured by trying this finding's fix on the run's own model and input (the
+    what-if, docs/whatif.md): the best of the candidates that implement the fix."""
+
+    candidate: str = Field(description="the what-if candidate, e.g. parallel_map")
+    label: str | None = Field(default=None, description="what was changed, in words")
+    speedup: float = Field(description="samples/s with the change ÷ unchanged (median of paired rounds)")
+    band: float | None = Field(default=None, description="± noise band of the speedup, as a share of it")
+    outside_band: bool | None = Field(default=None, description="the gain is larger than its band")
+    seconds: float | None = Field(default=None, description="what trying it cost, seconds")
+    samples_per_s: float | None = None
+    changes_optimisation: bool = Field(default=False, description="the change alters training (a larger batch)")
+    text: str = Field(description="e.g. 'measured: 2.4× (±4%) in 3.1 s'")
+
+    @property
+    def time_saved(self) -> float:
+        """The share of step time the change saves (1 − 1 ÷ speedup; ≤ 0 for no gain)."""
+        return 1.0 - 1.0 / self.speedup if self.speedup > 0 else 0.0
+
+
 class Finding(_Model):
     """The outcome of one rule on one run."""
 
@@ -60,6 +80,9 @@ class Finding(_Model):
     note: str | None = None
     error: str | None = Field(
         default=None, description="why the rule could not be evaluated (error)"
+    )
+    measured: Measured | None = Field(
+        default=None, description="the gain measured by trying the fix (the what-if), when it ran"
     )
     docs: str = Field(description="path of the rule's documentation page")
 

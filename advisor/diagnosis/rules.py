@@ -50,7 +50,7 @@ DOC_TITLES = {
 _FIELDS = {
     "code", "name", "summary", "severity", "severity_when", "requires", "requires_any", "optional",
     "applies", "condition", "advice", "message", "pass_message", "fix", "impact", "gated", "measure",
-    "params", "docs", "symptom",
+    "params", "docs", "whatif", "symptom",
 }  # fmt: skip
 _REQUIRED = ("code", "name", "summary", "severity", "message", "fix", "docs")
 MAX_YAML_NODES = 200_000
@@ -84,6 +84,7 @@ class Rule:
     file: str = ""
     line: int = 0
     field_lines: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+    whatif: tuple[str, ...] = ()  # what-if candidates that try this rule's fix (docs/whatif.md)
     symptom: bool = False  # measures a cost other rules name the cause of: ranks after them on a tie
 
     @property
@@ -365,6 +366,12 @@ def _build(path: Path, section: str, item: Any, node: Any, facts: set[str]) -> R
     pass_message = template("pass_message") if "pass_message" in item else None
     measure = _text(item, "measure", fail) if "measure" in item else None
     docs = _docs(item, fail)
+    whatif = item.get("whatif", [])
+    if not isinstance(whatif, list) or not all(isinstance(v, str) for v in whatif):
+        raise fail("whatif", "whatif must be a list of what-if candidate names")
+    for candidate in whatif:
+        if f"whatif.{candidate}.speedup" not in facts:
+            raise fail("whatif", f"unknown what-if candidate {candidate!r} (see docs/whatif.md)")
     return Rule(
         code=code,
         name=name,
@@ -390,6 +397,7 @@ def _build(path: Path, section: str, item: Any, node: Any, facts: set[str]) -> R
         file=str(path),
         line=line0,
         field_lines=lines,
+        whatif=tuple(whatif),
     )
 
 

@@ -210,7 +210,15 @@ def events_table(view: RunOverview) -> Table | None:
 
 
 def run_summary(view: RunOverview, facts: dict[str, Any]) -> Group:
+    from advisor.render.whatif import whatif_heading, whatif_table
+
     parts: list[Any] = [header(view), Text(""), facts_table(facts)]
+    heading = whatif_heading(facts)
+    if heading is not None:
+        parts += [Text(""), Text(heading, style="bold")]
+        table = whatif_table(facts, all_rows=True)
+        if table is not None:
+            parts.append(table)
     for extra in (epochs_table(view), events_table(view)):
         if extra is not None:
             parts += [Text(""), extra]

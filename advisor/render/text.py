@@ -103,6 +103,7 @@ def _report(console: Console, report: Report) -> None:
             _failure(console, rank, finding)
     else:
         console.print(Text("No findings: every decided rule passed.", style="green"))
+    _whatif(console, report)
 
     errors = [f for f in report.findings if f.status == "error"]
     if errors:
@@ -174,6 +175,10 @@ def _failure(console: Console, rank: int, f: Finding) -> None:
     )
     console.print(head)
     console.print(Padding(Text(f.message), (0, 0, 0, 4)))
+    if f.measured is not None:
+        m = f.measured
+        gain = Text.assemble((m.text, "bold"), f" — {m.candidate}" + (f": {m.label}" if m.label else ""))
+        console.print(Padding(gain, (0, 0, 0, 4)))
     if f.fix:
         console.print(Padding(Text.assemble(("fix: ", "bold"), f.fix), (0, 0, 0, 4)))
     if f.evidence:
@@ -187,6 +192,20 @@ def _failure(console: Console, rank: int, f: Finding) -> None:
         console.print(Padding(Text(line, style="dim"), (0, 0, 0, 4)))
     if f.note:
         console.print(Padding(Text(f"note: {f.note}", style="dim"), (0, 0, 0, 4)))
+
+
+def _whatif(console: Console, report: Report) -> None:
+    """The measured what-if's table, when the run has one."""
+    from advisor.render.whatif import whatif_heading, whatif_table
+
+    heading = whatif_heading(report.facts)
+    if heading is None:
+        return
+    console.print()
+    console.print(Text(heading, style="bold"))
+    table = whatif_table(report.facts)
+    if table is not None:
+        console.print(Padding(table, (0, 0, 0, 2)))
 
 
 def _is_prose(value: object) -> bool:

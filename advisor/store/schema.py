@@ -247,6 +247,41 @@ class BaselineRecord(Record):
     skipped: str | None = None  # why baseline="auto" did not measure (too short a fit, multi-worker…)
 
 
+class WhatIfCandidate(_Model):
+    """One candidate change of a what-if: measured (samples/s per round), or why not."""
+
+    name: str  # e.g. parallel_map, cache_map, steps_per_execution_8, jit_compile, batch_x2
+    status: str  # measured | failed | not_applicable | not_relevant | skipped
+    reason: str | None = None  # why it was not measured, or what went wrong
+    label: str | None = None  # what was changed, in words
+    batch_size: int | None = None  # samples per step with the change
+    changes_optimisation: bool = False  # the change alters what training computes (a larger batch)
+    rounds: list[float | None] | None = None  # samples/s per round, aligned with the unchanged arm's
+    steps: int | None = None  # measured steps, all rounds
+    seconds: float | None = None  # wall time the candidate cost: its setup and its segments
+
+
+class WhatIfRecord(Record):
+    """The what-if: each candidate fix trained side by side with the unchanged configuration
+    in interleaved rounds (``advisor.collectors.whatif``)."""
+
+    type: Literal["whatif"] = "whatif"
+    mode: str | None = None  # end | api
+    input_kind: str | None = None
+    batch_size: int | None = None  # samples per step, unchanged
+    requested: list[str] | str | None = None  # "auto" or the names asked for
+    rounds: int | None = None
+    unchanged_rounds: list[float | None] | None = None  # samples/s per round, unchanged configuration
+    candidates: list[WhatIfCandidate] = Field(default_factory=list)
+    seconds: float | None = None  # wall time of the whole what-if
+    budget_seconds: float | None = None  # the budget it had to stay within
+    fit_seconds: float | None = None  # the training time the default budget was taken from
+    stopped: str | None = None  # why it ended before its planned rounds
+    interrupted: bool = False  # Ctrl-C ended it; what was measured until then is kept
+    skipped: str | None = None  # why no candidate was tried at all (multi-worker, no input, …)
+    error: str | None = None
+
+
 class PipelineRecord(Record):
     """Static inspection of the input pipeline (tf.data graph, storage)."""
 
@@ -289,6 +324,7 @@ RECORD_TYPES: dict[str, type[Record]] = {
         GpuSample,
         HostSample,
         BaselineRecord,
+        WhatIfRecord,
         PipelineRecord,
         TraceRecord,
         FactsRecord,

@@ -1,0 +1,373 @@
+"""Measured what-if: try each recommended change on the user's own model and data, for a few
+seconds, beside the unchanged configuration, and report the gain that was measured.
+
+The engine reuses the baseline's measuring loop (``baseline_rounds``): every trial — the
+unchanged configuration and each candidate change — is an *arm*; arms are measured for a time
+(not a step count) in interleaved rounds whose order alternates, each segment after its own
+warm-up. Each round gives a paired ratio candidate ÷ unchanged; the speedup is their median and
+its noise band the order-statistic interval of ``advisor.store.bands``.
+
+Safety: the model's weights, optimizer, metrics and fit attributes are snapshotted before and
+restored after every round and at the end (``ModelState``, bit for bit); compiled-step variants
+are swapped in and out (``whatif_model.StepSwap``); nothing of the user's input is consumed
+(tf.data pipelines are rebuilt copies, Python inputs are copied). Everything — calibration,
+cache fills, compiles, rounds, restores — stays within ``budget`` seconds: nothing is started
+whose estimate does not fit, and every segment stops at the deadline. Ctrl-C ends the what-if
+and keeps what was measured.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import logging
+import signal
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from advisor.collectors.baseline_rounds import Arm, Plan, Segment, fit_segment, round_up, run_rounds
+from advisor.collectors.feed_base import InputError, one_line
+from advisor.collectors.options import WHATIF_NAMES, WHATIF_ROUNDS
+from advisor.collectors.whatif_result import (
+    FAILED,
+    MEASURED,
+    NOT_APPLICABLE,
+    NOT_RELEVANT,
+    SKIPPED,
+    CandidateResult,
+    WhatIfResult,
+)
+from advisor.collectors.whatif_trials import Candidate, NotApplicable, Situation, Trial
+
+log = logging.getLogger("advisor")
+
+PREPARE_SHARE = 0.5  # cache fills and compiles may use up to this share of the budget
+MEASURE_SHARE = 0.6  # of the time left for the rounds, the share inside measured segments
+CALIBRATION_STEPS = 3
+MIN_COMPILE_ESTIMATE = 1.0  # seconds a new compiled step is assumed to take when nothing tells
+MIN_BUDGET = 1.0  # below this nothing can be measured: a nested fit alone takes a good part of it
+FIT_START_SECONDS = 0.3  # a nested fit's own start (callbacks, iterator) on a busy 2-core host
+
+
+class WhatIfError(InputError):
+    """A trial failed while training (one line: the reason recorded for its candidate)."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C asked the what-if to end; raised between segments, never inside ``fit``."""
+
+
+class StopFlag:
+    """Set by the what-if's SIGINT handler; segments end at the next batch when it is."""
+
+    def __init__(self) -> None:
+        self.requested = False
+
+    def __call__(self) -> bool:
+        return self.requested
+
+    def check(self) -> None:
+        if self.requested:
+            raise Interrupted
+
+
+@contextlib.contextmanager
+def ctrl_c_stops(flag: StopFlag) -> Iterator[None]:
+    """While the what-if runs, the first Ctrl-C sets ``flag`` instead of raising inside a nested
+    ``fit`` (TensorFlow can hang at exit when an iterator is abandoned with a ``py_function`` in
+    flight); a second Ctrl-C interrupts at once. Only Python's own handler on the main thread is
+    replaced: a handler of the user's stays in charge."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        yield
+        return
+
+    def first(signum: int, frame: Any) -> None:
+        flag.requested = True
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    signal.signal(signal.SIGINT, first)
+    try:
+        yield
+    finally:
+        if signal.getsignal(signal.SIGINT) is first:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def candidates() -> tuple[Candidate, ...]:
+    """Every candidate, input changes first (the order "auto" prepares them in)."""
+    from advisor.collectors.whatif_inputs import CANDIDATES as INPUTS
+    from advisor.collectors.whatif_model import CANDIDATES as MODEL
+
+    found = INPUTS + MODEL
+    assert tuple(c.name for c in found) == WHATIF_NAMES, "options.WHATIF_NAMES is out of date"
+    return found
+
+
+def _warm(trial: Trial) -> int:
+    return round_up(2 * trial.spe, trial.spe)
+
+
+def _segment(trial: Trial, seconds: float, min_steps: int, deadline: float, stop: StopFlag) -> Segment | None:
+    """One timed segment of ``trial`` (its compile settings swapped in around it); Interrupted
+    after it when Ctrl-C asked to stop."""
+    stop.check()
+    if trial.enter is not None:
+        trial.enter()
+    try:
+        segment = fit_segment(trial.model, trial.kwargs, finite=trial.finite, warm=_warm(trial), seconds=seconds,
+                              min_steps=round_up(min_steps, trial.spe), deadline=deadline, what=trial.label,
+                              error=WhatIfError, epoch_steps=trial.epoch_steps, whole_epochs=True, stop=stop)
+    finally:
+        if trial.leave is not None:
+            trial.leave()
+    stop.check()
+    return segment
+
+
+class _Run:
+    """One what-if: the trials, their results, the clock."""
+
+    def __init__(self, situation: Situation, requested: str | Sequence[str], budget: float, rounds: int,
+                 mode: str, fit_seconds: float | None, started: float | None) -> None:
+        self.s = situation
+        self.t0 = started if started is not None else time.perf_counter()
+        self.end = self.t0 + budget
+        self.rounds = rounds
+        self.requested = requested
+        self.result = WhatIfResult(mode, situation.kind, situation.unchanged.batch_size,
+                                   requested if isinstance(requested, str) else list(requested), budget, fit_seconds)
+        self.trials: list[Trial] = []
+        self.end_seconds = 0.05  # what the end takes: a restore and a garbage collection (measured)
+        self.reserve = self.end_seconds
+        self.stop = StopFlag()
+
+    def left(self) -> float:
+        return self.end - self.reserve - time.perf_counter()
+
+    # -- phases ---------------------------------------------------------------------------------
+    def calibrate(self) -> bool:
+        """Time a few unchanged steps (the step time sizes caches, compiles and segments)."""
+        unchanged = self.s.unchanged
+        steps = round_up(CALIBRATION_STEPS, unchanged.spe)
+        if self.s.step_seconds is not None:  # training's own step time: will the calibration fit?
+            needed = FIT_START_SECONDS + (_warm(unchanged) + steps) * self.s.step_seconds
+            if needed > self.left():
+                self.result.skipped = (f"a step takes {self.s.step_seconds:.2f} s: the {self.left():.1f} s left of "
+                                       "the budget cannot measure one (raise whatif_max_seconds)")
+                return False
+        started = time.perf_counter()
+        segment = _segment(unchanged, 0.0, steps, self.end - self.reserve, self.stop)
+        if self.s.compile_seconds is None:  # outside fit: no time to the first step is known
+            self.s.compile_seconds = max(MIN_COMPILE_ESTIMATE, time.perf_counter() - started)
+        if segment is None or segment.steps <= 0 or segment.seconds <= 0:
+            self.result.stopped = "the unchanged configuration gave no measured step within the budget"
+            return False
+        self.s.step_seconds = segment.seconds / segment.steps
+        # The end, and one step past a deadline.
+        self.reserve = self.end_seconds + 2.0 * self.s.step_seconds * unchanged.spe
+        return True
+
+    def choose(self) -> None:
+        """Relevance ("auto") and construction of every candidate's trial."""
+        auto = isinstance(self.requested, str)
+        wanted = set(WHATIF_NAMES) if auto else set(self.requested)
+        self.s.fill_seconds = max(0.5, PREPARE_SHARE * self.left() / 2)
+        for candidate in candidates():
+            if candidate.name not in wanted:
+                continue
+            add = self.result.add
+            reason = candidate.relevant(self.s) if auto else None
+            if reason is not None:
+                add(CandidateResult(candidate.name, NOT_RELEVANT, reason))
+                continue
+            try:
+                trial = candidate.build(self.s)
+            except NotApplicable as exc:
+                add(CandidateResult(candidate.name, NOT_APPLICABLE, str(exc)))
+                continue
+            except Exception as exc:  # noqa: BLE001 — a change that cannot be built is a failed candidate
+                add(CandidateResult(candidate.name, FAILED, f"could not set it up: {one_line(exc)}"))
+                continue
+            add(CandidateResult(candidate.name, SKIPPED, None, trial.label, trial.batch_size,
+                                trial.changes_optimisation))
+            self.trials.append(trial)
+
+    def prepare(self, restore: Any) -> list[Trial]:
+        """Fill caches and compile each trial's step once (a short first segment), while the
+        estimates fit in the preparation share of the budget."""
+        ready = []
+        step = self.s.step_seconds or 0.0
+        prepare_end = time.perf_counter() + PREPARE_SHARE * max(0.0, self.left())
+        for trial in self.trials:
+            entry = self.result.candidates[trial.name]
+            started = time.perf_counter()
+            factor = trial.batch_size / max(1, self.s.unchanged.batch_size)
+            estimate = trial.fill_estimate + trial.setup_estimate + (_warm(trial) + trial.spe) * step * factor
+            if started + estimate > prepare_end:
+                entry.reason = (f"preparing it (~{estimate:.1f} s: {_what_prepares(trial)}) does not fit in the "
+                                f"{max(0.0, prepare_end - started):.1f} s left of the budget")
+                continue
+            try:
+                if trial.fill is not None:
+                    trial.fill(prepare_end, self.stop)
+                    self.stop.check()
+                segment = _segment(trial, 0.0, trial.spe, prepare_end, self.stop)
+            except NotApplicable as exc:
+                entry.reason = str(exc)
+                continue
+            except WhatIfError as exc:
+                entry.status, entry.reason = FAILED, str(exc)
+                continue
+            except Exception as exc:  # noqa: BLE001 — whatever the change breaks is its result
+                entry.status, entry.reason = FAILED, one_line(exc)
+                continue
+            finally:
+                restore()
+                entry.seconds += time.perf_counter() - started
+            if segment is None:
+                entry.reason = "its first steps (compiling, warming up) did not finish within the budget"
+                continue
+            ready.append(trial)
+        return ready
+
+    def measure(self, ready: list[Trial], restore: Any) -> None:
+        """Interleaved rounds of the unchanged configuration and every prepared trial."""
+        arms = [self._arm(self.s.unchanged)] + [self._arm(t) for t in ready]
+        deadline = self.end - self.reserve
+        measured = max(0.0, deadline - time.perf_counter()) * MEASURE_SHARE
+        plan = Plan(measured, 2 * self.rounds, self.rounds, self.end - self.t0, _warm(self.s.unchanged))
+        try:
+            outcome = run_rounds(arms, plan, deadline, restore)
+            self.result.rounds, self.result.stopped = outcome.rounds, outcome.stopped
+        finally:
+            self._collect(arms, ready)
+
+    # -- internals ------------------------------------------------------------------------------
+
+    def _arm(self, trial: Trial) -> Arm:
+        failed: list[str] = []
+
+        def measure(seconds: float, min_steps: int, deadline: float) -> Segment | None:
+            if failed:
+                return None
+            started = time.perf_counter()
+            try:
+                return _segment(trial, seconds, min_steps, deadline, self.stop)
+            except WhatIfError as exc:
+                failed.append(str(exc))
+                return None
+            finally:
+                if trial.name in self.result.candidates:
+                    self.result.candidates[trial.name].seconds += time.perf_counter() - started
+
+        arm = Arm(trial.name, measure, trains=True)
+        arm.failed = failed  # type: ignore[attr-defined]
+        return arm
+
+    def _collect(self, arms: list[Arm], ready: list[Trial]) -> None:
+        unchanged, *others = arms
+        batch = {t.name: t.batch_size for t in ready}
+        self.result.unchanged_rounds = [s.rate(self.s.unchanged.batch_size) if s else None for s in unchanged.segments]
+        for arm in others:
+            entry = self.result.candidates[arm.name]
+            entry.rounds = [s.rate(batch[arm.name]) if s else None for s in arm.segments]
+            entry.steps = sum(s.steps for s in arm.segments if s)
+            if arm.failed:  # type: ignore[attr-defined]
+                entry.status, entry.reason = FAILED, arm.failed[0]  # type: ignore[attr-defined]
+            elif any(r is not None for r in entry.rounds):
+                entry.status, entry.reason = MEASURED, None
+            else:
+                entry.reason = "no segment measured a step (the budget ran out first)"
+        if unchanged.failed:  # type: ignore[attr-defined]
+            self.result.error = f"the unchanged configuration failed: {unchanged.failed[0]}"  # type: ignore[attr-defined]
+
+
+def _put_back(restore: Any, attempts: int = 3) -> bool:
+    """Run ``restore`` to its end even when Ctrl-C lands in it (it starts over); True if it did."""
+    interrupted = False
+    for _ in range(attempts):
+        try:
+            restore()
+            return interrupted
+        except KeyboardInterrupt:
+            interrupted = True
+    restore()  # a fourth Ctrl-C in a row: the last attempt may raise it
+    return interrupted
+
+
+def _what_prepares(trial: Trial) -> str:
+    parts = []
+    if trial.fill is not None:
+        parts.append("filling the cache")
+    if trial.setup_estimate:
+        parts.append("compiling its step")
+    return " and ".join(parts) or "its warm-up steps"
+
+
+def run_whatif(situation: Situation, requested: str | Sequence[str] = "auto", *, budget: float,
+               rounds: int = WHATIF_ROUNDS, mode: str = "api", fit_seconds: float | None = None,
+               started: float | None = None) -> WhatIfResult:
+    """Measure the candidates ``requested`` ("auto": those the situation points to) against the
+    unchanged configuration within ``budget`` seconds from ``started`` (a ``perf_counter`` time,
+    default now: the caller's own preparation counts); the model is left exactly as it was."""
+    from advisor.collectors.model_state import ModelState
+    from advisor.collectors.whatif_model import restore_step_settings, step_settings
+
+    run = _Run(situation, requested, budget, rounds, mode, fit_seconds, started)
+    result = run.result
+    if budget < MIN_BUDGET:
+        result.skipped = f"a budget of {budget:.2f} s is too short to measure anything (at least {MIN_BUDGET:g} s)"
+        result.seconds = time.perf_counter() - run.t0
+        return result
+    timer = time.perf_counter()
+    gc.collect()  # training's garbage now; its duration sizes the collection at the end
+    collect_s = time.perf_counter() - timer
+    timer = time.perf_counter()
+    state = ModelState(situation.model)
+    settings = step_settings(situation.model)
+    run.end_seconds = run.reserve = 0.05 + 2.0 * collect_s + (time.perf_counter() - timer)
+    try:
+        try:
+            with ctrl_c_stops(run.stop):
+                if run.calibrate():
+                    state.restore()
+                    run.choose()
+                    ready = run.prepare(state.restore)
+                    if not ready and run.trials:
+                        result.stopped = "no candidate could be prepared within the budget"
+                    if ready:
+                        run.measure(ready, state.restore)
+        except (KeyboardInterrupt, Interrupted):
+            result.interrupted = True
+            result.stopped = "interrupted (Ctrl-C): what was measured until then is kept"
+        except WhatIfError as exc:
+            result.error = f"the unchanged configuration failed: {exc}"
+    finally:
+        def put_back() -> None:
+            state.restore()
+            restore_step_settings(situation.model, settings)
+
+        if _put_back(put_back):
+            result.interrupted = True
+        for trial in run.trials:
+            if trial.close is not None:
+                try:
+                    trial.close()
+                except Exception as exc:  # noqa: BLE001 — releasing a clone must not fail the run
+                    log.debug("advisor: what-if: releasing %s failed: %s", trial.name, exc)
+        run.trials.clear()
+        # Segments end mid-epoch: their iterators are left in reference cycles. Collected at
+        # interpreter exit, an iterator with a py_function in flight hangs the process; collected
+        # now, it closes cleanly.
+        _put_back(gc.collect)
+        result.seconds = time.perf_counter() - run.t0
+    for name in WHATIF_NAMES:  # a candidate asked for by name that was never reached
+        if not isinstance(requested, str) and name in requested and name not in result.candidates:
+            result.add(CandidateResult(name, SKIPPED, result.stopped or "not reached"))
+    for entry in result.candidates.values():
+        if entry.status == SKIPPED and entry.reason is None:
+            entry.reason = result.stopped or "not reached"
+    return result

@@ -1,0 +1,258 @@
+"""Proof of the measured what-if: its gain for each fix beside the gain of applying that fix.
+
+    python benchmarks/whatif.py [--scenario input_bound|guide|all] [--epochs 5] [--budget 30]
+
+For each scenario the base configuration trains once with
+``AdvisorCallback(baseline="end", whatif="auto", whatif_max_seconds=BUDGET)``; the what-if
+measures every candidate the run points to. Then each fix it measured is *applied* — the same
+job with the fix written into its code — and trained in a separate full run, and so is the base
+again (its two runs bracket the others, and their difference is the machine's drift). A full
+run's speed is its steady state: samples ÷ training time over the epochs after the first (the
+first compiles and fills caches). The applied gain is that speed ÷ the base's.
+
+Scenarios: ``input_bound`` is examples/input_bound/naive.py (a sequential Python decode, no
+prefetch, no cache); ``guide`` is the tf.data guide's pipeline from benchmarks/tfdata_guide.py
+in its first, fully sequential form (two generator "files" read by a sequential interleave, a
+sequential 30 ms map, a 10 ms step), whose fixes are the guide's stages.
+
+Targets: every fix that matters (either gain ≥ 1.2×) within ±15% of its applied gain, and the
+fixes ranked in the same order (ties: fixes whose applied gains are within 15% of each other may
+swap). Also printed: the what-if's own cost as a share of the fit. Exit 1 when a target fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+MATTERS = 1.2  # a fix "matters" when its gain is at least this
+TOLERANCE = 0.15  # the what-if's gain within ±15 % of the applied gain
+
+
+class EpochTimer:
+    """Training seconds and samples per epoch (validation excluded; there is none here)."""
+
+    def __init__(self) -> None:
+        import keras
+
+        outer = self
+
+        class _Timer(keras.callbacks.Callback):
+            def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+                outer.t0, outer.steps = time.perf_counter(), 0
+
+            def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+                outer.steps += 1
+
+            def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+                outer.epochs.append((time.perf_counter() - outer.t0, outer.steps))
+
+        self.epochs: list[tuple[float, int]] = []
+        self.t0, self.steps = 0.0, 0
+        self.callback = _Timer()
+
+    def steady(self, batch: int) -> float:
+        """samples/s over the epochs after the first."""
+        later = self.epochs[1:] or self.epochs
+        return sum(steps for _, steps in later) * batch / sum(s for s, _ in later)
+
+
+# ---------------------------------------------------------------------------------------------
+# scenarios: (build model, base dataset, {fix name: (dataset, compile changes)}, batch)
+
+
+def input_bound() -> dict[str, Any]:
+    import tensorflow as tf
+
+    from examples.input_bound import naive
+
+    def dataset(parallel: bool = False, prefetch: bool = False, cache: bool = False, options: bool = False) -> Any:
+        x, y = naive.synthetic_arrays(naive.NUM_SAMPLES)
+
+        def decode(xi: Any, yi: Any) -> tuple[Any, Any]:
+            xo, yo = tf.py_function(naive._slow_decode, [xi, yi], [tf.float32, tf.int64])
+            xo.set_shape([naive.FEATURES])
+            yo.set_shape([])
+            return xo, yo
+
+        ds = tf.data.Dataset.from_tensor_slices((x, y))
+        calls = tf.data.AUTOTUNE if parallel else None
+        if cache:  # the fix as the label says it: decode, cache, then shuffle
+            ds = ds.map(decode, num_parallel_calls=calls).cache().shuffle(naive.NUM_SAMPLES, seed=0)
+        else:
+            ds = ds.shuffle(naive.NUM_SAMPLES, seed=0).map(decode, num_parallel_calls=calls)
+        ds = ds.batch(naive.BATCH_SIZE)
+        if prefetch:
+            ds = ds.prefetch(tf.data.AUTOTUNE)
+        if options:
+            opts = tf.data.Options()
+            opts.autotune.enabled = True
+            opts.experimental_optimization.map_parallelization = True
+            opts.experimental_optimization.parallel_batch = True
+            ds = ds.with_options(opts)
+        return ds
+
+    fixes = {
+        "parallel_map": lambda: (dataset(parallel=True), {}),
+        "prefetch": lambda: (dataset(prefetch=True), {}),
+        "cache_map": lambda: (dataset(cache=True), {}),
+        "tfdata_options": lambda: (dataset(options=True), {}),
+        "jit_compile": lambda: (dataset(), {"jit_compile": True}),
+    }
+    return {"model": naive.build_model, "base": dataset, "fixes": fixes, "batch": naive.BATCH_SIZE}
+
+
+def guide() -> dict[str, Any]:
+    import tensorflow as tf
+    import tfdata_guide as g
+
+    samples = 30
+
+    def dataset(interleave: bool = False, parallel: bool = False, prefetch: bool = False, cache: bool = False,
+                cache_source: bool = False) -> Any:
+        files = tf.data.Dataset.range(2)
+        auto = tf.data.AUTOTUNE
+        ds = files.interleave(lambda _: g.artificial_dataset(samples // 2),
+                              num_parallel_calls=auto if interleave else None)
+        if cache_source:
+            ds = ds.cache()
+        ds = ds.map(g.mapped_function, num_parallel_calls=auto if parallel else None)
+        if cache:
+            ds = ds.cache()
+        if prefetch:
+            ds = ds.prefetch(auto)
+        return ds
+
+    fixes = {
+        "prefetch": lambda: (dataset(prefetch=True), {}),
+        "parallel_interleave": lambda: (dataset(interleave=True), {}),
+        "parallel_map": lambda: (dataset(parallel=True), {}),
+        "cache_map": lambda: (dataset(cache=True), {}),
+        "cache_source": lambda: (dataset(cache_source=True), {}),
+    }
+    return {"model": g.build_model, "base": dataset, "fixes": fixes, "batch": g.BATCH}
+
+
+SCENARIOS: dict[str, Callable[[], dict[str, Any]]] = {"input_bound": input_bound, "guide": guide}
+
+
+# ---------------------------------------------------------------------------------------------
+# runs
+
+
+def full_run(scenario: dict[str, Any], data: Any, changes: dict[str, Any], epochs: int,
+             callbacks: list[Any] | None = None) -> tuple[float, float]:
+    """Train a fresh model for ``epochs`` epochs: (steady samples/s, training seconds)."""
+    model = scenario["model"]()
+    if changes:
+        model.compile(optimizer=model.optimizer, loss=model.loss, metrics=None, **changes)
+    timer = EpochTimer()
+    model.fit(data, epochs=epochs, verbose=0, shuffle=False, callbacks=[timer.callback, *(callbacks or [])])
+    return timer.steady(scenario["batch"]), sum(s for s, _ in timer.epochs)
+
+
+def whatif_run(scenario: dict[str, Any], epochs: int, budget: float, runs_dir: str) -> dict[str, Any]:
+    import advisor
+    from advisor.service import Store
+
+    cb = advisor.AdvisorCallback(runs_dir=runs_dir, baseline="end", whatif="auto", whatif_max_seconds=budget,
+                                 log_every_s=None, telemetry=False)
+    steady, train_s = full_run(scenario, scenario["base"](), {}, epochs, [cb])
+    facts = Store(runs_dir).analyse(str(cb.run_path)).facts
+    return {"steady": steady, "train_seconds": train_s, "facts": facts}
+
+
+def ranking_agrees(rows: list[dict[str, Any]]) -> bool:
+    """Fixes that matter, ordered by the what-if, are in the applied order (near-ties may swap)."""
+    mattering = [r for r in rows if max(r["whatif"], r["applied"]) >= MATTERS]
+    by_whatif = sorted(mattering, key=lambda r: -r["whatif"])
+    for first, second in itertools.pairwise(by_whatif):
+        if second["applied"] > first["applied"] * (1 + TOLERANCE):
+            return False
+    return True
+
+
+def scenario_table(name: str, epochs: int, budget: float, runs_dir: str, repeats: int) -> tuple[list[str], bool]:
+    import statistics
+
+    scenario = SCENARIOS[name]()
+    print(f"[{name}] base run with the what-if (budget {budget:g} s)…", file=sys.stderr)
+    base = whatif_run(scenario, epochs, budget, runs_dir)
+    facts = base["facts"]
+    measured = [n for n in scenario["fixes"] if facts.get(f"whatif.{n}.status") == "measured"]
+    ratios: dict[str, list[float]] = {fix: [] for fix in measured}
+    bases: list[float] = []
+    for _ in range(repeats):  # each applied run beside a base run of its own: drift cancels in the ratio
+        for fix in measured:
+            plain, _ = full_run(scenario, scenario["base"](), {}, epochs)
+            data, changes = scenario["fixes"][fix]()
+            fixed, _ = full_run(scenario, data, changes, epochs)
+            bases.append(plain)
+            ratios[fix].append(fixed / plain)
+            print(f"[{name}] {fix}: base {plain:.1f}, applied {fixed:.1f} samples/s", file=sys.stderr)
+    rows = []
+    for fix in measured:
+        rows.append({"fix": fix, "whatif": facts[f"whatif.{fix}.speedup"], "band": facts.get(f"whatif.{fix}.band"),
+                     "seconds": facts.get(f"whatif.{fix}.seconds"), "applied": statistics.median(ratios[fix]),
+                     "spread": (min(ratios[fix]), max(ratios[fix]))})
+    base_again = statistics.median(bases) if bases else base["steady"]
+    lines = [(f"### {name}: base {base['steady']:.1f} samples/s in the what-if's run, {base_again:.1f} (median) in "
+             f"the {len(bases)} base runs beside the applied ones; what-if {facts.get('whatif.seconds', 0):.1f} s of a "
+             f"{facts.get('whatif.budget_seconds', 0):g} s budget = {facts.get('whatif.seconds', 0) / base['train_seconds']:.0%} "
+             f"of the {base['train_seconds']:.1f} s fit ({epochs} epochs), {facts.get('whatif.rounds', 0)} rounds"),
+             "", ("| fix | what-if gain (band) | measured in | applied gain (min–max) | what-if ÷ applied | matters "
+             "| within ±15% |"), "|---|---:|---:|---:|---:|:-:|:-:|"]
+    ok = True
+    for r in sorted(rows, key=lambda r: -r["applied"]):
+        matters = max(r["whatif"], r["applied"]) >= MATTERS
+        within = abs(r["whatif"] / r["applied"] - 1) <= TOLERANCE
+        ok &= within or not matters
+        band = f" (±{r['band']:.0%})" if r["band"] is not None else ""
+        low, high = r["spread"]
+        lines.append(f"| {r['fix']} | {r['whatif']:.2f}×{band} | {r['seconds'] or 0:.1f} s | {r['applied']:.2f}× "
+                     f"({low:.2f}–{high:.2f}) | "
+                     f"{r['whatif'] / r['applied']:.2f} | {'yes' if matters else 'no'} | "
+                     f"{('yes' if within else 'NO') if matters else '—'} |")
+    ranked = ranking_agrees(rows)
+    ok &= ranked
+    order = lambda key: " > ".join(r["fix"] for r in sorted(rows, key=lambda r: -r[key]))
+    lines += ["", f"ranking by the what-if: {order('whatif')}", f"ranking by applying: {order('applied')}",
+              f"ranking of the fixes that matter: {'identical' if ranked else 'DIFFERENT'}"]
+    others = [f"{n} ({facts.get(f'whatif.{n}.status')}: {facts.get(f'whatif.{n}.reason')})"
+              for n in scenario["fixes"] if n not in measured and facts.get(f"whatif.{n}.status")]
+    if others:
+        lines.append("not measured: " + "; ".join(others))
+    return lines, ok
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenario", choices=[*SCENARIOS, "all"], default="all")
+    parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--budget", type=float, default=30.0, help="the what-if's budget, seconds")
+    parser.add_argument("--repeats", type=int, default=3, help="pairs of base and applied runs per fix")
+    args = parser.parse_args(argv)
+    names = list(SCENARIOS) if args.scenario == "all" else [args.scenario]
+    ok = True
+    with tempfile.TemporaryDirectory() as runs_dir:
+        for name in names:
+            lines, passed = scenario_table(name, args.epochs, args.budget, runs_dir, args.repeats)
+            ok &= passed
+            print("\n".join(lines) + "\n", flush=True)
+    print("targets:", "PASS" if ok else "FAIL")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

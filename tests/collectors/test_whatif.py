@@ -1,0 +1,243 @@
+"""The measured what-if on real small fits: state restored bit for bit, the budget kept, every
+input kind, decisive gains (an input 30× slower than the step, a cache that removes it)."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.slow
+
+tf = pytest.importorskip("tensorflow")
+keras = pytest.importorskip("keras")
+
+import advisor
+from advisor.collectors.model_state import ModelState
+from advisor.service import Store
+from advisor.store.reader import RunReader
+from advisor.store.schema import WhatIfRecord
+
+FEATURES, CLASSES, BATCH = 16, 4, 16
+SLEEP_S = 0.002  # per element: a batch waits ≈ 32 ms for its input, the step itself takes ≈ 1 ms
+QUICK_BASELINE = {"baseline": "end", "baseline_seconds": 0.6, "baseline_rounds": 4}
+
+
+def build_model() -> keras.Model:
+    model = keras.Sequential([
+        keras.Input((FEATURES,)),
+        keras.layers.Dense(64, activation="relu"),
+        keras.layers.BatchNormalization(),
+        keras.layers.Dropout(0.2),
+        keras.layers.Dense(CLASSES),
+    ])
+    model.compile(optimizer=keras.optimizers.Adam(1e-3),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+    return model
+
+
+def arrays(n: int = 512) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    return rng.normal(size=(n, FEATURES)).astype("float32"), rng.integers(0, CLASSES, n).astype("int64")
+
+
+def _sleepy(x, y):
+    time.sleep(SLEEP_S)
+    return x, y
+
+
+def slow_dataset(n: int = 256) -> tf.data.Dataset:
+    """A sequential Python decode, no cache, no prefetch: the input costs ≈ 30× the step."""
+    def decode(x, y):
+        xo, yo = tf.py_function(_sleepy, [x, y], [tf.float32, tf.int64])
+        xo.set_shape([FEATURES])
+        yo.set_shape([])
+        return xo, yo
+
+    return tf.data.Dataset.from_tensor_slices(arrays(n)).shuffle(n, seed=1).map(decode).batch(BATCH)
+
+
+class Snapshot(keras.callbacks.Callback):
+    """Placed before AdvisorCallback: sees the model as training left it, before the what-if."""
+
+    def on_train_end(self, logs=None):
+        model = self.model
+        self.state = ModelState(model)
+        self.step = model.train_function
+        self.settings = (model.steps_per_execution, model.jit_compile, model.stop_training)
+
+
+def _whatif_record(cb) -> WhatIfRecord:
+    records = RunReader(cb.run_path).read().of_type(WhatIfRecord)
+    assert len(records) == 1
+    return records[0]
+
+
+def test_training_state_is_exactly_as_the_fit_left_it(tmp_path):
+    model, snapshot = build_model(), Snapshot()
+    names = ["parallel_map", "cache_map", "steps_per_execution_8", "jit_compile", "batch_x2"]
+    cb = advisor.AdvisorCallback(tmp_path, whatif=names, whatif_max_seconds=10, log_every_s=None, telemetry=False)
+    history = model.fit(slow_dataset(), epochs=2, verbose=0, callbacks=[snapshot, cb])
+    record = _whatif_record(cb)
+    statuses = {c.name: c.status for c in record.candidates}
+    assert statuses["cache_map"] == "measured" and statuses["steps_per_execution_8"] == "measured", record
+    assert snapshot.state.unchanged()  # weights, BatchNorm statistics, optimizer moments, metrics: bit for bit
+    assert model.train_function is snapshot.step  # the user's compiled step, never retraced
+    assert (model.steps_per_execution, model.jit_compile, model.stop_training) == snapshot.settings
+    assert model.history is history
+    more = model.fit(slow_dataset(), epochs=1, verbose=0)  # training goes on with the same step
+    assert model.train_function is snapshot.step and np.isfinite(more.history["loss"][0])
+
+
+def test_auto_measures_the_fixes_of_an_input_bound_run_and_the_findings_show_them(tmp_path):
+    model = build_model()
+    cb = advisor.AdvisorCallback(tmp_path, whatif="auto", whatif_max_seconds=10, log_every_s=None, telemetry=False,
+                                 **QUICK_BASELINE)
+    model.fit(slow_dataset(), epochs=2, verbose=0, callbacks=[cb])
+    store = Store(tmp_path)
+    facts = store.analyse(str(cb.run_path)).facts
+    assert facts["whatif.cache_map.status"] == "measured"
+    assert facts["whatif.cache_map.speedup"] >= 5.0  # ≈ 30× here: the cache removes the input's cost
+    assert facts["whatif.jit_compile.status"] == "not_relevant"  # the input dominates: not tried
+    assert "input costs" in facts["whatif.jit_compile.reason"]
+    assert facts["whatif.seconds"] <= 10.0
+    c402 = next(f for f in store.diagnose(cb.run_path).findings if f.code == "C402")
+    assert c402.measured is not None and c402.measured.candidate == "cache_map"
+    assert c402.measured.text.startswith("measured: ")
+
+
+@pytest.mark.parametrize("kind", ["arrays", "slow tf.data"])
+def test_the_budget_is_never_exceeded(kind):
+    model = build_model()
+    data = arrays() if kind == "arrays" else slow_dataset()
+    model.fit(*(data if kind == "arrays" else (data,)), epochs=1, verbose=0)
+    budget = 3.0
+    t0 = time.perf_counter()
+    result = advisor.whatif(model, data, "auto", max_seconds=budget)
+    wall = time.perf_counter() - t0
+    assert result.seconds <= budget and wall <= budget + 0.05, (wall, result.summary())
+    assert result.unchanged_rounds, result.stopped  # it measured something within the budget
+
+
+def test_model_candidates_on_arrays_swap_their_compiled_step_in_and_out():
+    model = build_model()
+    x, y = arrays(2048)
+    model.fit(x, y, epochs=1, verbose=0, batch_size=BATCH)
+    step, state = model.train_function, ModelState(model)
+    result = advisor.whatif(model, (x, y), ["steps_per_execution_8", "jit_compile", "batch_x4"], max_seconds=12,
+                            batch_size=BATCH)
+    assert {c.name: c.status for c in result.candidates.values()} == dict.fromkeys(
+        ["steps_per_execution_8", "jit_compile", "batch_x4"], "measured"), result.table()
+    assert result.candidates["batch_x4"].changes_optimisation and result.candidates["batch_x4"].batch_size == 4 * BATCH
+    assert model.train_function is step and model.steps_per_execution == 1 and model.jit_compile is False
+    assert state.unchanged()
+
+
+class SlowPyDataset(keras.utils.PyDataset):
+    """Each batch waits 40 ms (like a read from storage; the GIL is free meanwhile)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.x, self.y = arrays(32 * BATCH)
+
+    def __len__(self):
+        return 32
+
+    def __getitem__(self, i):
+        time.sleep(0.04)
+        return self.x[i * BATCH:(i + 1) * BATCH], self.y[i * BATCH:(i + 1) * BATCH]
+
+
+def test_pydataset_workers_are_measured_on_a_copy(tmp_path):
+    model, data = build_model(), SlowPyDataset()
+    cb = advisor.AdvisorCallback(tmp_path, whatif=["pydataset_workers"], whatif_max_seconds=8, log_every_s=None,
+                                 telemetry=False)
+    model.fit(data, epochs=1, verbose=0, callbacks=[cb])
+    candidate = _whatif_record(cb).candidates[0]
+    assert candidate.status == "measured" and candidate.label == "PyDataset(workers=2)"
+    rounds = [r for r in candidate.rounds if r]
+    assert len(rounds) >= 3
+    facts = Store(tmp_path).analyse(str(cb.run_path)).facts
+    assert facts["whatif.pydataset_workers.speedup"] >= 1.3  # two batches wait at once: ≈ 2×
+    assert data.workers == 1 and data.use_multiprocessing is False  # the user's PyDataset is untouched
+
+
+def test_torch_dataloader_workers(tmp_path):
+    torch = pytest.importorskip("torch")
+    from torch.utils.data import DataLoader, Dataset
+
+    class Slow(Dataset):
+        def __init__(self):
+            self.x, self.y = (torch.from_numpy(a) for a in arrays(256))
+
+        def __len__(self):
+            return 256
+
+        def __getitem__(self, i):
+            time.sleep(SLEEP_S)
+            return self.x[i], self.y[i]
+
+    loader = DataLoader(Slow(), batch_size=BATCH)
+    model = build_model()
+    result = advisor.whatif(model, loader, ["torch_workers"], max_seconds=10)
+    candidate = result.candidates["torch_workers"]
+    assert candidate.status == "measured", candidate.reason
+    assert candidate.label == "DataLoader(num_workers=2, persistent_workers=True)"
+    assert loader.num_workers == 0
+
+
+def test_mixed_precision_asked_for_on_a_cpu_trains_a_bfloat16_clone():
+    model = build_model()
+    x, y = arrays(1024)
+    model.fit(x, y, epochs=1, verbose=0, batch_size=BATCH)
+    state = ModelState(model)
+    auto = advisor.whatif(model, (x, y), "auto", max_seconds=2, batch_size=BATCH)
+    assert auto.candidates["mixed_precision"].status == "not_relevant"
+    assert "no GPU" in auto.candidates["mixed_precision"].reason
+    result = advisor.whatif(model, (x, y), ["mixed_precision"], max_seconds=8, batch_size=BATCH)
+    candidate = result.candidates["mixed_precision"]
+    assert candidate.status == "measured", candidate.reason
+    assert "mixed_bfloat16" in candidate.label
+    assert model.dtype_policy.name == "float32" and state.unchanged()
+
+
+def test_multi_worker_jobs_skip_it_with_the_reason(tmp_path, monkeypatch):
+    monkeypatch.setenv("ADVISOR_RANK", "0")
+    monkeypatch.setenv("ADVISOR_WORLD_SIZE", "2")
+    cb = advisor.AdvisorCallback(tmp_path, whatif="auto", log_every_s=None, telemetry=False)
+    build_model().fit(*arrays(), epochs=1, verbose=0, callbacks=[cb])
+    record = _whatif_record(cb)
+    assert record.skipped and "2 workers" in record.skipped and record.candidates == []
+
+
+def test_a_generator_cannot_be_replayed_and_the_run_says_so(tmp_path):
+    x, y = arrays()
+
+    def batches():
+        for i in range(0, len(x), BATCH):
+            yield x[i:i + BATCH], y[i:i + BATCH]
+
+    cb = advisor.AdvisorCallback(tmp_path, whatif="auto", log_every_s=None, telemetry=False)
+    build_model().fit(batches(), epochs=1, verbose=0, callbacks=[cb])
+    assert "generator can be read only once" in _whatif_record(cb).skipped
+
+
+def test_the_default_budget_is_a_tenth_of_the_fit(tmp_path):
+    cb = advisor.AdvisorCallback(tmp_path, whatif="auto", log_every_s=None, telemetry=False)
+    t0 = time.perf_counter()
+    build_model().fit(*arrays(), epochs=2, verbose=0, callbacks=[cb])
+    total = time.perf_counter() - t0
+    record = _whatif_record(cb)
+    assert record.budget_seconds == pytest.approx(0.1 * record.fit_seconds, rel=1e-3)
+    assert record.seconds <= record.budget_seconds and record.fit_seconds < total
+    assert record.budget_seconds < 1.0 and "too short to measure anything" in record.skipped  # a 1-second fit
+
+
+def test_unknown_candidates_are_usage_errors():
+    from advisor.errors import UsageError
+
+    with pytest.raises(UsageError, match="did you mean 'parallel_map'"):
+        advisor.AdvisorCallback(whatif=["paralel_map"])
+    with pytest.raises(UsageError, match="whatif_max_seconds"):
+        advisor.AdvisorCallback(whatif="auto", whatif_max_seconds=0)
