@@ -159,6 +159,9 @@ def test_host_facts_by_hand(tmp_path: Path) -> None:
     assert facts["host.mem.peak_fraction"] == pytest.approx(3 / 16)
     assert facts["host.net.rx_bps.p95"] == pytest.approx(2850.0)
     assert facts["host.proc_cpu.mean"] == pytest.approx(100.0)
+    # Others' share per sample: (sum of cores − this process's 100 %) ÷ 200 %: 2.5 %, 0, 0, 0.
+    assert facts["host.others_cpu_fraction"] == pytest.approx(0.025 / 4)
+    assert facts["host.others_cpu_p90"] == pytest.approx(0.0175)  # numpy's linear percentile
     assert facts["host.proc_rss.peak"] == GIB + 3
     assert facts["telemetry.sampler_cpu_fraction"] == pytest.approx(0.005)
 

@@ -36,6 +36,7 @@ FACTS = (
     Fact("host.disk.read_bps.p95", "B/s", "95th percentile of disk read rate", "psutil"),
     Fact("host.proc_cpu.mean", "%", "mean CPU of the training process (100 = one core)", "psutil"),
     Fact("host.others_cpu_fraction", "fraction", "share of the host's CPU capacity other processes used while this one trained (a shared, noisy host)", "psutil"),
+    Fact("host.others_cpu_p90", "fraction", "90th percentile over the samples of the share other processes used: high when they ran for part of the training only", "psutil"),
     Fact("telemetry.samples", "", "host samples recorded", "psutil"),
     Fact("telemetry.sampler_cpu_fraction", "fraction", "CPU time of the sampler ÷ wall time (of one core)", "psutil"),
     # Added by the telemetry issue.
@@ -360,6 +361,7 @@ def _host_facts(run: Run, info: dict[int, dict[str, Any]], out: dict[str, Any]) 
               for s in samples if s.cpu_percent and s.proc_cpu_percent is not None]
     if others:  # the CPU other processes took while this one trained (a shared host)
         out["host.others_cpu_fraction"] = min(1.0, sum(others) / len(others))
+        out["host.others_cpu_p90"] = min(1.0, percentile(others, 90))
     rss = _values(all_host, "proc_rss")
     if rss:
         out["host.proc_rss.peak"] = int(max(rss))
