@@ -17,6 +17,8 @@ def append_record(run_path: str | os.PathLike[str], record: Record, rank: int = 
     """Append ``record`` as one line to ``worker-<rank>.jsonl`` of the run; returns the file."""
     path = Path(run_path) / worker_file_name(rank)
     line = record.model_dump_json(exclude_none=True) + "\n"
+    if os.path.lexists(path) and not path.is_file():  # a FIFO would block the open below
+        raise RunFormatError(f"{path}: not a regular file; the {record.type} record cannot be added")
     try:
         with open(path, "a+b") as fh:
             fh.seek(0, os.SEEK_END)

@@ -10,11 +10,11 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from pathlib import Path
 
-from advisor.errors import TraceError
+from advisor.errors import RunFormatError, TraceError
+from advisor.store.append import append_record as append_line
 from advisor.store.reader import Run, RunReader
-from advisor.store.schema import TRACES_DIR, TraceRecord, worker_file_name
+from advisor.store.schema import TRACES_DIR, TraceRecord
 from advisor.store.trace_summary import TraceSummary, save_summary
 from advisor.traces.summarize import find_xplanes, summarize
 
@@ -109,29 +109,8 @@ def _finished_run(run_path: str | os.PathLike[str]) -> Run:
 
 
 def append_record(run: Run, record: TraceRecord) -> None:
-    """Append one record to the chief's file of an ended run.
-
-    A killed job can leave a truncated last line; readers ignore it, but a record appended after
-    it would turn it into a malformed line in the middle, so it is cut off first.
-    """
-    rank = run.ranks[0] if run.ranks else 0
-    path = Path(run.path) / worker_file_name(rank)
-    line = record.model_dump_json(exclude_none=True) + "\n"
-    if os.path.lexists(path) and not path.is_file():  # a FIFO would block the open below
-        raise TraceError(f"{path}: not a regular file; the trace record cannot be added")
+    """Append one record to the chief's file of an ended run (``advisor.store.append``)."""
     try:
-        with open(path, "a+b") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            if size:
-                fh.seek(max(0, size - 65536))
-                tail = fh.read()
-                if not tail.endswith(b"\n"):
-                    cut = tail.rfind(b"\n")
-                    fh.truncate(size - len(tail) + cut + 1 if cut >= 0 else max(0, size - len(tail)))
-            fh.seek(0, os.SEEK_END)
-            fh.write(line.encode("utf-8"))
-            fh.flush()
-            os.fsync(fh.fileno())
-    except OSError as exc:
-        raise TraceError(f"{path}: cannot add the trace record ({exc.strerror or exc})") from None
+        append_line(run.path, record, rank=run.ranks[0] if run.ranks else 0)
+    except RunFormatError as exc:
+        raise TraceError(str(exc)) from None

@@ -193,8 +193,8 @@ def compare(reports: list[Report]) -> Comparison:
         if any(v != "—" for v in values):
             metrics.append((label, values))
     metrics.append(("findings", [str(len(r.failures)) for r in reports]))
-    metrics.append(("top finding", [f"{r.failing('warning')[0].code} {r.failing('warning')[0].name}"
-                                    if r.failing("warning") else "—" for r in reports]))
+    tops = [next(iter(r.failing("warning")), None) for r in reports]  # the costliest warning or error
+    metrics.append(("top finding", [f"{t.code} {t.name}" if t else "—" for t in tops]))
     by_code: dict[str, dict[int, Finding]] = {}
     for i, r in enumerate(reports):
         for f in r.findings:
