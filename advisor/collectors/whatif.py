@@ -332,6 +332,7 @@ def run_whatif(situation: Situation, requested: str | Sequence[str] = "auto", *,
     try:
         try:
             with ctrl_c_stops(run.stop):
+                log.debug("advisor: what-if: calibrating (Ctrl-C now ends it)")
                 if run.calibrate():
                     state.restore()
                     run.choose()
@@ -340,6 +341,8 @@ def run_whatif(situation: Situation, requested: str | Sequence[str] = "auto", *,
                         result.stopped = "no candidate could be prepared within the budget"
                     if ready:
                         run.measure(ready, state.restore)
+            if run.stop.requested:  # the Ctrl-C came after the last segment's check
+                raise Interrupted
         except (KeyboardInterrupt, Interrupted):
             result.interrupted = True
             result.stopped = "interrupted (Ctrl-C): what was measured until then is kept"

@@ -185,6 +185,7 @@ class WhatIfCollector(Collector):
             skipped = (f"{s.num_workers} workers: every worker would have to try each change in lockstep, "
                        "which the what-if does not coordinate; run it on a single-worker job")
         situation = None
+        interrupted = False
         if skipped is None:
             if s.rank == 0:
                 log.info("advisor: what-if: trying changes on this model for up to %.0f s "
@@ -193,10 +194,12 @@ class WhatIfCollector(Collector):
                 situation = situation_from_session(s)
             except InputError as exc:
                 skipped = str(exc)
-            except KeyboardInterrupt:
-                skipped = "interrupted (Ctrl-C) before it started"
+            except KeyboardInterrupt:  # inspecting the input took the Ctrl-C: the run goes on
+                skipped, interrupted = "interrupted (Ctrl-C) before it started", True
         if situation is None:
             result = WhatIfResult("end", s.data.kind, s.data.batch_size, requested, budget, fit_seconds, skipped=skipped)
+            if interrupted:
+                result.interrupted, result.stopped = True, skipped
             s.writer.write(result.to_record())
             s.event("whatif", f"what-if skipped: {skipped}", level="info")
             return

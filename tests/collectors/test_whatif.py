@@ -241,3 +241,21 @@ def test_unknown_candidates_are_usage_errors():
         advisor.AdvisorCallback(whatif=["paralel_map"])
     with pytest.raises(UsageError, match="whatif_max_seconds"):
         advisor.AdvisorCallback(whatif="auto", whatif_max_seconds=0)
+
+
+def test_a_ctrl_c_while_the_input_is_inspected_skips_it_and_says_so(tmp_path, monkeypatch):
+    """The SIGINT itself is sent by test_whatif_interrupt.py to a real process; here it arrives,
+    as KeyboardInterrupt, at the one moment that process cannot aim at: before the what-if's own
+    handler is installed, while the situation is built."""
+    from advisor.collectors import whatif_collector
+
+    def interrupted(session):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(whatif_collector, "situation_from_session", interrupted)
+    model, snapshot = build_model(), Snapshot()
+    cb = advisor.AdvisorCallback(tmp_path, whatif="auto", whatif_max_seconds=5, log_every_s=None, telemetry=False)
+    model.fit(*arrays(), epochs=1, verbose=0, callbacks=[snapshot, cb])
+    record = _whatif_record(cb)
+    assert record.interrupted is True and "Ctrl-C" in record.skipped and record.candidates == []
+    assert snapshot.state.unchanged()
