@@ -109,6 +109,9 @@ def run_rounds(arms: list[Arm], plan: Plan, deadline: float, restore: Callable[[
         try:
             for position, arm in enumerate(order):
                 now = time.perf_counter()
+                if now >= deadline:  # nothing could be measured: the round's other arms get no segment
+                    arm.segments.append(None)
+                    continue
                 left = (max(MIN_ROUNDS - index, 1) * len(arms)) - position
                 overhead = max(overheads) if overheads else overhead_s
                 share = max(0.0, deadline - now - left * overhead) / left

@@ -76,7 +76,9 @@ def _whatif_record(cb) -> WhatIfRecord:
 
 def test_training_state_is_exactly_as_the_fit_left_it(tmp_path):
     model, snapshot = build_model(), Snapshot()
-    names = ["parallel_map", "cache_map", "steps_per_execution_8", "jit_compile", "batch_x2"]
+    # a cache, a compiled-step change and a batch change (jit_compile's swap is in the arrays test):
+    # three arms fit a 10 s budget's rounds on a busy host, five did not
+    names = ["cache_map", "steps_per_execution_8", "batch_x2"]
     cb = advisor.AdvisorCallback(tmp_path, whatif=names, whatif_max_seconds=10, log_every_s=None, telemetry=False)
     history = model.fit(slow_dataset(), epochs=2, verbose=0, callbacks=[snapshot, cb])
     record = _whatif_record(cb)
