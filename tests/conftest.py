@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("TF_NUM_INTEROP_THREADS", "1")
@@ -20,3 +22,28 @@ def runs_dir(tmp_path, monkeypatch):
     path = tmp_path / "runs"
     monkeypatch.setenv("ADVISOR_RUNS_DIR", str(path))
     return path
+
+
+# A real sweep whose JAX configuration loses worker 1 (it SIGKILLs itself at step 3 of epoch 1),
+# followed by a one-process mirrored configuration: tests/launch/test_sweep_real.py checks the
+# sweep (the failure and that it went on) and tests/faults/test_killed_runs.py the lost worker's
+# run. Two JAX processes started once for both; the sweep id is unique to this test process (a
+# shared CI host may run another suite, whose processes must not count as our leftovers).
+@pytest.fixture(scope="session")
+def killed_worker_sweep(tmp_path_factory):
+    """(sweep id, runs directory, the ``advisor scale`` result) of the sweep above."""
+    from click.testing import CliRunner
+
+    from advisor.cli.main import cli
+
+    pytest.importorskip("jax")
+    train = str(Path(__file__).resolve().parents[1] / "examples" / "scaling" / "train.py")
+    sweep_id = f"kill{os.getpid()}"
+    runs = tmp_path_factory.mktemp("killed-sweep") / "runs"
+    result = CliRunner().invoke(cli, [
+        "--runs-dir", str(runs), "scale", "--workers", "2", "--strategy", "jax", "--strategy", "mirrored",
+        "--timeout", "90", "--sweep-id", sweep_id, "--no-report", "--",
+        sys.executable, train, "--epochs", "2", "--samples", "1024", "--hidden", "32",
+        "--batch-per-replica", "32", "--kill-rank", "1", "--kill-at-step", "3",
+    ], catch_exceptions=False)
+    return sweep_id, runs, result

@@ -13,7 +13,6 @@ import sys
 import textwrap
 import time
 from itertools import pairwise
-from pathlib import Path
 
 import pytest
 from fault_helpers import cli
@@ -80,18 +79,12 @@ def test_sigkill_mid_window(runs_dir):
     assert json.loads(judged.stdout)["incomplete"] == ["the run was killed: no end record, and its writer is gone"]
 
 
-TRAIN = str(Path(__file__).resolve().parents[2] / "examples" / "scaling" / "train.py")
-
-
 @pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="needs jax (CPU)")
-def test_a_worker_lost_in_a_two_process_fit(tmp_path):
-    runs = tmp_path / "runs"
-    scale = cli("--runs-dir", str(runs), "scale", "--workers", "2", "--strategy", "jax", "--timeout", "90",
-                "--sweep-id", "lost", "--no-report", "--", sys.executable, TRAIN, "--epochs", "3",
-                "--samples", "2048", "--hidden", "32", "--batch-per-replica", "32",
-                "--kill-rank", "1", "--kill-at-step", "3")
+def test_a_worker_lost_in_a_two_process_fit(killed_worker_sweep):
+    # JAX ×2 over gloo, worker 1 SIGKILLed at step 3 of epoch 1 (the sweep of tests/conftest.py)
+    sweep_id, runs, scale = killed_worker_sweep
     assert scale.exit_code == 1, scale.output  # the sweep's own verdict: a configuration failed
-    run = RunReader(runs / "lost-jax-n2-r0").read()
+    run = RunReader(runs / f"{sweep_id}-jax-n2-r0").read()
     assert run.ranks == [0, 1]
     # Kept: each worker's records up to its end — worker 1's from before its death at step 3.
     lost_worker = [type(r).__name__ for r in run.records[1]]
@@ -100,7 +93,7 @@ def test_a_worker_lost_in_a_two_process_fit(tmp_path):
     assert run.of_type(WindowRecord, rank=0) and run.problems == []
     # Shown: the lost worker named, the run killed (the others' failure follows from it).
     assert run.workers[1].status == "killed" and run.status == "killed"
-    result = cli("check", str(runs / "lost-jax-n2-r0"))
+    result = cli("check", str(run.path))
     assert result.exit_code == 3
     assert any(line.strip().startswith("- worker") and "1" in line and "killed" in line
                for line in result.output.splitlines()), result.output
