@@ -6,12 +6,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import signal
-import subprocess
-import sys
-import textwrap
-import time
 from itertools import pairwise
 
 import pytest
@@ -22,44 +16,9 @@ from advisor.store.schema import EndRecord, EpochRecord, WindowRecord
 
 pytestmark = pytest.mark.slow
 
-SCRIPT = textwrap.dedent("""
-    import os, time
-    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
-    import numpy as np, keras, advisor
 
-    class Slow(keras.callbacks.Callback):
-        def on_train_batch_end(self, batch, logs=None):
-            time.sleep(0.01)
-
-    x = np.random.rand(100000, 4).astype("float32"); y = np.random.rand(100000, 1).astype("float32")
-    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
-    model.compile("sgd", "mse")
-    cb = advisor.AdvisorCallback(window_s=0.4, warmup_steps=1, log_every_s=None)
-    model.fit(x, y, batch_size=8, epochs=1, callbacks=[cb, Slow()], verbose=0)
-""")
-
-
-def test_sigkill_mid_window(runs_dir):
-    env = {**os.environ, "ADVISOR_RUNS_DIR": str(runs_dir)}
-    proc = subprocess.Popen([sys.executable, "-c", SCRIPT], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 120
-        windows = 0
-        while time.monotonic() < deadline and windows < 4:
-            time.sleep(0.1)
-            dirs = list_run_dirs(runs_dir)
-            if dirs and (dirs[0] / "worker-0.jsonl").exists():
-                windows = (dirs[0] / "worker-0.jsonl").read_text().count('"type":"window"')
-            assert proc.poll() is None, "training ended before it was killed"
-        assert windows >= 4, "no windows were written in time"
-        time.sleep(0.2)  # about half of a 0.4 s window: the kill lands mid-window
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+def test_sigkill_mid_window(killed_mid_window):
+    runs_dir, windows = killed_mid_window  # killed mid-window after >= 5 windows (tests/conftest.py)
     (run_dir,) = list_run_dirs(runs_dir)
     run = RunReader(run_dir).read()
     # Kept: every window written before the kill, contiguous, no torn or bad line.
