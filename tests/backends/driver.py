@@ -160,8 +160,8 @@ def check_baseline_kinds(runs: Path) -> dict[str, Any]:
     for kind, make in input_kinds(x, y).items():
         layer = counter_layer()
         model = build(1, layer)
-        cb = callback(runs, f"baseline-{kind}", baseline="end", baseline_steps=6, baseline_seconds=0.6,
-                      baseline_rounds=4, telemetry=False)
+        cb = callback(runs, f"baseline-{kind}", baseline="end", baseline_steps=6, baseline_seconds=0.3,
+                      baseline_rounds=2, telemetry=False)
         data, kwargs = make()
         model.fit(data, **kwargs, epochs=1, callbacks=[cb], verbose=0)
         out[kind] = {"run": str(cb.run_path), "trained": count(layer),
@@ -221,7 +221,7 @@ def check_measure_input() -> dict[str, Any]:
     x, y = arrays()
     model.fit(x, y, batch_size=BATCH, epochs=1, verbose=0)
     before = ModelState(model)
-    result = measure_input(model, (x, y), steps=6, batch_size=BATCH, seconds=0.6, rounds=4)
+    result = measure_input(model, (x, y), steps=6, batch_size=BATCH, seconds=0.3, rounds=2)
     return {"unchanged": before.unchanged(), "real": result.real_samples_per_s,
             "cached": result.cached_samples_per_s, "variables": len(before.variables)}
 

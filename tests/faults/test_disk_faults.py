@@ -1,13 +1,14 @@
 """A full disk and a store made read-only in the middle of a real training process.
 
-Each case trains a small Keras model in a subprocess; after epoch 1 the store starts failing:
-through the writer's fault-injection point (``advisor.store.files._write`` raising the errno the
-kernel would: a file system gone read-only under the job), for real on a 4 MiB tmpfs that is
-filled up (when this machine lets the test mount one), or for real by taking write permission
-away from the run directory (then the open record file still takes records, but the manifest
-can no longer be replaced). Linux refuses to remount a file system read-only while a file on it
-is open for writing, so that case exists only through the hook. Each asserts what is kept, the
-status shown and the exit code of ``advisor check``."""
+Each case trains a small Keras model in a subprocess (the two write-hook cases one after the other
+in the same one); after epoch 1 the store starts failing: through the writer's fault-injection
+point (``advisor.store.files._write`` raising the errno the kernel would: a file system gone
+read-only under the job), for real on a 4 MiB tmpfs that is filled up (when this machine lets the test
+mount one), or for real by taking write permission away from the run directory (then the open
+record file still takes records, but the manifest can no longer be replaced). Linux refuses to
+remount a file system read-only while a file on it is open for writing, so that case exists only
+through the hook. Each asserts what is kept, the status shown and the exit code of ``advisor
+check``."""
 
 from __future__ import annotations
 
@@ -29,13 +30,14 @@ from advisor.store.schema import EndRecord, EpochRecord, EventRecord, WindowReco
 pytestmark = pytest.mark.slow
 
 EPOCHS = 6
+# argv: the mount point, then MODE=STORE pairs trained one after the other in this process.
 SCRIPT = textwrap.dedent("""
     import errno, os, subprocess, sys
     os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
     import numpy as np, keras, advisor
     import advisor.store.files as files
 
-    mode, mount = sys.argv[1], sys.argv[2]
+    mount = sys.argv[1]
     real_write = files._write
 
     def failing(code):
@@ -53,32 +55,39 @@ SCRIPT = textwrap.dedent("""
         finally:
             os.close(fd)
 
-    class Fault(keras.callbacks.Callback):
-        def on_epoch_end(self, epoch, logs=None):  # runs after the advisor wrote this epoch
-            if epoch == 1:
-                print("FAULT STARTS", file=sys.stderr, flush=True)
-                if mode == "hook-enospc":
-                    files._write = failing(errno.ENOSPC)
-                elif mode == "hook-erofs":
-                    files._write = failing(errno.EROFS)
-                elif mode == "tmpfs-enospc":
-                    fill(mount)
-                elif mode == "chmod":
-                    os.chmod(cb.run_path, 0o555)
-            if epoch == 3 and mode.endswith("enospc"):  # space comes back (the read-only store does not)
-                print("FAULT ENDS", file=sys.stderr, flush=True)
-                files._write = real_write
-                if mode == "tmpfs-enospc":
-                    os.unlink(os.path.join(mount, "ballast"))
+    def train(mode, store):
+        class Fault(keras.callbacks.Callback):
+            def on_epoch_end(self, epoch, logs=None):  # runs after the advisor wrote this epoch
+                if epoch == 1:
+                    print("FAULT STARTS", file=sys.stderr, flush=True)
+                    if mode == "hook-enospc":
+                        files._write = failing(errno.ENOSPC)
+                    elif mode == "hook-erofs":
+                        files._write = failing(errno.EROFS)
+                    elif mode == "tmpfs-enospc":
+                        fill(mount)
+                    elif mode == "chmod":
+                        os.chmod(cb.run_path, 0o555)
+                if epoch == 3 and mode.endswith("enospc"):  # space comes back (the read-only store does not)
+                    print("FAULT ENDS", file=sys.stderr, flush=True)
+                    files._write = real_write
+                    if mode == "tmpfs-enospc":
+                        os.unlink(os.path.join(mount, "ballast"))
 
-    x = np.random.rand(1600, 8).astype("float32"); y = np.random.rand(1600, 1).astype("float32")
-    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16), keras.layers.Dense(1)])
-    model.compile("sgd", "mse")
-    # Short windows: a full tmpfs still takes small appends into a file's last, partly used
-    # page (up to 4 KiB), so the fault must outlast that to be seen.
-    cb = advisor.AdvisorCallback(window_s=0.01, warmup_steps=2, log_every_s=None)
-    model.fit(x, y, batch_size=16, epochs=EPOCHS, callbacks=[cb, Fault()], verbose=0)
-    print("TRAINING DONE", flush=True)
+        x = np.random.rand(1600, 8).astype("float32"); y = np.random.rand(1600, 1).astype("float32")
+        model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16), keras.layers.Dense(1)])
+        model.compile("sgd", "mse")
+        # Short windows: a full tmpfs still takes small appends into a file's last, partly used
+        # page (up to 4 KiB), so the fault must outlast that to be seen.
+        cb = advisor.AdvisorCallback(runs_dir=store, window_s=0.01, warmup_steps=2, log_every_s=None)
+        model.fit(x, y, batch_size=16, epochs=EPOCHS, callbacks=[cb, Fault()], verbose=0)
+
+    for pair in sys.argv[2:]:
+        mode, store = pair.split("=", 1)
+        print(f"MODE {mode}", flush=True)
+        print(f"MODE {mode}", file=sys.stderr, flush=True)
+        train(mode, store)
+        print("TRAINING DONE", flush=True)
 """).replace("EPOCHS", str(EPOCHS))
 
 
@@ -97,9 +106,42 @@ def tmpfs(tmp_path):
 
 
 def _train(mode: str, store: Path, mount: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "ADVISOR_RUNS_DIR": str(store)}
-    return subprocess.run([*_unprivileged(mode), sys.executable, "-c", SCRIPT, mode, str(mount)],
-                          env=env, capture_output=True, text=True, timeout=300, check=False)
+    return _train_each({mode: store}, mount)[mode]
+
+
+def _train_each(stores: dict[str, Path], mount: Path) -> dict[str, subprocess.CompletedProcess[str]]:
+    """Train each mode into its store, one after the other in one process (TensorFlow is
+    imported once); each mode's part of the output, as if it had had the process to itself."""
+    pairs = [f"{mode}={store}" for mode, store in stores.items()]
+    unprivileged = _unprivileged("chmod") if "chmod" in stores else []
+    done = subprocess.run([*unprivileged, sys.executable, "-c", SCRIPT, str(mount), *pairs],
+                          capture_output=True, text=True, timeout=300, check=False)
+    out, err = _by_mode(done.stdout), _by_mode(done.stderr)
+    return {mode: subprocess.CompletedProcess(done.args, done.returncode, out.get(mode, ""),
+                                              err.get(mode, "") or done.stderr)
+            for mode in stores}
+
+
+def _by_mode(text: str) -> dict[str, str]:
+    """The text after each ``MODE name`` line up to the next (what comes before goes to the first)."""
+    parts: dict[str, list[str]] = {}
+    preamble: list[str] = []
+    current = preamble
+    for line in text.splitlines(keepends=True):
+        if line.startswith("MODE "):
+            current = parts.setdefault(line.split()[1], [*preamble] if not parts else [])
+        else:
+            current.append(line)
+    return {mode: "".join(lines) for mode, lines in parts.items()}
+
+
+@pytest.fixture(scope="module")
+def hook_faults(tmp_path_factory):
+    """The two write-hook cases, trained one after the other in one process: the full disk
+    (which ends at epoch 3) first, then the read-only store (which lasts until the process ends)."""
+    base = tmp_path_factory.mktemp("hook-faults")
+    stores = {"hook-enospc": base / "enospc" / "runs", "hook-erofs": base / "erofs" / "runs"}
+    return stores, _train_each(stores, base)
 
 
 def _unprivileged(mode: str) -> list[str]:
@@ -161,9 +203,9 @@ def _assert_read_only_outcome(done: subprocess.CompletedProcess[str], store: Pat
     assert [r["status"] for r in listed] == ["killed"]
 
 
-def test_disk_full_mid_run_through_the_write_hook(tmp_path):
-    store = tmp_path / "runs"
-    _assert_disk_full_outcome(_train("hook-enospc", store, tmp_path), store, exact=True)
+def test_disk_full_mid_run_through_the_write_hook(hook_faults):
+    stores, done = hook_faults
+    _assert_disk_full_outcome(done["hook-enospc"], stores["hook-enospc"], exact=True)
 
 
 def test_disk_full_mid_run_on_a_real_tmpfs(tmpfs):
@@ -171,9 +213,9 @@ def test_disk_full_mid_run_on_a_real_tmpfs(tmpfs):
     _assert_disk_full_outcome(_train("tmpfs-enospc", store, tmpfs), store, exact=False)
 
 
-def test_store_read_only_mid_run_through_the_write_hook(tmp_path):
-    store = tmp_path / "runs"
-    _assert_read_only_outcome(_train("hook-erofs", store, tmp_path), store, "Read-only file system")
+def test_store_read_only_mid_run_through_the_write_hook(hook_faults):
+    stores, done = hook_faults
+    _assert_read_only_outcome(done["hook-erofs"], stores["hook-erofs"], "Read-only file system")
 
 
 def test_run_directory_made_read_only_mid_run(tmp_path):

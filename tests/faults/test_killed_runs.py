@@ -6,14 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import signal
-import subprocess
-import sys
-import textwrap
-import time
 from itertools import pairwise
-from pathlib import Path
 
 import pytest
 from fault_helpers import cli
@@ -23,44 +16,9 @@ from advisor.store.schema import EndRecord, EpochRecord, WindowRecord
 
 pytestmark = pytest.mark.slow
 
-SCRIPT = textwrap.dedent("""
-    import os, time
-    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
-    import numpy as np, keras, advisor
 
-    class Slow(keras.callbacks.Callback):
-        def on_train_batch_end(self, batch, logs=None):
-            time.sleep(0.01)
-
-    x = np.random.rand(100000, 4).astype("float32"); y = np.random.rand(100000, 1).astype("float32")
-    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
-    model.compile("sgd", "mse")
-    cb = advisor.AdvisorCallback(window_s=0.4, warmup_steps=1, log_every_s=None)
-    model.fit(x, y, batch_size=8, epochs=1, callbacks=[cb, Slow()], verbose=0)
-""")
-
-
-def test_sigkill_mid_window(runs_dir):
-    env = {**os.environ, "ADVISOR_RUNS_DIR": str(runs_dir)}
-    proc = subprocess.Popen([sys.executable, "-c", SCRIPT], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 120
-        windows = 0
-        while time.monotonic() < deadline and windows < 4:
-            time.sleep(0.1)
-            dirs = list_run_dirs(runs_dir)
-            if dirs and (dirs[0] / "worker-0.jsonl").exists():
-                windows = (dirs[0] / "worker-0.jsonl").read_text().count('"type":"window"')
-            assert proc.poll() is None, "training ended before it was killed"
-        assert windows >= 4, "no windows were written in time"
-        time.sleep(0.2)  # about half of a 0.4 s window: the kill lands mid-window
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+def test_sigkill_mid_window(killed_mid_window):
+    runs_dir, windows = killed_mid_window  # killed mid-window after >= 5 windows (tests/conftest.py)
     (run_dir,) = list_run_dirs(runs_dir)
     run = RunReader(run_dir).read()
     # Kept: every window written before the kill, contiguous, no torn or bad line.
@@ -80,18 +38,12 @@ def test_sigkill_mid_window(runs_dir):
     assert json.loads(judged.stdout)["incomplete"] == ["the run was killed: no end record, and its writer is gone"]
 
 
-TRAIN = str(Path(__file__).resolve().parents[2] / "examples" / "scaling" / "train.py")
-
-
 @pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="needs jax (CPU)")
-def test_a_worker_lost_in_a_two_process_fit(tmp_path):
-    runs = tmp_path / "runs"
-    scale = cli("--runs-dir", str(runs), "scale", "--workers", "2", "--strategy", "jax", "--timeout", "90",
-                "--sweep-id", "lost", "--no-report", "--", sys.executable, TRAIN, "--epochs", "3",
-                "--samples", "2048", "--hidden", "32", "--batch-per-replica", "32",
-                "--kill-rank", "1", "--kill-at-step", "3")
+def test_a_worker_lost_in_a_two_process_fit(killed_worker_sweep):
+    # JAX ×2 over gloo, worker 1 SIGKILLed at step 3 of epoch 1 (the sweep of tests/conftest.py)
+    sweep_id, runs, scale = killed_worker_sweep
     assert scale.exit_code == 1, scale.output  # the sweep's own verdict: a configuration failed
-    run = RunReader(runs / "lost-jax-n2-r0").read()
+    run = RunReader(runs / f"{sweep_id}-jax-n2-r0").read()
     assert run.ranks == [0, 1]
     # Kept: each worker's records up to its end — worker 1's from before its death at step 3.
     lost_worker = [type(r).__name__ for r in run.records[1]]
@@ -100,7 +52,7 @@ def test_a_worker_lost_in_a_two_process_fit(tmp_path):
     assert run.of_type(WindowRecord, rank=0) and run.problems == []
     # Shown: the lost worker named, the run killed (the others' failure follows from it).
     assert run.workers[1].status == "killed" and run.status == "killed"
-    result = cli("check", str(runs / "lost-jax-n2-r0"))
+    result = cli("check", str(run.path))
     assert result.exit_code == 3
     assert any(line.strip().startswith("- worker") and "1" in line and "killed" in line
                for line in result.output.splitlines()), result.output

@@ -34,7 +34,7 @@ def _scale(runs_dir: Path, *args: str) -> object:
 
 # Sweep ids unique to this test process: another test run on the same machine (a shared CI host)
 # must not be counted as our leftover processes.
-REAL, KILL, K3 = (f"{name}{os.getpid()}" for name in ("real", "kill", "k3"))
+REAL, K3 = (f"{name}{os.getpid()}" for name in ("real", "k3"))
 
 
 def _leftovers(sweep_id: str) -> list[int]:
@@ -103,11 +103,9 @@ def test_report_of_the_real_sweep(sweep):
     assert _leftovers(REAL) == []
 
 
-def test_killed_worker_fails_its_configuration_and_the_sweep_goes_on(tmp_path):
-    runs = tmp_path / "runs"
-    result = _scale(runs, "--workers", "2", "--strategy", "jax", "--strategy", "mirrored",
-                    "--timeout", "90", "--sweep-id", KILL, "--no-report", "--",
-                    "python", TRAIN, *TINY, "--kill-rank", "1", "--kill-at-step", "3")
+def test_killed_worker_fails_its_configuration_and_the_sweep_goes_on(killed_worker_sweep):
+    # jax ×2 with worker 1 killed at step 3, then mirrored ×2 (tests/conftest.py)
+    KILL, runs, result = killed_worker_sweep
     record = read_sweep(sweep_dir(runs, KILL))
     jax, mirrored = record.configs
     assert jax.status == "failed" and jax.reason == "worker 1 was killed by SIGKILL"
