@@ -140,6 +140,7 @@ class _Run:
         self.result = WhatIfResult(mode, situation.kind, situation.unchanged.batch_size,
                                    requested if isinstance(requested, str) else list(requested), budget, fit_seconds)
         self.trials: list[Trial] = []
+        self.fit_start = FIT_START_SECONDS  # a nested fit's start-up (measured by the calibration)
         self.end_seconds = 0.05  # what the end takes: a restore and a garbage collection (measured)
         self.reserve = self.end_seconds
         self.stop = StopFlag()
@@ -166,6 +167,11 @@ class _Run:
             self.result.stopped = "the unchanged configuration gave no measured step within the budget"
             return False
         self.s.step_seconds = segment.seconds / segment.steps
+        # what a nested fit costs before its steps (callbacks, iterator, first batch): on a busy
+        # host far more than FIT_START_SECONDS, and every preparation pays it
+        elapsed = time.perf_counter() - started
+        warm_and_timed = segment.seconds * (_warm(unchanged) + segment.steps) / segment.steps
+        self.fit_start = max(FIT_START_SECONDS, elapsed - warm_and_timed)
         # The end, and one step past a deadline.
         self.reserve = self.end_seconds + 2.0 * self.s.step_seconds * unchanged.spe
         return True
@@ -205,7 +211,8 @@ class _Run:
             entry = self.result.candidates[trial.name]
             started = time.perf_counter()
             factor = trial.batch_size / max(1, self.s.unchanged.batch_size)
-            estimate = trial.fill_estimate + trial.setup_estimate + (_warm(trial) + trial.spe) * step * factor
+            estimate = (self.fit_start + trial.fill_estimate + trial.setup_estimate
+                        + (_warm(trial) + trial.spe) * step * factor)
             if started + estimate > prepare_end:
                 entry.reason = (f"preparing it (~{estimate:.1f} s: {_what_prepares(trial)}) does not fit in the "
                                 f"{max(0.0, prepare_end - started):.1f} s left of the budget")

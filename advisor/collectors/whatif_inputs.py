@@ -19,6 +19,7 @@ from advisor.collectors.whatif_trials import Candidate, NotApplicable, Situation
 
 MAX_CACHE_BATCHES = 256  # an endless pipeline's cache holds at most this many batches
 AUTOTUNE_TEXT = "num_parallel_calls=tf.data.AUTOTUNE"
+WORKER_TIMEOUT_S = 20.0  # a DataLoader worker's batch that takes longer fails the candidate
 
 
 def _label(stage: dict[str, Any]) -> str:
@@ -313,10 +314,13 @@ def _torch_workers(s: Situation) -> Trial:
                             "the what-if cannot add workers to it safely")
     workers = _workers(s)
     variant = DataLoader(loader.dataset, batch_sampler=loader.batch_sampler, collate_fn=loader.collate_fn,
-                         num_workers=workers, persistent_workers=True, pin_memory=loader.pin_memory,
-                         worker_init_fn=loader.worker_init_fn, timeout=loader.timeout or 0,
+                         num_workers=workers, pin_memory=loader.pin_memory,
+                         worker_init_fn=loader.worker_init_fn, timeout=loader.timeout or WORKER_TIMEOUT_S,
                          multiprocessing_context=loader.multiprocessing_context)
-    trial = _variant(s, "torch_workers", f"DataLoader(num_workers={workers}, persistent_workers=True)", variant)
+    # Not persistent: segments end mid-epoch, and a persistent pool's resume after an abandoned
+    # epoch was seen to wait forever; the timeout turns any other stuck worker into a failed
+    # candidate instead of a hung job.
+    trial = _variant(s, "torch_workers", f"DataLoader(num_workers={workers})", variant)
     trial.close = lambda: trial.kwargs.clear()  # the loader and its worker processes go
     return trial
 
