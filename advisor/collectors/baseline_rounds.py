@@ -46,10 +46,13 @@ class Plan:
 
 @dataclass
 class Segment:
-    """One measured stretch of one arm: ``steps`` steps (or batches) in ``seconds``."""
+    """One measured stretch of one arm: ``steps`` steps (or batches) in ``seconds``, ending at
+    ``at`` (a ``perf_counter`` time; what comes after it — ``fit``'s end, the input's teardown —
+    is overhead)."""
 
     steps: int
     seconds: float
+    at: float = 0.0
 
     def rate(self, batch_size: int) -> float | None:
         return self.steps * batch_size / self.seconds if self.seconds > 0 and self.steps > 0 else None
@@ -242,10 +245,11 @@ def segment_clock(model: Any, warm: int, seconds: float, min_steps: int, deadlin
 
         def segment(self) -> Segment | None:
             if self.epoch_start is not None and self.epoch_end is not None:
-                return Segment(self.epoch_end[1] - self.epoch_start[1], self.epoch_end[0] - self.epoch_start[0])
+                return Segment(self.epoch_end[1] - self.epoch_start[1], self.epoch_end[0] - self.epoch_start[0],
+                               self.epoch_end[0])
             if self.start is None or self.end is None:
                 return None
-            return Segment(self.end[1] - self.start[1], self.end[0] - self.start[0])
+            return Segment(self.end[1] - self.start[1], self.end[0] - self.start[0], self.end[0])
 
     return _SegmentClock()
 
@@ -265,7 +269,7 @@ def pull_segment(iterator: Any, warm: int, seconds: float, min_batches: int, dea
                 break
     except StopIteration:
         return None
-    return Segment(n, now - t0)
+    return Segment(n, now - t0, now)
 
 
 def chunked_segment(pull: Callable[[int], None], warm: int, seconds: float, min_batches: int,
@@ -286,4 +290,4 @@ def chunked_segment(pull: Callable[[int], None], warm: int, seconds: float, min_
         wanted = max(seconds - elapsed, (min_batches - n) * per_batch, 0.0)
         remaining = max(deadline - now, 0.0)
         chunk = max(1, min(2 * chunk, int(min(wanted, remaining) / per_batch) if per_batch > 0 else 2 * chunk))
-    return Segment(n, now - t0)
+    return Segment(n, now - t0, now)

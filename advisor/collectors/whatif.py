@@ -110,12 +110,22 @@ def _warm(trial: Trial) -> int:
     return round_up(2 * trial.spe, trial.spe)
 
 
-def _segment(trial: Trial, seconds: float, min_steps: int, deadline: float, stop: StopFlag) -> Segment | None:
+def _segment(trial: Trial, seconds: float, min_steps: int, deadline: float, stop: StopFlag,
+             teardowns: list[float] | None = None) -> Segment | None:
     """One timed segment of ``trial`` (its compile settings swapped in around it); Interrupted
-    after it when Ctrl-C asked to stop."""
+    after it when Ctrl-C asked to stop.
+
+    The segment's input is torn down before it returns: fit ends mid-epoch and leaves its
+    iterator to the garbage collector, and destroying a tf.data iterator with work in flight
+    stalled up to ~1 s (the epoch-boundary stall of benchmarks/epoch_boundary.py). Collected
+    here, the stall is this segment's overhead, which the rounds plan with; left for later, it
+    landed in another arm's segment or after the budget (a 5 s what-if ended at 6.8 s). The
+    collection is cheap: ``run_whatif`` froze everything older than the what-if. The time from
+    the segment's last measured step to here goes to ``teardowns``."""
     stop.check()
     if trial.enter is not None:
         trial.enter()
+    segment = None
     try:
         segment = fit_segment(trial.model, trial.kwargs, finite=trial.finite, warm=_warm(trial), seconds=seconds,
                               min_steps=round_up(min_steps, trial.spe), deadline=deadline, what=trial.label,
@@ -123,6 +133,9 @@ def _segment(trial: Trial, seconds: float, min_steps: int, deadline: float, stop
     finally:
         if trial.leave is not None:
             trial.leave()
+        gc.collect()
+        if teardowns is not None and segment is not None and segment.at:
+            teardowns.append(time.perf_counter() - segment.at)
     stop.check()
     return segment
 
@@ -143,10 +156,20 @@ class _Run:
         self.fit_start = FIT_START_SECONDS  # a nested fit's start-up (measured by the calibration)
         self.end_seconds = 0.05  # what the end takes: a restore and a garbage collection (measured)
         self.reserve = self.end_seconds
+        self.step_reserve = 0.0  # one step past a deadline (set by the calibration)
+        self.teardowns: list[float] = []  # per segment: from its last measured step to its return
         self.stop = StopFlag()
 
     def left(self) -> float:
         return self.end - self.reserve - time.perf_counter()
+
+    def segment(self, trial: Trial, seconds: float, min_steps: int, deadline: float) -> Segment | None:
+        """A segment that stops early enough for the longest teardown seen so far to end within
+        the budget (the last segment's teardown comes after every check)."""
+        segment = _segment(trial, seconds, min_steps, min(deadline, self.end - self.reserve), self.stop,
+                           self.teardowns)
+        self.reserve = self.end_seconds + self.step_reserve + max(self.teardowns, default=0.0)
+        return segment
 
     # -- phases ---------------------------------------------------------------------------------
     def calibrate(self) -> bool:
@@ -160,7 +183,7 @@ class _Run:
                                        "the budget cannot measure one (raise whatif_max_seconds)")
                 return False
         started = time.perf_counter()
-        segment = _segment(unchanged, 0.0, steps, self.end - self.reserve, self.stop)
+        segment = self.segment(unchanged, 0.0, steps, self.end - self.reserve)
         if self.s.compile_seconds is None:  # outside fit: no time to the first step is known
             self.s.compile_seconds = max(MIN_COMPILE_ESTIMATE, time.perf_counter() - started)
         if segment is None or segment.steps <= 0 or segment.seconds <= 0:
@@ -172,8 +195,9 @@ class _Run:
         elapsed = time.perf_counter() - started
         warm_and_timed = segment.seconds * (_warm(unchanged) + segment.steps) / segment.steps
         self.fit_start = max(FIT_START_SECONDS, elapsed - warm_and_timed)
-        # The end, and one step past a deadline.
-        self.reserve = self.end_seconds + 2.0 * self.s.step_seconds * unchanged.spe
+        # The end, one step past a deadline, and a segment's teardown.
+        self.step_reserve = 2.0 * self.s.step_seconds * unchanged.spe
+        self.reserve = self.end_seconds + self.step_reserve + max(self.teardowns, default=0.0)
         return True
 
     def choose(self) -> None:
@@ -221,7 +245,7 @@ class _Run:
                 if trial.fill is not None:
                     trial.fill(prepare_end, self.stop)
                     self.stop.check()
-                segment = _segment(trial, 0.0, trial.spe, prepare_end, self.stop)
+                segment = self.segment(trial, 0.0, trial.spe, prepare_end)
             except NotApplicable as exc:
                 entry.reason = str(exc)
                 continue
@@ -262,7 +286,7 @@ class _Run:
                 return None
             started = time.perf_counter()
             try:
-                return _segment(trial, seconds, min_steps, deadline, self.stop)
+                return self.segment(trial, seconds, min_steps, deadline)
             except WhatIfError as exc:
                 failed.append(str(exc))
                 return None
@@ -335,7 +359,11 @@ def run_whatif(situation: Situation, requested: str | Sequence[str] = "auto", *,
     timer = time.perf_counter()
     state = ModelState(situation.model)
     settings = step_settings(situation.model)
-    run.end_seconds = run.reserve = 0.05 + 2.0 * collect_s + (time.perf_counter() - timer)
+    run.end_seconds = run.reserve = 0.05 + collect_s + (time.perf_counter() - timer)
+    # Everything older than the what-if is left out of its collections (each segment collects
+    # its own garbage: a full collection of a process with TensorFlow loaded took 0.25 s, of
+    # what the what-if adds ~1 ms); unfrozen at the end.
+    gc.freeze()
     try:
         try:
             with ctrl_c_stops(run.stop):
@@ -372,7 +400,10 @@ def run_whatif(situation: Situation, requested: str | Sequence[str] = "auto", *,
         # Segments end mid-epoch: their iterators are left in reference cycles. Collected at
         # interpreter exit, an iterator with a py_function in flight hangs the process; collected
         # now, it closes cleanly.
-        _put_back(gc.collect)
+        try:
+            _put_back(gc.collect)
+        finally:
+            gc.unfreeze()
         result.seconds = time.perf_counter() - run.t0
     for name in WHATIF_NAMES:  # a candidate asked for by name that was never reached
         if not isinstance(requested, str) and name in requested and name not in result.candidates:
