@@ -3,6 +3,7 @@ input kind, decisive gains (an input 30× slower than the step, a cache that rem
 
 from __future__ import annotations
 
+import gc
 import time
 
 import numpy as np
@@ -122,6 +123,7 @@ def test_the_budget_is_never_exceeded(kind):
     wall = time.perf_counter() - t0
     assert result.seconds <= budget and wall <= budget + 0.05, (wall, result.summary())
     assert result.unchanged_rounds, result.stopped  # it measured something within the budget
+    assert gc.get_freeze_count() == 0  # the objects frozen for the what-if's collections are back
 
 
 def test_model_candidates_on_arrays_swap_their_compiled_step_in_and_out():
