@@ -10,12 +10,18 @@ benchmarks/RESULTS.md.
     python benchmarks/diagnosis.py                       # all scenarios, one after another
     python benchmarks/diagnosis.py --only healthy tiny_batch
     python benchmarks/diagnosis.py --busy 1              # with one core kept busy, as CI is
+    python benchmarks/diagnosis.py --whatif 20           # and the measured what-if ("auto", 20 s)
+
+With ``--whatif SECONDS`` every scenario also runs ``whatif="auto"`` within that budget, and each
+line shows the measured gain of its top finding's fix; the totals count the scenarios whose top
+finding names a what-if candidate (an input finding) and got one measured.
 """
 
 from __future__ import annotations
 
 import argparse
 import multiprocessing
+import os
 import sys
 import tempfile
 import time
@@ -38,7 +44,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--busy", type=int, default=0, help="cores to keep busy with spin loops meanwhile")
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
     parser.add_argument("--timeout", type=float, default=180.0, help="seconds per scenario")
+    parser.add_argument("--whatif", type=float, metavar="SECONDS",
+                        help="also run the measured what-if (\"auto\") within this budget in every scenario")
     args = parser.parse_args(argv)
+    if args.whatif:
+        os.environ["ADVISOR_SCENARIO_WHATIF_SECONDS"] = str(args.whatif)
 
     spinners = [multiprocessing.Process(target=_spin, daemon=True) for _ in range(args.busy)]
     for p in spinners:
@@ -64,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
             p.terminate()
     total = time.perf_counter() - t0
     print(_totals(scores, total, args.busy))
+    if args.whatif:
+        print(_measured_totals(scores))
     if args.markdown:
         print(_markdown(scores, total, args.busy))
     return 0 if all(s.ok for s in scores) else 1
@@ -82,9 +94,29 @@ def _line(s: suite.Score) -> str:
         extra.append(f"must-not-fire fired {' '.join(s.fired_forbidden)}")
     if s.ranked_ok is False:
         extra.append("order wrong")
+    if os.environ.get("ADVISOR_SCENARIO_WHATIF_SECONDS") and s.top in WHATIF_RULES:
+        extra.append(f"{s.top} {s.top_measured or 'NOT MEASURED'}")
     return (f"{s.name:<30} recall {s.recall_hits}/{s.recall_total}  precision {s.precision_hits}/{len(s.flagged)}"
             f"  top-1 {top:<10} {s.seconds:5.1f} s  failed: {' '.join(s.failed[:6])}"
             + (f"  [{'; '.join(extra)}]" if extra else ""))
+
+
+def _whatif_rules() -> frozenset[str]:
+    """The codes of the default rules that name what-if candidates (``whatif:`` in rules/)."""
+    from advisor.diagnosis.rules import load_rules
+
+    return frozenset(rule.code for rule in load_rules() if rule.whatif)
+
+
+WHATIF_RULES = _whatif_rules()
+
+
+def _measured_totals(scores: list[suite.Score]) -> str:
+    tops = [s for s in scores if s.top in WHATIF_RULES]
+    measured = [s for s in tops if s.top_measured]
+    missing = [s.name for s in tops if not s.top_measured]
+    return (f"what-if: {len(measured)}/{len(tops)} scenarios whose top finding names a fix got it measured"
+            + (f"; not measured: {' '.join(missing)}" if missing else ""))
 
 
 def _totals(scores: list[suite.Score], total: float, busy: int) -> str:

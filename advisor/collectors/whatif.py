@@ -157,18 +157,26 @@ class _Run:
         self.end_seconds = 0.05  # what the end takes: a restore and a garbage collection (measured)
         self.reserve = self.end_seconds
         self.step_reserve = 0.0  # one step past a deadline (set by the calibration)
-        self.teardowns: list[float] = []  # per segment: from its last measured step to its return
+        self.teardowns: dict[str, list[float]] = {}  # per trial and segment: last measured step to return
         self.stop = StopFlag()
 
     def left(self) -> float:
         return self.end - self.reserve - time.perf_counter()
 
     def segment(self, trial: Trial, seconds: float, min_steps: int, deadline: float) -> Segment | None:
-        """A segment that stops early enough for the longest teardown seen so far to end within
-        the budget (the last segment's teardown comes after every check)."""
-        segment = _segment(trial, seconds, min_steps, min(deadline, self.end - self.reserve), self.stop,
-                           self.teardowns)
-        self.reserve = self.end_seconds + self.step_reserve + max(self.teardowns, default=0.0)
+        """A segment that stops early enough for its own teardown (the longest this trial had so
+        far; before its first, the longest of any) to end within the budget: the last segment's
+        teardown comes after every check. Per trial, because teardowns differ by far: a torch
+        DataLoader's worker processes take seconds to stop, a tf.data iterator milliseconds."""
+        own = self.teardowns.setdefault(trial.name, [])
+        expected = max(own) if own else max((max(t) for t in self.teardowns.values() if t), default=0.0)
+        stop_by = min(deadline, self.end - self.reserve - expected)
+        if stop_by - time.perf_counter() <= self.fit_start:  # its start and teardown do not fit: not started
+            self.stop.check()
+            return None
+        segment = _segment(trial, seconds, min_steps, stop_by, self.stop, own)
+        if own:
+            log.debug("advisor: what-if: %s: teardown %.2f s", trial.name, own[-1])
         return segment
 
     # -- phases ---------------------------------------------------------------------------------
@@ -195,9 +203,9 @@ class _Run:
         elapsed = time.perf_counter() - started
         warm_and_timed = segment.seconds * (_warm(unchanged) + segment.steps) / segment.steps
         self.fit_start = max(FIT_START_SECONDS, elapsed - warm_and_timed)
-        # The end, one step past a deadline, and a segment's teardown.
+        # The end and one step past a deadline (each segment also stops before its teardown).
         self.step_reserve = 2.0 * self.s.step_seconds * unchanged.spe
-        self.reserve = self.end_seconds + self.step_reserve + max(self.teardowns, default=0.0)
+        self.reserve = self.end_seconds + self.step_reserve
         return True
 
     def choose(self) -> None:

@@ -52,9 +52,14 @@ def mlp(width: int = 256, depth: int = 2, features: int = FEATURES, **compile_kw
 
 
 def advisor_callback() -> Any:
-    """The advisor with its defaults (the store comes from $ADVISOR_RUNS_DIR)."""
+    """The advisor with its defaults (the store comes from $ADVISOR_RUNS_DIR). The scenario
+    benchmark's ``--whatif SECONDS`` adds the measured what-if ($ADVISOR_SCENARIO_WHATIF_SECONDS):
+    ``whatif="auto"`` with that budget."""
     import advisor
 
+    whatif_seconds = os.environ.get("ADVISOR_SCENARIO_WHATIF_SECONDS")
+    if whatif_seconds:
+        return advisor.AdvisorCallback(whatif="auto", whatif_max_seconds=float(whatif_seconds))
     return advisor.AdvisorCallback()
 
 

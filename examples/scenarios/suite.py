@@ -62,6 +62,7 @@ class Score:
     recall_total: int
     seconds: float = 0.0
     error: str | None = None
+    top_measured: str | None = None  # the top finding's measured gain (with the what-if on)
 
     @property
     def precision_hits(self) -> int:
@@ -121,6 +122,9 @@ def score(expected: Expected, report: Any) -> Score:
     allowed = set(expected.must_fail) | set(expected.may_fail)
     missed = [code for code in expected.must_fail if code not in failed]
     top = failed[0] if failed else None
+    top_measured = None
+    if failures and getattr(failures[0], "measured", None) is not None:
+        top_measured = f"{failures[0].measured.candidate} {failures[0].measured.text}"
     ranked_ok = None
     if expected.ranked:
         positions = [failed.index(code) for code in expected.ranked if code in failed]
@@ -131,4 +135,5 @@ def score(expected: Expected, report: Any) -> Score:
         fired_forbidden=[code for code in expected.must_not_fire if code in failed],
         top=top, top_ok=None if expected.top is None else top == expected.top, ranked_ok=ranked_ok,
         recall_hits=len(expected.must_fail) - len(missed), recall_total=len(expected.must_fail),
+        top_measured=top_measured,
     )
