@@ -367,11 +367,13 @@ def run_whatif(situation: Situation, requested: str | Sequence[str] = "auto", *,
     timer = time.perf_counter()
     state = ModelState(situation.model)
     settings = step_settings(situation.model)
-    run.end_seconds = run.reserve = 0.05 + collect_s + (time.perf_counter() - timer)
     # Everything older than the what-if is left out of its collections (each segment collects
-    # its own garbage: a full collection of a process with TensorFlow loaded took 0.25 s, of
-    # what the what-if adds ~1 ms); unfrozen at the end.
+    # its own garbage: a full collection of a process with TensorFlow loaded took 0.25 s, and
+    # in a long-lived process far more; of what the what-if adds ~1 ms); unfrozen at the end.
+    # So the end reserves a restore (about what the snapshot took) and a small collection, not
+    # another full one like the one above (``collect_s``).
     gc.freeze()
+    run.end_seconds = run.reserve = 0.05 + min(collect_s, 0.05) + (time.perf_counter() - timer)
     try:
         try:
             with ctrl_c_stops(run.stop):
