@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 import subprocess
@@ -9,6 +10,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("TF_NUM_INTEROP_THREADS", "1")
@@ -33,24 +35,80 @@ def runs_dir(tmp_path, monkeypatch):
 # sweep (the failure and that it went on) and tests/faults/test_killed_runs.py the lost worker's
 # run. Two JAX processes started once for both; the sweep id is unique to this test process (a
 # shared CI host may run another suite, whose processes must not count as our leftovers).
+# `advisor scale` runs as a process of its own, so that it can run beside the fit killed mid-window
+# below (see `_killed_processes`).
+class _KilledWorkerSweep:
+    """The sweep above, started; ``result()`` waits for it: (sweep id, runs directory, result)."""
+
+    def __init__(self, tmp_path_factory: pytest.TempPathFactory) -> None:
+        train = str(Path(__file__).resolve().parents[1] / "examples" / "scaling" / "train.py")
+        self.sweep_id = f"kill{os.getpid()}"
+        folder = tmp_path_factory.mktemp("killed-sweep")
+        self.runs = folder / "runs"
+        self.out, self.err = folder / "scale.out", folder / "scale.err"
+        argv = [sys.executable, "-m", "advisor.cli.main", "--runs-dir", str(self.runs), "scale",
+                "--workers", "2", "--strategy", "jax", "--strategy", "mirrored", "--timeout", "90",
+                "--sweep-id", self.sweep_id, "--no-report", "--",
+                sys.executable, train, "--epochs", "2", "--samples", "1024", "--hidden", "32",
+                "--batch-per-replica", "32", "--kill-rank", "1", "--kill-at-step", "3"]
+        with open(self.out, "wb") as out, open(self.err, "wb") as err:
+            self.proc = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                                         env={**os.environ, "PYTHONIOENCODING": "utf-8"})
+
+    def result(self) -> tuple[str, Path, SimpleNamespace]:
+        """Wait for the sweep (two configurations of at most 90 s each); what CliRunner would give."""
+        self.proc.wait(timeout=300)
+        stdout, stderr = self.out.read_text(encoding="utf-8"), self.err.read_text(encoding="utf-8")
+        return self.sweep_id, self.runs, SimpleNamespace(
+            exit_code=self.proc.returncode, stdout=stdout, stderr=stderr, output=stdout + stderr)
+
+    def stop(self) -> None:
+        """Stop it if it still runs: SIGINT first, on which `advisor scale` ends its workers."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def _wanted(request: pytest.FixtureRequest, fixture: str) -> bool:
+    """Some test of this session uses ``fixture``."""
+    return any(fixture in getattr(item, "fixturenames", ()) for item in request.session.items)
+
+
 @pytest.fixture(scope="session")
-def killed_worker_sweep(tmp_path_factory):
-    """(sweep id, runs directory, the ``advisor scale`` result) of the sweep above."""
-    from click.testing import CliRunner
+def _killed_processes(request, tmp_path_factory):
+    """(the killed fit, the killed-worker sweep) below, each started only when a test of this session
+    uses it, side by side (each start of TensorFlow or JAX costs several seconds of one core, and
+    the killed fit sleeps most of its time); None for one that is not used. Both have ended when
+    this returns: no other test runs beside them."""
+    sweep = None
+    if _wanted(request, "killed_worker_sweep") and importlib.util.find_spec("jax") is not None:
+        sweep = _KilledWorkerSweep(tmp_path_factory)
+    try:
+        fit = _kill_mid_window(tmp_path_factory) if _wanted(request, "killed_mid_window") else None
+        return fit, sweep.result() if sweep is not None else None
+    finally:
+        if sweep is not None:
+            sweep.stop()
 
-    from advisor.cli.main import cli
 
-    pytest.importorskip("jax")
-    train = str(Path(__file__).resolve().parents[1] / "examples" / "scaling" / "train.py")
-    sweep_id = f"kill{os.getpid()}"
-    runs = tmp_path_factory.mktemp("killed-sweep") / "runs"
-    result = CliRunner().invoke(cli, [
-        "--runs-dir", str(runs), "scale", "--workers", "2", "--strategy", "jax", "--strategy", "mirrored",
-        "--timeout", "90", "--sweep-id", sweep_id, "--no-report", "--",
-        sys.executable, train, "--epochs", "2", "--samples", "1024", "--hidden", "32",
-        "--batch-per-replica", "32", "--kill-rank", "1", "--kill-at-step", "3",
-    ], catch_exceptions=False)
-    return sweep_id, runs, result
+@pytest.fixture(scope="session")
+def killed_worker_sweep(_killed_processes, tmp_path_factory):
+    """(sweep id, runs directory, the ``advisor scale`` result: exit_code, stdout, stderr and output)
+    of the sweep above."""
+    if importlib.util.find_spec("jax") is None:  # not importorskip: JAX is for the workers only
+        pytest.skip("needs jax (CPU)")
+    swept = _killed_processes[1]
+    if swept is None:  # asked for by a test that does not name it (request.getfixturevalue)
+        sweep = _KilledWorkerSweep(tmp_path_factory)
+        try:
+            swept = sweep.result()
+        finally:
+            sweep.stop()
+    return swept
 
 
 KILLED_SCRIPT = textwrap.dedent("""
@@ -71,10 +129,17 @@ KILLED_SCRIPT = textwrap.dedent("""
 
 
 @pytest.fixture(scope="session")
-def killed_mid_window(tmp_path_factory):
+def killed_mid_window(_killed_processes, tmp_path_factory):
     """(store, windows on disk before the kill) of a training process SIGKILLed mid-epoch, in the
     middle of a 0.4 s window, once at least five windows were flushed. Shared by
     tests/collectors/test_killed.py and tests/faults/test_killed_runs.py: one process for both."""
+    fit = _killed_processes[0]
+    if fit is None:  # asked for by a test that does not name it (request.getfixturevalue)
+        fit = _kill_mid_window(tmp_path_factory)
+    return fit
+
+
+def _kill_mid_window(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
     from advisor.store.reader import list_run_dirs
 
     runs_dir = tmp_path_factory.mktemp("killed") / "runs"

@@ -106,6 +106,8 @@ class AdvisorCallback(KerasCallbackProtocol):
             measured gain (None: off). See docs/whatif.md.
         whatif_max_seconds: the what-if's whole budget (None: the smaller of 10% of the fit and 60 s).
         whatif_rounds: interleaved rounds of the what-if (each gain's band comes from them).
+        whatif_seconds: measure the rounds for about this long in all, then stop (None: use
+            what the budget leaves after preparing); ``whatif_max_seconds`` still caps it all.
         pricing: ``"table"`` or ``"aws"`` (the AWS price, cached; at most 3 s, else the table).
         spot: price the instance at the current spot price (with ``pricing="aws"``).
         region: AWS region of the instance for prices (default: boto3's region).
@@ -153,6 +155,7 @@ class AdvisorCallback(KerasCallbackProtocol):
         whatif: str | Sequence[str] | None = None,
         whatif_max_seconds: float | None = None,
         whatif_rounds: int = WHATIF_ROUNDS,
+        whatif_seconds: float | None = None,
         pricing: str = "table",
         spot: bool = False,
         region: str | None = None,
@@ -171,6 +174,7 @@ class AdvisorCallback(KerasCallbackProtocol):
             profile_timeout_s=profile_timeout_s, telemetry=telemetry, telemetry_interval_s=telemetry_interval_s,
             telemetry_devices=telemetry_devices, mfu=mfu, instance_metadata=instance_metadata, pipeline=pipeline,
             whatif=whatif, whatif_max_seconds=whatif_max_seconds, whatif_rounds=whatif_rounds,  # type: ignore[arg-type]
+            whatif_seconds=whatif_seconds,
             pricing=pricing, spot=spot, region=region, cloudwatch_namespace=cloudwatch_namespace,
             mlflow=mlflow,
         )

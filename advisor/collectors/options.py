@@ -82,6 +82,7 @@ class AdvisorOptions:
     whatif: str | tuple[str, ...] | None = None  # "auto" or candidate names
     whatif_max_seconds: float | None = None  # None: the smaller of 10% of the fit and 60 s
     whatif_rounds: int = WHATIF_ROUNDS
+    whatif_seconds: float | None = None  # measuring time of the rounds; None: what the budget leaves
     pricing: str = "table"
     spot: bool = False
     region: str | None = None
@@ -121,6 +122,8 @@ class AdvisorOptions:
         put(self, "whatif", normalize_whatif(self.whatif))
         if self.whatif_max_seconds is not None:
             _positive("whatif_max_seconds", self.whatif_max_seconds)
+        if self.whatif_seconds is not None:
+            _positive("whatif_seconds", self.whatif_seconds)
         _count("whatif_rounds", self.whatif_rounds, minimum=3)
         if os.environ.get("ADVISOR_PRICING") and self.pricing == "table":
             put(self, "pricing", os.environ["ADVISOR_PRICING"].strip().lower())

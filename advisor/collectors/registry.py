@@ -61,7 +61,10 @@ def _pipeline(o: AdvisorOptions) -> Collector:
 def _whatif(o: AdvisorOptions) -> Collector:
     from advisor.collectors.whatif_collector import WhatIfCollector
 
-    return WhatIfCollector(o.whatif or "auto", max_seconds=o.whatif_max_seconds, rounds=o.whatif_rounds)
+    return WhatIfCollector(o.whatif or "auto", max_seconds=o.whatif_max_seconds, rounds=o.whatif_rounds,
+                           seconds=o.whatif_seconds)
+
+
 def _cloudwatch(o: AdvisorOptions) -> Collector:
     from advisor.collectors.cloudwatch import CloudWatchCollector
 

@@ -159,6 +159,7 @@ class _Run:
         self.step_reserve = 0.0  # one step past a deadline (set by the calibration)
         self.teardowns: dict[str, list[float]] = {}  # per trial and segment: last measured step to return
         self.stop = StopFlag()
+        self.measure_seconds: float | None = None  # the rounds' measured time, when asked for
 
     def left(self) -> float:
         return self.end - self.reserve - time.perf_counter()
@@ -235,10 +236,14 @@ class _Run:
 
     def prepare(self, restore: Any) -> list[Trial]:
         """Fill caches and compile each trial's step once (a short first segment), while the
-        estimates fit in the preparation share of the budget."""
+        estimates fit in the preparation share of the budget (half of what is left; with a
+        measuring target, whatever the rounds do not need)."""
         ready = []
         step = self.s.step_seconds or 0.0
-        prepare_end = time.perf_counter() + PREPARE_SHARE * max(0.0, self.left())
+        share = PREPARE_SHARE * max(0.0, self.left())
+        if self.measure_seconds is not None:  # the rounds need only their target (and overheads)
+            share = max(share, self.left() - self.measure_seconds / MEASURE_SHARE)
+        prepare_end = time.perf_counter() + share
         for trial in self.trials:
             entry = self.result.candidates[trial.name]
             started = time.perf_counter()
@@ -277,6 +282,8 @@ class _Run:
         arms = [self._arm(self.s.unchanged)] + [self._arm(t) for t in ready]
         deadline = self.end - self.reserve
         measured = max(0.0, deadline - time.perf_counter()) * MEASURE_SHARE
+        if self.measure_seconds is not None:
+            measured = min(measured, self.measure_seconds)
         plan = Plan(measured, 2 * self.rounds, self.rounds, self.end - self.t0, _warm(self.s.unchanged))
         try:
             outcome = run_rounds(arms, plan, deadline, restore)
@@ -348,14 +355,18 @@ def _what_prepares(trial: Trial) -> str:
 
 def run_whatif(situation: Situation, requested: str | Sequence[str] = "auto", *, budget: float,
                rounds: int = WHATIF_ROUNDS, mode: str = "api", fit_seconds: float | None = None,
-               started: float | None = None) -> WhatIfResult:
+               started: float | None = None, seconds: float | None = None) -> WhatIfResult:
     """Measure the candidates ``requested`` ("auto": those the situation points to) against the
     unchanged configuration within ``budget`` seconds from ``started`` (a ``perf_counter`` time,
-    default now: the caller's own preparation counts); the model is left exactly as it was."""
+    default now: the caller's own preparation counts); the model is left exactly as it was.
+    ``seconds``: the rounds' measured time in all (default: a share of what the budget leaves
+    after preparing), so that a generous budget need not be spent when a shorter measurement
+    is enough; the budget still caps everything."""
     from advisor.collectors.model_state import ModelState
     from advisor.collectors.whatif_model import restore_step_settings, step_settings
 
     run = _Run(situation, requested, budget, rounds, mode, fit_seconds, started)
+    run.measure_seconds = seconds
     result = run.result
     if budget < MIN_BUDGET:
         result.skipped = f"a budget of {budget:.2f} s is too short to measure anything (at least {MIN_BUDGET:g} s)"
@@ -372,7 +383,9 @@ def run_whatif(situation: Situation, requested: str | Sequence[str] = "auto", *,
     # in a long-lived process far more; of what the what-if adds ~1 ms); unfrozen at the end.
     # So the end reserves a restore (about what the snapshot took) and a small collection, not
     # another full one like the one above (``collect_s``).
-    gc.freeze()
+    freeze = gc.get_freeze_count() == 0  # not when something else froze objects (a pre-fork server)
+    if freeze:
+        gc.freeze()
     run.end_seconds = run.reserve = 0.05 + min(collect_s, 0.05) + (time.perf_counter() - timer)
     try:
         try:
@@ -413,7 +426,8 @@ def run_whatif(situation: Situation, requested: str | Sequence[str] = "auto", *,
         try:
             _put_back(gc.collect)
         finally:
-            gc.unfreeze()
+            if freeze:
+                gc.unfreeze()
         result.seconds = time.perf_counter() - run.t0
     for name in WHATIF_NAMES:  # a candidate asked for by name that was never reached
         if not isinstance(requested, str) and name in requested and name not in result.candidates:

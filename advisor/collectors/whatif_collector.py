@@ -133,7 +133,7 @@ def situation_from_user(model: Any, data: Any, batch_size: int | None = None,
 
 def whatif(model: Any, data: Any, candidates: str | Sequence[str] = "auto", *, max_seconds: float = WHATIF_MAX_SECONDS,
            rounds: int = WHATIF_ROUNDS, batch_size: int | None = None, steps_per_epoch: int | None = None,
-           input_cost: float | None = None) -> WhatIfResult:
+           input_cost: float | None = None, seconds: float | None = None) -> WhatIfResult:
     """Try recommended changes on ``model`` and ``data`` and measure each gain; see docs/whatif.md.
 
     ``data`` is what you pass to ``fit`` (a tf.data.Dataset, ``(x, y)`` arrays with ``batch_size``,
@@ -141,6 +141,8 @@ def whatif(model: Any, data: Any, candidates: str | Sequence[str] = "auto", *, m
     to) or a list of names. Everything stays within ``max_seconds``; the model's weights,
     optimizer and metrics are afterwards exactly what they were. ``input_cost``: the share of
     step time the input costs, if you measured it (``advisor.measure_input``), to focus "auto".
+    ``seconds``: measure the rounds for about this long in all and stop (default: what
+    ``max_seconds`` leaves after preparing the candidates).
     """
     from advisor.collectors.baseline import _check_model
     from advisor.collectors.whatif import run_whatif
@@ -152,10 +154,13 @@ def whatif(model: Any, data: Any, candidates: str | Sequence[str] = "auto", *, m
         raise UsageError("whatif(): candidates must be 'auto' or a list of names")
     if not isinstance(max_seconds, (int, float)) or not max_seconds > 0:
         raise UsageError(f"max_seconds must be a positive number, got {max_seconds!r}")
+    if seconds is not None and (not isinstance(seconds, (int, float)) or not seconds > 0):
+        raise UsageError(f"seconds must be a positive number or None, got {seconds!r}")
     situation = situation_from_user(model, data, batch_size, steps_per_epoch)
     if input_cost is not None:
         situation.input_cost, situation.input_cost_outside_band = float(input_cost), float(input_cost) > 0.05
-    return run_whatif(situation, requested, budget=float(max_seconds), rounds=rounds, mode="api", started=started)
+    return run_whatif(situation, requested, budget=float(max_seconds), rounds=rounds, mode="api", started=started,
+                      seconds=None if seconds is None else float(seconds))
 
 
 class WhatIfCollector(Collector):
@@ -164,8 +169,9 @@ class WhatIfCollector(Collector):
     name = "whatif"
 
     def __init__(self, requested: str | Sequence[str] = "auto", max_seconds: float | None = None,
-                 rounds: int = WHATIF_ROUNDS) -> None:
+                 rounds: int = WHATIF_ROUNDS, seconds: float | None = None) -> None:
         super().__init__()
+        self.seconds = seconds
         self.requested = normalize_whatif(requested) or "auto"
         self.max_seconds = max_seconds
         self.rounds = rounds
@@ -205,7 +211,7 @@ class WhatIfCollector(Collector):
             return
         try:
             self.result = run_whatif(situation, self.requested, budget=budget, rounds=self.rounds, mode="end",
-                                     fit_seconds=fit_seconds, started=now)
+                                     fit_seconds=fit_seconds, started=now, seconds=self.seconds)
         finally:
             s.shared["whatif_seconds"] = time.perf_counter() - now
         s.writer.write(self.result.to_record())

@@ -6,6 +6,12 @@ of its own (one process per backend does every check, to keep CI time down) and 
 assert on what it wrote: its observations in ``results.json`` and its run directories. Ground
 truth for sample counts is a layer inside the compiled train step that counts what it trains
 on. On JAX the driver ends by training slowly and is killed with SIGKILL mid-epoch.
+
+The drivers are independent, so all of them start at once (``drivers``) and each backend's
+tests wait only for their own: much of a driver's time is spent importing frameworks, compiling
+and in time-boxed baseline segments, and on two cores four drivers side by side take about half
+the time of four in a row. Nothing they check depends on being alone on the machine (the
+baseline figures are only asserted to be positive), and their deadline allows for the sharing.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from processes import kill_leftovers
 
 from advisor.analysis.registry import registry
 from advisor.store.reader import RunReader, list_run_dirs
@@ -43,7 +50,7 @@ FLAVORS: dict[str, dict[str, str]] = {
     "tf_keras": {"KERAS_BACKEND": "tensorflow", "TF_USE_LEGACY_KERAS": "1"},
 }
 AVAILABLE = {"jax": "jax", "torch": "torch", "tf_keras": "tf_keras", "tensorflow": "tensorflow"}
-DRIVER_TIMEOUT_S = 240
+DRIVER_TIMEOUT_S = 600  # from the start of all drivers together; one alone takes 15–30 s on 2 idle cores
 N, BATCH = 200, 32  # as in driver.py
 FLOPS_PER_SAMPLE = 2 * (2 * 8 * 16) + 3 * (2 * 16 * 1)  # Dense 8→16 (no input gradient), Dense 16→1
 
@@ -63,41 +70,75 @@ class Matrix:
         return RunReader(entry["run"]).read()
 
 
+@dataclass
+class Driver:
+    """One backend's driver process, started by ``drivers`` and awaited by ``matrix``."""
+
+    out: Path
+    proc: subprocess.Popen[bytes]
+    log: Any
+    deadline: float
+
+
 def _installed(module: str) -> bool:
     import importlib.util
 
     return importlib.util.find_spec(module) is not None
 
 
-@pytest.fixture(scope="module", params=list(FLAVORS))
-def matrix(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    flavor = request.param
-    if not _installed(AVAILABLE[flavor]):
-        pytest.skip(f"{AVAILABLE[flavor]} is not installed")
-    out = tmp_path_factory.mktemp(f"matrix-{flavor}")
+def _start(flavor: str, out: Path, deadline: float) -> Driver:
     env = {k: v for k, v in os.environ.items() if k not in ("KERAS_BACKEND", "TF_USE_LEGACY_KERAS")}
     env.update(FLAVORS[flavor])
     env.update({"TF_CPP_MIN_LOG_LEVEL": "3", "ADVISOR_RUNS_DIR": str(out / "unused")})
     args = [sys.executable, str(DRIVER), str(out)] + (["--kill"] if flavor == "jax" else [])
     log = (out / "driver.log").open("w")
     proc = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    return Driver(out, proc, log, deadline)
+
+
+@pytest.fixture(scope="module")
+def drivers(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """Every selected, installed backend's driver, all started at once (see the module's
+    docstring); a backend whose tests were deselected (``-k torch``) is not started."""
+    selected = {item.callspec.params["matrix"] for item in request.session.items
+                if item.path == request.path and "matrix" in getattr(getattr(item, "callspec", None), "params", {})}
+    deadline = time.monotonic() + DRIVER_TIMEOUT_S
+    started: dict[str, Driver] = {}
+    try:
+        for flavor in FLAVORS:
+            if flavor in selected and _installed(AVAILABLE[flavor]):
+                started[flavor] = _start(flavor, tmp_path_factory.mktemp(f"matrix-{flavor}"), deadline)
+        yield started
+    finally:
+        kill_leftovers(driver.proc for driver in started.values())
+        for driver in started.values():
+            driver.log.close()
+
+
+# JAX first: after its results its driver trains slowly until killed; waiting for it first keeps
+# that stretch short (it would end by itself after a few minutes), while the others go on.
+@pytest.fixture(scope="module", params=sorted(FLAVORS, key=lambda flavor: flavor != "jax"))
+def matrix(request: pytest.FixtureRequest, drivers: dict[str, Driver]) -> Any:
+    flavor = request.param
+    if not _installed(AVAILABLE[flavor]):
+        pytest.skip(f"{AVAILABLE[flavor]} is not installed")
+    driver = drivers[flavor]
+    out, proc = driver.out, driver.proc
     killed = None
     try:
-        deadline = time.monotonic() + DRIVER_TIMEOUT_S
         while not (out / "results.json").exists():
-            if proc.poll() is not None or time.monotonic() > deadline:
+            if proc.poll() is not None or time.monotonic() > driver.deadline:
                 pytest.fail(f"{flavor} driver ended without results (exit {proc.poll()}):\n"
                             + (out / "driver.log").read_text()[-4000:])
             time.sleep(0.2)
         if flavor == "jax":
-            killed = _kill_mid_epoch(proc, out / "killed", deadline)
+            killed = _kill_mid_epoch(proc, out / "killed", driver.deadline)
         else:
-            proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+            proc.wait(timeout=max(1.0, driver.deadline - time.monotonic()))
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-        log.close()
     results = json.loads((out / "results.json").read_text())
     return Matrix(flavor, out, results, killed)
 

@@ -62,8 +62,12 @@ def test_unreachable_cloudwatch_never_stops_training(tmp_path, monkeypatch, runs
     from aws_server import free_port, point_at
 
     import advisor
+    from advisor.cloud import cloudwatch
 
     point_at(monkeypatch, f"http://127.0.0.1:{free_port()}", tmp_path)  # nothing listens there
+    # The publisher gives up after its third failed send, backing off 2 s then 4 s between them
+    # (AWS: up to 5 min); 1 s each keeps the three real attempts and their one warning.
+    monkeypatch.setattr(cloudwatch, "MAX_BACKOFF_S", 1.0)
     x, y = np.random.rand(512, 4).astype("float32"), np.random.rand(512, 1).astype("float32")
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
     model.compile("sgd", "mse")

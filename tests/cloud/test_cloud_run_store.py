@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -91,7 +92,12 @@ def test_s3_outage_mid_training_keeps_the_spool_and_retries(tmp_path, monkeypatc
                     server.stop()  # S3 disappears after the first epoch's upload request
 
         callback = train("s3://flaky-runs/r", epochs=4, extra_callbacks=(Outage(),))
-        assert not callback.uploader.wait(3)
+        # The uploads asked for at the later epoch ends and at the end fail (a refused connection
+        # fails at once): wait for the first failure, then the uploader must still not be done.
+        deadline = time.monotonic() + 30
+        while callback.uploader.failures < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not callback.uploader.wait(1)
         assert callback.uploader.failures >= 1 and "cannot reach AWS" in callback.uploader.last_error
         run = RunReader(callback.writer.path).read()  # the spool holds the whole run
         assert run.status == "finished" and len(run.of_type(EpochRecord)) == 4
@@ -119,7 +125,9 @@ SCRIPT = textwrap.dedent("""
 
 
 def test_missing_bucket_warns_once_and_advisor_upload_sends_it_later(aws, tmp_path):
-    env = {**os.environ, "ADVISOR_UPLOAD_WAIT_S": "3", "TF_CPP_MIN_LOG_LEVEL": "3"}
+    # At exit the uploader waits ADVISOR_UPLOAD_WAIT_S for the bucket (120 s by default); by then
+    # it has failed at least twice (at the first epoch end and at the end of training).
+    env = {**os.environ, "ADVISOR_UPLOAD_WAIT_S": "1", "TF_CPP_MIN_LOG_LEVEL": "3"}
     proc = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     run_id = proc.stdout.strip().splitlines()[-1]

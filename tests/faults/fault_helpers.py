@@ -1,5 +1,6 @@
 """Shared by the fault and property tests: a time limit, a valid run to mutate, the CLI in
-process and in a subprocess, and what a clean outcome looks like."""
+process and in a subprocess, what a clean outcome looks like, and how many examples a deep
+fuzzer draws."""
 
 from __future__ import annotations
 
@@ -17,7 +18,24 @@ from typing import Any
 from click.testing import CliRunner, Result
 
 CLEAN_EXIT_CODES = {0, 1, 2, 3}
+FUZZ_SHARE = 5  # the suite's run of a deep fuzzer draws a fifth of its deep count
 T0 = 1_764_000_000.0  # a fixed time (2025-11-24): generated runs must not depend on the clock
+
+
+def fuzz_examples(deep: int) -> int:
+    """``max_examples`` of a deep ``test_many_*`` fuzzer.
+
+    Those fuzzers are not derandomized and keep no database: each run of the suite draws new
+    examples, so a run need not draw them all (the ``test_any_*`` tests beside them replay a fixed,
+    derandomized set every time). By default a fifth of ``deep`` (the suite runs on shared 2-core
+    machines); ``ADVISOR_FUZZ_EXAMPLES=deep`` draws the full ``deep`` count, and
+    ``ADVISOR_FUZZ_EXAMPLES=N`` draws N examples in each of them (a soak run)."""
+    wanted = os.environ.get("ADVISOR_FUZZ_EXAMPLES", "").strip().lower()
+    if wanted == "deep":
+        return deep
+    if wanted:
+        return max(1, int(wanted))
+    return max(1, deep // FUZZ_SHARE)
 
 
 class Hang(Exception):

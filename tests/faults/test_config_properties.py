@@ -1,6 +1,10 @@
 """Property tests: any `[tool.advisor]` configuration and any `--threshold` option gives
 settings or a ConfigError / UsageError naming the file or option, within a time limit — and a
-threshold that is NaN or infinite is refused, never silently turning a failing rule into a pass."""
+threshold that is NaN or infinite is refused, never silently turning a failing rule into a pass.
+
+The deep fuzzer (`test_many_*`, slow) draws a fifth of its 2000 examples in the suite's run,
+new ones every run (not derandomized, no database); `ADVISOR_FUZZ_EXAMPLES=deep` draws all
+2000, `ADVISOR_FUZZ_EXAMPLES=N` draws N (tests/faults/fault_helpers.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ import pytest
 from fault_helpers import (
     assert_clean,
     cli,
+    fuzz_examples,
     lines,
     time_limit,
     valid_manifest,
@@ -66,7 +71,7 @@ def test_any_configuration_gives_settings_or_a_clean_error(text, tmp_path_factor
 
 
 @pytest.mark.slow
-@settings(max_examples=2000, **SETTINGS)
+@settings(max_examples=fuzz_examples(2000), **SETTINGS)
 @given(text=configs())
 def test_many_configurations(text, tmp_path_factory):
     path = tmp_path_factory.mktemp("cfg") / "pyproject.toml"

@@ -1,7 +1,8 @@
 """A full disk and a store made read-only in the middle of a real training process.
 
-Each case trains a small Keras model in a subprocess (the two write-hook cases one after the other
-in the same one); after epoch 1 the store starts failing: through the writer's fault-injection
+Every case trains a small Keras model, all of them one after the other in one subprocess (each
+TensorFlow start costs several seconds on a 2-core machine; each fit has a store of its own and
+the output is split by case); after epoch 1 the store starts failing: through the writer's fault-injection
 point (``advisor.store.files._write`` raising the errno the kernel would: a file system gone
 read-only under the job), for real on a 4 MiB tmpfs that is filled up (when this machine lets the test
 mount one), or for real by taking write permission away from the run directory (then the open
@@ -91,31 +92,64 @@ SCRIPT = textwrap.dedent("""
 """).replace("EPOCHS", str(EPOCHS))
 
 
-@pytest.fixture
-def tmpfs(tmp_path):
-    """A 4 MiB tmpfs, or a skip where this machine does not allow mounting one."""
-    mount = tmp_path / "tmpfs"
+# The order the cases train in, in one process: the write-hook read-only store last, because it
+# lasts until the process ends (the hook's full disk gives the real write function back at epoch 3).
+ORDER = ["hook-enospc", "tmpfs-enospc", "chmod", "hook-erofs"]
+
+
+def _mount_tmpfs(mount: Path) -> str | None:
+    """Mount a 4 MiB tmpfs on ``mount``; the reason it cannot be mounted here, or None."""
     mount.mkdir()
     done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", f"advisor-{uuid.uuid4().hex[:6]}",
                            str(mount)], capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip() or 'not permitted'}); "
-                    "the write-hook variant covers the same path")
-    yield mount
-    subprocess.run(["umount", "-l", str(mount)], capture_output=True, check=False)
+        return (f"cannot mount a tmpfs here ({done.stderr.strip() or 'not permitted'}); "
+                "the write-hook variant covers the same path")
+    return None
 
 
-def _train(mode: str, store: Path, mount: Path) -> subprocess.CompletedProcess[str]:
-    return _train_each({mode: store}, mount)[mode]
+@pytest.fixture(scope="module")
+def faults(tmp_path_factory):
+    """Every case that this machine allows, trained one after the other in one process: {mode:
+    (store, the process's output for that mode)}; {mode: reason} for the cases it does not allow."""
+    base = tmp_path_factory.mktemp("disk-faults")
+    mount = base / "tmpfs"
+    skipped: dict[str, str] = {}
+    unprivileged = _unprivileged()
+    if unprivileged is None:
+        skipped["chmod"] = "running as root without setpriv: permissions cannot be taken away here"
+    reason = _mount_tmpfs(mount)
+    if reason is not None:
+        skipped["tmpfs-enospc"] = reason
+    stores = {mode: (mount if mode == "tmpfs-enospc" else base / mode) / "runs"
+              for mode in ORDER if mode not in skipped}
+    try:
+        done = _train_each(stores, mount, unprivileged or [])
+        yield {mode: (stores[mode], done[mode]) for mode in stores}, skipped
+    finally:
+        if "chmod" in stores:  # give the run directory its permissions back for the cleanup
+            for folder in stores["chmod"].rglob("*"):
+                if folder.is_dir():
+                    os.chmod(folder, 0o755)
+        if reason is None:
+            subprocess.run(["umount", "-l", str(mount)], capture_output=True, check=False)
 
 
-def _train_each(stores: dict[str, Path], mount: Path) -> dict[str, subprocess.CompletedProcess[str]]:
+def _case(faults, mode: str) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    cases, skipped = faults
+    if mode in skipped:
+        pytest.skip(skipped[mode])
+    return cases[mode]
+
+
+def _train_each(stores: dict[str, Path], mount: Path,
+                prefix: list[str]) -> dict[str, subprocess.CompletedProcess[str]]:
     """Train each mode into its store, one after the other in one process (TensorFlow is
-    imported once); each mode's part of the output, as if it had had the process to itself."""
+    imported once), the process started behind ``prefix``; each mode's part of the output, as if
+    it had had the process to itself."""
     pairs = [f"{mode}={store}" for mode, store in stores.items()]
-    unprivileged = _unprivileged("chmod") if "chmod" in stores else []
-    done = subprocess.run([*unprivileged, sys.executable, "-c", SCRIPT, str(mount), *pairs],
-                          capture_output=True, text=True, timeout=300, check=False)
+    done = subprocess.run([*prefix, sys.executable, "-c", SCRIPT, str(mount), *pairs],
+                          capture_output=True, text=True, timeout=120 + 60 * len(pairs), check=False)
     out, err = _by_mode(done.stdout), _by_mode(done.stderr)
     return {mode: subprocess.CompletedProcess(done.args, done.returncode, out.get(mode, ""),
                                               err.get(mode, "") or done.stderr)
@@ -135,22 +169,15 @@ def _by_mode(text: str) -> dict[str, str]:
     return {mode: "".join(lines) for mode, lines in parts.items()}
 
 
-@pytest.fixture(scope="module")
-def hook_faults(tmp_path_factory):
-    """The two write-hook cases, trained one after the other in one process: the full disk
-    (which ends at epoch 3) first, then the read-only store (which lasts until the process ends)."""
-    base = tmp_path_factory.mktemp("hook-faults")
-    stores = {"hook-enospc": base / "enospc" / "runs", "hook-erofs": base / "erofs" / "runs"}
-    return stores, _train_each(stores, base)
-
-
-def _unprivileged(mode: str) -> list[str]:
-    """Root ignores file permissions: for the permission case, train without that power."""
-    if mode != "chmod" or os.geteuid() != 0:
+def _unprivileged() -> list[str] | None:
+    """Root ignores file permissions: the command prefix that trains without that power (for the
+    permission case; the other cases only write into folders of their own owner, so it changes
+    nothing for them), [] when not root, None when root without setpriv."""
+    if os.geteuid() != 0:
         return []
     setpriv = shutil.which("setpriv")
     if setpriv is None:
-        pytest.skip("running as root without setpriv: permissions cannot be taken away here")
+        return None
     return [setpriv, "--bounding-set", "-dac_override,-dac_read_search", "--"]
 
 
@@ -203,40 +230,34 @@ def _assert_read_only_outcome(done: subprocess.CompletedProcess[str], store: Pat
     assert [r["status"] for r in listed] == ["killed"]
 
 
-def test_disk_full_mid_run_through_the_write_hook(hook_faults):
-    stores, done = hook_faults
-    _assert_disk_full_outcome(done["hook-enospc"], stores["hook-enospc"], exact=True)
+def test_disk_full_mid_run_through_the_write_hook(faults):
+    store, done = _case(faults, "hook-enospc")
+    _assert_disk_full_outcome(done, store, exact=True)
 
 
-def test_disk_full_mid_run_on_a_real_tmpfs(tmpfs):
-    store = tmpfs / "runs"
-    _assert_disk_full_outcome(_train("tmpfs-enospc", store, tmpfs), store, exact=False)
+def test_disk_full_mid_run_on_a_real_tmpfs(faults):
+    store, done = _case(faults, "tmpfs-enospc")
+    _assert_disk_full_outcome(done, store, exact=False)
 
 
-def test_store_read_only_mid_run_through_the_write_hook(hook_faults):
-    stores, done = hook_faults
-    _assert_read_only_outcome(done["hook-erofs"], stores["hook-erofs"], "Read-only file system")
+def test_store_read_only_mid_run_through_the_write_hook(faults):
+    store, done = _case(faults, "hook-erofs")
+    _assert_read_only_outcome(done, store, "Read-only file system")
 
 
-def test_run_directory_made_read_only_mid_run(tmp_path):
+def test_run_directory_made_read_only_mid_run(faults):
     """Real permissions (without CAP_DAC_OVERRIDE when the tests run as root, who ignores them):
     the manifest cannot be replaced at the end, the records — end record included — are all
     written, so the run reads as finished whatever its manifest says, and nothing is lost."""
-    store = tmp_path / "runs"
-    try:
-        done = _train("chmod", store, tmp_path)
-        assert done.returncode == 0 and "TRAINING DONE" in done.stdout, done.stderr[-3000:]
-        warnings = [line for line in done.stderr.splitlines() if "cannot write" in line]
-        assert len(warnings) == 1 and "the manifest" in warnings[0] and "Permission denied" in warnings[0]
-        (run_dir,) = list_run_dirs(store)
-        run = RunReader(run_dir).read()
-        assert run.manifest.status == "running"  # could not be marked finished…
-        assert run.status == "finished"  # …but the end record says it finished
-        assert sorted(e.epoch for e in run.of_type(EpochRecord)) == list(range(EPOCHS))
-        (end,) = run.of_type(EndRecord)
-        assert end.dropped_records is None and run.problems == []
-        assert cli("check", str(run_dir)).exit_code in (0, 1)  # complete: it can be judged
-    finally:
-        for folder in store.rglob("*"):
-            if folder.is_dir():
-                os.chmod(folder, 0o755)
+    store, done = _case(faults, "chmod")
+    assert done.returncode == 0 and "TRAINING DONE" in done.stdout, done.stderr[-3000:]
+    warnings = [line for line in done.stderr.splitlines() if "cannot write" in line]
+    assert len(warnings) == 1 and "the manifest" in warnings[0] and "Permission denied" in warnings[0]
+    (run_dir,) = list_run_dirs(store)
+    run = RunReader(run_dir).read()
+    assert run.manifest.status == "running"  # could not be marked finished…
+    assert run.status == "finished"  # …but the end record says it finished
+    assert sorted(e.epoch for e in run.of_type(EpochRecord)) == list(range(EPOCHS))
+    (end,) = run.of_type(EndRecord)
+    assert end.dropped_records is None and run.problems == []
+    assert cli("check", str(run_dir)).exit_code in (0, 1)  # complete: it can be judged

@@ -1,11 +1,15 @@
 """Property tests: any condition text compiles to an expression or is refused with an
 ExprError, and any compiled expression evaluates on any facts to a value or an ExprError —
-within a time limit, never another exception and never a hang."""
+within a time limit, never another exception and never a hang.
+
+The deep fuzzer (`test_many_*`, slow) draws a fifth of its 3000 examples in the suite's run,
+new ones every run (not derandomized, no database); `ADVISOR_FUZZ_EXAMPLES=deep` draws all
+3000, `ADVISOR_FUZZ_EXAMPLES=N` draws N (tests/faults/fault_helpers.py)."""
 
 from __future__ import annotations
 
 import pytest
-from fault_helpers import time_limit
+from fault_helpers import fuzz_examples, time_limit
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -76,7 +80,7 @@ def test_any_expression_compiles_and_evaluates_or_is_refused(source, facts):
 
 
 @pytest.mark.slow
-@settings(max_examples=3000, **SETTINGS)
+@settings(max_examples=fuzz_examples(3000), **SETTINGS)
 @given(source=expressions, facts=st.dictionaries(st.sampled_from(FACTS), fact_values))
 def test_many_expressions(source, facts):
     _compile_and_evaluate(source, facts)

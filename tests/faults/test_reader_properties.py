@@ -1,6 +1,10 @@
 """Property tests: any run directory — mutated values, truncation, garbage — gives `advisor
 check`, `show` and `runs` a result or a clean one-line error within a time limit: a documented
-exit code, never an internal error, a traceback or a hang."""
+exit code, never an internal error, a traceback or a hang.
+
+The deep fuzzer (`test_many_*`, slow) draws a fifth of its 400 examples in the suite's run,
+new ones every run (not derandomized, no database); `ADVISOR_FUZZ_EXAMPLES=deep` draws all
+400, `ADVISOR_FUZZ_EXAMPLES=N` draws N (tests/faults/fault_helpers.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ import pytest
 from fault_helpers import (
     assert_clean,
     cli,
+    fuzz_examples,
     lines,
     time_limit,
     valid_manifest,
@@ -110,7 +115,7 @@ def test_any_mutated_run_gives_a_result_or_a_clean_error(case, tmp_path_factory)
 
 
 @pytest.mark.slow
-@settings(max_examples=400, deadline=None, database=None,
+@settings(max_examples=fuzz_examples(400), deadline=None, database=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(case=mutated_runs())
 def test_many_mutated_runs(case, tmp_path_factory):

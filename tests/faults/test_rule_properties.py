@@ -1,6 +1,10 @@
 """Property tests: any rule file — valid structure with hostile values, alias bombs, random
 text — loads to rules or to a RuleError naming the file, within a time limit; and `advisor check
---rules-dir` on it exits with a documented code, never an internal error."""
+--rules-dir` on it exits with a documented code, never an internal error.
+
+The deep fuzzer (`test_many_*`, slow) draws a fifth of its 1500 examples in the suite's run,
+new ones every run (not derandomized, no database); `ADVISOR_FUZZ_EXAMPLES=deep` draws all
+1500, `ADVISOR_FUZZ_EXAMPLES=N` draws N (tests/faults/fault_helpers.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ import pytest
 from fault_helpers import (
     assert_clean,
     cli,
+    fuzz_examples,
     lines,
     time_limit,
     valid_manifest,
@@ -103,7 +108,7 @@ def test_any_rule_file_loads_or_is_refused(text, tmp_path_factory):
 
 
 @pytest.mark.slow
-@settings(max_examples=1500, **SETTINGS)
+@settings(max_examples=fuzz_examples(1500), **SETTINGS)
 @given(text=rule_files())
 def test_many_rule_files(text, tmp_path_factory):
     path = tmp_path_factory.mktemp("rules") / "M1-fuzz.yaml"

@@ -6,6 +6,7 @@ Against a real local MLflow tracking store (SQLite backend in the test's folder)
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 import sys
 import time
@@ -26,9 +27,25 @@ from advisor.integrations.mlflow_metrics import series_of  # noqa: E402
 from advisor.store.schema import GpuSample, HostSample, WindowRecord  # noqa: E402
 
 
+@pytest.fixture(scope="module")
+def migrated_store(tmp_path_factory) -> Path:
+    """An empty SQLite tracking store, created once: MLflow creates a store by running its
+    schema migrations (~2 s, more on a busy machine), so each test starts from a copy."""
+    folder = tmp_path_factory.mktemp("mlflow-template")
+    mlflow.tracking.MlflowClient(f"sqlite:///{folder / 'mlflow.db'}").search_experiments()
+    return folder / "mlflow.db"
+
+
 @pytest.fixture
-def tracking(tmp_path, monkeypatch):
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+def tracking(tmp_path, monkeypatch, migrated_store):
+    db = tmp_path / "mlflow.db"
+    shutil.copyfile(migrated_store, db)
+    con = sqlite3.connect(db)  # as if created here: the default experiment's artifacts in ./mlruns
+    with con:
+        con.execute("UPDATE experiments SET artifact_location = ? WHERE experiment_id = 0",
+                    (str(tmp_path / "mlruns" / "0"),))
+    con.close()
+    uri = f"sqlite:///{db}"
     monkeypatch.chdir(tmp_path)  # the SQLite store keeps artifacts in ./mlruns
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     mlflow.set_tracking_uri(uri)

@@ -2,13 +2,19 @@
 workers, MirroredStrategy over 1 and 2 logical CPU devices, and a worker killed mid-run.
 
 One tiny model (examples/scaling/train.py), two short epochs. Each multi-worker start costs
-several seconds here, so the whole file runs two sweeps: about a minute on two cores.
+several seconds here, so the whole file runs two sweeps: the six-point one and, beside it in a
+process of its own, the Keras 3 sweep that fails (two TensorFlow starts, which would otherwise
+wait for the six configurations; four of those are a single process, about one core of two). The
+sweep with a killed worker is a session fixture (tests/conftest.py).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import psutil
@@ -49,8 +55,53 @@ def _leftovers(sweep_id: str) -> list[int]:
     return found
 
 
+KERAS3_MULTIWORKER = """
+import numpy as np, tensorflow as tf, keras, advisor
+strategy = tf.distribute.MultiWorkerMirroredStrategy()
+with strategy.scope():
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(4)])
+    model.compile("adam", "mse")
+x = np.zeros((64, 8), "float32")
+model.fit(tf.data.Dataset.from_tensor_slices((x, x[:, :4])).batch(16), epochs=1, verbose=0,
+          callbacks=[advisor.AdvisorCallback(log_every_s=None)])
+"""
+
+
 @pytest.fixture(scope="module")
-def sweep(tmp_path_factory):
+def keras3_sweep(tmp_path_factory):
+    """The Keras 3 sweep of the last test, started as a process of its own (the real sweep below
+    runs beside it): (runs directory, a function that waits for it and returns its exit code,
+    stdout and stderr). It has ended, or is stopped, before the module's last test is done."""
+    folder = tmp_path_factory.mktemp("k3")
+    script = folder / "k3.py"
+    script.write_text(KERAS3_MULTIWORKER)
+    runs = folder / "runs"
+    out, err = folder / "scale.out", folder / "scale.err"
+    with open(out, "wb") as out_file, open(err, "wb") as err_file:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "advisor.cli.main", "--runs-dir", str(runs), "scale", "--workers", "2",
+             "--strategy", "multiworker", "--timeout", "90", "--sweep-id", K3, "--no-report", "--",
+             "python", str(script)],
+            stdout=out_file, stderr=err_file, stdin=subprocess.DEVNULL,
+            env={**os.environ, "PYTHONIOENCODING": "utf-8"})
+
+    def result() -> tuple[int, str, str]:
+        proc.wait(timeout=300)  # one configuration of at most 90 s
+        return proc.returncode, out.read_text(encoding="utf-8"), err.read_text(encoding="utf-8")
+
+    yield runs, result
+    if proc.poll() is None:  # a test failed before it waited: SIGINT, on which the sweep ends its workers
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory, keras3_sweep):
+    # keras3_sweep: started first, so that it runs beside this one
     runs = tmp_path_factory.mktemp("sweep") / "runs"
     result = _scale(runs, "--workers", "1,2", "--strategy", "mirrored", "--strategy", "multiworker",
                     "--strategy", "jax", "--timeout", "120", "--sweep-id", REAL, "--",
@@ -119,29 +170,15 @@ def test_killed_worker_fails_its_configuration_and_the_sweep_goes_on(killed_work
     assert [(f.strategy, f.workers) for f in table.failures] == [("jax", 2)]
 
 
-KERAS3_MULTIWORKER = """
-import numpy as np, tensorflow as tf, keras, advisor
-strategy = tf.distribute.MultiWorkerMirroredStrategy()
-with strategy.scope():
-    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(4)])
-    model.compile("adam", "mse")
-x = np.zeros((64, 8), "float32")
-model.fit(tf.data.Dataset.from_tensor_slices((x, x[:, :4])).batch(16), epochs=1, verbose=0,
-          callbacks=[advisor.AdvisorCallback(log_every_s=None)])
-"""
-
-
-def test_keras3_under_multiworker_fails_with_the_working_routes(tmp_path):
+def test_keras3_under_multiworker_fails_with_the_working_routes(keras3_sweep):
     """Keras 3 cannot fit under MultiWorkerMirroredStrategy with 2 workers (keras#20585): the
     configuration fails with Keras's own error, and the sweep says what works instead."""
-    script = tmp_path / "k3.py"
-    script.write_text(KERAS3_MULTIWORKER)
-    runs = tmp_path / "runs"
-    result = _scale(runs, "--workers", "2", "--strategy", "multiworker", "--timeout", "90",
-                    "--sweep-id", K3, "--no-report", "--", "python", str(script))
+    runs, result = keras3_sweep
+    exit_code, _, stderr = result()
     (config,) = read_sweep(sweep_dir(runs, K3)).configs
     assert config.status == "failed" and "PerReplica" in config.log_tail
     assert "advisor/" not in config.log_tail  # Keras's own error, raised before the callback runs
     assert "tf_keras" in config.hint and "jax" in config.hint
-    assert "hint: Keras 3 cannot fit under MultiWorkerMirroredStrategy" in result.stderr
+    assert "hint: Keras 3 cannot fit under MultiWorkerMirroredStrategy" in stderr
+    assert exit_code == 1  # a configuration failed
     assert _leftovers(K3) == []
