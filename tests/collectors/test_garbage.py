@@ -44,6 +44,8 @@ def test_a_freeze_already_in_place_is_left_as_it_was():
         with own_garbage():
             ref = garbage()
         assert ref() is None, holders(ref)  # a full collection instead
-        assert gc.get_freeze_count() == frozen  # their freeze untouched
+        # their freeze untouched: an unfreeze would leave none (frozen objects can still die of
+        # their reference counts meanwhile, so the count itself may drop by a few)
+        assert gc.get_freeze_count() > frozen // 2, (gc.get_freeze_count(), frozen)
     finally:
         gc.unfreeze()
