@@ -25,8 +25,6 @@ import logging
 import math
 import time
 import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from advisor.collectors.base import Collector
@@ -39,7 +37,15 @@ from advisor.collectors.baseline_auto import (
     mean_step_seconds,
 )
 from advisor.collectors.baseline_result import InputBaseline
-from advisor.collectors.baseline_rounds import Arm, Plan, Segment, fit_segment, round_up, run_rounds
+from advisor.collectors.baseline_rounds import (
+    Arm,
+    Plan,
+    Segment,
+    fit_segment,
+    own_garbage,
+    round_up,
+    run_rounds,
+)
 from advisor.collectors.feed_base import MAX_SLICE_BYTES, Feeds, InputError, one_line
 from advisor.collectors.input_feeds import epoch_batches, feeds_from_session, feeds_from_user
 from advisor.collectors.options import (
@@ -124,32 +130,6 @@ def measure_input(model: Any, data: Any, steps: int | None = DEFAULT_MIN_STEPS, 
                                 source_cache=source_cache, data_only=data_only)
     finally:
         randomness.restore()
-
-
-@contextmanager
-def own_garbage() -> Iterator[None]:
-    """Around a baseline: destroy the iterators it made before returning. An iterator over a
-    pipeline copy that is still alive at interpreter exit, its prefetch thread waiting in a
-    ``tf.py_function`` for the GIL, hangs the process's shutdown.
-
-    The objects older than the baseline are frozen (``gc.freeze``) meanwhile, so the final
-    collection looks only at what the baseline made: a full collection of a process with
-    TensorFlow, JAX and torch loaded took 0.35–0.4 s, in a long-lived process more, against
-    well under a millisecond. When something else has frozen objects already (a pre-fork
-    server does), nothing is frozen here and the collection is a full one."""
-    import gc
-
-    freeze = gc.get_freeze_count() == 0
-    if freeze:
-        gc.freeze()
-    try:
-        yield
-    finally:
-        try:
-            gc.collect()
-        finally:
-            if freeze:
-                gc.unfreeze()
 
 
 def _check_model(model: Any) -> None:

@@ -27,7 +27,15 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from advisor.collectors.baseline_rounds import Arm, Plan, Segment, fit_segment, round_up, run_rounds
+from advisor.collectors.baseline_rounds import (
+    Arm,
+    Plan,
+    Segment,
+    fit_segment,
+    own_garbage,
+    round_up,
+    run_rounds,
+)
 from advisor.collectors.feed_base import InputError, one_line
 from advisor.collectors.options import WHATIF_NAMES, WHATIF_ROUNDS
 from advisor.collectors.whatif_result import (
@@ -144,7 +152,8 @@ class _Run:
     """One what-if: the trials, their results, the clock."""
 
     def __init__(self, situation: Situation, requested: str | Sequence[str], budget: float, rounds: int,
-                 mode: str, fit_seconds: float | None, started: float | None) -> None:
+                 mode: str, fit_seconds: float | None, started: float | None,
+                 measure_seconds: float | None = None) -> None:
         self.s = situation
         self.t0 = started if started is not None else time.perf_counter()
         self.end = self.t0 + budget
@@ -159,7 +168,7 @@ class _Run:
         self.step_reserve = 0.0  # one step past a deadline (set by the calibration)
         self.teardowns: dict[str, list[float]] = {}  # per trial and segment: last measured step to return
         self.stop = StopFlag()
-        self.measure_seconds: float | None = None  # the rounds' measured time, when asked for
+        self.measure_seconds = measure_seconds  # the rounds' measured time, when asked for
 
     def left(self) -> float:
         return self.end - self.reserve - time.perf_counter()
@@ -365,8 +374,7 @@ def run_whatif(situation: Situation, requested: str | Sequence[str] = "auto", *,
     from advisor.collectors.model_state import ModelState
     from advisor.collectors.whatif_model import restore_step_settings, step_settings
 
-    run = _Run(situation, requested, budget, rounds, mode, fit_seconds, started)
-    run.measure_seconds = seconds
+    run = _Run(situation, requested, budget, rounds, mode, fit_seconds, started, seconds)
     result = run.result
     if budget < MIN_BUDGET:
         result.skipped = f"a budget of {budget:.2f} s is too short to measure anything (at least {MIN_BUDGET:g} s)"
@@ -382,53 +390,46 @@ def run_whatif(situation: Situation, requested: str | Sequence[str] = "auto", *,
     # its own garbage: a full collection of a process with TensorFlow loaded took 0.25 s, and
     # in a long-lived process far more; of what the what-if adds ~1 ms); unfrozen at the end.
     # So the end reserves a restore (about what the snapshot took) and a small collection, not
-    # another full one like the one above (``collect_s``).
-    freeze = gc.get_freeze_count() == 0  # not when something else froze objects (a pre-fork server)
-    if freeze:
-        gc.freeze()
+    # another full one like the one above (``collect_s``). Segments end mid-epoch: their
+    # iterators are left in reference cycles. Collected at interpreter exit, an iterator with a
+    # py_function in flight hangs the process; collected at the end (even through a Ctrl-C),
+    # it closes cleanly.
     run.end_seconds = run.reserve = 0.05 + min(collect_s, 0.05) + (time.perf_counter() - timer)
-    try:
+    with own_garbage(lambda: _put_back(gc.collect)):
         try:
-            with ctrl_c_stops(run.stop):
-                log.debug("advisor: what-if: calibrating (Ctrl-C now ends it)")
-                if run.calibrate():
-                    state.restore()
-                    run.choose()
-                    ready = run.prepare(state.restore)
-                    if not ready and run.trials:
-                        result.stopped = "no candidate could be prepared within the budget"
-                    if ready:
-                        run.measure(ready, state.restore)
-            if run.stop.requested:  # the Ctrl-C came after the last segment's check
-                raise Interrupted
-        except (KeyboardInterrupt, Interrupted):
-            result.interrupted = True
-            result.stopped = "interrupted (Ctrl-C): what was measured until then is kept"
-        except WhatIfError as exc:
-            result.error = f"the unchanged configuration failed: {exc}"
-    finally:
-        def put_back() -> None:
-            state.restore()
-            restore_step_settings(situation.model, settings)
-
-        if _put_back(put_back):
-            result.interrupted = True
-        for trial in run.trials:
-            if trial.close is not None:
-                try:
-                    trial.close()
-                except Exception as exc:  # noqa: BLE001 — releasing a clone must not fail the run
-                    log.debug("advisor: what-if: releasing %s failed: %s", trial.name, exc)
-        run.trials.clear()
-        # Segments end mid-epoch: their iterators are left in reference cycles. Collected at
-        # interpreter exit, an iterator with a py_function in flight hangs the process; collected
-        # now, it closes cleanly.
-        try:
-            _put_back(gc.collect)
+            try:
+                with ctrl_c_stops(run.stop):
+                    log.debug("advisor: what-if: calibrating (Ctrl-C now ends it)")
+                    if run.calibrate():
+                        state.restore()
+                        run.choose()
+                        ready = run.prepare(state.restore)
+                        if not ready and run.trials:
+                            result.stopped = "no candidate could be prepared within the budget"
+                        if ready:
+                            run.measure(ready, state.restore)
+                if run.stop.requested:  # the Ctrl-C came after the last segment's check
+                    raise Interrupted
+            except (KeyboardInterrupt, Interrupted):
+                result.interrupted = True
+                result.stopped = "interrupted (Ctrl-C): what was measured until then is kept"
+            except WhatIfError as exc:
+                result.error = f"the unchanged configuration failed: {exc}"
         finally:
-            if freeze:
-                gc.unfreeze()
-        result.seconds = time.perf_counter() - run.t0
+            def put_back() -> None:
+                state.restore()
+                restore_step_settings(situation.model, settings)
+
+            if _put_back(put_back):
+                result.interrupted = True
+            for trial in run.trials:
+                if trial.close is not None:
+                    try:
+                        trial.close()
+                    except Exception as exc:  # noqa: BLE001 — releasing a clone must not fail the run
+                        log.debug("advisor: what-if: releasing %s failed: %s", trial.name, exc)
+            run.trials.clear()
+    result.seconds = time.perf_counter() - run.t0
     for name in WHATIF_NAMES:  # a candidate asked for by name that was never reached
         if not isinstance(requested, str) and name in requested and name not in result.candidates:
             result.add(CandidateResult(name, SKIPPED, result.stopped or "not reached"))

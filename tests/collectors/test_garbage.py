@@ -1,11 +1,12 @@
-"""The baseline's garbage: what it made is collected before it returns, and only that is looked at."""
+"""A baseline's or a what-if's garbage: what it made is collected before it returns, and only that
+is looked at."""
 
 from __future__ import annotations
 
 import gc
 import weakref
 
-from advisor.collectors.baseline import own_garbage
+from advisor.collectors.baseline_rounds import own_garbage
 
 
 class Node:
