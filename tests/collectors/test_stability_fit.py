@@ -45,3 +45,58 @@ def test_a_throughput_that_drops_for_half_the_run_fails_m103(tmp_path):
     # 8 s has no room for three 10 s windows: it was cut into windows of about a second.
     assert facts["throughput.stability_windows"] >= 5 and facts["throughput.stability_window_s"] < 3
     assert facts["throughput.cv"] > 0.3 and "windows of" in finding.message
+
+
+class SlowEveryOtherEpochStart(keras.callbacks.Callback):
+    """Every other epoch waits 0.6 s before its first step (an epoch-begin callback standing for
+    a slow iterator rebuild); training stops after 5 s."""
+
+    def on_train_begin(self, logs=None):
+        self.t0 = time.perf_counter()
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if epoch % 2:
+            time.sleep(0.6)
+
+    def on_epoch_end(self, epoch, logs=None):
+        if time.perf_counter() - self.t0 > 5.0:
+            self.model.stop_training = True
+
+
+def _fit(tmp_path, ds, callbacks, **kwargs):
+    model = keras.Sequential([keras.Input((16,)), keras.layers.Dense(512, activation="relu"), keras.layers.Dense(2)])
+    model.compile("sgd", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    cb = advisor.AdvisorCallback(tmp_path, baseline=None, telemetry=False, log_every_s=None)
+    model.fit(ds, verbose=0, callbacks=[cb, *callbacks], **kwargs)
+    return {f.code: f for f in Store(tmp_path).diagnose(None).findings}
+
+
+def test_slow_epoch_starts_fail_m154_and_leave_stability_alone(tmp_path):
+    """Half the epochs wait 0.6 s for their first step: M154 fails with the measured share. M103
+    judges the steps without those waits: counted in, the windows' rates would differ by about
+    three times (a spread far above 1); left out, they are the same steps at the same speed."""
+    x = np.random.default_rng(0).normal(size=(6400, 16)).astype("float32")
+    y = np.zeros((6400,), "int64")
+    ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(32).cache().prefetch(tf.data.AUTOTUNE)
+    findings = _fit(tmp_path, ds, [SlowEveryOtherEpochStart()], epochs=1000)
+    m154 = findings["M154"]
+    assert m154.status == "fail", m154.message
+    facts = {e.fact: e.value for e in m154.evidence}
+    # Half the measured epoch starts wait 0.6 s: the share is far above the 5% threshold.
+    assert facts["time.epoch_starts"] >= 3 and facts["time.epoch_start_s.max"] >= 0.6
+    assert facts["time.epoch_start_fraction"] > 0.2
+    m103 = {e.fact: e.value for e in findings["M103"].evidence}
+    assert m103["throughput.cv"] < 0.5, findings["M103"].message
+
+
+def test_one_iterator_for_all_epochs_passes_m154(tmp_path):
+    """The same data repeated, with steps_per_epoch: Keras keeps one iterator, and epochs start
+    at once."""
+    x = np.random.default_rng(0).normal(size=(6400, 16)).astype("float32")
+    y = np.zeros((6400,), "int64")
+    ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(32).cache().repeat().prefetch(tf.data.AUTOTUNE)
+    findings = _fit(tmp_path, ds, [], epochs=12, steps_per_epoch=200)
+    m154 = findings["M154"]
+    assert m154.status == "pass", m154.message
+    facts = {e.fact: e.value for e in m154.evidence}
+    assert facts["time.epoch_starts"] >= 10 and facts["time.epoch_start_fraction"] < 0.05

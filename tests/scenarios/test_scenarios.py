@@ -1,7 +1,7 @@
 """Two scenarios of the diagnosis suite, end to end with default options: a real input-bound
 training is diagnosed with the cause first, and a healthy one raises no warning.
 
-The whole suite (15 scenarios, ~6 min) is ``python benchmarks/diagnosis.py``; here the fits are
+The whole suite (16 scenarios, ~10 min) is ``python benchmarks/diagnosis.py``; here the fits are
 shortened to 12 s (still long enough for the default baseline) so that CI proves the mechanism
 within its time budget. Each scenario is decisive by design (see examples/scenarios/).
 """

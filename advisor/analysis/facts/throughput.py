@@ -33,6 +33,10 @@ FACTS = (
     Fact("steps.outlier_fraction", "fraction", "time the outlier steps took beyond the mean step ÷ measured training time", "throughput"),
     Fact("time.first_step_s", "s", "train begin to the end of the first step (tracing, compilation, first batch)", "epochs"),
     Fact("time.epoch_s.mean", "s", "mean epoch wall time (training + validation)", "epochs"),
+    Fact("time.epoch_starts", "", "epoch starts measured after warm-up (epoch begin to its first step)", "throughput"),
+    Fact("time.epoch_start_s.mean", "s", "mean time from an epoch's begin to its first step (input iterator built and filled, epoch-begin callbacks)", "throughput"),
+    Fact("time.epoch_start_s.max", "s", "longest time from an epoch's begin to its first step", "throughput"),
+    Fact("time.epoch_start_fraction", "fraction", "time between epoch begins and their first steps ÷ measured training time", "throughput"),
     Fact("time.val_fraction", "fraction", "share of epoch time spent in validation", "epochs"),
     Fact("cost.price_per_hour", "USD/h", "price of the instances per hour", "prices"),
     Fact("cost.price_source", "", "where the price came from", "prices", "str"),
@@ -82,6 +86,7 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
             out["throughput.samples_per_s.p90"] = percentile(rates, 90)
         _stability(chief, out)
         _step_stats(chief, out)
+        _epoch_starts(chief, out)
 
     for record in run.of_type(ContextRecord, rank=run.ranks[0] if run.ranks else None):
         if "throughput.logging" in record.values:
@@ -127,23 +132,50 @@ def _stability(chief: list[Any], out: dict[str, Any]) -> None:
     coefficient of variation over three or more full windows."""
     from advisor.analysis.stability import stability
 
-    # Full windows only: the window cut at an epoch end is short. (The longest window is found
-    # once: inside the loop it made this quadratic.)
-    longest = max(c.seconds for c in chief)
-    full = [w for w in chief if w.seconds >= 0.5 * longest and w.steps > 0]
+    # Full windows only: the window cut at an epoch end is short in both time and steps. A window
+    # with a stall is long and holds the usual steps; one of slow steps is long and holds fewer:
+    # both are full. (The longest window is found once: inside the loop it made this quadratic.)
+    # A window that opens an epoch holds the time before its first step (the input iterator's
+    # creation): that is M154's, not a change of throughput, and the slices never held it either.
+    longest = max(_stepping(c) for c in chief)
+    most = max(c.steps for c in chief)
+    full = [w for w in chief
+            if w.steps > 0 and _stepping(w) > 0 and (_stepping(w) >= 0.5 * longest or w.steps >= 0.5 * most)]
     slices = [(float(a), float(b)) for w in chief for a, b in (w.slices or []) if b > 0]
     if slices:
-        judged = stability([(w.steps, w.seconds) for w in full], slices)
+        judged = stability([(w.steps, _stepping(w)) for w in full], slices)
         if judged is not None:
             out["throughput.cv"] = judged.cv
             out["throughput.stability_windows"] = judged.windows
             out["throughput.stability_window_s"] = judged.window_s
         return
-    rates = [w.samples / w.seconds for w in full if w.samples is not None]
+    rates = [w.samples / _stepping(w) for w in full if w.samples is not None]
     if len(rates) >= 3 and statistics.fmean(rates) > 0:
         out["throughput.cv"] = statistics.pstdev(rates) / statistics.fmean(rates)
         out["throughput.stability_windows"] = len(rates)
         out["throughput.stability_window_s"] = statistics.fmean(w.seconds for w in full if w.samples is not None)
+
+
+def _stepping(window: Any) -> float:
+    """A window's seconds without the time before its epoch's first step."""
+    return float(window.seconds - (window.epoch_start_seconds or 0.0))
+
+
+def _epoch_starts(windows: list[Any], out: dict[str, Any]) -> None:
+    """How long measured epochs took to reach their first step (M154). The first epoch's start
+    is in the warm-up window, with the first step's tracing: it is M151's."""
+    starts = [w.epoch_start_seconds for w in windows if w.epoch_start_seconds is not None]
+    seconds = sum(w.seconds for w in windows)
+    if seconds <= 0 or (not starts and len({w.epoch for w in windows}) > 1):
+        return  # no epoch start recorded across epochs: an older writer
+    if not starts:  # measured inside one epoch: no epoch began after warm-up
+        out["time.epoch_starts"] = 0
+        out["time.epoch_start_fraction"] = 0.0
+        return
+    out["time.epoch_starts"] = len(starts)
+    out["time.epoch_start_s.mean"] = statistics.fmean(starts)
+    out["time.epoch_start_s.max"] = max(starts)
+    out["time.epoch_start_fraction"] = min(1.0, sum(starts) / seconds)
 
 
 def _step_stats(windows: list[Any], out: dict[str, Any]) -> None:
