@@ -1,6 +1,6 @@
 """Proof of the measured what-if: its gain for each fix beside the gain of applying that fix.
 
-    python benchmarks/whatif.py [--scenario input_bound|guide|all] [--epochs 5] [--budget 30]
+    python benchmarks/whatif.py [--scenario input_bound|guide|all] [--epochs 5] [--budget 30] [--finite]
 
 For each scenario the base configuration trains once with
 ``AdvisorCallback(baseline="end", whatif="auto", whatif_max_seconds=BUDGET)``; the what-if
@@ -8,7 +8,12 @@ measures every candidate the run points to. Then each fix it measured is *applie
 job with the fix written into its code — and trained in a separate full run, and so is the base
 again (its two runs bracket the others, and their difference is the machine's drift). A full
 run's speed is its steady state: samples ÷ training time over the epochs after the first (the
-first compiles and fills caches). The applied gain is that speed ÷ the base's.
+first compiles and fills caches). The applied gain is that speed ÷ the base's. Applied runs
+build their input iterator once (``.repeat()`` and ``steps_per_epoch`` of one pass over the data):
+rebuilt at every epoch, a tf.data iterator stalls about a second at a third to half of the epoch
+boundaries at random (rule M154, benchmarks/RESULTS.md), a lottery that moved applied gains by
+±30% and that the what-if's segments, timed inside epochs, never see. ``--finite`` trains the
+applied runs the old way, one iterator per epoch.
 
 Scenarios: ``input_bound`` is examples/input_bound/naive.py (a sequential Python decode, no
 prefetch, no cache); ``guide`` is the tf.data guide's pipeline from benchmarks/tfdata_guide.py
@@ -151,14 +156,25 @@ SCENARIOS: dict[str, Callable[[], dict[str, Any]]] = {"input_bound": input_bound
 # runs
 
 
+def epoch_steps(data: Any) -> int:
+    """Batches in one pass over ``data``: its cardinality, or counted by reading it once."""
+    known = int(data.cardinality())
+    return known if known > 0 else sum(1 for _ in data)
+
+
 def full_run(scenario: dict[str, Any], data: Any, changes: dict[str, Any], epochs: int,
-             callbacks: list[Any] | None = None) -> tuple[float, float]:
-    """Train a fresh model for ``epochs`` epochs: (steady samples/s, training seconds)."""
+             callbacks: list[Any] | None = None, steps: int | None = None) -> tuple[float, float]:
+    """Train a fresh model for ``epochs`` epochs: (steady samples/s, training seconds). With
+    ``steps``, the data repeats and each epoch is ``steps`` batches of one iterator."""
     model = scenario["model"]()
     if changes:
         model.compile(optimizer=model.optimizer, loss=model.loss, metrics=None, **changes)
     timer = EpochTimer()
-    model.fit(data, epochs=epochs, verbose=0, shuffle=False, callbacks=[timer.callback, *(callbacks or [])])
+    kwargs: dict[str, Any] = {}
+    if steps:
+        data, kwargs = data.repeat(), {"steps_per_epoch": steps}
+    model.fit(data, epochs=epochs, verbose=0, shuffle=False, callbacks=[timer.callback, *(callbacks or [])],
+              **kwargs)
     return timer.steady(scenario["batch"]), sum(s for s, _ in timer.epochs)
 
 
@@ -183,10 +199,12 @@ def ranking_agrees(rows: list[dict[str, Any]]) -> bool:
     return True
 
 
-def scenario_table(name: str, epochs: int, budget: float, runs_dir: str, repeats: int) -> tuple[list[str], bool]:
+def scenario_table(name: str, epochs: int, budget: float, runs_dir: str, repeats: int,
+                   finite: bool = False) -> tuple[list[str], bool]:
     import statistics
 
     scenario = SCENARIOS[name]()
+    steps = None if finite else epoch_steps(scenario["base"]())
     print(f"[{name}] base run with the what-if (budget {budget:g} s)…", file=sys.stderr)
     base = whatif_run(scenario, epochs, budget, runs_dir)
     facts = base["facts"]
@@ -195,9 +213,9 @@ def scenario_table(name: str, epochs: int, budget: float, runs_dir: str, repeats
     bases: list[float] = []
     for _ in range(repeats):  # each applied run beside a base run of its own: drift cancels in the ratio
         for fix in measured:
-            plain, _ = full_run(scenario, scenario["base"](), {}, epochs)
+            plain, _ = full_run(scenario, scenario["base"](), {}, epochs, steps=steps)
             data, changes = scenario["fixes"][fix]()
-            fixed, _ = full_run(scenario, data, changes, epochs)
+            fixed, _ = full_run(scenario, data, changes, epochs, steps=steps)
             bases.append(plain)
             ratios[fix].append(fixed / plain)
             print(f"[{name}] {fix}: base {plain:.1f}, applied {fixed:.1f} samples/s", file=sys.stderr)
@@ -210,7 +228,9 @@ def scenario_table(name: str, epochs: int, budget: float, runs_dir: str, repeats
     lines = [(f"### {name}: base {base['steady']:.1f} samples/s in the what-if's run, {base_again:.1f} (median) in "
              f"the {len(bases)} base runs beside the applied ones; what-if {facts.get('whatif.seconds', 0):.1f} s of a "
              f"{facts.get('whatif.budget_seconds', 0):g} s budget = {facts.get('whatif.seconds', 0) / base['train_seconds']:.0%} "
-             f"of the {base['train_seconds']:.1f} s fit ({epochs} epochs), {facts.get('whatif.rounds', 0)} rounds"),
+             f"of the {base['train_seconds']:.1f} s fit ({epochs} epochs), {facts.get('whatif.rounds', 0)} rounds; "
+             + ("applied runs rebuild the iterator every epoch" if finite else
+                f"applied runs use one iterator ({steps} steps an epoch)")),
              "", ("| fix | what-if gain (band) | measured in | applied gain (min–max) | what-if ÷ applied | matters "
              "| within ±15% |"), "|---|---:|---:|---:|---:|:-:|:-:|"]
     ok = True
@@ -226,7 +246,10 @@ def scenario_table(name: str, epochs: int, budget: float, runs_dir: str, repeats
                      f"{('yes' if within else 'NO') if matters else '—'} |")
     ranked = ranking_agrees(rows)
     ok &= ranked
-    order = lambda key: " > ".join(r["fix"] for r in sorted(rows, key=lambda r: -r[key]))
+
+    def order(key: str) -> str:
+        return " > ".join(r["fix"] for r in sorted(rows, key=lambda r: -r[key]))
+
     lines += ["", f"ranking by the what-if: {order('whatif')}", f"ranking by applying: {order('applied')}",
               f"ranking of the fixes that matter: {'identical' if ranked else 'DIFFERENT'}"]
     others = [f"{n} ({facts.get(f'whatif.{n}.status')}: {facts.get(f'whatif.{n}.reason')})"
@@ -242,12 +265,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--budget", type=float, default=30.0, help="the what-if's budget, seconds")
     parser.add_argument("--repeats", type=int, default=3, help="pairs of base and applied runs per fix")
+    parser.add_argument("--finite", action="store_true",
+                        help="applied runs rebuild their input iterator every epoch (the epoch-boundary lottery)")
     args = parser.parse_args(argv)
     names = list(SCENARIOS) if args.scenario == "all" else [args.scenario]
     ok = True
     with tempfile.TemporaryDirectory() as runs_dir:
         for name in names:
-            lines, passed = scenario_table(name, args.epochs, args.budget, runs_dir, args.repeats)
+            lines, passed = scenario_table(name, args.epochs, args.budget, runs_dir, args.repeats, args.finite)
             ok &= passed
             print("\n".join(lines) + "\n", flush=True)
     print("targets:", "PASS" if ok else "FAIL")
