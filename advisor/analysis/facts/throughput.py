@@ -137,28 +137,25 @@ def _stability(chief: list[Any], out: dict[str, Any]) -> None:
     # both are full. (The longest window is found once: inside the loop it made this quadratic.)
     # A window that opens an epoch holds the time before its first step (the input iterator's
     # creation): that is M154's, not a change of throughput, and the slices never held it either.
-    longest = max(_stepping(c) for c in chief)
-    most = max(c.steps for c in chief)
-    full = [w for w in chief
-            if w.steps > 0 and _stepping(w) > 0 and (_stepping(w) >= 0.5 * longest or w.steps >= 0.5 * most)]
+    stepping = [(w, w.seconds - (w.epoch_start_seconds or 0.0)) for w in chief]
+    longest = max(seconds for _, seconds in stepping)
+    most = max(w.steps for w in chief)
+    full = [(w, seconds) for w, seconds in stepping
+            if w.steps > 0 and seconds > 0 and (seconds >= 0.5 * longest or w.steps >= 0.5 * most)]
     slices = [(float(a), float(b)) for w in chief for a, b in (w.slices or []) if b > 0]
     if slices:
-        judged = stability([(w.steps, _stepping(w)) for w in full], slices)
+        judged = stability([(w.steps, seconds) for w, seconds in full], slices)
         if judged is not None:
             out["throughput.cv"] = judged.cv
             out["throughput.stability_windows"] = judged.windows
             out["throughput.stability_window_s"] = judged.window_s
         return
-    rates = [w.samples / _stepping(w) for w in full if w.samples is not None]
+    sampled = [(w.samples, seconds) for w, seconds in full if w.samples is not None]
+    rates = [samples / seconds for samples, seconds in sampled]
     if len(rates) >= 3 and statistics.fmean(rates) > 0:
         out["throughput.cv"] = statistics.pstdev(rates) / statistics.fmean(rates)
         out["throughput.stability_windows"] = len(rates)
-        out["throughput.stability_window_s"] = statistics.fmean(w.seconds for w in full if w.samples is not None)
-
-
-def _stepping(window: Any) -> float:
-    """A window's seconds without the time before its epoch's first step."""
-    return float(window.seconds - (window.epoch_start_seconds or 0.0))
+        out["throughput.stability_window_s"] = statistics.fmean(seconds for _, seconds in sampled)
 
 
 def _epoch_starts(windows: list[Any], out: dict[str, Any]) -> None:
