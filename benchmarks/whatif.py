@@ -1,19 +1,26 @@
 """Proof of the measured what-if: its gain for each fix beside the gain of applying that fix.
 
-    python benchmarks/whatif.py [--scenario input_bound|guide|all] [--epochs 5] [--budget 30] [--finite]
+    python benchmarks/whatif.py [--scenario input_bound|guide|all] [--epochs 8] [--budget 30]
+                                [--repeats 3] [--finite]
 
 For each scenario the base configuration trains once with
 ``AdvisorCallback(baseline="end", whatif="auto", whatif_max_seconds=BUDGET)``; the what-if
 measures every candidate the run points to. Then each fix it measured is *applied* — the same
-job with the fix written into its code — and trained in a separate full run, and so is the base
-again (its two runs bracket the others, and their difference is the machine's drift). A full
-run's speed is its steady state: samples ÷ training time over the epochs after the first (the
-first compiles and fills caches). The applied gain is that speed ÷ the base's. Applied runs
-build their input iterator once (``.repeat()`` and ``steps_per_epoch`` of one pass over the data):
-rebuilt at every epoch, a tf.data iterator stalls about a second at a third to half of the epoch
-boundaries at random (rule M154, benchmarks/RESULTS.md), a lottery that moved applied gains by
-±30% and that the what-if's segments, timed inside epochs, never see. ``--finite`` trains the
-applied runs the old way, one iterator per epoch.
+job with the fix written into its code — and trained in separate full runs: ``--repeats`` times
+in turn, one base run before each turn and one after the last, so that base runs bracket the
+applied ones (their spread is the machine's drift). A configuration's applied speed pools its
+runs' epochs after the first (the first compiles and fills caches): samples ÷ seconds over all
+of them. The applied gain is the fix's pooled speed ÷ the base's.
+
+Applied runs build their input iterator once (``.repeat()`` and ``steps_per_epoch`` of one
+pass over the data), as rule M154 advises. Rebuilt at every epoch (``--finite``: ``fit`` on the
+finite dataset, as the scenarios' code does), a tf.data iterator with Python work in flight
+stalls about a second at a third to half of the epoch boundaries on TF 2.21, at random; a cached
+pipeline does not. The what-if's few-second segments cannot sample that lottery (it charges
+each epoch's ordinary restart, which it measures, but not a stall that comes once in three
+epochs), so its gains are the gains without it; M154 reports the stalls themselves. With
+``--finite`` the table counts the stalled epochs, and the gains of fixes that also remove the
+stalls read higher applied than in the what-if.
 
 Scenarios: ``input_bound`` is examples/input_bound/naive.py (a sequential Python decode, no
 prefetch, no cache); ``guide`` is the tf.data guide's pipeline from benchmarks/tfdata_guide.py
@@ -43,6 +50,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 MATTERS = 1.2  # a fix "matters" when its gain is at least this
 TOLERANCE = 0.15  # the what-if's gain within ±15 % of the applied gain
+STALL_FACTOR = 4 / 3  # an epoch this much slower per step than the fastest one stalled at its start
+STALL_SECONDS = 0.25  # … and by at least this long
 
 
 class EpochTimer:
@@ -69,8 +78,19 @@ class EpochTimer:
 
     def steady(self, batch: int) -> float:
         """samples/s over the epochs after the first."""
-        later = self.epochs[1:] or self.epochs
-        return sum(steps for _, steps in later) * batch / sum(s for s, _ in later)
+        return pooled([self.epochs[1:] or self.epochs], batch)
+
+
+def pooled(runs: list[list[tuple[float, int]]], batch: int) -> float:
+    """samples/s over every (seconds, steps) epoch of ``runs``."""
+    epochs = [e for run in runs for e in run]
+    return sum(steps for _, steps in epochs) * batch / sum(s for s, _ in epochs)
+
+
+def stalled(epochs: list[tuple[float, int]], fastest: float) -> int:
+    """Epochs that took at least a third and 0.25 s longer than ``fastest`` (per step) would:
+    an epoch-start stall."""
+    return sum(1 for s, n in epochs if n and s >= max(STALL_FACTOR * fastest * n, fastest * n + STALL_SECONDS))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -163,9 +183,9 @@ def epoch_steps(data: Any) -> int:
 
 
 def full_run(scenario: dict[str, Any], data: Any, changes: dict[str, Any], epochs: int,
-             callbacks: list[Any] | None = None, steps: int | None = None) -> tuple[float, float]:
-    """Train a fresh model for ``epochs`` epochs: (steady samples/s, training seconds). With
-    ``steps``, the data repeats and each epoch is ``steps`` batches of one iterator."""
+             callbacks: list[Any] | None = None, steps: int | None = None) -> list[tuple[float, int]]:
+    """Train a fresh model for ``epochs`` epochs: its (seconds, steps) per epoch. With ``steps``,
+    the data repeats and each epoch is ``steps`` batches of one iterator."""
     model = scenario["model"]()
     if changes:
         model.compile(optimizer=model.optimizer, loss=model.loss, metrics=None, **changes)
@@ -175,7 +195,7 @@ def full_run(scenario: dict[str, Any], data: Any, changes: dict[str, Any], epoch
         data, kwargs = data.repeat(), {"steps_per_epoch": steps}
     model.fit(data, epochs=epochs, verbose=0, shuffle=False, callbacks=[timer.callback, *(callbacks or [])],
               **kwargs)
-    return timer.steady(scenario["batch"]), sum(s for s, _ in timer.epochs)
+    return timer.epochs
 
 
 def whatif_run(scenario: dict[str, Any], epochs: int, budget: float, runs_dir: str) -> dict[str, Any]:
@@ -184,9 +204,10 @@ def whatif_run(scenario: dict[str, Any], epochs: int, budget: float, runs_dir: s
 
     cb = advisor.AdvisorCallback(runs_dir=runs_dir, baseline="end", whatif="auto", whatif_max_seconds=budget,
                                  log_every_s=None, telemetry=False)
-    steady, train_s = full_run(scenario, scenario["base"](), {}, epochs, [cb])
+    run = full_run(scenario, scenario["base"](), {}, epochs, [cb])
     facts = Store(runs_dir).analyse(str(cb.run_path)).facts
-    return {"steady": steady, "train_seconds": train_s, "facts": facts}
+    return {"steady": pooled([run[1:]], scenario["batch"]), "train_seconds": sum(s for s, _ in run),
+            "facts": facts}
 
 
 def ranking_agrees(rows: list[dict[str, Any]]) -> bool:
@@ -201,38 +222,56 @@ def ranking_agrees(rows: list[dict[str, Any]]) -> bool:
 
 def scenario_table(name: str, epochs: int, budget: float, runs_dir: str, repeats: int,
                    finite: bool = False) -> tuple[list[str], bool]:
-    import statistics
-
     scenario = SCENARIOS[name]()
+    batch = scenario["batch"]
     steps = None if finite else epoch_steps(scenario["base"]())
     print(f"[{name}] base run with the what-if (budget {budget:g} s)…", file=sys.stderr)
     base = whatif_run(scenario, epochs, budget, runs_dir)
     facts = base["facts"]
     measured = [n for n in scenario["fixes"] if facts.get(f"whatif.{n}.status") == "measured"]
-    ratios: dict[str, list[float]] = {fix: [] for fix in measured}
-    bases: list[float] = []
-    for _ in range(repeats):  # each applied run beside a base run of its own: drift cancels in the ratio
+    runs: dict[str, list[list[tuple[float, int]]]] = {fix: [] for fix in ["base", *measured]}
+
+    def train(fix: str) -> None:
+        data, changes = (scenario["base"](), {}) if fix == "base" else scenario["fixes"][fix]()
+        later = full_run(scenario, data, changes, epochs, steps=steps)[1:]
+        runs[fix].append(later)
+        print(f"[{name}] {fix}: {pooled([later], batch):.1f} samples/s", file=sys.stderr)
+
+    for _ in range(repeats):  # a base run before each turn of the fixes, and one after the last
+        train("base")
         for fix in measured:
-            plain, _ = full_run(scenario, scenario["base"](), {}, epochs, steps=steps)
-            data, changes = scenario["fixes"][fix]()
-            fixed, _ = full_run(scenario, data, changes, epochs, steps=steps)
-            bases.append(plain)
-            ratios[fix].append(fixed / plain)
-            print(f"[{name}] {fix}: base {plain:.1f}, applied {fixed:.1f} samples/s", file=sys.stderr)
+            train(fix)
+    train("base")
+    speed = {fix: pooled(done, batch) for fix, done in runs.items()}
+    per_step = [s / n for done in runs.values() for run in done for s, n in run if n]
+    fastest = min(per_step) if per_step else 0.0
+
+    def stalls(fix: str) -> str:
+        if not finite:  # one iterator: no epoch starts to stall (short epochs' noise is not a stall)
+            return "—"
+        epochs_of = [e for run in runs[fix] for e in run]
+        return f"{stalled(epochs_of, fastest_of(fix))}/{len(epochs_of)}"
+
+    def fastest_of(fix: str) -> float:
+        return min((s / n for run in runs[fix] for s, n in run if n), default=fastest)
+
     rows = []
     for fix in measured:
+        each = [pooled([run], batch) / speed["base"] for run in runs[fix]]
         rows.append({"fix": fix, "whatif": facts[f"whatif.{fix}.speedup"], "band": facts.get(f"whatif.{fix}.band"),
-                     "seconds": facts.get(f"whatif.{fix}.seconds"), "applied": statistics.median(ratios[fix]),
-                     "spread": (min(ratios[fix]), max(ratios[fix]))})
-    base_again = statistics.median(bases) if bases else base["steady"]
-    lines = [(f"### {name}: base {base['steady']:.1f} samples/s in the what-if's run, {base_again:.1f} (median) in "
-             f"the {len(bases)} base runs beside the applied ones; what-if {facts.get('whatif.seconds', 0):.1f} s of a "
-             f"{facts.get('whatif.budget_seconds', 0):g} s budget = {facts.get('whatif.seconds', 0) / base['train_seconds']:.0%} "
-             f"of the {base['train_seconds']:.1f} s fit ({epochs} epochs), {facts.get('whatif.rounds', 0)} rounds; "
-             + ("applied runs rebuild the iterator every epoch" if finite else
-                f"applied runs use one iterator ({steps} steps an epoch)")),
-             "", ("| fix | what-if gain (band) | measured in | applied gain (min–max) | what-if ÷ applied | matters "
-             "| within ±15% |"), "|---|---:|---:|---:|---:|:-:|:-:|"]
+                     "seconds": facts.get(f"whatif.{fix}.seconds"), "applied": speed[fix] / speed["base"],
+                     "spread": (min(each), max(each)), "stalls": stalls(fix)})
+    base_runs = [pooled([run], batch) for run in runs["base"]]
+    lines = [(f"### {name}: base {base['steady']:.1f} samples/s in the what-if's run, {speed['base']:.1f} pooled over "
+              f"the {len(base_runs)} base runs that bracket the applied ones ({min(base_runs):.1f}–{max(base_runs):.1f}, "
+              f"stalled epochs {stalls('base')}); what-if {facts.get('whatif.seconds', 0):.1f} s of a "
+              f"{facts.get('whatif.budget_seconds', 0):g} s budget = "
+              f"{facts.get('whatif.seconds', 0) / base['train_seconds']:.0%} of the {base['train_seconds']:.1f} s fit "
+              f"({epochs} epochs), {facts.get('whatif.rounds', 0)} rounds; applied runs: {repeats} per fix, "
+              + ("the iterator rebuilt every epoch (as the scenario's code trains)" if finite
+                 else f"one iterator ({steps} steps an epoch)")),
+             "", ("| fix | what-if gain (band) | measured in | applied gain (each run) | stalled epochs "
+                  "| what-if ÷ applied | matters | within ±15% |"), "|---|---:|---:|---:|---:|---:|:-:|:-:|"]
     ok = True
     for r in sorted(rows, key=lambda r: -r["applied"]):
         matters = max(r["whatif"], r["applied"]) >= MATTERS
@@ -241,7 +280,7 @@ def scenario_table(name: str, epochs: int, budget: float, runs_dir: str, repeats
         band = f" (±{r['band']:.0%})" if r["band"] is not None else ""
         low, high = r["spread"]
         lines.append(f"| {r['fix']} | {r['whatif']:.2f}×{band} | {r['seconds'] or 0:.1f} s | {r['applied']:.2f}× "
-                     f"({low:.2f}–{high:.2f}) | "
+                     f"({low:.2f}–{high:.2f}) | {r['stalls']} | "
                      f"{r['whatif'] / r['applied']:.2f} | {'yes' if matters else 'no'} | "
                      f"{('yes' if within else 'NO') if matters else '—'} |")
     ranked = ranking_agrees(rows)
@@ -262,11 +301,11 @@ def scenario_table(name: str, epochs: int, budget: float, runs_dir: str, repeats
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenario", choices=[*SCENARIOS, "all"], default="all")
-    parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--epochs", type=int, default=8)
     parser.add_argument("--budget", type=float, default=30.0, help="the what-if's budget, seconds")
-    parser.add_argument("--repeats", type=int, default=3, help="pairs of base and applied runs per fix")
+    parser.add_argument("--repeats", type=int, default=3, help="applied runs per fix (and base runs, plus one)")
     parser.add_argument("--finite", action="store_true",
-                        help="applied runs rebuild their input iterator every epoch (the epoch-boundary lottery)")
+                        help="applied runs rebuild their input iterator every epoch (the epoch-start stall lottery)")
     args = parser.parse_args(argv)
     names = list(SCENARIOS) if args.scenario == "all" else [args.scenario]
     ok = True

@@ -66,6 +66,7 @@ class ThroughputCollector(Collector):
         self._log_times: list[float] = []
         self._epoch_opening = False
         self._epoch_start_s: float | None = None
+        self._last_batch: int | None = None  # index of the epoch's last batch so far
         self.windows: list[WindowRecord] = []
 
     # -- hooks ---------------------------------------------------------------------------------
@@ -85,6 +86,7 @@ class ThroughputCollector(Collector):
         self._start_window(time.perf_counter(), self.s.iterations(), self._calls)
         self._epoch_step0 = self._win_step0
         self._epoch_opening = True
+        self._last_batch = None
         self._partial_counted = False
         self._in_epoch = True
 
@@ -103,6 +105,7 @@ class ThroughputCollector(Collector):
 
     def on_train_batch_end(self, batch: int) -> None:
         self._stamps.append(time.perf_counter())
+        self._last_batch = batch
 
     def on_test_begin(self) -> None:
         # Validation inside fit: close the training window so it holds training time only.
@@ -111,6 +114,16 @@ class ThroughputCollector(Collector):
             self._in_epoch = False
 
     def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None) -> None:
+        # steps in the epoch just ended: the what-if charges each epoch's restart at this length
+        # On an input of unknown length both counts can run over, each in its own case (Keras 3):
+        # optimizer.iterations counts the step that found the end (steps_per_execution 1), the
+        # last batch index assumes a whole last execution (steps_per_execution > 1).
+        counts = [self._last_batch + 1] if self._last_batch is not None else []
+        now, began = self.s.iterations(), self._epoch_step0
+        if isinstance(now, int) and isinstance(began, int) and now > began:
+            counts.append(now - began)
+        if counts:
+            self.s.shared["throughput.epoch_steps"] = min(counts)
         if self._in_epoch:
             self._close_window(self._calls, warmup=self._calls <= self._warmup_calls)
             self._in_epoch = False

@@ -137,7 +137,8 @@ def _segment(trial: Trial, seconds: float, min_steps: int, deadline: float, stop
     try:
         segment = fit_segment(trial.model, trial.kwargs, finite=trial.finite, warm=_warm(trial), seconds=seconds,
                               min_steps=round_up(min_steps, trial.spe), deadline=deadline, what=trial.label,
-                              error=WhatIfError, epoch_steps=trial.epoch_steps, whole_epochs=True, stop=stop)
+                              error=WhatIfError, epoch_steps=trial.epoch_steps, whole_epochs=True, stop=stop,
+                              epoch_length=trial.epoch_length if trial.finite else None)
     finally:
         if trial.leave is not None:
             trial.leave()

@@ -48,7 +48,7 @@ def _input_reason(s: Situation) -> str | None:
 def _variant(s: Situation, name: str, label: str, dataset: Any, **extra: Any) -> Trial:
     base = s.unchanged
     return Trial(name, label, s.model, {**base.kwargs, "x": dataset}, finite=base.finite, batch_size=base.batch_size,
-                 epoch_steps=base.epoch_steps, spe=base.spe, **extra)
+                 epoch_steps=base.epoch_steps, spe=base.spe, epoch_length=base.epoch_length, **extra)
 
 
 def _rebuilt(s: Situation, edit: Any) -> Any:
@@ -213,6 +213,8 @@ def _cache(name: str, pick: Any, what: str) -> Any:
         step = s.step_seconds or 0.0
         if card != INFINITE and card > 0:
             elements, batches = None, card  # the whole epoch, as `.cache()` would hold it
+        elif card != INFINITE and s.unchanged.epoch_length:  # finite, its length seen in training
+            elements, batches = None, s.unchanged.epoch_length
         else:
             batches = max(8, min(MAX_CACHE_BATCHES, int(s.fill_seconds / step) if step > 0 else 8))
             later = s.stages[s.stages.index(stage) + 1:]

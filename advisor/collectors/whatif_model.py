@@ -68,7 +68,8 @@ def _swapped(s: Situation, name: str, label: str, *, spe: int | None = None, est
     base = s.unchanged
     swap = StepSwap(s.model, **changes)
     return Trial(name, label, s.model, dict(base.kwargs), finite=base.finite, batch_size=base.batch_size,
-                 epoch_steps=base.epoch_steps, spe=spe or base.spe, enter=swap.enter, leave=swap.leave,
+                 epoch_steps=base.epoch_steps, spe=spe or base.spe, epoch_length=base.epoch_length,
+                 enter=swap.enter, leave=swap.leave,
                  setup_estimate=estimate * (s.compile_seconds or 1.0))
 
 
@@ -201,7 +202,7 @@ def _mixed(s: Situation) -> Trial:
     base = s.unchanged
     trial = Trial("mixed_precision", f"keras.mixed_precision.set_global_policy('{policy}') (a clone, same weights)",
                   clone, dict(base.kwargs), finite=base.finite, batch_size=base.batch_size,
-                  epoch_steps=base.epoch_steps, spe=base.spe, setup_estimate=2.0 * (s.compile_seconds or 1.0) + 0.5)
+                  epoch_steps=base.epoch_steps, spe=base.spe, epoch_length=base.epoch_length, setup_estimate=2.0 * (s.compile_seconds or 1.0) + 0.5)
     trial.close = lambda: trial.__dict__.update(model=None)
     return trial
 
@@ -239,6 +240,8 @@ def _batch(k: int) -> Any:
         trial = _swapped(s, f"batch_x{k}", f"batch size {size} (×{k}), per-sample throughput; it changes "
                          "optimisation: retune the learning rate", estimate=1.0)
         trial.kwargs, trial.batch_size, trial.changes_optimisation = kwargs, size, True
+        # k batches make one (the last, short one dropped by the tf.data and torch rebatching)
+        trial.epoch_length = (base.epoch_length // k or None) if base.epoch_length else None
         return trial
 
     return build

@@ -32,6 +32,7 @@ class Trial:
     finite: bool  # the input ends (whole epochs until the clock stops them)
     batch_size: int  # samples per step
     epoch_steps: int | None = None  # steps per epoch of an endless input (the user's steps_per_epoch)
+    epoch_length: int | None = None  # steps in one epoch of a finite input (None: not known)
     spe: int = 1  # steps per execution while it trains
     changes_optimisation: bool = False  # e.g. a larger batch: same speed question, different training
     setup_estimate: float = 0.0  # extra seconds its first steps may take (a compile, a clone)
@@ -111,19 +112,45 @@ def unchanged_trial(model: Any, kind: str, *, dataset: Any = None, arrays: dict[
         size = batch_size or _first_batch_size(dataset)
         finite = card != INFINITE
         return Trial("unchanged", label, model, {"x": dataset}, finite=finite, batch_size=size,
-                     epoch_steps=None if finite else steps_per_epoch, spe=spe)
+                     epoch_steps=None if finite else steps_per_epoch, spe=spe,
+                     epoch_length=(card if card > 0 else steps_per_epoch) if finite else None)
     if kind == "numpy" and arrays is not None:
-        return Trial("unchanged", label, model, dict(arrays), finite=True, batch_size=int(arrays["batch_size"]), spe=spe)
+        size = int(arrays["batch_size"])
+        return Trial("unchanged", label, model, dict(arrays), finite=True, batch_size=size, spe=spe,
+                     epoch_length=_batches(_rows(arrays.get("x")), size))
     if kind == "pydataset" and py_dataset is not None:
         finite = getattr(py_dataset, "num_batches", 1) is not None
         return Trial("unchanged", label, model, {"x": py_dataset}, finite=finite, batch_size=int(batch_size or 1),
-                     epoch_steps=None if finite else steps_per_epoch, spe=spe)
+                     epoch_steps=None if finite else steps_per_epoch, spe=spe,
+                     epoch_length=_length(py_dataset) if finite else None)
     if kind == "torch" and loader is not None:
-        return Trial("unchanged", label, model, {"x": loader}, finite=True, batch_size=int(batch_size or 1), spe=spe)
+        return Trial("unchanged", label, model, {"x": loader}, finite=True, batch_size=int(batch_size or 1), spe=spe,
+                     epoch_length=_length(loader))
     if kind == "generator":
         raise InputError("a Python generator can be read only once: the what-if needs an input it can replay "
                          "(tf.data, arrays, a PyDataset or a DataLoader)")
     raise InputError(f"the what-if cannot replay this input ({kind})")
+
+
+def _length(data: Any) -> int | None:
+    """``len(data)`` (batches in an epoch) when it is defined and positive."""
+    try:
+        length = len(data)
+    except Exception:  # noqa: BLE001 — no length (an iterable dataset, a PyDataset without num_batches)
+        return None
+    return length if isinstance(length, int) and length > 0 else None
+
+
+def _rows(x: Any) -> int | None:
+    """Samples in an array input (the first array of a structure)."""
+    while isinstance(x, (list, tuple, dict)) and x:
+        x = next(iter(x.values())) if isinstance(x, dict) else x[0]
+    shape = getattr(x, "shape", None)
+    return int(shape[0]) if shape and shape[0] is not None else None
+
+
+def _batches(rows: int | None, size: int) -> int | None:
+    return -(-rows // size) if rows and size > 0 else None
 
 
 def _first_batch_size(dataset: Any) -> int:

@@ -222,3 +222,16 @@ def test_an_epoch_start_stall_is_in_the_window_time_but_is_not_a_step(runs_dir):
     for w in windows[1:]:  # (epoch 0's first step compiles the train function)
         assert w.step_time_max is not None and w.step_time_max < w.epoch_start_seconds
         assert w.step_outlier_seconds is not None and w.step_outlier_seconds < 0.4
+
+
+@pytest.mark.parametrize("spe", [1, 4])
+def test_the_last_epochs_steps_are_shared_for_an_input_of_unknown_length(runs_dir, spe):
+    # tf.data cannot tell a filtered pipeline's length: the what-if learns the epoch's steps
+    # (10 batches, the last partial) from training, to charge each epoch's start at its share.
+    x, y = data(300)
+    ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(32).filter(lambda a, b: True)
+    assert int(ds.cardinality()) == int(tf.data.UNKNOWN_CARDINALITY)
+    model, _ = build(spe)
+    cb = advisor.AdvisorCallback(runs_dir=runs_dir, log_every_s=None)
+    model.fit(ds, epochs=2, callbacks=[cb], verbose=0, shuffle=False)
+    assert cb.session.shared["throughput.epoch_steps"] == 10
