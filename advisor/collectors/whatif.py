@@ -208,11 +208,13 @@ class _Run:
         if segment is None or segment.steps <= 0 or segment.seconds <= 0:
             self.result.stopped = "the unchanged configuration gave no measured step within the budget"
             return False
-        self.s.step_seconds = segment.seconds / segment.steps
+        # the steps alone: the epoch restart charged to a segment is part of the fit's start here
+        stepping = segment.seconds - segment.restart
+        self.s.step_seconds = stepping / segment.steps
         # what a nested fit costs before its steps (callbacks, iterator, first batch): on a busy
         # host far more than FIT_START_SECONDS, and every preparation pays it
         elapsed = time.perf_counter() - started
-        warm_and_timed = segment.seconds * (_warm(unchanged) + segment.steps) / segment.steps
+        warm_and_timed = stepping * (_warm(unchanged) + segment.steps) / segment.steps
         self.fit_start = max(FIT_START_SECONDS, elapsed - warm_and_timed)
         # The end and one step past a deadline (each segment also stops before its teardown).
         self.step_reserve = 2.0 * self.s.step_seconds * unchanged.spe

@@ -77,12 +77,14 @@ def _whatif_record(cb) -> WhatIfRecord:
 
 def test_training_state_is_exactly_as_the_fit_left_it(tmp_path):
     model, snapshot = build_model(), Snapshot()
-    # a cache, a compiled-step change and a batch change (jit_compile's swap is in the arrays test):
-    # three arms and 30 s: on a busy host five arms in 10 s left some untried, and once (a clean-clone
-    # CI run whose suite took 11m53s) three arms in 15 s left one unprepared
+    # a cache, a compiled-step change and a batch change (jit_compile's swap is in the arrays test).
+    # The budget only has to admit every arm: a compiled-step change is prepared only when training's
+    # time to its first step (the compile estimate) fits, and on a swamped clean-clone CI host that
+    # first step took 39 s, so two arms of a 30 s budget were left unprepared (before that, three
+    # arms in 15 s and five in 10 s). The measuring target still ends the what-if in ~11 s quiet.
     names = ["cache_map", "steps_per_execution_8", "batch_x2"]
     # (the state is the point, not the gains: the fewest rounds, 2 s of them in all, whatever the budget)
-    cb = advisor.AdvisorCallback(tmp_path, whatif=names, whatif_max_seconds=30, whatif_seconds=2, whatif_rounds=3,
+    cb = advisor.AdvisorCallback(tmp_path, whatif=names, whatif_max_seconds=150, whatif_seconds=2, whatif_rounds=3,
                                  log_every_s=None, telemetry=False)
     history = model.fit(slow_dataset(), epochs=2, verbose=0, callbacks=[snapshot, cb])
     record = _whatif_record(cb)
