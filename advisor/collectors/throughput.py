@@ -114,8 +114,8 @@ class ThroughputCollector(Collector):
             self._in_epoch = False
 
     def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None) -> None:
-        # steps in the epoch just ended: the what-if charges each epoch's restart at this length
-        # On an input of unknown length both counts can run over, each in its own case (Keras 3):
+        # Steps in the epoch just ended (the what-if charges each epoch's restart at this length).
+        # On an input of unknown length each count can run over in its own case (Keras 3):
         # optimizer.iterations counts the step that found the end (steps_per_execution 1), the
         # last batch index assumes a whole last execution (steps_per_execution > 1).
         counts = [self._last_batch + 1] if self._last_batch is not None else []

@@ -202,7 +202,8 @@ def _mixed(s: Situation) -> Trial:
     base = s.unchanged
     trial = Trial("mixed_precision", f"keras.mixed_precision.set_global_policy('{policy}') (a clone, same weights)",
                   clone, dict(base.kwargs), finite=base.finite, batch_size=base.batch_size,
-                  epoch_steps=base.epoch_steps, spe=base.spe, epoch_length=base.epoch_length, setup_estimate=2.0 * (s.compile_seconds or 1.0) + 0.5)
+                  epoch_steps=base.epoch_steps, spe=base.spe, epoch_length=base.epoch_length,
+                  setup_estimate=2.0 * (s.compile_seconds or 1.0) + 0.5)
     trial.close = lambda: trial.__dict__.update(model=None)
     return trial
 
