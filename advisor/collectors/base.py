@@ -57,6 +57,15 @@ class DataInfo:
 
 
 @dataclass
+class EpochTally:
+    """One epoch's training part, counted once when it ends (before validation)."""
+
+    epoch: int
+    steps: int | None  # optimizer steps the epoch ran
+    samples: int | None  # samples those steps trained on, the short last batch counted as it was
+
+
+@dataclass
 class Session:
     """Shared state of one ``fit`` for all collectors of one callback."""
 
@@ -73,6 +82,11 @@ class Session:
     train_begin_t: float = 0.0  # perf_counter at on_train_begin
     price_per_hour: float | None = None
     shared: dict[str, Any] = field(default_factory=dict)  # collectors leave values for each other
+    # Epoch accounting, kept by the callback: optimizer steps at the epoch's begin, the index of
+    # the last batch ended, and the finished epoch's tally.
+    epoch_step0: int | None = None
+    last_batch_ended: int | None = None
+    tally: EpochTally | None = None
 
     def iterations(self) -> int | None:
         """Optimizer steps so far (``optimizer.iterations``). Read at boundaries only."""
@@ -96,6 +110,64 @@ class Session:
                 return int(keras.ops.convert_to_numpy(var))
             except Exception:
                 return None
+
+    def samples_seen(self) -> int | None:
+        """Samples the epoch's training steps have seen so far, from the loss tracker's count.
+
+        Keras weighs the loss mean of every training step by the batch's first dimension, so the
+        tracker's count is the epoch's samples (short last batch included) until validation
+        resets it. Keras 3: ``model._loss_tracker``; tf_keras: the compiled loss's total mean.
+        None where neither exists (a custom ``train_step`` may leave it at zero: callers check)."""
+        tracker = getattr(self.model, "_loss_tracker", None)
+        if tracker is None:
+            tracker = getattr(getattr(self.model, "compiled_loss", None), "_total_loss_mean", None)
+        count = getattr(tracker, "count", None)
+        if count is None:
+            return None
+        try:
+            value = count.numpy() if hasattr(count, "numpy") else count
+            return int(round(float(value)))
+        except Exception:
+            return None
+
+    def close_epoch(self, epoch: int) -> EpochTally:
+        """Count the epoch's training part once: at validation's begin, else at the epoch's end.
+
+        Steps: the optimizer's count since the epoch began, capped by the batches ended. On an
+        input of unknown length Keras 3 on TensorFlow counts the step that found the input's
+        end as an optimizer step and begins a batch for it (steps_per_execution 1), while with
+        steps_per_execution > 1 the last batch's index assumes a whole last execution; each
+        count is right where the other is not. (The batch index is used on TensorFlow only: on
+        JAX and torch Keras may still be running batch-end hooks on its worker threads when
+        validation begins, and there the optimizer's count is exact.)
+        Samples: the loss tracker's count where it agrees with the steps (it is the only count
+        that knows the short last batch of an input of unknown length), else steps × batch less
+        the known short batch, when the epoch ran through the whole input."""
+        if self.tally is not None and self.tally.epoch == epoch:
+            return self.tally
+        counts = []
+        if self.last_batch_ended is not None and self.backend == "tensorflow":
+            counts.append(self.last_batch_ended + 1)
+        now = self.iterations()
+        if now is not None and self.epoch_step0 is not None and now >= self.epoch_step0:
+            counts.append(now - self.epoch_step0)
+        steps = min(counts) if counts else None
+        self.tally = EpochTally(epoch=epoch, steps=steps, samples=self._epoch_samples(steps))
+        return self.tally
+
+    def _epoch_samples(self, steps: int | None) -> int | None:
+        batch = self.data.batch_size
+        if steps is None or batch is None:
+            return None
+        full = steps * batch
+        seen = self.samples_seen()
+        if seen is not None and steps > 0 and (steps - 1) * batch < seen <= full:
+            return seen
+        data = self.data
+        if data.partial_batch_size and data.num_batches and steps >= data.num_batches:
+            if data.steps_per_epoch is None or data.steps_per_epoch >= data.num_batches:
+                return full - (batch - data.partial_batch_size)
+        return full
 
     def event(self, source: str, message: str, level: str = "info", detail: str | None = None) -> None:
         from advisor.store.schema import EventRecord

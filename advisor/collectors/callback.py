@@ -188,6 +188,8 @@ class AdvisorCallback(KerasCallbackProtocol):
         self._batch_sampled = 0
         self._batch_sampled_seconds = 0.0
         self._batches = 0
+        self._epoch: int | None = None
+        self._last_batch_ended: int | None = None  # index of the epoch's last batch ended
         self._train_t0 = 0.0
         self._in_fit = False
         self._collectors_used = False
@@ -228,6 +230,10 @@ class AdvisorCallback(KerasCallbackProtocol):
         self._own_seconds += time.perf_counter() - t0
 
     def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+        if self.session is not None and self.guard is not None:
+            self._epoch = epoch
+            self.session.epoch_step0 = self.session.iterations()
+            self._last_batch_ended = None
         self._call("on_epoch_begin", epoch)
 
     def on_train_batch_begin(self, batch: int, logs: dict[str, Any] | None = None) -> None:
@@ -243,6 +249,8 @@ class AdvisorCallback(KerasCallbackProtocol):
 
     def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
         # May run on a Keras worker thread (async dispatch on JAX / torch): no shared counters here.
+        # The index is only stored (one worker runs the hooks in order; the epoch's end waits).
+        self._last_batch_ended = batch
         if self._batches & 127 == 0:
             t0 = time.perf_counter()
             self._run_batch_hooks(batch)
@@ -252,6 +260,7 @@ class AdvisorCallback(KerasCallbackProtocol):
 
     def on_test_begin(self, logs: dict[str, Any] | None = None) -> None:
         if self._in_fit:
+            self._close_epoch(self._epoch)  # before validation resets the training metrics
             self._call("on_test_begin")
 
     def on_test_end(self, logs: dict[str, Any] | None = None) -> None:
@@ -261,6 +270,7 @@ class AdvisorCallback(KerasCallbackProtocol):
     def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         # Records reach the OS as they are written (a killed process loses nothing); the fsync
         # against a machine crash happens at close, not every epoch.
+        self._close_epoch(epoch)
         self._call("on_epoch_end", epoch, dict(logs or {}))
         if self.uploader is not None:
             self.uploader.request()
@@ -270,6 +280,19 @@ class AdvisorCallback(KerasCallbackProtocol):
         self._finish("finished")
 
     # -- internals -----------------------------------------------------------------------------
+    def _close_epoch(self, epoch: int | None) -> None:
+        """The epoch's tally (``Session.close_epoch``), once, before the collectors' hooks."""
+        session = self.session
+        if session is None or self.guard is None or epoch is None:
+            return
+        if session.tally is not None and session.tally.epoch == epoch:
+            return
+        session.last_batch_ended = self._last_batch_ended
+        self._last_batch_ended = None
+        try:
+            session.close_epoch(epoch)
+        except Exception as exc:  # counting must never cost the training job
+            log.debug("advisor: epoch tally failed (%s: %s)", type(exc).__name__, exc)
     def _run_batch_begin_hooks(self, batch: int) -> None:
         for call in self._batch_begin_calls:
             try:

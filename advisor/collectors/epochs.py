@@ -62,20 +62,19 @@ class EpochCollector(Collector):
     def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None) -> None:
         now = time.perf_counter()
         seconds = now - self._epoch_t0
-        step = self.s.iterations()
         windows = [
             w for w in self.s.shared.get("throughput.windows", []) if w.epoch == epoch
         ]
-        if step is not None and self._epoch_step0 is not None:
-            steps = step - self._epoch_step0
-        else:  # no optimizer counter: the throughput windows' own count
-            steps = sum(w.steps for w in windows)
-        if windows and all(w.samples is not None for w in windows):
-            samples: int | None = sum(w.samples for w in windows)
-        elif self.s.data.batch_size:
-            samples = steps * self.s.data.batch_size
+        tally = self.s.tally if self.s.tally is not None and self.s.tally.epoch == epoch else None
+        step = self.s.iterations()
+        if tally is not None and tally.steps is not None:  # the callback's count (Session.close_epoch)
+            steps, samples = tally.steps, tally.samples
         else:
-            samples = None
+            if step is not None and self._epoch_step0 is not None:
+                steps = step - self._epoch_step0
+            else:  # no optimizer counter: the throughput windows' own count
+                steps = sum(w.steps for w in windows)
+            samples = _samples(windows, steps, self.s.data.batch_size)
         record = EpochRecord(
             t=time.time(),
             epoch=epoch,
@@ -87,3 +86,9 @@ class EpochCollector(Collector):
         )
         self.epochs.append(record)
         self.s.writer.write(record)
+
+
+def _samples(windows: list[Any], steps: int, batch: int | None) -> int | None:
+    if windows and all(w.samples is not None for w in windows):
+        return int(sum(w.samples for w in windows))
+    return steps * batch if batch else None

@@ -4,8 +4,9 @@ The batch-end hook only appends a clock reading; the batch-begin hook counts the
 compares the latest reading with the window's end. Real step counts come from
 ``optimizer.iterations`` deltas read at window and epoch boundaries, so they are right under
 ``steps_per_execution > 1`` (one hook call per execution) and for the last, shorter execution of
-an epoch. Samples are steps × global batch, less the missing samples of a partial last batch when
-the epoch ran through the whole input.
+an epoch. Samples are steps × global batch; the epoch's last window ends at the epoch's tally
+(``Session.close_epoch``), which knows the short last batch (also of an input of unknown length)
+and leaves out the step Keras counts for finding the end of such an input.
 
 Windows close on the training thread (batch begin, validation begin, epoch end), never in the
 batch-end hook. That makes the batch-end hook safe for Keras's asynchronous callback dispatch on
@@ -66,7 +67,7 @@ class ThroughputCollector(Collector):
         self._log_times: list[float] = []
         self._epoch_opening = False
         self._epoch_start_s: float | None = None
-        self._last_batch: int | None = None  # index of the epoch's last batch so far
+        self._win_seen0: int | None = None  # the loss tracker's sample count at the window's start
         self.windows: list[WindowRecord] = []
 
     # -- hooks ---------------------------------------------------------------------------------
@@ -83,10 +84,10 @@ class ThroughputCollector(Collector):
             self._planned = True
             self._plan_boundaries()
         self._epoch = epoch
-        self._start_window(time.perf_counter(), self.s.iterations(), self._calls)
+        step0 = self.s.iterations()
+        self._start_window(time.perf_counter(), step0, self._calls, self.s.samples_seen())
         self._epoch_step0 = self._win_step0
         self._epoch_opening = True
-        self._last_batch = None
         self._partial_counted = False
         self._in_epoch = True
 
@@ -105,27 +106,16 @@ class ThroughputCollector(Collector):
 
     def on_train_batch_end(self, batch: int) -> None:
         self._stamps.append(time.perf_counter())
-        self._last_batch = batch
 
     def on_test_begin(self) -> None:
         # Validation inside fit: close the training window so it holds training time only.
         if self._in_epoch:
-            self._close_window(self._calls, warmup=self._calls <= self._warmup_calls)
+            self._close_window(self._calls, warmup=self._calls <= self._warmup_calls, last=True)
             self._in_epoch = False
 
     def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None) -> None:
-        # Steps in the epoch just ended (the what-if charges each epoch's restart at this length).
-        # On an input of unknown length each count can run over in its own case (Keras 3):
-        # optimizer.iterations counts the step that found the end (steps_per_execution 1), the
-        # last batch index assumes a whole last execution (steps_per_execution > 1).
-        counts = [self._last_batch + 1] if self._last_batch is not None else []
-        now, began = self.s.iterations(), self._epoch_step0
-        if isinstance(now, int) and isinstance(began, int) and now > began:
-            counts.append(now - began)
-        if counts:
-            self.s.shared["throughput.epoch_steps"] = min(counts)
         if self._in_epoch:
-            self._close_window(self._calls, warmup=self._calls <= self._warmup_calls)
+            self._close_window(self._calls, warmup=self._calls <= self._warmup_calls, last=True)
             self._in_epoch = False
         self._maybe_log(force=True)
 
@@ -163,22 +153,29 @@ class ThroughputCollector(Collector):
         first, last = self._profiled_calls
         return self._win_call0 < last and done >= first
 
-    def _start_window(self, now: float, step: int | None, done: int) -> None:
+    def _start_window(self, now: float, step: int | None, done: int, seen: int | None = None) -> None:
         self._win_call0 = done
         self._win_t0 = now
         self._win_step0 = step if step is not None else done * max(1, self.s.steps_per_execution)
+        self._win_seen0 = seen
         self._stamps = [now]
         self._next_close = now + self.window_s
 
-    def _close_window(self, done: int, warmup: bool) -> None:
-        """Close the window after ``done`` hook calls; runs on the training thread."""
+    def _close_window(self, done: int, warmup: bool, last: bool = False) -> None:
+        """Close the window after ``done`` hook calls; runs on the training thread. The epoch's
+        ``last`` window ends where the epoch's tally (``Session.close_epoch``) says it ended."""
         step = self.s.iterations()  # waits for dispatched steps (JAX, torch on GPU) to finish
         now = time.perf_counter()
         if step is None:
             step = done * max(1, self.s.steps_per_execution)
+        next_step0 = step
+        tally = self.s.tally if last else None
+        if tally is not None and tally.epoch == self._epoch and tally.steps is not None:
+            step = min(step, self._epoch_step0 + tally.steps)  # not the step that found the end
+        seen = self.s.samples_seen()
         steps = step - self._win_step0
         if steps > 0:
-            samples = self._samples(steps, step)
+            samples = self._samples(steps, step, seen)
             stamps = sorted(self._stamps)  # appended by worker threads under async dispatch
             spe = max(1, self.s.steps_per_execution)
             stats = _interval_stats(stamps, spe)
@@ -205,17 +202,23 @@ class ThroughputCollector(Collector):
             if not warmup and not record.profiled and samples is not None:
                 self._log_samples += samples
                 self._log_seconds += record.seconds
-        self._start_window(now, step, done)
+        self._start_window(now, next_step0, done, seen)
         self._advance_boundary(done)
         self._maybe_log()
 
-    def _samples(self, steps: int, step_now: int) -> int | None:
-        """steps × batch, less the missing samples of the partial batch if this window holds it."""
+    def _samples(self, steps: int, step_now: int, seen: int | None) -> int | None:
+        """The window's samples: the loss tracker's count where it agrees with the steps (the
+        only count that knows the short last batch of an input of unknown length), else steps ×
+        batch, less the known short batch if this window holds it."""
         data = self.s.data
         batch = data.batch_size
         if batch is None:
             return None
         samples = steps * batch
+        if seen is not None and self._win_seen0 is not None and (steps - 1) * batch < seen - self._win_seen0 <= samples:
+            if seen - self._win_seen0 < samples:
+                self._partial_counted = True
+            return seen - self._win_seen0
         if data.partial_batch_size and data.num_batches and not self._partial_counted:
             # The epoch has run through the whole input: its last batch was the partial one.
             whole_input = data.steps_per_epoch is None or data.steps_per_epoch >= data.num_batches

@@ -71,9 +71,9 @@ def situation_from_session(session: Any) -> Situation:
     spe = session.steps_per_execution
     unchanged = unchanged_trial(model, kind, dataset=dataset, arrays=arrays, py_dataset=py_dataset, loader=loader,
                                 batch_size=data.batch_size, steps_per_epoch=data.steps_per_epoch, spe=spe)
-    epoch_steps = shared.get("throughput.epoch_steps")  # training's last epoch: known where the input's is not
-    if unchanged.finite and unchanged.epoch_length is None and isinstance(epoch_steps, int) and epoch_steps > 0:
-        unchanged.epoch_length = epoch_steps
+    tally = session.tally  # training's last epoch: its length is known where the input's is not
+    if unchanged.finite and unchanged.epoch_length is None and tally is not None and tally.steps:
+        unchanged.epoch_length = tally.steps
     baseline = shared.get("baseline")
     return Situation(
         model=model, backend=session.backend, flavor=session.keras_flavor, kind=kind, unchanged=unchanged,

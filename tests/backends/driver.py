@@ -152,6 +152,26 @@ def check_counts(runs: Path) -> dict[str, Any]:
     }
 
 
+def check_unknown_length(runs: Path) -> dict[str, Any]:
+    """An input whose length nobody can tell (a filtered tf.data pipeline on TensorFlow, a Python
+    generator elsewhere), one step per execution, validation after each epoch: Keras 3 on
+    TensorFlow counts an extra optimizer step for finding the end; the run must not."""
+    layer = counter_layer()
+    model = build(1, layer)
+    x, y = arrays()
+    cb = callback(runs, "unknown-length", baseline=None)
+    if BACKEND == "tensorflow":
+        import tensorflow as tf
+
+        data = tf.data.Dataset.from_tensor_slices((x, y)).batch(BATCH).filter(lambda a, b: True)
+        epochs = 2
+    else:
+        data = ((x[i:i + BATCH], y[i:i + BATCH]) for i in range(0, N, BATCH))
+        epochs = 1  # a generator runs out once
+    model.fit(data, epochs=epochs, callbacks=[cb], verbose=0, validation_data=(x[:40], y[:40]))
+    return {"run": str(cb.run_path), "trained": count(layer), "epochs": epochs}
+
+
 def check_baseline_kinds(runs: Path, model: Any, layer: Any) -> dict[str, Any]:
     """Baseline at train end on every input kind this Keras takes; the counter proves the
     baseline's own training is undone (the model ends as if only the real epochs ran).
@@ -276,6 +296,7 @@ def main(argv: list[str]) -> int:
     runs.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     record("counts", lambda: check_counts(runs))
+    record("unknown_length", lambda: check_unknown_length(runs))
     layer = counter_layer()
     model = build(1, layer)  # shared by the baseline and measure_input checks: compiled once
     record("baseline", lambda: check_baseline_kinds(runs, model, layer))

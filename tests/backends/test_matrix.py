@@ -175,6 +175,15 @@ def test_sample_counts_are_exact(matrix: Matrix) -> None:
         assert after.step_begin == before.step_end
 
 
+def test_an_input_of_unknown_length_is_counted_as_it_trained(matrix: Matrix) -> None:
+    run = matrix.run("unknown_length")
+    entry = matrix.results["unknown_length"]
+    assert entry["trained"] == entry["epochs"] * N  # the layer's count (validation does not train)
+    epochs = run.of_type(EpochRecord)
+    assert [(e.steps, e.samples) for e in epochs] == [(7, N)] * entry["epochs"]  # 6 × 32 + 8
+    assert sum(w.samples for w in run.of_type(WindowRecord)) == entry["trained"]
+
+
 def test_batch_hooks_run_async_where_keras_allows(matrix: Matrix) -> None:
     entry = matrix.results["counts"]
     assert entry["async_safe"] is True  # throughput and epochs are safe off the training thread

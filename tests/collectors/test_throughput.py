@@ -224,14 +224,36 @@ def test_an_epoch_start_stall_is_in_the_window_time_but_is_not_a_step(runs_dir):
         assert w.step_outlier_seconds is not None and w.step_outlier_seconds < 0.4
 
 
+class SlowLastStep(keras.callbacks.Callback):
+    def on_train_batch_end(self, batch, logs=None):
+        if batch >= 9:  # the epoch's last step (index 9; 11 for the last execution of 4 steps)
+            import time
+
+            time.sleep(0.1)
+
+
 @pytest.mark.parametrize("spe", [1, 4])
-def test_the_last_epochs_steps_are_shared_for_an_input_of_unknown_length(runs_dir, spe):
-    # tf.data cannot tell a filtered pipeline's length: the what-if learns the epoch's steps
-    # (10 batches, the last partial) from training, to charge each epoch's start at its share.
+def test_an_input_of_unknown_length_is_counted_as_it_ran(runs_dir, spe):
+    # tf.data cannot tell a filtered pipeline's length: 300 rows in batches of 32 are 10 steps,
+    # the last of 12 samples. Keras 3 counts an 11th optimizer step (the one that found the end)
+    # with steps_per_execution 1, and a 12-step last execution by batch index with 4; the run must
+    # record what trained: 10 steps and 300 samples an epoch, also with validation after it
+    # (which resets the loss tracker the sample count comes from).
     x, y = data(300)
     ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(32).filter(lambda a, b: True)
     assert int(ds.cardinality()) == int(tf.data.UNKNOWN_CARDINALITY)
+    # A window closes at the first batch begin after its time is up; the last real step's end
+    # sleeps past that time, so on TensorFlow with one step per execution a window closes at the
+    # batch Keras begins to find the end, holding the short batch.
     model, _ = build(spe)
-    cb = advisor.AdvisorCallback(runs_dir=runs_dir, log_every_s=None)
-    model.fit(ds, epochs=2, callbacks=[cb], verbose=0, shuffle=False)
-    assert cb.session.shared["throughput.epoch_steps"] == 10
+    cb = advisor.AdvisorCallback(runs_dir=runs_dir, log_every_s=None, baseline=None, window_s=0.05)
+    model.fit(ds, epochs=2, callbacks=[cb, SlowLastStep()], verbose=0, shuffle=False,
+              validation_data=(x[:50], y[:50]))
+    run = RunReader(cb.run_path).read()
+    assert [(e.steps, e.samples) for e in run.of_type(EpochRecord)] == [(10, 300), (10, 300)]
+    windows = run.of_type(WindowRecord)
+    for epoch in (0, 1):
+        mine = [w for w in windows if w.epoch == epoch]
+        assert sum(w.steps for w in mine) == 10 and sum(w.samples for w in mine) == 300
+    assert cb.session.tally is not None and cb.session.tally.steps == 10  # the what-if's epoch length
+
