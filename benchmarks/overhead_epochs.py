@@ -6,9 +6,14 @@ Fits of 3 epochs (the first one dropped: compilation, run start) rotate through 
 times, so slow phases of a shared machine hit each variant alike. Complements overhead.py,
 whose whole-fit ratios include each run's fixed start and end costs.
 """
+
+from __future__ import annotations
+
 import os
 import statistics
+import tempfile
 import time
+from typing import Any
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
 import keras
@@ -16,21 +21,47 @@ import numpy as np
 
 import advisor
 
-x=np.random.rand(64*1500,128).astype("float32"); y=np.random.rand(64*1500,1).astype("float32")
-m=keras.Sequential([keras.Input((128,)),keras.layers.Dense(512,activation="relu"),keras.layers.Dense(512,activation="relu"),keras.layers.Dense(1)]); m.compile("adam","mse")
-times={}
-class T(keras.callbacks.Callback):
-    def __init__(s,k): super().__init__(); s.k=k
-    def on_epoch_begin(s,e,l=None): s.t=time.perf_counter()
-    def on_epoch_end(s,e,l=None):
-        if e>0: times.setdefault(s.k,[]).append(time.perf_counter()-s.t)
-variants={
- "none": lambda: [],
- "full": lambda: [advisor.AdvisorCallback(runs_dir="/tmp/jo", log_every_s=None, baseline=None)],
- "no-telemetry": lambda: [advisor.AdvisorCallback(runs_dir="/tmp/jo", log_every_s=None, telemetry=False, baseline=None)],
-}
-m.fit(x,y,batch_size=64,epochs=1,verbose=0)
-for i in range(6):
-    for k,f in variants.items():
-        m.fit(x,y,batch_size=64,epochs=3,verbose=0,callbacks=[T(k),*f()],shuffle=False)
-for k in variants: print(k, "min %.1f ms  median %.1f ms" % (min(times[k])*1000, statistics.median(times[k])*1000))
+ROWS, FEATURES, WIDTH, BATCH, ROUNDS = 64 * 1500, 128, 512, 64, 6
+
+
+class EpochTimer(keras.callbacks.Callback):
+    """Times every epoch after the first into ``times[variant]``."""
+
+    def __init__(self, variant: str, times: dict[str, list[float]]) -> None:
+        super().__init__()
+        self.variant, self.times, self.t0 = variant, times, 0.0
+
+    def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+        self.t0 = time.perf_counter()
+
+    def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+        if epoch > 0:
+            self.times.setdefault(self.variant, []).append(time.perf_counter() - self.t0)
+
+
+def main() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.random((ROWS, FEATURES), dtype=np.float32)
+    y = rng.random((ROWS, 1), dtype=np.float32)
+    model = keras.Sequential([keras.Input((FEATURES,)), keras.layers.Dense(WIDTH, activation="relu"),
+                              keras.layers.Dense(WIDTH, activation="relu"), keras.layers.Dense(1)])
+    model.compile("adam", "mse")
+    runs = tempfile.mkdtemp(prefix="advisor-overhead-")
+    variants = {
+        "none": lambda: [],
+        "full": lambda: [advisor.AdvisorCallback(runs_dir=runs, log_every_s=None, baseline=None)],
+        "no-telemetry": lambda: [advisor.AdvisorCallback(runs_dir=runs, log_every_s=None, telemetry=False,
+                                                         baseline=None)],
+    }
+    times: dict[str, list[float]] = {}
+    model.fit(x, y, batch_size=BATCH, epochs=1, verbose=0)  # compile outside the comparison
+    for _ in range(ROUNDS):
+        for name, extra in variants.items():
+            model.fit(x, y, batch_size=BATCH, epochs=3, verbose=0, shuffle=False,
+                      callbacks=[EpochTimer(name, times), *extra()])
+    for name in variants:
+        print(f"{name}: min {min(times[name]) * 1000:.1f} ms  median {statistics.median(times[name]) * 1000:.1f} ms")
+
+
+if __name__ == "__main__":
+    main()

@@ -33,6 +33,7 @@ from advisor.collectors.baseline_rounds import (
     Segment,
     fit_segment,
     own_garbage,
+    release_loader_workers,
     round_up,
     run_rounds,
 )
@@ -119,7 +120,7 @@ def _warm(trial: Trial) -> int:
 
 
 def _segment(trial: Trial, seconds: float, min_steps: int, deadline: float, stop: StopFlag,
-             teardowns: list[float] | None = None) -> Segment | None:
+             teardowns: list[float] | None = None, backend: str | None = None) -> Segment | None:
     """One timed segment of ``trial`` (its compile settings swapped in around it); Interrupted
     after it when Ctrl-C asked to stop.
 
@@ -142,6 +143,7 @@ def _segment(trial: Trial, seconds: float, min_steps: int, deadline: float, stop
     finally:
         if trial.leave is not None:
             trial.leave()
+        release_loader_workers(backend)
         gc.collect()
         if teardowns is not None and segment is not None and segment.at:
             teardowns.append(time.perf_counter() - segment.at)
@@ -185,7 +187,7 @@ class _Run:
         if stop_by - time.perf_counter() <= self.fit_start:  # its start and teardown do not fit: not started
             self.stop.check()
             return None
-        segment = _segment(trial, seconds, min_steps, stop_by, self.stop, own)
+        segment = _segment(trial, seconds, min_steps, stop_by, self.stop, own, self.s.backend)
         if own:
             log.debug("advisor: what-if: %s: teardown %.2f s", trial.name, own[-1])
         return segment

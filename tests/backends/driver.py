@@ -172,6 +172,28 @@ def check_unknown_length(runs: Path) -> dict[str, Any]:
     return {"run": str(cb.run_path), "trained": count(layer), "epochs": epochs}
 
 
+def check_whatif_loader_workers() -> dict[str, Any]:
+    """Keras on torch: the what-if's DataLoader(num_workers=2) segments are torn down at once
+    (left to the garbage collector, each took ~10 s: no three rounds fitted in 30 s)."""
+    import torch
+
+    class Slow(torch.utils.data.Dataset):
+        def __len__(self) -> int:
+            return 1024
+
+        def __getitem__(self, i: int) -> Any:
+            time.sleep(0.001)
+            return np.ones(FEATURES, "float32"), np.ones(1, "float32")
+
+    loader = torch.utils.data.DataLoader(Slow(), batch_size=BATCH)
+    model = build(1)
+    t0 = time.perf_counter()
+    result = advisor.whatif(model, loader, ["torch_workers"], max_seconds=30, seconds=3, rounds=3)
+    candidate = result.candidates["torch_workers"]
+    return {"status": candidate.status, "reason": candidate.reason, "rounds": candidate.rounds,
+            "seconds": round(time.perf_counter() - t0, 2)}
+
+
 def check_baseline_kinds(runs: Path, model: Any, layer: Any) -> dict[str, Any]:
     """Baseline at train end on every input kind this Keras takes; the counter proves the
     baseline's own training is undone (the model ends as if only the real epochs ran).
@@ -297,6 +319,8 @@ def main(argv: list[str]) -> int:
     t0 = time.perf_counter()
     record("counts", lambda: check_counts(runs))
     record("unknown_length", lambda: check_unknown_length(runs))
+    if BACKEND == "torch":
+        record("whatif_loader_workers", check_whatif_loader_workers)
     layer = counter_layer()
     model = build(1, layer)  # shared by the baseline and measure_input checks: compiled once
     record("baseline", lambda: check_baseline_kinds(runs, model, layer))

@@ -184,6 +184,14 @@ def test_an_input_of_unknown_length_is_counted_as_it_trained(matrix: Matrix) -> 
     assert sum(w.samples for w in run.of_type(WindowRecord)) == entry["trained"]
 
 
+def test_whatif_dataloader_workers_on_keras_torch(matrix: Matrix) -> None:
+    if matrix.flavor != "torch":
+        pytest.skip("Keras on torch iterates a DataLoader itself; elsewhere tf.data owns it")
+    entry = matrix.results["whatif_loader_workers"]
+    assert entry["status"] == "measured", entry
+    assert len(entry["rounds"]) == 3 and None not in entry["rounds"], entry  # every round fitted
+
+
 def test_batch_hooks_run_async_where_keras_allows(matrix: Matrix) -> None:
     entry = matrix.results["counts"]
     assert entry["async_safe"] is True  # throughput and epochs are safe off the training thread
