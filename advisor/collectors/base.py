@@ -55,6 +55,23 @@ class DataInfo:
     adapter: Any = None  # the Keras data adapter (Keras 3) or data handler (tf_keras)
     steps_per_epoch: int | None = None  # what the fit loop will run per epoch, when known
 
+    def short_by(self, epoch_steps: int) -> int:
+        """Samples the last batch lacks, once an epoch has run ``epoch_steps`` through the whole
+        input (known length only); else 0."""
+        batch, partial, batches = self.batch_size, self.partial_batch_size, self.num_batches
+        if not (batch and partial and batches) or epoch_steps < batches:
+            return 0
+        whole_input = self.steps_per_epoch is None or self.steps_per_epoch >= batches
+        return batch - partial if whole_input else 0
+
+
+def agreed_samples(steps: int, batch: int, seen: int | None) -> int | None:
+    """The loss tracker's sample count ``seen`` over ``steps`` when it agrees with them (every
+    step a whole batch but perhaps the last), else None (a custom ``train_step`` leaves it 0)."""
+    if seen is not None and steps > 0 and (steps - 1) * batch < seen <= steps * batch:
+        return seen
+    return None
+
 
 @dataclass
 class EpochTally:
@@ -82,10 +99,9 @@ class Session:
     train_begin_t: float = 0.0  # perf_counter at on_train_begin
     price_per_hour: float | None = None
     shared: dict[str, Any] = field(default_factory=dict)  # collectors leave values for each other
-    # Epoch accounting, kept by the callback: optimizer steps at the epoch's begin, the index of
-    # the last batch ended, and the finished epoch's tally.
+    # Epoch accounting, kept by the callback: optimizer steps at the epoch's begin and the
+    # finished epoch's tally.
     epoch_step0: int | None = None
-    last_batch_ended: int | None = None
     tally: EpochTally | None = None
 
     def iterations(self) -> int | None:
@@ -130,7 +146,7 @@ class Session:
         except Exception:
             return None
 
-    def close_epoch(self, epoch: int) -> EpochTally:
+    def close_epoch(self, epoch: int, last_batch_ended: int | None) -> EpochTally | None:
         """Count the epoch's training part once: at validation's begin, else at the epoch's end.
 
         Steps: the optimizer's count since the epoch began, capped by the batches ended. On an
@@ -142,32 +158,28 @@ class Session:
         validation begins, and there the optimizer's count is exact.)
         Samples: the loss tracker's count where it agrees with the steps (it is the only count
         that knows the short last batch of an input of unknown length), else steps × batch less
-        the known short batch, when the epoch ran through the whole input."""
+        the known short batch. None if counting failed (it never costs the training job)."""
         if self.tally is not None and self.tally.epoch == epoch:
             return self.tally
-        counts = []
-        if self.last_batch_ended is not None and self.backend == "tensorflow":
-            counts.append(self.last_batch_ended + 1)
-        now = self.iterations()
-        if now is not None and self.epoch_step0 is not None and now >= self.epoch_step0:
-            counts.append(now - self.epoch_step0)
-        steps = min(counts) if counts else None
-        self.tally = EpochTally(epoch=epoch, steps=steps, samples=self._epoch_samples(steps))
-        return self.tally
-
-    def _epoch_samples(self, steps: int | None) -> int | None:
-        batch = self.data.batch_size
-        if steps is None or batch is None:
+        try:
+            counts = []
+            if last_batch_ended is not None and self.backend == "tensorflow":
+                counts.append(last_batch_ended + 1)
+            now = self.iterations()
+            if now is not None and self.epoch_step0 is not None and now >= self.epoch_step0:
+                counts.append(now - self.epoch_step0)
+            steps = min(counts) if counts else None
+            batch = self.data.batch_size
+            samples = None
+            if steps is not None and batch:
+                samples = agreed_samples(steps, batch, self.samples_seen())
+                if samples is None:
+                    samples = steps * batch - self.data.short_by(steps)
+        except Exception as exc:
+            log.debug("advisor: epoch tally failed (%s: %s)", type(exc).__name__, exc)
             return None
-        full = steps * batch
-        seen = self.samples_seen()
-        if seen is not None and steps > 0 and (steps - 1) * batch < seen <= full:
-            return seen
-        data = self.data
-        if data.partial_batch_size and data.num_batches and steps >= data.num_batches:
-            if data.steps_per_epoch is None or data.steps_per_epoch >= data.num_batches:
-                return full - (batch - data.partial_batch_size)
-        return full
+        self.tally = EpochTally(epoch=epoch, steps=steps, samples=samples)
+        return self.tally
 
     def event(self, source: str, message: str, level: str = "info", detail: str | None = None) -> None:
         from advisor.store.schema import EventRecord

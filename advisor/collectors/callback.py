@@ -249,7 +249,7 @@ class AdvisorCallback(KerasCallbackProtocol):
 
     def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
         # May run on a Keras worker thread (async dispatch on JAX / torch): no shared counters here.
-        # The index is only stored (one worker runs the hooks in order; the epoch's end waits).
+        # The index is only stored; it is read on TensorFlow only, where hooks run in order.
         self._last_batch_ended = batch
         if self._batches & 127 == 0:
             t0 = time.perf_counter()
@@ -282,17 +282,9 @@ class AdvisorCallback(KerasCallbackProtocol):
     # -- internals -----------------------------------------------------------------------------
     def _close_epoch(self, epoch: int | None) -> None:
         """The epoch's tally (``Session.close_epoch``), once, before the collectors' hooks."""
-        session = self.session
-        if session is None or self.guard is None or epoch is None:
-            return
-        if session.tally is not None and session.tally.epoch == epoch:
-            return
-        session.last_batch_ended = self._last_batch_ended
-        self._last_batch_ended = None
-        try:
-            session.close_epoch(epoch)
-        except Exception as exc:  # counting must never cost the training job
-            log.debug("advisor: epoch tally failed (%s: %s)", type(exc).__name__, exc)
+        if self.session is not None and self.guard is not None and epoch is not None:
+            self.session.close_epoch(epoch, self._last_batch_ended)
+
     def _run_batch_begin_hooks(self, batch: int) -> None:
         for call in self._batch_begin_calls:
             try:

@@ -66,10 +66,10 @@ class EpochCollector(Collector):
             w for w in self.s.shared.get("throughput.windows", []) if w.epoch == epoch
         ]
         tally = self.s.tally if self.s.tally is not None and self.s.tally.epoch == epoch else None
-        step = self.s.iterations()
         if tally is not None and tally.steps is not None:  # the callback's count (Session.close_epoch)
             steps, samples = tally.steps, tally.samples
         else:
+            step = self.s.iterations()
             if step is not None and self._epoch_step0 is not None:
                 steps = step - self._epoch_step0
             else:  # no optimizer counter: the throughput windows' own count

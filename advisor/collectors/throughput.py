@@ -23,7 +23,7 @@ import math
 import time
 from typing import Any
 
-from advisor.collectors.base import Collector
+from advisor.collectors.base import Collector, agreed_samples
 from advisor.store.schema import WindowRecord
 
 log = logging.getLogger("advisor")
@@ -210,22 +210,17 @@ class ThroughputCollector(Collector):
         """The window's samples: the loss tracker's count where it agrees with the steps (the
         only count that knows the short last batch of an input of unknown length), else steps ×
         batch, less the known short batch if this window holds it."""
-        data = self.s.data
-        batch = data.batch_size
+        batch = self.s.data.batch_size
         if batch is None:
             return None
-        samples = steps * batch
-        if seen is not None and self._win_seen0 is not None and (steps - 1) * batch < seen - self._win_seen0 <= samples:
-            if seen - self._win_seen0 < samples:
-                self._partial_counted = True
-            return seen - self._win_seen0
-        if data.partial_batch_size and data.num_batches and not self._partial_counted:
-            # The epoch has run through the whole input: its last batch was the partial one.
-            whole_input = data.steps_per_epoch is None or data.steps_per_epoch >= data.num_batches
-            if whole_input and step_now - self._epoch_step0 >= data.num_batches:
-                samples -= batch - data.partial_batch_size
-                self._partial_counted = True
-        return samples
+        counted = agreed_samples(steps, batch, None if self._win_seen0 is None or seen is None
+                                 else seen - self._win_seen0)
+        if counted is not None:
+            self._partial_counted = self._partial_counted or counted < steps * batch
+            return counted
+        short = 0 if self._partial_counted else self.s.data.short_by(step_now - self._epoch_step0)
+        self._partial_counted = self._partial_counted or short > 0
+        return steps * batch - short
 
     def _maybe_log(self, force: bool = False) -> None:
         if self.log_every_s is None or self._log_seconds <= 0:
