@@ -4,9 +4,11 @@ The batch-end hook only appends a clock reading; the batch-begin hook counts the
 compares the latest reading with the window's end. Real step counts come from
 ``optimizer.iterations`` deltas read at window and epoch boundaries, so they are right under
 ``steps_per_execution > 1`` (one hook call per execution) and for the last, shorter execution of
-an epoch. Samples are steps × global batch; the epoch's last window ends at the epoch's tally
-(``Session.close_epoch``), which knows the short last batch (also of an input of unknown length)
-and leaves out the step Keras counts for finding the end of such an input.
+an epoch. Samples are the loss tracker's count over the window where it agrees with the steps
+(it knows the short last batch, also of an input of unknown length), else steps × global batch
+less a known short batch; the epoch's last window ends at the epoch's tally
+(``Session.close_epoch``), which leaves out the step Keras counts for finding the end of such an
+input.
 
 Windows close on the training thread (batch begin, validation begin, epoch end), never in the
 batch-end hook. That makes the batch-end hook safe for Keras's asynchronous callback dispatch on
@@ -84,8 +86,7 @@ class ThroughputCollector(Collector):
             self._planned = True
             self._plan_boundaries()
         self._epoch = epoch
-        step0 = self.s.iterations()
-        self._start_window(time.perf_counter(), step0, self._calls, self.s.samples_seen())
+        self._start_window(time.perf_counter(), self.s.iterations(), self._calls, self.s.samples_seen())
         self._epoch_step0 = self._win_step0
         self._epoch_opening = True
         self._partial_counted = False
