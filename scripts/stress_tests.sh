@@ -12,6 +12,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 python_bin="${PYTHON:-python}"
+# A PYTHON given as a path (a virtualenv's python that is not activated) also goes first on PATH:
+# tests that start `python train.py` (the real scaling sweeps) must find the same interpreter.
+if [[ "$python_bin" == */* ]]; then
+  PATH="$(cd "$(dirname "$python_bin")" && pwd):$PATH"
+  export PATH
+fi
 busy_cores="${STRESS_BUSY_CORES:-1}"
 busy_pids=()
 

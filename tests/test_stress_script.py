@@ -73,3 +73,20 @@ def test_interrupting_the_script_stops_the_busy_loops():
     script.send_signal(signal.SIGINT)
     script.wait(timeout=60)
     assert _gone(pids)
+
+
+def test_a_python_given_as_a_path_is_the_python_on_path(tmp_path):
+    """PYTHON=.venv/bin/python of a virtualenv that is not activated: the tests that start
+    `python train.py` (the real sweeps) must find that interpreter, not whatever PATH had first."""
+    probe = tmp_path / "test_probe.py"
+    probe.write_text(
+        "import os, shutil, sys\n"
+        "def test_python_on_path():\n"
+        "    found = shutil.which('python')\n"
+        "    assert found and os.path.dirname(found) == os.path.dirname(os.path.abspath(sys.executable)), found\n"
+    )
+    env = {**os.environ, "PYTHON": sys.executable, "PATH": "/usr/bin:/bin", "STRESS_BUSY_CORES": "1"}
+    done = subprocess.run(["bash", str(SCRIPT), str(probe), "-p", "no:cacheprovider"], capture_output=True,
+                          text=True, timeout=300, env=env, check=False)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "1 passed" in done.stdout and _gone(_pids(done.stdout))
