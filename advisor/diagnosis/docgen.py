@@ -59,6 +59,12 @@ def rule_markdown(rule: Rule) -> str:
         )
     if rule.impact is not None:
         rows.append(("Impact", _code(rule.impact.source)))
+    if rule.whatif:
+        rows.append(("Fix tried by", "the what-if candidates " + ", ".join(_code(c) for c in rule.whatif)
+                     + " ([whatif.md](../whatif.md))"))
+    if rule.ceiling:
+        rows.append(("Measured ceiling", ", then ".join(_code(c) for c in rule.ceiling)
+                     + ": the most the fix can gain ([whatif.md](../whatif.md))"))
     if rule.symptom:
         rows.append(("Ranking", "a symptom: on a tie, the rules that name its cause come first"))
     if rule.gated:

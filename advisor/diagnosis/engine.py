@@ -121,7 +121,7 @@ def evaluate(
         facts = {k: _jsonable(v) for k, v in facts.items()}
     try:
         found = _evaluate(rule, facts, values, measured_steps, min_measured_steps, reg)
-        found.measured = measured_for(rule.whatif, facts)
+        found.measured = measured_for(rule.whatif, facts, rule.ceiling)
         return found
     except Exception as exc:  # noqa: BLE001 — one broken rule must not hide the others
         return _finding(
@@ -219,8 +219,9 @@ def saving(finding: Finding, rule: Rule | None = None) -> float:
     unless the failure is reported below its rule's severity — too few measured steps, a shared
     host whose noise may be what was measured — where its estimate is not trusted to outrank a
     finding that stands on its own (it still orders the findings it ties with). A fix the what-if
-    tried is credited with the share of step time it was measured to save (1 − 1 ÷ speedup)."""
-    if finding.measured is not None:
+    tried is credited with the share of step time it was measured to save (1 − 1 ÷ speedup); a
+    measured ceiling (a fix that could not be tried) is not a gain and leaves the estimate."""
+    if finding.measured is not None and not finding.measured.ceiling:
         return finding.measured.time_saved
     if rule is not None and SEVERITY_RANK[finding.severity] < SEVERITY_RANK[rule.severity]:
         return 0.0

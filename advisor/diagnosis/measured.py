@@ -1,5 +1,12 @@
 """A finding's measured gain: the what-if candidates its rule names (``whatif:`` in the rule
-file), looked up in the ``whatif.table`` fact; the best measured one becomes ``Finding.measured``."""
+file), looked up in the ``whatif.table`` fact; the best measured one becomes ``Finding.measured``.
+
+Some fixes cannot be tried on one host in a few seconds (more machines for the input, files
+repacked into shards). Their rules name a measured *ceiling* instead (``ceiling:``): what the
+same model trained at with the cost the fix removes taken away — the input served from memory
+(the baseline's cached arm), or the files' reads cached. A fix can approach its ceiling, not
+pass it; a ceiling is shown as one and does not rank the finding (its estimate does).
+"""
 
 from __future__ import annotations
 
@@ -28,24 +35,67 @@ def measured_text(speedup: float, band: float | None, seconds: float | None) -> 
     return text
 
 
-def measured_for(candidates: Sequence[str], facts: Mapping[str, Any]) -> Measured | None:
-    """The largest measured gain among ``candidates``, or None when none was measured."""
-    if not candidates:
-        return None
+# Ceilings the baseline measures (``ceiling:`` in a rule file), beside the what-if's candidates:
+# name -> (speedup fact, its band, samples/s with the cost removed, what was removed). A gain
+# fact ("source cache gain": 0.8 = 1.8×) is read as 1 + gain.
+BASELINE_CEILINGS: dict[str, tuple[str, str, str, str]] = {
+    "input_removed": ("input.removed_speedup", "input.removed_speedup_band", "baseline.cached_samples_per_s",
+                      "the input served from memory (the cached-input baseline)"),
+    "reads_removed": ("input.source_cache_gain", "input.source_cache_gain_band", "baseline.source_cached_samples_per_s",
+                      "the files' reads cached after the first pass (the baseline's source-cache arm)"),
+}
+CEILING_NOTE = "a ceiling: the fix can approach it, not pass it"
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _rows(names: Sequence[str], facts: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The what-if table's measured rows for these candidates."""
     table = facts.get("whatif.table")
-    if not isinstance(table, list):
+    if not names or not isinstance(table, list):
+        return []
+    return [r for r in table if isinstance(r, dict) and r.get("candidate") in names and _number(r.get("speedup"))]
+
+
+def _baseline_row(name: str, facts: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A baseline ceiling as a table row, or None when the baseline did not measure it."""
+    speedup_fact, band_fact, rate_fact, label = BASELINE_CEILINGS[name]
+    speedup, band = _number(facts.get(speedup_fact)), _number(facts.get(band_fact))
+    if speedup is None:
         return None
-    rows = [r for r in table if isinstance(r, dict) and r.get("candidate") in candidates
-            and isinstance(r.get("speedup"), (int, float)) and not isinstance(r.get("speedup"), bool)]
+    if name == "reads_removed":  # a relative gain with an absolute band: as a speedup and a share of it
+        speedup = 1.0 + speedup
+        band = None if band is None else band / speedup
+    return {"candidate": name, "label": label, "speedup": speedup, "band": band,
+            "seconds": _number(facts.get("baseline.measured_seconds")), "samples_per_s": _number(facts.get(rate_fact)),
+            "outside_band": None if band is None else speedup * (1.0 - band) > 1.0}
+
+
+def measured_for(candidates: Sequence[str], facts: Mapping[str, Any], ceiling: Sequence[str] = ()) -> Measured | None:
+    """The largest measured gain among ``candidates``; failing that, the first measured
+    ``ceiling`` (a what-if candidate or a baseline ceiling); None when nothing was measured."""
+    rows = _rows(candidates, facts)
+    is_ceiling = False
+    if not rows:
+        for name in ceiling:
+            found = [_baseline_row(name, facts)] if name in BASELINE_CEILINGS else _rows([name], facts)
+            rows = [r for r in found if r is not None]
+            if rows:
+                is_ceiling = True
+                break
     if not rows:
         return None
     best = max(rows, key=lambda r: float(r["speedup"]))
-    band = best.get("band") if isinstance(best.get("band"), (int, float)) else None
-    seconds = best.get("seconds") if isinstance(best.get("seconds"), (int, float)) else None
+    band, seconds = _number(best.get("band")), _number(best.get("seconds"))
     text = measured_text(float(best["speedup"]), band, seconds)
+    if is_ceiling:
+        label = best.get("label")
+        text = text.replace("measured:", "measured ceiling:", 1) + (f" with {label}" if label else "") + f"; {CEILING_NOTE}"
     if best.get("changes_optimisation"):
         text += ", per sample; it changes optimisation"
     return Measured(candidate=str(best["candidate"]), label=best.get("label"), speedup=float(best["speedup"]),
                     band=band, outside_band=best.get("outside_band"), seconds=seconds,
                     samples_per_s=best.get("samples_per_s"), changes_optimisation=bool(best.get("changes_optimisation")),
-                    text=text)
+                    ceiling=is_ceiling, text=text)

@@ -33,7 +33,8 @@ class Evidence(_Model):
 
 class Measured(_Model):
     """The gain measured by trying this finding's fix on the run's own model and input (the
-    what-if, docs/whatif.md): the best of the candidates that implement the fix."""
+    what-if, docs/whatif.md): the best of the candidates that implement the fix, or, for a fix
+    that cannot be tried here, its measured ceiling (``ceiling``)."""
 
     candidate: str = Field(description="the what-if candidate, e.g. parallel_map")
     label: str | None = Field(default=None, description="what was changed, in words")
@@ -43,6 +44,8 @@ class Measured(_Model):
     seconds: float | None = Field(default=None, description="what trying it cost, seconds")
     samples_per_s: float | None = None
     changes_optimisation: bool = Field(default=False, description="the change alters training (a larger batch)")
+    ceiling: bool = Field(default=False, description="not the fix itself but the most it can gain: the same model with "
+                          "the cost it removes taken away (docs/whatif.md)")
     text: str = Field(description="e.g. 'measured: 2.4× (±4%) in 3.1 s'")
 
     @property

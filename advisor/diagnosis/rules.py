@@ -21,6 +21,7 @@ from typing import Any
 from advisor.diagnosis.bounded import MAX_RULE_FILE_BYTES, read_text
 from advisor.diagnosis.expr import Expr, ExprError, compile_expr
 from advisor.diagnosis.expr_runtime import finite_number, number_text
+from advisor.diagnosis.measured import BASELINE_CEILINGS
 from advisor.diagnosis.paths import default_rules_dir
 from advisor.diagnosis.template import Template, TemplateError, compile_template
 from advisor.errors import RuleError
@@ -50,7 +51,7 @@ DOC_TITLES = {
 _FIELDS = {
     "code", "name", "summary", "severity", "severity_when", "requires", "requires_any", "optional",
     "applies", "condition", "advice", "message", "pass_message", "fix", "impact", "gated", "measure",
-    "params", "docs", "whatif", "symptom",
+    "params", "docs", "whatif", "ceiling", "symptom",
 }  # fmt: skip
 _REQUIRED = ("code", "name", "summary", "severity", "message", "fix", "docs")
 MAX_YAML_NODES = 200_000
@@ -85,6 +86,7 @@ class Rule:
     line: int = 0
     field_lines: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
     whatif: tuple[str, ...] = ()  # what-if candidates that try this rule's fix (docs/whatif.md)
+    ceiling: tuple[str, ...] = ()  # what measures the most the fix can gain, where it cannot be tried
     symptom: bool = False  # measures a cost other rules name the cause of: ranks after them on a tie
 
     @property
@@ -372,6 +374,13 @@ def _build(path: Path, section: str, item: Any, node: Any, facts: set[str]) -> R
     for candidate in whatif:
         if f"whatif.{candidate}.speedup" not in facts:
             raise fail("whatif", f"unknown what-if candidate {candidate!r} (see docs/whatif.md)")
+    ceiling = item.get("ceiling", [])
+    if not isinstance(ceiling, list) or not all(isinstance(v, str) for v in ceiling):
+        raise fail("ceiling", "ceiling must be a list of names: baseline ceilings or what-if candidates")
+    for bound in ceiling:
+        if bound not in BASELINE_CEILINGS and f"whatif.{bound}.speedup" not in facts:
+            known = ", ".join(BASELINE_CEILINGS)
+            raise fail("ceiling", f"unknown ceiling {bound!r}: {known} or a what-if candidate (see docs/whatif.md)")
     return Rule(
         code=code,
         name=name,
@@ -398,6 +407,7 @@ def _build(path: Path, section: str, item: Any, node: Any, facts: set[str]) -> R
         line=line0,
         field_lines=lines,
         whatif=tuple(whatif),
+        ceiling=tuple(ceiling),
     )
 
 

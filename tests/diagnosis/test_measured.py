@@ -82,3 +82,64 @@ def test_a_rule_naming_an_unknown_candidate_is_refused(tmp_path):
     _rule(tmp_path, "C492", 0.1, "whatif: [parallel_mapp]")
     with pytest.raises(RuleError, match="unknown what-if candidate 'parallel_mapp'"):
         load_file(tmp_path / "C492.yaml", registry().names())
+
+
+# -- ceilings: fixes that cannot be tried here (``ceiling:`` in a rule file) ----------------------
+
+BASELINE_FACTS = {"input.removed_speedup": 8.0, "input.removed_speedup_band": 0.05,
+                  "baseline.cached_samples_per_s": 8000.0, "baseline.measured_seconds": 4.0,
+                  "input.source_cache_gain": 3.0, "input.source_cache_gain_band": 0.4,
+                  "baseline.source_cached_samples_per_s": 4000.0}
+
+
+def test_a_ceiling_reads_the_baseline_and_says_it_is_one():
+    found = measured_for((), BASELINE_FACTS, ("input_removed",))
+    assert found is not None and found.ceiling and found.candidate == "input_removed"
+    assert found.speedup == pytest.approx(8.0) and found.samples_per_s == pytest.approx(8000.0)
+    assert found.text.startswith("measured ceiling: 8.0× (±5%) in 4.0 s with the input served from memory")
+    assert found.text.endswith("the fix can approach it, not pass it")
+    # The source cache's gain is relative (3.0 = 4×) and its band absolute: shown as a speedup and a share.
+    reads = measured_for((), BASELINE_FACTS, ("reads_removed", "input_removed"))
+    assert reads is not None and reads.candidate == "reads_removed"
+    assert reads.speedup == pytest.approx(4.0) and reads.band == pytest.approx(0.1) and reads.outside_band
+    # The first ceiling that was measured: without a source-cache arm, the input served from memory.
+    only_cached = {k: v for k, v in BASELINE_FACTS.items() if not k.startswith(("input.source", "baseline.source"))}
+    fallback = measured_for((), only_cached, ("reads_removed", "input_removed"))
+    assert fallback is not None and fallback.candidate == "input_removed"
+    assert measured_for((), {}, ("reads_removed", "input_removed")) is None  # no baseline, no ceiling
+
+
+def test_a_tried_fix_comes_before_a_ceiling():
+    facts = dict(BASELINE_FACTS, **{"whatif.table": [{"candidate": "parallel_map", "speedup": 1.5, "band": 0.1}]})
+    found = measured_for(("parallel_map",), facts, ("input_removed",))
+    assert found is not None and not found.ceiling and found.candidate == "parallel_map"
+    # A what-if candidate may be a ceiling too, e.g. a cache standing for a rewrite.
+    facts["whatif.table"].append({"candidate": "cache_map", "speedup": 20.0, "band": 0.2})
+    bound = measured_for(("prefetch",), facts, ("cache_map",))
+    assert bound is not None and bound.ceiling and bound.text.startswith("measured ceiling: 20×")
+
+
+def test_a_ceiling_does_not_rank_a_finding(tmp_path):
+    _rule(tmp_path, "C490", 0.5)  # estimated 50 % at stake
+    _rule(tmp_path, "C491", 0.1, "ceiling: [input_removed]")  # estimated 10 %, ceiling 8× (88 % saved at most)
+    rules = load_rules(tmp_path)
+    report = diagnose_facts(dict(BASELINE_FACTS, **{"pipeline.maps": 2}), rules, run=RunInfo(run_id="r"))
+    assert [f.code for f in report.failures] == ["C490", "C491"]
+    c491 = report.failures[1]
+    assert c491.measured is not None and c491.measured.ceiling
+    assert report.model_dump(mode="json")["findings"][1]["measured"]["ceiling"] is True
+
+
+def test_a_rule_naming_an_unknown_ceiling_is_refused(tmp_path):
+    _rule(tmp_path, "C493", 0.1, "ceiling: [input_gone]")
+    with pytest.raises(RuleError, match="unknown ceiling 'input_gone'"):
+        load_file(tmp_path / "C493.yaml", registry().names())
+    _rule(tmp_path, "C493", 0.1, "ceiling: input_removed")
+    with pytest.raises(RuleError, match="ceiling must be a list"):
+        load_file(tmp_path / "C493.yaml", registry().names())
+
+
+def test_the_shipped_rules_whose_fix_cannot_be_tried_name_a_ceiling():
+    rules = {r.code: r for r in load_rules()}
+    assert rules["C404"].ceiling == ("input_removed",)  # other machines' CPUs
+    assert rules["S301"].ceiling == ("reads_removed", "input_removed")  # files repacked into shards

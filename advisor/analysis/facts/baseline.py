@@ -4,7 +4,9 @@
 same compiled step, ``1 − real ÷ cached`` throughput. Records with interleaved rounds give it as
 the median of the per-round paired costs, with a noise band (``advisor.store.bands``); a cost
 inside its band is no measurable input cost (``input.bound_outside_band`` False). Older records
-(one measurement per arm) give the plain ratio and no band.
+(one measurement per arm) give the plain ratio and no band. ``input.removed_speedup`` is the
+same pair read the other way (cached ÷ real): the gain no input fix can pass, which rules whose
+fix cannot be tried on one host show as their measured ceiling (``ceiling:``, docs/whatif.md).
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ FACTS = (
     Fact("input.withheld", "", "why the input's cost is not a fact: the baseline's skip reason or error, or too few rounds for a noise band (and what to change)", "baseline", "str"),
     Fact("baseline.withheld", "", "why the baseline's figures are missing (its skip reason or error)", "baseline", "str"),
     Fact("input.wait_ms_per_step", "ms", "time per step the model waits for input: batch ÷ real − batch ÷ cached", "baseline"),
+    Fact("input.removed_speedup", "×", "cached ÷ real throughput (median of the paired rounds): the most any input fix can gain", "baseline"),
+    Fact("input.removed_speedup_band", "fraction", "± noise band of input.removed_speedup, as a share of it", "baseline"),
 )
 
 
@@ -116,6 +120,10 @@ def _bound(record: BaselineRecord, real: float, cached: float, real_rounds: list
     band = bands.band(costs)
     if record.rounds:
         out["baseline.stalled_rounds"] = bands.stalled_count(real_rounds or [], record.cached_rounds or [])
+    ceiling = bands.band(bands.paired(record.cached_rounds or [], real_rounds or [], bands.ratio))
+    if ceiling is not None and ceiling.value > 0:
+        out["input.removed_speedup"] = ceiling.value
+        out["input.removed_speedup_band"] = ceiling.half_width / ceiling.value
     if band is not None:
         out["input.bound_fraction"] = max(0.0, band.value)
         out["input.bound_band"] = band.half_width
@@ -130,6 +138,7 @@ def _bound(record: BaselineRecord, real: float, cached: float, real_rounds: list
         )
     else:  # an older record: one measurement per arm, no band
         out["input.bound_fraction"] = max(0.0, bands.input_cost(real, cached))
+        out["input.removed_speedup"] = cached / real
     if record.batch_size:
         wait = record.batch_size / real - record.batch_size / cached
         out["input.wait_ms_per_step"] = max(0.0, wait) * 1000.0
