@@ -13,8 +13,9 @@ benchmarks/RESULTS.md.
     python benchmarks/diagnosis.py --whatif 20           # and the measured what-if ("auto", 20 s)
 
 With ``--whatif SECONDS`` every scenario also runs ``whatif="auto"`` within that budget, and each
-line shows the measured gain of its top finding's fix; the totals count the scenarios whose top
-finding names a what-if candidate (an input finding) and got one measured.
+line shows the measured gain of its top finding's fix (or its measured ceiling, for a fix that
+cannot be tried here); the totals count the scenarios whose top finding names a what-if candidate
+or a ceiling and got one measured.
 """
 
 from __future__ import annotations
@@ -102,10 +103,11 @@ def _line(s: suite.Score) -> str:
 
 
 def _whatif_rules() -> frozenset[str]:
-    """The codes of the default rules that name what-if candidates (``whatif:`` in rules/)."""
+    """The codes of the default rules whose fix the what-if tries (``whatif:`` in rules/) or
+    whose gain a measured ceiling bounds (``ceiling:``, for fixes that cannot be tried here)."""
     from advisor.diagnosis.rules import load_rules
 
-    return frozenset(rule.code for rule in load_rules() if rule.whatif)
+    return frozenset(rule.code for rule in load_rules() if rule.whatif or rule.ceiling)
 
 
 WHATIF_RULES = _whatif_rules()

@@ -21,6 +21,40 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import pytest  # noqa: E402
 
+# Files whose tests share the session's killed processes (below): one unit of work under xdist.
+SHARED_PROCESS_FILES = frozenset({
+    "tests/collectors/test_killed.py", "tests/faults/test_killed_runs.py", "tests/launch/test_sweep_real.py",
+})
+
+
+# The longest units of work (seconds of a busy 2-core host, `--durations`), handed out first so
+# that none of them starts last while the other worker idles; the rest keep their file order.
+LONGEST_FIRST = (
+    "killed-processes", "tests/collectors/test_whatif.py", "tests/backends/test_matrix.py",
+    "tests/scenarios/test_scenarios.py", "tests/diagnosis/test_default_coverage.py",
+    "tests/backends/test_demo_backends.py", "tests/collectors/test_baseline.py", "tests/test_ci_recipe.py",
+    "tests/diagnosis/test_end_to_end.py", "tests/collectors/test_profiler.py",
+)
+
+
+def _unit(item: pytest.Item) -> str:
+    path = item.nodeid.split("::", 1)[0]
+    return "killed-processes" if path in SHARED_PROCESS_FILES else path
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (``-n 2 --dist loadgroup``, pyproject.toml) each test file is one unit
+    of work, run whole on one worker, so that a module fixture that trains runs once; the files
+    that share the killed processes of this conftest are one unit, so that those start once. The
+    longest units come first (``--no-loadscope-reorder`` keeps this order)."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    rank = {unit: i for i, unit in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(_unit(item), len(rank)))  # stable: file order otherwise
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(_unit(item)))
+
 
 @pytest.fixture
 def runs_dir(tmp_path, monkeypatch):

@@ -45,7 +45,7 @@ def _gone(pids: list[int], timeout: float = 5.0) -> bool:
 
 def test_runs_pytest_with_the_arguments_and_stops_the_busy_loops():
     env = {**os.environ, "PYTHON": sys.executable, "STRESS_BUSY_CORES": "2"}
-    done = subprocess.run(["bash", str(SCRIPT), "tests/test_readme.py", "-p", "no:cacheprovider"],
+    done = subprocess.run(["bash", str(SCRIPT), "tests/test_readme.py", "-p", "no:cacheprovider", "-n", "0"],
                           capture_output=True, text=True, timeout=300, env=env, check=False)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "2 passed" in done.stdout
@@ -56,7 +56,7 @@ def test_runs_pytest_with_the_arguments_and_stops_the_busy_loops():
 
 def test_a_failing_run_keeps_its_exit_code():
     env = {**os.environ, "PYTHON": sys.executable}
-    done = subprocess.run(["bash", str(SCRIPT), "tests/no_such_test_file.py"], capture_output=True, text=True,
+    done = subprocess.run(["bash", str(SCRIPT), "tests/no_such_test_file.py", "-n", "0"], capture_output=True, text=True,
                           timeout=300, env=env, check=False)
     assert done.returncode == 4  # pytest: file not found
     assert "pytest exit 4" in done.stdout and _gone(_pids(done.stdout))
@@ -64,7 +64,7 @@ def test_a_failing_run_keeps_its_exit_code():
 
 def test_interrupting_the_script_stops_the_busy_loops():
     env = {**os.environ, "PYTHON": sys.executable}
-    script = subprocess.Popen(["bash", str(SCRIPT), "-q", "-p", "no:cacheprovider", "-k", "nothing",
+    script = subprocess.Popen(["bash", str(SCRIPT), "-q", "-p", "no:cacheprovider", "-n", "0", "-k", "nothing",
                                "tests/test_readme.py"], stdout=subprocess.PIPE, text=True, env=env)
     assert script.stdout is not None
     first = script.stdout.readline()  # printed once the busy loop runs
