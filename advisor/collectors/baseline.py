@@ -45,6 +45,7 @@ from advisor.collectors.baseline_rounds import (
     own_garbage,
     round_up,
     run_rounds,
+    tear_down,
 )
 from advisor.collectors.feed_base import MAX_SLICE_BYTES, Feeds, InputError, one_line
 from advisor.collectors.input_feeds import epoch_batches, feeds_from_session, feeds_from_user
@@ -157,11 +158,16 @@ def run_baseline(model: Any, feeds: Feeds, plan: Plan, *, source_cache: bool = T
         ensure_built(model, feeds.first)
     state = ModelState(model)
 
+    backend = backend_of(model)
+
     def training_arm(name: str, kwargs: dict[str, Any], finite: bool, what: str) -> Arm:
         def measure(seconds: float, min_steps: int, deadline: float) -> Segment | None:
-            return fit_segment(model, kwargs, finite=finite, warm=warm, seconds=seconds,
-                               min_steps=round_up(min_steps, spe), deadline=deadline, what=what, error=InputError,
-                               epoch_steps=feeds.real_batches)
+            try:
+                return fit_segment(model, kwargs, finite=finite, warm=warm, seconds=seconds,
+                                   min_steps=round_up(min_steps, spe), deadline=deadline, what=what,
+                                   error=InputError, epoch_steps=feeds.real_batches)
+            finally:
+                tear_down(backend)  # the real input's threads must not work on in the next arm's time
 
         return Arm(name, measure, trains=True)
 
@@ -196,7 +202,7 @@ def run_baseline(model: Any, feeds: Feeds, plan: Plan, *, source_cache: bool = T
             if source_kwargs is not None:
                 arms.append(training_arm("source_cached", source_kwargs, False, "the source-cached input"))
         if data_only and feeds.data_only is not None:
-            arms.append(Arm("data_only", _data_only_measure(feeds, warm), trains=False))
+            arms.append(Arm("data_only", _data_only_measure(feeds, warm, backend), trains=False))
         outcome = run_rounds(arms, plan, deadline, state.restore, overhead)
     finally:
         state.restore()
@@ -231,7 +237,7 @@ def _batches_needed(feeds: Feeds, plan: Plan, calibration: Segment | None, warm:
     return need
 
 
-def _data_only_measure(feeds: Feeds, warm: int) -> Any:
+def _data_only_measure(feeds: Feeds, warm: int, backend: str | None) -> Any:
     assert feeds.data_only is not None
     pull = feeds.data_only
 
@@ -240,6 +246,8 @@ def _data_only_measure(feeds: Feeds, warm: int) -> Any:
             return pull(warm, seconds, min_steps, deadline)
         except Exception as exc:  # noqa: BLE001 — any input failure becomes one clear line
             raise InputError(f"iterating the input failed: {one_line(exc)}") from None
+        finally:
+            tear_down(backend)
 
     return measure
 

@@ -31,7 +31,7 @@ BASELINE_MAX_SECONDS = 30.0
 # default budget — the smaller of WHATIF_FIT_SHARE of the fit and WHATIF_MAX_SECONDS.
 WHATIF_NAMES = (
     "parallel_map", "parallel_interleave", "prefetch", "cache_source", "cache_map", "tfdata_options",
-    "pydataset_workers", "pydataset_multiprocessing", "torch_workers",
+    "pydataset_workers", "pydataset_multiprocessing", "torch_workers", "cached_input",
     "steps_per_execution_8", "steps_per_execution_32", "jit_compile", "mixed_precision", "batch_x2", "batch_x4",
 )
 WHATIF_ROUNDS = 6

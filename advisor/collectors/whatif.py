@@ -33,9 +33,9 @@ from advisor.collectors.baseline_rounds import (
     Segment,
     fit_segment,
     own_garbage,
-    release_loader_workers,
     round_up,
     run_rounds,
+    tear_down,
 )
 from advisor.collectors.feed_base import InputError, one_line
 from advisor.collectors.options import WHATIF_NAMES, WHATIF_ROUNDS
@@ -143,8 +143,7 @@ def _segment(trial: Trial, seconds: float, min_steps: int, deadline: float, stop
     finally:
         if trial.leave is not None:
             trial.leave()
-        release_loader_workers(backend)
-        gc.collect()
+        tear_down(backend)
         if teardowns is not None and segment is not None and segment.at:
             teardowns.append(time.perf_counter() - segment.at)
     stop.check()

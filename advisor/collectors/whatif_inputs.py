@@ -327,6 +327,50 @@ def _torch_workers(s: Situation) -> Trial:
     return trial
 
 
+# -- the ceiling: the input served from memory ---------------------------------------------------
+
+CACHED_INPUT_LABEL = ("the first batch served from memory: the input's whole cost taken away (a ceiling no "
+                      "input change can pass, not a fix)")
+
+
+def _cached_input_relevant(s: Situation) -> str | None:
+    if s.input_cost is None:
+        return ("no baseline measured the input's cost: with one (baseline='end', or the default 'auto' on fits "
+                "of ~10 s or more) \"auto\" measures this ceiling when the input costs time")
+    if not s.input_cost_outside_band:
+        return "the baseline measured no input cost beyond its noise band: there is nothing to bound"
+    return None
+
+
+def _cached_input(s: Situation) -> Trial:
+    """The model trained on one batch from memory, as the baseline's cached arm, measured in the
+    what-if's longer rounds: the ceiling of every input change (C404 and S301 show it for fixes
+    that cannot be tried here). Its epochs are as long as the input's, so both pay Keras's
+    per-epoch cost alike; the input's own restart is part of what it takes away."""
+    from advisor.collectors.feed_base import InputError
+    from advisor.collectors.input_feeds import array_feeds, pydataset_feeds, torch_feeds
+    from advisor.collectors.tfdata_feeds import tfdata_feeds
+
+    base = s.unchanged
+    try:
+        if s.kind == "tf.data" and s.dataset is not None:
+            feeds = tfdata_feeds(s.dataset, s.backend)
+        elif s.kind == "numpy":
+            args = base.kwargs
+            feeds = array_feeds(args.get("x"), args.get("y"), args.get("sample_weight"), base.batch_size, False,
+                                s.backend)
+        elif s.kind == "pydataset" and s.py_dataset is not None:
+            feeds = pydataset_feeds(s.py_dataset, s.backend)
+        elif s.kind == "torch" and s.loader is not None:
+            feeds = torch_feeds(s.loader, s.backend)
+        else:
+            raise NotApplicable(f"the input is {s.kind}: its first batch cannot be served from memory here")
+    except InputError as exc:
+        raise NotApplicable(str(exc)) from None
+    return Trial("cached_input", CACHED_INPUT_LABEL, s.model, dict(feeds.cached), finite=False,
+                 batch_size=feeds.batch_size, epoch_steps=base.epoch_length or base.epoch_steps, spe=base.spe)
+
+
 CANDIDATES = (
     Candidate("parallel_map", "input", _parallel_map, _parallel_map_relevant),
     Candidate("parallel_interleave", "input", _parallel_interleave, _parallel_interleave_relevant),
@@ -339,6 +383,7 @@ CANDIDATES = (
     Candidate("pydataset_workers", "input", _pydataset(False), _pydataset_relevant(False)),
     Candidate("pydataset_multiprocessing", "input", _pydataset(True), _pydataset_relevant(True)),
     Candidate("torch_workers", "input", _torch_workers, _torch_relevant),
+    Candidate("cached_input", "input", _cached_input, _cached_input_relevant),  # a ceiling, not a fix
 )
 
 

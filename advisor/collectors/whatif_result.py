@@ -10,6 +10,8 @@ from typing import Any
 from advisor.store import bands
 from advisor.store.bands import Band
 
+CEILINGS = frozenset({"cached_input"})  # measure a bound, not a fix (docs/whatif.md)
+
 MEASURED = "measured"
 FAILED = "failed"
 NOT_APPLICABLE = "not_applicable"  # the change cannot be made to this model or input
@@ -74,7 +76,7 @@ class WhatIfResult:
         return bands.median([r for r in self.unchanged_rounds if r is not None])
 
     def measured(self) -> list[CandidateResult]:
-        """Measured candidates, largest speedup first."""
+        """Measured candidates (fixes and ceilings), largest speedup first."""
         found = [c for c in self.candidates.values() if c.status == MEASURED]
         return sorted(found, key=lambda c: -(c.speedup(self.unchanged_rounds) or 0.0))
 
@@ -86,7 +88,7 @@ class WhatIfResult:
             rows.append({"candidate": c.name, "status": c.status, "samples_per_s": c.samples_per_s,
                          "speedup": c.speedup(self.unchanged_rounds) if c.status == MEASURED else None,
                          "band": band.half_width / band.value if band is not None and band.value else None,
-                         "seconds": c.seconds, "reason": c.reason, "label": c.label})
+                         "seconds": c.seconds, "reason": c.reason, "label": c.label, "ceiling": c.name in CEILINGS})
         return rows
 
     def summary(self) -> str:
@@ -98,7 +100,8 @@ class WhatIfResult:
             band = c.speedup_band(self.unchanged_rounds)
             speed = c.speedup(self.unchanged_rounds)
             plus = f" (±{band.half_width / band.value:.0%})" if band is not None and band.value else ""
-            parts.append(f"{c.name} {speed:.2f}×{plus}" if speed is not None else f"{c.name} (no paired round)")
+            kind = " (ceiling)" if c.name in CEILINGS else ""
+            parts.append(f"{c.name} {speed:.2f}×{plus}{kind}" if speed is not None else f"{c.name} (no paired round)")
         text = "; ".join(parts) or "no candidate measured"
         return text + (" — interrupted (Ctrl-C)" if self.interrupted else "")
 

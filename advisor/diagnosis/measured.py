@@ -44,7 +44,7 @@ BASELINE_CEILINGS: dict[str, tuple[str, str, str, str]] = {
     "reads_removed": ("input.source_cache_gain", "input.source_cache_gain_band", "baseline.source_cached_samples_per_s",
                       "the files' reads cached after the first pass (the baseline's source-cache arm)"),
 }
-CEILING_NOTE = "a ceiling: the fix can approach it, not pass it"
+CEILING_NOTE = "the fix can approach it, not pass it"
 
 
 def _number(value: Any) -> float | None:
@@ -90,9 +90,8 @@ def measured_for(candidates: Sequence[str], facts: Mapping[str, Any], ceiling: S
     best = max(rows, key=lambda r: float(r["speedup"]))
     band, seconds = _number(best.get("band")), _number(best.get("seconds"))
     text = measured_text(float(best["speedup"]), band, seconds)
-    if is_ceiling:
-        label = best.get("label")
-        text = text.replace("measured:", "measured ceiling:", 1) + (f" with {label}" if label else "") + f"; {CEILING_NOTE}"
+    if is_ceiling:  # what was taken away is the row's label, shown beside the text as a candidate's is
+        text = text.replace("measured:", "measured ceiling:", 1) + f" ({CEILING_NOTE})"
     if best.get("changes_optimisation"):
         text += ", per sample; it changes optimisation"
     return Measured(candidate=str(best["candidate"]), label=best.get("label"), speedup=float(best["speedup"]),

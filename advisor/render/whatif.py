@@ -36,8 +36,10 @@ def whatif_heading(facts: Mapping[str, Any]) -> str | None:
     rows = whatif_rows(facts)
     if not rows:
         return None
-    measured = sum(1 for r in rows if r.get("speedup") is not None)
+    measured = sum(1 for r in rows if r.get("speedup") is not None and not r.get("ceiling"))
     text = f"Measured what-if: {measured} change{'s' if measured != 1 else ''} measured"
+    if any(r.get("speedup") is not None and r.get("ceiling") for r in rows):
+        text += " and the input-removed ceiling"
     seconds, budget = _value(facts, "whatif.seconds"), _value(facts, "whatif.budget_seconds")
     if isinstance(seconds, (int, float)):
         text += f" in {seconds:.1f} s" + (f" (budget {budget:g} s)" if isinstance(budget, (int, float)) else "")
@@ -69,12 +71,15 @@ def whatif_table(facts: Mapping[str, Any], *, all_rows: bool = False) -> Table |
             note = row.get("label") or ""
             if row.get("outside_band") is False and speed >= 1.0:
                 note = "within noise: " + note
+            if row.get("ceiling"):
+                note = "ceiling, not a fix: " + note
         else:
             note = f"{STATUS_WORDS.get(row.get('status', ''), row.get('status', ''))}: {row.get('reason') or ''}"
         table.add_row(
             str(row.get("candidate")),
             readable(rate, 1, compact=True) if isinstance(rate, (int, float)) else "—",
-            Text(speedup_text(float(speed)), style="bold" if speed >= 1.2 else "") if speed is not None else "—",
+            Text(speedup_text(float(speed)), style="bold" if speed >= 1.2 and not row.get("ceiling") else "")
+            if speed is not None else "—",
             f"±{100 * band:.0f}%" if isinstance(band, (int, float)) else "—",
             f"{seconds:.1f} s" if isinstance(seconds, (int, float)) and seconds > 0 else "—",
             note,

@@ -290,6 +290,10 @@ def measured_gains(finding: Finding, facts: dict[str, Any]) -> list[Gain]:
     """Gains that were measured (not estimated) and bear on this finding, for the detail pane."""
     values = {e.fact: e.value for e in finding.evidence}
     gains: list[Gain] = []
+    if finding.measured is not None:  # the what-if's gain of this fix (or its measured ceiling)
+        m = finding.measured
+        gains.append(Gain("what-if" if not m.ceiling else "ceiling",
+                          m.text + f" — {m.candidate}" + (f": {m.label}" if m.label else "")))
     real = values.get("baseline.real_samples_per_s", values.get("throughput.samples_per_s"))
     if real is None:
         real = _plain(facts, "baseline.real_samples_per_s") or _plain(facts, "throughput.samples_per_s")

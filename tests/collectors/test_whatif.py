@@ -111,6 +111,9 @@ def test_auto_measures_the_fixes_of_an_input_bound_run_and_the_findings_show_the
     facts = store.analyse(str(cb.run_path)).facts
     assert facts["whatif.cache_map.status"] == "measured"
     assert facts["whatif.cache_map.speedup"] >= 5.0  # ≈ 30× here: the cache removes the input's cost
+    # the input served from memory: measured beside the fixes as their ceiling, never the best fix
+    assert facts["whatif.cached_input.status"] == "measured" and facts["whatif.cached_input.speedup"] >= 5.0
+    assert facts["whatif.best"] != "cached_input"
     assert facts["whatif.jit_compile.status"] == "not_relevant"  # the input dominates: not tried
     assert "input costs" in facts["whatif.jit_compile.reason"]
     # "auto" on a CPU leaves mixed precision out whatever the input costs (asked for by name, it
@@ -161,10 +164,13 @@ def test_model_candidates_on_arrays_swap_their_compiled_step_in_and_out():
     step, state = model.train_function, ModelState(model)
     # three compiles: a generous budget for a busy host, of which the rounds (the fewest) take 2 s
     # (preparing may use the rest)
-    result = advisor.whatif(model, (x, y), ["steps_per_execution_8", "jit_compile", "batch_x4"], max_seconds=60,
-                            seconds=2, rounds=3, batch_size=BATCH)
+    result = advisor.whatif(model, (x, y), ["steps_per_execution_8", "jit_compile", "batch_x4", "cached_input"],
+                            max_seconds=60, seconds=2, rounds=3, batch_size=BATCH)
     assert {c.name: c.status for c in result.candidates.values()} == dict.fromkeys(
-        ["steps_per_execution_8", "jit_compile", "batch_x4"], "measured"), result.table()
+        ["steps_per_execution_8", "jit_compile", "batch_x4", "cached_input"], "measured"), result.table()
+    assert {r["candidate"]: r["ceiling"] for r in result.table()} == {
+        "steps_per_execution_8": False, "jit_compile": False, "batch_x4": False, "cached_input": True}
+    assert "(ceiling)" in result.summary()
     assert result.candidates["batch_x4"].changes_optimisation and result.candidates["batch_x4"].batch_size == 4 * BATCH
     assert model.train_function is step and model.steps_per_execution == 1 and model.jit_compile is False
     assert state.unchanged()
@@ -188,10 +194,11 @@ class SlowPyDataset(keras.utils.PyDataset):
 def test_pydataset_workers_are_measured_on_a_copy(tmp_path):
     model, data = build_model(), SlowPyDataset()
     # 3 s of rounds; the budget is generous for a busy host's calibration and preparation
-    cb = advisor.AdvisorCallback(tmp_path, whatif=["pydataset_workers"], whatif_max_seconds=60, whatif_seconds=3,
-                                 log_every_s=None, telemetry=False)
+    cb = advisor.AdvisorCallback(tmp_path, whatif=["pydataset_workers", "cached_input"], whatif_max_seconds=60,
+                                 whatif_seconds=3, log_every_s=None, telemetry=False)
     model.fit(data, epochs=1, verbose=0, callbacks=[cb])
-    candidate = _whatif_record(cb).candidates[0]
+    candidate, ceiling = _whatif_record(cb).candidates
+    assert ceiling.name == "cached_input" and ceiling.status == "measured", ceiling.reason
     assert candidate.status == "measured" and candidate.label == "PyDataset(workers=2)"
     rounds = [r for r in candidate.rounds if r]
     assert len(rounds) >= 3
@@ -219,9 +226,12 @@ def test_torch_dataloader_workers(tmp_path):
     model = build_model()
     # 2 s of rounds; a generous budget: with two test processes and a busy core, the calibration of
     # this 1 ms-per-sample loader left 2.2 s of a 10 s budget for a 3.7 s preparation
-    result = advisor.whatif(model, loader, ["torch_workers"], max_seconds=60, seconds=2, rounds=3)
+    result = advisor.whatif(model, loader, ["torch_workers", "cached_input"], max_seconds=60, seconds=2, rounds=3)
     candidate = result.candidates["torch_workers"]
     assert candidate.status == "measured", candidate.reason
+    # the first batch from memory: far faster (≈ 30×) than a loader that sleeps 2 ms a sample
+    assert result.candidates["cached_input"].status == "measured", result.candidates["cached_input"].reason
+    assert result.candidates["cached_input"].speedup(result.unchanged_rounds) >= 3.0
     assert candidate.label == "DataLoader(num_workers=2)"
     assert loader.num_workers == 0
 

@@ -96,8 +96,8 @@ def test_a_ceiling_reads_the_baseline_and_says_it_is_one():
     found = measured_for((), BASELINE_FACTS, ("input_removed",))
     assert found is not None and found.ceiling and found.candidate == "input_removed"
     assert found.speedup == pytest.approx(8.0) and found.samples_per_s == pytest.approx(8000.0)
-    assert found.text.startswith("measured ceiling: 8.0× (±5%) in 4.0 s with the input served from memory")
-    assert found.text.endswith("the fix can approach it, not pass it")
+    assert found.text == "measured ceiling: 8.0× (±5%) in 4.0 s (the fix can approach it, not pass it)"
+    assert found.label is not None and found.label.startswith("the input served from memory")
     # The source cache's gain is relative (3.0 = 4×) and its band absolute: shown as a speedup and a share.
     reads = measured_for((), BASELINE_FACTS, ("reads_removed", "input_removed"))
     assert reads is not None and reads.candidate == "reads_removed"
@@ -117,6 +117,25 @@ def test_a_tried_fix_comes_before_a_ceiling():
     facts["whatif.table"].append({"candidate": "cache_map", "speedup": 20.0, "band": 0.2})
     bound = measured_for(("prefetch",), facts, ("cache_map",))
     assert bound is not None and bound.ceiling and bound.text.startswith("measured ceiling: 20×")
+
+
+def test_the_whatifs_cached_input_is_a_ceiling_and_never_the_best_fix(tmp_path):
+    from advisor.store.schema import WhatIfCandidate
+    from whatif_fixtures import UNCHANGED, input_bound_run, whatif_record
+
+    record = whatif_record()
+    record.candidates.append(WhatIfCandidate(name="cached_input", status="measured", label="served from memory",
+                                             batch_size=32, rounds=[r * 60.0 for r in UNCHANGED], steps=900,
+                                             seconds=3.0))
+    report = diagnose(input_bound_run(tmp_path, record))
+    facts = {k: v.value for k, v in report.facts.items()}
+    assert facts["whatif.best"] == "cache_map" and facts["whatif.best_speedup"] == pytest.approx(40.0)
+    assert facts["whatif.cached_input.speedup"] == pytest.approx(60.0)
+    row = next(r for r in facts["whatif.table"] if r["candidate"] == "cached_input")
+    assert row["ceiling"] is True
+    found = measured_for((), facts, ("cached_input", "input_removed"))  # the what-if's, before the baseline's
+    assert found is not None and found.ceiling and found.speedup == pytest.approx(60.0)
+    assert found.label == "served from memory"
 
 
 def test_a_ceiling_does_not_rank_a_finding(tmp_path):
@@ -141,5 +160,8 @@ def test_a_rule_naming_an_unknown_ceiling_is_refused(tmp_path):
 
 def test_the_shipped_rules_whose_fix_cannot_be_tried_name_a_ceiling():
     rules = {r.code: r for r in load_rules()}
-    assert rules["C404"].ceiling == ("input_removed",)  # other machines' CPUs
-    assert rules["S301"].ceiling == ("reads_removed", "input_removed")  # files repacked into shards
+    # other machines' CPUs: the input served from memory, by the what-if (longer rounds), else the baseline
+    assert rules["C404"].ceiling == ("cached_input", "input_removed")
+    # files repacked into shards: the reads cached (what-if, then baseline), else the whole input
+    assert rules["S301"].ceiling == ("cache_source", "reads_removed", "cached_input", "input_removed")
+    assert rules["G505"].whatif == ("cache_map", "parallel_map")  # run it once, or in parallel

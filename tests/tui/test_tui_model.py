@@ -119,6 +119,16 @@ def test_measured_gains_come_from_the_baseline(store):
     assert not measured_gains(next(f for f in healthy.findings if f.code == "M101"), healthy.facts)
 
 
+def test_the_whatifs_gain_of_a_finding_is_among_its_measured_gains(tmp_path):
+    from whatif_fixtures import input_bound_run
+
+    report = Store(tmp_path).diagnose(str(input_bound_run(tmp_path)))
+    c401 = next(f for f in report.findings if f.code == "C401")
+    gains = measured_gains(c401, report.facts)
+    assert gains[0].label == "what-if"
+    assert gains[0].text.startswith("measured: 2.4× (±") and "— parallel_map: map #1 ('decode')" in gains[0].text
+
+
 def test_measured_best_of_a_scaling_table(store):
     table = Store(store).scaling_table("sweep-fixture")
     best = {b.goal: (b.strategy, b.workers) for b in measured_best(table.rows)}

@@ -21,9 +21,13 @@ if TYPE_CHECKING:
 # The candidates of advisor.collectors.options.WHATIF_NAMES (a test keeps the two equal).
 CANDIDATES = (
     "parallel_map", "parallel_interleave", "prefetch", "cache_source", "cache_map", "tfdata_options",
-    "pydataset_workers", "pydataset_multiprocessing", "torch_workers",
+    "pydataset_workers", "pydataset_multiprocessing", "torch_workers", "cached_input",
     "steps_per_execution_8", "steps_per_execution_32", "jit_compile", "mixed_precision", "batch_x2", "batch_x4",
 )
+
+# Candidates that measure a bound, not a fix: the input served from memory (no input change can
+# pass it). Their rows say so (``ceiling``), and they are never ``whatif.best``.
+CEILINGS = frozenset({"cached_input"})
 
 
 def _candidate_facts(name: str) -> tuple[Fact, ...]:
@@ -48,12 +52,12 @@ FACTS = (
     Fact("whatif.unchanged_samples_per_s", "samples/s", "the unchanged configuration during the what-if (median)",
          "whatif"),
     Fact("whatif.rounds", "", "interleaved rounds the what-if measured", "whatif"),
-    Fact("whatif.measured", "", "candidates the what-if measured", "whatif"),
+    Fact("whatif.measured", "", "candidates the what-if measured (fixes, not ceilings)", "whatif"),
     Fact("whatif.stopped", "", "why the what-if ended before its planned rounds", "whatif", "str"),
     Fact("whatif.interrupted", "", "Ctrl-C ended the what-if (what was measured is kept)", "whatif", "bool"),
     Fact("whatif.skipped", "", "why the what-if tried nothing (multi-worker job, an input it cannot replay)",
          "whatif", "str"),
-    Fact("whatif.best", "", "the measured candidate with the largest gain", "whatif", "str"),
+    Fact("whatif.best", "", "the measured fix with the largest gain (a ceiling is not a fix)", "whatif", "str"),
     Fact("whatif.best_speedup", "×", "the largest measured gain", "whatif"),
     Fact("whatif.table", "", "every candidate: samples/s, gain, band, cost, status and reason", "whatif", "list"),
 ) + tuple(f for name in CANDIDATES for f in _candidate_facts(name))
@@ -85,7 +89,7 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
             continue  # a newer writer's candidate: no fact for it, but nothing misread
         row = _candidate(candidate, unchanged, out)
         table.append(row)
-    measured = [r for r in table if r["speedup"] is not None]
+    measured = [r for r in table if r["speedup"] is not None and not r["ceiling"]]
     out["whatif.measured"] = len(measured)
     if measured:
         best = max(measured, key=lambda r: r["speedup"])
@@ -105,7 +109,8 @@ def _candidate(candidate: Any, unchanged: list[float | None], out: dict[str, Any
     row: dict[str, Any] = {"candidate": candidate.name, "label": candidate.label, "status": candidate.status,
                            "reason": candidate.reason, "seconds": candidate.seconds, "samples_per_s": None,
                            "speedup": None, "band": None, "outside_band": None,
-                           "changes_optimisation": candidate.changes_optimisation}
+                           "changes_optimisation": candidate.changes_optimisation,
+                           "ceiling": candidate.name in CEILINGS}
     rates = candidate.rounds or []
     if candidate.status != "measured" or not rates:
         return row
