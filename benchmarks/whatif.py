@@ -1,16 +1,18 @@
 """Proof of the measured what-if: its gain for each fix beside the gain of applying that fix.
 
-    python benchmarks/whatif.py [--scenario input_bound|guide|all] [--epochs 8] [--budget 30]
-                                [--repeats 3] [--one-iterator]
+    python benchmarks/whatif.py [--scenario input_bound|guide|all] [--epochs 8] [--min-seconds 4]
+                                [--budget 30] [--repeats 3] [--one-iterator]
 
 For each scenario the base configuration trains once with
 ``AdvisorCallback(baseline="end", whatif="auto", whatif_max_seconds=BUDGET)``; the what-if
 measures every candidate the run points to. Then each fix it measured is *applied* — the same
 job with the fix written into its code — and trained in separate full runs: ``--repeats`` times
 in turn, one base run before each turn and one after the last, so that base runs bracket the
-applied ones (their spread is the machine's drift). A configuration's applied speed pools its
-runs' epochs after the first (the first compiles and fills caches): samples ÷ seconds over all
-of them. The applied gain is the fix's pooled speed ÷ the base's.
+applied ones (their spread is the machine's drift). Each applied run trains ``--epochs`` epochs
+and on until its epochs after the first have lasted ``--min-seconds`` (a fast configuration's
+eight epochs are a few hundred milliseconds). A configuration's applied speed pools its runs'
+epochs after the first (the first compiles and fills caches): samples ÷ seconds over all of
+them. The applied gain is the fix's pooled speed ÷ the base's.
 
 Applied runs train as the scenarios' own code does: ``fit`` on a finite dataset, which Keras
 iterates anew at every epoch, so each epoch pays its iterator's restart, as it does in the
@@ -191,9 +193,15 @@ def epoch_steps(data: Any) -> int:
 
 
 def full_run(scenario: dict[str, Any], data: Any, changes: dict[str, Any], epochs: int,
-             callbacks: list[Any] | None = None, steps: int | None = None) -> list[tuple[float, int]]:
-    """Train a fresh model for ``epochs`` epochs: its (seconds, steps) per epoch. With ``steps``,
-    the data repeats and each epoch is ``steps`` batches of one iterator."""
+             callbacks: list[Any] | None = None, steps: int | None = None,
+             min_seconds: float = 0.0) -> list[tuple[float, int]]:
+    """Train a fresh model for ``epochs`` epochs, and on until its epochs after the first have
+    lasted ``min_seconds``: its (seconds, steps) per epoch. With ``steps``, the data repeats and
+    each epoch is ``steps`` batches of one iterator. (A fast configuration's 8 epochs are a few
+    hundred milliseconds — a cache on the input-bound example spread 29–54× between three such
+    runs — so applied runs measure for a time as well.)"""
+    import keras
+
     model = scenario["model"]()
     if changes:
         model.compile(optimizer=model.optimizer, loss=model.loss, metrics=None, **changes)
@@ -201,8 +209,15 @@ def full_run(scenario: dict[str, Any], data: Any, changes: dict[str, Any], epoch
     kwargs: dict[str, Any] = {}
     if steps:
         data, kwargs = data.repeat(), {"steps_per_epoch": steps}
-    model.fit(data, epochs=epochs, verbose=0, shuffle=False, callbacks=[timer.callback, *(callbacks or [])],
-              **kwargs)
+
+    class _AtLeast(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+            later = sum(s for s, _ in timer.epochs[1:])
+            self.model.stop_training = epoch + 1 >= epochs and later >= min_seconds
+
+    extra = [] if callbacks else [_AtLeast()]  # the what-if's run trains exactly ``epochs``
+    model.fit(data, epochs=epochs if callbacks else 10**6, verbose=0, shuffle=False,
+              callbacks=[timer.callback, *(callbacks or []), *extra], **kwargs)
     return timer.epochs
 
 
@@ -229,7 +244,7 @@ def ranking_agrees(rows: list[dict[str, Any]]) -> bool:
 
 
 def scenario_table(name: str, epochs: int, budget: float, runs_dir: str, repeats: int,
-                   finite: bool = False) -> tuple[list[str], bool]:
+                   finite: bool = False, min_seconds: float = 4.0) -> tuple[list[str], bool]:
     scenario = SCENARIOS[name]()
     batch = scenario["batch"]
     steps = None if finite else epoch_steps(scenario["base"]())
@@ -241,7 +256,7 @@ def scenario_table(name: str, epochs: int, budget: float, runs_dir: str, repeats
 
     def train(fix: str) -> None:
         data, changes = (scenario["base"](), {}) if fix == "base" else scenario["fixes"][fix]()
-        later = full_run(scenario, data, changes, epochs, steps=steps)[1:]
+        later = full_run(scenario, data, changes, epochs, steps=steps, min_seconds=min_seconds)[1:]
         runs[fix].append(later)
         print(f"[{name}] {fix}: {pooled([later], batch):.1f} samples/s", file=sys.stderr)
 
@@ -313,6 +328,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenario", choices=[*SCENARIOS, "all"], default="all")
     parser.add_argument("--epochs", type=int, default=8)
+    parser.add_argument("--min-seconds", type=float, default=4.0,
+                        help="applied runs train on until their epochs after the first last this long")
     parser.add_argument("--budget", type=float, default=30.0, help="the what-if's budget, seconds")
     parser.add_argument("--repeats", type=int, default=3, help="applied runs per fix (and base runs, plus one)")
     parser.add_argument("--one-iterator", action="store_true",
@@ -322,7 +339,8 @@ def main(argv: list[str] | None = None) -> int:
     ok = True
     with tempfile.TemporaryDirectory() as runs_dir:
         for name in names:
-            lines, passed = scenario_table(name, args.epochs, args.budget, runs_dir, args.repeats, not args.one_iterator)
+            lines, passed = scenario_table(name, args.epochs, args.budget, runs_dir, args.repeats,
+                                           not args.one_iterator, args.min_seconds)
             ok &= passed
             print("\n".join(lines) + "\n", flush=True)
     print("targets:", "PASS" if ok else "FAIL")
