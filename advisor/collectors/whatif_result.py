@@ -9,8 +9,7 @@ from typing import Any
 
 from advisor.store import bands
 from advisor.store.bands import Band
-
-CEILINGS = frozenset({"cached_input"})  # measure a bound, not a fix (docs/whatif.md)
+from advisor.store.schema import WHATIF_CEILINGS as CEILINGS
 
 MEASURED = "measured"
 FAILED = "failed"

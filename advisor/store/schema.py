@@ -247,6 +247,11 @@ class BaselineRecord(Record):
     skipped: str | None = None  # why baseline="auto" did not measure (too short a fit, multi-worker…)
 
 
+# What-if candidates that measure a bound, not a fix (the input served from memory): no input
+# change can pass it. Writers and readers both mark them (docs/whatif.md).
+WHATIF_CEILINGS = frozenset({"cached_input"})
+
+
 class WhatIfCandidate(_Model):
     """One candidate change of a what-if: measured (samples/s per round), or why not."""
 

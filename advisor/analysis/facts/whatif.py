@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from advisor.analysis.registry import DeriveContext, Fact
 from advisor.store import bands
+from advisor.store.schema import WHATIF_CEILINGS as CEILINGS  # rows say so; never whatif.best
 
 if TYPE_CHECKING:
     from advisor.store.reader import Run
@@ -24,10 +25,6 @@ CANDIDATES = (
     "pydataset_workers", "pydataset_multiprocessing", "torch_workers", "cached_input",
     "steps_per_execution_8", "steps_per_execution_32", "jit_compile", "mixed_precision", "batch_x2", "batch_x4",
 )
-
-# Candidates that measure a bound, not a fix: the input served from memory (no input change can
-# pass it). Their rows say so (``ceiling``), and they are never ``whatif.best``.
-CEILINGS = frozenset({"cached_input"})
 
 
 def _candidate_facts(name: str) -> tuple[Fact, ...]:
