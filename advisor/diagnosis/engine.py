@@ -219,10 +219,12 @@ def saving(finding: Finding, rule: Rule | None = None) -> float:
     unless the failure is reported below its rule's severity — too few measured steps, a shared
     host whose noise may be what was measured — where its estimate is not trusted to outrank a
     finding that stands on its own (it still orders the findings it ties with). A fix the what-if
-    tried is credited with the share of step time it was measured to save (1 − 1 ÷ speedup); a
-    measured ceiling (a fix that could not be tried) is not a gain and leaves the estimate."""
+    tried is credited with the share of step time it was measured to save at the low end of its
+    noise band (1 − 1 ÷ (speedup × (1 − band)), at least 0: a gain inside its band credits
+    nothing); a measured ceiling (a fix that could not be tried) is not a gain and leaves the
+    estimate."""
     if finding.measured is not None and not finding.measured.ceiling:
-        return finding.measured.time_saved
+        return finding.measured.assured_time_saved
     if rule is not None and SEVERITY_RANK[finding.severity] < SEVERITY_RANK[rule.severity]:
         return 0.0
     return finding.impact or 0.0

@@ -53,6 +53,14 @@ class Measured(_Model):
         """The share of step time the change saves (1 − 1 ÷ speedup; ≤ 0 for no gain)."""
         return 1.0 - 1.0 / self.speedup if self.speedup > 0 else 0.0
 
+    @property
+    def assured_time_saved(self) -> float:
+        """The share of step time the change saves at the low end of its noise band (0 when the
+        band reaches no gain): what the ranking credits, so that a gain noise could explain
+        (1.18× ± 27%) does not outrank a finding on its estimate."""
+        low = self.speedup * (1.0 - self.band) if self.band is not None else self.speedup
+        return max(0.0, 1.0 - 1.0 / low) if low > 0 else 0.0
+
 
 class Finding(_Model):
     """The outcome of one rule on one run."""

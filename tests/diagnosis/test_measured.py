@@ -78,6 +78,19 @@ def test_a_measured_gain_replaces_the_estimate_in_the_ranking(tmp_path):
     assert [f.code for f in report.failures] == ["C490", "C491"]
 
 
+def test_a_gain_inside_its_noise_band_does_not_outrank_an_estimate(tmp_path):
+    _rule(tmp_path, "C490", 0.1)  # estimated 10 % at stake
+    _rule(tmp_path, "C491", 0.05, "whatif: [jit_compile]")
+    rules = load_rules(tmp_path)
+    facts = {"pipeline.maps": 2, "whatif.table": [{"candidate": "jit_compile", "speedup": 1.18, "band": 0.27}]}
+    report = diagnose_facts(facts, rules, run=RunInfo(run_id="r"))
+    assert [f.code for f in report.failures] == ["C490", "C491"]  # 1.18× ± 27% may be no gain at all
+    assert report.failures[1].measured.assured_time_saved == 0.0  # type: ignore[union-attr]
+    facts["whatif.table"] = [{"candidate": "jit_compile", "speedup": 1.5, "band": 0.05}]  # ≥ 1.43×: 30 % saved
+    report = diagnose_facts(facts, rules, run=RunInfo(run_id="r"))
+    assert [f.code for f in report.failures] == ["C491", "C490"]
+
+
 def test_a_rule_naming_an_unknown_candidate_is_refused(tmp_path):
     _rule(tmp_path, "C492", 0.1, "whatif: [parallel_mapp]")
     with pytest.raises(RuleError, match="unknown what-if candidate 'parallel_mapp'"):
@@ -164,4 +177,4 @@ def test_the_shipped_rules_whose_fix_cannot_be_tried_name_a_ceiling():
     assert rules["C404"].ceiling == ("cached_input", "input_removed")
     # files repacked into shards: the reads cached (what-if, then baseline), else the whole input
     assert rules["S301"].ceiling == ("cache_source", "reads_removed", "cached_input", "input_removed")
-    assert rules["G505"].whatif == ("cache_map", "parallel_map")  # run it once, or in parallel
+    assert rules["G505"].whatif == ("cache_map", "cache_source", "parallel_map")  # run it once, or in parallel
