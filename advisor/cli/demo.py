@@ -62,6 +62,8 @@ def _own_args(ctx: click.Context) -> list[str]:
         args += ["--backend", str(p["backend"])]
     if p.get("no_baseline"):
         args.append("--no-baseline")
+    if p.get("no_whatif"):
+        args.append("--no-whatif")
     return args
 
 
@@ -90,10 +92,12 @@ def load_example(relative: str) -> ModuleType:
               help="Keras backend to train with, or tf_keras for legacy Keras 2 "
                    "(default: $KERAS_BACKEND or tensorflow).")
 @click.option("--no-baseline", is_flag=True, help="Skip the cached-input baseline.")
+@click.option("--no-whatif", is_flag=True, help="Skip the measured what-if (the fixes tried on the example).")
 @click.option("--instance-type", default="g5.xlarge", show_default=True,
               help="Instance to price the run with (embedded price table).")
 @click.pass_context
-def command(ctx: click.Context, epochs: int, backend: str | None, no_baseline: bool, instance_type: str) -> None:
+def command(ctx: click.Context, epochs: int, backend: str | None, no_baseline: bool, no_whatif: bool,
+            instance_type: str) -> None:
     """Train a deliberately input-bound example and diagnose it end to end."""
     if epochs < 1:
         raise UsageError("--epochs must be at least 1")
@@ -121,6 +125,10 @@ def command(ctx: click.Context, epochs: int, backend: str | None, no_baseline: b
         # The example's input is ~10x its step on every backend: 6 rounds of 5 steps show that
         # (cost ~98%, the band a few %) in about half the time of the default 12 rounds of 20.
         options.update(baseline="end", baseline_rounds=6, baseline_steps=5)
+        if not no_whatif:
+            # The fixes the findings name, tried on the example: about 3 s of rounds; the budget
+            # leaves a busy host room to prepare them (the cache's fill, each change's first steps).
+            options.update(whatif="auto", whatif_max_seconds=20, whatif_seconds=3, whatif_rounds=4)
     callback = advisor.AdvisorCallback(runs_dir=runs_dir, instance_type=instance_type, name="demo",
                                        window_s=2.0, log_every_s=None, **options)
     example.train([callback], epochs=epochs, verbose=0)

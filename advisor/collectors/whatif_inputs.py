@@ -329,8 +329,7 @@ def _torch_workers(s: Situation) -> Trial:
 
 # -- the ceiling: the input served from memory ---------------------------------------------------
 
-CACHED_INPUT_LABEL = ("the first batch served from memory: the input's whole cost taken away (a ceiling no "
-                      "input change can pass, not a fix)")
+CACHED_INPUT_LABEL = "the first batch served from memory: the input's whole cost taken away"
 
 
 def _cached_input_relevant(s: Situation) -> str | None:

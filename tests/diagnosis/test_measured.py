@@ -133,8 +133,9 @@ def test_a_tried_fix_comes_before_a_ceiling():
 
 
 def test_the_whatifs_cached_input_is_a_ceiling_and_never_the_best_fix(tmp_path):
-    from advisor.store.schema import WhatIfCandidate
     from whatif_fixtures import UNCHANGED, input_bound_run, whatif_record
+
+    from advisor.store.schema import WhatIfCandidate
 
     record = whatif_record()
     record.candidates.append(WhatIfCandidate(name="cached_input", status="measured", label="served from memory",
