@@ -14,7 +14,10 @@ tf = pytest.importorskip("tensorflow")
 keras = pytest.importorskip("keras")
 
 import advisor  # noqa: E402
+from advisor.analysis.stability import robust_cv  # noqa: E402
 from advisor.service import Store  # noqa: E402
+from advisor.store.reader import RunReader  # noqa: E402
+from advisor.store.schema import WindowRecord  # noqa: E402
 
 
 class SlowSecondHalf(keras.callbacks.Callback):
@@ -48,19 +51,23 @@ def test_a_throughput_that_drops_for_half_the_run_fails_m103(tmp_path):
 
 
 class SlowEveryOtherEpochStart(keras.callbacks.Callback):
-    """Every other epoch waits 0.6 s before its first step (an epoch-begin callback standing for
-    a slow iterator rebuild); training stops after 5 s."""
+    """Every other epoch waits WAIT_S before its first step (an epoch-begin callback standing for
+    a slow iterator rebuild); training stops after 5 s and at least 10 epochs (enough windows for
+    M103 to judge the recorded windows themselves, however slow the host)."""
 
     def on_train_begin(self, logs=None):
         self.t0 = time.perf_counter()
 
     def on_epoch_begin(self, epoch, logs=None):
         if epoch % 2:
-            time.sleep(0.6)
+            time.sleep(WAIT_S)
 
     def on_epoch_end(self, epoch, logs=None):
-        if time.perf_counter() - self.t0 > 5.0:
+        if epoch >= 9 and time.perf_counter() - self.t0 > 5.0:
             self.model.stop_training = True
+
+
+WAIT_S = 1.0  # beside ~0.3 s of steps an epoch (~1 s on a busy host): a share far above 0.2
 
 
 def _fit(tmp_path, ds, callbacks, **kwargs):
@@ -72,9 +79,13 @@ def _fit(tmp_path, ds, callbacks, **kwargs):
 
 
 def test_slow_epoch_starts_fail_m154_and_leave_stability_alone(tmp_path):
-    """Half the epochs wait 0.6 s for their first step: M154 fails with the measured share. M103
-    judges the steps without those waits: counted in, the windows' rates would differ by about
-    three times (a spread far above 1); left out, they are the same steps at the same speed."""
+    """Half the epochs wait 1 s for their first step: M154 fails with the measured share. M103
+    judges the steps without those waits: its spread is the one of the windows' stepping rates,
+    not the one their wall times would give.
+
+    (This test used to assert M103's spread < 0.5. That was not decisive: a fresh-clone run beside
+    other jobs read 0.58 from 0.4 s windows of steps alone, and 0.40 in another. It now asserts the
+    measured fact, which rates were judged; with the waits counted in, the same run read 1.03.)"""
     x = np.random.default_rng(0).normal(size=(6400, 16)).astype("float32")
     y = np.zeros((6400,), "int64")
     ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(32).cache().prefetch(tf.data.AUTOTUNE)
@@ -82,11 +93,23 @@ def test_slow_epoch_starts_fail_m154_and_leave_stability_alone(tmp_path):
     m154 = findings["M154"]
     assert m154.status == "fail", m154.message
     facts = {e.fact: e.value for e in m154.evidence}
-    # Half the measured epoch starts wait 0.6 s: the share is far above the 5% threshold.
-    assert facts["time.epoch_starts"] >= 3 and facts["time.epoch_start_s.max"] >= 0.6
+    # Half the measured epoch starts wait 1 s: the share is far above the 5% threshold.
+    assert facts["time.epoch_starts"] >= 3 and facts["time.epoch_start_s.max"] >= WAIT_S
     assert facts["time.epoch_start_fraction"] > 0.2
+
+    run = RunReader(next(p for p in tmp_path.iterdir() if p.is_dir())).read()
+    windows = [w for w in run.of_type(WindowRecord, rank=run.ranks[0])
+               if not (w.warmup or w.profiled) and w.seconds > 0 and w.steps > 0]
+    waited = [w for w in windows if (w.epoch_start_seconds or 0.0) >= WAIT_S]
+    assert len(windows) >= 6 and len(waited) >= 3  # one window an epoch; every other one waited
+    stepping = [w.steps / (w.seconds - (w.epoch_start_seconds or 0.0)) for w in windows]
+    walled = [w.steps / w.seconds for w in windows]
+    # counted in, each wait cuts its window's rate by far (1 s beside ~0.3 s of steps)
+    assert all(w.steps / w.seconds < 0.8 * w.steps / (w.seconds - w.epoch_start_seconds) for w in waited)
     m103 = {e.fact: e.value for e in findings["M103"].evidence}
-    assert m103["throughput.cv"] < 0.5, findings["M103"].message
+    assert m103["throughput.stability_windows"] == len(windows)
+    assert m103["throughput.cv"] == pytest.approx(robust_cv(stepping), rel=1e-6), findings["M103"].message
+    assert robust_cv(walled) != pytest.approx(m103["throughput.cv"], rel=0.05)
 
 
 def test_one_iterator_for_all_epochs_passes_m154(tmp_path):
