@@ -21,7 +21,8 @@ from advisor.store.schema import WindowRecord  # noqa: E402
 
 
 class SlowSecondHalf(keras.callbacks.Callback):
-    """After 4 s every step waits 6 ms more (throughput falls to a fraction); stops at 8 s."""
+    """After 4 s every step waits 20 ms more (throughput falls to a small fraction of a ~1 ms step's,
+    also when a busy host makes that step several times slower); stops at 8 s."""
 
     def on_train_begin(self, logs=None):
         self.t0 = time.perf_counter()
@@ -29,7 +30,7 @@ class SlowSecondHalf(keras.callbacks.Callback):
     def on_train_batch_end(self, batch, logs=None):
         elapsed = time.perf_counter() - self.t0
         if elapsed > 4.0:
-            time.sleep(0.006)
+            time.sleep(0.020)
         if elapsed > 8.0:
             self.model.stop_training = True
 
