@@ -114,7 +114,7 @@ class Session:
                 pass
         optimizer = getattr(self.model, "optimizer", None)
         var = getattr(optimizer, "iterations", None)
-        if var is None:
+        if var is None or self._read_is_collective(var):
             return None
         try:
             value = var.numpy() if hasattr(var, "numpy") else var
@@ -127,6 +127,20 @@ class Session:
             except Exception:
                 return None
 
+    def _read_is_collective(self, var: Any) -> bool:
+        """Reading ``var`` would all-reduce it across workers: a sync-on-read variable (a metric's
+        count) under a strategy that spans several workers. The advisor reads at moments of its
+        own (a window's time is up), which differ between workers; a collective issued on one
+        worker and not the other pairs with training's next collective and breaks it ("Collective
+        instance N expected data_type 9 but got data_type 1"). Such values are not read."""
+        inner = getattr(var, "value", None)  # a Keras 3 variable's TensorFlow one (tf's own: a method)
+        synchronization = getattr(var if inner is None or callable(inner) else inner, "synchronization", None)
+        if synchronization is None or getattr(synchronization, "name", "") != "ON_READ":
+            return False
+        strategy = getattr(self.model, "distribute_strategy", None)
+        name = type(strategy).__name__ if strategy is not None else ""
+        return any(kind in name for kind in ("MultiWorker", "Collective", "ParameterServer"))
+
     def samples_seen(self) -> int | None:
         """Samples the epoch's training steps have seen so far, from the loss tracker's count.
 
@@ -138,7 +152,7 @@ class Session:
         if tracker is None:
             tracker = getattr(getattr(self.model, "compiled_loss", None), "_total_loss_mean", None)
         count = getattr(tracker, "count", None)
-        if count is None:
+        if count is None or self._read_is_collective(count):
             return None
         try:
             value = count.numpy() if hasattr(count, "numpy") else count
