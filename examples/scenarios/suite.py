@@ -63,6 +63,7 @@ class Score:
     seconds: float = 0.0
     error: str | None = None
     top_measured: str | None = None  # the top finding's measured gain (with the what-if on)
+    why_missed: dict[str, str] = field(default_factory=dict)  # missed rule -> its status and message
 
     @property
     def precision_hits(self) -> int:
@@ -136,4 +137,5 @@ def score(expected: Expected, report: Any) -> Score:
         top=top, top_ok=None if expected.top is None else top == expected.top, ranked_ok=ranked_ok,
         recall_hits=len(expected.must_fail) - len(missed), recall_total=len(expected.must_fail),
         top_measured=top_measured,
+        why_missed={f.code: f"{f.status}: {f.message}" for f in report.findings if f.code in missed},
     )
