@@ -18,3 +18,5 @@ run python benchmarks/track_overhead.py --framework jax --pairs 9 --steps 3000 -
 run python benchmarks/tui_load.py --repeats 5
 run python benchmarks/store_scan.py --repeats 5
 run python benchmarks/diagnosis.py --markdown
+run python benchmarks/whatif.py --scenario all
+run python benchmarks/fast_step_spread.py --fits 8
