@@ -174,7 +174,7 @@ def guide() -> dict[str, Any]:
             ds = ds.prefetch(auto)
         return ds
 
-    fixes = {
+    fixes: dict[str, Callable[[], tuple[Any, dict[str, Any]]]] = {
         "prefetch": lambda: (dataset(prefetch=True), {}),
         "parallel_interleave": lambda: (dataset(interleave=True), {}),
         "parallel_map": lambda: (dataset(parallel=True), {}),
