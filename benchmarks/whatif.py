@@ -10,9 +10,9 @@ job with the fix written into its code — and trained in separate full runs: ``
 in turn, one base run before each turn and one after the last, so that base runs bracket the
 applied ones (their spread is the machine's drift). The what-if's run is repeated too
 (``--whatif-runs``, one at the start of each turn), and a fix's what-if gain is the median of its
-runs' gains: a fix that shortens a ~2 ms step runs at rates that differ by up to 1.8× between
-consecutive fits of one process on this machine (25 000–47 000 samples/s, input_bound's cache),
-so one what-if run beside pooled applied runs compared one draw with an average. Each applied run trains ``--epochs`` epochs
+runs' gains: a fix that leaves a ~2 ms step runs at rates that spread 1.3× to 2.6× between
+consecutive fits of one process on this machine (input_bound's cache; benchmarks/fast_step_spread.py
+and RESULTS.md), so one what-if run beside pooled applied runs compared one draw with an average. Each applied run trains ``--epochs`` epochs
 and on until its epochs after the first have lasted ``--min-seconds`` (a fast configuration's
 eight epochs are a few hundred milliseconds). A configuration's applied speed pools its runs'
 epochs after the first (the first compiles and fills caches): samples ÷ seconds over all of
