@@ -12,9 +12,10 @@ applied ones (their spread is the machine's drift). The what-if's run is repeate
 (``--whatif-runs``, one at the start of each turn), and a fix's what-if gain is the median of its
 runs' gains: a fix that leaves a ~2 ms step runs at rates that spread 1.3× to 2.6× between
 consecutive fits of one process on this machine (input_bound's cache; benchmarks/fast_step_spread.py
-and RESULTS.md), so one what-if run beside pooled applied runs compared one draw with an average. Each applied run trains ``--epochs`` epochs
-and on until its epochs after the first have lasted ``--min-seconds`` (a fast configuration's
-eight epochs are a few hundred milliseconds). A configuration's applied speed pools its runs'
+and RESULTS.md), so one what-if run beside pooled applied runs compared one draw with an
+average. Each applied run trains ``--epochs`` epochs and on until its epochs after the first
+have lasted ``--min-seconds`` (a fast configuration's eight epochs are a few hundred
+milliseconds). A configuration's applied speed pools its runs'
 epochs after the first (the first compiles and fills caches): samples ÷ seconds over all of
 them. The applied gain is the fix's pooled speed ÷ the base's.
 

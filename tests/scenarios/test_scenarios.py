@@ -25,12 +25,12 @@ import suite  # noqa: E402
 # ~64 ms a batch. A 12 s fit gave the latter's baseline 2.4 s for three arms: three rounds in five
 # runs here beside four spinning processes, but a CI run paired fewer, and M108 then rightly
 # withheld its verdict (no band from fewer than three rounds).
-SECONDS = {"sequential_python_map": "20", "healthy": "20"}
+SECONDS = "20"
 
 
 @pytest.fixture(params=["sequential_python_map", "healthy"])
 def scored(request, tmp_path, monkeypatch):
-    monkeypatch.setenv("ADVISOR_SCENARIO_SECONDS", SECONDS[request.param])
+    monkeypatch.setenv("ADVISOR_SCENARIO_SECONDS", SECONDS)
     (expected,) = suite.scenarios([request.param])
     suite.run(expected, tmp_path / "runs", timeout_s=240)
     return expected, suite.score(expected, suite.diagnose(tmp_path / "runs"))
