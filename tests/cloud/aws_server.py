@@ -1,14 +1,28 @@
-"""A real AWS API server on 127.0.0.1 for the cloud tests: moto's ``ThreadedMotoServer``.
+"""A real AWS API server on 127.0.0.1 for the cloud tests: moto's server, in a process of its own.
 
 Every boto3 client reaches it through ``AWS_ENDPOINT_URL`` (boto3's own setting, no test hook in
 the code). Credentials are sentinels, so tests can prove no secret lands in a run, a report or a
 log. moto has no Pricing API: the pricing tests use botocore's Stubber instead.
+
+The server runs in its own interpreter, as AWS runs on its own machines. It used to be moto's
+``ThreadedMotoServer``, a thread of the test process, and in two of four full suites (a CI run
+among them) it stopped answering for more than 40 s after a training test in the same process
+(every request thread waiting, the process idle; ``PutMetricData`` and the next ``reset`` timed
+out), while the same tests alone never did. Whatever the test process's threads hold, a server
+process does not share it.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
+import subprocess
+import sys
+import tempfile
+import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -25,28 +39,70 @@ def free_port() -> int:
 
 
 class MotoServer:
-    """A moto server that a test may stop and start again on the same port."""
+    """A moto server process that a test may stop and start again on the same port (a restarted
+    server starts empty, as moto keeps its state in memory)."""
+
+    START_TIMEOUT_S = 60.0  # a busy 2-core host imports moto in ~1 s, quiet in ~0.6 s
 
     def __init__(self) -> None:
-        from moto.server import ThreadedMotoServer
-
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self._cls = ThreadedMotoServer
-        self._server = None
+        self.log = Path(tempfile.mkdtemp(prefix="moto-server-")) / "server.log"
+        self._process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        self._server = self._cls(ip_address="127.0.0.1", port=self.port, verbose=False)
-        self._server.start()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+        with self.log.open("ab") as log:  # never a pipe: nothing reads it, and a full pipe blocks
+            self._process = subprocess.Popen(
+                [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env, preexec_fn=_die_with_parent)
+        deadline = time.monotonic() + self.START_TIMEOUT_S
+        while True:
+            if self._process.poll() is not None:
+                raise RuntimeError(f"the moto server exited with {self._process.returncode}: "
+                                   f"{self.log.read_text(errors='replace')[-2000:]}")
+            try:
+                urllib.request.urlopen(f"{self.url}/moto-api/data.json", timeout=2).read()
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError(f"the moto server did not answer within {self.START_TIMEOUT_S:g} s") from None
+                time.sleep(0.05)
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.stop()
-            self._server = None
+        process, self._process = self._process, None
+        if process is not None and process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(10)
 
     def reset(self) -> None:
-        request = urllib.request.Request(f"{self.url}/moto-api/reset", method="POST")
+        """Empty every service, and stop enforcing IAM again."""
+        self._post("reset")
+        self.enforce_iam(after=None)
+
+    def enforce_iam(self, after: int | None = 0) -> None:
+        """From ``after`` more requests on, check every request's credentials and IAM policies
+        (moto's ``INITIAL_NO_AUTH_ACTION_COUNT``, set in the server's process); None: never."""
+        self._post("reset-auth", b"inf" if after is None else str(after).encode())
+
+    def _post(self, path: str, data: bytes = b"") -> None:
+        request = urllib.request.Request(f"{self.url}/moto-api/{path}", data=data, method="POST",
+                                         headers={"Content-Type": "text/plain"})  # a form's body is not ``data``
         urllib.request.urlopen(request, timeout=10).read()
+
+
+def _die_with_parent() -> None:
+    """In the server's process before it starts: end when the test process ends, even killed."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def point_at(monkeypatch: pytest.MonkeyPatch, url: str, tmp_path) -> None:

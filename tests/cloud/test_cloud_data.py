@@ -156,16 +156,16 @@ def make_bucket(s3, name: str, prefix: str, sizes: list[int], compress: bool) ->
     s3.put_object(Bucket=name, Key=f"{prefix}/", Body=b"")  # a console "folder" marker
 
 
-def seed_objects(bucket: str, prefix: str, sizes: list[int]) -> None:
-    """TFRecord objects put straight into the moto server's S3 backend (the server runs in this
-    process), as moto's own pagination tests do: 1,205 ``PutObject`` requests through boto3 took
-    ~15 s, and what is under test is the listing and the ranged reads, which still go over HTTP."""
-    from moto.core import DEFAULT_ACCOUNT_ID
-    from moto.s3.models import s3_backends
+def seed_objects(s3, bucket: str, prefix: str, sizes: list[int]) -> None:
+    """TFRecord objects put over HTTP by eight threads (one ``PutObject`` each at a time): what is
+    under test is the listing and the ranged reads, not how the objects got there."""
+    from concurrent.futures import ThreadPoolExecutor
 
-    backend = s3_backends[DEFAULT_ACCOUNT_ID]["global"]  # the sentinel key maps to the default account
-    for i, body in enumerate(tfrecords_of_sizes(sizes)):
-        backend.put_object(bucket_name=bucket, key_name=f"{prefix}/part-{i:05d}.tfrecord", value=body)
+    def put(item: tuple[int, bytes]) -> None:
+        s3.put_object(Bucket=bucket, Key=f"{prefix}/part-{item[0]:05d}.tfrecord", Body=item[1])
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(put, enumerate(tfrecords_of_sizes(sizes))))
 
 
 @pytest.mark.slow
@@ -175,7 +175,7 @@ def test_s3_prefix_check_paginates_and_sniffs_by_ranged_reads(aws, tmp_path):
     s3 = boto3.client("s3")
     s3.create_bucket(Bucket="train-data")
     sizes = [1000 + 37 * i for i in range(1205)]  # more than one page of 1000 keys
-    seed_objects("train-data", "imagenet/train", sizes)
+    seed_objects(s3, "train-data", "imagenet/train", sizes)
     s3.put_object(Bucket="train-data", Key="imagenet/train/", Body=b"")  # a console "folder" marker
     s3.put_object(Bucket="train-data", Key="imagenet/train-old/x.tfrecord", Body=b"ignored")
     from advisor.service.cloud import check_data
@@ -216,7 +216,6 @@ def test_s3_compressed_objects_attached_to_a_run(aws, tmp_path, runs_dir):
 
 def test_missing_bucket_and_denied_access_are_one_line(aws, tmp_path):
     import boto3
-    from moto import settings
 
     runner = CliRunner()
     out = runner.invoke(cli, ["data", "s3://no-such-bucket/x"])
@@ -230,15 +229,12 @@ def test_missing_bucket_and_denied_access_are_one_line(aws, tmp_path):
     iam = boto3.client("iam")
     iam.create_user(UserName="nobody")
     key = iam.create_access_key(UserName="nobody")["AccessKey"]
-    old = settings.INITIAL_NO_AUTH_ACTION_COUNT
-    settings.INITIAL_NO_AUTH_ACTION_COUNT = 0  # moto now enforces IAM: this user has no policy
-    try:
-        env = {"AWS_ACCESS_KEY_ID": key["AccessKeyId"], "AWS_SECRET_ACCESS_KEY": key["SecretAccessKey"],
-               "AWS_SESSION_TOKEN": ""}
-        os.environ.pop("AWS_SESSION_TOKEN", None)
-        denied = runner.invoke(cli, ["data", "s3://locked/d"], env=env)
-    finally:
-        settings.INITIAL_NO_AUTH_ACTION_COUNT = old
+    aws.enforce_iam()  # moto now checks IAM: this user has no policy (the fixture's reset ends it)
+    env = {"AWS_ACCESS_KEY_ID": key["AccessKeyId"], "AWS_SECRET_ACCESS_KEY": key["SecretAccessKey"],
+           "AWS_SESSION_TOKEN": ""}
+    os.environ.pop("AWS_SESSION_TOKEN", None)
+    denied = runner.invoke(cli, ["data", "s3://locked/d"], env=env)
+    aws.enforce_iam(after=None)
     assert denied.exit_code == 2
     lines = denied.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("advisor: error: s3://locked/d/: listing: ")

@@ -103,6 +103,9 @@ def test_s3_outage_mid_training_keeps_the_spool_and_retries(tmp_path, monkeypatc
         assert run.status == "finished" and len(run.of_type(EpochRecord)) == 4
 
         server.start()  # S3 is back: the uploader's next retry sends everything
+        # (moto's server starts empty; the bucket an outage would not have lost is made again, and
+        # a retry that comes first meets NoSuchBucket, which the uploader retries as well)
+        boto3.client("s3").create_bucket(Bucket="flaky-runs")
         assert callback.uploader.wait(60), callback.uploader.last_error
         assert not callback.writer.path.exists()
         check = CliRunner().invoke(cli, ["--runs-dir", "s3://flaky-runs/r", "show", callback.writer.run_id,

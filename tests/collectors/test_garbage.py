@@ -1,8 +1,8 @@
 """A baseline's or a what-if's garbage: what it made is collected before it returns, and only that
 is looked at.
 
-Each check runs in a fresh interpreter. In the suite's long-lived process other threads (a moto
-server, a run's heartbeat) allocate and trigger collections of their own, and CPython's
+Each check runs in a fresh interpreter. In the suite's long-lived process other threads (a run's
+heartbeat, loader threads) allocate and trigger collections of their own, and CPython's
 ``gc.collect()`` returns at once while another thread is collecting: a clean-clone CI run saw the
 cycle outlive ``own_garbage()`` that way (noted in docs/testing.md)."""
 
