@@ -1,4 +1,5 @@
-"""The what-if shuts down the torch DataLoader worker pools its segments made (Keras on torch).
+"""The what-if shuts down the input workers its segments made: torch DataLoader worker pools
+(Keras on torch) and the enqueuers of keras.utils.PyDataset inputs with workers.
 
 Keras on torch leaves a segment's iterator in a reference cycle when training stops mid-epoch;
 when the garbage collector destroys it, torch waits its 5 s status interval for each worker
@@ -13,13 +14,21 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.collectors.baseline_rounds import own_garbage, release_loader_workers
+from advisor.collectors.baseline_rounds import (
+    own_garbage,
+    release_loader_workers,
+    stop_pydataset_enqueuers,
+)
 
-torch = pytest.importorskip("torch")
-pytestmark = pytest.mark.slow  # starts worker processes
+pytestmark = pytest.mark.slow  # starts worker processes and threads
 
 
-def _loader():
+@pytest.fixture(scope="module")
+def torch():
+    return pytest.importorskip("torch")
+
+
+def _loader(torch):
     data = torch.utils.data.TensorDataset(torch.arange(256, dtype=torch.float32).reshape(128, 2))
     return torch.utils.data.DataLoader(data, batch_size=8, num_workers=2, timeout=60)
 
@@ -32,11 +41,11 @@ def _abandoned_iterator(loader):
     return it._workers
 
 
-def test_a_pool_made_inside_is_shut_and_the_users_pool_is_untouched():
-    users = iter(_loader())
+def test_a_pool_made_inside_is_shut_and_the_users_pool_is_untouched(torch):
+    users = iter(_loader(torch))
     next(users)
     with own_garbage():
-        workers = _abandoned_iterator(_loader())
+        workers = _abandoned_iterator(_loader(torch))
         assert all(w.is_alive() for w in workers)
         assert release_loader_workers("tensorflow") == 0  # there tf.data owns the loader's iterator
         assert release_loader_workers("torch") == 1
@@ -46,11 +55,53 @@ def test_a_pool_made_inside_is_shut_and_the_users_pool_is_untouched():
     users._shutdown_workers()
 
 
-def test_nothing_is_shut_outside_own_garbage():
-    workers = _abandoned_iterator(_loader())
+def test_nothing_is_shut_outside_own_garbage(torch):
+    workers = _abandoned_iterator(_loader(torch))
     try:
         assert release_loader_workers("torch") == 0  # nothing frozen: every iterator may be the user's
         assert all(w.is_alive() for w in workers)
     finally:
         for w in workers:
             w.terminate()
+
+
+def _started_enqueuer():
+    """A PyDataset enqueuer as a Keras fit stopped inside an epoch leaves it: started, one batch
+    taken, its feeding thread waiting to queue more."""
+    import keras
+    import numpy as np
+    from keras.src.trainers.data_adapters.py_dataset_adapter import OrderedEnqueuer
+
+    class Batches(keras.utils.PyDataset):
+        def __len__(self):
+            return 64
+
+        def __getitem__(self, i):
+            return np.full((4, 2), i, "float32"), np.zeros((4, 1), "float32")
+
+    enqueuer = OrderedEnqueuer(Batches(workers=2), workers=2, max_queue_size=2)
+    enqueuer.start()
+    first = next(enqueuer.get())
+    assert first[0][0, 0] == 0 and enqueuer.run_thread.is_alive()
+    return enqueuer
+
+
+def test_a_pydataset_enqueuer_made_inside_is_stopped_and_the_users_is_untouched():
+    users = _started_enqueuer()
+    with own_garbage():
+        ours = _started_enqueuer()
+        thread = ours.run_thread
+        assert stop_pydataset_enqueuers() == 1  # only ours: the user's was made before
+        assert not ours.running and not thread.is_alive()
+    assert users.running and users.run_thread.is_alive()
+    assert next(users.get())[0][0, 0] == 1  # the user's still feeds, in order
+    users.stop()
+
+
+def test_no_enqueuer_is_stopped_outside_own_garbage():
+    enqueuer = _started_enqueuer()
+    try:
+        assert stop_pydataset_enqueuers() == 0  # nothing frozen: every enqueuer may be the user's
+        assert enqueuer.running
+    finally:
+        enqueuer.stop()
