@@ -15,7 +15,6 @@ process does not share it.
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -38,6 +37,22 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+# moto's server, ending by itself when the process that started it is gone (a killed test worker
+# leaves no server behind). Not ``preexec_fn``: Python code between fork and exec can deadlock
+# in a process with many threads, and a test process with TensorFlow loaded has dozens.
+SERVER = """
+import os, sys, threading, time
+parent = os.getppid()
+def watch():
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(0)
+threading.Thread(target=watch, daemon=True).start()
+from moto.server import main
+main(["-H", sys.argv[1], "-p", sys.argv[2]])
+"""
+
+
 class MotoServer:
     """A moto server process that a test may stop and start again on the same port (a restarted
     server starts empty, as moto keeps its state in memory)."""
@@ -53,9 +68,8 @@ class MotoServer:
     def start(self) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
         with self.log.open("ab") as log:  # never a pipe: nothing reads it, and a full pipe blocks
-            self._process = subprocess.Popen(
-                [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env, preexec_fn=_die_with_parent)
+            self._process = subprocess.Popen([sys.executable, "-c", SERVER, "127.0.0.1", str(self.port)],
+                                             stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env)
         deadline = time.monotonic() + self.START_TIMEOUT_S
         while True:
             if self._process.poll() is not None:
@@ -94,15 +108,6 @@ class MotoServer:
         request = urllib.request.Request(f"{self.url}/moto-api/{path}", data=data, method="POST",
                                          headers={"Content-Type": "text/plain"})  # a form's body is not ``data``
         urllib.request.urlopen(request, timeout=10).read()
-
-
-def _die_with_parent() -> None:
-    """In the server's process before it starts: end when the test process ends, even killed."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        PR_SET_PDEATHSIG = 1
-        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def point_at(monkeypatch: pytest.MonkeyPatch, url: str, tmp_path) -> None:
