@@ -64,6 +64,24 @@ def runs_dir(tmp_path, monkeypatch):
     return path
 
 
+@pytest.fixture
+def threads_left():
+    """Call it after the work under test: the names of the threads started since the test began
+    that are still running, after waiting up to ``wait_s`` for them to end (a closed pool's
+    threads end on their own, soon). The advisor's one heartbeat thread per process is not one."""
+    import threading
+
+    before = set(threading.enumerate())
+
+    def left(wait_s: float = 20.0) -> list[str]:
+        deadline = time.monotonic() + wait_s
+        for thread in set(threading.enumerate()) - before:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        return sorted(t.name for t in set(threading.enumerate()) - before if t.name != "advisor-heartbeat")
+
+    return left
+
+
 # A real sweep whose JAX configuration loses worker 1 (it SIGKILLs itself at step 3 of epoch 1),
 # followed by a one-process mirrored configuration: tests/launch/test_sweep_real.py checks the
 # sweep (the failure and that it went on) and tests/faults/test_killed_runs.py the lost worker's

@@ -199,15 +199,14 @@ def release_loader_workers(backend: str | None) -> int:
     if backend != "torch" or kind is None or not _frozen_here:
         return 0
     shut = 0
-    for generation in (0, 1, 2):
-        for obj in gc.get_objects(generation):
-            if type(obj) is kind and not getattr(obj, "_persistent_workers", False) \
-                    and not getattr(obj, "_shutdown", True):
-                try:
-                    obj._shutdown_workers()
-                    shut += 1
-                except Exception:  # a pool already half gone: the collector finishes it
-                    pass
+    for obj in _made_here():
+        if type(obj) is kind and not getattr(obj, "_persistent_workers", False) \
+                and not getattr(obj, "_shutdown", True):
+            try:
+                obj._shutdown_workers()
+                shut += 1
+            except Exception:  # a pool already half gone: the collector finishes it
+                pass
     return shut
 
 
@@ -228,15 +227,21 @@ def stop_pydataset_enqueuers() -> int:
     if kind is None or not _frozen_here:
         return 0
     stopped = 0
-    for generation in (0, 1, 2):
-        for obj in gc.get_objects(generation):
-            if isinstance(obj, kind) and getattr(obj, "running", False):
-                try:
-                    obj.stop()
-                    stopped += 1
-                except Exception:  # a worker's error re-raised by the drain: the enqueuer is stopped
-                    pass
+    for obj in _made_here():
+        if isinstance(obj, kind) and getattr(obj, "running", False):
+            try:
+                obj.stop()
+                stopped += 1
+            except Exception:  # a worker's error re-raised by the drain: the enqueuer is stopped
+                pass
     return stopped
+
+
+def _made_here() -> Iterator[Any]:
+    """The objects of the young generations: while ``own_garbage`` has frozen everything older,
+    only what the measurement made (callers check ``_frozen_here`` first)."""
+    for generation in (0, 1, 2):
+        yield from gc.get_objects(generation)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -133,11 +133,10 @@ def test_a_pydatasets_epoch_hooks_and_a_generator_are_left_alone(tmp_path):
     assert record.mode == "auto" and record.skipped and record.steps == 0
 
 
-def test_a_pydataset_with_workers_leaves_no_threads_behind(tmp_path):
+def test_a_pydataset_with_workers_leaves_no_threads_behind(tmp_path, threads_left):
     """The baseline's segments stop inside an epoch, where Keras leaves a PyDataset's enqueuer
     running: with ``workers=2`` a baseline used to leave 72 threads (and their queued batches)
     in the user's process. The advisor stops the enqueuers its segments made."""
-    import threading
     import time
 
     x, y = arrays(128)
@@ -154,7 +153,6 @@ def test_a_pydataset_with_workers_leaves_no_threads_behind(tmp_path):
             j = i % 4
             return x[j * 32:(j + 1) * 32], y[j * 32:(j + 1) * 32]
 
-    before = set(threading.enumerate())
     cb = advisor.AdvisorCallback(tmp_path, **QUICK)
     model().fit(Workers(workers=2), epochs=1, verbose=0, callbacks=[cb])
     from advisor.store.reader import RunReader
@@ -162,8 +160,4 @@ def test_a_pydataset_with_workers_leaves_no_threads_behind(tmp_path):
 
     (record,) = RunReader(cb.writer.path).read().of_type(BaselineRecord)
     assert record.cached_samples_per_s and record.real_samples_per_s  # both arms were measured
-    deadline = time.monotonic() + 20  # a closed pool's threads end on their own: a few seconds
-    for thread in set(threading.enumerate()) - before:
-        thread.join(max(0.0, deadline - time.monotonic()))
-    left = [t.name for t in set(threading.enumerate()) - before if t.name != "advisor-heartbeat"]
-    assert not left, left
+    assert not threads_left()

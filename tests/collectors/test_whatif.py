@@ -4,7 +4,6 @@ input kind, decisive gains (an input 30× slower than the step, a cache that rem
 from __future__ import annotations
 
 import gc
-import threading
 import time
 
 import numpy as np
@@ -196,22 +195,16 @@ class SlowPyDataset(keras.utils.PyDataset):
         return self.x[i * BATCH:(i + 1) * BATCH], self.y[i * BATCH:(i + 1) * BATCH]
 
 
-def test_pydataset_workers_are_measured_on_a_copy(tmp_path):
+def test_pydataset_workers_are_measured_on_a_copy(tmp_path, threads_left):
     model, data = build_model(), SlowPyDataset()
     # 3 s of rounds; the budget is generous for a busy host's calibration and preparation
     cb = advisor.AdvisorCallback(tmp_path, whatif=["pydataset_workers", "cached_input"], whatif_max_seconds=60,
                                  whatif_seconds=3, log_every_s=None, telemetry=False)
-    before = set(threading.enumerate())
     model.fit(data, epochs=1, verbose=0, callbacks=[cb])
     # Each segment of the copy with workers stops inside an epoch, which leaves Keras's enqueuer
     # running (its feeding thread, a pool of two, three pool handlers: 42 threads for seven
-    # segments, until the process ended). The what-if stops them; a closed pool's threads end
-    # on their own, so they get a few seconds to.
-    deadline = time.monotonic() + 20
-    for thread in set(threading.enumerate()) - before:
-        thread.join(max(0.0, deadline - time.monotonic()))
-    left = [t.name for t in set(threading.enumerate()) - before if t.name != "advisor-heartbeat"]
-    assert not left, left
+    # segments, until the process ended). The what-if stops them.
+    assert not threads_left()
     candidate, ceiling = _whatif_record(cb).candidates
     assert ceiling.name == "cached_input" and ceiling.status == "measured", ceiling.reason
     assert candidate.status == "measured" and candidate.label == "PyDataset(workers=2)"
