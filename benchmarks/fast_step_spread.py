@@ -5,8 +5,10 @@
 Trains one model, in one process, on benchmarks/whatif.py's ``input_bound`` pipeline with a fix
 applied (by default the cache, which leaves a ~2 ms compute step), ``--fits`` times in a row.
 For each fit it prints the samples/s from the first epoch's end to the last's (every epoch
-boundary included), the time of a fixed pure-Python loop just before (the CPU's own speed), and
-the share of CPU time the hypervisor took (steal, from /proc/stat). The spread of the first
+boundary included), the fastest and slowest stretch of ten consecutive epochs within it (the
+median epoch of each: how far the speed moves within one fit), the time of a fixed pure-Python
+loop just before (the CPU's own speed), and the share of CPU time the hypervisor took (steal,
+from /proc/stat). The spread of the first
 column is the spread any single measurement of that configuration draws from — the what-if's
 and an applied run's alike — and so the precision a comparison of the two can reach.
 """
@@ -69,7 +71,8 @@ def main(argv: list[str] | None = None) -> int:
 
     model = scenario["model"]()
     rates = []
-    print(f"| fit | {args.fix} samples/s | Python probe | steal |\n|---:|---:|---:|---:|")
+    print(f"| fit | {args.fix} samples/s | ten-epoch stretches, ms an epoch (min–max) | Python probe | steal |\n"
+          "|---:|---:|---:|---:|---:|")
     for index in range(args.fits):
         data, _ = scenario["fixes"][args.fix]()
         before, probe_s = cpu_times(), probe()
@@ -80,7 +83,10 @@ def main(argv: list[str] | None = None) -> int:
         rates.append((n1 - n0) * batch / (t1 - t0))
         total = sum(after) - sum(before) if before and after else 0
         steal = f"{(after[7] - before[7]) / total:.1%}" if total and len(after) > 7 else "—"
-        print(f"| {index + 1} | {rates[-1]:,.0f} | {probe_s * 1000:.0f} ms | {steal} |", flush=True)
+        times = [b[0] - a[0] for a, b in zip(ends.ends, ends.ends[1:], strict=False)]
+        stretches = [statistics.median(times[i:i + 10]) * 1000 for i in range(0, len(times) - 9, 10)]
+        within = f"{min(stretches):.1f}–{max(stretches):.1f}" if stretches else "—"
+        print(f"| {index + 1} | {rates[-1]:,.0f} | {within} | {probe_s * 1000:.0f} ms | {steal} |", flush=True)
     low, high = min(rates), max(rates)
     print(f"\nmedian {statistics.median(rates):,.0f} samples/s, range {low:,.0f}–{high:,.0f} "
           f"({high / low:.2f}× between the slowest and the fastest fit)")

@@ -1,23 +1,30 @@
 """Proof of the measured what-if: its gain for each fix beside the gain of applying that fix.
 
-    python benchmarks/whatif.py [--scenario input_bound|guide|all] [--epochs 8] [--min-seconds 4]
-                                [--budget 30] [--repeats 3] [--whatif-runs 3] [--one-iterator]
+    python benchmarks/whatif.py [--scenario input_bound|guide|all] [--epochs 8] [--budget 30]
+                                [--whatif-runs 3] [--turns 6] [--chunk-seconds 2]
+                                [--turns 0 --repeats 3 --min-seconds 4] [--one-iterator]
 
-For each scenario the base configuration trains with
+For each scenario the base configuration trains ``--epochs`` epochs with
 ``AdvisorCallback(baseline="end", whatif="auto", whatif_max_seconds=BUDGET)``; the what-if
-measures every candidate the run points to. Then each fix it measured is *applied* — the same
-job with the fix written into its code — and trained in separate full runs: ``--repeats`` times
-in turn, one base run before each turn and one after the last, so that base runs bracket the
-applied ones (their spread is the machine's drift). The what-if's run is repeated too
-(``--whatif-runs``, one at the start of each turn), and a fix's what-if gain is the median of its
-runs' gains: a fix that leaves a ~2 ms step runs at rates that spread 1.3× to 2.6× between
-consecutive fits of one process on this machine (input_bound's cache; benchmarks/fast_step_spread.py
-and RESULTS.md), so one what-if run beside pooled applied runs compared one draw with an
-average. Each applied run trains ``--epochs`` epochs and on until its epochs after the first
-have lasted ``--min-seconds`` (a fast configuration's eight epochs are a few hundred
-milliseconds). A configuration's applied speed pools its runs'
-epochs after the first (the first compiles and fills caches): samples ÷ seconds over all of
-them. The applied gain is the fix's pooled speed ÷ the base's.
+measures every candidate the run points to. That run is repeated (``--whatif-runs``, spread over
+the same minutes as the applied runs), and a fix's what-if gain is the median of its runs' gains.
+
+Then each fix it measured is *applied*: the same job with the fix written into its code — a
+fresh model and the fixed dataset — and trained. By default the applied configurations train
+side by side, in chunks (``fit`` called again on the same model and dataset, ``--chunk-seconds``
+of epochs each, after a first epoch left out because it compiles and fills caches): each of
+``--turns`` turns trains base, fix 1, base, fix 2, base, … (the fixes' order reversed every other
+turn). Each chunk of a fix gives one applied gain, its speed ÷ the mean of the two base chunks
+around it, and a fix's applied gain is the median of those. This host's speed wanders over
+seconds: a cached ~2 ms step ran 24 ms an epoch and, two seconds later in the same fit, 54
+(benchmarks/fast_step_spread.py, RESULTS.md). A fix's whole run, compared with base runs
+minutes away, compared two moments of the machine as much as two configurations; chunks side
+by side compare the configurations, as the what-if's interleaved rounds do.
+
+``--turns 0`` restores whole runs: ``--repeats`` full runs per fix in turn, one base run
+before each turn and one after the last, each training ``--epochs`` epochs and on until its
+epochs after the first have lasted ``--min-seconds``; the applied gain is the fix's pooled
+speed ÷ the base's.
 
 Applied runs train as the scenarios' own code does: ``fit`` on a finite dataset, which Keras
 iterates anew at every epoch, so each epoch pays its iterator's restart, as it does in the
@@ -25,8 +32,8 @@ what-if (which charges the restart it measures). On TF 2.21 a rebuilt iterator w
 in flight also stalls about a second at a third to half of the epoch starts, at random (rule
 M154; a cached pipeline hardly stalls). A few seconds of what-if segments cannot sample that
 lottery, so a measured gain is the gain without it: the target compares it with the applied
-gain over the epochs that did not stall (an epoch a third and 0.25 s slower than the
-configuration's fastest), and the table shows how many stalled and the gain with them kept.
+gain over the epochs that did not stall (an epoch whose first step took ``STALL_LEAD`` s longer
+than its later steps' mean), and the table shows how many stalled and the gain with them kept.
 ``--one-iterator`` trains the applied runs with ``.repeat()`` and ``steps_per_epoch`` of one
 pass instead: no stall and no restart at each epoch (a cache on a 2 ms step then gains ~12%
 more applied than in the what-if, which pays the restarts the scenario's code pays).
@@ -45,6 +52,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import math
 import os
 import statistics
 import sys
@@ -52,7 +60,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -60,8 +68,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 MATTERS = 1.2  # a fix "matters" when its gain is at least this
 TOLERANCE = 0.15  # the what-if's gain within ±15 % of the applied gain
-STALL_FACTOR = 4 / 3  # an epoch this much slower per step than the fastest one stalled at its start
-STALL_SECONDS = 0.25  # … and by at least this long
+STALL_LEAD = 0.5  # an epoch whose first step took this much longer than its others stalled at its start
+
+
+class Epoch(NamedTuple):
+    """One trained epoch: its seconds and steps, and ``lead``: how much longer its first step
+    took (from the epoch's begin: the new iterator, its first batch) than its later steps' mean."""
+
+    seconds: float
+    steps: int
+    lead: float = 0.0
 
 
 class EpochTimer:
@@ -74,16 +90,20 @@ class EpochTimer:
 
         class _Timer(keras.callbacks.Callback):
             def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
-                outer.t0, outer.steps = time.perf_counter(), 0
+                outer.t0, outer.steps, outer.first = time.perf_counter(), 0, 0.0
 
             def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
                 outer.steps += 1
+                if outer.steps == 1:
+                    outer.first = time.perf_counter() - outer.t0
 
             def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
-                outer.epochs.append((time.perf_counter() - outer.t0, outer.steps))
+                seconds, steps = time.perf_counter() - outer.t0, outer.steps
+                lead = outer.first - (seconds - outer.first) / (steps - 1) if steps > 1 else 0.0
+                outer.epochs.append(Epoch(seconds, steps, lead))
 
-        self.epochs: list[tuple[float, int]] = []
-        self.t0, self.steps = 0.0, 0
+        self.epochs: list[Epoch] = []
+        self.t0, self.steps, self.first = 0.0, 0, 0.0
         self.callback = _Timer()
 
     def steady(self, batch: int) -> float:
@@ -91,22 +111,19 @@ class EpochTimer:
         return pooled([self.epochs[1:] or self.epochs], batch)
 
 
-def pooled(runs: list[list[tuple[float, int]]], batch: int) -> float:
-    """samples/s over every (seconds, steps) epoch of ``runs``."""
+def pooled(runs: list[list[Epoch]], batch: int) -> float:
+    """samples/s over every epoch of ``runs``."""
     epochs = [e for run in runs for e in run]
-    return sum(steps for _, steps in epochs) * batch / sum(s for s, _ in epochs)
+    return sum(e.steps for e in epochs) * batch / sum(e.seconds for e in epochs)
 
 
-def is_stalled(seconds: float, steps: int, fastest: float) -> bool:
-    """An epoch that took at least a third and 0.25 s longer than at ``fastest`` s a step: it
-    stalled at its start."""
-    return steps > 0 and seconds >= max(STALL_FACTOR * fastest * steps, fastest * steps + STALL_SECONDS)
-
-
-def without_stalls(runs: list[list[tuple[float, int]]]) -> list[list[tuple[float, int]]]:
-    """``runs`` without their stalled epochs (judged against the fastest epoch of all of them)."""
-    fastest = min((s / n for run in runs for s, n in run if n), default=0.0)
-    return [[(s, n) for s, n in run if not is_stalled(s, n, fastest)] for run in runs]
+def without_stalls(runs: list[list[Epoch]]) -> list[list[Epoch]]:
+    """``runs`` without the epochs that stalled at their start: a first step ``STALL_LEAD`` s
+    slower than the epoch's others (TF 2.21 drops the last epoch's iterator and, with Python
+    work in flight, waits ~1 s; a normal start here costs 0.0–0.2 s). Judged within each epoch,
+    not against the fastest epoch of a run: this host's speed wanders over seconds, and a slow
+    stretch is not a stall."""
+    return [[e for e in run if e.lead < STALL_LEAD] for run in runs]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -200,7 +217,7 @@ def epoch_steps(data: Any) -> int:
 
 def full_run(scenario: dict[str, Any], data: Any, changes: dict[str, Any], epochs: int,
              callbacks: list[Any] | None = None, steps: int | None = None,
-             min_seconds: float = 0.0) -> list[tuple[float, int]]:
+             min_seconds: float = 0.0) -> list[Epoch]:
     """Train a fresh model for ``epochs`` epochs, and on until its epochs after the first have
     lasted ``min_seconds``: its (seconds, steps) per epoch. With ``steps``, the data repeats and
     each epoch is ``steps`` batches of one iterator. (A fast configuration's 8 epochs are a few
@@ -218,13 +235,47 @@ def full_run(scenario: dict[str, Any], data: Any, changes: dict[str, Any], epoch
 
     class _AtLeast(keras.callbacks.Callback):
         def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
-            later = sum(s for s, _ in timer.epochs[1:])
+            later = sum(e.seconds for e in timer.epochs[1:])
             self.model.stop_training = epoch + 1 >= epochs and later >= min_seconds
 
     extra = [] if callbacks else [_AtLeast()]  # the what-if's run trains exactly ``epochs``
     model.fit(data, epochs=epochs if callbacks else 10**6, verbose=0, shuffle=False,
               callbacks=[timer.callback, *(callbacks or []), *extra], **kwargs)
     return timer.epochs
+
+
+class Applied:
+    """One configuration written into the job's code — a fresh model (compiled with the fix's
+    changes) and its own dataset — trained in chunks by repeated ``fit`` calls, as one run that
+    other configurations' chunks interleave with. Its first epoch (compiling, filling a cache) is
+    trained at once and left out."""
+
+    def __init__(self, scenario: dict[str, Any], fix: str, steps: int | None) -> None:
+        data, changes = (scenario["base"](), {}) if fix == "base" else scenario["fixes"][fix]()
+        self.model = scenario["model"]()
+        if changes:
+            self.model.compile(optimizer=self.model.optimizer, loss=self.model.loss, metrics=None, **changes)
+        self.kwargs: dict[str, Any] = {"x": data.repeat(), "steps_per_epoch": steps} if steps else {"x": data}
+        self.chunks: list[list[Epoch]] = []
+        self.train(0.0)
+        self.chunks.clear()
+
+    def train(self, min_seconds: float) -> list[Epoch]:
+        """Train whole epochs until those that did not stall at their start have lasted
+        ``min_seconds`` (at least one epoch; at most ten times as long in all)."""
+        import keras
+
+        timer = EpochTimer()
+
+        class _AtLeast(keras.callbacks.Callback):
+            def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+                clean = sum(e.seconds for e in timer.epochs if e.lead < STALL_LEAD)
+                total = sum(e.seconds for e in timer.epochs)
+                self.model.stop_training = clean >= min_seconds or total >= 10 * min_seconds
+
+        self.model.fit(**self.kwargs, epochs=10**6, verbose=0, shuffle=False, callbacks=[timer.callback, _AtLeast()])
+        self.chunks.append(timer.epochs)
+        return timer.epochs
 
 
 def whatif_run(scenario: dict[str, Any], epochs: int, budget: float, runs_dir: str) -> dict[str, Any]:
@@ -235,7 +286,7 @@ def whatif_run(scenario: dict[str, Any], epochs: int, budget: float, runs_dir: s
                                  log_every_s=None, telemetry=False)
     run = full_run(scenario, scenario["base"](), {}, epochs, [cb])
     facts = Store(runs_dir).analyse(str(cb.run_path)).facts
-    return {"steady": pooled([run[1:]], scenario["batch"]), "train_seconds": sum(s for s, _ in run),
+    return {"steady": pooled([run[1:]], scenario["batch"]), "train_seconds": sum(e.seconds for e in run),
             "facts": facts}
 
 
@@ -249,9 +300,47 @@ def ranking_agrees(rows: list[dict[str, Any]]) -> bool:
     return True
 
 
+def interleaved(scenario: dict[str, Any], name: str, measured: list[str], steps: int | None, turns: int,
+                chunk_seconds: float, between: Callable[[int], None],
+                finite: bool) -> tuple[dict[str, list[list[Epoch]]], dict[str, list[float]]]:
+    """Apply every fix and train it in chunks interleaved with the base's: each turn trains
+    base, fix 1, base, fix 2, base, … (the fixes' order reversed every other turn), and each
+    chunk of a fix gives one gain, its speed ÷ the mean of the two base chunks around it. This
+    host's speed wanders over seconds (a cached ~2 ms step ran 24 → 54 ms an epoch within one
+    4 s run), so a fix's whole run and the base runs minutes away from it compared different
+    machines; side by side, as the what-if measures its rounds, they compare the fix.
+    ``between(turn)`` runs before each turn (the what-if's own runs spread among them)."""
+    batch = scenario["batch"]
+    configs = {fix: Applied(scenario, fix, steps) for fix in ["base", *measured]}
+    triples: dict[str, list[tuple[int, int, int]]] = {fix: [] for fix in measured}
+    for turn in range(turns):
+        between(turn)
+        base = configs["base"]
+        base.train(chunk_seconds)
+        for fix in measured if turn % 2 == 0 else measured[::-1]:
+            configs[fix].train(chunk_seconds)
+            base.train(chunk_seconds)
+            triples[fix].append((len(base.chunks) - 2, len(configs[fix].chunks) - 1, len(base.chunks) - 1))
+        print(f"[{name}] turn {turn + 1}/{turns}: "
+              + ", ".join(f"{fix} {pooled([configs[fix].chunks[-1]], batch):.0f}" for fix in measured)
+              + f" samples/s; base {pooled(base.chunks[-len(measured) - 1:], batch):.0f}", file=sys.stderr)
+    runs = {fix: c.chunks for fix, c in configs.items()}
+    clean = {fix: without_stalls(done) if finite else done for fix, done in runs.items()}
+    gains: dict[str, list[float]] = {}
+    for fix, done in triples.items():
+        gains[fix] = []
+        for before, own, after in done:
+            if clean[fix][own] and clean["base"][before] and clean["base"][after]:
+                around = (pooled([clean["base"][before]], batch) + pooled([clean["base"][after]], batch)) / 2
+                gains[fix].append(pooled([clean[fix][own]], batch) / around)
+    return runs, gains
+
+
 def scenario_table(name: str, epochs: int, budget: float, runs_dir: str, repeats: int,
                    finite: bool = False, min_seconds: float = 4.0,
-                   whatif_runs: int = 3) -> tuple[list[str], bool]:
+                   whatif_runs: int = 3, turns: int = 0, chunk_seconds: float = 2.0) -> tuple[list[str], bool]:
+    """``turns`` > 0: applied runs interleaved in chunks (:func:`interleaved`); 0: ``repeats``
+    whole runs per fix, bracketed by whole base runs."""
     scenario = SCENARIOS[name]()
     batch = scenario["batch"]
     steps = None if finite else epoch_steps(scenario["base"]())
@@ -268,7 +357,12 @@ def scenario_table(name: str, epochs: int, budget: float, runs_dir: str, repeats
     base = whatifs[0]
     facts = base["facts"]
     measured = [n for n in scenario["fixes"] if facts.get(f"whatif.{n}.status") == "measured"]
-    runs: dict[str, list[list[tuple[float, int]]]] = {fix: [] for fix in ["base", *measured]}
+    runs: dict[str, list[list[Epoch]]] = {fix: [] for fix in ["base", *measured]}
+    chunk_gains: dict[str, list[float]] | None = None
+    if turns:
+        at = {round(k * turns / whatif_runs) for k in range(1, whatif_runs)}
+        runs, chunk_gains = interleaved(scenario, name, measured, steps, turns, chunk_seconds,
+                                        lambda turn: measure_whatif() if turn in at else None, finite)
 
     def train(fix: str) -> None:
         data, changes = (scenario["base"](), {}) if fix == "base" else scenario["fixes"][fix]()
@@ -276,13 +370,14 @@ def scenario_table(name: str, epochs: int, budget: float, runs_dir: str, repeats
         runs[fix].append(later)
         print(f"[{name}] {fix}: {pooled([later], batch):.1f} samples/s", file=sys.stderr)
 
-    for turn in range(repeats):  # a base run before each turn of the fixes, and one after the last
+    for turn in range(0 if turns else repeats):  # a base run before each turn of the fixes, one after the last
         if 0 < turn < whatif_runs:  # the what-if's runs spread over the same time as the applied ones
             measure_whatif()
         train("base")
         for fix in measured:
             train(fix)
-    train("base")
+    if not turns:
+        train("base")
     # With the iterator rebuilt every epoch, the TF 2.21 epoch-start stalls (a lottery the
     # what-if does not sample) are left out of the gain the target judges, and shown beside it.
     clean = {fix: without_stalls(done) if finite else done for fix, done in runs.items()}
@@ -299,6 +394,10 @@ def scenario_table(name: str, epochs: int, budget: float, runs_dir: str, repeats
     rows = []
     for fix in measured:
         each = [pooled([run], batch) / speed["base"] for run in clean[fix] if run]
+        applied = speed[fix] / speed["base"]
+        if chunk_gains is not None:  # side by side: the median of the chunks' gains
+            each = chunk_gains[fix] or [math.nan]
+            applied = statistics.median(each)
         gains = [w["facts"][f"whatif.{fix}.speedup"] for w in whatifs
                  if w["facts"].get(f"whatif.{fix}.status") == "measured"]
         bands = [w["facts"][f"whatif.{fix}.band"] for w in whatifs
@@ -306,21 +405,26 @@ def scenario_table(name: str, epochs: int, budget: float, runs_dir: str, repeats
         seconds = [w["facts"].get(f"whatif.{fix}.seconds") or 0.0 for w in whatifs]
         rows.append({"fix": fix, "whatif": statistics.median(gains), "whatif_each": gains,
                      "band": statistics.median(bands) if bands else None,
-                     "seconds": statistics.median(seconds), "applied": speed[fix] / speed["base"],
+                     "seconds": statistics.median(seconds), "applied": applied,
                      "spread": (min(each), max(each)), "stalls": stalls(fix),
                      "stalled_gain": with_stalls[fix] / with_stalls["base"]})
     base_runs = [pooled([run], batch) for run in runs["base"]]
     lines = [(f"### {name}: base {base['steady']:.1f} samples/s in the what-if's run, {speed['base']:.1f} pooled over "
-              f"the {len(base_runs)} base runs that bracket the applied ones ({min(base_runs):.1f}–{max(base_runs):.1f}, "
+              f"the {len(base_runs)} base {'chunks' if turns else 'runs'} that bracket the applied ones "
+              f"({min(base_runs):.1f}–{max(base_runs):.1f}, "
               f"stalled epochs {stalls('base')}); what-if {facts.get('whatif.seconds', 0):.1f} s of a "
               f"{facts.get('whatif.budget_seconds', 0):g} s budget = "
               f"{facts.get('whatif.seconds', 0) / base['train_seconds']:.0%} of the {base['train_seconds']:.1f} s fit "
               f"({epochs} epochs), {facts.get('whatif.rounds', 0)} rounds; what-if runs: {len(whatifs)} (the gain is "
-              f"their median, the band the median of theirs); applied runs: {repeats} per fix, "
+              f"their median, the band the median of theirs); "
+              + (f"applied: {turns} turns of chunks (≥ {chunk_seconds:g} s of epochs each; base, fix, base, …), "
+                 "a fix's gain the median of its chunks' (÷ the two base chunks around each), "
+                 if turns else f"applied runs: {repeats} per fix, ")
               + ("the iterator rebuilt every epoch (as the scenario's code trains)" if finite
                  else f"one iterator ({steps} steps an epoch)")),
-             "", ("| fix | what-if gain (band) | each what-if run | measured in | applied gain (each run) "
-                  "| stalled epochs | applied with the stalls | what-if ÷ applied | matters | within ±15% |"),
+             "", ("| fix | what-if gain (band) | each what-if run | measured in | applied gain "
+                  + ("(its chunks, min–max) " if turns else "(each run) ")
+                  + "| stalled epochs | applied with the stalls | what-if ÷ applied | matters | within ±15% |"),
              "|---|---:|---:|---:|---:|---:|---:|---:|:-:|:-:|"]
     ok = True
     for r in sorted(rows, key=lambda r: -r["applied"]):
@@ -358,7 +462,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-seconds", type=float, default=4.0,
                         help="applied runs train on until their epochs after the first last this long")
     parser.add_argument("--budget", type=float, default=30.0, help="the what-if's budget, seconds")
-    parser.add_argument("--repeats", type=int, default=3, help="applied runs per fix (and base runs, plus one)")
+    parser.add_argument("--turns", type=int, default=6,
+                        help="applied side by side: turns of chunks, base, fix, base, … (0: whole runs, --repeats)")
+    parser.add_argument("--chunk-seconds", type=float, default=2.0, help="each applied chunk's epochs last this long")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="with --turns 0: whole applied runs per fix (and base runs, plus one)")
     parser.add_argument("--whatif-runs", type=int, default=3,
                         help="base runs with the what-if, one at the start of each turn (its gain: their median)")
     parser.add_argument("--one-iterator", action="store_true",
@@ -369,7 +477,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as runs_dir:
         for name in names:
             lines, passed = scenario_table(name, args.epochs, args.budget, runs_dir, args.repeats,
-                                           not args.one_iterator, args.min_seconds, args.whatif_runs)
+                                           not args.one_iterator, args.min_seconds, args.whatif_runs,
+                                           args.turns, args.chunk_seconds)
             ok &= passed
             print("\n".join(lines) + "\n", flush=True)
     print("targets:", "PASS" if ok else "FAIL")
