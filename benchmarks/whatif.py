@@ -225,13 +225,8 @@ def full_run(scenario: dict[str, Any], data: Any, changes: dict[str, Any], epoch
     runs — so applied runs measure for a time as well.)"""
     import keras
 
-    model = scenario["model"]()
-    if changes:
-        model.compile(optimizer=model.optimizer, loss=model.loss, metrics=None, **changes)
+    model, kwargs = configured(scenario, data, changes, steps)
     timer = EpochTimer()
-    kwargs: dict[str, Any] = {}
-    if steps:
-        data, kwargs = data.repeat(), {"steps_per_epoch": steps}
 
     class _AtLeast(keras.callbacks.Callback):
         def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
@@ -239,9 +234,24 @@ def full_run(scenario: dict[str, Any], data: Any, changes: dict[str, Any], epoch
             self.model.stop_training = epoch + 1 >= epochs and later >= min_seconds
 
     extra = [] if callbacks else [_AtLeast()]  # the what-if's run trains exactly ``epochs``
-    model.fit(data, epochs=epochs if callbacks else 10**6, verbose=0, shuffle=False,
-              callbacks=[timer.callback, *(callbacks or []), *extra], **kwargs)
+    model.fit(**kwargs, epochs=epochs if callbacks else 10**6, verbose=0, shuffle=False,
+              callbacks=[timer.callback, *(callbacks or []), *extra])
     return timer.epochs
+
+
+def written(scenario: dict[str, Any], fix: str) -> tuple[Any, dict[str, Any]]:
+    """The dataset and compile changes of ``fix`` ("base": the job unchanged), freshly built."""
+    return (scenario["base"](), {}) if fix == "base" else scenario["fixes"][fix]()
+
+
+def configured(scenario: dict[str, Any], data: Any, changes: dict[str, Any],
+               steps: int | None) -> tuple[Any, dict[str, Any]]:
+    """A fresh model compiled with ``changes``, and ``fit``'s input arguments for ``data``: as
+    they are, or with ``steps`` repeated batches an epoch (one iterator)."""
+    model = scenario["model"]()
+    if changes:
+        model.compile(optimizer=model.optimizer, loss=model.loss, metrics=None, **changes)
+    return model, ({"x": data.repeat(), "steps_per_epoch": steps} if steps else {"x": data})
 
 
 class Applied:
@@ -251,11 +261,8 @@ class Applied:
     trained at once and left out."""
 
     def __init__(self, scenario: dict[str, Any], fix: str, steps: int | None) -> None:
-        data, changes = (scenario["base"](), {}) if fix == "base" else scenario["fixes"][fix]()
-        self.model = scenario["model"]()
-        if changes:
-            self.model.compile(optimizer=self.model.optimizer, loss=self.model.loss, metrics=None, **changes)
-        self.kwargs: dict[str, Any] = {"x": data.repeat(), "steps_per_epoch": steps} if steps else {"x": data}
+        data, changes = written(scenario, fix)
+        self.model, self.kwargs = configured(scenario, data, changes, steps)
         self.chunks: list[list[Epoch]] = []
         self.train(0.0)
         self.chunks.clear()
@@ -365,7 +372,7 @@ def scenario_table(name: str, epochs: int, budget: float, runs_dir: str, repeats
                                         lambda turn: measure_whatif() if turn in at else None, finite)
 
     def train(fix: str) -> None:
-        data, changes = (scenario["base"](), {}) if fix == "base" else scenario["fixes"][fix]()
+        data, changes = written(scenario, fix)
         later = full_run(scenario, data, changes, epochs, steps=steps, min_seconds=min_seconds)[1:]
         runs[fix].append(later)
         print(f"[{name}] {fix}: {pooled([later], batch):.1f} samples/s", file=sys.stderr)
