@@ -6,9 +6,25 @@ and the analysis half never pay for TensorFlow, textual, matplotlib, pandas or b
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor._version import __version__
+
+if TYPE_CHECKING:  # the real names for type checkers and IDEs; at run time they load on first use
+    from advisor.collectors.callback import AdvisorCallback
+    from advisor.collectors.singles import (
+        ContextCallback,
+        EpochCallback,
+        ProfilerCallback,
+        ThroughputCallback,
+    )
+    from advisor.experiments.baseline import measure_input
+    from advisor.experiments.whatif import whatif
+    from advisor.frames import epochs_frame, findings_frame, runs_frame
+    from advisor.service import Store, analyse, diagnose
+    from advisor.store.reader import RunReader
+    from advisor.store.writer import RunWriter
+    from advisor.tracking import current_run, track, tracked
 
 __all__ = [
     "__version__",
@@ -40,17 +56,17 @@ _LAZY = {
     "ProfilerCallback": "advisor.collectors.singles",
     "RunReader": "advisor.store.reader",
     "RunWriter": "advisor.store.writer",
-    "measure_input": "advisor.collectors.baseline",
-    "whatif": "advisor.collectors.whatif_collector",
+    "measure_input": "advisor.experiments.baseline",
+    "whatif": "advisor.experiments.whatif",
     "Store": "advisor.service",
     "analyse": "advisor.service",
     "diagnose": "advisor.service",
     "runs_frame": "advisor.frames",
     "findings_frame": "advisor.frames",
     "epochs_frame": "advisor.frames",
-    "track": "advisor.collectors.track",
-    "tracked": "advisor.collectors.track",
-    "current_run": "advisor.collectors.track",
+    "track": "advisor.tracking",
+    "tracked": "advisor.tracking",
+    "current_run": "advisor.tracking",
 }
 
 
@@ -63,3 +79,7 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(module_name), name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 class AdvisorError(Exception):
     """Base of every error a user can cause. ``exit_code`` is what the CLI exits with."""
@@ -46,3 +48,23 @@ class TraceError(AdvisorError):
 
 class CloudError(AdvisorError):
     """A cloud call that failed: no credentials, access denied, a missing bucket, no network."""
+
+
+def first_line(exc: BaseException | str, limit: int = 300) -> str:
+    """The first line of an error's message, at most ``limit`` characters (an ellipsis marks a
+    cut), without TensorFlow's op-trace decorations; the type's name when the message is empty.
+    Every message the advisor builds from another library's exception goes through here."""
+    text = str(exc).strip()
+    if not text:
+        return type(exc).__name__ if isinstance(exc, BaseException) else ""
+    line = text.splitlines()[0].split(" [[")[0].split("\tEncountered when")[0]
+    line = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", line)
+    line = re.sub(r"\s*\[Op:[^\]]*\].*$", "", line)
+    line = re.sub(r" with iterator: \S+:", ":", line).strip()
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def one_line(exc: BaseException, limit: int = 300) -> str:
+    """``TypeName: first line of the message`` (see :func:`first_line`)."""
+    line = first_line(exc, limit)
+    return f"{type(exc).__name__}: {line}" if line and str(exc).strip() else type(exc).__name__

@@ -50,3 +50,15 @@ def readable(value: Any, digits: int | None = None, *, spec: str = "", compact: 
     if abs(value) >= 10:
         return f"{value:.1f}"
     return f"{value:.3g}"
+
+
+def percent(value: Any, digits: int = 1, *, fraction: bool = False, signed: bool = False,
+            missing: str = MISSING) -> str:
+    """A share as text, the one way every view writes it: ``12.5%`` (no space before the sign).
+
+    ``value`` is in percent points, or a fraction of one with ``fraction=True``; ``signed`` writes
+    ``+`` before a gain; ``None``/NaN → ``missing`` (unknown is never written as 0%)."""
+    if value is None or not isinstance(value, (int, float)) or isinstance(value, bool) or math.isnan(value):
+        return missing
+    points = 100.0 * value if fraction else float(value)
+    return f"{points:{'+' if signed else ''}.{digits}f}%"

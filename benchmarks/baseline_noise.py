@@ -86,7 +86,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--width", type=int, default=256)
     args = parser.parse_args()
-    from advisor.collectors.baseline import measure_input
+    from advisor.experiments.baseline.engine import measure_input
 
     model = build(args.width)
     data = datasets(0.0)

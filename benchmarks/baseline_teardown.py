@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     import tensorflow as tf
 
     import advisor
-    import advisor.collectors.baseline as baseline
+    import advisor.experiments.baseline.engine as baseline
 
     x, y = common.arrays(4096, features=WIDE)
 

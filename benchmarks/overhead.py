@@ -91,7 +91,7 @@ def main() -> None:
     def timed(with_advisor: bool) -> float:
         # baseline=None: the default baseline measures after training, on purpose; it is reported
         # as its own time (baseline.seconds), not as overhead of the training.
-        callbacks = [advisor.AdvisorCallback(runs_dir=store, log_every_s=None, baseline=None)] if with_advisor else []
+        callbacks = [advisor.AdvisorCallback(runs_dir=store, log_every_seconds=None, baseline=None)] if with_advisor else []
         epochs = 2
         t0 = time.perf_counter()
         model.fit(x, y, batch_size=batch, epochs=epochs, callbacks=[EpochTimer(), *callbacks], verbose=0,

@@ -49,8 +49,8 @@ def main() -> None:
     runs = tempfile.mkdtemp(prefix="advisor-overhead-")
     variants = {
         "none": lambda: [],
-        "full": lambda: [advisor.AdvisorCallback(runs_dir=runs, log_every_s=None, baseline=None)],
-        "no-telemetry": lambda: [advisor.AdvisorCallback(runs_dir=runs, log_every_s=None, telemetry=False,
+        "full": lambda: [advisor.AdvisorCallback(runs_dir=runs, log_every_seconds=None, baseline=None)],
+        "no-telemetry": lambda: [advisor.AdvisorCallback(runs_dir=runs, log_every_seconds=None, telemetry=False,
                                                          baseline=None)],
     }
     times: dict[str, list[float]] = {}

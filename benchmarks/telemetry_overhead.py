@@ -21,9 +21,9 @@ import time
 
 
 def sampler_cost(interval: float, seconds: float) -> None:
-    from advisor.collectors.host import HostSampler
-    from advisor.collectors.nvml import NvmlMonitor
-    from advisor.collectors.telemetry import TelemetrySampler
+    from advisor.collectors.telemetry.collector import TelemetrySampler
+    from advisor.collectors.telemetry.host import HostSampler
+    from advisor.collectors.telemetry.nvml import NvmlMonitor
 
     monitor = NvmlMonitor()
     gpu = monitor if monitor.open() else None
@@ -90,7 +90,7 @@ def throughput(pairs: int, interval: float) -> None:
             self.t1, self.last = time.perf_counter(), batch
 
     def samples_per_s(telemetry: bool) -> float:
-        cb = advisor.AdvisorCallback(runs_dir=store, log_every_s=None, telemetry=telemetry, telemetry_interval_s=interval,
+        cb = advisor.AdvisorCallback(runs_dir=store, log_every_seconds=None, telemetry=telemetry, telemetry_interval_seconds=interval,
                                      baseline=None)
         clock = Clock()
         model.fit(x, y, batch_size=batch, epochs=1, callbacks=[cb, clock], verbose=0, shuffle=False)

@@ -107,8 +107,8 @@ def run_variant(make: Any, epochs: int, steps: int, runs_dir: str) -> dict[str, 
     from advisor.analysis.registry import registry
     from advisor.store.reader import RunReader
 
-    cb = advisor.AdvisorCallback(runs_dir=runs_dir, baseline="end", baseline_steps=steps, log_every_s=None,
-                                 window_s=1.0, warmup_steps=3, telemetry=False)
+    cb = advisor.AdvisorCallback(runs_dir=runs_dir, baseline="end", baseline_steps=steps, log_every_seconds=None,
+                                 window_seconds=1.0, warmup_steps=3, telemetry=False)
     model = build_model()
     t0 = time.perf_counter()
     model.fit(make(), epochs=epochs, verbose=0, callbacks=[cb], shuffle=False)

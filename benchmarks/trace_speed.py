@@ -86,7 +86,7 @@ def window_cost(store: str, pairs: int, steps: int) -> None:
 
     def later_epochs(profile_steps):  # type: ignore[no-untyped-def]
         options = {} if profile_steps is None else {"profile_steps": profile_steps, "profile_summary": False}
-        cb = advisor.AdvisorCallback(runs_dir=store, log_every_s=None, telemetry=False, baseline=None, **options)
+        cb = advisor.AdvisorCallback(runs_dir=store, log_every_seconds=None, telemetry=False, baseline=None, **options)
         model.fit(x, y, batch_size=batch, epochs=epochs, callbacks=[cb], verbose=0, shuffle=False)
         records = RunReader(cb.run_path).read().of_type(EpochRecord)
         return [r.train_seconds for r in records[1:]]  # epochs after the first (the window's)

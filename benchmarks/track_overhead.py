@@ -87,7 +87,7 @@ def run_loop(step: Callable[[int], None], steps: int, batch: int, runs_dir: str 
         for i in range(half, steps):
             step(i)
         return time.perf_counter() - t0, time.perf_counter() - t1, None
-    with advisor.track(batch_size=batch, runs_dir=runs_dir, log_every_s=None) as run:
+    with advisor.track(batch_size=batch, runs_dir=runs_dir, log_every_seconds=None) as run:
         for i in range(half):
             step(i)
             run.step()
@@ -107,18 +107,18 @@ def blocks(step: Callable[[int], None], rounds: int, size: int, batch: int, runs
 
     ratios: list[float] = []
     t_first = time.perf_counter()
-    with advisor.track(batch_size=batch, runs_dir=runs_dir, log_every_s=None) as first:
+    with advisor.track(batch_size=batch, runs_dir=runs_dir, log_every_seconds=None) as first:
         first.step()  # the first run of a process also imports the advisor's modules
     first_s = time.perf_counter() - t_first
     marker = []  # the marker alone, in a tight loop: its cost per call (in a run of its own)
-    with advisor.track(batch_size=batch, runs_dir=runs_dir, log_every_s=None, window_s=0.5) as timing:
+    with advisor.track(batch_size=batch, runs_dir=runs_dir, log_every_seconds=None, window_seconds=0.5) as timing:
         for _ in range(7):
             start = time.perf_counter()
             for _ in range(100_000):
                 timing.step()
             marker.append((time.perf_counter() - start) / 100_000)
     t_enter = time.perf_counter()
-    run = advisor.track(batch_size=batch, runs_dir=runs_dir, log_every_s=None)
+    run = advisor.track(batch_size=batch, runs_dir=runs_dir, log_every_seconds=None)
     run.__enter__()
     fixed = time.perf_counter() - t_enter
     t0 = time.perf_counter()

@@ -290,7 +290,7 @@ def whatif_run(scenario: dict[str, Any], epochs: int, budget: float, runs_dir: s
     from advisor.service import Store
 
     cb = advisor.AdvisorCallback(runs_dir=runs_dir, baseline="end", whatif="auto", whatif_max_seconds=budget,
-                                 log_every_s=None, telemetry=False)
+                                 log_every_seconds=None, telemetry=False)
     run = full_run(scenario, scenario["base"](), {}, epochs, [cb])
     facts = Store(runs_dir).analyse(str(cb.run_path)).facts
     return {"steady": pooled([run[1:]], scenario["batch"]), "train_seconds": sum(e.seconds for e in run),

@@ -128,7 +128,7 @@ def train(runs_dir: str, seconds: float, width: int, batch: int, features: int, 
     steps = 64
     x = rng.standard_normal((batch * steps, features), dtype=np.float32)
     y = rng.integers(0, 10, batch * steps)
-    cb = AdvisorCallback(runs_dir, name=name, window_s=2.0, log_every_s=None, telemetry_interval_s=0.5, mfu=True)
+    cb = AdvisorCallback(runs_dir, name=name, window_seconds=2.0, log_every_seconds=None, telemetry_interval_seconds=0.5, mfu=True)
     t0 = time.perf_counter()
     model.fit(x, y, batch_size=batch, epochs=1000, verbose=0, callbacks=[cb, StopAfter.make(seconds)])
     say(f"  trained {time.perf_counter() - t0:.1f} s, params {model.count_params():,}")

@@ -85,7 +85,7 @@ def train(keras, policy: str, runs_dir: Path, name: str) -> Path:
         + [keras.layers.Dense(1, dtype="float32")]
     )
     model.compile("adam", "mse")
-    cb = AdvisorCallback(runs_dir=runs_dir, name=name, profile_steps=PROFILE, log_every_s=None)
+    cb = AdvisorCallback(runs_dir=runs_dir, name=name, profile_steps=PROFILE, log_every_seconds=None)
     t0 = time.perf_counter()
     model.fit(x, y, batch_size=256, epochs=1, verbose=0, callbacks=[cb])
     say(f"{name}: fit of {STEPS} steps took {time.perf_counter() - t0:.1f} s (profiled steps {PROFILE[0]}..{PROFILE[1]})")

@@ -30,9 +30,9 @@ SHARED_PROCESS_FILES = frozenset({
 # The longest units of work (seconds of a busy 2-core host, `--durations`), handed out first so
 # that none of them starts last while the other worker idles; the rest keep their file order.
 LONGEST_FIRST = (
-    "killed-processes", "tests/collectors/test_whatif.py", "tests/backends/test_matrix.py",
+    "killed-processes", "tests/experiments/test_whatif.py", "tests/backends/test_matrix.py",
     "tests/scenarios/test_scenarios.py", "tests/diagnosis/test_default_coverage.py",
-    "tests/backends/test_demo_backends.py", "tests/collectors/test_baseline.py", "tests/test_ci_recipe.py",
+    "tests/backends/test_demo_backends.py", "tests/experiments/test_baseline.py", "tests/test_ci_recipe.py",
     "tests/diagnosis/test_end_to_end.py", "tests/collectors/test_profiler.py",
 )
 
@@ -175,7 +175,7 @@ KILLED_SCRIPT = textwrap.dedent("""
     x = np.random.rand(100000, 4).astype("float32"); y = np.random.rand(100000, 1).astype("float32")
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
     model.compile("sgd", "mse")
-    cb = advisor.AdvisorCallback(window_s=0.4, warmup_steps=1, log_every_s=None)
+    cb = advisor.AdvisorCallback(window_seconds=0.4, warmup_steps=1, log_every_seconds=None)
     model.fit(x, y, batch_size=8, epochs=1, callbacks=[cb, Slow()], verbose=0)
 """)
 

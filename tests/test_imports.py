@@ -41,7 +41,7 @@ def test_s3_options_and_cloud_modules_load_boto3_only_when_they_call_aws():
     modules = loaded_after(
         "import advisor; advisor.AdvisorCallback(runs_dir='s3://bucket/runs', pricing='aws', "
         "cloudwatch_namespace='Advisor'); import advisor.cloud.spool, advisor.cloud.pricing, "
-        "advisor.cloud.s3data, advisor.cloud.sagemaker, advisor.cloud.cloudwatch, advisor.collectors.cloudwatch"
+        "advisor.cloud.s3data, advisor.cloud.sagemaker, advisor.cloud.cloudwatch, advisor.collectors.sinks.cloudwatch"
     )
     for name in ("boto3", "botocore"):
         assert name not in modules, f"building the callback or importing advisor.cloud imported {name}"
@@ -51,7 +51,7 @@ def test_integrations_load_their_libraries_only_when_used():
     """The notebook API, custom-loop tracking and the MLflow collector import pandas / MLflow on call."""
     modules = loaded_after(
         "import advisor; advisor.runs_frame; advisor.track; advisor.tracked; "
-        "import advisor.collectors.mlflow_log, advisor.integrations.mlflow_export, advisor.dataframes; "
+        "import advisor.collectors.sinks.mlflow, advisor.integrations.mlflow_export, advisor.dataframes; "
         "from advisor.collectors.registry import build_collectors; "
         "from advisor.collectors.options import AdvisorOptions; build_collectors(AdvisorOptions(mlflow=True))"
     )

@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from advisor.stats import percentile
+
 MIN_FULL_WINDOWS = 6  # below this many full regular windows, judge stability on slices
 TARGET_WINDOWS = 10  # adaptive windows a short run is cut into
 MIN_WINDOW_S = 1.0  # an adaptive window is never shorter than this
@@ -39,7 +41,7 @@ def robust_cv(rates: Sequence[float]) -> float | None:
     """(p90 − p10) ÷ (2.563 × p50) of ``rates``; None without a positive median."""
     if not rates:
         return None
-    p10, p50, p90 = (_percentile(rates, q) for q in (10, 50, 90))
+    p10, p50, p90 = (percentile(rates, q) for q in (10, 50, 90))
     if p50 <= 0:
         return None
     return (p90 - p10) / (DECILES_TO_SIGMA * p50)
@@ -74,12 +76,3 @@ def _judge(windows: Sequence[tuple[float, float]], adaptive: bool) -> Stability 
     if cv is None or len(rates) < MIN_WINDOWS:
         return None
     return Stability(cv, len(rates), sum(s for _, s in windows) / len(windows), adaptive)
-
-
-def _percentile(values: Sequence[float], q: float) -> float:
-    """Linear interpolation between order statistics (numpy's default), without numpy."""
-    data = sorted(values)
-    position = (len(data) - 1) * q / 100.0
-    low = int(position)
-    high = min(low + 1, len(data) - 1)
-    return data[low] + (data[high] - data[low]) * (position - low)

@@ -9,16 +9,9 @@ import bisect
 import math
 from collections.abc import Sequence
 
+from advisor.stats import percentile  # noqa: F401 — the facts read it from here
+
 UTIL_BINS = 10  # utilization histogram: ten bins of 10 points, 100 % in the last
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """Linear-interpolated percentile (q in 0..100): numpy's, as a float."""
-    if len(values) == 0:
-        raise ValueError("percentile of nothing")
-    import numpy as np
-
-    return float(np.percentile(values, q))
 
 
 def trapezoid(times: Sequence[float], values: Sequence[float], t0: float | None = None,

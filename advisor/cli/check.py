@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from advisor.cli.common import store_of
+from advisor.cli.common import rules_dir_option, store_of
+from advisor.errors import first_line
 from advisor.render import FORMATS
 
 if TYPE_CHECKING:
@@ -58,12 +59,7 @@ def selection_options(func: click.decorators.FC) -> click.decorators.FC:
             default=None,
             help="A pyproject.toml (or advisor TOML) to read instead of the nearest pyproject.toml.",
         ),
-        click.option(
-            "--rules-dir",
-            type=click.Path(file_okay=False),
-            default=None,
-            help="Load rule files from this folder instead of the built-in rules.",
-        ),
+        rules_dir_option,
     ]
     for option in reversed(options):
         func = option(func)
@@ -111,7 +107,7 @@ def _baseline(store: Store, ref: str) -> Any:
         except UsageError:
             raise
         except (OSError, ValueError, TypeError, AttributeError) as exc:
-            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            reason = first_line(exc)
             raise UsageError(f"--baseline {ref}: not a readable advisor report ({reason})") from None
     return store.read(ref)
 

@@ -1,4 +1,4 @@
-"""Helpers shared by subcommands: the store from the context, the console."""
+"""Helpers shared by subcommands: the store from the context, the console, the common options."""
 
 from __future__ import annotations
 
@@ -32,3 +32,14 @@ def console(stderr: bool = False) -> Console:
 
     stream = sys.stderr if stderr else sys.stdout
     return Console(stderr=stderr, width=None if stream.isatty() else 120)
+
+
+rules_dir_option = click.option(
+    "--rules-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Rule files to read instead of the built-in rules.",
+)
+text_or_json_option = click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)

@@ -127,10 +127,10 @@ def command(ctx: click.Context, epochs: int, backend: str | None, no_baseline: b
         options.update(baseline="end", baseline_rounds=6, baseline_steps=5)
         if not no_whatif:
             # The fixes the findings name, tried on the example: about 3 s of rounds; the budget
-            # leaves a busy host room to prepare them (the cache's fill, each change's first steps).
+            # leaves a slow or shared host room to prepare them (the cache's fill, each change's first steps).
             options.update(whatif="auto", whatif_max_seconds=20, whatif_seconds=3, whatif_rounds=4)
     callback = advisor.AdvisorCallback(runs_dir=runs_dir, instance_type=instance_type, name="demo",
-                                       window_s=2.0, log_every_s=None, **options)
+                                       window_seconds=2.0, log_every_seconds=None, **options)
     example.train([callback], epochs=epochs, verbose=0)
     if callback.run_path is None:
         raise UsageError("the demo run was not recorded (see the warnings above)")

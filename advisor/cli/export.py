@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from advisor.cli.common import store_of
+from advisor.cli.common import rules_dir_option, store_of
 
 
 @click.command("export")
@@ -26,12 +26,7 @@ from advisor.cli.common import store_of
     default=None,
     help="A pyproject.toml to read instead of the nearest one.",
 )
-@click.option(
-    "--rules-dir",
-    type=click.Path(file_okay=False),
-    default=None,
-    help="Rule files to read instead of the built-in rules.",
-)
+@rules_dir_option
 @click.option("--to", "target", type=click.Choice(["json", "mlflow"]), default="json", show_default=True,
               help="json: the report to --output; mlflow: metrics, report and plots into an MLflow run.")
 @click.option("--mlflow-run", default=None, help="mlflow: the MLflow run id to log into "

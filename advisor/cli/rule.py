@@ -7,18 +7,13 @@ import json
 
 import click
 
+from advisor.cli.common import rules_dir_option, text_or_json_option
+
 
 @click.command("rule")
 @click.argument("code")
-@click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
-)
-@click.option(
-    "--rules-dir",
-    type=click.Path(file_okay=False),
-    default=None,
-    help="Rule files to read instead of the built-in rules.",
-)
+@text_or_json_option
+@rules_dir_option
 def command(code: str, fmt: str, rules_dir: str | None) -> None:
     """Explain the rule CODE (a code like M108 or a name like input-bound)."""
     from advisor.diagnosis.docgen import rule_dict, rule_markdown

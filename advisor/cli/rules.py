@@ -9,6 +9,8 @@ import sys
 
 import click
 
+from advisor.cli.common import rules_dir_option, text_or_json_option
+
 
 @click.command("rules")
 @click.option(
@@ -24,15 +26,8 @@ import click
     help="Only rules of this default severity.",
 )
 @click.option("--select", multiple=True, metavar="CODES", help="Only these codes or prefixes.")
-@click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
-)
-@click.option(
-    "--rules-dir",
-    type=click.Path(file_okay=False),
-    default=None,
-    help="Rule files to read instead of the built-in rules.",
-)
+@text_or_json_option
+@rules_dir_option
 def command(
     section: tuple[str, ...],
     severity: tuple[str, ...],

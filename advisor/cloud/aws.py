@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any, Literal
 
-from advisor.errors import CloudError
+from advisor.errors import CloudError, first_line, one_line
 
 Budget = Literal["training", "command"]
 
@@ -95,16 +95,16 @@ def cloud_error(exc: BaseException, what: str, permission: str | None = None) ->
         return CloudError(f"{what}: AWS is throttling the requests ({code}); try again later")
     if code in ("NoSuchKey", "404", "NotFound", "ResourceNotFound", "ValidationException") and code:
         message = ((getattr(exc, "response", {}) or {}).get("Error") or {}).get("Message") or code
-        return CloudError(f"{what}: {_first_line(message)}")
+        return CloudError(f"{what}: {first_line(message, 200)}")
     if isinstance(exc, bx.BotoCoreError):
-        return CloudError(f"{what}: {type(exc).__name__}: {_first_line(exc)}")
+        return CloudError(f"{what}: {one_line(exc, 200)}")
     status = ((getattr(exc, "response", {}) or {}).get("ResponseMetadata") or {}).get("HTTPStatusCode")
     if isinstance(status, int) and status >= 500:
         return CloudError(f"{what}: the service answered HTTP {status} (a server error); try again later")
     if code:
         message = ((getattr(exc, "response", {}) or {}).get("Error") or {}).get("Message") or ""
-        return CloudError(f"{what}: {code}{': ' + _first_line(message) if message else ''}")
-    return CloudError(f"{what}: {type(exc).__name__}: {_first_line(exc)}")
+        return CloudError(f"{what}: {code}{': ' + first_line(message, 200) if message else ''}")
+    return CloudError(f"{what}: {one_line(exc, 200)}")
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -119,15 +119,6 @@ def is_transient(exc: BaseException) -> bool:
         return True
     status = ((getattr(exc, "response", {}) or {}).get("ResponseMetadata") or {}).get("HTTPStatusCode")
     return isinstance(status, int) and status >= 500
-
-
-def _first_line(exc: BaseException | str, limit: int = 200) -> str:
-    """The first line of an error, at most ``limit`` characters: messages stay one line."""
-    text = str(exc).strip()
-    if not text:
-        return type(exc).__name__ if isinstance(exc, BaseException) else ""
-    line = text.splitlines()[0]
-    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def parse_s3_url(url: str) -> tuple[str, str]:

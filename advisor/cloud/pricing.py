@@ -11,7 +11,6 @@ one-liners; :func:`advisor.reference.prices.resolve` turns them into the table a
 from __future__ import annotations
 
 import json
-import statistics
 import threading
 import time
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from advisor.cloud.price_cache import (
     cache_key,
 )
 from advisor.errors import CloudError
+from advisor.stats import median
 
 PRICING_REGION = "us-east-1"  # the Pricing API answers in us-east-1, eu-central-1 and ap-south-1
 EC2_FILTERS = {
@@ -152,10 +152,12 @@ def fetch_spot(instance_type: str, region: str, ec2_client: Any = None) -> Quote
     if not latest:
         raise CloudError(f"no spot price for {instance_type} in {region} (not offered there?)")
     prices = sorted((usd, zone) for zone, (_, usd) in latest.items())
-    median = statistics.median(p for p, _ in prices)
+    middle = median(p for p, _ in prices)
+    if middle is None:
+        raise CloudError(f"no finite spot price for {instance_type} in {region}")
     detail = f"median of {len(prices)} zones; lowest {prices[0][0]:g} in {prices[0][1]}"
     now = time.time()
-    return Quote(instance_type, region, "spot", median, f"aws-spot-history:{region}:{_day(now)}", now, detail)
+    return Quote(instance_type, region, "spot", middle, f"aws-spot-history:{region}:{_day(now)}", now, detail)
 
 
 def live_quote(instance_type: str, region: str | None = None, spot: bool = False, *,

@@ -26,6 +26,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from advisor.collectors.options import AdvisorOptions
+    from advisor.experiments.baseline import InputBaseline
+    from advisor.experiments.whatif import WhatIfResult
+    from advisor.store.schema import WindowRecord
     from advisor.store.writer import RunWriter
 
 log = logging.getLogger("advisor")
@@ -83,6 +86,30 @@ class EpochTally:
 
 
 @dataclass
+class Notes:
+    """What the collectors of one fit leave for each other, typed; each field says who writes it."""
+
+    context: dict[str, Any] = field(default_factory=dict)  # context (a custom loop: tracking): its record
+    graph_retraces: int | None = None  # context: the retrace count it last recorded
+    pipeline: dict[str, Any] = field(default_factory=dict)  # pipeline: what the input is
+    windows: list[WindowRecord] = field(default_factory=list)  # throughput: the windows written so far
+    logging: bool = False  # throughput: the periodic log line is on
+    last_samples_per_s: float | None = None  # throughput: the rate the last log line gave
+    profiler_window: tuple[int, int] | None = None  # profiler: the steps it profiles
+    first_step_seconds: float | None = None  # epochs: time to the first step (compiling), the baseline's left out
+    baseline: InputBaseline | None = None  # baseline: what it measured
+    baseline_seconds: float = 0.0  # baseline: how long it trained (not the user's training)
+    whatif: WhatIfResult | None = None  # whatif: what it measured
+    whatif_seconds: float = 0.0  # whatif: how long it trained (not the user's training)
+    horovod_size: int | None = None  # set by tests and launchers that know Horovod's world before it starts
+
+    @property
+    def measuring_seconds(self) -> float:
+        """Seconds the advisor's own experiments trained the model during this fit."""
+        return self.baseline_seconds + self.whatif_seconds
+
+
+@dataclass
 class Session:
     """Shared state of one ``fit`` for all collectors of one callback."""
 
@@ -98,7 +125,7 @@ class Session:
     steps_per_execution: int = 1
     train_begin_t: float = 0.0  # perf_counter at on_train_begin
     price_per_hour: float | None = None
-    shared: dict[str, Any] = field(default_factory=dict)  # collectors leave values for each other
+    notes: Notes = field(default_factory=Notes)  # what collectors leave for each other
     # Epoch accounting, kept by the callback: optimizer steps at the epoch's begin and the
     # finished epoch's tally.
     epoch_step0: int | None = None
@@ -218,15 +245,21 @@ class Collector:
     async_safe = False  # the batch-end hook may run off the training thread (see the module docs)
 
     def __init__(self) -> None:
-        self.session: Session | None = None
+        self._session: Session | None = None
 
     def attach(self, session: Session) -> None:
-        self.session = session
+        self._session = session
 
     @property
-    def s(self) -> Session:
-        assert self.session is not None, f"{self.name} collector used before attach()"
-        return self.session
+    def attached(self) -> bool:
+        return self._session is not None
+
+    @property
+    def session(self) -> Session:
+        """The fit this collector records (set by ``attach`` when the fit begins)."""
+        if self._session is None:
+            raise RuntimeError(f"{self.name} collector used before attach()")
+        return self._session
 
     def on_train_begin(self) -> None: ...
 

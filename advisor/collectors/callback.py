@@ -16,32 +16,34 @@ from __future__ import annotations
 import atexit
 import logging
 import os
-import platform
-import socket
-import sys
 import time
 import weakref
 from collections.abc import Sequence
 from typing import Any
 
-from advisor._version import __version__
 from advisor.collectors.base import Collector, Guard, Session
 from advisor.collectors.fitinfo import discover, find_fit_locals
 from advisor.collectors.keras_protocol import KerasCallbackProtocol
+from advisor.collectors.manifest import instance_and_price, run_manifest
 from advisor.collectors.options import (
     BASELINE_MAX_SECONDS,
     BASELINE_MIN_STEPS,
     BASELINE_ROUNDS,
     WHATIF_ROUNDS,
     AdvisorOptions,
+    Baseline,
+    Pricing,
+    TelemetryDevices,
+    WhatIf,
     check_names,
+    renamed,
 )
+from advisor.collectors.windows import ensure_log_handler
 from advisor.probes.distributed import detect_rank_world
 from advisor.probes.framework import detect_framework, steps_per_execution
 
 log = logging.getLogger("advisor")
 
-PRICE_WAIT_S = 3.0  # pricing="aws": the longest train begin waits for AWS before using the table
 
 # Runs still open when the interpreter exits (fit raised, or the script exited mid-fit).
 _OPEN: weakref.WeakSet[AdvisorCallback] = weakref.WeakSet()
@@ -55,16 +57,6 @@ def _close_open_runs() -> None:
 atexit.register(_close_open_runs)
 
 
-def _ensure_log_handler() -> None:
-    """Our periodic throughput line goes to stderr unless the user configured logging."""
-    if not log.handlers and not logging.getLogger().handlers:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(message)s"))
-        log.addHandler(handler)
-        log.setLevel(logging.INFO)
-        log.propagate = False
-
-
 class AdvisorCallback(KerasCallbackProtocol):
     """Measure a training run and write it to the run store.
 
@@ -75,14 +67,14 @@ class AdvisorCallback(KerasCallbackProtocol):
         price_per_hour: USD per hour per instance; overrides the embedded price table.
         tags: free-form labels stored in the manifest.
         name: a human name that becomes part of the run id.
-        window_s: length of a throughput window in seconds.
+        window_seconds: length of a throughput window in seconds.
         warmup_steps: steps excluded from throughput summaries (tracing, compilation, caches).
-        log_every_s: period of the one-line samples/s log (None: no log).
+        log_every_seconds: period of the one-line samples/s log (None: no log).
         collectors: names or instances to run instead of the defaults.
         baseline: ``"auto"`` (default): measure the cached-input baseline after the last epoch,
             sized by time and capped at a small share of the fit, or skip it with the reason
             recorded where it cannot run; ``"end"`` or ``"start"``: measure it then, uncapped;
-            None: off.
+            True: ``"auto"`` (as for ``whatif``); None or False: off.
         baseline_steps: measured steps per arm of the baseline, at least.
         baseline_seconds: measured time of the whole baseline (all arms and rounds); None: about
             2 s or 200 steps, whichever is longer, with ``"auto"``, 3 s with ``"end"``/``"start"``.
@@ -93,9 +85,9 @@ class AdvisorCallback(KerasCallbackProtocol):
         profile_steps: ``(start, stop)``: profile these training steps (1-based, inclusive);
             ``"auto"``: 25 steps from a few steps after the warm-up.
         profile_summary: summarise the profile with XProf at train end.
-        profile_timeout_s: seconds the summary may take.
+        profile_timeout_seconds: seconds the summary may take.
         telemetry: sample GPU (NVML) and host (psutil) metrics.
-        telemetry_interval_s: seconds between telemetry samples.
+        telemetry_interval_seconds: seconds between telemetry samples.
         telemetry_devices: ``"mine"`` (this process's GPUs) or ``"all"``.
         mfu: estimate FLOPs and MFU (None: when a GPU is present).
         instance_metadata: ask the cloud metadata service for the instance type (≤ 0.5 s).
@@ -108,7 +100,8 @@ class AdvisorCallback(KerasCallbackProtocol):
         whatif_rounds: interleaved rounds of the what-if (each gain's band comes from them).
         whatif_seconds: measure the rounds for about this long in all, then stop (None: use
             what the budget leaves after preparing); ``whatif_max_seconds`` still caps it all.
-        pricing: ``"table"`` or ``"aws"`` (the AWS price, cached; at most 3 s, else the table).
+        pricing: ``"table"`` or ``"aws"`` (the AWS price, cached; at most 3 s, else the table);
+            None: ``$ADVISOR_PRICING``, else ``"table"``.
         spot: price the instance at the current spot price (with ``pricing="aws"``).
         region: AWS region of the instance for prices (default: boto3's region).
         cloudwatch_namespace: publish samples/s, samples/$ and utilization to CloudWatch.
@@ -118,7 +111,10 @@ class AdvisorCallback(KerasCallbackProtocol):
     ``runs_dir="s3://bucket/prefix"`` writes a local spool, uploaded in the background (docs/cloud.md).
 
     A misspelled option raises ``TypeError`` naming the closest valid one; a bad value raises
-    :class:`~advisor.errors.UsageError`. The options are recorded in ``run.json``.
+    :class:`~advisor.errors.UsageError`. The options are recorded in ``run.json``. Durations end
+    in ``_seconds``; ``window_s``, ``log_every_s``, ``telemetry_interval_s`` and
+    ``profile_timeout_s`` still work, with a DeprecationWarning. Where an option also has an
+    environment variable, an argument you pass wins over it, and the variable over the default.
     """
 
     def __new__(cls, *args: Any, **kwargs: Any) -> AdvisorCallback:
@@ -133,11 +129,11 @@ class AdvisorCallback(KerasCallbackProtocol):
         price_per_hour: float | None = None,
         tags: dict[str, str] | None = None,
         name: str | None = None,
-        window_s: float = 10.0,
+        window_seconds: float = 10.0,
         warmup_steps: int = 5,
-        log_every_s: float | None = 60.0,
+        log_every_seconds: float | None = 60.0,
         collectors: Sequence[str | Collector] | None = None,
-        baseline: str | None = "auto",
+        baseline: Baseline = "auto",
         baseline_steps: int = BASELINE_MIN_STEPS,
         baseline_seconds: float | None = None,
         baseline_rounds: int = BASELINE_ROUNDS,
@@ -145,39 +141,29 @@ class AdvisorCallback(KerasCallbackProtocol):
         baseline_source_cache: bool = True,
         profile_steps: tuple[int, int] | str | int | None = None,
         profile_summary: bool = True,
-        profile_timeout_s: float | None = None,
+        profile_timeout_seconds: float | None = None,
         telemetry: bool = True,
-        telemetry_interval_s: float = 1.0,
-        telemetry_devices: str = "mine",
+        telemetry_interval_seconds: float = 1.0,
+        telemetry_devices: TelemetryDevices = "mine",
         mfu: bool | None = None,
         instance_metadata: bool | None = None,
         pipeline: bool = True,
-        whatif: str | Sequence[str] | None = None,
+        whatif: WhatIf = None,
         whatif_max_seconds: float | None = None,
         whatif_rounds: int = WHATIF_ROUNDS,
         whatif_seconds: float | None = None,
-        pricing: str = "table",
+        pricing: Pricing | None = None,
         spot: bool = False,
         region: str | None = None,
         cloudwatch_namespace: str | None = None,
         mlflow: bool = False,
+        **deprecated: Any,
     ) -> None:
+        given = {name: value for name, value in locals().items() if name not in ("self", "__class__", "deprecated")}
+        given.update(tags=tags or {}, collectors=tuple(collectors) if collectors is not None else None)
+        self.options = AdvisorOptions(**renamed(given, deprecated))  # each parameter is the option of its name
         from advisor.collectors.registry import build_collectors
 
-        self.options = AdvisorOptions(
-            runs_dir=runs_dir, instance_type=instance_type, price_per_hour=price_per_hour, tags=tags or {},
-            name=name, window_s=window_s, warmup_steps=warmup_steps, log_every_s=log_every_s,
-            collectors=tuple(collectors) if collectors is not None else None, baseline=baseline,
-            baseline_steps=baseline_steps, baseline_seconds=baseline_seconds, baseline_rounds=baseline_rounds,
-            baseline_max_seconds=baseline_max_seconds, baseline_source_cache=baseline_source_cache,
-            profile_steps=profile_steps, profile_summary=profile_summary,  # type: ignore[arg-type]
-            profile_timeout_s=profile_timeout_s, telemetry=telemetry, telemetry_interval_s=telemetry_interval_s,
-            telemetry_devices=telemetry_devices, mfu=mfu, instance_metadata=instance_metadata, pipeline=pipeline,
-            whatif=whatif, whatif_max_seconds=whatif_max_seconds, whatif_rounds=whatif_rounds,  # type: ignore[arg-type]
-            whatif_seconds=whatif_seconds,
-            pricing=pricing, spot=spot, region=region, cloudwatch_namespace=cloudwatch_namespace,
-            mlflow=mlflow,
-        )
         self.collectors: list[Collector] = build_collectors(self.options)
         self.session: Session | None = None
         self.guard: Guard | None = None
@@ -203,11 +189,8 @@ class AdvisorCallback(KerasCallbackProtocol):
         profiler does not: its step markers must open and close on the training thread). Keras
         reads this when ``fit`` builds its callback list, before ``on_train_begin``.
         """
-        return all(
-            getattr(c, "async_safe", False)
-            for c in self.collectors
-            if getattr(type(c), "batch_hook", False) or getattr(c, "batch_hook", False)
-        )
+        return all(getattr(c, "async_safe", False) for c in self.collectors
+                   if getattr(type(c), "batch_hook", False) or getattr(c, "batch_hook", False))
 
     @property
     def run_path(self) -> Any:
@@ -320,8 +303,6 @@ class AdvisorCallback(KerasCallbackProtocol):
 
     def _begin(self, fit_locals: dict[str, Any] | None) -> None:
         from advisor.collectors.registry import build_collectors
-        from advisor.probes.instance import detect_instance_type
-        from advisor.reference.prices import resolve
         from advisor.store.paths import store_url
         from advisor.store.writer import RunWriter
 
@@ -331,52 +312,20 @@ class AdvisorCallback(KerasCallbackProtocol):
         model = self.model
         flavor, backend, framework = detect_framework(model)
         spe = steps_per_execution(model)
-        instance = detect_instance_type(opts.instance_type, metadata=opts.instance_metadata)
-        instance_type, instance_source = instance if instance else (None, None)
+        instance, found = instance_and_price(opts)
         url = store_url(opts.runs_dir)
-        found = resolve(instance_type, opts.price_per_hour, live=opts.pricing == "aws", region=opts.region,
-                        spot=opts.spot, wait_s=PRICE_WAIT_S)
-        price, price_source = found.usd_per_hour, found.source
-        manifest = {
-            "advisor_version": __version__,
-            "framework": framework,
-            "num_workers": world,
-            "steps_per_execution": spe,
-            "instance_type": instance_type,
-            "instance_source": instance_source,
-            "price_per_hour": price,
-            "price_source": price_source,
-            "host": {
-                "hostname": socket.gethostname(),
-                "platform": platform.platform(),
-                "python": platform.python_version(),
-                "cpu_count": os.cpu_count(),
-                "memory_bytes": _memory_bytes(),
-            },
-            "tags": opts.tags,
-            "sweep_id": os.environ.get("ADVISOR_SWEEP_ID"),
-            "config": opts.recorded(),
-        }
+        price = found.usd_per_hour
+        manifest = run_manifest(framework=framework, num_workers=world, steps_per_execution=spe, instance=instance,
+                                price=(price, found.source), options=opts, config=opts.recorded())
         runs_dir: Any = opts.runs_dir
         if url is not None:  # an S3 store: write to the local spool, upload in the background
             from advisor.cloud.spool import spool_root
 
             runs_dir = spool_root(url, rank)
         self.writer = RunWriter(runs_dir, rank=rank, manifest=manifest, name=opts.name)
-        self.session = Session(
-            writer=self.writer,
-            model=model,
-            rank=rank,
-            num_workers=world,
-            options=opts,
-            data=data,
-            fit_callbacks=fit_callbacks,
-            keras_flavor=flavor,
-            backend=backend,
-            steps_per_execution=spe,
-            train_begin_t=time.perf_counter(),
-            price_per_hour=price,
-        )
+        self.session = Session(writer=self.writer, model=model, rank=rank, num_workers=world, options=opts, data=data,
+                               fit_callbacks=fit_callbacks, keras_flavor=flavor, backend=backend,
+                               steps_per_execution=spe, train_begin_t=time.perf_counter(), price_per_hour=price)
         # Every fit starts fresh collectors (and a new run); the first uses those made in __init__.
         if self._collectors_used:
             self.collectors = build_collectors(opts)
@@ -399,8 +348,8 @@ class AdvisorCallback(KerasCallbackProtocol):
             session = self.session
             self.uploader = start_upload(url, self.writer.path, self.writer.run_id, rank,
                                          note=lambda message: session.event("upload", message, level="warning"))
-        if rank == 0 and opts.log_every_s is not None:
-            _ensure_log_handler()
+        if rank == 0 and opts.log_every_seconds is not None:
+            ensure_log_handler()
 
     def _own_estimate(self) -> float:
         per_batch = self._batch_sampled_seconds / self._batch_sampled if self._batch_sampled else 0.0
@@ -411,8 +360,7 @@ class AdvisorCallback(KerasCallbackProtocol):
             return
         try:
             # A baseline or a what-if trains on purpose: it is neither overhead nor the user's training.
-            shared = self.session.shared if self.session else {}
-            baseline = float(shared.get("baseline_seconds", 0.0)) + float(shared.get("whatif_seconds", 0.0))
+            baseline = self.session.notes.measuring_seconds if self.session else 0.0
             train_seconds = time.perf_counter() - self._train_t0 - baseline
             own = max(0.0, self._own_estimate() - baseline)
             self.writer.close(status, advisor_seconds=own, train_seconds=train_seconds)
@@ -437,12 +385,3 @@ class AdvisorCallback(KerasCallbackProtocol):
             except Exception:
                 pass
             self._finish("failed")
-
-
-def _memory_bytes() -> int | None:
-    try:
-        import psutil
-
-        return int(psutil.virtual_memory().total)
-    except Exception:
-        return None

@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 from advisor.collectors.base import Collector
+from advisor.probes.framework import device_kind, dtype_policy_of
 from advisor.store.schema import ContextRecord
 
 _EARLY_STOPPING = ("EarlyStopping",)
@@ -20,9 +21,9 @@ class ContextCollector(Collector):
     name = "context"
 
     def on_train_begin(self) -> None:
-        values = introspect(self.s)
-        self.s.writer.write(ContextRecord(t=time.time(), values=values))
-        self.s.shared["context"] = values
+        values = introspect(self.session)
+        self.session.writer.write(ContextRecord(t=time.time(), values=values))
+        self.session.notes.context = values
         manifest_fields = {
             "strategy": values.get("context.strategy"),
             "replicas": values.get("context.replicas"),
@@ -32,13 +33,13 @@ class ContextCollector(Collector):
             "dtype_policy": values.get("context.dtype_policy"),
             "jit_compile": values.get("context.jit_compile"),
         }
-        self.s.writer.update_manifest(**{k: v for k, v in manifest_fields.items() if v is not None})
+        self.session.writer.update_manifest(**{k: v for k, v in manifest_fields.items() if v is not None})
 
     def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None) -> None:
-        retraces = _retraces(self.s.model)
-        if retraces is not None and retraces != self.s.shared.get("context.graph_retraces"):
-            self.s.shared["context.graph_retraces"] = retraces
-            self.s.writer.write(ContextRecord(t=time.time(), values={**self.s.shared.get("context", {}), "context.graph_retraces": retraces}))
+        retraces = _retraces(self.session.model)
+        if retraces is not None and retraces != self.session.notes.graph_retraces:
+            self.session.notes.graph_retraces = retraces
+            self.session.writer.write(ContextRecord(t=time.time(), values={**self.session.notes.context, "context.graph_retraces": retraces}))
 
 
 def introspect(session: Any) -> dict[str, Any]:
@@ -47,7 +48,7 @@ def introspect(session: Any) -> dict[str, Any]:
     v["context.backend"] = session.backend
     v["context.legacy_keras"] = session.keras_flavor == "tf_keras"
     v["context.framework"] = session.keras_flavor
-    device, count = _device(session.backend)
+    device, count = device_kind(session.backend)
     v["context.device"] = device
     v["context.device_count"] = count
     strategy_name, replicas = _strategy(model, session)
@@ -67,7 +68,7 @@ def introspect(session: Any) -> dict[str, Any]:
         if batch and replicas:
             v["context.per_replica_batch_size"] = batch // replicas
     v["context.steps_per_execution"] = session.steps_per_execution
-    policy = _dtype_policy(model)
+    policy = dtype_policy_of(model)
     v["context.dtype_policy"] = policy
     if policy:
         v["context.mixed_precision"] = "16" in policy
@@ -96,7 +97,7 @@ def introspect(session: Any) -> dict[str, Any]:
         pass
     v["context.input_kind"] = session.data.kind
     v["context.host_cpu_count"] = os.cpu_count()
-    v["throughput.logging"] = bool(session.shared.get("throughput.logging"))
+    v["throughput.logging"] = session.notes.logging
     v["context.optimizer"] = type(getattr(model, "optimizer", None)).__name__
     v["context.horovod_compression"] = horovod_compression(getattr(model, "optimizer", None))
     return {k: val for k, val in v.items() if val is not None}
@@ -166,45 +167,6 @@ def _jit_default(model: Any, flavor: str) -> bool | None:
     return bool(value) if value is not None else None
 
 
-def _device(backend: str | None) -> tuple[str | None, int | None]:
-    """Kind of device the backend trains on (``gpu``, ``tpu``, ``cpu``…) and how many this process sees.
-
-    Reads only frameworks that are already imported: the backend in use always is.
-    """
-    try:
-        if backend == "tensorflow" and "tensorflow" in sys.modules:
-            tf = sys.modules["tensorflow"]
-            for kind in ("TPU", "GPU"):
-                found = tf.config.list_logical_devices(kind)
-                if found:
-                    return kind.lower(), len(found)
-            return "cpu", len(tf.config.list_logical_devices("CPU")) or 1
-        if backend == "jax" and "jax" in sys.modules:
-            devices = sys.modules["jax"].local_devices()
-            return (str(devices[0].platform).lower(), len(devices)) if devices else (None, None)
-        if backend == "torch" and "torch" in sys.modules:
-            from keras.src.backend.torch.core import get_device
-
-            name = str(get_device()).split(":")[0]
-            torch = sys.modules["torch"]
-            if name == "cuda":
-                return "gpu", int(torch.cuda.device_count())
-            return name, 1
-    except Exception:
-        return None, None
-    return None, None
-
-
-def device_kind(backend: str | None) -> tuple[str | None, int | None]:
-    """The device kind and count the backend trains on (see ``_device``): for the what-if."""
-    return _device(backend)
-
-
-def dtype_policy_of(model: Any) -> str | None:
-    """The model's dtype policy name (the global one when the model has none)."""
-    return _dtype_policy(model)
-
-
 def _feeds_local_share(strategy: str | None, workers: int) -> bool:
     return workers > 1 and (strategy == "Horovod" or strategy in ("DataParallel", "ModelParallel"))
 
@@ -223,7 +185,7 @@ def _horovod_size() -> int | None:
 
 
 def _strategy(model: Any, session: Any) -> tuple[str | None, int | None]:
-    hvd = session.shared.get("horovod_size") or _horovod_size()
+    hvd = session.notes.horovod_size or _horovod_size()
     if hvd:
         return "Horovod", int(hvd)
     strategy = getattr(model, "distribute_strategy", None)
@@ -244,19 +206,6 @@ def _strategy(model: Any, session: Any) -> tuple[str | None, int | None]:
         count = int(getattr(devices, "size", 0) or 0) or None
         return type(dist).__name__, count
     return "default", 1
-
-
-def _dtype_policy(model: Any) -> str | None:
-    policy = getattr(model, "dtype_policy", None)
-    name = getattr(policy, "name", None)
-    if name:
-        return str(name)
-    try:
-        import keras
-
-        return str(keras.config.dtype_policy().name)
-    except Exception:
-        return None
 
 
 def _layers(model: Any) -> list[Any]:

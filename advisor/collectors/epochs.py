@@ -41,13 +41,13 @@ class EpochCollector(Collector):
             self._first_pending = False
             self.batch_hook = False  # off the hot path from the next epoch boundary on
         # A baseline run at train begin (baseline="start") is not part of the time to first step.
-        seconds = now - self.s.train_begin_t - float(self.s.shared.get("baseline_seconds", 0.0))
-        self.s.writer.write(FirstStepRecord(t=time.time(), seconds=seconds))
-        self.s.shared["first_step_seconds"] = seconds  # sizes the what-if's compile estimates
+        seconds = now - self.session.train_begin_t - self.session.notes.baseline_seconds
+        self.session.writer.write(FirstStepRecord(t=time.time(), seconds=seconds))
+        self.session.notes.first_step_seconds = seconds  # sizes the what-if's compile estimates
 
     def on_epoch_begin(self, epoch: int) -> None:
         self._epoch_t0 = time.perf_counter()
-        self._epoch_step0 = self.s.iterations()
+        self._epoch_step0 = self.session.iterations()
         self._val_seconds = 0.0
         self._val_t0 = None
 
@@ -63,18 +63,18 @@ class EpochCollector(Collector):
         now = time.perf_counter()
         seconds = now - self._epoch_t0
         windows = [
-            w for w in self.s.shared.get("throughput.windows", []) if w.epoch == epoch
+            w for w in self.session.notes.windows if w.epoch == epoch
         ]
-        tally = self.s.tally if self.s.tally is not None and self.s.tally.epoch == epoch else None
+        tally = self.session.tally if self.session.tally is not None and self.session.tally.epoch == epoch else None
         if tally is not None and tally.steps is not None:  # the callback's count (Session.close_epoch)
             steps, samples = tally.steps, tally.samples
         else:
-            step = self.s.iterations()
+            step = self.session.iterations()
             if step is not None and self._epoch_step0 is not None:
                 steps = step - self._epoch_step0
             else:  # no optimizer counter: the throughput windows' own count
                 steps = sum(w.steps for w in windows)
-            samples = _samples(windows, steps, self.s.data.batch_size)
+            samples = _samples(windows, steps, self.session.data.batch_size)
         record = EpochRecord(
             t=time.time(),
             epoch=epoch,
@@ -85,7 +85,7 @@ class EpochCollector(Collector):
             samples=samples,
         )
         self.epochs.append(record)
-        self.s.writer.write(record)
+        self.session.writer.write(record)
 
 
 def _samples(windows: list[Any], steps: int, batch: int | None) -> int | None:

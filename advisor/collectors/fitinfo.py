@@ -75,11 +75,7 @@ def _from_keras3(epoch_iterator: Any, info: DataInfo) -> None:
     if _safe(lambda: adapter.has_partial_batch):
         info.partial_batch_size = _safe(lambda: int(adapter.partial_batch_size))
     if info.kind == "tf.data":
-        info.dataset = getattr(adapter, "_dataset", None)
-        if info.batch_size is None:
-            info.batch_size = _tf_first_batch_size(info.dataset)
-        if info.partial_batch_size is None and info.batch_size:
-            info.partial_batch_size = _tf_partial_batch(info.dataset, info.batch_size)
+        _from_dataset(adapter, info)
     elif info.kind == "generator" and info.batch_size is None:
         first = getattr(adapter, "_first_batches", None)
         if first:
@@ -99,11 +95,16 @@ def _from_tf_keras(handler: Any, info: DataInfo) -> None:
     if _safe(lambda: adapter.has_partial_batch()):
         info.partial_batch_size = _safe(lambda: adapter.partial_batch_size())
     if info.kind == "tf.data":
-        info.dataset = getattr(adapter, "_dataset", None)
-        if info.batch_size is None:
-            info.batch_size = _tf_first_batch_size(info.dataset)
-        if info.partial_batch_size is None and info.batch_size:
-            info.partial_batch_size = _tf_partial_batch(info.dataset, info.batch_size)
+        _from_dataset(adapter, info)
+
+
+def _from_dataset(adapter: Any, info: DataInfo) -> None:
+    """A tf.data input: the dataset, and its batch and short last batch where the adapter did not say."""
+    info.dataset = getattr(adapter, "_dataset", None)
+    if info.batch_size is None:
+        info.batch_size = _tf_first_batch_size(info.dataset)
+    if info.partial_batch_size is None and info.batch_size:
+        info.partial_batch_size = _tf_partial_batch(info.dataset, info.batch_size)
 
 
 def _is_int_like(value: Any) -> bool:
@@ -114,7 +115,7 @@ def _is_int_like(value: Any) -> bool:
 
 
 def _leading_dim(batch: Any) -> int | None:
-    from advisor.collectors.feed_base import leading_dim
+    from advisor.probes.batch import leading_dim
 
     return leading_dim(batch)
 

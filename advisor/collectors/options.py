@@ -10,43 +10,29 @@ from __future__ import annotations
 import difflib
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Literal
 
 from advisor.errors import UsageError
+from advisor.experiments.settings import (  # the experiments' defaults, which the options expose
+    BASELINE_MAX_SECONDS,
+    BASELINE_MIN_STEPS,
+    BASELINE_ROUNDS,
+    WHATIF_ROUNDS,
+    normalize_whatif,
+)
 
 BASELINE_MODES = ("auto", "start", "end")
 PRICING_SOURCES = ("table", "aws")
 TELEMETRY_DEVICES = ("mine", "all")
+# The fixed choices, as types. True means "on, the default way" for both baseline= and whatif=.
+Baseline = Literal["auto", "end", "start"] | bool | None
+WhatIf = Literal["auto"] | Sequence[str] | bool | None
+Pricing = Literal["table", "aws"]
+TelemetryDevices = Literal["mine", "all"]
 DEFAULT_PROFILE_STEPS = (10, 34)  # 25 marked steps: trace shares need at least 20 to be stable
 AUTO_PROFILE_STEPS = 25  # profile_steps="auto": this many steps, starting after the warm-up
-# The cached-input baseline (collectors/baseline.py): measured time of all arms and rounds, the
-# measured steps per arm at least, interleaved rounds, and the budget of the whole baseline.
-BASELINE_SECONDS = 3.0
-BASELINE_MIN_STEPS = 20
-BASELINE_ROUNDS = 12
-BASELINE_MAX_SECONDS = 30.0
-# The measured what-if (collectors/whatif.py): its candidates, interleaved rounds, and the
-# default budget — the smaller of WHATIF_FIT_SHARE of the fit and WHATIF_MAX_SECONDS.
-WHATIF_NAMES = (
-    "parallel_map", "parallel_interleave", "prefetch", "cache_source", "cache_map", "tfdata_options",
-    "pydataset_workers", "pydataset_multiprocessing", "torch_workers", "cached_input",
-    "steps_per_execution_8", "steps_per_execution_32", "jit_compile", "mixed_precision", "batch_x2", "batch_x4",
-)
-WHATIF_ROUNDS = 6
-WHATIF_FIT_SHARE = 0.10
-WHATIF_MAX_SECONDS = 60.0
-# baseline="auto" (the default): after the last epoch, about AUTO_BASELINE_SECONDS of measuring or
-# AUTO_BASELINE_STEPS steps, whichever is longer; the whole baseline stays within
-# AUTO_BASELINE_SHARE of the fit's time, and is skipped (with the reason recorded) when that share
-# is under AUTO_BASELINE_MIN_BUDGET seconds (a fit of 10 s): each segment of each round starts a
-# fit of its own with a fresh iterator (~0.1 s on a busy 2-core host), so a smaller budget cannot
-# hold the three interleaved rounds a noise band needs.
-AUTO_BASELINE_SECONDS = 2.0
-AUTO_BASELINE_STEPS = 200
-AUTO_BASELINE_SHARE = 0.2
-AUTO_BASELINE_MIN_BUDGET = 2.0
 MIN_TELEMETRY_INTERVAL_S = 0.1
 _TRUE = ("1", "true", "yes", "on")
 
@@ -60,11 +46,11 @@ class AdvisorOptions:
     price_per_hour: float | None = None
     tags: dict[str, str] = field(default_factory=dict)
     name: str | None = None
-    window_s: float = 10.0
+    window_seconds: float = 10.0
     warmup_steps: int = 5
-    log_every_s: float | None = 60.0
+    log_every_seconds: float | None = 60.0
     collectors: tuple[Any, ...] | None = None  # collector names or Collector instances
-    baseline: str | None = "auto"
+    baseline: Baseline = "auto"
     baseline_steps: int = BASELINE_MIN_STEPS
     baseline_seconds: float | None = None  # None: sized by the mode (see BaselineCollector)
     baseline_rounds: int = BASELINE_ROUNDS
@@ -72,18 +58,18 @@ class AdvisorOptions:
     baseline_source_cache: bool = True
     profile_steps: tuple[int, int] | str | None = None  # (start, stop), "auto" or None
     profile_summary: bool = True
-    profile_timeout_s: float | None = None
+    profile_timeout_seconds: float | None = None
     telemetry: bool = True
-    telemetry_interval_s: float = 1.0
-    telemetry_devices: str = "mine"
+    telemetry_interval_seconds: float = 1.0
+    telemetry_devices: TelemetryDevices = "mine"
     mfu: bool | None = None
     instance_metadata: bool | None = None
     pipeline: bool = True
-    whatif: str | tuple[str, ...] | None = None  # "auto" or candidate names
+    whatif: WhatIf = None  # "auto" or candidate names
     whatif_max_seconds: float | None = None  # None: the smaller of 10% of the fit and 60 s
     whatif_rounds: int = WHATIF_ROUNDS
     whatif_seconds: float | None = None  # measuring time of the rounds; None: what the budget leaves
-    pricing: str = "table"
+    pricing: Pricing | None = None  # None: $ADVISOR_PRICING, else "table"
     spot: bool = False
     region: str | None = None
     cloudwatch_namespace: str | None = None
@@ -98,10 +84,10 @@ class AdvisorOptions:
             put(self, "instance_type", os.environ["ADVISOR_INSTANCE_TYPE"])
         if self.price_per_hour is not None:
             _positive("price_per_hour", self.price_per_hour)
-        _positive("window_s", self.window_s)
+        _positive("window_seconds", self.window_seconds)
         _count("warmup_steps", self.warmup_steps, minimum=0)
-        if self.log_every_s is not None:
-            _positive("log_every_s", self.log_every_s, allow_zero=True)  # 0: every window
+        if self.log_every_seconds is not None:
+            _positive("log_every_seconds", self.log_every_seconds, allow_zero=True)  # 0: every window
         if self.collectors is not None:
             put(self, "collectors", tuple(self.collectors))
         put(self, "baseline", normalize_baseline(self.baseline))
@@ -112,11 +98,11 @@ class AdvisorOptions:
         _positive("baseline_max_seconds", self.baseline_max_seconds)
         if self.profile_steps is not None:
             put(self, "profile_steps", normalize_profile_steps(self.profile_steps))
-        if self.profile_timeout_s is not None:
-            _positive("profile_timeout_s", self.profile_timeout_s)
-        if self.telemetry_interval_s < MIN_TELEMETRY_INTERVAL_S:
-            raise UsageError(f"telemetry_interval_s must be at least {MIN_TELEMETRY_INTERVAL_S} s "
-                             f"(got {self.telemetry_interval_s})")
+        if self.profile_timeout_seconds is not None:
+            _positive("profile_timeout_seconds", self.profile_timeout_seconds)
+        if self.telemetry_interval_seconds < MIN_TELEMETRY_INTERVAL_S:
+            raise UsageError(f"telemetry_interval_seconds must be at least {MIN_TELEMETRY_INTERVAL_S} s "
+                             f"(got {self.telemetry_interval_seconds})")
         if self.telemetry_devices not in TELEMETRY_DEVICES:
             raise UsageError(f"telemetry_devices must be 'mine' or 'all' (got {self.telemetry_devices!r})")
         put(self, "whatif", normalize_whatif(self.whatif))
@@ -125,8 +111,8 @@ class AdvisorOptions:
         if self.whatif_seconds is not None:
             _positive("whatif_seconds", self.whatif_seconds)
         _count("whatif_rounds", self.whatif_rounds, minimum=3)
-        if os.environ.get("ADVISOR_PRICING") and self.pricing == "table":
-            put(self, "pricing", os.environ["ADVISOR_PRICING"].strip().lower())
+        if self.pricing is None:  # an explicit argument beats the environment
+            put(self, "pricing", (os.environ.get("ADVISOR_PRICING") or "table").strip().lower())
         if self.pricing not in PRICING_SOURCES:
             raise UsageError(f"pricing must be 'table' or 'aws' (got {self.pricing!r})")
         if self.cloudwatch_namespace is not None and (
@@ -139,7 +125,7 @@ class AdvisorOptions:
 
     def recorded(self) -> dict[str, Any]:
         """The options as plain JSON values (``run.json`` ``config``); collector objects by name."""
-        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out = {RECORDED_AS.get(f.name, f.name): getattr(self, f.name) for f in fields(self)}
         out["tags"] = dict(self.tags)
         if self.collectors is not None:
             out["collectors"] = [c if isinstance(c, str) else getattr(c, "name", type(c).__name__)
@@ -152,12 +138,37 @@ class AdvisorOptions:
 
 
 OPTION_NAMES = tuple(f.name for f in fields(AdvisorOptions))
+# Every duration option ends in _seconds. The old spellings still work (a DeprecationWarning, once
+# per spelling and process) and stay the keys of run.json's ``config``, which readers of older runs
+# know: the run directory's contract does not change with the option names.
+DEPRECATED = {"window_s": "window_seconds", "log_every_s": "log_every_seconds",
+              "telemetry_interval_s": "telemetry_interval_seconds", "profile_timeout_s": "profile_timeout_seconds"}
+RECORDED_AS = {new: old for old, new in DEPRECATED.items()}
+_DEFAULTS = {f.name: f.default for f in fields(AdvisorOptions)}
+_warned: set[str] = set()
+
+
+def renamed(given: dict[str, Any], old_spellings: dict[str, Any], owner: str = "AdvisorCallback") -> dict[str, Any]:
+    """``given`` with the deprecated spellings in ``old_spellings`` moved to their new names
+    (warning once per spelling); both spellings of one option is a usage error."""
+    import warnings
+
+    out = dict(given)
+    for old, value in old_spellings.items():
+        new = DEPRECATED[old]
+        if out.get(new) is not None and out.get(new) != _DEFAULTS.get(new):
+            raise UsageError(f"{owner}(): {old}= is the old name of {new}=; pass only {new}=")
+        out[new] = value
+        if old not in _warned:
+            _warned.add(old)
+            warnings.warn(f"{owner}({old}=...) is deprecated: use {new}=", DeprecationWarning, stacklevel=3)
+    return out
 
 
 def check_names(names: Iterable[str], owner: str = "AdvisorCallback") -> None:
     """A ``TypeError`` for the first unknown option, naming the closest valid one."""
     for name in names:
-        if name not in OPTION_NAMES:
+        if name not in OPTION_NAMES and name not in DEPRECATED:
             close = difflib.get_close_matches(name, OPTION_NAMES, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else f"; valid options: {', '.join(OPTION_NAMES)}"
             raise TypeError(f"{owner}() got an unexpected option {name!r}{hint}")
@@ -211,32 +222,11 @@ def parse_profile_steps(value: Any) -> tuple[int, int]:
 def normalize_baseline(value: Any) -> str | None:
     if value in (None, False, "", "off", "none"):
         return None
-    if value is True:
-        return "end"
+    if value is True:  # on, the default way: as whatif=True
+        return "auto"
     if value in BASELINE_MODES:
         return str(value)
     raise UsageError(f"baseline must be 'auto', 'end', 'start' or None, got {value!r}")
-
-
-def normalize_whatif(value: Any) -> str | tuple[str, ...] | None:
-    """``"auto"``, a list of candidate names (or one name), or None/False (off)."""
-    if value in (None, False, "", "off", "none"):
-        return None
-    if value is True or value == "auto":
-        return "auto"
-    names = (value,) if isinstance(value, str) else value
-    try:
-        names = tuple(str(n) for n in names)
-    except TypeError:
-        raise UsageError(f"whatif must be 'auto', a list of candidate names or None, got {value!r}") from None
-    for name in names:
-        if name not in WHATIF_NAMES:
-            close = difflib.get_close_matches(name, WHATIF_NAMES, n=1)
-            hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(WHATIF_NAMES)}"
-            raise UsageError(f"whatif: unknown candidate {name!r}; {hint}")
-    if not names:
-        raise UsageError("whatif: an empty list names no candidate; use None to switch the what-if off")
-    return tuple(dict.fromkeys(names))
 
 
 def _positive(name: str, value: Any, allow_zero: bool = False) -> None:

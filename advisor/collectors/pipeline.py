@@ -27,14 +27,14 @@ class PipelineCollector(Collector):
     def on_train_begin(self) -> None:
         from advisor.store.schema import PipelineRecord
 
-        s = self.s
+        s = self.session
         if s.rank != 0:  # every worker reads the same pipeline
             return
         values = describe_input(s.data)
         if not values:
             return
         s.writer.write(PipelineRecord(t=time.time(), values=values))
-        s.shared["pipeline"] = values
+        s.notes.pipeline = values
         for problem in (values.get("storage") or {}).get("missing", []) + (values.get("storage") or {}).get(
             "unreadable", []
         ):

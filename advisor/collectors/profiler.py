@@ -35,6 +35,7 @@ from typing import Any, Protocol
 
 from advisor.collectors.base import Collector
 from advisor.collectors.options import auto_profile_window, normalize_profile_steps
+from advisor.errors import one_line
 from advisor.store.schema import TraceRecord
 
 log = logging.getLogger("advisor")
@@ -194,7 +195,7 @@ class ProfilerCollector(Collector):
 
     # -- hooks ---------------------------------------------------------------------------------
     def on_train_begin(self) -> None:
-        s = self.s
+        s = self.session
         self._spe = max(1, int(s.steps_per_execution or 1))
         if self.auto:
             self.start_step, self.stop_step = auto_profile_window(
@@ -210,7 +211,7 @@ class ProfilerCollector(Collector):
         self._first_call = (self.start_step - 1) // self._spe
         self._last_call = (self.stop_step - 1) // self._spe
         self._logdir = Path(s.writer.path) / "traces" / f"worker-{s.rank}"
-        s.shared["profiler.window"] = (self.start_step, self.stop_step)
+        s.notes.profiler_window = (self.start_step, self.stop_step)
 
     def on_train_batch_begin(self, batch: int) -> None:
         if self._calls < self._first_call:
@@ -259,15 +260,15 @@ class ProfilerCollector(Collector):
             reason = (
                 "another profiler is already running in this process (e.g. TensorBoard's profile_batch)"
                 if self._backend.already_running(exc)
-                else f"the profiler did not start: {type(exc).__name__}: {_first_line(exc)}"
+                else f"the profiler did not start: {one_line(exc)}"
             )
             self._record(first, None, marked, error=reason)
-            self.s.event(SOURCE, f"no profile taken: {reason}", level="warning")
+            self.session.event(SOURCE, f"no profile taken: {reason}", level="warning")
             self._finish_hooks()
             return
         self._active = True
         if not marked:
-            self.s.event(
+            self.session.event(
                 SOURCE,
                 f"steps_per_execution={self._spe}: Keras runs {self._spe} steps per call, so the profile cannot "
                 "mark single steps; it has op statistics but no step-time breakdown (profile with "
@@ -283,9 +284,9 @@ class ProfilerCollector(Collector):
         try:
             self._backend.stop()
         except Exception as exc:  # noqa: BLE001 — recorded; training goes on
-            reason = f"the profiler could not save the profile: {type(exc).__name__}: {_first_line(exc)}"
+            reason = f"the profiler could not save the profile: {one_line(exc)}"
             self._record(self._window_first_step, last_step, marked, error=reason)
-            self.s.event(SOURCE, reason, level="warning")
+            self.session.event(SOURCE, reason, level="warning")
             return
         new = sorted(_sessions(self._logdir) - self._sessions_before)
         folder = self._logdir / "plugins" / "profile" / new[-1] if new else self._logdir
@@ -300,7 +301,7 @@ class ProfilerCollector(Collector):
             self._marked_steps += 1
         except Exception as exc:  # noqa: BLE001 — recorded; training goes on
             self._marker = None
-            self.s.event(SOURCE, f"could not mark step {step}: {type(exc).__name__}: {_first_line(exc)}",
+            self.session.event(SOURCE, f"could not mark step {step}: {one_line(exc)}",
                          level="warning")
 
     def _exit_marker(self) -> None:
@@ -320,7 +321,7 @@ class ProfilerCollector(Collector):
     # -- records -------------------------------------------------------------------------------
     def _record(self, first: int, last: int | None, marked: bool, path: Path | None = None,
                 error: str | None = None, summary: str | None = None) -> TraceRecord:
-        run_path = Path(self.s.writer.path)
+        run_path = Path(self.session.writer.path)
         target = path if path is not None else (self._logdir or run_path / "traces")
         record = TraceRecord(
             t=time.time(),
@@ -332,7 +333,7 @@ class ProfilerCollector(Collector):
             summary=summary,
             error=error,
         )
-        self.s.writer.write(record)
+        self.session.writer.write(record)
         self.records.append(record)
         return record
 
@@ -342,22 +343,22 @@ class ProfilerCollector(Collector):
         from advisor.traces.summarize import summarize, xprof_available
         from advisor.traces.torch_trace import find_torch_traces
 
-        run_path = Path(self.s.writer.path)
+        run_path = Path(self.session.writer.path)
         if not xprof_available() and not find_torch_traces(run_path / record.path):
-            self.s.event(SOURCE, "the profile was saved but not summarised: xprof is not installed "
+            self.session.event(SOURCE, "the profile was saved but not summarised: xprof is not installed "
                          f"(pip install xprof, then `advisor trace {run_path}`)")
             return
         folder = run_path / record.path
         try:
             summary = summarize(folder, timeout_s=self.timeout_s)
-            if self.s.backend == "jax":
+            if self.session.backend == "jax":
                 _jax_input_unseen(summary)
             target = save_summary(summary, folder)
         except TraceError as exc:
-            self.s.event(SOURCE, f"the profile could not be summarised: {exc}", level="warning")
+            self.session.event(SOURCE, f"the profile could not be summarised: {exc}", level="warning")
             return
         updated = record.model_copy(update={"t": time.time(), "summary": os.path.relpath(target, run_path)})
-        self.s.writer.write(updated)
+        self.session.writer.write(updated)
         self.records.append(updated)
 
 
@@ -381,6 +382,3 @@ def _sessions(logdir: Path) -> set[str]:
         return set()
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0][:300] if text else type(exc).__name__

@@ -17,7 +17,8 @@ from advisor.errors import UsageError
 def _throughput(o: AdvisorOptions) -> Collector:
     from advisor.collectors.throughput import ThroughputCollector
 
-    return ThroughputCollector(window_s=o.window_s, warmup_steps=o.warmup_steps, log_every_s=o.log_every_s)
+    return ThroughputCollector(window_s=o.window_seconds, warmup_steps=o.warmup_steps,
+                               log_every_s=o.log_every_seconds)
 
 
 def _epochs(o: AdvisorOptions) -> Collector:
@@ -36,13 +37,13 @@ def _profiler(o: AdvisorOptions) -> Collector:
     from advisor.collectors.profiler import ProfilerCollector
 
     return ProfilerCollector(profile_steps=o.profile_steps or DEFAULT_PROFILE_STEPS, summarize=o.profile_summary,
-                             timeout_s=o.profile_timeout_s)
+                             timeout_s=o.profile_timeout_seconds)
 
 
 def _telemetry(o: AdvisorOptions) -> Collector:
-    from advisor.collectors.telemetry import TelemetryCollector
+    from advisor.collectors.telemetry.collector import TelemetryCollector
 
-    return TelemetryCollector(interval_s=o.telemetry_interval_s, devices=o.telemetry_devices, mfu=o.mfu)
+    return TelemetryCollector(interval_s=o.telemetry_interval_seconds, devices=o.telemetry_devices, mfu=o.mfu)
 
 
 def _baseline(o: AdvisorOptions) -> Collector:
@@ -59,14 +60,14 @@ def _pipeline(o: AdvisorOptions) -> Collector:
 
 
 def _whatif(o: AdvisorOptions) -> Collector:
-    from advisor.collectors.whatif_collector import WhatIfCollector
+    from advisor.collectors.whatif import WhatIfCollector
 
-    return WhatIfCollector(o.whatif or "auto", max_seconds=o.whatif_max_seconds, rounds=o.whatif_rounds,
+    return WhatIfCollector(o.whatif if isinstance(o.whatif, (str, tuple)) else "auto", max_seconds=o.whatif_max_seconds, rounds=o.whatif_rounds,
                            seconds=o.whatif_seconds)
 
 
 def _cloudwatch(o: AdvisorOptions) -> Collector:
-    from advisor.collectors.cloudwatch import CloudWatchCollector
+    from advisor.collectors.sinks.cloudwatch import CloudWatchCollector
 
     if not o.cloudwatch_namespace:
         raise UsageError("the cloudwatch collector needs cloudwatch_namespace='...'")
@@ -74,9 +75,9 @@ def _cloudwatch(o: AdvisorOptions) -> Collector:
 
 
 def _mlflow(o: AdvisorOptions) -> Collector:
-    from advisor.collectors.mlflow_log import MlflowCollector
+    from advisor.collectors.sinks.mlflow import MlflowCollector
 
-    return MlflowCollector(window_s=o.window_s)
+    return MlflowCollector(window_s=o.window_seconds)
 
 
 FACTORIES: dict[str, Callable[[AdvisorOptions], Collector]] = {

@@ -21,16 +21,15 @@ from __future__ import annotations
 
 import itertools
 import logging
-import math
 import time
 from typing import Any
 
 from advisor.collectors.base import Collector, agreed_samples
+from advisor.collectors.windows import WindowClock, interval_stats, rate_line, slices
 from advisor.store.schema import WindowRecord
 
 log = logging.getLogger("advisor")
 
-SLICE_S = 0.5  # length of the stability slices recorded inside a window
 SLICED_WINDOWS = 12  # windows (after warm-up) that carry slices: enough for any run too short for windows
 
 
@@ -47,8 +46,7 @@ class ThroughputCollector(Collector):
         self.window_s = float(window_s)
         self.warmup_steps = max(0, int(warmup_steps))
         self.log_every_s = log_every_s
-        self._stamps: list[float] = [-math.inf]
-        self._next_close = math.inf
+        self._clock = WindowClock(self.window_s)
         self._warmup_calls = 0
         self._calls = 0  # hook calls begun (all but the current one have ended or been dispatched)
         self._win_call0 = 0
@@ -60,7 +58,6 @@ class ThroughputCollector(Collector):
         self._epoch = 0
         self._epoch_step0 = 0
         self._partial_counted = False
-        self._win_t0 = 0.0
         self._win_step0 = 0
         self._last_log = 0.0
         self._log_samples = 0
@@ -74,19 +71,19 @@ class ThroughputCollector(Collector):
 
     # -- hooks ---------------------------------------------------------------------------------
     def on_train_begin(self) -> None:
-        spe = max(1, self.s.steps_per_execution)
+        spe = max(1, self.session.steps_per_execution)
         # Warm-up: the first ceil(warmup_steps / spe) hook calls form a window of their own.
         self._warmup_calls = -(-self.warmup_steps // spe) if self.warmup_steps else 0
         self._last_log = time.perf_counter()
-        self.s.shared["throughput.logging"] = self.log_every_s is not None
-        self.s.shared["throughput.windows"] = self.windows
+        self.session.notes.logging = self.log_every_s is not None
+        self.session.notes.windows = self.windows
 
     def on_epoch_begin(self, epoch: int) -> None:
         if not self._planned:  # after every collector's on_train_begin (the profiler's too)
             self._planned = True
             self._plan_boundaries()
         self._epoch = epoch
-        self._start_window(time.perf_counter(), self.s.iterations(), self._calls, self.s.samples_seen())
+        self._start_window(time.perf_counter(), self.session.iterations(), self._calls, self.session.samples_seen())
         self._epoch_step0 = self._win_step0
         self._epoch_opening = True
         self._partial_counted = False
@@ -98,15 +95,15 @@ class ThroughputCollector(Collector):
             # iterator's creation, epoch-begin callbacks) is not a step, and not a step outlier.
             self._epoch_opening = False
             now = time.perf_counter()
-            self._epoch_start_s = now - self._win_t0
-            self._stamps[0] = now
+            self._epoch_start_s = now - self._clock.t0
+            self._clock.stamps[0] = now
         done = self._calls
         self._calls = done + 1
-        if done == self._next_boundary or self._stamps[-1] >= self._next_close:
+        if done == self._next_boundary or self._clock.stamps[-1] >= self._clock.close_at:
             self._close_window(done, warmup=done <= self._warmup_calls)
 
     def on_train_batch_end(self, batch: int) -> None:
-        self._stamps.append(time.perf_counter())
+        self._clock.stamps.append(time.perf_counter())
 
     def on_test_begin(self) -> None:
         # Validation inside fit: close the training window so it holds training time only.
@@ -125,18 +122,18 @@ class ThroughputCollector(Collector):
         longest stretch of training without one."""
         from advisor.store.schema import ContextRecord
 
-        marks = [self.s.train_begin_t, *self._log_times, time.perf_counter()]
+        marks = [self.session.train_begin_t, *self._log_times, time.perf_counter()]
         gap = max(b - a for a, b in itertools.pairwise(marks))
-        self.s.writer.write(ContextRecord(t=time.time(), values={
+        self.session.writer.write(ContextRecord(t=time.time(), values={
             "throughput.log_lines": len(self._log_times), "throughput.log_gap_s": round(gap, 3)}))
 
     # -- windows -------------------------------------------------------------------------------
     def _plan_boundaries(self) -> None:
         """Windows end where warm-up ends and where a profiler window starts and stops."""
         marks = {self._warmup_calls}
-        window = self.s.shared.get("profiler.window")
+        window = self.session.notes.profiler_window
         if window:
-            spe = max(1, self.s.steps_per_execution)
+            spe = max(1, self.session.steps_per_execution)
             first = (int(window[0]) - 1) // spe + 1  # 1-based hook calls inside the window
             last = (int(window[1]) - 1) // spe + 1
             self._profiled_calls = (first, last)
@@ -156,40 +153,38 @@ class ThroughputCollector(Collector):
 
     def _start_window(self, now: float, step: int | None, done: int, seen: int | None = None) -> None:
         self._win_call0 = done
-        self._win_t0 = now
-        self._win_step0 = step if step is not None else done * max(1, self.s.steps_per_execution)
+        self._win_step0 = step if step is not None else done * max(1, self.session.steps_per_execution)
         self._win_seen0 = seen
-        self._stamps = [now]
-        self._next_close = now + self.window_s
+        self._clock.open(now)
 
     def _close_window(self, done: int, warmup: bool, last: bool = False) -> None:
         """Close the window after ``done`` hook calls; runs on the training thread. The epoch's
         ``last`` window ends where the epoch's tally (``Session.close_epoch``) says it ended."""
-        step = self.s.iterations()  # waits for dispatched steps (JAX, torch on GPU) to finish
+        step = self.session.iterations()  # waits for dispatched steps (JAX, torch on GPU) to finish
         now = time.perf_counter()
         if step is None:
-            step = done * max(1, self.s.steps_per_execution)
+            step = done * max(1, self.session.steps_per_execution)
         next_step0 = step
-        tally = self.s.tally if last else None
+        tally = self.session.tally if last else None
         if tally is not None and tally.epoch == self._epoch and tally.steps is not None:
             step = min(step, self._epoch_step0 + tally.steps)  # not the step that found the end
-        seen = self.s.samples_seen()
+        seen = self.session.samples_seen()
         steps = step - self._win_step0
         if steps > 0:
             samples = self._samples(steps, step, seen)
-            stamps = sorted(self._stamps)  # appended by worker threads under async dispatch
-            spe = max(1, self.s.steps_per_execution)
-            stats = _interval_stats(stamps, spe)
+            stamps = sorted(self._clock.stamps)  # appended by worker threads under async dispatch
+            spe = max(1, self.session.steps_per_execution)
+            stats = interval_stats(stamps, spe)
             if self._epoch_start_s is not None:
                 stats["epoch_start_seconds"] = self._epoch_start_s
                 self._epoch_start_s = None
             if not warmup and self._sliced < SLICED_WINDOWS:
                 self._sliced += 1
-                stats["slices"] = _slices(stamps, spe)
+                stats["slices"] = slices(stamps, spe)
             record = WindowRecord(
                 t=time.time(),
                 epoch=self._epoch,
-                seconds=now - self._win_t0,
+                seconds=now - self._clock.t0,
                 steps=steps,
                 samples=samples,
                 step_begin=self._win_step0,
@@ -199,7 +194,7 @@ class ThroughputCollector(Collector):
                 **stats,
             )
             self.windows.append(record)
-            self.s.writer.write(record)
+            self.session.writer.write(record)
             if not warmup and not record.profiled and samples is not None:
                 self._log_samples += samples
                 self._log_seconds += record.seconds
@@ -211,7 +206,7 @@ class ThroughputCollector(Collector):
         """The window's samples: the loss tracker's count where it agrees with the steps (the
         only count that knows the short last batch of an input of unknown length), else steps ×
         batch, less the known short batch if this window holds it."""
-        batch = self.s.data.batch_size
+        batch = self.session.data.batch_size
         if batch is None:
             return None
         counted = agreed_samples(steps, batch, None if self._win_seen0 is None or seen is None
@@ -219,7 +214,7 @@ class ThroughputCollector(Collector):
         if counted is not None:
             self._partial_counted = self._partial_counted or counted < steps * batch
             return counted
-        short = 0 if self._partial_counted else self.s.data.short_by(step_now - self._epoch_step0)
+        short = 0 if self._partial_counted else self.session.data.short_by(step_now - self._epoch_step0)
         self._partial_counted = self._partial_counted or short > 0
         return steps * batch - short
 
@@ -230,46 +225,7 @@ class ThroughputCollector(Collector):
         if not force and now - self._last_log < self.log_every_s:
             return
         self._last_log = now
-        rate = self._log_samples / self._log_seconds * max(1, self.s.num_workers)
-        text = f"advisor: {rate:,.1f} samples/s"
-        price = self.s.price_per_hour
-        if price:
-            text += f", {rate * 3600.0 / price:,.0f} samples/$ at ${price:.2f}/h"
-        log.info(text)
+        rate = self._log_samples / self._log_seconds * max(1, self.session.num_workers)
+        log.info(rate_line(rate, self.session.price_per_hour))
         self._log_times.append(now)
-        self.s.shared["throughput.last_samples_per_s"] = rate
-
-
-def _interval_stats(stamps: list[float], steps_per_call: int = 1) -> dict[str, Any]:
-    """Mean, σ, max and 3σ outliers of the per-step time between consecutive batch ends."""
-    n = len(stamps) - 1
-    if n < 1:
-        return {}
-    intervals = [(b - a) / steps_per_call for a, b in zip(stamps, stamps[1:])]
-    mean = sum(intervals) / n
-    var = sum((x - mean) ** 2 for x in intervals) / n
-    std = math.sqrt(var)
-    limit = mean + 3 * std
-    slow = [x for x in intervals if x > limit] if n >= 10 and std > 0 else []
-    return {
-        "step_count": n,
-        "step_time_mean": mean,
-        "step_time_std": std,
-        "step_time_max": max(intervals),
-        "step_outliers": len(slow),
-        "step_outlier_seconds": sum(x - mean for x in slow) * steps_per_call,
-    }
-
-
-def _slices(stamps: list[float], steps_per_call: int) -> list[list[float]]:
-    """[steps, seconds] of consecutive stretches of about SLICE_S between batch ends."""
-    out: list[list[float]] = []
-    begin, calls = stamps[0], 0
-    for stamp in stamps[1:]:
-        calls += 1
-        if stamp - begin >= SLICE_S:
-            out.append([calls * steps_per_call, round(stamp - begin, 6)])
-            begin, calls = stamp, 0
-    if calls:
-        out.append([calls * steps_per_call, round(stamps[-1] - begin, 6)])
-    return out
+        self.session.notes.last_samples_per_s = rate

@@ -1,443 +1,132 @@
-"""Measured what-if: try each recommended change on the user's own model and data, for a few
-seconds, beside the unchanged configuration, and report the gain that was measured.
+"""The what-if as a collector (``AdvisorCallback(whatif="auto")``): it builds the situation and
+calls the experiment (``advisor.experiments.whatif``; ``advisor.whatif(model, data)`` is its API).
 
-The engine reuses the baseline's measuring loop (``baseline_rounds``): every trial — the
-unchanged configuration and each candidate change — is an *arm*; arms are measured for a time
-(not a step count) in interleaved rounds whose order alternates, each segment after its own
-warm-up. Each round gives a paired ratio candidate ÷ unchanged; the speedup is their median and
-its noise band the order-statistic interval of ``advisor.store.bands``.
-
-Safety: the model's weights, optimizer, metrics and fit attributes are snapshotted before and
-restored after every round and at the end (``ModelState``, bit for bit); compiled-step variants
-are swapped in and out (``whatif_model.StepSwap``); nothing of the user's input is consumed
-(tf.data pipelines are rebuilt copies, Python inputs are copied). Everything — calibration,
-cache fills, compiles, rounds, restores — stays within ``budget`` seconds: nothing is started
-whose estimate does not fit, and every segment stops at the deadline. Ctrl-C ends the what-if
-and keeps what was measured.
+Inside ``fit`` the situation comes from what the other collectors left in the session at train
+end — the tf.data graph (pipeline), the input's cost (baseline), the compiled settings and device
+(context), the time to the first step (epochs) — since collectors never read the diagnosis.
+Outside ``fit`` the same values are read from the model and the input directly.
 """
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import logging
-import signal
-import threading
 import time
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Sequence
 
-from advisor.collectors.baseline_rounds import (
-    Arm,
-    Plan,
-    Segment,
-    fit_segment,
-    own_garbage,
-    round_up,
-    run_rounds,
-    tear_down,
-)
-from advisor.collectors.feed_base import InputError, one_line
-from advisor.collectors.options import WHATIF_NAMES, WHATIF_ROUNDS
-from advisor.collectors.whatif_result import (
-    FAILED,
-    MEASURED,
-    NOT_APPLICABLE,
-    NOT_RELEVANT,
-    SKIPPED,
-    CandidateResult,
+from advisor.collectors.base import Collector, Notes, Session
+from advisor.experiments.settings import WHATIF_ROUNDS, normalize_whatif
+from advisor.experiments.whatif import (
+    InputError,
+    Situation,
     WhatIfResult,
+    cpu_count,
+    default_budget,
+    feeds_from_session,
+    pipeline_summary,
+    run_whatif,
+    unchanged_trial,
 )
-from advisor.collectors.whatif_trials import Candidate, NotApplicable, Situation, Trial
 
 log = logging.getLogger("advisor")
 
-PREPARE_SHARE = 0.5  # cache fills and compiles may use up to this share of the budget
-MEASURE_SHARE = 0.6  # of the time left for the rounds, the share inside measured segments
-CALIBRATION_STEPS = 3
-MIN_COMPILE_ESTIMATE = 1.0  # seconds a new compiled step is assumed to take when nothing tells
-MIN_BUDGET = 1.0  # below this nothing can be measured: a nested fit alone takes a good part of it
-FIT_START_SECONDS = 0.3  # a nested fit's own start (callbacks, iterator) on a busy 2-core host
+
+def situation_from_session(session: Session) -> Situation:
+    """The situation at train end, from the session the collectors share."""
+    data, model, notes = session.data, session.model, session.notes
+    context = notes.context
+    kind = data.kind or "unknown"
+    adapter = data.adapter
+    dataset = data.dataset if kind == "tf.data" else None
+    arrays = py_dataset = loader = summary = None
+    if kind == "tf.data":
+        recorded = notes.pipeline.get("summary")
+        summary = recorded if isinstance(recorded, dict) else pipeline_summary(dataset)
+    elif kind == "numpy":
+        feeds = feeds_from_session(data, session.backend)
+        if feeds.resize is not None:
+            feeds.resize(2**62)  # every whole batch of the arrays: the user's epoch
+        arrays = dict(feeds.real or {})
+    elif kind == "pydataset":
+        py_dataset = getattr(adapter, "py_dataset", None) or getattr(adapter, "_keras_sequence", None)
+    elif kind == "torch":
+        loader = getattr(adapter, "_dataloader", None)
+    spe = session.steps_per_execution
+    unchanged = unchanged_trial(model, kind, dataset=dataset, arrays=arrays, py_dataset=py_dataset, loader=loader,
+                                batch_size=data.batch_size, steps_per_epoch=data.steps_per_epoch, spe=spe)
+    tally = session.tally  # training's last epoch: its length is known where the input's is not
+    if unchanged.finite and unchanged.epoch_length is None and tally is not None and tally.steps:
+        unchanged.epoch_length = tally.steps
+    baseline = notes.baseline
+    return Situation(
+        model=model, backend=session.backend, flavor=session.keras_flavor, kind=kind, unchanged=unchanged,
+        batch_size=unchanged.batch_size, steps_per_execution=spe, dataset=dataset, summary=summary,
+        py_dataset=py_dataset, loader=loader, jit_compile=context.get("context.jit_compile"),
+        run_eagerly=bool(context.get("context.run_eagerly")), dtype_policy=context.get("context.dtype_policy"),
+        device=context.get("context.device"),
+        input_cost=getattr(baseline, "bound_fraction", None), input_cost_outside_band=getattr(
+            baseline, "bound_outside_band", None),
+        compile_seconds=notes.first_step_seconds, cpu_count=cpu_count(),
+        step_seconds=_training_step_seconds(notes, unchanged.batch_size),
+    )
 
 
-class WhatIfError(InputError):
-    """A trial failed while training (one line: the reason recorded for its candidate)."""
+def _training_step_seconds(notes: Notes, batch_size: int) -> float | None:
+    """One step's time during training (from the throughput collector's last window), if known."""
+    rate = notes.last_samples_per_s
+    return batch_size / float(rate) if isinstance(rate, (int, float)) and rate > 0 and batch_size else None
 
 
-class Interrupted(KeyboardInterrupt):
-    """Ctrl-C asked the what-if to end; raised between segments, never inside ``fit``."""
+class WhatIfCollector(Collector):
+    """Runs the what-if at train end, after the baseline, and records it."""
 
+    name = "whatif"
 
-class StopFlag:
-    """Set by the what-if's SIGINT handler; segments end at the next batch when it is."""
-
-    def __init__(self) -> None:
-        self.requested = False
-
-    def __call__(self) -> bool:
-        return self.requested
-
-    def check(self) -> None:
-        if self.requested:
-            raise Interrupted
-
-
-@contextlib.contextmanager
-def ctrl_c_stops(flag: StopFlag) -> Iterator[None]:
-    """While the what-if runs, the first Ctrl-C sets ``flag`` instead of raising inside a nested
-    ``fit`` (TensorFlow can hang at exit when an iterator is abandoned with a ``py_function`` in
-    flight); a second Ctrl-C interrupts at once. Only Python's own handler on the main thread is
-    replaced: a handler of the user's stays in charge."""
-    if (threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
-        yield
-        return
-
-    def first(signum: int, frame: Any) -> None:
-        flag.requested = True
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-
-    signal.signal(signal.SIGINT, first)
-    try:
-        yield
-    finally:
-        if signal.getsignal(signal.SIGINT) is first:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-
-
-def candidates() -> tuple[Candidate, ...]:
-    """Every candidate, input changes first (the order "auto" prepares them in)."""
-    from advisor.collectors.whatif_inputs import CANDIDATES as INPUTS
-    from advisor.collectors.whatif_model import CANDIDATES as MODEL
-
-    found = INPUTS + MODEL
-    assert tuple(c.name for c in found) == WHATIF_NAMES, "options.WHATIF_NAMES is out of date"
-    return found
-
-
-def _warm(trial: Trial) -> int:
-    return round_up(2 * trial.spe, trial.spe)
-
-
-def _segment(trial: Trial, seconds: float, min_steps: int, deadline: float, stop: StopFlag,
-             teardowns: list[float] | None = None, backend: str | None = None) -> Segment | None:
-    """One timed segment of ``trial`` (its compile settings swapped in around it); Interrupted
-    after it when Ctrl-C asked to stop.
-
-    The segment's input is torn down before it returns: fit ends mid-epoch and leaves its
-    iterator to the garbage collector, and destroying a tf.data iterator with work in flight
-    stalled up to ~1 s (the epoch-boundary stall of benchmarks/epoch_boundary.py). Collected
-    here, the stall is this segment's overhead, which the rounds plan with; left for later, it
-    landed in another arm's segment or after the budget (a 5 s what-if ended at 6.8 s). The
-    collection is cheap: ``run_whatif`` froze everything older than the what-if. The time from
-    the segment's last measured step to here goes to ``teardowns``."""
-    stop.check()
-    if trial.enter is not None:
-        trial.enter()
-    segment = None
-    try:
-        segment = fit_segment(trial.model, trial.kwargs, finite=trial.finite, warm=_warm(trial), seconds=seconds,
-                              min_steps=round_up(min_steps, trial.spe), deadline=deadline, what=trial.label,
-                              error=WhatIfError, epoch_steps=trial.epoch_steps, whole_epochs=True, stop=stop,
-                              epoch_length=trial.epoch_length if trial.finite else None)
-    finally:
-        if trial.leave is not None:
-            trial.leave()
-        tear_down(backend)
-        if teardowns is not None and segment is not None and segment.at:
-            teardowns.append(time.perf_counter() - segment.at)
-    stop.check()
-    return segment
-
-
-class _Run:
-    """One what-if: the trials, their results, the clock."""
-
-    def __init__(self, situation: Situation, requested: str | Sequence[str], budget: float, rounds: int,
-                 mode: str, fit_seconds: float | None, started: float | None,
-                 measure_seconds: float | None = None) -> None:
-        self.s = situation
-        self.t0 = started if started is not None else time.perf_counter()
-        self.end = self.t0 + budget
+    def __init__(self, requested: str | Sequence[str] = "auto", max_seconds: float | None = None,
+                 rounds: int = WHATIF_ROUNDS, seconds: float | None = None) -> None:
+        super().__init__()
+        self.seconds = seconds
+        self.requested = normalize_whatif(requested) or "auto"
+        self.max_seconds = max_seconds
         self.rounds = rounds
-        self.requested = requested
-        self.result = WhatIfResult(mode, situation.kind, situation.unchanged.batch_size,
-                                   requested if isinstance(requested, str) else list(requested), budget, fit_seconds)
-        self.trials: list[Trial] = []
-        self.fit_start = FIT_START_SECONDS  # a nested fit's start-up (measured by the calibration)
-        self.end_seconds = 0.05  # what the end takes: a restore and a garbage collection (measured)
-        self.reserve = self.end_seconds
-        self.step_reserve = 0.0  # one step past a deadline (set by the calibration)
-        self.teardowns: dict[str, list[float]] = {}  # per trial and segment: last measured step to return
-        self.stop = StopFlag()
-        self.measure_seconds = measure_seconds  # the rounds' measured time, when asked for
+        self.result: WhatIfResult | None = None
 
-    def left(self) -> float:
-        return self.end - self.reserve - time.perf_counter()
-
-    def segment(self, trial: Trial, seconds: float, min_steps: int, deadline: float) -> Segment | None:
-        """A segment that stops early enough for its own teardown (the longest this trial had so
-        far; before its first, the longest of any) to end within the budget: the last segment's
-        teardown comes after every check. Per trial, because teardowns differ by far: a torch
-        DataLoader's worker processes take seconds to stop, a tf.data iterator milliseconds."""
-        own = self.teardowns.setdefault(trial.name, [])
-        expected = max(own) if own else max((max(t) for t in self.teardowns.values() if t), default=0.0)
-        stop_by = min(deadline, self.end - self.reserve - expected)
-        if stop_by - time.perf_counter() <= self.fit_start:  # its start and teardown do not fit: not started
-            self.stop.check()
-            return None
-        segment = _segment(trial, seconds, min_steps, stop_by, self.stop, own, self.s.backend)
-        if own:
-            log.debug("advisor: what-if: %s: teardown %.2f s", trial.name, own[-1])
-        return segment
-
-    # -- phases ---------------------------------------------------------------------------------
-    def calibrate(self) -> bool:
-        """Time a few unchanged steps (the step time sizes caches, compiles and segments)."""
-        unchanged = self.s.unchanged
-        steps = round_up(CALIBRATION_STEPS, unchanged.spe)
-        if self.s.step_seconds is not None:  # training's own step time: will the calibration fit?
-            needed = FIT_START_SECONDS + (_warm(unchanged) + steps) * self.s.step_seconds
-            if needed > self.left():
-                self.result.skipped = (f"a step takes {self.s.step_seconds:.2f} s: the {self.left():.1f} s left of "
-                                       "the budget cannot measure one (raise whatif_max_seconds)")
-                return False
-        started = time.perf_counter()
-        segment = self.segment(unchanged, 0.0, steps, self.end - self.reserve)
-        if self.s.compile_seconds is None:  # outside fit: no time to the first step is known
-            self.s.compile_seconds = max(MIN_COMPILE_ESTIMATE, time.perf_counter() - started)
-        if segment is None or segment.steps <= 0 or segment.seconds <= 0:
-            self.result.stopped = "the unchanged configuration gave no measured step within the budget"
-            return False
-        # the steps alone: the epoch restart charged to a segment is part of the fit's start here
-        stepping = segment.seconds - segment.restart
-        self.s.step_seconds = stepping / segment.steps
-        # what a nested fit costs before its steps (callbacks, iterator, first batch): on a busy
-        # host far more than FIT_START_SECONDS, and every preparation pays it
-        elapsed = time.perf_counter() - started
-        warm_and_timed = stepping * (_warm(unchanged) + segment.steps) / segment.steps
-        self.fit_start = max(FIT_START_SECONDS, elapsed - warm_and_timed)
-        # The end and one step past a deadline (each segment also stops before its teardown).
-        self.step_reserve = 2.0 * self.s.step_seconds * unchanged.spe
-        self.reserve = self.end_seconds + self.step_reserve
-        return True
-
-    def choose(self) -> None:
-        """Relevance ("auto") and construction of every candidate's trial."""
-        auto = isinstance(self.requested, str)
-        wanted = set(WHATIF_NAMES) if auto else set(self.requested)
-        self.s.fill_seconds = max(0.5, PREPARE_SHARE * self.left() / 2)
-        for candidate in candidates():
-            if candidate.name not in wanted:
-                continue
-            add = self.result.add
-            reason = candidate.relevant(self.s) if auto else None
-            if reason is not None:
-                add(CandidateResult(candidate.name, NOT_RELEVANT, reason))
-                continue
+    def on_train_end(self) -> None:
+        s = self.session
+        now = time.perf_counter()
+        fit_seconds = now - s.train_begin_t - s.notes.baseline_seconds
+        budget = self.max_seconds if self.max_seconds is not None else default_budget(fit_seconds)
+        requested = self.requested if isinstance(self.requested, str) else list(self.requested)
+        skipped = None
+        if s.num_workers > 1:
+            skipped = (f"{s.num_workers} workers: every worker would have to try each change in lockstep, "
+                       "which the what-if does not coordinate; run it on a single-worker job")
+        situation = None
+        interrupted = False
+        if skipped is None:
+            if s.rank == 0:
+                log.info("advisor: what-if: trying changes on this model for up to %.0f s "
+                         "(Ctrl-C ends it and keeps the run)", budget)
             try:
-                trial = candidate.build(self.s)
-            except NotApplicable as exc:
-                add(CandidateResult(candidate.name, NOT_APPLICABLE, str(exc)))
-                continue
-            except Exception as exc:  # noqa: BLE001 — a change that cannot be built is a failed candidate
-                add(CandidateResult(candidate.name, FAILED, f"could not set it up: {one_line(exc)}"))
-                continue
-            add(CandidateResult(candidate.name, SKIPPED, None, trial.label, trial.batch_size,
-                                trial.changes_optimisation))
-            self.trials.append(trial)
-
-    def prepare(self, restore: Any) -> list[Trial]:
-        """Fill caches and compile each trial's step once (a short first segment), while the
-        estimates fit in the preparation share of the budget (half of what is left; with a
-        measuring target, whatever the rounds do not need)."""
-        ready = []
-        step = self.s.step_seconds or 0.0
-        share = PREPARE_SHARE * max(0.0, self.left())
-        if self.measure_seconds is not None:  # the rounds need only their target (and overheads)
-            share = max(share, self.left() - self.measure_seconds / MEASURE_SHARE)
-        prepare_end = time.perf_counter() + share
-        for trial in self.trials:
-            entry = self.result.candidates[trial.name]
-            started = time.perf_counter()
-            factor = trial.batch_size / max(1, self.s.unchanged.batch_size)
-            estimate = (self.fit_start + trial.fill_estimate + trial.setup_estimate
-                        + (_warm(trial) + trial.spe) * step * factor)
-            if started + estimate > prepare_end:
-                entry.reason = (f"preparing it (~{estimate:.1f} s: {_what_prepares(trial)}) does not fit in the "
-                                f"{max(0.0, prepare_end - started):.1f} s left of the budget")
-                continue
-            try:
-                if trial.fill is not None:
-                    trial.fill(prepare_end, self.stop)
-                    self.stop.check()
-                segment = self.segment(trial, 0.0, trial.spe, prepare_end)
-            except NotApplicable as exc:
-                entry.reason = str(exc)
-                continue
-            except WhatIfError as exc:
-                entry.status, entry.reason = FAILED, str(exc)
-                continue
-            except Exception as exc:  # noqa: BLE001 — whatever the change breaks is its result
-                entry.status, entry.reason = FAILED, one_line(exc)
-                continue
-            finally:
-                restore()
-                entry.seconds += time.perf_counter() - started
-            if segment is None:
-                entry.reason = "its first steps (compiling, warming up) did not finish within the budget"
-                continue
-            ready.append(trial)
-        return ready
-
-    def measure(self, ready: list[Trial], restore: Any) -> None:
-        """Interleaved rounds of the unchanged configuration and every prepared trial."""
-        arms = [self._arm(self.s.unchanged)] + [self._arm(t) for t in ready]
-        deadline = self.end - self.reserve
-        measured = max(0.0, deadline - time.perf_counter()) * MEASURE_SHARE
-        if self.measure_seconds is not None:
-            measured = min(measured, self.measure_seconds)
-        plan = Plan(measured, 2 * self.rounds, self.rounds, self.end - self.t0, _warm(self.s.unchanged))
+                situation = situation_from_session(s)
+            except InputError as exc:
+                skipped = str(exc)
+            except KeyboardInterrupt:  # inspecting the input took the Ctrl-C: the run goes on
+                skipped, interrupted = "interrupted (Ctrl-C) before it started", True
+        if situation is None:
+            result = WhatIfResult("end", s.data.kind, s.data.batch_size, requested, budget, fit_seconds, skipped=skipped)
+            if interrupted:
+                result.interrupted, result.stopped = True, skipped
+            s.writer.write(result.to_record())
+            s.event("whatif", f"what-if skipped: {skipped}", level="info")
+            return
         try:
-            outcome = run_rounds(arms, plan, deadline, restore)
-            self.result.rounds, self.result.stopped = outcome.rounds, outcome.stopped
+            self.result = run_whatif(situation, self.requested, budget=budget, rounds=self.rounds, mode="end",
+                                     fit_seconds=fit_seconds, started=now, seconds=self.seconds)
         finally:
-            self._collect(arms, ready)
-
-    # -- internals ------------------------------------------------------------------------------
-
-    def _arm(self, trial: Trial) -> Arm:
-        failed: list[str] = []
-
-        def measure(seconds: float, min_steps: int, deadline: float) -> Segment | None:
-            if failed:
-                return None
-            started = time.perf_counter()
-            try:
-                return self.segment(trial, seconds, min_steps, deadline)
-            except WhatIfError as exc:
-                failed.append(str(exc))
-                return None
-            finally:
-                if trial.name in self.result.candidates:
-                    self.result.candidates[trial.name].seconds += time.perf_counter() - started
-
-        arm = Arm(trial.name, measure, trains=True)
-        arm.failed = failed  # type: ignore[attr-defined]
-        return arm
-
-    def _collect(self, arms: list[Arm], ready: list[Trial]) -> None:
-        unchanged, *others = arms
-        batch = {t.name: t.batch_size for t in ready}
-        self.result.unchanged_rounds = [s.rate(self.s.unchanged.batch_size) if s else None for s in unchanged.segments]
-        for arm in others:
-            entry = self.result.candidates[arm.name]
-            entry.rounds = [s.rate(batch[arm.name]) if s else None for s in arm.segments]
-            entry.steps = sum(s.steps for s in arm.segments if s)
-            if arm.failed:  # type: ignore[attr-defined]
-                entry.status, entry.reason = FAILED, arm.failed[0]  # type: ignore[attr-defined]
-            elif any(r is not None for r in entry.rounds):
-                entry.status, entry.reason = MEASURED, None
-            else:
-                entry.reason = "no segment measured a step (the budget ran out first)"
-        if unchanged.failed:  # type: ignore[attr-defined]
-            self.result.error = f"the unchanged configuration failed: {unchanged.failed[0]}"  # type: ignore[attr-defined]
-
-
-def _put_back(restore: Any, attempts: int = 3) -> bool:
-    """Run ``restore`` to its end even when Ctrl-C lands in it (it starts over); True if it did."""
-    interrupted = False
-    for _ in range(attempts):
-        try:
-            restore()
-            return interrupted
-        except KeyboardInterrupt:
-            interrupted = True
-    restore()  # a fourth Ctrl-C in a row: the last attempt may raise it
-    return interrupted
-
-
-def _what_prepares(trial: Trial) -> str:
-    parts = []
-    if trial.fill is not None:
-        parts.append("filling the cache")
-    if trial.setup_estimate:
-        parts.append("compiling its step")
-    return " and ".join(parts) or "its warm-up steps"
-
-
-def run_whatif(situation: Situation, requested: str | Sequence[str] = "auto", *, budget: float,
-               rounds: int = WHATIF_ROUNDS, mode: str = "api", fit_seconds: float | None = None,
-               started: float | None = None, seconds: float | None = None) -> WhatIfResult:
-    """Measure the candidates ``requested`` ("auto": those the situation points to) against the
-    unchanged configuration within ``budget`` seconds from ``started`` (a ``perf_counter`` time,
-    default now: the caller's own preparation counts); the model is left exactly as it was.
-    ``seconds``: the rounds' measured time in all (default: a share of what the budget leaves
-    after preparing), so that a generous budget need not be spent when a shorter measurement
-    is enough; the budget still caps everything."""
-    from advisor.collectors.model_state import ModelState
-    from advisor.collectors.whatif_model import restore_step_settings, step_settings
-
-    run = _Run(situation, requested, budget, rounds, mode, fit_seconds, started, seconds)
-    result = run.result
-    if budget < MIN_BUDGET:
-        result.skipped = f"a budget of {budget:.2f} s is too short to measure anything (at least {MIN_BUDGET:g} s)"
-        result.seconds = time.perf_counter() - run.t0
-        return result
-    timer = time.perf_counter()
-    gc.collect()  # training's garbage now; its duration sizes the collection at the end
-    collect_s = time.perf_counter() - timer
-    timer = time.perf_counter()
-    state = ModelState(situation.model)
-    settings = step_settings(situation.model)
-    # Everything older than the what-if is left out of its collections (each segment collects
-    # its own garbage: a full collection of a process with TensorFlow loaded took 0.25 s, and
-    # in a long-lived process far more; of what the what-if adds ~1 ms); unfrozen at the end.
-    # So the end reserves a restore (about what the snapshot took) and a small collection, not
-    # another full one like the one above (``collect_s``). Segments end mid-epoch: their
-    # iterators are left in reference cycles. Collected at interpreter exit, an iterator with a
-    # py_function in flight hangs the process; collected at the end (even through a Ctrl-C),
-    # it closes cleanly.
-    run.end_seconds = run.reserve = 0.05 + min(collect_s, 0.05) + (time.perf_counter() - timer)
-    with own_garbage(lambda: _put_back(gc.collect)):
-        try:
-            try:
-                with ctrl_c_stops(run.stop):
-                    log.debug("advisor: what-if: calibrating (Ctrl-C now ends it)")
-                    if run.calibrate():
-                        state.restore()
-                        run.choose()
-                        ready = run.prepare(state.restore)
-                        if not ready and run.trials:
-                            result.stopped = "no candidate could be prepared within the budget"
-                        if ready:
-                            run.measure(ready, state.restore)
-                if run.stop.requested:  # the Ctrl-C came after the last segment's check
-                    raise Interrupted
-            except (KeyboardInterrupt, Interrupted):
-                result.interrupted = True
-                result.stopped = "interrupted (Ctrl-C): what was measured until then is kept"
-            except WhatIfError as exc:
-                result.error = f"the unchanged configuration failed: {exc}"
-        finally:
-            def put_back() -> None:
-                state.restore()
-                restore_step_settings(situation.model, settings)
-
-            if _put_back(put_back):
-                result.interrupted = True
-            for trial in run.trials:
-                if trial.close is not None:
-                    try:
-                        trial.close()
-                    except Exception as exc:  # noqa: BLE001 — releasing a clone must not fail the run
-                        log.debug("advisor: what-if: releasing %s failed: %s", trial.name, exc)
-            run.trials.clear()
-    result.seconds = time.perf_counter() - run.t0
-    for name in WHATIF_NAMES:  # a candidate asked for by name that was never reached
-        if not isinstance(requested, str) and name in requested and name not in result.candidates:
-            result.add(CandidateResult(name, SKIPPED, result.stopped or "not reached"))
-    for entry in result.candidates.values():
-        if entry.status == SKIPPED and entry.reason is None:
-            entry.reason = result.stopped or "not reached"
-    return result
+            s.notes.whatif_seconds = time.perf_counter() - now
+        s.writer.write(self.result.to_record())
+        s.notes.whatif = self.result
+        if self.result.interrupted:
+            s.event("whatif", "what-if interrupted (Ctrl-C): the run and what was measured are kept", level="warning")
+        if s.rank == 0:
+            log.info("advisor: what-if (%.1f of %.1f s): %s", self.result.seconds, budget, self.result.summary())

@@ -28,7 +28,7 @@ from typing import Any
 from advisor.diagnosis.bounded import MAX_CONFIG_BYTES, read_text
 from advisor.diagnosis.expr_runtime import finite_number, number_text
 from advisor.diagnosis.selection import Layer, normalize, select_codes, validate
-from advisor.errors import ConfigError, UsageError
+from advisor.errors import ConfigError, UsageError, first_line
 
 log = logging.getLogger("advisor")
 
@@ -101,7 +101,7 @@ def load_config(path: str | Path | None = None, *, search: bool = True) -> Confi
     except RecursionError:
         raise ConfigError(f"{file}: invalid TOML (nested too deeply)") from None
     except (ValueError, OverflowError) as exc:  # e.g. an integer of more than 4300 digits
-        raise ConfigError(f"{file}: invalid TOML ({str(exc).splitlines()[0][:80]})") from None
+        raise ConfigError(f"{file}: invalid TOML ({first_line(exc, 80)})") from None
     tool = data.get("tool", {})
     if not isinstance(tool, dict):
         raise ConfigError(f"{file}: [tool] must be a table")

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from advisor.diagnosis.expr_runtime import (  # noqa: F401 — the limits are part of this module's API
-    _BINOPS,
-    _COMPARE,
+    BINOPS,
+    COMPARE,
     FUNCTIONS,
     MAX_DEPTH,
     MAX_EXPONENT,
@@ -41,9 +41,9 @@ from advisor.diagnosis.expr_runtime import (  # noqa: F401 — the limits are pa
     Env,
     ExprError,
     Node,
-    _neg,
-    _not,
-    _num,
+    as_number,
+    logical_not,
+    negate,
 )
 
 
@@ -177,15 +177,15 @@ class _Compiler:
     def _c_UnaryOp(self, node: ast.UnaryOp) -> Node:
         operand = self.compile(node.operand)
         if isinstance(node.op, ast.Not):
-            return lambda env: _not(operand(env))
+            return lambda env: logical_not(operand(env))
         if isinstance(node.op, ast.USub):
-            return lambda env: _neg(operand(env))
+            return lambda env: negate(operand(env))
         if isinstance(node.op, ast.UAdd):
-            return lambda env: _num(operand(env))
+            return lambda env: as_number(operand(env))
         raise ExprError(f"forbidden operator: {type(node.op).__name__}")
 
     def _c_BinOp(self, node: ast.BinOp) -> Node:
-        op = _BINOPS.get(type(node.op))
+        op = BINOPS.get(type(node.op))
         if op is None:
             raise ExprError(f"forbidden operator: {type(node.op).__name__}")
         if isinstance(node.op, ast.Pow) and isinstance(node.right, ast.Constant):
@@ -195,11 +195,11 @@ class _Compiler:
         left, right = self.compile(node.left), self.compile(node.right)
 
         def binop(env: Env) -> Any:
-            a, b = _num(left(env)), _num(right(env))
+            a, b = as_number(left(env)), as_number(right(env))
             if a is None or b is None:
                 return None
             try:
-                return _num(op(a, b))
+                return as_number(op(a, b))
             except OverflowError:
                 raise ExprError("arithmetic overflow") from None
 
@@ -214,7 +214,7 @@ class _Compiler:
                     isinstance(comparator, ast.Constant) and comparator.value in (None, True, False)
                 ):
                     raise ExprError("'is' / 'is not' may only compare with None, True or False")
-            elif type(op) not in _COMPARE:
+            elif type(op) not in COMPARE:
                 raise ExprError(f"forbidden comparison: {type(op).__name__}")
             steps.append((op, self.compile(comparator)))
 
@@ -233,7 +233,7 @@ class _Compiler:
                     continue
                 else:
                     try:
-                        ok = _COMPARE[type(op)](left, right)
+                        ok = COMPARE[type(op)](left, right)
                     except TypeError as exc:
                         raise ExprError(f"cannot compare {left!r} and {right!r}") from exc
                 if not ok:

@@ -31,7 +31,7 @@ class ExprError(ValueError):
 # -- runtime helpers (three-valued logic) ---------------------------------------------------
 
 
-def _num(value: Any) -> Any:
+def as_number(value: Any) -> Any:
     if value is None or isinstance(value, bool):
         return value
     if isinstance(value, float):
@@ -86,7 +86,7 @@ def _mod(a: Any, b: Any) -> Any:
     return None if b == 0 else a % b
 
 
-_BINOPS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
+BINOPS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
     ast.Mult: operator.mul,
@@ -96,7 +96,7 @@ _BINOPS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Pow: _pow,
 }
 
-_COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
+COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
     ast.Lt: operator.lt,
     ast.LtE: operator.le,
     ast.Gt: operator.gt,
@@ -117,27 +117,27 @@ def _fn_coalesce(*values: Any) -> Any:
 
 def _fn_minmax(pick: Callable[..., Any]) -> Callable[..., Any]:
     def fn(*values: Any) -> Any:
-        known = [_num(v) for v in values if v is not None]
+        known = [as_number(v) for v in values if v is not None]
         return pick(known) if known else None
 
     return fn
 
 
 def _fn_abs(value: Any) -> Any:
-    return None if value is None else abs(_num(value))
+    return None if value is None else abs(as_number(value))
 
 
 def _fn_round(value: Any, digits: Any = 0) -> Any:
     if value is None or digits is None:
         return None
-    digits = _num(digits)
+    digits = as_number(digits)
     if isinstance(digits, float):
         if not digits.is_integer():
             raise ExprError(f"round() digits must be a whole number, not {digits!r}")
         digits = int(digits)
     if abs(digits) > MAX_ROUND_DIGITS:
         raise ExprError(f"round() digits {digits} out of range (at most {MAX_ROUND_DIGITS})")
-    return round(_num(value), digits)
+    return round(as_number(value), digits)
 
 
 def _fn_len(value: Any) -> Any:
@@ -159,10 +159,10 @@ FUNCTIONS: dict[str, tuple[Callable[..., Any], int, int]] = {
 }
 
 
-def _not(value: Any) -> Any:
+def logical_not(value: Any) -> Any:
     return None if value is None else not value
 
 
-def _neg(value: Any) -> Any:
-    value = _num(value)
+def negate(value: Any) -> Any:
+    value = as_number(value)
     return None if value is None else -value

@@ -59,7 +59,7 @@ def _rows(names: Sequence[str], facts: Mapping[str, Any]) -> list[dict[str, Any]
     return [r for r in table if isinstance(r, dict) and r.get("candidate") in names and _number(r.get("speedup"))]
 
 
-def _baseline_row(name: str, facts: Mapping[str, Any]) -> dict[str, Any] | None:
+def ceiling_row(name: str, facts: Mapping[str, Any]) -> dict[str, Any] | None:
     """A baseline ceiling as a table row, or None when the baseline did not measure it."""
     speedup_fact, band_fact, rate_fact, label = BASELINE_CEILINGS[name]
     speedup, band = _number(facts.get(speedup_fact)), _number(facts.get(band_fact))
@@ -80,7 +80,7 @@ def measured_for(candidates: Sequence[str], facts: Mapping[str, Any], ceiling: S
     is_ceiling = False
     if not rows:
         for name in ceiling:
-            found = [_baseline_row(name, facts)] if name in BASELINE_CEILINGS else _rows([name], facts)
+            found = [ceiling_row(name, facts)] if name in BASELINE_CEILINGS else _rows([name], facts)
             rows = [r for r in found if r is not None]
             if rows:
                 is_ceiling = True

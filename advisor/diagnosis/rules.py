@@ -20,40 +20,23 @@ from typing import Any
 
 from advisor.diagnosis.bounded import MAX_RULE_FILE_BYTES, read_text
 from advisor.diagnosis.expr import Expr, ExprError, compile_expr
-from advisor.diagnosis.expr_runtime import finite_number, number_text
 from advisor.diagnosis.measured import BASELINE_CEILINGS
 from advisor.diagnosis.paths import default_rules_dir
+from advisor.diagnosis.rule_model import (  # noqa: F401 — the rule vocabulary, read from here too
+    CODE_PATTERN,
+    DOC_SECTIONS,
+    DOC_TITLES,
+    SECTIONS,
+    SEVERITIES,
+    RuleEntry,
+    RuleFile,
+    file_reason,
+    reason,
+)
 from advisor.diagnosis.template import Template, TemplateError, compile_template
-from advisor.errors import RuleError
+from advisor.errors import RuleError, first_line
 
-SEVERITIES = ("info", "warning", "error")
-SECTIONS = {
-    "M1": "Measuring performance",
-    "I2": "Instance choice",
-    "S3": "Storage to CPU",
-    "C4": "CPU bottlenecks",
-    "G5": "Increasing accelerator utilization",
-    "D6": "Multi-accelerator training",
-    "P7": "Project",
-}
-CODE_RE = re.compile(r"^[A-Z]\d{3}$")
-NAME_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
-PARAM_RE = re.compile(r"^[a-z][a-z0-9_]*$")
-DOC_SECTIONS = ("what", "why", "how", "impact", "references")
-DOC_TITLES = {
-    "what": "What it checks",
-    "why": "Why it matters",
-    "how": "How to fix",
-    "impact": "How its impact is estimated",
-    "references": "References",
-}
-
-_FIELDS = {
-    "code", "name", "summary", "severity", "severity_when", "requires", "requires_any", "optional",
-    "applies", "condition", "advice", "message", "pass_message", "fix", "impact", "gated", "measure",
-    "params", "docs", "whatif", "ceiling", "symptom",
-}  # fmt: skip
-_REQUIRED = ("code", "name", "summary", "severity", "message", "fix", "docs")
+CODE_RE = re.compile(CODE_PATTERN)
 MAX_YAML_NODES = 200_000
 MAX_YAML_DEPTH = 64
 
@@ -178,11 +161,11 @@ def _compose(path: Path) -> Any:
         line = mark.line + 1 if mark is not None else 1
         raise RuleError(f"{path}:{line}: YAML syntax error: {exc.problem or exc}") from None
     except yaml.YAMLError as exc:
-        raise RuleError(f"{path}: YAML error: {exc}") from None
+        raise RuleError(f"{path}: YAML error: {first_line(exc, 200)}") from None
     except RecursionError:
         raise RuleError(f"{path}: YAML nested too deeply") from None
     except (ValueError, OverflowError) as exc:  # e.g. an integer of more than 4300 digits
-        raise RuleError(f"{path}: YAML value out of range ({str(exc).splitlines()[0][:80]})") from None
+        raise RuleError(f"{path}: YAML value out of range ({first_line(exc, 80)})") from None
     finally:
         loader.dispose()
     return node, data
@@ -222,227 +205,104 @@ def _lines(node: Any) -> dict[str, int]:
 
 
 def load_file(path: Path, fact_names: Iterable[str]) -> list[Rule]:
-    """The rules of one file, fully checked against the registered ``fact_names``."""
+    """The rules of one file: its shape checked by the model (``rule_model.RuleFile``), then each
+    rule against the registered ``fact_names``. Every problem is a ``RuleError`` at ``file:line``."""
     import yaml
+    from pydantic import ValidationError
 
     node, data = _compose(path)
-    where = f"{path}"
-    if not isinstance(data, dict):
-        raise RuleError(f"{where}:1: a rule file is a mapping with 'section' and 'rules'")
+    if not isinstance(data, dict) or not isinstance(node, yaml.MappingNode):
+        raise RuleError(f"{path}:1: a rule file is a mapping with 'section' and 'rules'")
     top = _lines(node)
-    unknown = set(data) - {"section", "title", "rules"}
-    if unknown:
-        key = min(unknown, key=str)
-        raise RuleError(
-            f"{where}:{top.get(key, 1)}: unknown top-level field {key!r} (expected section, title, rules)"
-        )
-    section = data.get("section")
-    if not isinstance(section, str) or section not in SECTIONS:
-        raise RuleError(
-            f"{where}:{top.get('section', 1)}: section must be one of {', '.join(SECTIONS)}"
-        )
-    items = data.get("rules")
-    if not isinstance(items, list) or not items:
-        raise RuleError(f"{where}:{top.get('rules', 1)}: 'rules' must be a non-empty list")
-    rules_node = next(v for k, v in node.value if getattr(k, "value", None) == "rules")
-    if not isinstance(rules_node, yaml.SequenceNode):
-        raise RuleError(f"{where}:{top.get('rules', 1)}: 'rules' must be a list")
+    rules_node = next((v for k, v in node.value if getattr(k, "value", None) == "rules"), None)
+    entries = rules_node.value if isinstance(rules_node, yaml.SequenceNode) else []
+    try:
+        parsed = RuleFile.model_validate(data)
+    except ValidationError as exc:
+        error: dict[str, Any] = dict(exc.errors()[0])
+        loc = tuple(error.get("loc", ()))
+        if len(loc) >= 2 and loc[0] == "rules" and isinstance(loc[1], int) and loc[1] < len(entries):
+            item, entry = data["rules"][loc[1]], entries[loc[1]]
+            section = str(data.get("section")) if isinstance(data.get("section"), str) else "?"
+            key, why = reason({**error, "loc": loc[2:]}, section)
+            raise _at(path, entry, item, key, why) from None
+        key, why = file_reason(error)
+        raise RuleError(f"{path}:{top.get(key, 1) if key else 1}: {why}") from None
     known_facts = set(fact_names)
-    out: list[Rule] = []
-    for item, item_node in zip(items, rules_node.value):
-        out.append(_build(path, section, item, item_node, known_facts))
-    return out
+    return [_build(path, parsed.section, rule, item, entry, known_facts)
+            for rule, item, entry in zip(parsed.rules, data["rules"], entries)]
 
 
-def _build(path: Path, section: str, item: Any, node: Any, facts: set[str]) -> Rule:
-    line0 = node.start_mark.line + 1
-    lines = _lines(node)
+def _at(path: Path, node: Any, item: Any, key: str | None, why: str) -> RuleError:
+    """A rule's error at the line of ``key`` (the rule's first line without one)."""
+    line = _lines(node).get(key, node.start_mark.line + 1) if key else node.start_mark.line + 1
+    code = item.get("code") if isinstance(item, dict) else None
+    return RuleError(f"{path}:{line}: {'rule ' + code + ': ' if isinstance(code, str) else ''}{why}")
 
-    def fail(key: str | None, reason: str) -> RuleError:
-        line = lines.get(key, line0) if key else line0
-        code = item.get("code") if isinstance(item, dict) else None
-        who = f"rule {code}: " if isinstance(code, str) else ""
-        return RuleError(f"{path}:{line}: {who}{reason}")
 
-    if not isinstance(item, dict):
-        raise fail(None, "a rule must be a mapping of fields")
-    for key in item:
-        if key not in _FIELDS:
-            raise fail(key, f"unknown field {key!r}")
-    for key in _REQUIRED:
-        if key not in item:
-            raise fail(None, f"missing field {key!r}")
-    if "condition" not in item and not item.get("advice"):
-        raise fail(
-            None,
-            "missing field 'condition' (or 'advice: true' for a rule that needs a human decision)",
-        )
+def _build(path: Path, section: str, entry: RuleEntry, item: dict[str, Any], node: Any, facts: set[str]) -> Rule:
+    """The rule of a validated entry, once what the model cannot know is checked: its section,
+    its facts, its expressions and templates, its what-if candidates and ceilings."""
 
-    code = item["code"]
-    if not isinstance(code, str) or not CODE_RE.match(code) or not code.startswith(section[0]):
-        raise fail("code", f"code must look like {section[0]}123 and belong to section {section}")
+    def fail(key: str | None, why: str) -> RuleError:
+        return _at(path, node, item, key, why)
+
+    code = entry.code
     if code[:2] != section:
+        if not code.startswith(section[0]):
+            raise fail("code", f"code must look like {section[0]}123 and belong to section {section}")
         raise fail("code", f"code {code} is not in section {section}")
-    name = item["name"]
-    if not isinstance(name, str) or not NAME_RE.match(name):
-        raise fail("name", "name must be kebab-case (e.g. input-bound)")
-    severity = item["severity"]
-    if severity not in SEVERITIES:
-        raise fail("severity", f"severity must be one of {', '.join(SEVERITIES)}")
-    summary = _text(item, "summary", fail)
-
-    def fact_list(key: str) -> tuple[str, ...]:
-        value = item.get(key, [])
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise fail(key, f"{key} must be a list of fact names")
-        for fact in value:
-            if fact not in facts:
-                raise fail(key, f"unknown fact {fact!r} in {key} (not in the facts registry)")
-        return tuple(value)
-
-    requires = fact_list("requires")
-    requires_any = fact_list("requires_any")
-    optional = fact_list("optional")
-    declared = set(requires) | set(requires_any) | set(optional)
-
-    params = item.get("params", {}) or {}
-    if not isinstance(params, dict):
-        raise fail("params", "params must be a mapping of name: default")
-    for pname, value in params.items():
-        if not isinstance(pname, str) or not PARAM_RE.match(pname):
-            raise fail("params", f"parameter name {pname!r} must be snake_case")
-        if pname in facts:
-            raise fail("params", f"parameter {pname!r} shadows a fact")
-        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-            raise fail("params", f"parameter {pname!r} must have a number or string default")
-        if not isinstance(value, str) and not finite_number(value):
-            raise fail(
-                "params", f"parameter {pname!r} must be a finite number, not {number_text(value)}"
-            )
-
+    for key in ("requires", "requires_any", "optional"):
+        unknown = next((f for f in getattr(entry, key) if f not in facts), None)
+        if unknown is not None:
+            raise fail(key, f"unknown fact {unknown!r} in {key} (not in the facts registry)")
+    declared = {*entry.requires, *entry.requires_any, *entry.optional}
+    params = dict(entry.params)
+    shadowing = next((p for p in params if p in facts), None)
+    if shadowing is not None:
+        raise fail("params", f"parameter {shadowing!r} shadows a fact")
     suggestions = sorted(declared | set(params))
 
-    def expr(key: str, source: Any) -> Expr:
+    def expr(key: str, source: str | float | None) -> Expr | None:
+        if source is None:
+            return None
         try:
-            compiled = compile_expr(
-                str(source) if source is not None else "", facts, params, suggestions
-            )
+            compiled = compile_expr(str(source), facts, params, suggestions)
         except ExprError as exc:
             raise fail(key, f"{key}: {exc}") from None
         undeclared = sorted(compiled.facts - declared)
         if undeclared:
-            raise fail(
-                key,
-                f"{key} reads {undeclared[0]!r}, which is not listed in requires, requires_any or optional",
-            )
+            raise fail(key, f"{key} reads {undeclared[0]!r}, which is not listed in requires, requires_any or optional")
         return compiled
 
-    advice = _flag(item, "advice", fail)
-    condition = expr("condition", item["condition"]) if "condition" in item else None
-    applies = expr("applies", item["applies"]) if "applies" in item else None
-    impact = expr("impact", item["impact"]) if "impact" in item else None
-    severity_when: list[tuple[str, Expr]] = []
-    raw_when = item.get("severity_when", {}) or {}
-    if not isinstance(raw_when, dict):
-        raise fail("severity_when", "severity_when must map a severity to a condition")
-    for level, source in raw_when.items():
-        if level not in SEVERITIES:
-            raise fail(
-                "severity_when", f"severity_when: {level!r} is not one of {', '.join(SEVERITIES)}"
-            )
-        severity_when.append((level, expr("severity_when", source)))
-    severity_when.sort(key=lambda pair: -SEVERITIES.index(pair[0]))  # error first
+    condition, applies, impact = expr("condition", entry.condition), expr("applies", entry.applies), expr(
+        "impact", entry.impact)
+    severity_when = sorted(((level, expr("severity_when", source)) for level, source in entry.severity_when.items()),
+                           key=lambda pair: -SEVERITIES.index(pair[0]))  # error first
 
-    known_fields = declared | set(params)
-
-    def template(key: str) -> Template:
+    def template(key: str, text: str | None) -> Template | None:
+        if text is None:
+            return None
         try:
-            return compile_template(_text(item, key, fail), known_fields)
+            return compile_template(text, declared | set(params))
         except TemplateError as exc:
-            raise fail(
-                key, f"{key}: {exc} (fields must be facts listed in requires/optional, or params)"
-            ) from None
+            raise fail(key, f"{key}: {exc} (fields must be facts listed in requires/optional, or params)") from None
 
-    message = template("message")
-    fix = template("fix")
-    pass_message = template("pass_message") if "pass_message" in item else None
-    measure = _text(item, "measure", fail) if "measure" in item else None
-    docs = _docs(item, fail)
-    whatif = item.get("whatif", [])
-    if not isinstance(whatif, list) or not all(isinstance(v, str) for v in whatif):
-        raise fail("whatif", "whatif must be a list of what-if candidate names")
-    for candidate in whatif:
+    message, fix = template("message", entry.message), template("fix", entry.fix)
+    for candidate in entry.whatif:
         if f"whatif.{candidate}.speedup" not in facts:
             raise fail("whatif", f"unknown what-if candidate {candidate!r} (see docs/whatif.md)")
-    ceiling = item.get("ceiling", [])
-    if not isinstance(ceiling, list) or not all(isinstance(v, str) for v in ceiling):
-        raise fail("ceiling", "ceiling must be a list of names: baseline ceilings or what-if candidates")
-    for bound in ceiling:
+    for bound in entry.ceiling:
         if bound not in BASELINE_CEILINGS and f"whatif.{bound}.speedup" not in facts:
             known = ", ".join(BASELINE_CEILINGS)
             raise fail("ceiling", f"unknown ceiling {bound!r}: {known} or a what-if candidate (see docs/whatif.md)")
+    assert message is not None and fix is not None
     return Rule(
-        code=code,
-        name=name,
-        section=section,
-        summary=summary,
-        severity=severity,
-        requires=requires,
-        requires_any=requires_any,
-        optional=optional,
-        condition=condition,
-        applies=applies,
-        severity_when=tuple(severity_when),
-        impact=impact,
-        message=message,
-        pass_message=pass_message,
-        fix=fix,
-        advice=advice,
-        gated=_flag(item, "gated", fail),
-        symptom=_flag(item, "symptom", fail),
-        measure=measure,
-        params=dict(params),
-        docs=docs,
-        file=str(path),
-        line=line0,
-        field_lines=lines,
-        whatif=tuple(whatif),
-        ceiling=tuple(ceiling),
+        code=code, name=entry.name, section=section, summary=entry.summary, severity=entry.severity,
+        requires=tuple(entry.requires), requires_any=tuple(entry.requires_any), optional=tuple(entry.optional),
+        condition=condition, applies=applies, severity_when=tuple((lvl, e) for lvl, e in severity_when if e),
+        impact=impact, message=message, pass_message=template("pass_message", entry.pass_message), fix=fix,
+        advice=entry.advice, gated=entry.gated, symptom=entry.symptom, measure=entry.measure, params=params,
+        docs=entry.docs.model_dump(), file=str(path), line=node.start_mark.line + 1, field_lines=_lines(node),
+        whatif=tuple(entry.whatif), ceiling=tuple(entry.ceiling),
     )
-
-
-def _text(item: dict[str, Any], key: str, fail: Any) -> str:
-    value = item.get(key)
-    if not isinstance(value, str) or not value.strip():
-        raise fail(key, f"{key} must be a non-empty string")
-    return value.strip()
-
-
-def _flag(item: dict[str, Any], key: str, fail: Any) -> bool:
-    value = item.get(key, False)
-    if not isinstance(value, bool):
-        raise fail(key, f"{key} must be true or false")
-    return value
-
-
-def _docs(item: dict[str, Any], fail: Any) -> dict[str, Any]:
-    docs = item["docs"]
-    if not isinstance(docs, dict):
-        raise fail("docs", "docs must be a mapping with what, why, how, references")
-    for key in docs:
-        if key not in DOC_SECTIONS:
-            raise fail(
-                "docs", f"docs: unknown section {key!r} (expected {', '.join(DOC_SECTIONS)})"
-            )
-    for key in DOC_SECTIONS:
-        value = docs.get(key)
-        if key == "references":
-            if (
-                not isinstance(value, list)
-                or not value
-                or not all(isinstance(v, str) and v.strip() for v in value)
-            ):
-                raise fail("docs", "docs: references must be a non-empty list of strings")
-        elif not isinstance(value, str) or not value.strip():
-            raise fail("docs", f"docs: missing section {key!r} ({DOC_TITLES[key]})")
-    return {k: (v.strip() if isinstance(v, str) else list(v)) for k, v in docs.items()}

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from advisor.errors import AdvisorError
+from advisor.errors import AdvisorError, one_line
 
 if TYPE_CHECKING:
     from advisor.service import Analysis, Store
@@ -110,7 +110,7 @@ def export_run(store: Store, ref: Any, *, mlflow_run: str | None = None, trackin
     except AdvisorError:
         raise
     except Exception as exc:  # the tracking store's own errors, in one line
-        raise MlflowExportError(f"MLflow at {uri}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from None
+        raise MlflowExportError(f"MLflow at {uri}: {one_line(exc)}") from None
     return result
 
 

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from advisor.probes.formats import classify
+from advisor.stats import percentiles
 
 SNIFF_SAMPLE = 16  # names whose first bytes are read
 MAX_OBJECTS = 1_000_000  # a larger data set is sized from its first million objects (said so)
@@ -137,7 +138,7 @@ class DataCheck:
                               truncated=self.truncated)
         if self.sizes:
             values = np.frombuffer(self.sizes, dtype=np.int64)
-            p10, p50, p90 = (float(v) for v in np.percentile(values, [10, 50, 90]))
+            p10, p50, p90 = percentiles(values, (10, 50, 90))
             summary.bytes_min, summary.bytes_max = float(values.min()), float(values.max())
             summary.bytes_p10, summary.bytes_p50, summary.bytes_p90 = p10, p50, p90
         summary.extensions = dict(self.extensions.most_common(10))

@@ -68,3 +68,44 @@ def steps_per_execution(model: Any) -> int:
     if value is None:
         value = getattr(model, "_steps_per_execution", 1)
     return max(1, as_int(value, default=1))
+
+
+def device_kind(backend: str | None) -> tuple[str | None, int | None]:
+    """Kind of device the backend trains on (``gpu``, ``tpu``, ``cpu``…) and how many this process
+    sees. Reads only frameworks that are already imported (the backend in use always is); on
+    torch, Keras's own device choice when Keras's torch backend is loaded, else torch's CUDA."""
+    try:
+        if backend == "tensorflow" and "tensorflow" in sys.modules:
+            tf = sys.modules["tensorflow"]
+            for kind in ("TPU", "GPU"):
+                found = tf.config.list_logical_devices(kind)
+                if found:
+                    return kind.lower(), len(found)
+            return "cpu", len(tf.config.list_logical_devices("CPU")) or 1
+        if backend == "jax" and "jax" in sys.modules:
+            devices = sys.modules["jax"].local_devices()
+            return (str(devices[0].platform).lower(), len(devices)) if devices else (None, None)
+        if backend == "torch" and "torch" in sys.modules:
+            torch = sys.modules["torch"]
+            core = sys.modules.get("keras.src.backend.torch.core")
+            if core is None:
+                return ("gpu", int(torch.cuda.device_count())) if torch.cuda.is_available() else ("cpu", 1)
+            name = str(core.get_device()).split(":")[0]
+            return ("gpu", int(torch.cuda.device_count())) if name == "cuda" else (name, 1)
+    except Exception:
+        return None, None
+    return None, None
+
+
+def dtype_policy_of(model: Any) -> str | None:
+    """The model's dtype policy name (the global one when the model has none)."""
+    policy = getattr(model, "dtype_policy", None)
+    name = getattr(policy, "name", None)
+    if name:
+        return str(name)
+    try:
+        import keras
+
+        return str(keras.config.dtype_policy().name)
+    except Exception:
+        return None

@@ -13,9 +13,8 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from advisor.probes.formats import HEAD_BYTES, classify
+from advisor.stats import percentiles
 
 REMOTE_PREFIXES = ("s3://", "gs://", "hdfs://", "http://", "https://", "az://", "abfs://")
 MAX_FILES = 100_000  # stat at most this many (listing huge datasets must stay quick)
@@ -82,7 +81,7 @@ def file_facts(declared: Sequence[str], candidates: Sequence[str] = (),
     if sizes:
         out["files"] = len(sizes)
         out["total_bytes"] = sum(sizes)
-        p10, p50, p90 = (float(v) for v in np.percentile(sizes, [10, 50, 90]))
+        p10, p50, p90 = percentiles(sizes, (10, 50, 90))
         out.update(bytes_p10=p10, bytes_p50=p50, bytes_p90=p90)
     found: list[str] = []
     formats: list[str] = []

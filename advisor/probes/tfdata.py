@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from advisor.errors import one_line
 from advisor.probes.tfdata_graph import (
     BATCH_OPS,
     FILE_READER_OPS,
@@ -53,8 +54,7 @@ def serialized_graph(dataset: Any) -> Any:
         graph = tf.compat.v1.GraphDef()
         graph.ParseFromString(raw.numpy())
     except Exception as exc:  # serialization fails for a few exotic stateful sources
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        raise PipelineInspectionError(f"cannot serialize the dataset graph: {type(exc).__name__}: {first[:200]}") from None
+        raise PipelineInspectionError(f"cannot serialize the dataset graph: {one_line(exc, 200)}") from None
     return graph
 
 

@@ -18,7 +18,7 @@ from dataclasses import fields
 from typing import Any
 
 from advisor.analysis.scaling import Recommendation, Row, ScalingTable
-from advisor.numbers import readable
+from advisor.numbers import percent, readable
 
 FORMATS = ("text", "json", "csv", "md")
 
@@ -30,11 +30,11 @@ def _num(digits: int) -> Fmt:
 
 
 def _pct(v: Any) -> str:
-    return "—" if v is None else f"{v:.1f} %"
+    return percent(v, 1)
 
 
 def _frac_pct(v: Any) -> str:
-    return "—" if v is None else f"{100.0 * v:.0f} %"
+    return percent(v, 0, fraction=True)
 
 
 def _epoch(row: Row) -> str:

@@ -12,7 +12,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from advisor.numbers import readable
+from advisor.numbers import percent, readable
 
 if TYPE_CHECKING:
     from advisor.analysis.overview import RunOverview
@@ -89,7 +89,7 @@ def _fmt(kind: str, name: str, facts: dict[str, Any]) -> str | None:
         keys = ("gpu.util.p5", "gpu.util.p50", "gpu.util.p95")
         if not all(k in facts for k in keys):
             return None
-        return " · ".join(f"{facts[k]:.0f}%" for k in keys)
+        return " · ".join(percent(facts[k], 0) for k in keys)
     if kind == "step":
         if value is None:
             return None
@@ -99,7 +99,7 @@ def _fmt(kind: str, name: str, facts: dict[str, Any]) -> str | None:
             return None
         band, verdict = facts.get("input.bound_band"), facts.get("input.bound_verdict")
         rounds = facts.get("baseline.rounds")
-        text = f"{100 * float(value):.1f}%" + (f" ± {100 * float(band):.1f}%" if band is not None else "")
+        text = percent(float(value), fraction=True) + (f" ± {percent(float(band), fraction=True)}" if band is not None else "")
         details = [str(v) for v in (verdict, f"{rounds} rounds" if rounds else None) if v]
         return text + (f" ({', '.join(details)})" if details else "")
     if value is None:
@@ -108,19 +108,19 @@ def _fmt(kind: str, name: str, facts: dict[str, Any]) -> str | None:
         return f"{float(value):.3f}"
     if kind == "mem":
         source = facts.get("gpu.mem.peak_source")
-        return f"{100 * float(value):.1f}%" + (f" ({source})" if source else "")
+        return percent(float(value), fraction=True) + (f" ({source})" if source else "")
     if kind == "mfu":
         method = facts.get("model.flops_method")
-        return f"{100 * float(value):.1f}%" + (f" (FLOPs by {method})" if method else "")
+        return percent(float(value), fraction=True) + (f" (FLOPs by {method})" if method else "")
     if kind == "accel":
         source = facts.get("accelerator.source")
         return f"{value}" + (f" (from {source})" if source else "")
     if kind == "num":
         return fmt_number(value)
     if kind == "pct":
-        return f"{100 * float(value):.1f}%"
+        return percent(float(value), fraction=True)
     if kind == "pctv":
-        return f"{float(value):.1f}%"
+        return percent(float(value))
     if kind == "s":
         return f"{float(value):.2f} s"
     if kind == "usd_h":

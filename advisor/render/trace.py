@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from advisor.numbers import percent
+
 if TYPE_CHECKING:
     from advisor.store.trace_summary import TraceSummary
 
 
 def _pct(value: float | None) -> str:
-    return "—" if value is None else f"{value:.1f}%"
+    return percent(value, 1)
 
 
 def render_text(s: TraceSummary, where: str) -> str:

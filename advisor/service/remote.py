@@ -7,47 +7,53 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from advisor.service.store import Store
+from typing import Any
 
 
-def localize(store: Store, target: str | None) -> str | None:
-    """``target`` unchanged unless it is an ``s3://`` URL: then its mirror folder, up to date."""
-    from advisor.cloud.s3store import S3Store
-    from advisor.store.paths import is_store_url
+class Mirrors:
+    """The local mirrors of S3 stores a command reads: mirror folder → (S3 store, key prefix)."""
 
-    if target is None or not is_store_url(target):
-        return target
-    url = target.rstrip("/")
-    if url == store.url:
-        return str(store.root)
-    remote = S3Store(url)
-    folder = remote.mirror()
-    store._remotes[Path(os.path.abspath(folder))] = (remote, "")
-    return str(folder)
+    def __init__(self) -> None:
+        self._by_folder: dict[Path, tuple[Any, str]] = {}
 
+    def add(self, folder: str | os.PathLike[str], remote: Any, prefix: str = "") -> Path:
+        path = Path(os.path.abspath(folder))
+        self._by_folder[path] = (remote, prefix)
+        return path
 
-def push(store: Store, run_path: str | os.PathLike[str]) -> list[str]:
-    """Upload the files of ``run_path`` that differ from what the mirror downloaded; [] if local."""
-    from advisor.cloud.s3store import MIRROR_INDEX
+    def localize(self, target: str | None, *, store_url: str | None, store_root: Path) -> str | None:
+        """``target`` unchanged unless it is an ``s3://`` URL: then its mirror folder, up to date."""
+        from advisor.cloud.s3store import S3Store
+        from advisor.store.paths import is_store_url
 
-    path = Path(os.path.abspath(run_path))
-    owner = next(((folder, entry) for folder, entry in store._remotes.items()
-                  if path == folder or folder in path.parents), None)
-    if owner is None:
-        return []
-    folder, (remote, rel_prefix) = owner
-    rel = path.relative_to(folder).as_posix() if path != folder else ""
-    index = _read_json(folder / MIRROR_INDEX)
+        if target is None or not is_store_url(target):
+            return target
+        url = target.rstrip("/")
+        if url == store_url:
+            return str(store_root)
+        remote = S3Store(url)
+        return str(self.add(remote.mirror(), remote))
 
-    def changed(name: str, stat: os.stat_result) -> bool:
-        key = f"{rel}/{name}" if rel else name
-        return index.get(key) != hashlib.md5((path / name).read_bytes()).hexdigest()
+    def push(self, run_path: str | os.PathLike[str]) -> list[str]:
+        """Upload the files of ``run_path`` that differ from what its mirror downloaded; [] if the
+        run is not in a mirror."""
+        from advisor.cloud.s3store import MIRROR_INDEX
 
-    prefix = "/".join(p for p in (rel_prefix, rel) if p)
-    return list(remote.upload_tree(path, prefix, changed=changed))
+        path = Path(os.path.abspath(run_path))
+        owner = next(((folder, entry) for folder, entry in self._by_folder.items()
+                      if path == folder or folder in path.parents), None)
+        if owner is None:
+            return []
+        folder, (remote, rel_prefix) = owner
+        rel = path.relative_to(folder).as_posix() if path != folder else ""
+        index = _read_json(folder / MIRROR_INDEX)
+
+        def changed(name: str, stat: os.stat_result) -> bool:
+            key = f"{rel}/{name}" if rel else name
+            return index.get(key) != hashlib.md5((path / name).read_bytes()).hexdigest()
+
+        prefix = "/".join(p for p in (rel_prefix, rel) if p)
+        return list(remote.upload_tree(path, prefix, changed=changed))
 
 
 def _read_json(path: Path) -> dict[str, Any]:

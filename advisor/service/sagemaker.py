@@ -16,6 +16,7 @@ import numpy as np
 
 from advisor.cloud.sagemaker import STATUS, SageMakerJob, framework_of, run_id_for
 from advisor.errors import UsageError
+from advisor.stats import percentile
 
 
 def facts_of(job: SageMakerJob) -> dict[str, Any]:
@@ -50,7 +51,7 @@ def facts_of(job: SageMakerJob) -> dict[str, Any]:
 
 
 def _p(values: Any, q: float) -> float:
-    return round(float(np.percentile(values, q)), 3)
+    return round(percentile(values, q), 3)
 
 
 def write_run(job: SageMakerJob, runs_root: Path, *, name: str | None = None,

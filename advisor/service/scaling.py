@@ -11,7 +11,7 @@ from advisor.errors import AdvisorError, RunNotFoundError
 if TYPE_CHECKING:
     from advisor.analysis.scaling import Failure, ScalingTable
     from advisor.analysis.scaling_points import Point
-    from advisor.service.store import Store
+    from advisor.service.runs import RunStore as Store
 
 
 def scaling_table(store: Store, source: str | os.PathLike[str] | None = None,

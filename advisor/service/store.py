@@ -1,342 +1,36 @@
-"""The Store: a run store with every read and derivation cached (see :mod:`advisor.service`)."""
+"""``Store``: the service's one door — a run store's reads and derivations (``runs.RunStore``),
+its scaling tables (``scaling``) and its profiles (``traces``).
+
+``RunStore`` reads, derives and diagnoses; the scaling and profile helpers take a ``RunStore``,
+and ``Store`` adds them as methods, so that nothing imports back up into this module.
+"""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from advisor.errors import AdvisorError
-from advisor.store.paths import resolve_runs_dir
+from advisor.service.runs import Analysis, RunRow, RunStore, is_store_url, run_info
 
 if TYPE_CHECKING:
-    from advisor.analysis.overview import RunOverview
     from advisor.analysis.scaling import Failure, ScalingTable
     from advisor.analysis.scaling_points import Point
     from advisor.diagnosis.config import Config
-    from advisor.diagnosis.report import Report, RunInfo
+    from advisor.diagnosis.report import Report
     from advisor.store.reader import Run
-    from advisor.store.schema import Manifest
-    from advisor.store.sweep import SweepRecord
     from advisor.store.trace_summary import TraceSummary
 
-@dataclass
-class Analysis:
-    """One run and everything derived from it."""
-
-    run: Run
-    facts: dict[str, Any]
-    errors: list[str] = field(default_factory=list)  # derivation errors (a broken fact area)
-
-    @property
-    def run_id(self) -> str:
-        return self.run.run_id
-
-    @property
-    def notes(self) -> list[str]:
-        """Reader warnings (a truncated line, an unreadable summary) and derivation errors."""
-        return [*self.run.warnings, *self.errors]
-
-    def overview(self) -> RunOverview:
-        from advisor.analysis.overview import overview
-
-        return overview(self.run)
+__all__ = ["Analysis", "RunRow", "RunStore", "Store", "analyse", "diagnose", "is_store_url", "run_info"]
 
 
-@dataclass
-class RunRow:
-    """One line of ``advisor runs``: a readable run, or an unreadable one with its reason."""
-
-    run_id: str
-    path: str
-    status: str
-    created: float | None = None
-    name: str | None = None
-    strategy: str | None = None
-    workers: int | None = None
-    samples_per_s: float | None = None
-    samples_per_dollar: float | None = None
-    sweep_id: str | None = None
-    tags: dict[str, str] = field(default_factory=dict)
-    error: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items()}
-
-
-class Store:
-    """A run store (a directory of run directories) with the reads and derivations cached.
+class Store(RunStore):
+    """A run store: runs read and derived once (``RunStore``), scaling tables and profiles.
 
     ``runs_dir`` may be ``s3://bucket/prefix``: the store is then listed in S3 and read through a
     local mirror that only downloads what changed (:mod:`advisor.cloud.s3store`).
     """
-
-    def __init__(self, runs_dir: str | os.PathLike[str] | None = None) -> None:
-        from advisor.store.paths import store_url
-
-        self.url = store_url(runs_dir)
-        self.remote: Any = None
-        self._remotes: dict[Path, tuple[Any, str]] = {}  # local mirror folder → (S3 store, key prefix)
-        if self.url is not None:
-            from advisor.cloud.s3store import S3Store
-
-            self.remote = S3Store(self.url)
-            self.root = self.remote.mirror()
-            self._remotes[_key(self.root)] = (self.remote, "")
-        else:
-            self.root = resolve_runs_dir(runs_dir)
-        self._runs: dict[Path, Run] = {}
-        self._manifests: dict[Path, Manifest | None] = {}
-        self._base: dict[Path, tuple[dict[str, Any], list[str]]] = {}
-        self._points: dict[Path, Point] = {}
-        self._analyses: dict[Path, Analysis] = {}
-        self._sweeps: dict[tuple[Path, str], SweepRecord | None] = {}
-        self._usage: dict[Path, Any] = {}
-        self._listings: dict[Path, list[Path]] = {}
-        self._members: dict[Path, dict[str, list[Path]]] = {}
-
-    # -- finding runs ---------------------------------------------------------------------------
-    def resolve(self, ref: str | os.PathLike[str] | None) -> Path:
-        """A run directory from a path, an id, a unique id prefix, ``latest`` or an ``s3://`` URL."""
-        from advisor.store.reader import resolve_run
-
-        if ref is not None and is_store_url(ref):
-            ref = self.localize(str(ref))
-        return resolve_run(None if ref is None else str(ref), self.root)
-
-    def localize(self, target: str | None) -> str | None:
-        """An ``s3://`` run or store as the folder of its local mirror (other targets unchanged)."""
-        from advisor.service.remote import localize
-
-        return localize(self, target)
-
-    def push(self, run_path: str | os.PathLike[str]) -> list[str]:
-        """Upload a run changed by a command (an attached check or profile) back to its S3 store."""
-        from advisor.service.remote import push
-
-        return push(self, run_path)
-
-    def run_dirs(self, root: Path | None = None) -> list[Path]:
-        """Run directories under ``root`` (default: the store), oldest first; listed once."""
-        from advisor.store.reader import list_run_dirs
-
-        key = _key(root or self.root)
-        if key not in self._listings:
-            self._listings[key] = list_run_dirs(key)
-        return self._listings[key]
-
-    def sweep_members(self, parent: Path, sweep_id: str) -> list[Path]:
-        """The run directories under ``parent`` whose manifest names ``sweep_id`` (indexed once)."""
-        key = _key(parent)
-        if key not in self._members:
-            index: dict[str, list[Path]] = {}
-            for path in self.run_dirs(key):
-                manifest = self.manifest(path)
-                if manifest is not None and manifest.sweep_id:
-                    index.setdefault(manifest.sweep_id, []).append(_key(path))
-            self._members[key] = index
-        return self._members[key].get(sweep_id, [])
-
-    def read(self, ref: Run | str | os.PathLike[str] | None) -> Run:
-        """The run (read once; later calls return the same object)."""
-        from advisor.store.reader import Run, RunReader
-
-        if isinstance(ref, Run):
-            self._runs.setdefault(_key(ref.path), ref)
-            return ref
-        path = _key(self.resolve(ref))
-        if path not in self._runs:
-            self._runs[path] = RunReader(path).read()
-        return self._runs[path]
-
-    def manifest(self, path: Path) -> Manifest | None:
-        """A run's manifest (read once), None when unreadable."""
-        from advisor.store.reader import RunReader
-
-        key = _key(path)
-        if key in self._runs:
-            return self._runs[key].manifest
-        if key not in self._manifests:
-            try:
-                self._manifests[key] = RunReader(key).read_manifest()
-            except AdvisorError:
-                self._manifests[key] = None
-        return self._manifests[key]
-
-    def forget(self, ref: Run | str | os.PathLike[str], *, everything: bool = False) -> None:
-        """Drop a run's records, facts and analysis (by run or directory) from the cache.
-
-        ``everything`` drops its manifest and scaling point too. Long listings stay small in
-        memory this way, and a growing run is read afresh."""
-        from advisor.store.reader import Run
-
-        key = _key(ref.path if isinstance(ref, Run) else ref)
-        for cache in (self._runs, self._base, self._analyses):
-            cache.pop(key, None)
-        if everything:
-            self._manifests.pop(key, None)
-            self._points.pop(key, None)
-
-    # -- facts ----------------------------------------------------------------------------------
-    def analyse(self, ref: Run | str | os.PathLike[str] | None) -> Analysis:
-        """The run and its facts; runs of the same sweep in the same store are its siblings."""
-        from advisor.analysis.registry import DeriveContext, registry
-
-        run = self.read(ref)
-        key = _key(run.path)
-        if key not in self._analyses:
-            base, errors = self._base_facts(run)
-            parent = key.parent
-            sweep = self.sweep(parent, run.manifest.sweep_id)
-            siblings = tuple(self._points_of_sweep(parent, run.manifest.sweep_id, exclude=key))
-            usage = self._store_usage(parent)
-            ctx = DeriveContext(sweep=sweep, siblings=siblings,
-                                store_runs=usage.runs if usage else None,
-                                store_bytes=usage.bytes if usage else None)
-            facts, more = registry().derive_rest(run, base, ctx)
-            self._analyses[key] = Analysis(run, facts, errors + more)
-        return self._analyses[key]
-
-    def facts(self, ref: Run | str | os.PathLike[str] | None) -> tuple[dict[str, Any], list[str]]:
-        analysis = self.analyse(ref)
-        return analysis.facts, analysis.errors
-
-    def _base_facts(self, run: Run) -> tuple[dict[str, Any], list[str]]:
-        from advisor.analysis.registry import registry
-
-        key = _key(run.path)
-        if key not in self._base:
-            self._base[key] = registry().derive_base(run)
-        return self._base[key]
-
-    def point(self, run: Run) -> Point:
-        """The run as a point of its sweep (from its base facts; made once)."""
-        from advisor.analysis.scaling_points import point_of
-
-        key = _key(run.path)
-        if key not in self._points:
-            sweep = self.sweep(key.parent, run.manifest.sweep_id)
-            self._points[key] = point_of(run, sweep, self._base_facts(run)[0])
-        return self._points[key]
-
-    def _points_of_sweep(self, parent: Path, sweep_id: str | None, exclude: Path | None = None) -> list[Point]:
-        points = []
-        for key in self.sweep_members(parent, sweep_id) if sweep_id else []:
-            if key == exclude:
-                continue
-            try:
-                points.append(self.point(self.read(key)))
-            except AdvisorError:  # an unreadable sibling does not hide this run's facts
-                continue
-        return points
-
-    def sweep(self, parent: Path, sweep_id: str | None) -> SweepRecord | None:
-        """The sweep file of ``sweep_id`` in the store at ``parent`` (read once), None if there is none."""
-        from advisor.store.sweep import SWEEP_FILE, read_sweep, sweep_dir
-
-        if not sweep_id:
-            return None
-        key = (parent, sweep_id)
-        if key not in self._sweeps:
-            folder = sweep_dir(parent, sweep_id)
-            try:
-                self._sweeps[key] = read_sweep(folder) if (folder / SWEEP_FILE).is_file() else None
-            except AdvisorError:  # a damaged sweep file: the manifests' labels still hold
-                self._sweeps[key] = None
-        return self._sweeps[key]
-
-    def _store_usage(self, parent: Path) -> Any:
-        from advisor.store.usage import store_usage
-
-        if parent not in self._usage:
-            self._usage[parent] = store_usage(parent)
-        return self._usage[parent]
-
-    # -- diagnosis ------------------------------------------------------------------------------
-    def diagnose(
-        self,
-        ref: Run | str | os.PathLike[str] | None,
-        config: Config | str | os.PathLike[str] | Mapping[str, Any] | None = None,
-        select: Iterable[str] | None = None,
-        ignore: Iterable[str] | None = None,
-        *,
-        extend_select: Iterable[str] | None = None,
-        fail_on: str | None = None,
-        thresholds: Mapping[str, Mapping[str, Any]] | None = None,
-        rules_dir: str | os.PathLike[str] | None = None,
-        baseline: Run | Report | str | os.PathLike[str] | None = None,
-        max_regression_pct: float = 5.0,
-        generated_at: str | None = None,
-    ) -> Report:
-        """The ranked report of a run, from the facts :meth:`analyse` derived.
-
-        ``select`` / ``extend_select`` / ``ignore`` take codes or prefixes and win over ``config``.
-        With ``baseline`` (a run, or a saved :class:`Report`), the report carries the samples/s and samples/$ regression check.
-        """
-        from advisor.diagnosis import diagnose_facts, load_rules, resolve_settings
-        from advisor.diagnosis.regression import compare
-        from advisor.diagnosis.report import Settings
-
-        analysis = self.analyse(ref)
-        rules = load_rules(rules_dir)
-        resolved = resolve_settings(rules, config, select=select, extend_select=extend_select,
-                                    ignore=ignore, fail_on=fail_on, thresholds=thresholds)
-        chosen = [r for r in rules if r.code in set(resolved.codes)]
-        report = diagnose_facts(
-            analysis.facts,
-            chosen,
-            run=run_info(analysis.run),
-            thresholds=resolved.thresholds,
-            min_measured_steps=resolved.min_measured_steps,
-            errors=analysis.notes,
-            settings=Settings(
-                select=resolved.select,
-                extend_select=resolved.extend_select,
-                ignore=resolved.ignore,
-                fail_on=resolved.fail_on,  # type: ignore[arg-type]
-                min_measured_steps=resolved.min_measured_steps,
-                thresholds=resolved.thresholds,
-                config_file=resolved.config_file,
-            ),
-            generated_at=generated_at,
-        )
-        report.incomplete = list(analysis.run.incomplete)
-        if baseline is not None:
-            from advisor.diagnosis.report import Report as SavedReport
-
-            if isinstance(baseline, SavedReport):  # a report saved as JSON: its facts are the baseline
-                saved = {name: fact.value for name, fact in baseline.facts.items()}
-                report.regression = compare(analysis.facts, saved, baseline.run.run_id, max_regression_pct)
-            else:
-                base = self.analyse(baseline)
-                report.regression = compare(analysis.facts, base.facts, base.run_id, max_regression_pct)
-        return report
-
-    # -- the whole store ------------------------------------------------------------------------
-    def runs(self, limit: int | None = None) -> list[RunRow]:
-        """Every run of the store, oldest first (newest ``limit`` when given); unreadable ones too."""
-        dirs = self.run_dirs()
-        if limit:
-            dirs = dirs[-limit:]
-        rows = []
-        for path in dirs:
-            try:
-                analysis = self.analyse(path)
-            except Exception as exc:  # noqa: BLE001 — an unreadable run is listed; the others still are
-                reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-                rows.append(RunRow(run_id=path.name, path=str(path), status="unreadable", error=reason))
-                continue
-            m = analysis.run.manifest
-            rows.append(RunRow(
-                run_id=m.run_id, path=str(path), status=analysis.run.status, created=m.created, name=m.name,
-                strategy=m.strategy or "default", workers=m.num_workers,
-                samples_per_s=analysis.facts.get("throughput.samples_per_s"),
-                samples_per_dollar=analysis.facts.get("cost.samples_per_dollar"),
-                sweep_id=m.sweep_id, tags=dict(m.tags),
-            ))
-        return rows
 
     def scaling_table(self, source: str | os.PathLike[str] | None = None,
                       price_per_hour: float | None = None, gpus_per_instance: int | None = None) -> ScalingTable:
@@ -359,35 +53,6 @@ class Store:
         from advisor.service.traces import summarize_traces
 
         return summarize_traces(self, path, into=into, force=force, timeout_s=timeout_s, memory_mb=memory_mb)
-
-
-def _key(path: str | os.PathLike[str]) -> Path:
-    return Path(os.path.abspath(path))
-
-
-def is_store_url(value: str | os.PathLike[str]) -> bool:
-    from advisor.store.paths import is_store_url as check
-
-    return check(value)
-
-
-def run_info(run: Run) -> RunInfo:
-    """The report's description of a run."""
-    from advisor.diagnosis.report import RunInfo
-
-    m = run.manifest
-    return RunInfo(
-        run_id=m.run_id,
-        path=str(run.path),
-        name=m.name,
-        status=run.status,
-        created=m.created,
-        backend=m.framework.backend,
-        strategy=m.strategy,
-        num_workers=m.num_workers,
-        instance_type=m.instance_type,
-        tags=dict(m.tags),
-    )
 
 
 # ---------------------------------------------------------------------------------------------

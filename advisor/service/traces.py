@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from advisor.service.store import Store
+    from advisor.service.runs import RunStore as Store
     from advisor.store.trace_summary import TraceSummary
 
 

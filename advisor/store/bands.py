@@ -18,9 +18,10 @@ of measurements — 0.3 % with the baseline's 12 rounds (k = 2) — and one stal
 side cannot move the band. Fewer rounds give wider bands (3–11 rounds: the full range).
 
 Rounds in which an arm *stalled* — its whole segment ran at under a third of that arm's median
-rate — are set aside before the band is taken (``steady_rounds``): measured here, a busy shared
-host slowed 2 to 4 of 12 cached-input segments of a 2.5 ms step by 10–100× in bursts, while the
-real input's segments, which mostly wait, barely moved.
+rate — are set aside before the band is taken (``steady_rounds``): on the project's 2-core
+development VM with other work beside it, 2 to 4 of 12 cached-input segments of a 2.5 ms step
+ran 10–100× slower in bursts, while the real input's segments, which mostly wait, barely moved
+(RESULTS.md, "Baseline noise band versus segment length").
 
 This module defines the band for writers (the baseline's summary line) and readers (the facts),
 so that both compute it from the per-round rates a ``baseline`` record stores.
@@ -31,6 +32,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+from advisor.stats import median  # noqa: F401 — bands.median is part of its API
 
 COVERAGE = 0.99  # two-sided coverage the band aims at
 MIN_ROUNDS = 3  # fewer paired rounds give a figure but no band
@@ -101,8 +104,8 @@ def steady_rounds(rounds: Sequence[tuple[float, float]]) -> list[tuple[float, fl
 
     An arm's true rate is the same in every round (same input, same model), so a whole segment
     at a third of the arm's usual speed is the machine stalling (another process, memory
-    reclaim), not the input; on a busy 2-core host it hits CPU-bound arms, such as the cached
-    one, far more than inputs that wait. The rule treats both arms alike, so two identical arms
+    reclaim), not the input; where cores are few and shared it hits CPU-bound arms, such as the
+    cached one, far more than inputs that wait (as seen on the 2-core development VM). The rule treats both arms alike, so two identical arms
     stay exchangeable and the band's error rate holds. When fewer than MIN_ROUNDS rounds would
     remain, every round is kept (the band then shows the noise).
     """
@@ -132,11 +135,3 @@ def relative_gain(faster: float, real: float) -> float:
 
 def ratio(numerator: float, denominator: float) -> float:
     return numerator / denominator
-
-
-def median(values: Sequence[float]) -> float | None:
-    data = sorted(float(v) for v in values if v is not None and math.isfinite(v))
-    if not data:
-        return None
-    mid = len(data) // 2
-    return data[mid] if len(data) % 2 else 0.5 * (data[mid - 1] + data[mid])

@@ -17,7 +17,14 @@ import re
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from advisor.errors import first_line
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+M = TypeVar("M", bound="BaseModel")
 
 MiB = 1 << 20
 MAX_MANIFEST_BYTES = 4 * MiB  # run.json
@@ -65,7 +72,7 @@ def parse_json(data: bytes | str) -> Any:
     except json.JSONDecodeError as exc:
         raise BadInput(f"not JSON ({exc.msg} at column {exc.colno})") from None
     except ValueError as exc:  # e.g. an integer of more than 4300 digits
-        raise BadInput(f"not JSON ({str(exc).splitlines()[0][:80]})") from None
+        raise BadInput(f"not JSON ({first_line(exc, 80)})") from None
     except MemoryError:
         raise BadInput("too large to parse") from None
     brackets = raw.count(b"[") + raw.count(b"{")
@@ -230,3 +237,32 @@ def inside(root: str | os.PathLike[str], relative: str) -> Path:
     if target != base and base not in target.parents:
         raise BadInput(f"path {relative!r} leads outside the run directory; refused")
     return target
+
+
+def load_versioned(file: Path, model: type[M], *, what: str, version_key: str, known: int,
+                   error: type[Exception]) -> M:
+    """A versioned JSON file (a sweep, a trace summary) read within the size and depth limits and
+    validated by ``model``. Every problem is one ``error`` naming the file: unreadable, not a JSON
+    object, a version that is not an integer, written by a newer advisor (``version_key`` above
+    ``known``: never read as if it were ours), or invalid (the first field pydantic refused)."""
+    from pydantic import ValidationError
+
+    try:
+        data: Any = load_json_file(file)
+    except OSError as exc:
+        raise error(f"{file}: unreadable {what} ({describe_os_error(exc)})") from None
+    except BadInput as exc:
+        raise error(f"{file}: unreadable {what} ({exc})") from None
+    if not isinstance(data, dict):
+        raise error(f"{file}: the {what} is not a JSON object")
+    version = data.get(version_key, 0) or 0
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise error(f"{file}: {version_key} is not an integer")
+    if version > known:
+        raise error(f"{file}: written by a newer advisor ({what} {version_key} {version}); upgrade advisor")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err.get("loc", ()))
+        raise error(f"{file}: invalid {what} ({where + ': ' if where else ''}{err.get('msg', 'invalid')})") from None

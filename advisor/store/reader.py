@@ -234,7 +234,7 @@ def _read_lines(file: Path) -> _FilePart:
                 continue
             else:
                 try:
-                    record = _parse_line(line)
+                    record = parse_line(line)
                 except BadInput as exc:
                     reason = str(exc)
                 else:
@@ -274,7 +274,7 @@ def _fast_parser() -> Any:
     return _FAST[0]
 
 
-def _parse_line(line: bytes) -> Record | None:
+def parse_line(line: bytes) -> Record | None:
     """One record, None for an unknown type; :class:`BadInput` with the reason otherwise.
 
     A line that cannot break a limit is validated straight from its bytes (3x faster, which

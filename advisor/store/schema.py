@@ -247,6 +247,13 @@ class BaselineRecord(Record):
     skipped: str | None = None  # why baseline="auto" did not measure (too short a fit, multi-worker…)
 
 
+# Every what-if candidate, in the order "auto" prepares them (input changes first); the engine's
+# candidate list (advisor.experiments.whatif) is checked against it when it is built.
+WHATIF_CANDIDATES = (
+    "parallel_map", "parallel_interleave", "prefetch", "cache_source", "cache_map", "tfdata_options",
+    "pydataset_workers", "pydataset_multiprocessing", "torch_workers", "cached_input",
+    "steps_per_execution_8", "steps_per_execution_32", "jit_compile", "mixed_precision", "batch_x2", "batch_x4",
+)
 # What-if candidates that measure a bound, not a fix (the input served from memory): no input
 # change can pass it. Writers and readers both mark them (docs/whatif.md).
 WHATIF_CEILINGS = frozenset({"cached_input"})
@@ -268,7 +275,7 @@ class WhatIfCandidate(_Model):
 
 class WhatIfRecord(Record):
     """The what-if: each candidate fix trained side by side with the unchanged configuration
-    in interleaved rounds (``advisor.collectors.whatif``)."""
+    in interleaved rounds (``advisor.experiments.whatif.engine``)."""
 
     type: Literal["whatif"] = "whatif"
     mode: str | None = None  # end | api

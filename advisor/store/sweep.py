@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from advisor.errors import RunFormatError, RunNotFoundError
 
@@ -92,30 +92,13 @@ def redacted(record: SweepRecord) -> dict[str, Any]:
 
 def read_sweep(path: Path) -> SweepRecord:
     """A sweep file (or a sweep directory holding one); malformed files are a one-line error."""
-    from advisor.store.limits import BadInput, describe_os_error, load_json_file
+    from advisor.store.limits import load_versioned
 
     file = path / SWEEP_FILE if path.is_dir() else path
     if not file.exists():
         raise RunNotFoundError(f"{file}: no sweep file")
-    try:
-        data: Any = load_json_file(file)
-    except OSError as exc:
-        raise RunFormatError(f"{file}: unreadable sweep file ({describe_os_error(exc)})") from None
-    except BadInput as exc:
-        raise RunFormatError(f"{file}: unreadable sweep file ({exc})") from None
-    if not isinstance(data, dict):
-        raise RunFormatError(f"{file}: the sweep file is not a JSON object")
-    version = data.get("schema_version", 0) or 0
-    if not isinstance(version, int) or isinstance(version, bool):
-        raise RunFormatError(f"{file}: schema_version is not an integer")
-    if version > SWEEP_SCHEMA_VERSION:
-        raise RunFormatError(f"{file}: written by a newer advisor (sweep schema {data['schema_version']})")
-    try:
-        return SweepRecord.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err.get("loc", ()))
-        raise RunFormatError(f"{file}: invalid sweep file ({where}: {err.get('msg')})") from None
+    return load_versioned(file, SweepRecord, what="sweep file", version_key="schema_version",
+                          known=SWEEP_SCHEMA_VERSION, error=RunFormatError)
 
 
 def list_sweeps(runs_dir: Path) -> list[Path]:

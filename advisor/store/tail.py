@@ -15,7 +15,7 @@ from pathlib import Path
 
 from advisor.errors import RunFormatError
 from advisor.store.limits import MAX_LINE_BYTES, BadInput, describe_os_error, open_regular
-from advisor.store.reader import RunReader, _parse_line
+from advisor.store.reader import RunReader, parse_line
 from advisor.store.schema import MANIFEST_NAME, WORKER_FILE_RE, Manifest, Record, Status
 from advisor.store.status import derive_status
 
@@ -88,7 +88,7 @@ class RecordTail:
             if not line.strip():
                 continue
             try:
-                record = _parse_line(line) if len(line) <= MAX_LINE_BYTES else None
+                record = parse_line(line) if len(line) <= MAX_LINE_BYTES else None
             except BadInput as exc:
                 self.problems.append(f"{file.name}:{self._lines[file]}: {exc}; line skipped")
                 continue

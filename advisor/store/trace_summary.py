@@ -11,7 +11,7 @@ import os
 import time
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from advisor.errors import TraceError
 from advisor.store.writer import write_json_atomic
@@ -96,23 +96,7 @@ def save_summary(summary: TraceSummary, folder: str | os.PathLike[str]) -> Path:
 
 def load_summary(path: str | os.PathLike[str]) -> TraceSummary:
     """A saved summary, read within the store's size and depth limits; a newer version is refused."""
-    from advisor.store.limits import BadInput, describe_os_error, load_json_file
+    from advisor.store.limits import load_versioned
 
-    p = Path(path)
-    try:
-        data = load_json_file(p)
-    except OSError as exc:
-        raise TraceError(f"{p}: unreadable trace summary ({describe_os_error(exc)})") from None
-    except BadInput as exc:
-        raise TraceError(f"{p}: unreadable trace summary ({exc})") from None
-    if not isinstance(data, dict):
-        raise TraceError(f"{p}: a trace summary must be a JSON object")
-    version = data.get("summary_version", 0) or 0
-    if not isinstance(version, int) or isinstance(version, bool):
-        raise TraceError(f"{p}: summary_version is not an integer")
-    if version > SUMMARY_VERSION:
-        raise TraceError(f"{p}: written by a newer advisor (summary version {data['summary_version']}); upgrade")
-    try:
-        return TraceSummary.model_validate(data)
-    except ValidationError as exc:
-        raise TraceError(f"{p}: invalid trace summary ({exc.errors()[0].get('msg', 'invalid')})") from None
+    return load_versioned(Path(path), TraceSummary, what="trace summary", version_key="summary_version",
+                          known=SUMMARY_VERSION, error=TraceError)

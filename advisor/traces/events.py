@@ -17,6 +17,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from advisor.stats import median
 from advisor.traces.intervals import Interval, clip, intersect, measure, merge
 
 # Collective / communication ops across frameworks: TF (CollectiveReduceV2, NcclAllReduce,
@@ -222,4 +223,4 @@ def _share_after_first_collective(
             continue
         first_done = min(min(ends), end)
         shares.append(measure(clip(k, first_done, end)) / total)
-    return statistics.median(shares) if shares else None
+    return median(shares)

@@ -28,9 +28,9 @@ from typing import Any
 
 from advisor.errors import TraceError
 from advisor.traces.intervals import Interval, intersect, measure, merge
+from advisor.traces.reading import read_trace_text
 
 OPS = ("ALLREDUCE", "BROADCAST", "ALLGATHER", "ALLTOALL", "REDUCESCATTER", "ADASUM", "JOIN", "BARRIER")
-MAX_BYTES = 2 << 30
 SNIFF_BYTES = 65536
 
 
@@ -50,15 +50,8 @@ def is_horovod_timeline(path: str | os.PathLike[str]) -> bool:
 def load_events(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """The events of a timeline, complete or cut short (a job still running, or killed)."""
     p = Path(path)
-    try:
-        size = p.stat().st_size
-        if size == 0:
-            raise TraceError(f"{p}: the timeline is empty (did the job start training?)")
-        if size > MAX_BYTES:
-            raise TraceError(f"{p}: {size / 2**30:.1f} GiB is too large to summarise; trace a shorter job")
-        text = p.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise TraceError(f"{p}: cannot read ({exc.strerror or exc})") from None
+    text = read_trace_text(p, what="timeline", empty_hint="did the job start training?",
+                           large_hint="trace a shorter job")
     start = text.find("[")
     if start < 0:
         raise TraceError(f"{p}: not a Horovod timeline (no JSON array of events)")

@@ -33,11 +33,11 @@ from typing import Any
 
 from advisor.errors import TraceError
 from advisor.traces.intervals import merge, overlap, subtract
+from advisor.traces.reading import read_trace_text
 
 TORCH_SUFFIX = ".pt.trace.json"
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
 DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
-MAX_BYTES = 2 << 30  # larger traces need a streaming reader: refuse with a clear message
 
 
 def find_torch_traces(path: str | os.PathLike[str]) -> list[Path]:
@@ -76,15 +76,10 @@ def summarize_torch(path: str | os.PathLike[str]) -> Any:
 
 
 def _load(file: Path) -> dict[str, Any]:
+    text = read_trace_text(file, empty_hint="was the profiler stopped before it saved?",
+                           large_hint="profile fewer steps")
     try:
-        size = file.stat().st_size
-        if size == 0:
-            raise TraceError(f"{file}: the trace file is empty (was the profiler stopped before it saved?)")
-        if size > MAX_BYTES:
-            raise TraceError(f"{file}: {size / 2**30:.1f} GiB is too large to summarise; profile fewer steps")
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise TraceError(f"{file}: cannot read ({exc.strerror or exc})") from None
+        data = json.loads(text)
     except ValueError:
         raise TraceError(f"{file}: not a readable chrome trace (truncated or not JSON)") from None
     if not isinstance(data, dict) or not isinstance(data.get("traceEvents"), list):

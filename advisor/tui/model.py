@@ -9,7 +9,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from advisor.numbers import readable
+from advisor.diagnosis.measured import BASELINE_CEILINGS, ceiling_row, measured_text
+from advisor.numbers import percent, readable
 
 if TYPE_CHECKING:
     from advisor.diagnosis.report import Finding, Report
@@ -169,7 +170,7 @@ def _fact(report: Report, name: str) -> Any:
 def _relative(value: Any, base: Any) -> str:
     if not isinstance(value, (int, float)) or not isinstance(base, (int, float)) or not base:
         return ""
-    return f" ({(value / base - 1.0) * 100.0:+.0f} %)"
+    return f" ({percent(value / base - 1.0, 0, fraction=True, signed=True)})"
 
 
 def compare(reports: list[Report]) -> Comparison:
@@ -280,28 +281,25 @@ class Gain:
     text: str
 
 
-# Measured ceilings: what the same model reached with a cause removed, against what it reached.
-CEILINGS = (("baseline.cached_samples_per_s", "with input cached (cached-input baseline)"),
-            ("baseline.source_cached_samples_per_s", "with the source read cached"),
-            ("baseline.data_only_samples_per_s", "input pipeline alone (data-only)"))
-
-
 def measured_gains(finding: Finding, facts: dict[str, Any]) -> list[Gain]:
     """Gains that were measured (not estimated) and bear on this finding, for the detail pane."""
     values = {e.fact: e.value for e in finding.evidence}
     gains: list[Gain] = []
-    if finding.measured is not None:  # the what-if's gain of this fix (or its measured ceiling)
-        m = finding.measured
+    m = finding.measured
+    if m is not None:  # the what-if's gain of this fix (or its measured ceiling)
         gains.append(Gain("what-if" if not m.ceiling else "ceiling",
                           m.text + f" — {m.candidate}" + (f": {m.label}" if m.label else "")))
-    real = values.get("baseline.real_samples_per_s", values.get("throughput.samples_per_s"))
-    if real is None:
-        real = _plain(facts, "baseline.real_samples_per_s") or _plain(facts, "throughput.samples_per_s")
-    for name, label in CEILINGS:
-        ceiling = values.get(name)
-        if isinstance(ceiling, (int, float)) and isinstance(real, (int, float)) and real > 0:
-            gains.append(Gain(label, f"{readable(ceiling, 1)} samples/s against {readable(real, 1)} now "
-                                     f"(×{ceiling / real:.2f})"))
+    plain = {name: _plain(facts, name) for name in facts}
+    for name, facts_of_ceiling in BASELINE_CEILINGS.items():  # as `advisor check` and `show` give them
+        if not values.keys() & set(facts_of_ceiling[:3]):
+            continue  # this finding's evidence does not bear on that ceiling
+        row = ceiling_row(name, plain)
+        if row is not None and not (m is not None and m.ceiling and m.candidate == name):
+            rate = f"{readable(row['samples_per_s'], 1)} samples/s, " if row.get("samples_per_s") else ""
+            gains.append(Gain(str(row["label"]), rate + measured_text(row["speedup"], row["band"], row["seconds"])))
+    data_only = values.get("baseline.data_only_samples_per_s")
+    if isinstance(data_only, (int, float)):
+        gains.append(Gain("input pipeline alone (data-only)", f"{readable(data_only, 1)} samples/s"))
     for name, value in values.items():
         if name.endswith("_gain") and isinstance(value, (int, float)):
             gains.append(Gain(name, f"+{value:.0%} measured"))
@@ -323,16 +321,18 @@ class Best:
     value: str
 
 
-def measured_best(rows: Iterable[Any]) -> list[Best]:
-    rows = list(rows)
+GOALS = {"samples_per_s": "fastest", "samples_per_dollar": "cheapest", "energy": "least energy"}
+
+
+def measured_best(table: Any) -> list[Best]:
+    """The scaling table's measured best configuration per goal (its recommendations, not the
+    projection): the one derivation `advisor report` prints too."""
     best: list[Best] = []
-    for goal, attr, unit in (("fastest", "samples_per_s", "samples/s"),
-                             ("cheapest", "samples_per_dollar", "samples/$")):
-        measured = [r for r in rows if getattr(r, attr) is not None]
-        if measured:
-            top = max(measured, key=lambda r: getattr(r, attr))
-            value = getattr(top, attr)
-            best.append(Best(goal, top.strategy, top.workers, f"{readable(value, 1 if value < 1000 else 0)} {unit}"))
+    for rec in getattr(table, "recommendations", []):
+        if rec.projected or rec.goal not in GOALS or rec.value is None:
+            continue
+        value = readable(rec.value, 1 if abs(rec.value) < 1000 else 0)
+        best.append(Best(GOALS[rec.goal], rec.strategy, rec.workers, f"{value} {rec.unit}".strip()))
     return best
 
 

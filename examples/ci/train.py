@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> None:
     model = keras.Sequential([keras.Input((32,)), keras.layers.Dense(128, activation="relu"),
                               keras.layers.Dense(128, activation="relu"), keras.layers.Dense(1)])
     model.compile("adam", keras.losses.BinaryCrossentropy(from_logits=True))
-    callback = advisor.AdvisorCallback(name=args.name, window_s=1.0, log_every_s=None,
+    callback = advisor.AdvisorCallback(name=args.name, window_seconds=1.0, log_every_seconds=None,
                                        tags={"git_sha": os.environ.get("GITHUB_SHA", "local")[:12]})
     model.fit(ds, epochs=args.epochs, verbose=0, callbacks=[callback])
     print(f"run {callback.writer.run_id} in {callback.writer.runs_dir}")

@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--instance-type", default="g5.xlarge")
     args = parser.parse_args(argv)
     cb = advisor.AdvisorCallback(runs_dir=args.runs_dir, instance_type=args.instance_type,
-                                 name="input-bound-fixed", window_s=2.0, baseline="end")
+                                 name="input-bound-fixed", window_seconds=2.0, baseline="end")
     train([cb], epochs=args.epochs, verbose=2)
 
 

@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> None:
         options["profile_steps"] = (start, stop)
     callbacks: list[Any] = [advisor.AdvisorCallback(
         runs_dir=args.runs_dir, name=f"{role.strategy}-{role.workers}", tags=role.tags(),
-        window_s=args.window_s, warmup_steps=5, log_every_s=None, **options,
+        window_seconds=args.window_s, warmup_steps=5, log_every_seconds=None, **options,
     )]
     if args.kill_rank is not None and args.kill_rank == role.rank:
         callbacks.append(_killer(keras, args.kill_at_step))

@@ -7,7 +7,6 @@ from whatif_fixtures import input_bound_run, whatif_record
 
 from advisor.analysis.facts.whatif import CANDIDATES
 from advisor.analysis.registry import registry
-from advisor.collectors.options import WHATIF_NAMES
 from advisor.store.reader import RunReader
 
 
@@ -18,8 +17,14 @@ def _facts(tmp_path, record=None):
     return facts
 
 
-def test_the_candidate_lists_agree():
-    assert CANDIDATES == WHATIF_NAMES
+def test_every_candidate_the_engine_tries_has_its_facts():
+    """The engine's trials (advisor.experiments.whatif), the named candidates and the facts agree."""
+    from advisor.experiments.whatif.engine import candidates
+
+    assert tuple(c.name for c in candidates()) == CANDIDATES
+    facts = registry()
+    missing = [n for n in CANDIDATES for kind in ("speedup", "band") if f"whatif.{n}.{kind}" not in facts]
+    assert missing == []
 
 
 def test_speedup_is_the_median_paired_ratio_and_its_band_a_share_of_it(tmp_path):

@@ -47,9 +47,9 @@ if BACKEND == "torch":
 
 import advisor  # noqa: E402
 from advisor.collectors.base import Collector  # noqa: E402
-from advisor.collectors.model_state import ModelState  # noqa: E402
 from advisor.collectors.options import AdvisorOptions  # noqa: E402
 from advisor.collectors.registry import build_collectors  # noqa: E402
+from advisor.experiments.model_state import ModelState  # noqa: E402
 
 FEATURES = 8
 N = 200  # 200 = 6 × 32 + 8: every epoch ends in a partial batch
@@ -113,7 +113,7 @@ class ThreadSpy(Collector):
 
 def callback(runs: Path, name: str, extra: list[Collector] | None = None, collectors: Any = None,
              **options: Any) -> Any:
-    options = {"window_s": 0.05, "warmup_steps": 2, "log_every_s": None, **options}
+    options = {"window_seconds": 0.05, "warmup_steps": 2, "log_every_seconds": None, **options}
     if extra:
         collectors = build_collectors(AdvisorOptions(**options)) + extra
     return advisor.AdvisorCallback(runs_dir=runs, name=name, collectors=collectors, **options)
@@ -264,7 +264,7 @@ def check_measure_input(model: Any) -> dict[str, Any]:
 
     ``model`` is the one the baseline check trained (its step already compiled); one more epoch
     here gives its optimizer fresh state to restore, whatever that check did."""
-    from advisor.collectors.baseline import measure_input
+    from advisor.experiments.baseline.engine import measure_input
 
     x, y = arrays()
     model.fit(x, y, batch_size=BATCH, epochs=1, verbose=0)
@@ -279,7 +279,7 @@ def check_profile(runs: Path) -> dict[str, Any]:
     summary, plus telemetry and FLOPs."""
     model = build(1)
     x, y = arrays(1280)
-    cb = callback(runs, "profile", profile_steps=(3, 27), mfu=True, telemetry_interval_s=0.2)
+    cb = callback(runs, "profile", profile_steps=(3, 27), mfu=True, telemetry_interval_seconds=0.2)
     async_safe = bool(getattr(cb, "async_safe", False))
     model.fit(x, y, batch_size=BATCH, epochs=1, callbacks=[cb], verbose=0)
     return {"run": str(cb.run_path), "async_safe": async_safe}
@@ -308,7 +308,7 @@ def train_until_killed(runs: Path) -> None:
 
     model = build(1)
     x, y = arrays(100_000)
-    cb = callback(runs, "killed", window_s=0.1, warmup_steps=1, telemetry=False)
+    cb = callback(runs, "killed", window_seconds=0.1, warmup_steps=1, telemetry=False)
     model.fit(x, y, batch_size=8, epochs=1, callbacks=[cb, Slow()], verbose=0)
 
 

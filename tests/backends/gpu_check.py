@@ -45,8 +45,8 @@ def main() -> int:
                               keras.layers.Dense(2048, activation="relu"), keras.layers.Dense(1)])
     model.compile("adam", "mse")
     runs = tempfile.mkdtemp(prefix="advisor-gpu-")
-    cb = advisor.AdvisorCallback(runs_dir=runs, profile_steps=(10, 34), mfu=True, telemetry_interval_s=0.2,
-                                 baseline="end", window_s=0.5, log_every_s=None)
+    cb = advisor.AdvisorCallback(runs_dir=runs, profile_steps=(10, 34), mfu=True, telemetry_interval_seconds=0.2,
+                                 baseline="end", window_seconds=0.5, log_every_seconds=None)
     t0 = time.perf_counter()
     model.fit(x, y, batch_size=batch, epochs=2, callbacks=[cb], verbose=0, shuffle=False)
     print(f"{backend}: fit {time.perf_counter() - t0:.1f} s", flush=True)

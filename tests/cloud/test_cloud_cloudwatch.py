@@ -26,8 +26,8 @@ def test_window_rates_reach_cloudwatch(aws, runs_dir):
     x, y = rng.random((4096, 8), dtype=np.float32), rng.random((4096, 1), dtype=np.float32)
     model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(32, activation="relu"), keras.layers.Dense(1)])
     model.compile("sgd", "mse")
-    callback = advisor.AdvisorCallback(window_s=0.2, warmup_steps=2, log_every_s=None, instance_type="g5.xlarge",
-                                       telemetry_interval_s=0.1, cloudwatch_namespace="Advisor/Test")
+    callback = advisor.AdvisorCallback(window_seconds=0.2, warmup_steps=2, log_every_seconds=None, instance_type="g5.xlarge",
+                                       telemetry_interval_seconds=0.1, cloudwatch_namespace="Advisor/Test")
     model.fit(x, y, batch_size=32, epochs=3, callbacks=[callback], verbose=0)
     (collector,) = [c for c in callback.collectors if c.name == "cloudwatch"]
     assert collector.publisher.wait(30) and collector.publisher.failures == 0
@@ -71,7 +71,7 @@ def test_unreachable_cloudwatch_never_stops_training(tmp_path, monkeypatch, runs
     x, y = np.random.rand(512, 4).astype("float32"), np.random.rand(512, 1).astype("float32")
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
     model.compile("sgd", "mse")
-    callback = advisor.AdvisorCallback(window_s=0.1, log_every_s=None, telemetry=False,
+    callback = advisor.AdvisorCallback(window_seconds=0.1, log_every_seconds=None, telemetry=False,
                                        cloudwatch_namespace="Advisor/Test")
     with caplog.at_level(logging.WARNING, logger="advisor"):
         history = model.fit(x, y, batch_size=16, epochs=2, callbacks=[callback], verbose=0)

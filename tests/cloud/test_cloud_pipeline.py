@@ -55,7 +55,7 @@ def test_pipeline_reading_s3_is_sized_and_streams(aws, runs_dir):
           .batch(4).repeat())
     model = keras.Sequential([keras.Input((32,)), keras.layers.Dense(1)])
     model.compile("sgd", "mse")
-    callback = advisor.AdvisorCallback(window_s=0.2, log_every_s=None, telemetry=False)
+    callback = advisor.AdvisorCallback(window_seconds=0.2, log_every_seconds=None, telemetry=False)
     model.fit(ds, steps_per_epoch=6, epochs=2, callbacks=[callback], verbose=0)
 
     facts = advisor.Store(runs_dir).analyse(callback.writer.run_id).facts
@@ -80,7 +80,7 @@ def test_sagemaker_file_channel_is_read_inside_the_job(runs_dir, monkeypatch):
     x, y = np.random.rand(256, 4).astype("float32"), np.random.rand(256, 1).astype("float32")
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
     model.compile("sgd", "mse")
-    callback = advisor.AdvisorCallback(log_every_s=None, telemetry=False)
+    callback = advisor.AdvisorCallback(log_every_seconds=None, telemetry=False)
     model.fit(x, y, batch_size=32, epochs=1, callbacks=[callback], verbose=0)
     facts = advisor.Store(runs_dir).analyse(callback.writer.run_id).facts
     assert facts["cloud.input_mode"] == "File" and facts["cloud.input_mode_source"] == "sagemaker-config"

@@ -185,7 +185,7 @@ def test_callback_with_aws_pricing_offline_uses_the_table_and_records_why(tmp_pa
     x, y = np.random.rand(256, 4).astype("float32"), np.random.rand(256, 1).astype("float32")
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
     model.compile("sgd", "mse")
-    callback = advisor.AdvisorCallback(instance_type="g5.xlarge", pricing="aws", log_every_s=None,
+    callback = advisor.AdvisorCallback(instance_type="g5.xlarge", pricing="aws", log_every_seconds=None,
                                        telemetry=False)
     started = time.monotonic()
     model.fit(x, y, batch_size=32, epochs=1, callbacks=[callback], verbose=0)

@@ -33,7 +33,7 @@ def train(runs_dir: str, epochs: int = 3, extra_callbacks: tuple = (), **options
     y = rng.random((2048, 1), dtype=np.float32)
     model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="relu"), keras.layers.Dense(1)])
     model.compile("sgd", "mse")
-    callback = advisor.AdvisorCallback(runs_dir=runs_dir, window_s=0.2, warmup_steps=2, log_every_s=None,
+    callback = advisor.AdvisorCallback(runs_dir=runs_dir, window_seconds=0.2, warmup_steps=2, log_every_seconds=None,
                                        telemetry=False, **options)
     model.fit(x, y, batch_size=32, epochs=epochs, callbacks=[callback, *extra_callbacks], verbose=0)
     return callback
@@ -121,7 +121,7 @@ SCRIPT = textwrap.dedent("""
     x = np.random.rand(512, 4).astype("float32"); y = np.random.rand(512, 1).astype("float32")
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
     model.compile("sgd", "mse")
-    cb = advisor.AdvisorCallback(runs_dir="s3://late-bucket/runs", log_every_s=None, telemetry=False)
+    cb = advisor.AdvisorCallback(runs_dir="s3://late-bucket/runs", log_every_seconds=None, telemetry=False)
     model.fit(x, y, batch_size=32, epochs=2, callbacks=[cb], verbose=0)
     # The first upload (asked for at the first epoch end) has failed before the process exits: on
     # a busy host, importing boto3 and asking took longer than the fit and the 1 s final wait.

@@ -22,14 +22,14 @@ def test_batch_sizes_by_how_each_strategy_feeds(monkeypatch):
     from types import SimpleNamespace
 
     from advisor.collectors import context
-    from advisor.collectors.base import DataInfo
+    from advisor.collectors.base import DataInfo, Notes
     from advisor.collectors.options import AdvisorOptions
 
     def session(strategy, replicas, workers, batch=64):
         monkeypatch.setattr(context, "_strategy", lambda model, s: (strategy, replicas))
         return SimpleNamespace(model=object(), backend="tensorflow", keras_flavor="keras3", num_workers=workers,
                                data=DataInfo(batch_size=batch), steps_per_execution=1, fit_callbacks=[],
-                               options=AdvisorOptions(), shared={})
+                               options=AdvisorOptions(), notes=Notes())
 
     v = context.introspect(session("MultiWorkerMirroredStrategy", 4, 2))
     assert (v["context.global_batch_size"], v["context.per_replica_batch_size"]) == (64, 16)

@@ -49,8 +49,8 @@ def test_raising_collectors_do_not_stop_fit(runs_dir):
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
     model.compile("sgd", "mse")
     batch, epoch = BrokenInBatch(), BrokenInEpoch()
-    collectors = build_collectors(AdvisorOptions(window_s=0.05, log_every_s=None)) + [batch, epoch]
-    cb = advisor.AdvisorCallback(runs_dir=runs_dir, collectors=collectors, log_every_s=None)
+    collectors = build_collectors(AdvisorOptions(window_seconds=0.05, log_every_seconds=None)) + [batch, epoch]
+    cb = advisor.AdvisorCallback(runs_dir=runs_dir, collectors=collectors, log_every_seconds=None)
     history = model.fit(x, y, batch_size=32, epochs=3, callbacks=[cb], verbose=0)
 
     assert len(history.history["loss"]) == 3  # training went on to the end
@@ -73,7 +73,7 @@ def test_exception_in_fit_marks_the_run_failed(runs_dir):
     y = np.random.rand(64, 1).astype("float32")
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
     model.compile("sgd", "mse")
-    cb = advisor.AdvisorCallback(runs_dir=runs_dir, log_every_s=None)
+    cb = advisor.AdvisorCallback(runs_dir=runs_dir, log_every_seconds=None)
     with pytest.raises(KeyboardInterrupt):
         model.fit(x, y, batch_size=32, epochs=2, callbacks=[cb, Boom()], verbose=0)
     first = cb.run_path
@@ -90,7 +90,7 @@ def test_collector_that_cannot_start_leaves_training_alone(runs_dir, tmp_path):
     y = np.random.rand(64, 1).astype("float32")
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
     model.compile("sgd", "mse")
-    cb = advisor.AdvisorCallback(runs_dir=blocker, log_every_s=None)
+    cb = advisor.AdvisorCallback(runs_dir=blocker, log_every_seconds=None)
     history = model.fit(x, y, batch_size=32, epochs=2, callbacks=[cb], verbose=0)
     assert len(history.history["loss"]) == 2
     assert cb.run_path is None

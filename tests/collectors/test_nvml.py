@@ -10,7 +10,7 @@ import pynvml
 import pytest
 from nvml_fake import FakeGpu, FakeNvml
 
-from advisor.collectors.nvml import NvmlMonitor, visible_devices, worker_device_indices
+from advisor.collectors.telemetry.nvml import NvmlMonitor, visible_devices, worker_device_indices
 
 
 def test_normal_series_with_units_converted() -> None:

@@ -7,7 +7,7 @@ import json
 import pytest
 
 import advisor
-from advisor.collectors.options import OPTION_NAMES, AdvisorOptions
+from advisor.collectors.options import OPTION_NAMES, RECORDED_AS, AdvisorOptions
 from advisor.errors import UsageError
 
 
@@ -19,7 +19,7 @@ def test_a_misspelled_option_names_the_closest():
 
 
 def test_bad_values_are_usage_errors_naming_the_option():
-    for kwargs, name in (({"window_s": 0}, "window_s"), ({"baseline": "middle"}, "baseline"),
+    for kwargs, name in (({"window_seconds": 0}, "window_seconds"), ({"baseline": "middle"}, "baseline"),
                          ({"profile_steps": (5, 2)}, "profile_steps"), ({"price_per_hour": -1.0}, "price_per_hour"),
                          ({"telemetry_devices": "some"}, "telemetry_devices"), ({"warmup_steps": 1.5}, "warmup_steps")):
         with pytest.raises(UsageError, match=name):
@@ -30,7 +30,7 @@ def test_the_signature_and_the_options_model_agree():
     import inspect
 
     params = [p for p in inspect.signature(advisor.AdvisorCallback.__init__).parameters if p != "self"]
-    assert tuple(params) == OPTION_NAMES
+    assert tuple(params) == (*OPTION_NAMES, "deprecated")  # **deprecated: the old spellings
 
 
 @pytest.mark.slow
@@ -40,11 +40,13 @@ def test_options_are_recorded_in_the_manifest(tmp_path):
 
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
     model.compile("sgd", "mse")
-    cb = advisor.AdvisorCallback(tmp_path, log_every_s=None, telemetry=False, profile_steps="3,4", tags={"a": 1})
+    cb = advisor.AdvisorCallback(tmp_path, log_every_seconds=None, telemetry=False, profile_steps="3,4", tags={"a": 1})
     model.fit(np.zeros((64, 2), "float32"), np.zeros((64, 1), "float32"), epochs=1, verbose=0, callbacks=[cb])
     config = json.loads((cb.run_path / "run.json").read_text())["config"]
     assert config["profile_steps"] == [3, 4] and config["telemetry"] is False and config["tags"] == {"a": "1"}
-    assert set(config) == set(OPTION_NAMES)
+    # run.json's keys stay what older readers know: the old names of the renamed durations
+    assert set(config) == {RECORDED_AS.get(name, name) for name in OPTION_NAMES}
+    assert config["log_every_s"] is None and "log_every_seconds" not in config
 
 
 def test_recorded_options_name_collector_objects():

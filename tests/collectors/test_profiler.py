@@ -85,9 +85,9 @@ def trace_facts(run) -> dict:
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory):
     runs = tmp_path_factory.mktemp("runs")
-    slow = fit(advisor.AdvisorCallback(runs_dir=runs, profile_steps=(4, 33), log_every_s=None), slow_dataset(),
+    slow = fit(advisor.AdvisorCallback(runs_dir=runs, profile_steps=(4, 33), log_every_seconds=None), slow_dataset(),
                steps=36)
-    fast = fit(advisor.AdvisorCallback(runs_dir=runs, profile_steps=(4, 33), log_every_s=None), fast_dataset(),
+    fast = fit(advisor.AdvisorCallback(runs_dir=runs, profile_steps=(4, 33), log_every_seconds=None), fast_dataset(),
                steps=36)
     return slow, fast
 
@@ -182,7 +182,7 @@ def test_later_summary_with_advisor_trace_run(runs_dir):
 
 def test_plain_tf_profile_attached_to_a_run(runs_dir, tmp_path):
     # A profile taken by hand with tf.profiler (no advisor), attached with --into.
-    run = fit(advisor.AdvisorCallback(runs_dir=runs_dir, log_every_s=None, name="noprofile"), steps=4)
+    run = fit(advisor.AdvisorCallback(runs_dir=runs_dir, log_every_seconds=None, name="noprofile"), steps=4)
     assert "trace.present" not in trace_facts(run)
     m = model()
     ds = iter(fast_dataset())

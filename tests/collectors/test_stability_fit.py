@@ -41,7 +41,7 @@ def test_a_throughput_that_drops_for_half_the_run_fails_m103(tmp_path):
     ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(32).cache().repeat().prefetch(tf.data.AUTOTUNE)
     model = keras.Sequential([keras.Input((16,)), keras.layers.Dense(64, activation="relu"), keras.layers.Dense(2)])
     model.compile("sgd", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    cb = advisor.AdvisorCallback(tmp_path, baseline=None, telemetry=False, log_every_s=None)
+    cb = advisor.AdvisorCallback(tmp_path, baseline=None, telemetry=False, log_every_seconds=None)
     model.fit(ds, steps_per_epoch=1_000_000, epochs=1, verbose=0, callbacks=[cb, SlowSecondHalf()])
     finding = next(f for f in Store(tmp_path).diagnose(None).findings if f.code == "M103")
     assert finding.status == "fail", finding.message
@@ -74,7 +74,7 @@ WAIT_S = 1.0  # beside ~0.3 s of steps an epoch (~1 s on a busy host): a share f
 def _fit(tmp_path, ds, callbacks, **kwargs):
     model = keras.Sequential([keras.Input((16,)), keras.layers.Dense(512, activation="relu"), keras.layers.Dense(2)])
     model.compile("sgd", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    cb = advisor.AdvisorCallback(tmp_path, baseline=None, telemetry=False, log_every_s=None)
+    cb = advisor.AdvisorCallback(tmp_path, baseline=None, telemetry=False, log_every_seconds=None)
     model.fit(ds, verbose=0, callbacks=[cb, *callbacks], **kwargs)
     return {f.code: f for f in Store(tmp_path).diagnose(None).findings}
 

@@ -18,9 +18,9 @@ import pytest
 from nvml_fake import FakeGpu, FakeNvml
 
 from advisor.analysis.registry import registry
-from advisor.collectors.host import HostSampler
-from advisor.collectors.nvml import NvmlMonitor
-from advisor.collectors.telemetry import TelemetryCollector, TelemetrySampler
+from advisor.collectors.telemetry.collector import TelemetryCollector, TelemetrySampler
+from advisor.collectors.telemetry.host import HostSampler
+from advisor.collectors.telemetry.nvml import NvmlMonitor
 from advisor.errors import UsageError
 from advisor.store.reader import RunReader
 from advisor.store.schema import ContextRecord, EventRecord, GpuSample, HostSample, Record
@@ -112,8 +112,8 @@ def test_a_failing_source_is_recorded_once_and_the_rest_goes_on() -> None:
 def test_interval_below_a_tenth_of_a_second_is_a_usage_error() -> None:
     from advisor.collectors.callback import AdvisorCallback
 
-    with pytest.raises(UsageError, match="telemetry_interval_s"):
-        AdvisorCallback(telemetry_interval_s=0.05)
+    with pytest.raises(UsageError, match="telemetry_interval_seconds"):
+        AdvisorCallback(telemetry_interval_seconds=0.05)
     with pytest.raises(UsageError, match="telemetry_devices"):
         TelemetryCollector(devices="some")
 
@@ -132,7 +132,7 @@ def _fit(runs_dir: Path, collectors: list[Any] | None = None, **options: Any) ->
     model.compile("sgd", "mse")
     x = np.random.rand(512, 16).astype("float32")
     y = np.random.rand(512, 1).astype("float32")
-    cb = AdvisorCallback(runs_dir, collectors=collectors, window_s=0.2, warmup_steps=2, log_every_s=None, **options)
+    cb = AdvisorCallback(runs_dir, collectors=collectors, window_seconds=0.2, warmup_steps=2, log_every_seconds=None, **options)
     history = model.fit(x, y, batch_size=16, epochs=3, verbose=0, callbacks=[cb])
     assert len(history.history["loss"]) == 3  # training finished whatever telemetry did
     run = RunReader(cb.run_path).read()
@@ -175,7 +175,7 @@ def test_training_with_fake_gpus_records_series_energy_and_mfu(fake_gpu_run: Any
 
 
 def test_without_nvml_the_run_says_no_gpu_data_quietly(tmp_path: Path) -> None:
-    run, facts = _fit(tmp_path, telemetry_interval_s=0.1)  # default collectors, real pynvml, no GPU
+    run, facts = _fit(tmp_path, telemetry_interval_seconds=0.1)  # default collectors, real pynvml, no GPU
     assert facts["gpu.present"] is False and facts["gpu.absent_reason"]
     assert run.of_type(GpuSample) == [] and run.of_type(EventRecord) == []
     assert facts["telemetry.samples"] >= 1 and "host.cpu.mean" in facts

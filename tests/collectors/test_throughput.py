@@ -40,7 +40,7 @@ def build(spe: int = 1):
 
 
 def fit_and_read(model, runs_dir, *args, **kwargs):
-    cb = advisor.AdvisorCallback(runs_dir=runs_dir, window_s=0.05, warmup_steps=3, log_every_s=None)
+    cb = advisor.AdvisorCallback(runs_dir=runs_dir, window_seconds=0.05, warmup_steps=3, log_every_seconds=None)
     if not isinstance(args[0], np.ndarray):
         kwargs.setdefault("shuffle", False)  # a tf.data input is shuffled by its own pipeline
     model.fit(*args, callbacks=[cb], verbose=0, **kwargs)
@@ -113,7 +113,7 @@ def test_context_and_manifest(runs_dir):
     x, y = data(1280)
     model, _ = build(spe=2)
     es = keras.callbacks.EarlyStopping(monitor="loss", patience=5)
-    cb = advisor.AdvisorCallback(runs_dir=runs_dir, instance_type="g5.xlarge", tags={"team": "ml"}, log_every_s=None)
+    cb = advisor.AdvisorCallback(runs_dir=runs_dir, instance_type="g5.xlarge", tags={"team": "ml"}, log_every_seconds=None)
     model.fit(x, y, batch_size=32, epochs=1, callbacks=[es, cb], verbose=0)
     run = RunReader(cb.run_path).read()
     m = run.manifest
@@ -132,7 +132,7 @@ def test_context_and_manifest(runs_dir):
 def test_explicit_price_wins(runs_dir):
     x, y = data(64)
     model, _ = build()
-    cb = advisor.AdvisorCallback(runs_dir=runs_dir, instance_type="g5.xlarge", price_per_hour=2.0, log_every_s=None)
+    cb = advisor.AdvisorCallback(runs_dir=runs_dir, instance_type="g5.xlarge", price_per_hour=2.0, log_every_seconds=None)
     model.fit(x, y, batch_size=32, epochs=1, callbacks=[cb], verbose=0)
     m = RunReader(cb.run_path).read().manifest
     assert (m.price_per_hour, m.price_source) == (2.0, "argument")
@@ -141,7 +141,7 @@ def test_explicit_price_wins(runs_dir):
 def test_each_fit_is_a_new_run(runs_dir):
     x, y = data(64)
     model, _ = build()
-    cb = advisor.AdvisorCallback(runs_dir=runs_dir, log_every_s=None)
+    cb = advisor.AdvisorCallback(runs_dir=runs_dir, log_every_seconds=None)
     model.fit(x, y, batch_size=32, epochs=1, callbacks=[cb], verbose=0)
     first = cb.run_path
     model.fit(x, y, batch_size=32, epochs=1, callbacks=[cb], verbose=0)
@@ -153,7 +153,7 @@ def test_each_fit_is_a_new_run(runs_dir):
 def test_periodic_log_line(runs_dir, caplog):
     x, y = data(256)
     model, _ = build()
-    cb = advisor.AdvisorCallback(runs_dir=runs_dir, window_s=0.05, warmup_steps=0, log_every_s=0.0,
+    cb = advisor.AdvisorCallback(runs_dir=runs_dir, window_seconds=0.05, warmup_steps=0, log_every_seconds=0.0,
                                  price_per_hour=3.0)
     import logging
 
@@ -209,7 +209,7 @@ class SlowEpochStart(keras.callbacks.Callback):
 def test_an_epoch_start_stall_is_in_the_window_time_but_is_not_a_step(runs_dir):
     x, y = data(64 * 40)
     model, _ = build()
-    cb = advisor.AdvisorCallback(runs_dir=runs_dir, window_s=60, warmup_steps=0, log_every_s=None, baseline=None)
+    cb = advisor.AdvisorCallback(runs_dir=runs_dir, window_seconds=60, warmup_steps=0, log_every_seconds=None, baseline=None)
     model.fit(x, y, batch_size=64, epochs=3, verbose=0, callbacks=[cb, SlowEpochStart()])
     run = RunReader(cb.run_path).read()
     windows = run.of_type(WindowRecord)
@@ -246,7 +246,7 @@ def test_an_input_of_unknown_length_is_counted_as_it_ran(runs_dir, spe):
     # sleeps past that time, so on TensorFlow with one step per execution a window closes at the
     # batch Keras begins to find the end, holding the short batch.
     model, _ = build(spe)
-    cb = advisor.AdvisorCallback(runs_dir=runs_dir, log_every_s=None, baseline=None, window_s=0.05)
+    cb = advisor.AdvisorCallback(runs_dir=runs_dir, log_every_seconds=None, baseline=None, window_seconds=0.05)
     model.fit(ds, epochs=2, callbacks=[cb, SlowLastStep()], verbose=0, shuffle=False,
               validation_data=(x[:50], y[:50]))
     run = RunReader(cb.run_path).read()

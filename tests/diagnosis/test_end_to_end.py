@@ -78,7 +78,7 @@ def train(runs_dir: Path, name: str, dataset, baseline_steps: int, baseline_roun
     options = {"baseline": "end", "baseline_steps": baseline_steps, "baseline_seconds": 2.0,
                "baseline_rounds": baseline_rounds}
     cb = advisor.AdvisorCallback(
-        runs_dir=runs_dir, window_s=0.2, log_every_s=None, name=name, **options
+        runs_dir=runs_dir, window_seconds=0.2, log_every_seconds=None, name=name, **options
     )
     model().fit(dataset, epochs=2, callbacks=[cb], verbose=0)
     return Path(cb.run_path)

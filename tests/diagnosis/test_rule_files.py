@@ -124,6 +124,12 @@ def test_good_file_loads(tmp_path):
         ("      how: h\n", "", 11, "missing section 'how'"),
         ("      impact: i\n", "", 11, "missing section 'impact'"),
         ("    fix: log it", "    fix: [a, b]", 10, "fix must be a non-empty string"),
+        ("condition: not throughput.logging", "condition:", 8, "condition is empty"),
+        ("condition: not throughput.logging", "condition: '  '", 8, "condition must be a non-empty expression"),
+        ("condition: not throughput.logging", "condition: not throughput.logging\n    applies:", 9,
+         "applies is empty"),
+        ("severity: info", "severity: info\n    params: {limit: .nan}", 7, "must be a finite number, not nan"),
+        ("      impact: i\n", "      impact: i\n      colour: red\n", 11, "docs: unknown section 'colour'"),
     ],
 )
 def test_broken_rule_is_named_with_file_and_line(tmp_path, old, new, line, reason):
@@ -162,3 +168,24 @@ def test_cli_exits_2_on_a_broken_rule_file(tmp_path, command):
     assert result.exit_code == 2, result.output
     assert "M1.yaml:8:" in result.output and "Traceback" not in result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+def test_the_rule_file_schema_accepts_the_shipped_rules_and_refuses_a_broken_one(tmp_path):
+    """`advisor schema --rules` is the model the loader validates with, as JSON Schema."""
+    import json
+
+    import jsonschema
+    import yaml
+
+    from advisor.diagnosis.paths import default_rules_dir
+
+    result = CliRunner().invoke(cli, ["schema", "--rules"])
+    assert result.exit_code == 0, result.output
+    schema = json.loads(result.output)
+    validator = jsonschema.Draft202012Validator(schema)
+    files = sorted(default_rules_dir().glob("*.yaml"))
+    assert len(files) == len(SECTIONS)
+    for path in files:
+        assert list(validator.iter_errors(yaml.safe_load(path.read_text()))) == [], path
+    broken = yaml.safe_load(GOOD.replace("severity: info", "severity: fatal"))
+    assert [e.validator for e in validator.iter_errors(broken)] == ["enum"]

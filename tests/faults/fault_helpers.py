@@ -117,6 +117,18 @@ def assert_clean(result: Result) -> None:
         assert errors, output[-2000:]
 
 
+def assert_one_clear_line(exc: BaseException, names: object = None) -> None:
+    """A refusal a person can act on: one non-empty line, no traceback, naming ``names`` (a file)
+    when given. Property tests that catch an error check it with this, so that a refusal for the
+    wrong reason (or a blank one) fails them."""
+    text = str(exc)
+    assert text.strip(), f"{type(exc).__name__} with no message"
+    assert "\n" not in text.strip(), text
+    assert "Traceback" not in text, text
+    if names is not None:
+        assert str(names) in text, (str(names), text)
+
+
 def advisor_subprocess(*args: str, timeout: float = 60, env: dict[str, str] | None = None,
                        cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """``advisor ARGS`` as a real process with a hard timeout (a hang in C code is caught too)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 from fault_helpers import (
     assert_clean,
+    assert_one_clear_line,
     cli,
     fuzz_examples,
     lines,
@@ -23,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from advisor.diagnosis import load_rules
-from advisor.diagnosis.config import Config, load_config, parse_threshold_options, resolve
+from advisor.diagnosis.config import FAIL_LEVELS, Config, load_config, parse_threshold_options, resolve
 from advisor.errors import ConfigError, UsageError
 
 pytestmark = pytest.mark.timeout(600, method="thread")
@@ -57,9 +58,11 @@ def _load_and_resolve(path) -> None:
     with time_limit(10):
         try:
             config = load_config(path)
-            resolve(RULES, config, Config())
-        except (ConfigError, UsageError):
-            pass
+            resolved = resolve(RULES, config, Config())
+        except (ConfigError, UsageError) as exc:
+            assert_one_clear_line(exc)
+            return
+    assert set(resolved.codes) <= {r.code for r in RULES} and resolved.fail_on in FAIL_LEVELS
 
 
 @settings(max_examples=200, derandomize=True, **SETTINGS)
@@ -86,9 +89,11 @@ def test_many_configurations(text, tmp_path_factory):
 def test_any_threshold_option_gives_settings_or_a_usage_error(options):
     with time_limit(5):
         try:
-            resolve(RULES, Config(), Config(thresholds=parse_threshold_options(options)))
-        except (ConfigError, UsageError):
-            pass
+            resolved = resolve(RULES, Config(), Config(thresholds=parse_threshold_options(options)))
+        except (ConfigError, UsageError) as exc:
+            assert_one_clear_line(exc)
+            return
+    assert all(isinstance(v, (int, float, str)) for t in resolved.thresholds.values() for v in t.values())
 
 
 @settings(max_examples=20, derandomize=True, **SETTINGS)

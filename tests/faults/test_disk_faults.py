@@ -80,7 +80,7 @@ SCRIPT = textwrap.dedent("""
         model.compile("sgd", "mse")
         # Short windows: a full tmpfs still takes small appends into a file's last, partly used
         # page (up to 4 KiB), so the fault must outlast that to be seen.
-        cb = advisor.AdvisorCallback(runs_dir=store, window_s=0.01, warmup_steps=2, log_every_s=None)
+        cb = advisor.AdvisorCallback(runs_dir=store, window_seconds=0.01, warmup_steps=2, log_every_seconds=None)
         model.fit(x, y, batch_size=16, epochs=EPOCHS, callbacks=[cb, Fault()], verbose=0)
 
     for pair in sys.argv[2:]:

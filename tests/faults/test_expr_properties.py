@@ -9,7 +9,7 @@ new ones every run (not derandomized, no database); `ADVISOR_FUZZ_EXAMPLES=deep`
 from __future__ import annotations
 
 import pytest
-from fault_helpers import fuzz_examples, time_limit
+from fault_helpers import assert_one_clear_line, fuzz_examples, time_limit
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -65,12 +65,15 @@ def _compile_and_evaluate(source: str, facts: dict) -> None:
     with time_limit(5):
         try:
             expr = compile_expr(source, set(FACTS), PARAMS, FACTS)
-        except ExprError:
+        except ExprError as exc:
+            assert_one_clear_line(exc)
             return
         try:
-            expr.evaluate(facts, PARAMS)
-        except ExprError:
-            pass
+            value = expr.evaluate(facts, PARAMS)
+        except ExprError as exc:
+            assert_one_clear_line(exc)
+            return
+    assert value is None or isinstance(value, (bool, int, float, str))  # a value the rules can compare
 
 
 @settings(max_examples=300, derandomize=True, **SETTINGS)

@@ -14,6 +14,7 @@ import random
 import pytest
 from fault_helpers import (
     assert_clean,
+    assert_one_clear_line,
     cli,
     fuzz_examples,
     lines,
@@ -99,8 +100,8 @@ def _check_all(root, run) -> None:
     with time_limit(20):
         try:
             RunReader(run).read()
-        except AdvisorError:
-            pass  # a clean, typed error naming the file
+        except AdvisorError as exc:
+            assert_one_clear_line(exc)  # a clean, typed error
         for args in (["check", str(run)], ["check", str(root)], ["show", str(run)],
                      ["--runs-dir", str(root), "runs"], ["--runs-dir", str(root), "runs", "--format", "json"]):
             assert_clean(cli(*args))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 from fault_helpers import (
     assert_clean,
+    assert_one_clear_line,
     cli,
     fuzz_examples,
     lines,
@@ -94,9 +95,11 @@ SETTINGS = {"deadline": None, "database": None,
 def _load(path) -> None:
     with time_limit(10):
         try:
-            load_file(path, FACT_NAMES)
-        except RuleError:
-            pass
+            rules = load_file(path, FACT_NAMES)
+        except RuleError as exc:
+            assert_one_clear_line(exc, names=path)
+            return
+    assert rules and all(rule.file == str(path) for rule in rules)
 
 
 @settings(max_examples=150, derandomize=True, **SETTINGS)

@@ -64,8 +64,8 @@ def _fit(runs_dir, epochs=3, callbacks=(), **options):
     model.compile("adam", "mse")
     import advisor
 
-    cb = advisor.AdvisorCallback(runs_dir=runs_dir, window_s=0.2, warmup_steps=2, log_every_s=None,
-                                 price_per_hour=2.0, pipeline=False, telemetry_interval_s=0.1, **options)
+    cb = advisor.AdvisorCallback(runs_dir=runs_dir, window_seconds=0.2, warmup_steps=2, log_every_seconds=None,
+                                 price_per_hour=2.0, pipeline=False, telemetry_interval_seconds=0.1, **options)
     model.fit(x, y, batch_size=32, epochs=epochs, verbose=0, callbacks=[*callbacks, cb])
     return cb
 

@@ -63,7 +63,7 @@ with strategy.scope():
     model.compile("adam", "mse")
 x = np.zeros((64, 8), "float32")
 model.fit(tf.data.Dataset.from_tensor_slices((x, x[:, :4])).batch(16), epochs=1, verbose=0,
-          callbacks=[advisor.AdvisorCallback(log_every_s=None)])
+          callbacks=[advisor.AdvisorCallback(log_every_seconds=None)])
 """
 
 

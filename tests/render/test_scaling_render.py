@@ -60,7 +60,7 @@ def test_csv_has_one_line_per_configuration(table):
 
 def test_text_and_markdown_show_sections_and_notes(table):
     text = render_table(table, "text")
-    assert "Epoch time and speedup" in text and "3.12×" in text and "78 %" in text
+    assert "Epoch time and speedup" in text and "3.12×" in text and "78%" in text
     assert "5.000 s ± 1.414" in text
     assert "Accelerators and energy: no GPU data" in text
     md = render_table(table, "md")

@@ -87,7 +87,7 @@ def test_comparison_shows_throughput_and_the_findings_that_differ(store):
     bad, good = s.diagnose("run-input-bound"), s.diagnose("run-healthy")
     cmp = compare([bad, good])
     metrics = dict(cmp.metrics)
-    assert metrics["samples/s"][0] == "115.2" and metrics["samples/s"][1].startswith("608.0 (+428 %")
+    assert metrics["samples/s"][0] == "115.2" and metrics["samples/s"][1].startswith("608.0 (+428%")
     assert metrics["top finding"] == ["C401 no-prefetch-or-parallel-map", "—"]  # healthy: infos only
     differing = {code: statuses for code, _, statuses in cmp.differing}
     assert differing["C401"] == ["fail: error", "pass"]
@@ -114,7 +114,11 @@ def test_measured_gains_come_from_the_baseline(store):
     report = Store(store).diagnose("run-input-bound")
     finding = next(f for f in report.findings if f.code == "M108")
     gains = measured_gains(finding, report.facts)
-    assert [g.text for g in gains] == ["629.0 samples/s against 118.0 now (×5.33)"]
+    # The same figure `advisor check` and `show` give: the paired rounds' median speedup, not a
+    # ratio of the two medians (which read ×5.33 here).
+    assert [(g.label, g.text) for g in gains] == [
+        ("the input served from memory (the cached-input baseline)", "629.0 samples/s, measured: 5.3×")]
+    assert report.facts["input.removed_speedup"].value == pytest.approx(5.3, abs=0.05)
     healthy = Store(store).diagnose("run-healthy")
     assert not measured_gains(next(f for f in healthy.findings if f.code == "M101"), healthy.facts)
 
@@ -131,7 +135,7 @@ def test_the_whatifs_gain_of_a_finding_is_among_its_measured_gains(tmp_path):
 
 def test_measured_best_of_a_scaling_table(store):
     table = Store(store).scaling_table("sweep-fixture")
-    best = {b.goal: (b.strategy, b.workers) for b in measured_best(table.rows)}
+    best = {b.goal: (b.strategy, b.workers) for b in measured_best(table)}
     assert best == {"fastest": ("mirrored", 4), "cheapest": ("mirrored", 4)}
 
 

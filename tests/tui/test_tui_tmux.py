@@ -34,7 +34,7 @@ def small_input_bound_fit(runs_dir: Path) -> str:
     ds = tf.data.Dataset.from_tensor_slices((x, y)).map(lambda a, b: (a * 2.0, b)).batch(16)
     model = keras.Sequential([keras.Input((16,)), keras.layers.Dense(32, activation="relu"), keras.layers.Dense(2)])
     model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    callback = advisor.AdvisorCallback(runs_dir=runs_dir, window_s=0.2, log_every_s=None, name="tmux")
+    callback = advisor.AdvisorCallback(runs_dir=runs_dir, window_seconds=0.2, log_every_seconds=None, name="tmux")
     model.fit(ds, epochs=2, verbose=0, callbacks=[callback])
     return next(p.name for p in runs_dir.iterdir() if (p / "run.json").is_file())
 

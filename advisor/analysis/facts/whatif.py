@@ -14,17 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 from advisor.analysis.registry import DeriveContext, Fact
 from advisor.store import bands
+from advisor.store.schema import WHATIF_CANDIDATES as CANDIDATES
 from advisor.store.schema import WHATIF_CEILINGS as CEILINGS  # rows say so; never whatif.best
 
 if TYPE_CHECKING:
     from advisor.store.reader import Run
 
-# The candidates of advisor.collectors.options.WHATIF_NAMES (a test keeps the two equal).
-CANDIDATES = (
-    "parallel_map", "parallel_interleave", "prefetch", "cache_source", "cache_map", "tfdata_options",
-    "pydataset_workers", "pydataset_multiprocessing", "torch_workers", "cached_input",
-    "steps_per_execution_8", "steps_per_execution_32", "jit_compile", "mixed_precision", "batch_x2", "batch_x4",
-)
 
 
 def _candidate_facts(name: str) -> tuple[Fact, ...]:

@@ -4,7 +4,7 @@ the export / plots hooks the app's ``e`` and ``p`` keys call."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from textual.binding import Binding, BindingType
 from textual.message import Message
@@ -14,9 +14,18 @@ from advisor.errors import AdvisorError
 from advisor.tui.messages import LoadFailed
 
 if TYPE_CHECKING:
-    from advisor.tui.app import AdvisorApp
     from advisor.tui.data import TuiData
     from advisor.tui.model import ExportResult
+
+
+@runtime_checkable
+class AdvisorHost(Protocol):
+    """What a screen needs of the app it runs in (``AdvisorApp`` has it; screens never import
+    the app, which imports them)."""
+
+    data: TuiData
+    poll_s: float
+    last_input: float  # monotonic time of the last key or mouse event
 
 
 class AdvisorScreen(Screen[None]):
@@ -25,8 +34,11 @@ class AdvisorScreen(Screen[None]):
     BACK: ClassVar[list[BindingType]] = [Binding("escape", "back", "Back")]
 
     @property
-    def advisor(self) -> AdvisorApp:
-        return cast("AdvisorApp", self.app)
+    def advisor(self) -> AdvisorHost:
+        app = self.app
+        if not isinstance(app, AdvisorHost):
+            raise TypeError(f"{type(self).__name__} runs in the advisor app, not in {type(app).__name__}")
+        return app
 
     @property
     def data(self) -> TuiData:

@@ -107,7 +107,7 @@ class ScalingScreen(AdvisorScreen):
         # Columns nothing was measured for are left out; the notes below say what would fill them.
         cols = [(h, fmt) for h, fmt in columns() if any(fmt(r) != "—" for r in table.rows)]  # type: ignore[operator]
         grid.add_columns("strategy", "workers", *[h for h, _ in cols])
-        best = {(b.strategy, b.workers) for b in measured_best(table.rows) if b.goal == "fastest"}
+        best = {(b.strategy, b.workers) for b in measured_best(table) if b.goal == "fastest"}
         for row in table.rows:
             style = "bold green" if (row.strategy, row.workers) in best else ""
             grid.add_row(Text(row.strategy, style=style), Text(str(row.workers), style=style, justify="right"),
@@ -126,7 +126,7 @@ class ScalingScreen(AdvisorScreen):
             parts += [recommendation_text(r) for r in table.recommendations]
         else:
             parts.append(Text("no recommendation yet", style="dim"))
-        best = measured_best(table.rows)
+        best = measured_best(table)
         if best:
             parts.append(Text("Measured best: " + " · ".join(f"{b.goal} {b.strategy} ×{b.workers} ({b.value})"
                                                              for b in best), style="dim"))

@@ -1,0 +1,1 @@
+"""Sinks: collectors that send the measurements elsewhere while training (CloudWatch, MLflow)."""

@@ -1,0 +1,1 @@
+"""Telemetry: GPU (NVML) and host (psutil) samples taken on a background thread during training."""

@@ -1,0 +1,87 @@
+"""baseline="auto", the default: how long it measures, when it skips, and the options around it.
+
+Pure sizing functions and option parsing (no training here; the slow tests train with it).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import advisor
+from advisor.collectors.options import AdvisorOptions, auto_profile_window
+from advisor.collectors.registry import build_collectors
+from advisor.experiments.baseline.auto import (
+    ONE_SHOT,
+    auto_sizing,
+    explicit_sizing,
+    mean_step_seconds,
+)
+from advisor.experiments.settings import (
+    AUTO_BASELINE_MIN_BUDGET,
+    AUTO_BASELINE_SHARE,
+    AUTO_BASELINE_STEPS,
+    BASELINE_SECONDS,
+)
+from advisor.store.schema import WindowRecord
+
+
+def test_auto_is_the_default_and_none_turns_it_off():
+    assert AdvisorOptions().baseline == "auto" and AdvisorOptions().baseline_seconds is None
+    names = [c.name for c in build_collectors(AdvisorOptions())]
+    assert "baseline" in names
+    assert next(c for c in build_collectors(AdvisorOptions()) if c.name == "baseline").mode == "auto"
+    assert "baseline" not in [c.name for c in build_collectors(AdvisorOptions(baseline=None))]
+    assert AdvisorOptions(baseline=True).baseline == "auto"  # True: on, the default way (as whatif=True)
+    cb = advisor.AdvisorCallback()
+    assert cb.options.baseline == "auto"
+
+
+def test_two_seconds_or_two_hundred_steps_whichever_is_longer():
+    # A fast step: 2 s of measuring (200 steps of 1 ms would be 0.2 s of noise).
+    fast = auto_sizing(60.0, 0.001)
+    assert fast.skipped is None and fast.seconds == pytest.approx(2.0)
+    # A 50 ms step: 200 steps take 10 s, within a share of a 100 s fit.
+    slow = auto_sizing(100.0, 0.05)
+    assert slow.seconds == pytest.approx(min(AUTO_BASELINE_STEPS * 0.05, 0.6 * AUTO_BASELINE_SHARE * 100.0))
+    assert slow.max_seconds == pytest.approx(AUTO_BASELINE_SHARE * 100.0)
+
+
+def test_capped_at_a_share_of_the_fit_and_at_the_absolute_budget():
+    sizing = auto_sizing(12.0, 0.01)
+    assert sizing.max_seconds == pytest.approx(AUTO_BASELINE_SHARE * 12.0)
+    assert sizing.seconds <= sizing.max_seconds
+    long = auto_sizing(3600.0, 0.5, max_seconds=30.0)
+    assert long.max_seconds == 30.0 and long.seconds <= 30.0
+
+
+def test_a_fit_too_short_is_skipped_with_its_reason():
+    short = auto_sizing(AUTO_BASELINE_MIN_BUDGET / AUTO_BASELINE_SHARE * 0.9, 0.001)
+    assert short.skipped and "too short to measure" in short.skipped and "baseline='end'" in short.skipped
+    assert auto_sizing(AUTO_BASELINE_MIN_BUDGET / AUTO_BASELINE_SHARE * 1.1, 0.001).skipped is None
+    assert "cannot be replayed" in ONE_SHOT
+
+
+def test_explicit_modes_measure_what_they_are_asked():
+    assert explicit_sizing(None, 30.0).seconds == BASELINE_SECONDS
+    assert explicit_sizing(1.5, 30.0).seconds == 1.5
+
+
+def test_step_time_from_the_measured_windows():
+    def window(steps, seconds, warmup=False):
+        return WindowRecord(t=0.0, epoch=0, seconds=seconds, steps=steps, step_begin=0, step_end=steps,
+                            warmup=warmup)
+
+    windows = [window(5, 3.0, warmup=True), window(100, 1.0), window(300, 3.0)]
+    assert mean_step_seconds(windows) == pytest.approx(4.0 / 400)
+    assert mean_step_seconds([window(5, 3.0, warmup=True)]) == pytest.approx(0.6)  # only warm-up
+    assert mean_step_seconds([]) is None
+
+
+def test_profile_steps_auto_is_a_short_window_after_the_warm_up():
+    assert AdvisorOptions(profile_steps="auto").profile_steps == "auto"
+    assert AdvisorOptions(profile_steps="auto").recorded()["profile_steps"] == "auto"
+    start, stop = auto_profile_window(5)
+    assert start > 5 and stop - start + 1 == 25
+    assert auto_profile_window(5, epoch_steps=20) == (6, 30)  # as early as the warm-up allows
+    start, stop = auto_profile_window(5, steps_per_execution=4)
+    assert (start - 1) % 4 == 0 and start > 8  # whole executions, after the warm-up's two
