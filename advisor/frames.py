@@ -4,7 +4,13 @@
     df = advisor.runs_frame("advisor-runs")                       # one row per run
     df = advisor.runs_frame(facts=["throughput.*", "gpu.util.p95"])
     findings = advisor.findings_frame(status="fail")             # one row per finding per run
-    epochs = advisor.epochs_frame("latest")                       # one row per epoch
+    epochs = advisor.epochs_frame("advisor-runs", "latest")       # one row per epoch of one run
+
+Every frame takes the store first (``runs_dir``: a folder or ``s3://`` URL, default
+``$ADVISOR_RUNS_DIR`` or ``./advisor-runs``), as ``AdvisorCallback`` and ``advisor.Store`` do;
+which runs comes second. The older forms that gave the run first
+(``epochs_frame("latest")``, ``findings_frame("run-1", runs_dir=...)``) still work, with a
+DeprecationWarning.
 
 Columns of facts are the fact names (``advisor rules`` and docs/pandas.md list them); units are in
 ``df.attrs["units"]``. Everything is read through :class:`advisor.service.Store` (each run read
@@ -15,14 +21,22 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import functools
 import os
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+import warnings
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from advisor.errors import AdvisorError, UsageError
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from advisor.service import Store
+
+F = TypeVar("F", bound=Callable[..., Any])
+StorePath = str | os.PathLike[str]
+RunRef = str | os.PathLike[str]
 
 # What a run is (from its manifest), before the fact columns.
 RUN_COLUMNS = ("run_id", "name", "status", "created", "sweep_id", "strategy", "num_workers", "backend",
@@ -102,8 +116,48 @@ def run_columns(rows: Sequence[dict[str, Any]], facts: Sequence[str]) -> list[st
     return [*RUN_COLUMNS, *tags, *facts]
 
 
-def runs_frame(runs_dir: str | os.PathLike[str] | None = None, facts: FactSpec = None, *,
-               limit: int | None = None, store: Store | None = None) -> Any:
+_warned_run_first: set[str] = set()
+
+
+def is_run_reference(value: Any) -> bool:
+    """True when a frame's first argument is a run (the older call form), not a store: several
+    references, ``latest``, a run folder (it holds ``run.json``) or a name that is no folder here.
+    A store is an existing folder without ``run.json`` or an ``s3://`` URL."""
+    if isinstance(value, (list, tuple, set)):
+        return True
+    if not isinstance(value, (str, os.PathLike)):
+        return False
+    from advisor.store.paths import is_store_url
+
+    text = os.fspath(value)
+    if is_store_url(text):
+        return False
+    return text == "latest" or os.path.isfile(os.path.join(text, "run.json")) or not os.path.isdir(text)
+
+
+def run_first_still_works(run_param: str) -> Callable[[F], F]:
+    """Keep the older call form of a frame that took the run first: ``f(run)`` or
+    ``f(run, runs_dir=...)`` becomes ``f(runs_dir, run)``, with a DeprecationWarning once."""
+
+    def decorate(fn: F) -> F:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if len(args) == 1 and run_param not in kwargs and ("runs_dir" in kwargs or is_run_reference(args[0])):
+                kwargs[run_param], args = args[0], ()
+                if fn.__name__ not in _warned_run_first:
+                    _warned_run_first.add(fn.__name__)
+                    warnings.warn(f"{fn.__name__}(run) is deprecated: the store comes first, "
+                                  f"{fn.__name__}(runs_dir, {run_param}) or {fn.__name__}({run_param}=...)",
+                                  DeprecationWarning, stacklevel=2)
+            return fn(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
+
+
+def runs_frame(runs_dir: StorePath | None = None, facts: FactSpec = None, *,
+               limit: int | None = None, store: Store | None = None) -> pd.DataFrame:
     """Every run of the store as a DataFrame, oldest first, indexed by ``run_id``.
 
     ``facts``: None (a default set: throughput, cost, epoch time, utilization, energy, input and
@@ -123,10 +177,10 @@ def runs_frame(runs_dir: str | os.PathLike[str] | None = None, facts: FactSpec =
     return frame.set_index("run_id", drop=False)
 
 
-def findings_frame(runs: str | os.PathLike[str] | Iterable[str] | None = None, *,
-                   runs_dir: str | os.PathLike[str] | None = None, status: str | Iterable[str] | None = None,
-                   select: Iterable[str] | None = None, ignore: Iterable[str] | None = None,
-                   store: Store | None = None) -> Any:
+@run_first_still_works("runs")
+def findings_frame(runs_dir: StorePath | None = None, runs: RunRef | Iterable[RunRef] | None = None, *,
+                   status: str | Iterable[str] | None = None, select: Iterable[str] | None = None,
+                   ignore: Iterable[str] | None = None, store: Store | None = None) -> pd.DataFrame:
     """One row per finding per run: ``run_id``, ``code``, ``name``, ``status``, ``severity``, ``impact``…
 
     ``runs``: a run reference or several (default: every readable run of the store); ``status``
@@ -159,9 +213,11 @@ def findings_frame(runs: str | os.PathLike[str] | Iterable[str] | None = None, *
                     unreadable=unreadable)
 
 
-def epochs_frame(run: str | os.PathLike[str] | None = None, *, runs_dir: str | os.PathLike[str] | None = None,
-                 store: Store | None = None) -> Any:
-    """The epochs of one run (default ``latest``): time, training and validation time, samples/s."""
+@run_first_still_works("run")
+def epochs_frame(runs_dir: StorePath | None = None, run: RunRef | None = None, *,
+                 store: Store | None = None) -> pd.DataFrame:
+    """The epochs of one run of the store (default ``latest``): time, training and validation
+    time, samples/s."""
     from advisor.service import Store
 
     store = store or Store(runs_dir)

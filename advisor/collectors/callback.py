@@ -85,7 +85,7 @@ class AdvisorCallback(KerasCallbackProtocol):
         profile_steps: ``(start, stop)``: profile these training steps (1-based, inclusive);
             ``"auto"``: 25 steps from a few steps after the warm-up.
         profile_summary: summarise the profile with XProf at train end.
-        profile_timeout_seconds: seconds the summary may take.
+        profile_timeout_seconds: seconds the summary may take (None: ``$ADVISOR_TRACE_TIMEOUT_S``, else 120).
         telemetry: sample GPU (NVML) and host (psutil) metrics.
         telemetry_interval_seconds: seconds between telemetry samples.
         telemetry_devices: ``"mine"`` (this process's GPUs) or ``"all"``.
@@ -113,8 +113,9 @@ class AdvisorCallback(KerasCallbackProtocol):
     A misspelled option raises ``TypeError`` naming the closest valid one; a bad value raises
     :class:`~advisor.errors.UsageError`. The options are recorded in ``run.json``. Durations end
     in ``_seconds``; ``window_s``, ``log_every_s``, ``telemetry_interval_s`` and
-    ``profile_timeout_s`` still work, with a DeprecationWarning. Where an option also has an
-    environment variable, an argument you pass wins over it, and the variable over the default.
+    ``profile_timeout_s`` still work, with a DeprecationWarning. Where settings come from: an
+    argument you pass, then its environment variable (``$ADVISOR_RUNS_DIR``, ``$ADVISOR_INSTANCE_TYPE``,
+    ``$ADVISOR_INSTANCE_METADATA``, ``$ADVISOR_PRICING``, ``$ADVISOR_TRACE_TIMEOUT_S``), then the default.
     """
 
     def __new__(cls, *args: Any, **kwargs: Any) -> AdvisorCallback:

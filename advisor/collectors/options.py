@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import math
 import os
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
@@ -161,16 +162,32 @@ def renamed(given: dict[str, Any], old_spellings: dict[str, Any], owner: str = "
         out[new] = value
         if old not in _warned:
             _warned.add(old)
-            warnings.warn(f"{owner}({old}=...) is deprecated: use {new}=", DeprecationWarning, stacklevel=3)
+            warnings.warn(f"{owner}({old}=...) is deprecated: use {new}=", DeprecationWarning,
+                          stacklevel=_user_level())
     return out
 
 
-def check_names(names: Iterable[str], owner: str = "AdvisorCallback") -> None:
-    """A ``TypeError`` for the first unknown option, naming the closest valid one."""
+def _user_level() -> int:
+    """The ``stacklevel`` of the first caller outside this package (a warning names the user's line)."""
+    frame, depth = sys._getframe(1), 1
+    while frame.f_back is not None and frame.f_globals.get("__name__", "").startswith("advisor."):
+        frame, depth = frame.f_back, depth + 1
+    return depth
+
+
+def check_names(names: Iterable[str], owner: str = "AdvisorCallback",
+                accepted: Sequence[str] = OPTION_NAMES) -> None:
+    """A ``TypeError`` for the first option not in ``accepted`` (nor an old name of one), naming
+    the closest valid one; a usage error for an option given under both its names (``renamed``
+    can only compare values)."""
+    names = list(names)
+    for old, new in DEPRECATED.items():
+        if old in names and new in names:
+            raise UsageError(f"{owner}(): {old}= is the old name of {new}=; pass only {new}=")
     for name in names:
-        if name not in OPTION_NAMES and name not in DEPRECATED:
-            close = difflib.get_close_matches(name, OPTION_NAMES, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else f"; valid options: {', '.join(OPTION_NAMES)}"
+        if name not in accepted and DEPRECATED.get(name) not in accepted:
+            close = difflib.get_close_matches(name, accepted, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else f"; valid options: {', '.join(accepted)}"
             raise TypeError(f"{owner}() got an unexpected option {name!r}{hint}")
 
 

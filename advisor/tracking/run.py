@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
+import inspect
 import logging
 import os
 import sys
@@ -58,7 +59,7 @@ class TrackedRun:
                  window_seconds: float = 10.0, warmup_steps: int = 5, log_every_seconds: float | None = 60.0,
                  telemetry: bool = True, telemetry_interval_seconds: float = 1.0, mlflow: bool = False,
                  pricing: Pricing | None = None, **deprecated: Any) -> None:
-        check_names(deprecated, "advisor.track")
+        check_names(deprecated, "advisor.track", accepted=TRACK_OPTIONS)
         if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int)
                                        or batch_size < 1):
             from advisor.errors import UsageError
@@ -331,6 +332,10 @@ class TrackedRun:
                 self.session.event("track", message, level="error")
         except Exception:
             pass
+
+
+# What ``advisor.track`` accepts: a subset of the callback's options, plus the loop's own.
+TRACK_OPTIONS = tuple(p for p in inspect.signature(TrackedRun.__init__).parameters if p not in ("self", "deprecated"))
 
 
 class _Validation:

@@ -99,9 +99,11 @@ def test_input_bound_run_gets_the_input_finding_first(runs):
     report = diagnose(runs["bound"])
     top = report.failures[0]
     assert top.code in INPUT_CODES, render(report, "text")
-    assert top.severity == "error"
+    # Which input finding ranks first depends on measured savings that sit close together (the
+    # input's share of step time, priced by several rules): the measured fact is asserted instead.
     m108 = next(f for f in report.findings if f.code == "M108")
-    assert m108.status == "fail" and "samples/s instead of" in m108.message and " ± " in m108.message
+    assert m108.status == "fail" and m108.severity == "error", render(report, "text")
+    assert "samples/s instead of" in m108.message and " ± " in m108.message
 
 
 def test_healthy_run_has_no_input_warning(runs):

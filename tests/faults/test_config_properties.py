@@ -24,7 +24,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from advisor.diagnosis import load_rules
-from advisor.diagnosis.config import FAIL_LEVELS, Config, load_config, parse_threshold_options, resolve
+from advisor.diagnosis.config import (
+    FAIL_LEVELS,
+    Config,
+    load_config,
+    parse_threshold_options,
+    resolve,
+)
 from advisor.errors import ConfigError, UsageError
 
 pytestmark = pytest.mark.timeout(600, method="thread")

@@ -70,6 +70,9 @@ def test_an_unreadable_run_is_a_row_that_says_why(store_dir):
 
 
 def test_findings_frame_one_row_per_finding_per_run(store_dir):
+    from advisor import frames
+
+    frames._warned_run_first.discard("findings_frame")
     df = advisor.findings_frame(runs_dir=store_dir)
     assert set(df["run_id"]) == {p.name for p in store_dir.iterdir() if (p / "run.json").is_file()}
     per_run = df.groupby("run_id").size()
@@ -79,12 +82,20 @@ def test_findings_frame_one_row_per_finding_per_run(store_dir):
     mine = df[df["run_id"] == "plain-1"].reset_index(drop=True)
     assert list(mine["code"]) == [f.code for f in report.findings]
     assert mine.equals(report.to_frame())
-    fails = advisor.findings_frame("plain-1", runs_dir=store_dir, status="fail")
+    fails = advisor.findings_frame(store_dir, "plain-1", status="fail")
     assert set(fails["status"]) <= {"fail"} and len(fails) == len(report.failures)
+    with pytest.warns(DeprecationWarning, match="the store comes first"):  # the older form: run first
+        older = advisor.findings_frame("plain-1", runs_dir=store_dir, status="fail")
+    assert older.equals(fails)
 
 
 def test_epochs_frame_and_scaling_table_to_frame(store_dir):
-    epochs = advisor.epochs_frame("plain-1", runs_dir=store_dir)
+    epochs = advisor.epochs_frame(store_dir, "plain-1")
+    from advisor import frames
+
+    frames._warned_run_first.discard("epochs_frame")
+    with pytest.warns(DeprecationWarning, match="the store comes first"):  # the older form: run first
+        assert advisor.epochs_frame("plain-1", runs_dir=store_dir).equals(epochs)
     assert list(epochs.index) == [1, 2] and list(epochs["seconds"]) == [2.0, 1.0]
     assert list(epochs["samples_per_s"]) == [320.0, 640.0] and epochs.attrs["units"]["seconds"] == "s"
     table = Store(store_dir).scaling_table("sweep-fixture")

@@ -3,7 +3,7 @@
 Options of :class:`~advisor.collectors.callback.AdvisorCallback`:
 
 * ``telemetry=False`` switches it off (it is on by default);
-* ``telemetry_interval_s`` (default 1.0, at least 0.1): time between samples;
+* ``telemetry_interval_seconds`` (default 1.0, at least 0.1): time between samples;
 * ``telemetry_devices``: ``"mine"`` (default: the GPUs this worker trains on) or ``"all"``;
 * ``mfu``: estimate the model's training FLOPs at train end (default: only when a GPU was found).
 
@@ -48,7 +48,7 @@ class TelemetrySampler:
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         if interval_s < MIN_INTERVAL_S:
-            raise UsageError(f"telemetry_interval_s must be at least {MIN_INTERVAL_S} s (got {interval_s})")
+            raise UsageError(f"telemetry_interval_seconds must be at least {MIN_INTERVAL_S} s (got {interval_s})")
         self.write = write
         self.interval_s = float(interval_s)
         self.gpu = gpu  # NvmlMonitor-like: sample(now) -> (samples, notes); opened by the caller
@@ -154,7 +154,7 @@ class TelemetryCollector(Collector):
                  nvml: Any = None, psutil_module: Any = None) -> None:
         super().__init__()
         if interval_s < MIN_INTERVAL_S:
-            raise UsageError(f"telemetry_interval_s must be at least {MIN_INTERVAL_S} s (got {interval_s})")
+            raise UsageError(f"telemetry_interval_seconds must be at least {MIN_INTERVAL_S} s (got {interval_s})")
         if devices not in ("mine", "all"):
             raise UsageError(f"telemetry_devices must be 'mine' or 'all' (got {devices!r})")
         self.interval_s = float(interval_s)
