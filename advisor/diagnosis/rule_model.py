@@ -106,6 +106,9 @@ class RuleEntry(_Strict):
         for key in _EXPRESSIONS:
             if key in self.model_fields_set and getattr(self, key) is None:
                 raise ValueError(f"{key} is empty: write the expression, or leave the field out")
+        for key in _OPTIONAL_TEXTS:  # an explicit empty text is a mistake, as a missing one is not
+            if key in self.model_fields_set and getattr(self, key) is None:
+                raise ValueError(f"{key} must be a non-empty string")
         if self.condition is None and not self.advice:
             raise ValueError("missing field 'condition' (or 'advice: true' for a rule that needs a human decision)")
         return self
@@ -123,6 +126,7 @@ _LISTS = {"requires": "fact names", "requires_any": "fact names", "optional": "f
           "whatif": "what-if candidate names", "ceiling": "names: baseline ceilings or what-if candidates"}
 _FLAGS = ("advice", "gated", "symptom")
 _EXPRESSIONS = ("condition", "applies", "impact")
+_OPTIONAL_TEXTS = ("pass_message", "measure")
 
 
 def reason(error: dict[str, Any], section: str) -> tuple[str | None, str]:
@@ -133,7 +137,8 @@ def reason(error: dict[str, Any], section: str) -> tuple[str | None, str]:
     key = str(loc[0]) if loc else None
     if kind == "value_error":
         text = str(error.get("ctx", {}).get("error", error.get("msg")))
-        named = next((k for k in _EXPRESSIONS if text.startswith(f"{k} is empty")), None)
+        named = next((k for k in _EXPRESSIONS + _OPTIONAL_TEXTS
+                      if text.startswith((f"{k} is empty", f"{k} must be"))), None)
         return (key or named, text)
     if key is None:
         return None, "a rule must be a mapping of fields"

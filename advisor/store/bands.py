@@ -21,7 +21,8 @@ Rounds in which an arm *stalled* — its whole segment ran at under a third of t
 rate — are set aside before the band is taken (``steady_rounds``): on the project's 2-core
 development VM with other work beside it, 2 to 4 of 12 cached-input segments of a 2.5 ms step
 ran 10–100× slower in bursts, while the real input's segments, which mostly wait, barely moved
-(RESULTS.md, "Baseline noise band versus segment length").
+(seen 2026-12-01 while calibrating the band, commit 84a6098; RESULTS.md, "Baseline noise band
+versus segment length", counts the stalled rounds of that benchmark).
 
 This module defines the band for writers (the baseline's summary line) and readers (the facts),
 so that both compute it from the per-round rates a ``baseline`` record stores.

@@ -125,6 +125,8 @@ def test_good_file_loads(tmp_path):
         ("      impact: i\n", "", 11, "missing section 'impact'"),
         ("    fix: log it", "    fix: [a, b]", 10, "fix must be a non-empty string"),
         ("condition: not throughput.logging", "condition:", 8, "condition is empty"),
+        ("    fix: log it", "    fix: log it\n    pass_message:", 11, "pass_message must be a non-empty string"),
+        ("    fix: log it", "    fix: log it\n    measure:", 11, "measure must be a non-empty string"),
         ("condition: not throughput.logging", "condition: '  '", 8, "condition must be a non-empty expression"),
         ("condition: not throughput.logging", "condition: not throughput.logging\n    applies:", 9,
          "applies is empty"),
