@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from advisor.diagnosis.report import Measured
+from advisor.numbers import percent
 
 
 def speedup_text(speedup: float) -> str:
@@ -29,7 +30,7 @@ def measured_text(speedup: float, band: float | None, seconds: float | None) -> 
     """``measured: 2.4× (±4%) in 3.1 s``."""
     text = f"measured: {speedup_text(speedup)}"
     if band is not None:
-        text += f" (±{100 * band:.0f}%)"
+        text += f" (±{percent(band, 0, fraction=True)})"
     if seconds is not None:
         text += f" in {seconds:.1f} s"
     return text

@@ -228,6 +228,15 @@ class Report(_Model):
         level = SEVERITY_RANK[fail_on]
         return [f for f in self.failures if SEVERITY_RANK[f.severity] >= level]
 
+    def unknown_by_measure(self) -> list[tuple[str, list[str]]]:
+        """The unknown rules that a measurement would decide, grouped by how to measure it (the
+        rule's ``measure``), most rules first: what ``advisor check`` and the TUI list."""
+        groups: dict[str, list[str]] = {}
+        for f in self.findings:
+            if f.status == "unknown" and f.missing:
+                groups.setdefault(f.measure or "not measurable yet", []).append(f.code)
+        return sorted(groups.items(), key=lambda item: (-len(item[1]), item[0]))
+
     def to_frame(self) -> Any:
         """One row per finding (pandas), with the run's id; ``impact`` is a fraction (0..1)."""
         from advisor.dataframes import to_frame

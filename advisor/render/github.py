@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from advisor.numbers import percent
+
 if TYPE_CHECKING:
     from advisor.diagnosis.report import Report
 
@@ -43,7 +45,7 @@ def render_many(reports: list[Report], **_: Any) -> str:
         cov = report.coverage
         lines.append(
             f"advisor: run {run_id}: {tally}; checklist coverage {cov.decided}/{cov.total} decided "
-            f"({cov.fraction:.0%}), {cov.not_applicable} n/a, {cov.unknown} unknown"
+            f"({percent(cov.fraction, 0, fraction=True)}), {cov.not_applicable} n/a, {cov.unknown} unknown"
         )
         if report.regression is not None:
             reg = report.regression

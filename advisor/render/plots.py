@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.analysis.scaling import Row, ScalingTable
+from advisor.numbers import percent
 
 EFFICIENCY_THRESHOLD = 0.75
 HATCHES = {"computation": "", "communication (not overlapped)": "//", "other": ".."}
@@ -111,7 +112,7 @@ def efficiency_figure(table: ScalingTable) -> Any:
     if fig is not None:
         ax = fig.axes[0]
         ax.axhline(100.0 * EFFICIENCY_THRESHOLD, linestyle=":", color="red",
-                   label=f"poor below {EFFICIENCY_THRESHOLD:.0%}")
+                   label=f"poor below {percent(EFFICIENCY_THRESHOLD, 0, fraction=True)}")
         ax.set_ylim(0, max(110.0, ax.get_ylim()[1]))
         ax.legend()
     return fig

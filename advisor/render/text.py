@@ -4,7 +4,6 @@ and how to measure it, then coverage. Rich does the wrapping and, on a terminal,
 from __future__ import annotations
 
 import io
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -13,6 +12,7 @@ from rich.text import Text
 
 from advisor.diagnosis.phrases import is_changes
 from advisor.diagnosis.template import format_value
+from advisor.numbers import percent
 
 if TYPE_CHECKING:
     from advisor.diagnosis.report import Finding, Report
@@ -120,7 +120,7 @@ def _report(console: Console, report: Report) -> None:
         console.print(
             Text(f"Not measured ({len(measurable)} rules); to decide them:", style="bold")
         )
-        for how, codes in _group(measurable):
+        for how, codes in report.unknown_by_measure():
             console.print(Padding(Text(" ".join(codes), style="bold"), (0, 0, 0, 2)))
             console.print(Padding(Text(how), (0, 0, 0, 6)))
     if advice:
@@ -160,7 +160,7 @@ def _report(console: Console, report: Report) -> None:
 def coverage_line(report: Report) -> str:
     """``29/55 rules decided (53%: passed or failed) · 18 n/a · 8 unknown``."""
     cov = report.coverage
-    return (f"{cov.decided}/{cov.total} rules decided ({cov.fraction:.0%}: passed or failed) · "
+    return (f"{cov.decided}/{cov.total} rules decided ({percent(cov.fraction, 0, fraction=True)}: passed or failed) · "
             f"{cov.not_applicable} n/a · {cov.unknown} unknown")
 
 
@@ -171,7 +171,7 @@ def _failure(console: Console, rank: int, f: Finding) -> None:
         " ",
         (f.code, "bold"),
         f" {f.name}",
-        (f"  impact ~{f.impact:.0%}" if f.impact else "", "dim"),
+        (f"  impact ~{percent(f.impact, 0, fraction=True)}" if f.impact else "", "dim"),
     )
     console.print(head)
     console.print(Padding(Text(f.message), (0, 0, 0, 4)))
@@ -215,13 +215,6 @@ def _is_prose(value: object) -> bool:
 
 def _short(text: str, limit: int = 48) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _group(findings: Iterable[Finding]) -> list[tuple[str, list[str]]]:
-    groups: dict[str, list[str]] = {}
-    for f in findings:
-        groups.setdefault(f.measure or "not measurable yet", []).append(f.code)
-    return sorted(groups.items(), key=lambda item: (-len(item[1]), item[0]))
 
 
 def _regression(console: Console, report: Report) -> None:

@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from advisor.diagnosis.measured import speedup_text
-from advisor.numbers import readable
+from advisor.numbers import percent, readable
 
 STATUS_WORDS = {"failed": "failed", "not_applicable": "does not apply", "not_relevant": "not tried",
                 "skipped": "skipped"}
@@ -80,7 +80,7 @@ def whatif_table(facts: Mapping[str, Any], *, all_rows: bool = False) -> Table |
             readable(rate, 1, compact=True) if isinstance(rate, (int, float)) else "—",
             Text(speedup_text(float(speed)), style="bold" if speed >= 1.2 and not row.get("ceiling") else "")
             if speed is not None else "—",
-            f"±{100 * band:.0f}%" if isinstance(band, (int, float)) else "—",
+            f"±{percent(band, 0, fraction=True)}" if isinstance(band, (int, float)) else "—",
             f"{seconds:.1f} s" if isinstance(seconds, (int, float)) and seconds > 0 else "—",
             note,
         )

@@ -34,7 +34,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from advisor.stats import median  # noqa: F401 — bands.median is part of its API
+from advisor.stats import median
 
 COVERAGE = 0.99  # two-sided coverage the band aims at
 MIN_ROUNDS = 3  # fewer paired rounds give a figure but no band
@@ -85,10 +85,8 @@ def band(values: Sequence[float]) -> Band | None:
     if len(data) < MIN_ROUNDS:
         return None
     n = len(data)
-    mid = n // 2
-    median = data[mid] if n % 2 else 0.5 * (data[mid - 1] + data[mid])
     k = order_rank(n)
-    return Band(value=median, low=data[k - 1], high=data[n - k], rounds=n)
+    return Band(value=median(data) or 0.0, low=data[k - 1], high=data[n - k], rounds=n)
 
 
 def paired(numerators: Sequence[float | None], denominators: Sequence[float | None],

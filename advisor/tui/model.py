@@ -252,7 +252,7 @@ class Counts:
     error: int
 
     def line(self) -> str:
-        share = f" ({self.decided / self.total:.0%})" if self.total else ""
+        share = f" ({percent(self.decided / self.total, 0, fraction=True)})" if self.total else ""
         parts = [f"decided {self.decided}/{self.total}{share}", f"fail {self.fail}",
                  f"pass {self.passed}", f"n/a {self.not_applicable}", f"unknown {self.unknown}"]
         if self.error:
@@ -264,15 +264,6 @@ def counts(report: Report) -> Counts:
     s = report.summary
     return Counts(report.coverage.decided, report.coverage.total, s.fail, s.passed, s.not_applicable,
                   s.unknown, s.error)
-
-
-def to_decide_more(report: Report) -> list[tuple[str, list[str]]]:
-    """What to enable to decide the unknown rules: (how to measure, codes), most codes first."""
-    groups: dict[str, list[str]] = {}
-    for f in report.findings:
-        if f.status == "unknown" and f.missing:
-            groups.setdefault(f.measure or "not measurable yet", []).append(f.code)
-    return sorted(groups.items(), key=lambda item: (-len(item[1]), item[0]))
 
 
 @dataclass(frozen=True)
@@ -302,7 +293,7 @@ def measured_gains(finding: Finding, facts: dict[str, Any]) -> list[Gain]:
         gains.append(Gain("input pipeline alone (data-only)", f"{readable(data_only, 1)} samples/s"))
     for name, value in values.items():
         if name.endswith("_gain") and isinstance(value, (int, float)):
-            gains.append(Gain(name, f"+{value:.0%} measured"))
+            gains.append(Gain(name, f"{percent(value, 0, fraction=True, signed=True)} measured"))
     return gains
 
 

@@ -19,7 +19,6 @@ from advisor.tui.model import (
     measured_best,
     measured_gains,
     sort_views,
-    to_decide_more,
 )
 
 
@@ -105,9 +104,12 @@ def test_findings_filter_counts_and_what_to_enable(store):
     c = counts(report)
     assert (c.fail, c.decided, c.total) == (4, report.coverage.decided, report.coverage.total)
     assert c.line().startswith(f"decided {c.decided}/{c.total}")
-    groups = to_decide_more(report)
+    groups = report.unknown_by_measure()  # the one grouping `advisor check` prints too
     assert groups and all(codes for _, codes in groups)
     assert any("profile" in how for how, _ in groups), "no trace in the fixture: profiling is suggested"
+    assert [len(codes) for _, codes in groups] == sorted((len(codes) for _, codes in groups), reverse=True)
+    unknown = {f.code for f in report.findings if f.status == "unknown" and f.missing}
+    assert sorted(code for _, codes in groups for code in codes) == sorted(unknown)
 
 
 def test_measured_gains_come_from_the_baseline(store):
@@ -154,3 +156,14 @@ def test_targets(store, tmp_path):
         resolve_target("no-such-thing", store)
     with pytest.raises(RunNotFoundError, match="matches"):
         resolve_target("run-", store)
+
+
+def test_a_measured_gain_is_written_with_its_own_sign():
+    """A loss is ``-5% measured``, not ``+-5%``: the one percent formatter writes the sign."""
+    from advisor.diagnosis.report import Evidence, Finding
+
+    finding = Finding(code="S304", name="source-cache", section="S3", summary="", status="fail", severity="info", docs="",
+                      message="", evidence=[Evidence(fact="input.source_cache_gain", value=0.25),
+                                            Evidence(fact="input.prefetch_gain", value=-0.05)])
+    assert [(g.label, g.text) for g in measured_gains(finding, {})] == [
+        ("input.source_cache_gain", "+25% measured"), ("input.prefetch_gain", "-5% measured")]

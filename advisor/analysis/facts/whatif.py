@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from advisor.analysis.registry import DeriveContext, Fact
+from advisor.stats import median
 from advisor.store import bands
 from advisor.store.schema import WHATIF_CANDIDATES as CANDIDATES
 from advisor.store.schema import WHATIF_CEILINGS as CEILINGS  # rows say so; never whatif.best
@@ -72,7 +73,7 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
     if record.seconds is not None and record.fit_seconds:
         out["whatif.share_of_fit"] = record.seconds / record.fit_seconds
     unchanged = record.unchanged_rounds or []
-    rate = bands.median([r for r in unchanged if r is not None])
+    rate = median([r for r in unchanged if r is not None])
     if rate is not None:
         out["whatif.unchanged_samples_per_s"] = rate
     table: list[dict[str, Any]] = []
@@ -106,10 +107,10 @@ def _candidate(candidate: Any, unchanged: list[float | None], out: dict[str, Any
     rates = candidate.rounds or []
     if candidate.status != "measured" or not rates:
         return row
-    rate = bands.median([r for r in rates if r is not None])
+    rate = median([r for r in rates if r is not None])
     ratios = bands.paired(rates, unchanged, bands.ratio)
     band = bands.band(ratios)
-    speedup = band.value if band is not None else bands.median(ratios)
+    speedup = band.value if band is not None else median(ratios)
     if rate is not None:
         out[f"{prefix}.samples_per_s"] = row["samples_per_s"] = rate
     if speedup is not None:

@@ -6,6 +6,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from advisor.stats import median
 from advisor.store import bands
 from advisor.store.bands import Band
 
@@ -38,7 +39,7 @@ class InputBaseline:
     def set_rounds(self, arm: str, rates: list[float | None], steps: int) -> None:
         self.round_rates[arm] = rates
         self.arm_steps[arm] = steps
-        setattr(self, f"{arm}_samples_per_s", bands.median([r for r in rates if r is not None]))
+        setattr(self, f"{arm}_samples_per_s", median([r for r in rates if r is not None]))
         trained = [self.arm_steps[a] for a in ("cached", "real") if a in self.arm_steps]
         self.steps = min(trained) if trained else steps
 

@@ -69,6 +69,12 @@ class GraphPuller:
 
         self._pull = pull
 
+    def pull(self, iterator: Any, count: int) -> None:
+        """Pull ``count`` batches from ``iterator`` in one graph call (OutOfRangeError at its end)."""
+        import tensorflow as tf
+
+        self._pull(iterator, tf.constant(count, tf.int64))
+
     def segment(self, dataset: Any, warm: int, seconds: float, min_batches: int, deadline: float) -> Segment | None:
         """A timed data-only segment on a fresh iterator of ``dataset``; None when it runs out."""
         import tensorflow as tf
@@ -77,7 +83,7 @@ class GraphPuller:
 
         def pull(count: int) -> None:
             if count > 0:
-                self._pull(iterator, tf.constant(count, tf.int64))
+                self.pull(iterator, count)
 
         try:
             return chunked_segment(pull, warm, seconds, min_batches, deadline)
@@ -88,7 +94,7 @@ class GraphPuller:
         import tensorflow as tf
 
         try:
-            self._pull(iter(dataset), tf.constant(count, tf.int64))
+            self.pull(iter(dataset), count)
         except tf.errors.OutOfRangeError:
             pass
 

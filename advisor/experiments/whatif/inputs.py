@@ -247,7 +247,7 @@ def _fill(puller: Any, dataset: Any, batches: int, deadline: float, stop: Any) -
                 raise NotApplicable(f"filling the cache took longer than the time left ({done} of {batches} batches)")
             t0 = time.perf_counter()
             count = min(chunk, batches - done)
-            puller._pull(iterator, tf.constant(count, tf.int64))
+            puller.pull(iterator, count)
             done += count
             per = (time.perf_counter() - t0) / count
             chunk = max(1, min(2 * chunk, int(max(0.0, deadline - time.perf_counter()) / per) if per > 0 else 2 * chunk))

@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from advisor.stats import median
 from advisor.store import bands
 from advisor.store.bands import Band
 from advisor.store.schema import WHATIF_CEILINGS as CEILINGS
@@ -40,11 +41,11 @@ class CandidateResult:
         band = self.speedup_band(unchanged)
         if band is not None:
             return band.value
-        return bands.median(bands.paired(self.rounds, unchanged, bands.ratio))
+        return median(bands.paired(self.rounds, unchanged, bands.ratio))
 
     @property
     def samples_per_s(self) -> float | None:
-        return bands.median([r for r in self.rounds if r is not None])
+        return median([r for r in self.rounds if r is not None])
 
 
 @dataclass
@@ -72,7 +73,7 @@ class WhatIfResult:
 
     @property
     def unchanged_samples_per_s(self) -> float | None:
-        return bands.median([r for r in self.unchanged_rounds if r is not None])
+        return median([r for r in self.unchanged_rounds if r is not None])
 
     def measured(self) -> list[CandidateResult]:
         """Measured candidates (fixes and ceilings), largest speedup first."""

@@ -12,7 +12,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Footer, Select, Static
 
-from advisor.numbers import readable
+from advisor.numbers import percent, readable
 from advisor.tui.messages import LoadFailed, Navigate, ReportLoaded
 from advisor.tui.model import (
     SEVERITY_STYLE,
@@ -20,7 +20,6 @@ from advisor.tui.model import (
     FindingFilter,
     count_text,
     counts,
-    to_decide_more,
 )
 from advisor.tui.screens.base import AdvisorScreen
 from advisor.tui.widgets.filter_bar import FilterBar
@@ -115,7 +114,7 @@ class FindingsScreen(AdvisorScreen):
 
     @staticmethod
     def _decide_text(report: Report) -> Text:
-        groups = to_decide_more(report)
+        groups = report.unknown_by_measure()
         if not groups:
             return Text("Every rule was decided." if not report.summary.unknown else "", style="green")
         text = Text.assemble(("To decide more", "bold"), (f" ({report.summary.unknown} rules unknown):", "dim"),
@@ -150,7 +149,7 @@ class FindingsScreen(AdvisorScreen):
                 status = Text(f.status, style=STATUS_STYLE.get(f.status, ""))
             style = SEVERITY_STYLE[f.severity] if f.status == "fail" else "dim"
             table.add_row(str(rank) if f.status == "fail" else "", status, Text(f.code, style=style), f.name,
-                          f"{f.impact:.0%}" if f.impact and f.status == "fail" else "", key=f.code)
+                          percent(f.impact, 0, fraction=True) if f.impact and f.status == "fail" else "", key=f.code)
         self._show_detail()
 
     def _show_detail(self) -> None:

@@ -14,6 +14,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from advisor.numbers import percent
 from advisor.tui.model import SEVERITY_STYLE, STATUS_STYLE, measured_gains
 
 if TYPE_CHECKING:
@@ -46,7 +47,7 @@ def detail_renderable(finding: Finding, facts: Mapping[str, Any],
     else:
         head.append(status, STATUS_STYLE.get(status, ""))
     if finding.impact:
-        head.append(f"  impact ~{finding.impact:.0%}", "dim")
+        head.append(f"  impact ~{percent(finding.impact, 0, fraction=True)}", "dim")
     parts += [head, Text(finding.summary, style="italic"), Text("")]
     parts.append(Text(finding.message))
     if finding.fix:
