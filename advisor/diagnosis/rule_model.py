@@ -150,9 +150,9 @@ def reason(error: dict[str, Any], section: str) -> tuple[str | None, str]:
     if key == "severity":
         return key, f"severity must be one of {', '.join(SEVERITIES)}"
     if key == "severity_when":
-        if len(loc) > 2 or kind not in ("literal_error",):
-            return key, "severity_when must map a severity to a non-empty condition"
-        return key, f"severity_when: {loc[1]!r} is not one of {', '.join(SEVERITIES)}"
+        if len(loc) == 3 and loc[-1] == "[key]":  # pydantic's location of a refused mapping key
+            return key, f"severity_when: {loc[1]!r} is not one of {', '.join(SEVERITIES)}"
+        return key, "severity_when must map a severity to a non-empty condition"
     if key in _LISTS:
         return key, f"{key} must be a list of {_LISTS[key]}"
     if key in _FLAGS:

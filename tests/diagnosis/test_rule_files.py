@@ -92,6 +92,8 @@ def test_good_file_loads(tmp_path):
             "dunder",
         ),
         ("condition: not throughput.logging", "condition: 10 ** 100000 > 1", 8, "exponent"),
+        ("condition: not throughput.logging", "condition: '[x for x in (1, 2)]'", 8,
+         "rule M101: condition: forbidden construct: comprehension"),
         (
             "condition: not throughput.logging",
             "condition: not gpu.util.p95",
@@ -129,6 +131,10 @@ def test_good_file_loads(tmp_path):
         ("condition: not throughput.logging", "condition: not throughput.logging\n    applies:", 9,
          "applies is empty"),
         ("severity: info", "severity: info\n    params: {limit: .nan}", 7, "must be a finite number, not nan"),
+        ("severity: info", "severity: info\n    severity_when: {fatal: 'true'}", 7,
+         "severity_when: 'fatal' is not one of info, warning, error"),
+        ("severity: info", "severity: info\n    severity_when: {error: ''}", 7,
+         "severity_when must map a severity to a non-empty condition"),
         ("      impact: i\n", "      impact: i\n      colour: red\n", 11, "docs: unknown section 'colour'"),
     ],
 )
