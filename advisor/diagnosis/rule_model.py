@@ -20,6 +20,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic.json_schema import SkipJsonSchema
 
 from advisor.diagnosis.expr_runtime import finite_number, number_text
 
@@ -51,6 +52,7 @@ Expression = Annotated[
     Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)] | int | float,
     Field(description="an expression in the rule language (docs/rules.md); a number is a constant")]
 ParamName = Annotated[str, StringConstraints(pattern=PARAM_PATTERN)]
+Omitted = SkipJsonSchema[None]  # a field left out; written empty it is refused, and the schema says so
 
 
 class _Strict(BaseModel):
@@ -78,17 +80,18 @@ class RuleEntry(_Strict):
     requires: list[str] = Field(default_factory=list, description="facts that must be known")
     requires_any: list[str] = Field(default_factory=list, description="facts of which one must be known")
     optional: list[str] = Field(default_factory=list, description="facts read when known")
-    applies: Expression | None = None
-    condition: Expression | None = None
+    applies: Expression | Omitted = None
+    condition: Expression | Omitted = None
     advice: bool = False
     message: Text
-    pass_message: Text | None = None
+    pass_message: Text | Omitted = None
     fix: Text
-    impact: Expression | None = None
+    impact: Expression | Omitted = None
     gated: bool = False
     symptom: bool = False
-    measure: Text | None = None
-    params: dict[ParamName, int | float | str] = Field(default_factory=dict)
+    measure: Text | Omitted = None
+    params: dict[ParamName, int | float | str] = Field(
+        default_factory=dict, json_schema_extra={"additionalProperties": False})
     docs: RuleDocs
     whatif: list[str] = Field(default_factory=list, description="what-if candidates that try the fix")
     ceiling: list[str] = Field(default_factory=list, description="baseline ceilings or what-if candidates")
@@ -106,6 +109,9 @@ class RuleEntry(_Strict):
         for key in _EXPRESSIONS:
             if key in self.model_fields_set and getattr(self, key) is None:
                 raise ValueError(f"{key} is empty: write the expression, or leave the field out")
+        for key in _TEXTS:
+            if key in self.model_fields_set and getattr(self, key) is None:
+                raise ValueError(f"{key} must be a non-empty string")
         if self.condition is None and not self.advice:
             raise ValueError("missing field 'condition' (or 'advice: true' for a rule that needs a human decision)")
         return self
@@ -123,6 +129,7 @@ _LISTS = {"requires": "fact names", "requires_any": "fact names", "optional": "f
           "whatif": "what-if candidate names", "ceiling": "names: baseline ceilings or what-if candidates"}
 _FLAGS = ("advice", "gated", "symptom")
 _EXPRESSIONS = ("condition", "applies", "impact")
+_TEXTS = ("pass_message", "measure")  # optional texts: left out, or written non-empty
 
 
 def reason(error: dict[str, Any], section: str) -> tuple[str | None, str]:
@@ -133,7 +140,7 @@ def reason(error: dict[str, Any], section: str) -> tuple[str | None, str]:
     key = str(loc[0]) if loc else None
     if kind == "value_error":
         text = str(error.get("ctx", {}).get("error", error.get("msg")))
-        named = next((k for k in _EXPRESSIONS if text.startswith(f"{k} is empty")), None)
+        named = next((k for k in (*_EXPRESSIONS, *_TEXTS) if text.startswith(f"{k} ")), None)
         return (key or named, text)
     if key is None:
         return None, "a rule must be a mapping of fields"
@@ -198,6 +205,9 @@ def file_reason(error: dict[str, Any]) -> tuple[str | None, str]:
 def json_schema() -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of a rule file."""
     schema = RuleFile.model_json_schema()
+    entry = schema["$defs"]["RuleEntry"]["properties"]
+    for key in (*_EXPRESSIONS, *_TEXTS):  # no null to offer: an empty field is refused
+        entry[key].pop("default", None)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "advisor rule file"
     schema["description"] = ("One checklist section of advisor's rules (docs/rules.md). Facts, condition "
