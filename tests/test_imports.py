@@ -25,6 +25,13 @@ def test_import_advisor_is_light():
         assert name not in modules, f"import advisor imported {name}"
 
 
+def test_import_advisor_loads_no_rule_validation():
+    """Rule files are parsed (YAML) and validated (pydantic) when rules load, not on import."""
+    modules = loaded_after("import advisor")
+    for name in ("pydantic", "yaml", "advisor.diagnosis.rules", "advisor.diagnosis.rule_model"):
+        assert name not in modules, f"import advisor imported {name}"
+
+
 def test_collectors_do_not_import_optional_libraries():
     modules = loaded_after("import advisor; advisor.AdvisorCallback; import advisor.collectors.registry")
     for name in HEAVY_OPTIONAL:

@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from advisor.diagnosis.bounded import MAX_CONFIG_BYTES, read_text
 from advisor.diagnosis.expr_runtime import finite_number, number_text
 from advisor.diagnosis.selection import Layer, normalize, select_codes, validate
 from advisor.errors import ConfigError, UsageError, first_line
+from advisor.files import read_text
 
 log = logging.getLogger("advisor")
 
@@ -36,6 +36,7 @@ FAIL_LEVELS = ("info", "warning", "error")
 DEFAULT_FAIL_ON = "warning"
 DEFAULT_MIN_STEPS = 20
 MAX_MIN_STEPS = 10**9
+MAX_CONFIG_BYTES = 1 << 20
 _KNOWN_KEYS = {"select", "extend-select", "ignore", "fail-on", "min-measured-steps", "thresholds"}
 _OTHER_KEYS = {"runs-dir", "instance-type", "price-per-hour", "format", "output-format"}
 

@@ -319,6 +319,8 @@ def compile_expr(
     compiler = _Compiler(fact_names, param_names, suggestions)
     try:
         fn = compiler.compile(tree.body)
+    except ExprError:  # a ValueError too: the compiler's own refusal, said as it is
+        raise
     except RecursionError:
         raise ExprError("expression nested too deeply") from None
     except (ArithmeticError, TypeError, ValueError) as exc:  # constant folding, defensively

@@ -20,6 +20,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic.json_schema import SkipJsonSchema
 
 from advisor.diagnosis.expr_runtime import finite_number, number_text
 
@@ -51,6 +52,7 @@ Expression = Annotated[
     Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)] | int | float,
     Field(description="an expression in the rule language (docs/rules.md); a number is a constant")]
 ParamName = Annotated[str, StringConstraints(pattern=PARAM_PATTERN)]
+Omitted = SkipJsonSchema[None]  # a field left out; written empty it is refused, and the schema says so
 
 
 class _Strict(BaseModel):
@@ -78,17 +80,18 @@ class RuleEntry(_Strict):
     requires: list[str] = Field(default_factory=list, description="facts that must be known")
     requires_any: list[str] = Field(default_factory=list, description="facts of which one must be known")
     optional: list[str] = Field(default_factory=list, description="facts read when known")
-    applies: Expression | None = None
-    condition: Expression | None = None
+    applies: Expression | Omitted = None
+    condition: Expression | Omitted = None
     advice: bool = False
     message: Text
-    pass_message: Text | None = None
+    pass_message: Text | Omitted = None
     fix: Text
-    impact: Expression | None = None
+    impact: Expression | Omitted = None
     gated: bool = False
     symptom: bool = False
-    measure: Text | None = None
-    params: dict[ParamName, int | float | str] = Field(default_factory=dict)
+    measure: Text | Omitted = None
+    params: dict[ParamName, int | float | str] = Field(
+        default_factory=dict, json_schema_extra={"additionalProperties": False})
     docs: RuleDocs
     whatif: list[str] = Field(default_factory=list, description="what-if candidates that try the fix")
     ceiling: list[str] = Field(default_factory=list, description="baseline ceilings or what-if candidates")
@@ -106,7 +109,7 @@ class RuleEntry(_Strict):
         for key in _EXPRESSIONS:
             if key in self.model_fields_set and getattr(self, key) is None:
                 raise ValueError(f"{key} is empty: write the expression, or leave the field out")
-        for key in _OPTIONAL_TEXTS:  # an explicit empty text is a mistake, as a missing one is not
+        for key in _TEXTS:
             if key in self.model_fields_set and getattr(self, key) is None:
                 raise ValueError(f"{key} must be a non-empty string")
         if self.condition is None and not self.advice:
@@ -126,7 +129,7 @@ _LISTS = {"requires": "fact names", "requires_any": "fact names", "optional": "f
           "whatif": "what-if candidate names", "ceiling": "names: baseline ceilings or what-if candidates"}
 _FLAGS = ("advice", "gated", "symptom")
 _EXPRESSIONS = ("condition", "applies", "impact")
-_OPTIONAL_TEXTS = ("pass_message", "measure")
+_TEXTS = ("pass_message", "measure")  # optional texts: left out, or written non-empty
 
 
 def reason(error: dict[str, Any], section: str) -> tuple[str | None, str]:
@@ -137,8 +140,7 @@ def reason(error: dict[str, Any], section: str) -> tuple[str | None, str]:
     key = str(loc[0]) if loc else None
     if kind == "value_error":
         text = str(error.get("ctx", {}).get("error", error.get("msg")))
-        named = next((k for k in _EXPRESSIONS + _OPTIONAL_TEXTS
-                      if text.startswith((f"{k} is empty", f"{k} must be"))), None)
+        named = next((k for k in (*_EXPRESSIONS, *_TEXTS) if text.startswith(f"{k} ")), None)
         return (key or named, text)
     if key is None:
         return None, "a rule must be a mapping of fields"
@@ -155,9 +157,9 @@ def reason(error: dict[str, Any], section: str) -> tuple[str | None, str]:
     if key == "severity":
         return key, f"severity must be one of {', '.join(SEVERITIES)}"
     if key == "severity_when":
-        if len(loc) > 2 or kind not in ("literal_error",):
-            return key, "severity_when must map a severity to a non-empty condition"
-        return key, f"severity_when: {loc[1]!r} is not one of {', '.join(SEVERITIES)}"
+        if len(loc) == 3 and loc[-1] == "[key]":  # pydantic's location of a refused mapping key
+            return key, f"severity_when: {loc[1]!r} is not one of {', '.join(SEVERITIES)}"
+        return key, "severity_when must map a severity to a non-empty condition"
     if key in _LISTS:
         return key, f"{key} must be a list of {_LISTS[key]}"
     if key in _FLAGS:
@@ -203,6 +205,9 @@ def file_reason(error: dict[str, Any]) -> tuple[str | None, str]:
 def json_schema() -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of a rule file."""
     schema = RuleFile.model_json_schema()
+    entry = schema["$defs"]["RuleEntry"]["properties"]
+    for key in (*_EXPRESSIONS, *_TEXTS):  # no null to offer: an empty field is refused
+        entry[key].pop("default", None)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "advisor rule file"
     schema["description"] = ("One checklist section of advisor's rules (docs/rules.md). Facts, condition "

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from advisor.diagnosis.bounded import MAX_RULE_FILE_BYTES, read_text
 from advisor.diagnosis.expr import Expr, ExprError, compile_expr
 from advisor.diagnosis.measured import BASELINE_CEILINGS
 from advisor.diagnosis.paths import default_rules_dir
@@ -35,8 +34,10 @@ from advisor.diagnosis.rule_model import (  # noqa: F401 — the rule vocabulary
 )
 from advisor.diagnosis.template import Template, TemplateError, compile_template
 from advisor.errors import RuleError, first_line
+from advisor.files import read_text
 
 CODE_RE = re.compile(CODE_PATTERN)
+MAX_RULE_FILE_BYTES = 1 << 20  # the shipped rule files are ~30 KB each
 MAX_YAML_NODES = 200_000
 MAX_YAML_DEPTH = 64
 

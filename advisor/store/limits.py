@@ -14,19 +14,18 @@ import json
 import math
 import os
 import re
-import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from advisor.errors import first_line
+from advisor.files import BadInput, MiB, describe_os_error, open_regular, read_limited, size_text
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
 M = TypeVar("M", bound="BaseModel")
 
-MiB = 1 << 20
 MAX_MANIFEST_BYTES = 4 * MiB  # run.json
 MAX_JSON_FILE_BYTES = 64 * MiB  # trace summaries, sweep files
 MAX_RECORD_FILE_BYTES = 4096 * MiB  # one worker-<rank>.jsonl (a week of 1 s telemetry is ~200 MB)
@@ -44,10 +43,6 @@ _DIGITS = bytes.maketrans(b"0123456789E", b"0000000000e")
 _LONG_DIGITS = b"0" * 19
 _SURROGATE_ESCAPE = re.compile(rb"\\[uU][dD][89a-fA-F]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-class BadInput(ValueError):
-    """Input that breaks a limit or is not valid JSON; ``str()`` is the short reason."""
 
 
 def _constant(name: str) -> Any:
@@ -134,48 +129,7 @@ def _fix(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text)
 
 
-# -- files ---------------------------------------------------------------------------------------
-
-
-def open_regular(path: str | os.PathLike[str]) -> int:
-    """Open ``path`` for reading without blocking, and only if it is a regular file.
-
-    ``O_NONBLOCK`` keeps a FIFO from hanging the open; the ``fstat`` after it (not a ``stat``
-    before it) judges the very file that was opened. Raises OSError or :class:`BadInput`.
-    """
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(path, flags)
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise BadInput(f"not a regular file ({_kind(mode)}); refused")
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def _kind(mode: int) -> str:
-    for test, name in (
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISDIR, "a directory"),
-    ):
-        if test(mode):
-            return name
-    return "not a plain file"
-
-
-def read_limited(path: str | os.PathLike[str], max_bytes: int) -> bytes:
-    """The bytes of a regular file of at most ``max_bytes``; OSError or :class:`BadInput`."""
-    fd = open_regular(path)
-    with os.fdopen(fd, "rb") as fh:
-        data = fh.read(max_bytes + 1)
-    if len(data) > max_bytes:
-        raise BadInput(f"larger than {_size(max_bytes)}; refused")
-    return data
+# -- files (opened and read within their limits by advisor.files) ---------------------------
 
 
 def load_json_file(path: str | os.PathLike[str], max_bytes: int = MAX_JSON_FILE_BYTES) -> Any:
@@ -197,7 +151,7 @@ def iter_lines(
     with os.fdopen(fd, "rb") as fh:
         size = os.fstat(fh.fileno()).st_size
         if size > max_bytes:
-            raise BadInput(f"larger than {_size(max_bytes)}; refused")
+            raise BadInput(f"larger than {size_text(max_bytes)}; refused")
         number = 0
         while True:
             line = fh.readline(max_line + 1)
@@ -213,15 +167,6 @@ def iter_lines(
                 continue
             complete = line.endswith(b"\n")
             yield number, line[:-1] if complete else line, complete
-
-
-def _size(n: int) -> str:
-    return f"{n // MiB} MiB" if n >= MiB else f"{n} bytes"
-
-
-def describe_os_error(exc: OSError) -> str:
-    """A short reason for an OSError: 'permission denied', 'no such file', ..."""
-    return (exc.strerror or type(exc).__name__).lower() if exc.strerror else str(exc)
 
 
 def inside(root: str | os.PathLike[str], relative: str) -> Path:

@@ -92,6 +92,8 @@ def test_good_file_loads(tmp_path):
             "dunder",
         ),
         ("condition: not throughput.logging", "condition: 10 ** 100000 > 1", 8, "exponent"),
+        ("condition: not throughput.logging", "condition: '[x for x in (1, 2)]'", 8,
+         "rule M101: condition: forbidden construct: comprehension"),
         (
             "condition: not throughput.logging",
             "condition: not gpu.util.p95",
@@ -130,7 +132,17 @@ def test_good_file_loads(tmp_path):
         ("condition: not throughput.logging", "condition: '  '", 8, "condition must be a non-empty expression"),
         ("condition: not throughput.logging", "condition: not throughput.logging\n    applies:", 9,
          "applies is empty"),
+        ("condition: not throughput.logging", "condition: not throughput.logging\n    pass_message:", 9,
+         "pass_message must be a non-empty string"),
+        ("condition: not throughput.logging", "condition: not throughput.logging\n    measure: ''", 9,
+         "measure must be a non-empty string"),
+        ("condition: not throughput.logging", "condition: not throughput.logging\n    measure:", 9,
+         "measure must be a non-empty string"),
         ("severity: info", "severity: info\n    params: {limit: .nan}", 7, "must be a finite number, not nan"),
+        ("severity: info", "severity: info\n    severity_when: {fatal: 'true'}", 7,
+         "severity_when: 'fatal' is not one of info, warning, error"),
+        ("severity: info", "severity: info\n    severity_when: {error: ''}", 7,
+         "severity_when must map a severity to a non-empty condition"),
         ("      impact: i\n", "      impact: i\n      colour: red\n", 11, "docs: unknown section 'colour'"),
     ],
 )
@@ -191,3 +203,37 @@ def test_the_rule_file_schema_accepts_the_shipped_rules_and_refuses_a_broken_one
         assert list(validator.iter_errors(yaml.safe_load(path.read_text()))) == [], path
     broken = yaml.safe_load(GOOD.replace("severity: info", "severity: fatal"))
     assert [e.validator for e in validator.iter_errors(broken)] == ["enum"]
+
+
+@pytest.fixture(scope="module")
+def rule_file_schema():
+    import json
+
+    import jsonschema
+
+    result = CliRunner().invoke(cli, ["schema", "--rules"])
+    assert result.exit_code == 0, result.output
+    return jsonschema.Draft202012Validator(json.loads(result.output))
+
+
+@pytest.mark.parametrize(
+    "old,new,line",
+    [
+        ("condition: not throughput.logging", "condition:", 8),
+        ("condition: not throughput.logging", "condition: not throughput.logging\n    impact:", 9),
+        ("condition: not throughput.logging", "condition: not throughput.logging\n    pass_message:", 9),
+        ("severity: info", "severity: info\n    params: {Limit: 1}", 7),
+        ("severity: info", "severity: info\n    severity_when: {error: ''}", 7),
+        ("summary: Throughput is logged.", "summary: ok\n    colour: red", 6),
+        ("    fix: log it\n", "", 3),
+    ],
+)
+def test_the_schema_refuses_what_the_loader_refuses(tmp_path, rule_file_schema, old, new, line):
+    """An editor checking a rule file against `advisor schema --rules` flags the same slips the
+    loader names at file:line (facts, conditions and templates aside)."""
+    import yaml
+
+    text = GOOD.replace(old, new)
+    assert text != GOOD
+    assert list(rule_file_schema.iter_errors(yaml.safe_load(text))), new
+    assert f"M1.yaml:{line}:" in load_error(tmp_path, text)
