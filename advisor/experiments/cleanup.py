@@ -18,8 +18,10 @@ def own_garbage(collect: Callable[[], object] = gc.collect) -> Iterator[None]:
 
     The objects older than the measurement are frozen (``gc.freeze``) meanwhile, so its
     collections look only at what it made: a full collection of a process with TensorFlow, JAX
-    and torch loaded took 0.35–0.4 s, in a long-lived process more, against well under a
-    millisecond. When something else has frozen objects already (a pre-fork server does),
+    and torch loaded took 0.35–0.4 s on the project's 2-vCPU development VM, in the test suite's
+    long-lived process more, against well under a millisecond with the freeze
+    (benchmarks/RESULTS.md, "Figures quoted in the experiments' docstrings"). When something
+    else has frozen objects already (a pre-fork server does),
     nothing is frozen here, the collection is a full one, and their freeze is left alone."""
     global _frozen_here
     freeze = gc.get_freeze_count() == 0
@@ -44,9 +46,10 @@ def tear_down(backend: str | None) -> None:
     """After a segment: destroy the input it iterated (its iterator, prefetch threads, loader
     workers) before the next segment starts. A ``fit`` stopped mid-epoch leaves its iterator
     to the garbage collector, and a parallel pipeline's threads go on filling its buffers
-    meanwhile: measured on a CPU-bound pipeline, the next segment (the cached input's) ran a
-    third slower beside them. Cheap inside ``own_garbage`` (only what the measurement made is
-    looked at)."""
+    meanwhile: on the heavy-augmentation scenario's CPU-bound pipeline on the 2-vCPU development
+    VM, the next segment (the cached input's) read 15–40 % slower beside them in three pairs
+    (benchmarks/baseline_teardown.py; benchmarks/RESULTS.md, "The baseline tears each segment's
+    input down"). Cheap inside ``own_garbage`` (only what the measurement made is looked at)."""
     release_loader_workers(backend)
     stop_pydataset_enqueuers()
     gc.collect()
@@ -59,11 +62,13 @@ def release_loader_workers(backend: str | None) -> int:
     Keras on torch iterates the loader itself, and training stopped mid-epoch leaves that
     iterator in a reference cycle; destroyed by the garbage collector, a worker pool's shutdown
     waits torch's status interval (5 s) for each worker before killing it (~10 s a segment with
-    two workers), while the same shutdown called on the intact iterator takes ~0.04 s. On
-    TensorFlow a tf.data generator owns the loader's iterator (and tears it down in well under
-    a second): not ours to shut. Only the young generations are searched, and only while
-    ``own_garbage`` has frozen everything older, so an iterator the user made is never touched;
-    persistent pools belong to their loader and are left alone. Returns the iterators shut."""
+    two workers), while the same shutdown called on the intact iterator took ~0.04 s on the
+    development VM. On TensorFlow a tf.data generator owns the loader's iterator (a segment of
+    the same candidate tore down in 0.02–0.3 s there): not ours to shut. Both figures:
+    benchmarks/RESULTS.md, "After each segment collects its own garbage". Only the young
+    generations are searched, and only while ``own_garbage`` has frozen everything older, so an
+    iterator the user made is never touched; persistent pools belong to their loader and are
+    left alone. Returns the iterators shut."""
     module = sys.modules.get("torch.utils.data.dataloader")
     kind = getattr(module, "_MultiProcessingDataLoaderIter", None)
     if backend != "torch" or kind is None or not _frozen_here:
@@ -87,11 +92,12 @@ def stop_pydataset_enqueuers() -> int:
     Keras stops a PyDataset's enqueuer when an epoch's iterator runs to its end; a ``fit`` that
     stops inside an epoch (every timed segment does) leaves it running. Its feeding thread then
     waits forever to queue one more batch, and with it stay a pool of workers (threads, or
-    processes with multiprocessing) and up to ``max_queue_size`` finished batches: measured, a
-    what-if of ``pydataset_workers`` left 42 threads behind in the user's process. Keras's own
-    ``stop()`` (the one an epoch's end calls) drains the queue, so its batches are freed, and
-    joins the thread. Only enqueuers made while ``own_garbage`` froze the older objects are
-    looked at; the user's own are never touched."""
+    processes with multiprocessing) and up to ``max_queue_size`` finished batches: six threads a
+    segment with ``workers=2``, so the seven segments of a ``pydataset_workers`` what-if in a
+    test run left 42 behind in the user's process (benchmarks/RESULTS.md, "Figures quoted in
+    the experiments' docstrings"). Keras's own ``stop()`` (the one an epoch's end calls) drains
+    the queue, so its batches are freed, and joins the thread. Only enqueuers made while
+    ``own_garbage`` froze the older objects are looked at; the user's own are never touched."""
     module = sys.modules.get("keras.src.trainers.data_adapters.py_dataset_adapter")
     kind = getattr(module, "PyDatasetEnqueuer", None)
     if kind is None or not _frozen_here:

@@ -79,7 +79,10 @@ def segment_clock(model: Any, warm: int, seconds: float, min_steps: int, deadlin
     epoch's restart is charged to them at its share: the time from the epoch's begin to the
     warm-up's end beyond that many steady steps, times measured steps ÷ ``epoch_length``.
     (A restart of 0.16 s on a 30-step epoch of 50 ms steps is 10% of training time; timed
-    without it, a change that only shortens steps read 10% high.)"""
+    without it, a change that only shortens steps read 10% high. That is the tf.data guide's
+    pipeline on the development VM, whose epochs restarted in 0.12–0.17 s: benchmarks/RESULTS.md,
+    "Why they disagree: the epoch boundary" and "The what-if's partial epochs and epoch
+    restarts".)"""
     base: Any
     if is_tf_keras(model):
         import tf_keras

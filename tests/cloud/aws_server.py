@@ -132,16 +132,21 @@ def point_at(monkeypatch: pytest.MonkeyPatch, url: str, tmp_path) -> None:
 
 
 def assert_no_secrets(*places) -> None:
-    """No sentinel credential in any file under the given folders, nor in the given texts."""
+    """No sentinel credential in any file under the given folders, nor in the given texts; and
+    something was searched (a folder never written and empty texts would prove nothing)."""
     from pathlib import Path
 
+    searched = 0
     for place in places:
         if isinstance(place, Path):
             files = [place] if place.is_file() else [p for p in place.rglob("*") if p.is_file()]
+            searched += len(files)
             for file in files:
                 data = file.read_bytes()
                 for secret in SENTINELS:
                     assert secret.encode() not in data, f"{secret[:12]}… found in {file}"
         else:
+            searched += bool(str(place))
             for secret in SENTINELS:
                 assert secret not in str(place), f"{secret[:12]}… found in output"
+    assert searched, f"no file and no text to search in {places}"

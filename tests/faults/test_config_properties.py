@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 from advisor.diagnosis import load_rules
 from advisor.diagnosis.config import (
+    DEFAULT_FAIL_ON,
     FAIL_LEVELS,
     Config,
     load_config,
@@ -66,9 +67,12 @@ def _load_and_resolve(path) -> None:
             config = load_config(path)
             resolved = resolve(RULES, config, Config())
         except (ConfigError, UsageError) as exc:
-            assert_one_clear_line(exc)
+            assert_one_clear_line(exc, names=path)  # the file to fix
             return
     assert set(resolved.codes) <= {r.code for r in RULES} and resolved.fail_on in FAIL_LEVELS
+    # what the file asked for, no more: its thresholds as written, its fail level or the default
+    assert resolved.thresholds == {code: values for code, values in config.thresholds.items() if values}
+    assert resolved.fail_on == (config.fail_on or DEFAULT_FAIL_ON)
 
 
 @settings(max_examples=200, derandomize=True, **SETTINGS)
@@ -95,10 +99,13 @@ def test_many_configurations(text, tmp_path_factory):
 def test_any_threshold_option_gives_settings_or_a_usage_error(options):
     with time_limit(5):
         try:
-            resolved = resolve(RULES, Config(), Config(thresholds=parse_threshold_options(options)))
+            given_thresholds = parse_threshold_options(options)
+            resolved = resolve(RULES, Config(), Config(thresholds=given_thresholds))
         except (ConfigError, UsageError) as exc:
             assert_one_clear_line(exc)
+            assert str(exc).startswith("--threshold"), str(exc)  # names the option, not a file
             return
+    assert resolved.thresholds == given_thresholds  # every option given, as given (none: none)
     assert all(isinstance(v, (int, float, str)) for t in resolved.thresholds.values() for v in t.values())
 
 

@@ -99,9 +99,12 @@ SETTINGS = {"deadline": None, "database": None, "derandomize": True,
 def _check_all(root, run) -> None:
     with time_limit(20):
         try:
-            RunReader(run).read()
+            read = RunReader(run).read()
         except AdvisorError as exc:
-            assert_one_clear_line(exc)  # a clean, typed error
+            assert_one_clear_line(exc, names=run)  # a clean, typed error naming the run
+        else:  # a run, with the records that survived: never more lines than the worker file has
+            kept = sum(len(records) for records in read.records.values())
+            assert kept <= sum(path.read_bytes().count(b"\n") + 1 for path in run.glob("*.jsonl"))
         for args in (["check", str(run)], ["check", str(root)], ["show", str(run)],
                      ["--runs-dir", str(root), "runs"], ["--runs-dir", str(root), "runs", "--format", "json"]):
             assert_clean(cli(*args))

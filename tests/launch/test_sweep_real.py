@@ -112,6 +112,7 @@ def sweep(tmp_path_factory, keras3_sweep):
 def test_every_configuration_finished(sweep):
     runs, result = sweep
     record = read_sweep(sweep_dir(runs, REAL))
+    assert len(record.configs) == 6  # three strategies at 1 and 2 workers: none left out
     failed = {c.run_id: (c.reason, c.log_tail) for c in record.configs if c.status != "finished"}
     assert failed == {}, failed
     assert result.exit_code == 0

@@ -75,6 +75,7 @@ def test_points_without_price_say_so(tmp_path):
     root = tmp_path / "runs"
     write_sweep_runs(root, "sweep-free", price=None)
     table = Store(root).scaling_table("sweep-free")
+    assert len(table.rows) == 5  # the fixture's points, each without a price
     assert all(r.samples_per_dollar is None and "no price" in r.notes for r in table.rows)
     assert any(n.startswith("no price") for n in table.notes)
 

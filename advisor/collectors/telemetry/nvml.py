@@ -37,7 +37,9 @@ LOCAL_RANK_VARS = ("LOCAL_RANK", "HOROVOD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RA
 LOCAL_SIZE_VARS = ("LOCAL_WORLD_SIZE", "HOROVOD_LOCAL_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE",
                    "SLURM_NTASKS_PER_NODE", "MPI_LOCALNRANKS")
 
-PCIE_MIN_PERIOD_S = 1.0  # each PCIe read blocks ~20 ms inside the driver: at most one per second
+# NVML's reference documents nvmlDeviceGetPcieThroughput as counting bytes over a 20 ms interval
+# (so a read can wait that long in the driver; not measured: the development VM has no GPU).
+PCIE_MIN_PERIOD_S = 1.0  # so at most one PCIe read per second
 
 
 @dataclass
@@ -261,7 +263,7 @@ class NvmlMonitor:
             return {"throttle": int(fn(h))}
 
         def pcie() -> dict[str, Any]:
-            # Each call counts bytes over ~20 ms inside the driver; values are KB/s.
+            # Each call counts bytes over NVML's documented 20 ms interval; values are KB/s.
             if now - self._last_pcie.get(dev.index, -1e18) >= PCIE_MIN_PERIOD_S:
                 self._last_pcie[dev.index] = now
                 tx = nvml.nvmlDeviceGetPcieThroughput(h, 0) * 1024.0  # NVML_PCIE_UTIL_TX_BYTES

@@ -82,11 +82,14 @@ def _segment(trial: Trial, seconds: float, min_steps: int, deadline: float, stop
 
     The segment's input is torn down before it returns: fit ends mid-epoch and leaves its
     iterator to the garbage collector, and destroying a tf.data iterator with work in flight
-    stalled up to ~1 s (the epoch-boundary stall of benchmarks/epoch_boundary.py). Collected
-    here, the stall is this segment's overhead, which the rounds plan with; left for later, it
-    landed in another arm's segment or after the budget (a 5 s what-if ended at 6.8 s). The
-    collection is cheap: ``run_whatif`` froze everything older than the what-if. The time from
-    the segment's last measured step to here goes to ``teardowns``."""
+    stalled up to ~1 s (the epoch-boundary stall of benchmarks/epoch_boundary.py on the guide's
+    pipeline, 0.99–1.00 s on the 2-vCPU development VM). Collected here, the stall is this
+    segment's overhead, which the rounds plan with; left for later, it landed in another arm's
+    segment or after the budget (on the same VM, busy, a 5 s what-if ended at 6.8 s). Both:
+    benchmarks/RESULTS.md, "Why they disagree: the epoch boundary" and "After each segment
+    collects its own garbage". The collection is cheap: ``run_whatif`` froze everything older
+    than the what-if. The time from the segment's last measured step to here goes to
+    ``teardowns``."""
     stop.check()
     if trial.enter is not None:
         trial.enter()
@@ -121,7 +124,7 @@ class _Run:
                                    requested if isinstance(requested, str) else list(requested), budget, fit_seconds)
         self.trials: list[Trial] = []
         self.fit_start = FIT_START_SECONDS  # a nested fit's start-up (measured by the calibration)
-        self.end_seconds = 0.05  # what the end takes: a restore and a garbage collection (measured)
+        self.end_seconds = 0.05  # the end: a restore and a collection (run_whatif adds its timings)
         self.reserve = self.end_seconds
         self.step_reserve = 0.0  # one step past a deadline (set by the calibration)
         self.teardowns: dict[str, list[float]] = {}  # per trial and segment: last measured step to return
@@ -168,8 +171,10 @@ class _Run:
         # the steps alone: the epoch restart charged to a segment is part of the fit's start here
         stepping = segment.seconds - segment.restart
         self.situation.step_seconds = stepping / segment.steps
-        # what a nested fit costs before its steps (callbacks, iterator, first batch): on a busy
-        # host far more than FIT_START_SECONDS, and every preparation pays it
+        # what a nested fit costs before its steps (callbacks, iterator, first batch), and every
+        # preparation pays it: measured, since it depends on the host's load. On the development
+        # VM run 3x oversubscribed, a 3 s what-if whose preparations left it out overran by
+        # 0.5–1 s (benchmarks/RESULTS.md, "Figures quoted in the experiments' docstrings")
         elapsed = time.perf_counter() - started
         warm_and_timed = stepping * (_warm(unchanged) + segment.steps) / segment.steps
         self.fit_start = max(FIT_START_SECONDS, elapsed - warm_and_timed)
@@ -347,8 +352,9 @@ def run_whatif(situation: Situation, requested: str | Sequence[str] = "auto", *,
     state = ModelState(situation.model)
     settings = step_settings(situation.model)
     # Everything older than the what-if is left out of its collections (each segment collects
-    # its own garbage: a full collection of a process with TensorFlow loaded took 0.25 s, and
-    # in a long-lived process far more; of what the what-if adds ~1 ms); unfrozen at the end.
+    # its own garbage: on the development VM a full collection of a process with TensorFlow
+    # loaded took 0.25 s, and in a long-lived process far more; of what the what-if adds ~1 ms;
+    # benchmarks/RESULTS.md, "After each segment collects its own garbage"); unfrozen at the end.
     # So the end reserves a restore (about what the snapshot took) and a small collection, not
     # another full one like the one above (``collect_s``). Segments end mid-epoch: their
     # iterators are left in reference cycles. Collected at interpreter exit, an iterator with a
