@@ -12,6 +12,7 @@ size). It never opens a file; :mod:`advisor.service` reads runs and builds the c
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -32,6 +33,7 @@ AREAS: tuple[str, ...] = (
     "telemetry",
     "hardware",
     "baseline",
+    "budget",
     "pipeline",
     "trace",
     "whatif",
@@ -78,6 +80,7 @@ class FactRegistry:
 
     def __init__(self) -> None:
         self._facts: dict[str, Fact] = {}
+        self._families: list[tuple[re.Pattern[str], Fact]] = []  # "callbacks.<name>.ms_per_step"
         self._derivers: list[tuple[str, Deriver]] = []
 
     def add(self, facts: Iterable[Fact], deriver: Deriver | None = None, area: str = "") -> None:
@@ -85,6 +88,11 @@ class FactRegistry:
             if fact.name in self._facts:
                 raise ValueError(f"fact {fact.name!r} registered twice")
             self._facts[fact.name] = fact
+            if "<" in fact.name:  # a family: one fact per name the run has (a callback's class…)
+                head, _, rest = fact.name.partition("<")
+                tail = rest.partition(">")[2]
+                self._families.append((re.compile(re.escape(head) + r"[A-Za-z0-9_]+" + re.escape(tail) + r"\Z"),
+                                       fact))
         if deriver is not None:
             self._derivers.append((area, deriver))
 
@@ -92,10 +100,17 @@ class FactRegistry:
         return name in self._facts
 
     def __getitem__(self, name: str) -> Fact:
-        return self._facts[name]
+        fact = self.get(name)
+        if fact is None:
+            raise KeyError(name)
+        return fact
 
     def get(self, name: str) -> Fact | None:
-        return self._facts.get(name)
+        """The fact of ``name``, or of the family it belongs to (a derived name; rules cannot name it)."""
+        fact = self._facts.get(name)
+        if fact is None and isinstance(name, str):
+            fact = next((f for pattern, f in self._families if pattern.match(name)), None)
+        return fact
 
     def names(self) -> list[str]:
         return sorted(self._facts)
@@ -131,7 +146,7 @@ class FactRegistry:
                 errors.append(f"facts.{area}: {type(exc).__name__}: {exc}")
                 continue
             for name, value in derived.items():
-                if name not in self._facts:
+                if name not in self._facts and self.get(name) is None:
                     errors.append(f"facts.{area}: derived unregistered fact {name!r}")
                 elif value is not None:
                     facts[name] = value

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from advisor.collectors.ledger import Ledger
     from advisor.collectors.options import AdvisorOptions
     from advisor.experiments.baseline import InputBaseline
     from advisor.experiments.whatif import WhatIfResult
@@ -42,6 +43,7 @@ HOOKS = (
     "on_test_end",
     "on_epoch_end",
     "on_train_end",
+    "on_before_close",
     "on_run_closed",
 )
 
@@ -101,6 +103,8 @@ class Notes:
     baseline_seconds: float = 0.0  # baseline: how long it trained (not the user's training)
     whatif: WhatIfResult | None = None  # whatif: what it measured
     whatif_seconds: float = 0.0  # whatif: how long it trained (not the user's training)
+    slow_batch_hooks: list[tuple[str, Any]] = field(default_factory=list)  # budget: ("Class.hook", the hook)
+    own_batch_seconds: float = 0.0  # the callback: its batch hooks' sampled cost so far (budget reads it)
     horovod_size: int | None = None  # set by tests and launchers that know Horovod's world before it starts
 
     @property
@@ -130,6 +134,7 @@ class Session:
     # finished epoch's tally.
     epoch_step0: int | None = None
     tally: EpochTally | None = None
+    ledger: Ledger | None = None  # the fit's time budget (collectors/ledger.py), kept by the callback
 
     def iterations(self) -> int | None:
         """Optimizer steps so far (``optimizer.iterations``). Read at boundaries only."""
@@ -277,6 +282,9 @@ class Collector:
 
     def on_train_end(self) -> None: ...
 
+    def on_before_close(self, status: str) -> None:
+        """Just before the run's end record: every other hook of the fit has run (rank 0 and others)."""
+
     def on_run_closed(self, status: str) -> None:
         """After the run directory is complete (end record written, manifest final); rank 0 and others."""
 
@@ -290,13 +298,19 @@ class Guard:
         self.disabled: dict[str, str] = {}
 
     def call(self, hook: str, *args: Any) -> None:
+        ledger = self.session.ledger if self.session is not None else None
         for collector in self.collectors:
             if collector.name in self.disabled:
                 continue
+            if ledger is not None:  # each collector's time is its own in the fit's budget
+                ledger.enter(f"advisor:{collector.name}")
             try:
                 getattr(collector, hook)(*args)
             except Exception as exc:
                 self.fail(collector, hook, exc)
+            finally:
+                if ledger is not None:
+                    ledger.leave()
 
     def fail(self, collector: Collector, hook: str, exc: BaseException) -> None:
         message = f"{collector.name} collector failed in {hook}: {type(exc).__name__}: {exc}"

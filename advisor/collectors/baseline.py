@@ -95,7 +95,8 @@ class BaselineCollector(Collector):
         try:
             self.result = measure_fit_input(session.model, session.data, session.backend, plan,
                                             training_done=mode != "start", need_real=mode == "auto",
-                                            source_cache=self.source_cache)
+                                            source_cache=self.source_cache,
+                                            hooks=list(session.notes.slow_batch_hooks))
         except NoRealInput:
             self._skip(ONE_SHOT, mode)
             return

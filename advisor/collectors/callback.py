@@ -24,6 +24,7 @@ from typing import Any
 from advisor.collectors.base import Collector, Guard, Session
 from advisor.collectors.fitinfo import discover, find_fit_locals
 from advisor.collectors.keras_protocol import KerasCallbackProtocol
+from advisor.collectors.ledger import ADVISOR, BOUNDARY, STARTUP, TRAIN, VALIDATION, Ledger
 from advisor.collectors.manifest import instance_and_price, run_manifest
 from advisor.collectors.options import (
     BASELINE_MAX_SECONDS,
@@ -92,6 +93,9 @@ class AdvisorCallback(KerasCallbackProtocol):
         mfu: estimate FLOPs and MFU (None: when a GPU is present).
         instance_metadata: ask the cloud metadata service for the instance type (≤ 0.5 s).
         pipeline: inspect the tf.data pipeline and its files at train begin.
+        budget: account for the fit's wall clock (goodput): time the hooks of the fit's other
+            callbacks and the model's saves, by wrapping them for the fit's duration only
+            (docs/goodput.md). False: only the advisor's own phases are timed.
         whatif: ``"auto"`` or a list of candidate names (``parallel_map``, ``cache_map``,
             ``jit_compile``, ``steps_per_execution_8``, ``batch_x2``…): after training, try each
             change on this model and input beside the unchanged configuration and record the
@@ -117,6 +121,8 @@ class AdvisorCallback(KerasCallbackProtocol):
     argument you pass, then its environment variable (``$ADVISOR_RUNS_DIR``, ``$ADVISOR_INSTANCE_TYPE``,
     ``$ADVISOR_INSTANCE_METADATA``, ``$ADVISOR_PRICING``, ``$ADVISOR_TRACE_TIMEOUT_S``), then the default.
     """
+
+    _advisor_own = True  # the budget collector counts these hooks as the advisor's, not a user callback's
 
     def __new__(cls, *args: Any, **kwargs: Any) -> AdvisorCallback:
         check_names(kwargs, cls.__name__)
@@ -149,6 +155,7 @@ class AdvisorCallback(KerasCallbackProtocol):
         mfu: bool | None = None,
         instance_metadata: bool | None = None,
         pipeline: bool = True,
+        budget: bool = True,
         whatif: WhatIf = None,
         whatif_max_seconds: float | None = None,
         whatif_rounds: int = WHATIF_ROUNDS,
@@ -178,6 +185,7 @@ class AdvisorCallback(KerasCallbackProtocol):
         self._epoch: int | None = None
         self._last_batch_ended: int | None = None  # index of the epoch's last batch ended
         self._train_t0 = 0.0
+        self._switch_at = 2  # the batch whose begin ends start-up or an epoch boundary (training steps resume)
         self._in_fit = False
         self._collectors_used = False
         self.uploader: Any = None  # RunUploader when runs_dir is an s3:// store
@@ -203,14 +211,16 @@ class AdvisorCallback(KerasCallbackProtocol):
         if self._in_fit:  # a previous fit raised: its run failed
             self._abort("training raised an exception")
         try:
-            self._begin(find_fit_locals())
+            self._begin(find_fit_locals(), t0)
         except Exception as exc:
             log.warning("advisor: could not start the run (%s: %s); training goes on without it",
                         type(exc).__name__, exc)
             self.guard = None
             return
-        assert self.guard is not None
+        assert self.guard is not None and self.session is not None
         self.guard.call("on_train_begin")
+        if self.session.ledger is not None:
+            self.session.ledger.phase(STARTUP)
         self._own_seconds += time.perf_counter() - t0
 
     def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
@@ -218,12 +228,19 @@ class AdvisorCallback(KerasCallbackProtocol):
             self._epoch = epoch
             self.session.epoch_step0 = self.session.iterations()
             self._last_batch_ended = None
+            ledger = self.session.ledger
+            if ledger is not None and ledger.current_phase != STARTUP:
+                ledger.phase(BOUNDARY)
+                self._switch_at = self._batches + 1  # the epoch's first step begins training again
         self._call("on_epoch_begin", epoch)
 
     def on_train_batch_begin(self, batch: int, logs: dict[str, Any] | None = None) -> None:
         # Always on the training thread: the call count is exact here.
-        self._batches += 1
-        if self._batches & 127 == 0:  # time one call in 128 to estimate our own cost
+        n = self._batches + 1
+        self._batches = n
+        if n == self._switch_at:
+            self._training_resumes()
+        if n & 127 == 0:  # time one call in 128 to estimate our own cost
             t0 = time.perf_counter()
             self._run_batch_begin_hooks(batch)
             self._batch_sampled += 1
@@ -245,16 +262,21 @@ class AdvisorCallback(KerasCallbackProtocol):
     def on_test_begin(self, logs: dict[str, Any] | None = None) -> None:
         if self._in_fit:
             self._close_epoch(self._epoch)  # before validation resets the training metrics
+            self._phase(VALIDATION)
             self._call("on_test_begin")
 
     def on_test_end(self, logs: dict[str, Any] | None = None) -> None:
         if self._in_fit:
             self._call("on_test_end")
+            self._phase(BOUNDARY)
 
     def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         # Records reach the OS as they are written (a killed process loses nothing); the fsync
         # against a machine crash happens at close, not every epoch.
         self._close_epoch(epoch)
+        self._phase(BOUNDARY)
+        if self.session is not None:
+            self.session.notes.own_batch_seconds = self._own_batch_estimate()
         self._call("on_epoch_end", epoch, dict(logs or {}))
         if self.uploader is not None:
             self.uploader.request()
@@ -264,6 +286,15 @@ class AdvisorCallback(KerasCallbackProtocol):
         self._finish("finished")
 
     # -- internals -----------------------------------------------------------------------------
+    def _training_resumes(self) -> None:
+        """Start-up (the first step) or an epoch boundary has ended: training steps run."""
+        if self.session is not None and self.session.ledger is not None:
+            self.session.ledger.phase(TRAIN)
+
+    def _phase(self, phase: str) -> None:
+        if self.session is not None and self.session.ledger is not None:
+            self.session.ledger.phase(phase)
+
     def _close_epoch(self, epoch: int | None) -> None:
         """The epoch's tally (``Session.close_epoch``), once, before the collectors' hooks."""
         if self.session is not None and self.guard is not None and epoch is not None:
@@ -298,11 +329,18 @@ class AdvisorCallback(KerasCallbackProtocol):
         if self.guard is None:
             return
         t0 = time.perf_counter()
-        self.guard.call(hook, *args)
-        self._refresh_batch_calls()
+        ledger = self.session.ledger if self.session is not None else None
+        if ledger is not None:
+            ledger.enter(ADVISOR)
+        try:
+            self.guard.call(hook, *args)
+            self._refresh_batch_calls()
+        finally:
+            if ledger is not None:
+                ledger.leave()
         self._own_seconds += time.perf_counter() - t0
 
-    def _begin(self, fit_locals: dict[str, Any] | None) -> None:
+    def _begin(self, fit_locals: dict[str, Any] | None, t0: float) -> None:
         from advisor.collectors.registry import build_collectors
         from advisor.store.paths import store_url
         from advisor.store.writer import RunWriter
@@ -326,7 +364,8 @@ class AdvisorCallback(KerasCallbackProtocol):
         self.writer = RunWriter(runs_dir, rank=rank, manifest=manifest, name=opts.name)
         self.session = Session(writer=self.writer, model=model, rank=rank, num_workers=world, options=opts, data=data,
                                fit_callbacks=fit_callbacks, keras_flavor=flavor, backend=backend,
-                               steps_per_execution=spe, train_begin_t=time.perf_counter(), price_per_hour=price)
+                               steps_per_execution=spe, train_begin_t=time.perf_counter(), price_per_hour=price,
+                               ledger=Ledger(t0, ADVISOR))
         # Every fit starts fresh collectors (and a new run); the first uses those made in __init__.
         if self._collectors_used:
             self.collectors = build_collectors(opts)
@@ -336,6 +375,7 @@ class AdvisorCallback(KerasCallbackProtocol):
         self.guard = Guard(self.collectors, self.session)
         self._refresh_batch_calls()
         self._batches = self._batch_sampled = 0
+        self._switch_at = 2
         self._batch_sampled_seconds = self._own_seconds = 0.0
         self._train_t0 = time.perf_counter()
         self._in_fit = True
@@ -352,9 +392,13 @@ class AdvisorCallback(KerasCallbackProtocol):
         if rank == 0 and opts.log_every_seconds is not None:
             ensure_log_handler()
 
-    def _own_estimate(self) -> float:
+    def _own_batch_estimate(self) -> float:
+        """Seconds spent in the advisor's batch hooks so far, from the one call in 128 it times."""
         per_batch = self._batch_sampled_seconds / self._batch_sampled if self._batch_sampled else 0.0
-        return self._own_seconds + per_batch * self._batches
+        return per_batch * self._batches
+
+    def _own_estimate(self) -> float:
+        return self._own_seconds + self._own_batch_estimate()
 
     def _finish(self, status: str) -> None:
         if self.writer is None or self.writer.closed:
@@ -364,6 +408,9 @@ class AdvisorCallback(KerasCallbackProtocol):
             baseline = self.session.notes.measuring_seconds if self.session else 0.0
             train_seconds = time.perf_counter() - self._train_t0 - baseline
             own = max(0.0, self._own_estimate() - baseline)
+            if self.session is not None and self.guard is not None:
+                self.session.notes.own_batch_seconds = self._own_batch_estimate()
+                self.guard.call("on_before_close", status)  # the budget's final record, before the end record
             self.writer.close(status, advisor_seconds=own, train_seconds=train_seconds)
         except Exception as exc:
             log.warning("advisor: could not close the run: %s", exc)

@@ -66,6 +66,7 @@ class AdvisorOptions:
     mfu: bool | None = None
     instance_metadata: bool | None = None
     pipeline: bool = True
+    budget: bool = True  # time every other callback's hooks and the model's saves (docs/goodput.md)
     whatif: WhatIf = None  # "auto" or candidate names
     whatif_max_seconds: float | None = None  # None: the smaller of 10% of the fit and 60 s
     whatif_rounds: int = WHATIF_ROUNDS

@@ -53,6 +53,12 @@ def _baseline(o: AdvisorOptions) -> Collector:
                              seconds=o.baseline_seconds, rounds=o.baseline_rounds, max_seconds=o.baseline_max_seconds)
 
 
+def _budget(o: AdvisorOptions) -> Collector:
+    from advisor.collectors.budget import BudgetCollector
+
+    return BudgetCollector(wrap=o.budget)
+
+
 def _pipeline(o: AdvisorOptions) -> Collector:
     from advisor.collectors.pipeline import PipelineCollector
 
@@ -84,6 +90,7 @@ FACTORIES: dict[str, Callable[[AdvisorOptions], Collector]] = {
     "throughput": _throughput,
     "epochs": _epochs,
     "context": _context,
+    "budget": _budget,
     "profiler": _profiler,
     "telemetry": _telemetry,
     "baseline": _baseline,
@@ -98,6 +105,7 @@ DEFAULTS: dict[str, Callable[[AdvisorOptions], bool]] = {
     "throughput": lambda o: True,
     "epochs": lambda o: True,
     "context": lambda o: True,
+    "budget": lambda o: True,
     "profiler": lambda o: o.profile_steps is not None,
     "telemetry": lambda o: o.telemetry,
     "baseline": lambda o: o.baseline is not None,

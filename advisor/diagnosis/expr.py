@@ -58,11 +58,14 @@ class Expr:
 
     def evaluate(self, facts: Mapping[str, Any], params: Mapping[str, Any]) -> Any:
         try:
-            return self._fn((facts, params))
+            value = self._fn((facts, params))
         except ExprError:
             raise
         except (ArithmeticError, TypeError, ValueError, RecursionError) as exc:
             raise ExprError(f"cannot evaluate: {type(exc).__name__}: {exc}") from None
+        if isinstance(value, (tuple, list, dict, set)):  # a rule compares one value, never a collection
+            raise ExprError("gives a list, not one value: compare it, or test membership with `in`")
+        return value
 
 
 # -- the compiler -----------------------------------------------------------------------------

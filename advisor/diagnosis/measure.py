@@ -25,6 +25,7 @@ HINTS: dict[str, str] = {
     "hardware": "train on a known accelerator (see the hardware table) and keep telemetry on",
     "cloud": "`advisor data s3://BUCKET/PREFIX --into RUN` or `advisor import sagemaker JOB` (keras-advisor[cloud]); inside a SageMaker job the input mode is read at train begin",
     "derived": "measure the facts it is derived from",
+    "budget": "train with advisor.AdvisorCallback (budget=True, the default) to record where the fit's time went",
 }
 
 # Facts whose measurement depends on more than switching a collector on.
@@ -51,6 +52,8 @@ ENABLERS: dict[str, tuple[str, str]] = {
     "context": ("AdvisorCallback", "train with advisor.AdvisorCallback (its context collector is on by default)"),
     "throughput": ("AdvisorCallback", "train with advisor.AdvisorCallback (its throughput collector is on by default)"),
     "epochs": ("AdvisorCallback", "train with advisor.AdvisorCallback (its epoch collector is on by default)"),
+    "budget": ("the time budget", "train with advisor.AdvisorCallback(budget=True) (the default; runs written "
+                                  "before the budget existed have none)"),
 }
 HUMAN = ("a human decision", "advice rules list the evidence; the decision is yours")
 OTHER = ("a measurement", "see each rule's `measure` hint")

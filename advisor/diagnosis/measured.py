@@ -44,6 +44,9 @@ BASELINE_CEILINGS: dict[str, tuple[str, str, str, str]] = {
                       "the input served from memory (the cached-input baseline)"),
     "reads_removed": ("input.source_cache_gain", "input.source_cache_gain_band", "baseline.source_cached_samples_per_s",
                       "the files' reads cached after the first pass (the baseline's source-cache arm)"),
+    "callback_hooks_removed": ("callbacks.removed_speedup", "callbacks.removed_speedup_band",
+                               "baseline.cached_samples_per_s",
+                               "the slow callbacks' batch hooks left out (the baseline's hooks arm)"),
 }
 CEILING_NOTE = "the fix can approach it, not pass it"
 

@@ -36,7 +36,7 @@ def fit_segment(model: Any, kwargs: dict[str, Any], *, finite: bool, warm: int, 
                 min_steps: int, deadline: float, what: str, error: Callable[[str], Exception],
                 epoch_steps: int | None = None, whole_epochs: bool = False,
                 stop: Callable[[], bool] | None = None, first_tick: list[float] | None = None,
-                epoch_length: int | None = None) -> Segment | None:
+                epoch_length: int | None = None, extra: tuple[Any, ...] = ()) -> Segment | None:
     """Train ``model`` on ``kwargs`` (a nested ``fit``) for one segment and time it.
 
     Finite feeds (arrays, PyDataset, DataLoader) run whole epochs, as training does, until the
@@ -45,6 +45,7 @@ def fit_segment(model: Any, kwargs: dict[str, Any], *, finite: bool, warm: int, 
     ``whole_epochs`` and ``epoch_length``: see :func:`segment_clock`; ``stop``: when it returns True at a batch end,
     the segment ends there (a Ctrl-C asked for it: fit ends normally, its iterator closes).
     ``first_tick``, when given, receives the time the first execution ended (after compiling).
+    ``extra``: callbacks trained with it, after the clock (the baseline's hooks arm).
     """
     clock = segment_clock(model, warm, seconds, min_steps, deadline, whole_epochs, stop, epoch_length)
     if finite:
@@ -56,7 +57,7 @@ def fit_segment(model: Any, kwargs: dict[str, Any], *, finite: bool, warm: int, 
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            model.fit(**kwargs, **shape, verbose=0, callbacks=[clock])
+            model.fit(**kwargs, **shape, verbose=0, callbacks=[clock, *extra])
     except Exception as exc:  # noqa: BLE001 — any failure of the input or the step: one clear line
         raise error(f"training on {what} failed: {one_line(exc)}") from None
     if first_tick is not None and clock.first_tick is not None:

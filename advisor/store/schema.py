@@ -245,6 +245,13 @@ class BaselineRecord(Record):
     budget_seconds: float | None = None  # the budget the baseline had to stay within
     stopped: str | None = None  # why it ended before its planned rounds (e.g. the budget)
     skipped: str | None = None  # why baseline="auto" did not measure (too short a fit, multi-worker…)
+    # The slow callbacks' batch hooks (newer writers): the cached input trained with those hooks
+    # called as in the fit ("hooks" arm), beside the cached input without them. Their ratio is the
+    # ceiling "without the slow callbacks' batch hooks" (docs/goodput.md).
+    hooks_rounds: list[float | None] | None = None
+    hooks_samples_per_s: float | None = None
+    hooks_steps: int | None = None
+    hooks_of: list[str] | None = None  # "Class.hook" of each hook the arm called
 
 
 # Every what-if candidate, in the order "auto" prepares them (input changes first); the engine's
@@ -314,6 +321,45 @@ class TraceRecord(Record):
     error: str | None = None
 
 
+class CallbackTime(_Model):
+    """One hook of one callback during a fit: its own time (saves it made excluded) and calls."""
+
+    name: str  # the callback's class name (a second instance of a class: "Name#2")
+    hook: str  # on_train_batch_end, on_epoch_end, ...
+    seconds: float
+    calls: int
+    kind: str = "callback"  # callback | keras (History, ProgbarLogger) | checkpoint (ModelCheckpoint…)
+    overlapped_seconds: float = 0.0  # time on Keras's worker threads (async dispatch), beside training
+
+
+class CheckpointTime(_Model):
+    """Saves made during a fit: ``model.save``/``save_weights`` and checkpoint callbacks."""
+
+    count: int = 0
+    seconds: float = 0.0
+    bytes: int | None = None  # bytes of the files the saves wrote (None: not measurable)
+    by: dict[str, int] = Field(default_factory=dict)  # who saved ("ModelCheckpoint.on_epoch_end") → count
+
+
+class BudgetRecord(Record):
+    """Where the fit's wall clock went, by category (docs/goodput.md), so far.
+
+    Written at every epoch end (``final`` False: a killed job keeps the last one) and at the
+    fit's end. ``seconds`` holds exclusive categories that add up to ``wall_seconds`` but for
+    ``unaccounted``: startup, train_steps, validation, epoch_boundary, callbacks, checkpoint,
+    advisor_hooks, advisor_measure, profile.
+    """
+
+    type: Literal["budget"] = "budget"
+    final: bool = False
+    wall_seconds: float = Field(ge=0)
+    seconds: dict[str, float]
+    steps: int | None = None  # training steps so far (optimizer steps)
+    callbacks: list[CallbackTime] = Field(default_factory=list)
+    checkpoint: CheckpointTime = Field(default_factory=CheckpointTime)
+    source: str = "callback"  # callback (AdvisorCallback) | track (custom loop markers)
+
+
 class FactsRecord(Record):
     """Facts measured elsewhere and attached to a run (e.g. an imported trace or cloud data)."""
 
@@ -340,5 +386,6 @@ RECORD_TYPES: dict[str, type[Record]] = {
         PipelineRecord,
         TraceRecord,
         FactsRecord,
+        BudgetRecord,
     )
 }

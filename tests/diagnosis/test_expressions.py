@@ -161,3 +161,11 @@ def test_format_value():
     assert format_value(0.1234) == "0.123"
     assert format_value(["a", {"name": "MatMul", "share": 0.4}]) == "a, MatMul (40%)"
     assert format_value("x", ".0%") == "x"  # a spec that does not fit the value falls back to str
+
+
+@pytest.mark.parametrize("source", ["(0, 0)", "[1, 2]", "a or (0, 0)"])
+def test_an_expression_that_gives_a_collection_is_refused_when_evaluated(source):
+    # Hypothesis found "(0, 0)": a rule compares one value; a tuple is an error, not a verdict.
+    expr = compile_expr(source, {"a"})
+    with pytest.raises(ExprError, match="gives a list, not one value"):
+        expr.evaluate({"a": 0}, {})

@@ -25,6 +25,7 @@ import logging
 import math
 import time
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
 from advisor.errors import one_line
@@ -32,6 +33,7 @@ from advisor.experiments.baseline.result import InputBaseline
 from advisor.experiments.cleanup import own_garbage, tear_down
 from advisor.experiments.feeds.base import MAX_SLICE_BYTES, Feeds, InputError
 from advisor.experiments.feeds.choose import epoch_batches, feeds_from_session, feeds_from_user
+from advisor.experiments.hooks import hooks_callback
 from advisor.experiments.random_state import GlobalRandomState
 from advisor.experiments.rounds import Arm, Plan, round_up, run_rounds
 from advisor.experiments.segments import Segment, fit_segment
@@ -128,8 +130,11 @@ def check_model(model: Any) -> None:
 
 
 def run_baseline(model: Any, feeds: Feeds, plan: Plan, *, source_cache: bool = True,
-                 data_only: bool = True) -> InputBaseline:
-    """Measure every feed on ``model`` in interleaved rounds; its state is restored exactly."""
+                 data_only: bool = True, hooks: Sequence[tuple[str, Any]] = ()) -> InputBaseline:
+    """Measure every feed on ``model`` in interleaved rounds; its state is restored exactly.
+
+    ``hooks``: ("Class.hook", bound method) of the fit's slow callback batch hooks; an arm trains
+    the cached input with them called at every batch, for the ceiling without them."""
     from advisor.experiments.model_state import ModelState, ensure_built
 
     t0 = time.perf_counter()
@@ -143,12 +148,12 @@ def run_baseline(model: Any, feeds: Feeds, plan: Plan, *, source_cache: bool = T
 
     backend = backend_of(model)
 
-    def training_arm(name: str, kwargs: dict[str, Any], finite: bool, what: str) -> Arm:
+    def training_arm(name: str, kwargs: dict[str, Any], finite: bool, what: str, extra: tuple[Any, ...] = ()) -> Arm:
         def measure(seconds: float, min_steps: int, deadline: float) -> Segment | None:
             try:
                 return fit_segment(model, kwargs, finite=finite, warm=warm, seconds=seconds,
                                    min_steps=round_up(min_steps, spe), deadline=deadline, what=what,
-                                   error=InputError, epoch_steps=feeds.real_batches)
+                                   error=InputError, epoch_steps=feeds.real_batches, extra=extra)
             finally:
                 tear_down(backend)  # the real input's threads must not work on in the next arm's time
 
@@ -186,6 +191,10 @@ def run_baseline(model: Any, feeds: Feeds, plan: Plan, *, source_cache: bool = T
                 arms.append(training_arm("source_cached", source_kwargs, False, "the source-cached input"))
         if data_only and feeds.data_only is not None:
             arms.append(Arm("data_only", _data_only_measure(feeds, warm, backend), trains=False))
+        if hooks:
+            result.hooks_of = [name for name, _ in hooks]
+            arms.append(training_arm("hooks", feeds.cached, False, "the cached input with the slow callback hooks",
+                                     (hooks_callback(model, hooks),)))
         outcome = run_rounds(arms, plan, deadline, state.restore, overhead)
     finally:
         state.restore()
@@ -240,7 +249,8 @@ class NoRealInput(InputError):
 
 
 def measure_fit_input(model: Any, data: Any, backend: str | None, plan: Plan, *, training_done: bool,
-                      need_real: bool, source_cache: bool = True) -> InputBaseline:
+                      need_real: bool, source_cache: bool = True,
+                      hooks: Sequence[tuple[str, Any]] = ()) -> InputBaseline:
     """The baseline of a running fit, on the input it trains on (``data``: the callback's
     ``DataInfo``): the global random generators are put back and what the measurement made is
     torn down before it returns. ``need_real``: raise :class:`NoRealInput` rather than measure
@@ -252,7 +262,7 @@ def measure_fit_input(model: Any, data: Any, backend: str | None, plan: Plan, *,
             feeds = feeds_from_session(data, backend, training_done=training_done)
             if need_real and feeds.real is None:
                 raise NoRealInput("the input can be read only once")
-            return run_baseline(model, feeds, plan, source_cache=source_cache)
+            return run_baseline(model, feeds, plan, source_cache=source_cache, hooks=hooks)
         finally:
             randomness.restore()
             feeds = None

@@ -26,6 +26,8 @@ class InputBaseline:
     cached_samples_per_s: float | None = None
     data_only_samples_per_s: float | None = None
     source_cached_samples_per_s: float | None = None
+    hooks_samples_per_s: float | None = None  # the cached input with the slow callback hooks called
+    hooks_of: list[str] = field(default_factory=list)  # those hooks, "Class.hook"
     seconds: float = 0.0  # wall time of the whole baseline (calibration and restores included)
     notes: list[str] = field(default_factory=list)
     rounds: int = 0
@@ -130,4 +132,6 @@ class InputBaseline:
             real_steps=self.arm_steps.get("real"), cached_steps=self.arm_steps.get("cached"),
             measured_seconds=round(self.measured_seconds, 4), target_seconds=self.target_seconds,
             budget_seconds=self.budget_seconds, stopped=self.stopped,
+            hooks_rounds=rounds("hooks"), hooks_samples_per_s=self.hooks_samples_per_s,
+            hooks_steps=self.arm_steps.get("hooks"), hooks_of=list(self.hooks_of) or None,
         )

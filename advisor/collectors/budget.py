@@ -1,0 +1,283 @@
+"""Budget: where every second of the fit went (goodput), by phase, callback hook and save.
+
+At train begin this collector wraps, for the fit's duration only, every hook that the fit's
+other callbacks override (``on_train_batch_end``, ``on_epoch_end``, …) and the model's ``save``
+and ``save_weights``: each wrapper enters the :class:`~advisor.collectors.ledger.Ledger`, calls
+the original with the same arguments, and leaves it. Nothing else changes: the callbacks run in
+their order, with their arguments and return values, and a hook that raises still raises. At
+train end (and if the fit fails) the originals are put back.
+
+A record of the budget so far is written at every epoch end, and the final one just before the
+run closes (after the baseline and the what-if, whose time it counts). Checkpoint callbacks
+(``ModelCheckpoint``, ``BackupAndRestore`` and subclasses) count as checkpoint time; so does a
+``model.save``/``save_weights`` made by any callback, with the bytes its files hold.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from advisor.collectors.base import Collector
+from advisor.collectors.ledger import ADVISOR, CHECKPOINT, PHASES, TRAIN, Ledger
+
+log = logging.getLogger("advisor")
+
+# Hooks a fit calls; a callback's override of any of them is wrapped.
+FIT_HOOKS = (
+    "on_train_begin", "on_train_end", "on_epoch_begin", "on_epoch_end",
+    "on_train_batch_begin", "on_train_batch_end", "on_batch_begin", "on_batch_end",
+    "on_test_begin", "on_test_end", "on_test_batch_begin", "on_test_batch_end",
+)
+BATCH_HOOKS = frozenset({"on_train_batch_begin", "on_train_batch_end", "on_batch_begin", "on_batch_end"})
+CHECKPOINT_CLASSES = frozenset({"ModelCheckpoint", "BackupAndRestore", "BackupAndRestoreExperimental"})
+KERAS_CLASSES = frozenset({"History", "ProgbarLogger"})  # added by fit itself
+SAVE_METHODS = ("save", "save_weights")
+MEASURE_COLLECTORS = {"baseline": "advisor_measure", "whatif": "advisor_measure", "profiler": "profile"}
+SLOW_HOOK_SHARE = 0.10  # a batch hook above this share of the step is tried in the baseline's "hooks" arm
+MAX_WALK_FILES = 10_000  # a saved directory is sized from at most this many files
+
+
+def kind_of(callback: Any) -> str:
+    names = {klass.__name__ for klass in type(callback).__mro__}
+    if names & CHECKPOINT_CLASSES:
+        return "checkpoint"
+    if type(callback).__name__ in KERAS_CLASSES and type(callback).__module__.startswith(("keras", "tf_keras")):
+        return "keras"
+    return "callback"
+
+
+def _overrides(callback: Any, hook: str) -> bool:
+    """The callback's class overrides ``hook`` (Keras marks its base no-ops ``_is_default``)."""
+    method = getattr(type(callback), hook, None)
+    return method is not None and not getattr(method, "_is_default", False)
+
+
+def bytes_at(path: Any) -> int | None:
+    """Bytes of the file or directory a save wrote (a TensorFlow checkpoint prefix: its files)."""
+    try:
+        target = Path(os.fspath(path))
+    except TypeError:
+        return None
+    try:
+        if target.is_file():
+            return target.stat().st_size
+        if target.is_dir():
+            total = 0
+            for n, file in enumerate(p for p in target.rglob("*") if p.is_file()):
+                if n >= MAX_WALK_FILES:
+                    break
+                total += file.stat().st_size
+            return total
+        parts = [p for p in target.parent.glob(target.name + ".*") if p.is_file()]  # prefix.index, prefix.data-…
+        return sum(p.stat().st_size for p in parts) if parts else None
+    except OSError:
+        return None
+
+
+class _Saves:
+    """Count, seconds and bytes of the saves made during the fit, and who made them."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.bytes: int | None = None
+        self.by: dict[str, int] = {}
+
+    def add(self, who: str, written: int | None) -> None:
+        self.count += 1
+        self.by[who] = self.by.get(who, 0) + 1
+        if written is not None:
+            self.bytes = (self.bytes or 0) + written
+
+
+class BudgetCollector(Collector):
+    name = "budget"
+
+    def __init__(self, wrap: bool = True) -> None:
+        super().__init__()
+        self.wrap = wrap  # False: the phases and the advisor's own time only, nothing of the user's wrapped
+        self._restore: list[tuple[Any, str, Any]] = []  # (object, attribute, what was there: _MISSING or a value)
+        self._keys: dict[str, tuple[str, str, str]] = {}  # ledger state → (callback name, hook, kind)
+        self._originals: dict[str, Any] = {}  # ledger state → the hook it wraps
+        self._saves = _Saves()
+        self._last_written = 0.0
+
+    # -- hooks ---------------------------------------------------------------------------------
+    def on_train_begin(self) -> None:
+        ledger = self.session.ledger
+        if ledger is None or not self.wrap:
+            return
+        seen: dict[str, int] = {}
+        for callback in self.session.fit_callbacks:
+            if getattr(callback, "_advisor_own", False):
+                continue  # the advisor's own hooks are counted apart
+            base = type(callback).__name__
+            seen[base] = seen.get(base, 0) + 1
+            name = base if seen[base] == 1 else f"{base}#{seen[base]}"
+            kind = kind_of(callback)
+            for hook in FIT_HOOKS:
+                if _overrides(callback, hook):
+                    key = f"cb:{name}.{hook}"
+                    original = getattr(callback, hook)
+                    self._keys[key] = (name, hook, kind)
+                    self._originals[key] = original
+                    self._wrap(callback, hook, self._hook_wrapper(original, key, ledger, callback, kind == "checkpoint"))
+        model = self.session.model
+        if model is not None:
+            for method in SAVE_METHODS:
+                original = getattr(model, method, None)
+                if callable(original):
+                    self._wrap(model, method, self._save_wrapper(original, ledger))
+
+    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None) -> None:
+        self.session.notes.slow_batch_hooks = self.slow_batch_hooks()
+        self._write(final=False)
+
+    def on_train_end(self) -> None:
+        self.unwrap()
+
+    def on_before_close(self, status: str) -> None:
+        self.unwrap()
+        self._write(final=True)
+
+    # -- wrapping --------------------------------------------------------------------------------
+    def _wrap(self, obj: Any, attr: str, wrapper: Any) -> None:
+        before = obj.__dict__.get(attr, _MISSING) if hasattr(obj, "__dict__") else _MISSING
+        try:
+            object.__setattr__(obj, attr, wrapper)
+        except Exception as exc:  # a class with __slots__ or a frozen object: left alone
+            log.debug("advisor: cannot time %s.%s (%s)", type(obj).__name__, attr, exc)
+            return
+        self._restore.append((obj, attr, before))
+
+    def unwrap(self) -> None:
+        """Put back every original (also when the fit failed); safe to call twice."""
+        while self._restore:
+            obj, attr, before = self._restore.pop()
+            try:
+                if before is _MISSING:
+                    object.__delattr__(obj, attr)
+                else:
+                    object.__setattr__(obj, attr, before)
+            except Exception as exc:
+                log.debug("advisor: could not restore %s.%s (%s)", type(obj).__name__, attr, exc)
+
+    def _hook_wrapper(self, original: Any, key: str, ledger: Ledger, callback: Any, checkpoint: bool) -> Any:
+        enter, leave, same_thread = ledger.enter, ledger.leave, ledger.on_training_thread
+        saves = self._saves
+
+        def hook(*args: Any, **kwargs: Any) -> Any:
+            if not same_thread():  # Keras's async dispatch: beside training, kept apart
+                t0 = time.perf_counter()
+                try:
+                    return original(*args, **kwargs)
+                finally:
+                    ledger.overlapped[key] = ledger.overlapped.get(key, 0.0) + time.perf_counter() - t0
+            if not checkpoint:
+                enter(key)
+                try:
+                    return original(*args, **kwargs)
+                finally:
+                    leave()
+            before, t0 = ledger.saves, time.perf_counter()
+            enter(key)
+            try:
+                return original(*args, **kwargs)
+            finally:
+                leave()
+                # A checkpoint callback that saved without model.save (tf_keras's BackupAndRestore
+                # writes a TensorFlow checkpoint): one save, sized by its directory.
+                if ledger.saves == before and time.perf_counter() - t0 > 0.001 and "epoch_end" in key:
+                    folder = getattr(callback, "backup_dir", None) or getattr(callback, "_backup_dir", None)
+                    saves.add(key[3:], bytes_at(folder) if folder else None)
+
+        hook.__wrapped__ = original  # type: ignore[attr-defined]
+        return hook
+
+    def _save_wrapper(self, original: Any, ledger: Ledger) -> Any:
+        saves = self._saves
+
+        def save(*args: Any, **kwargs: Any) -> Any:
+            if not ledger.on_training_thread() or ledger.state == CHECKPOINT:
+                return original(*args, **kwargs)  # another thread, or a save inside a save
+            who = ledger.state[3:] if ledger.state.startswith("cb:") else "fit"
+            ledger.enter(CHECKPOINT)
+            try:
+                return original(*args, **kwargs)
+            finally:
+                ledger.leave()
+                ledger.saves += 1
+                path = args[0] if args else kwargs.get("filepath")
+                saves.add(who, bytes_at(path) if path is not None else None)
+
+        save.__wrapped__ = original  # type: ignore[attr-defined]
+        return save
+
+    # -- the budget ----------------------------------------------------------------------------
+    def slow_batch_hooks(self) -> list[tuple[str, Any]]:
+        """The batch hooks that cost more than SLOW_HOOK_SHARE of a training step so far, as
+        ("Class.hook", original bound method), for the baseline's "hooks" arm."""
+        ledger = self.session.ledger
+        steps = self._steps()
+        if ledger is None or not steps:
+            return []
+        train = ledger.seconds.get(TRAIN, 0.0)
+        out = []
+        for key, (name, hook, kind) in self._keys.items():
+            if hook not in BATCH_HOOKS or kind == "checkpoint":
+                continue
+            spent = ledger.seconds.get(key, 0.0)
+            step = (train + spent) / steps
+            if step > 0 and spent / steps > SLOW_HOOK_SHARE * step:
+                out.append((f"{name}.{hook}", self._originals[key]))
+        return out
+
+    def _steps(self) -> int | None:
+        windows = self.session.notes.windows
+        return sum(w.steps for w in windows) if windows else None
+
+    def record(self, final: bool) -> Any:
+        from advisor.store.schema import BudgetRecord, CallbackTime, CheckpointTime
+
+        ledger = self.session.ledger
+        assert ledger is not None
+        now = time.perf_counter()
+        spent = ledger.snapshot(now)
+        seconds = {phase: spent.get(phase, 0.0) for phase in PHASES}
+        seconds.update(callbacks=0.0, checkpoint=spent.get(CHECKPOINT, 0.0), advisor_hooks=spent.get(ADVISOR, 0.0),
+                       advisor_measure=0.0, profile=0.0)
+        rows = []
+        for key, (name, hook, kind) in self._keys.items():
+            value, overlapped = spent.get(key, 0.0), ledger.overlapped.get(key, 0.0)
+            calls = ledger.calls.get(key, 0)
+            if not calls and not overlapped:
+                continue
+            seconds["checkpoint" if kind == "checkpoint" else "callbacks"] += value
+            rows.append(CallbackTime(name=name, hook=hook, seconds=round(value, 6), calls=calls, kind=kind,
+                                     overlapped_seconds=round(overlapped, 6)))
+        for state, value in spent.items():
+            if state.startswith("advisor:"):
+                seconds[MEASURE_COLLECTORS.get(state[8:], "advisor_hooks")] += value
+        # The advisor's batch hooks run inside the steps: their sampled estimate moves over.
+        own = min(self.session.notes.own_batch_seconds, seconds[TRAIN])
+        seconds[TRAIN] -= own
+        seconds["advisor_hooks"] += own
+        wall = ledger.wall(now)
+        seconds["unaccounted"] = wall - sum(seconds.values())
+        saves = self._saves
+        checkpoint = CheckpointTime(count=saves.count, seconds=round(seconds["checkpoint"], 6), bytes=saves.bytes,
+                                    by=dict(saves.by))
+        return BudgetRecord(t=time.time(), final=final, wall_seconds=round(wall, 6),
+                            seconds={k: round(v, 6) for k, v in seconds.items()}, steps=self._steps(),
+                            callbacks=sorted(rows, key=lambda r: -r.seconds), checkpoint=checkpoint)
+
+    def _write(self, final: bool) -> None:
+        if self.session.ledger is None:
+            return
+        self.session.writer.write(self.record(final))
+
+
+_MISSING = object()
