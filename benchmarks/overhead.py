@@ -1,11 +1,15 @@
 """Overhead of AdvisorCallback on a tiny model (~1 ms step): fit with and without, alternating.
 
     python benchmarks/overhead.py [--pairs 7] [--fit-seconds 2 | --steps N] [--backend tensorflow|jax|torch|tf_keras]
+                                  [--user-callbacks 5]
 
 ``--backend tf_keras`` trains with legacy tf.keras (``TF_USE_LEGACY_KERAS=1``). The backend is
 chosen before Keras is imported, so run one backend per process. Prints each pair and the
 median ratio (with ÷ without). Target: ≤ 1.01. On JAX and torch the advisor's batch hooks are
 async-safe, so Keras keeps dispatching batch ends off the training thread with the advisor on.
+``--user-callbacks N`` gives both arms N light callbacks of the user's (a counter in each batch
+and epoch hook): with the advisor on, its time budget wraps every one of their hooks, and the
+ratio says what that timing costs (docs/goodput.md).
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ def main() -> None:
     parser.add_argument("--backend", default=None, choices=("tensorflow", "jax", "torch", "tf_keras"),
                         help="Keras backend, or tf_keras (default: $KERAS_BACKEND or tensorflow)")
     parser.add_argument("--spe", type=int, default=1, help="steps_per_execution")
+    parser.add_argument("--user-callbacks", type=int, default=0,
+                        help="light user callbacks in both arms (their hooks are timed by the budget)")
     parser.add_argument("--width", type=int, default=256,
                         help="hidden width; widen it where the step is far below ~1 ms (JAX: 512)")
     args = parser.parse_args()
@@ -88,13 +94,28 @@ def main() -> None:
             if epoch == 1:
                 steady.append(time.perf_counter() - self.t0)
 
+    class Counter(keras.callbacks.Callback):
+        """A light user callback: counts batches and epochs (what a progress or metric hook costs)."""
+
+        def __init__(self):
+            super().__init__()
+            self.batches = self.epochs = 0
+
+        def on_train_batch_end(self, batch, logs=None):
+            self.batches += 1
+
+        def on_epoch_end(self, epoch, logs=None):
+            self.epochs += 1
+
+    users = [Counter() for _ in range(args.user_callbacks)]
+
     def timed(with_advisor: bool) -> float:
         # baseline=None: the default baseline measures after training, on purpose; it is reported
         # as its own time (baseline.seconds), not as overhead of the training.
         callbacks = [advisor.AdvisorCallback(runs_dir=store, log_every_seconds=None, baseline=None)] if with_advisor else []
         epochs = 2
         t0 = time.perf_counter()
-        model.fit(x, y, batch_size=batch, epochs=epochs, callbacks=[EpochTimer(), *callbacks], verbose=0,
+        model.fit(x, y, batch_size=batch, epochs=epochs, callbacks=[EpochTimer(), *users, *callbacks], verbose=0,
                   shuffle=False)
         seconds = time.perf_counter() - t0
         if callbacks:
@@ -121,7 +142,7 @@ def main() -> None:
         ratios.append(with_ / without)
         print(f"pair {i + 1}: without {without:.3f} s, with {with_:.3f} s, ratio {with_ / without:.4f}")
     steps = 2 * per_epoch
-    print(f"backend {name}, {steps} steps per fit, step ≈ {without / steps * 1000:.2f} ms, "
+    print(f"backend {name}, {steps} steps per fit, {len(users)} user callbacks, step ≈ {without / steps * 1000:.2f} ms, "
           f"load average {os.getloadavg()[0]:.2f}")
     print(f"median ratio (with ÷ without) over {args.pairs} pairs: {statistics.median(ratios):.4f} whole fit, "
           f"{statistics.median(steady_ratios):.4f} second epoch only")

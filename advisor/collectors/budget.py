@@ -99,7 +99,7 @@ class BudgetCollector(Collector):
     def __init__(self, wrap: bool = True) -> None:
         super().__init__()
         self.wrap = wrap  # False: the phases and the advisor's own time only, nothing of the user's wrapped
-        self._restore: list[tuple[Any, str, Any]] = []  # (object, attribute, what was there: _MISSING or a value)
+        self._restore: list[tuple[Any, str, Any]] = []  # (object, attribute, the wrapper put there)
         self._keys: dict[str, tuple[str, str, str]] = {}  # ledger state → (callback name, hook, kind)
         self._originals: dict[str, Any] = {}  # ledger state → the hook it wraps
         self._saves = _Saves()
@@ -121,6 +121,7 @@ class BudgetCollector(Collector):
             for hook in FIT_HOOKS:
                 if _overrides(callback, hook):
                     key = f"cb:{name}.{hook}"
+                    _drop_stale(callback, hook)
                     original = getattr(callback, hook)
                     self._keys[key] = (name, hook, kind)
                     self._originals[key] = original
@@ -128,6 +129,7 @@ class BudgetCollector(Collector):
         model = self.session.model
         if model is not None:
             for method in SAVE_METHODS:
+                _drop_stale(model, method)
                 original = getattr(model, method, None)
                 if callable(original):
                     self._wrap(model, method, self._save_wrapper(original, ledger))
@@ -146,28 +148,31 @@ class BudgetCollector(Collector):
     # -- wrapping --------------------------------------------------------------------------------
     def _wrap(self, obj: Any, attr: str, wrapper: Any) -> None:
         before = obj.__dict__.get(attr, _MISSING) if hasattr(obj, "__dict__") else _MISSING
+        wrapper._advisor_before = before  # what a later fit puts back if this one never ends (it raised)
         try:
             object.__setattr__(obj, attr, wrapper)
         except Exception as exc:  # a class with __slots__ or a frozen object: left alone
             log.debug("advisor: cannot time %s.%s (%s)", type(obj).__name__, attr, exc)
             return
-        self._restore.append((obj, attr, before))
+        self._restore.append((obj, attr, wrapper))
+
+    def fit_raised(self) -> None:
+        """A wrapped hook raised: the exception ends the fit without ``on_train_end``, so the
+        originals go back now (the run itself is closed as failed by the next fit or at exit)."""
+        self.unwrap()
 
     def unwrap(self) -> None:
-        """Put back every original (also when the fit failed); safe to call twice."""
+        """Put back every original (also when the fit failed); safe to call twice. An attribute
+        that no longer holds this fit's wrapper (a later fit took it over) is left alone."""
         while self._restore:
-            obj, attr, before = self._restore.pop()
-            try:
-                if before is _MISSING:
-                    object.__delattr__(obj, attr)
-                else:
-                    object.__setattr__(obj, attr, before)
-            except Exception as exc:
-                log.debug("advisor: could not restore %s.%s (%s)", type(obj).__name__, attr, exc)
+            obj, attr, wrapper = self._restore.pop()
+            if wrapper is not None and getattr(obj, "__dict__", {}).get(attr) is wrapper:
+                _put_back(obj, attr, getattr(wrapper, "_advisor_before", _MISSING))
 
     def _hook_wrapper(self, original: Any, key: str, ledger: Ledger, callback: Any, checkpoint: bool) -> Any:
         enter, leave, same_thread = ledger.enter, ledger.leave, ledger.on_training_thread
         saves = self._saves
+        collector = self
 
         def hook(*args: Any, **kwargs: Any) -> Any:
             if not same_thread():  # Keras's async dispatch: beside training, kept apart
@@ -180,12 +185,18 @@ class BudgetCollector(Collector):
                 enter(key)
                 try:
                     return original(*args, **kwargs)
+                except BaseException:
+                    collector.fit_raised()  # the fit ends with it (Keras skips on_train_end)
+                    raise
                 finally:
                     leave()
             before, t0 = ledger.saves, time.perf_counter()
             enter(key)
             try:
                 return original(*args, **kwargs)
+            except BaseException:
+                collector.fit_raised()
+                raise
             finally:
                 leave()
                 # A checkpoint callback that saved without model.save (tf_keras's BackupAndRestore
@@ -281,3 +292,21 @@ class BudgetCollector(Collector):
 
 
 _MISSING = object()
+
+
+def _put_back(obj: Any, attr: str, before: Any) -> None:
+    try:
+        if before is _MISSING:
+            object.__delattr__(obj, attr)
+        else:
+            object.__setattr__(obj, attr, before)
+    except Exception as exc:
+        log.debug("advisor: could not restore %s.%s (%s)", type(obj).__name__, attr, exc)
+
+
+def _drop_stale(obj: Any, attr: str) -> None:
+    """A wrapper left by an earlier fit that raised (Keras then skips ``on_train_end``): put back
+    what was there before it, so that wrappers never pile up."""
+    current = getattr(obj, "__dict__", {}).get(attr)
+    if current is not None and hasattr(current, "_advisor_before"):
+        _put_back(obj, attr, current._advisor_before)

@@ -202,6 +202,15 @@ class ThroughputCollector(Collector):
         self._advance_boundary(done)
         self._maybe_log()
 
+    def _goodput(self, now: float) -> float | None:
+        """Training steps ÷ the fit's wall clock so far, from the budget's ledger (None: no ledger)."""
+        ledger = self.session.ledger
+        if ledger is None or ledger.wall(now) <= 0:
+            return None
+        from advisor.collectors.ledger import TRAIN
+
+        return ledger.snapshot(now).get(TRAIN, 0.0) / ledger.wall(now)
+
     def _samples(self, steps: int, step_now: int, seen: int | None) -> int | None:
         """The window's samples: the loss tracker's count where it agrees with the steps (the
         only count that knows the short last batch of an input of unknown length), else steps ×
@@ -226,6 +235,6 @@ class ThroughputCollector(Collector):
             return
         self._last_log = now
         rate = self._log_samples / self._log_seconds * max(1, self.session.num_workers)
-        log.info(rate_line(rate, self.session.price_per_hour))
+        log.info(rate_line(rate, self.session.price_per_hour, self._goodput(now)))
         self._log_times.append(now)
         self.session.notes.last_samples_per_s = rate

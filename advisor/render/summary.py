@@ -210,9 +210,14 @@ def events_table(view: RunOverview) -> Table | None:
 
 
 def run_summary(view: RunOverview, facts: dict[str, Any]) -> Group:
+    from advisor.render.budget import budget_parts
     from advisor.render.whatif import whatif_heading, whatif_table
 
-    parts: list[Any] = [header(view), Text(""), facts_table(facts)]
+    parts: list[Any] = [header(view), Text("")]
+    budget = budget_parts(facts)  # where the time went opens the summary
+    if budget:
+        parts += [*budget, Text("")]
+    parts.append(facts_table(facts))
     heading = whatif_heading(facts)
     if heading is not None:
         parts += [Text(""), Text(heading, style="bold")]

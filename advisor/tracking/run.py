@@ -104,6 +104,9 @@ class TrackedRun:
         self._log_t = 0.0
         self._log_samples = 0
         self._log_seconds = 0.0
+        self._window_seconds = 0.0  # all windows' time: the steps (start-up included) and our work in them
+        self._val_total = 0.0
+        self._first_step_s: float | None = None
 
     # -- public markers ------------------------------------------------------------------------
     @property
@@ -148,6 +151,7 @@ class TrackedRun:
             self._end_validation()
             self._close_window(time.perf_counter(), force=True)
             self._write_epoch()
+            self._write_budget(final=False)
             self._epochs_marked += 1
             self._epoch += 1
             self._start_epoch(time.perf_counter())
@@ -198,7 +202,8 @@ class TrackedRun:
             if reason and self.session is not None:
                 self.session.event("advisor", reason, level="error")
             self._call("on_train_end")
-            own = self._own_seconds + (self._sampled_seconds / self._sampled * self._steps if self._sampled else 0.0)
+            self._write_budget(final=True)
+            own = self._own_estimate()
             self.writer.close(status, advisor_seconds=own, train_seconds=time.perf_counter() - self._t0)
             self._call("on_run_closed", status)
         except Exception as exc:
@@ -269,7 +274,8 @@ class TrackedRun:
             if steps > 0:
                 warmup = self._steps <= self._warmup_end
                 if self._win_step0 == 0:
-                    self.writer.write(FirstStepRecord(t=time.time(), seconds=self._clock.stamps[1] - self._t0))
+                    self._first_step_s = self._clock.stamps[1] - self._t0
+                    self.writer.write(FirstStepRecord(t=time.time(), seconds=self._first_step_s))
                 samples = self._samples - self._win_samples0
                 record = WindowRecord(
                     t=time.time(), epoch=self._epoch, seconds=now - self._clock.t0, steps=steps,
@@ -284,6 +290,7 @@ class TrackedRun:
                     self._maybe_log()
             elif not force:
                 return
+            self._window_seconds += now - self._clock.t0
             self._start_window(now)
         except Exception as exc:
             self._fail("window", exc)
@@ -298,11 +305,31 @@ class TrackedRun:
             samples=samples if self.batch_size is not None or samples else None,
         ))
 
+    def _own_estimate(self) -> float:
+        return self._own_seconds + (self._sampled_seconds / self._sampled * self._steps if self._sampled else 0.0)
+
+    def _write_budget(self, final: bool) -> None:
+        """Where the loop's time went, as its markers tell: start-up (to the first step's end),
+        steps, validation blocks and the advisor's own time; the rest (between markers) is
+        unaccounted (docs/goodput.md)."""
+        from advisor.store.schema import BudgetRecord
+
+        wall = time.perf_counter() - self._t0
+        own = min(self._own_estimate(), self._window_seconds)
+        startup = min(self._first_step_s or 0.0, self._window_seconds - own)
+        seconds = {"startup": startup, "train_steps": max(0.0, self._window_seconds - own - startup),
+                   "validation": self._val_total, "advisor_hooks": own}
+        seconds["unaccounted"] = wall - sum(seconds.values())
+        self.writer.write(BudgetRecord(t=time.time(), final=final, wall_seconds=round(wall, 6),
+                                       seconds={k: round(v, 6) for k, v in seconds.items()}, steps=self._steps,
+                                       source="track"))
+
     def _end_validation(self) -> None:
         if self._val_t0 is None:
             return
         now = time.perf_counter()
         self._val_seconds += now - self._val_t0
+        self._val_total += now - self._val_t0
         self._val_t0 = None
         self._start_window(now)
         self._call("on_test_end")

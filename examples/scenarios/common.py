@@ -82,10 +82,10 @@ def fit(model: Any, data: Any, seconds: float = SECONDS, callbacks: list[Any] | 
         **kwargs: Any) -> Any:
     """``model.fit`` with the default advisor (and any extra callbacks) for about ``seconds``,
     quietly; prints the time and the epochs it took."""
+    every = [advisor_callback(), *(callbacks or []), time_budget(seconds)]  # made before the clock starts
     t0 = time.perf_counter()
-    history = model.fit(data, epochs=10_000, verbose=0,
-                        callbacks=[advisor_callback(), *(callbacks or []), time_budget(seconds)], **kwargs)
-    print(f"fit: {time.perf_counter() - t0:.1f} s, {len(history.epoch)} epochs")
+    history = model.fit(data, epochs=10_000, verbose=0, callbacks=every, **kwargs)
+    print(f"fit: {time.perf_counter() - t0:.2f} s, {len(history.epoch)} epochs")
     return history
 
 

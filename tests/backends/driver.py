@@ -299,6 +299,34 @@ def check_mixed_precision(runs: Path) -> dict[str, Any]:
     return {"run": str(cb.run_path)}
 
 
+def check_budget(runs: Path) -> dict[str, Any]:
+    """The time budget: a user callback's batch hook and epoch-end saves, timed and then put back."""
+
+    class Busy(keras.callbacks.Callback):
+        calls = 0
+
+        def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+            type(self).calls += 1
+            time.sleep(0.002)
+
+    class Saver(keras.callbacks.Callback):
+        def __init__(self, path: Path) -> None:
+            super().__init__()
+            self.path = path
+
+        def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+            self.model.save_weights(str(self.path))
+
+    model = build(1)
+    x, y = arrays()
+    busy, saver = Busy(), Saver(runs / "budget.weights.h5")
+    cb = callback(runs, "budget")
+    model.fit(x, y, batch_size=BATCH, epochs=2, callbacks=[cb, busy, saver], verbose=0, validation_split=0.2)
+    left = sorted(k for obj in (busy, saver, model) for k in ("on_train_batch_end", "on_epoch_end", "save",
+                                                                "save_weights") if k in vars(obj))
+    return {"run": str(cb.run_path), "busy_calls": Busy.calls, "wrappers_left": left}
+
+
 def train_until_killed(runs: Path) -> None:
     """Slow steps forever (the test SIGKILLs this process once windows are on disk)."""
 
@@ -327,6 +355,7 @@ def main(argv: list[str]) -> int:
     record("measure_input", lambda: check_measure_input(model))
     record("profile", lambda: check_profile(runs))
     record("mixed_precision", lambda: check_mixed_precision(runs))
+    record("budget", lambda: check_budget(runs))
     RESULTS["modules"] = sorted(m for m in ("keras.src", "tf_keras", "torch", "jax") if m in sys.modules)
     RESULTS["total_seconds"] = round(time.perf_counter() - t0, 2)
     tmp = out / "results.json.tmp"

@@ -34,6 +34,7 @@ from advisor.analysis.registry import registry
 from advisor.store.reader import RunReader, list_run_dirs
 from advisor.store.schema import (
     BaselineRecord,
+    BudgetRecord,
     ContextRecord,
     EpochRecord,
     FirstStepRecord,
@@ -293,6 +294,28 @@ def test_telemetry_and_flops(matrix: Matrix) -> None:
               "torch": "torch-flop-counter"}[matrix.flavor]
     assert values["model.flops_method"] == method
     assert values["model.flops_per_sample"] == pytest.approx(FLOPS_PER_SAMPLE)
+
+
+def test_the_budget_times_callbacks_and_saves_and_puts_them_back(matrix: Matrix) -> None:
+    entry = matrix.results["budget"]
+    run = matrix.run("budget")
+    final = [b for b in run.of_type(BudgetRecord) if b.final]
+    assert len(final) == 1
+    budget = final[0]
+    # Every second is charged once: the categories add up to the wall clock.
+    assert sum(budget.seconds.values()) == pytest.approx(budget.wall_seconds, abs=1e-4)
+    assert budget.seconds["unaccounted"] <= 0.01 * budget.wall_seconds
+    rows = {(r.name, r.hook): r for r in budget.callbacks}
+    busy = rows[("Busy", "on_train_batch_end")]
+    assert busy.calls == entry["busy_calls"] > 0  # Busy is not async-safe: every call on the training thread
+    assert busy.seconds >= 0.002 * busy.calls
+    assert budget.checkpoint.count == 2 and budget.checkpoint.by == {"Saver.on_epoch_end": 2}
+    assert budget.checkpoint.bytes and budget.checkpoint.bytes > 0
+    assert budget.seconds["validation"] > 0 and budget.seconds["train_steps"] > 0
+    assert entry["wrappers_left"] == []  # the originals are back after the fit
+    facts, errors = registry().derive(run)
+    assert errors == [] and facts["callbacks.slowest"] == "Busy.on_train_batch_end"
+    assert 0 < facts["goodput"] < 1
 
 
 def test_killed_run_keeps_flushed_records(matrix: Matrix) -> None:

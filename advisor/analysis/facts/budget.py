@@ -144,8 +144,9 @@ def _budget(record: BudgetRecord, facts: dict[str, Any], last_t: float | None) -
         worst = max(losses, key=lambda k: losses[k])
         out["time.largest_loss"] = LABELS[worst]
         out["time.largest_loss_share"] = losses[worst] / wall
-    out.update(_callbacks(record, seconds, wall))
-    out.update(_checkpoints(record, wall))
+    if record.source != "track":  # a custom loop's markers know no callbacks and no saves
+        out.update(_callbacks(record, seconds, wall))
+        out.update(_checkpoints(record, wall))
     return out
 
 

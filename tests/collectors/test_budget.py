@@ -1,0 +1,231 @@
+"""The time budget (goodput): every second of a real fit charged once, other callbacks' hooks and
+the model's saves timed without changing what they do, and the originals put back after."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from advisor.collectors.ledger import ADVISOR, BOUNDARY, STARTUP, TRAIN, Ledger
+
+
+def test_the_ledger_charges_each_second_to_one_state():
+    ledger = Ledger(time.perf_counter(), ADVISOR)
+    ledger.phase(STARTUP)
+    ledger.enter("cb:A.on_train_begin")
+    ledger.enter("checkpoint")  # a save inside a hook: carved out of the hook
+    ledger.leave()
+    ledger.phase(TRAIN)  # inside an entered state the phase beneath it changes
+    ledger.leave()
+    assert ledger.state == TRAIN and ledger.stack == []
+    ledger.phase(BOUNDARY)
+    now = time.perf_counter()
+    spent = ledger.snapshot(now)
+    assert sum(spent.values()) == pytest.approx(ledger.wall(now), rel=1e-9)
+    assert ledger.calls == {"cb:A.on_train_begin": 1, "checkpoint": 1}
+
+
+
+
+def _fit(tmp_path: Path, callbacks: list, epochs: int = 2, **options):
+    import keras
+
+    import advisor
+
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="relu"), keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    x = np.random.default_rng(0).normal(size=(256, 8)).astype("float32")
+    y = x.sum(axis=1, keepdims=True)
+    cb = advisor.AdvisorCallback(tmp_path / "runs", baseline=None, telemetry=False, log_every_seconds=None,
+                                 window_seconds=0.2, **options)
+    model.fit(x, y, batch_size=16, epochs=epochs, validation_split=0.25, verbose=0, callbacks=[cb, *callbacks])
+    return model, cb
+
+
+def _budget(cb):
+    from advisor.store.reader import RunReader
+    from advisor.store.schema import BudgetRecord
+
+    run = RunReader(cb.run_path).read()
+    return run, [b for b in run.of_type(BudgetRecord)]
+
+
+@pytest.mark.slow
+def test_a_real_fit_is_accounted_for_and_its_callbacks_are_left_as_they_were(tmp_path):
+    pytest.importorskip("tensorflow")
+    import keras
+
+    order: list[str] = []
+
+    class Busy(keras.callbacks.Callback):
+        calls = 0
+
+        def on_train_batch_end(self, batch, logs=None):
+            Busy.calls += 1
+            time.sleep(0.003)
+
+    class Recorder(keras.callbacks.Callback):
+        def __init__(self, name):
+            super().__init__()
+            self.name = name
+
+        def on_epoch_end(self, epoch, logs=None):
+            order.append(self.name)
+            assert "on_epoch_end" in vars(self)  # wrapped while the fit runs
+            return "ignored"
+
+    checkpoint = keras.callbacks.ModelCheckpoint(str(tmp_path / "model.keras"))
+    busy, first, second = Busy(), Recorder("first"), Recorder("second")
+    model, cb = _fit(tmp_path, [busy, first, checkpoint, second])
+
+    assert order == ["first", "second"] * 2  # the hooks ran, in their order
+    for obj in (busy, first, second, checkpoint, model):  # and the originals are back
+        assert not {"on_train_batch_end", "on_epoch_end", "save", "save_weights"} & set(vars(obj))
+    run, budgets = _budget(cb)
+    assert [b.final for b in budgets] == [False, False, True]  # one per epoch end, then the final one
+    final = budgets[-1]
+    assert sum(final.seconds.values()) == pytest.approx(final.wall_seconds, abs=1e-4)  # each value rounded to the microsecond
+    assert final.seconds["unaccounted"] < 0.01 * final.wall_seconds
+    rows = {(r.name, r.hook): r for r in final.callbacks}
+    assert rows[("Busy", "on_train_batch_end")].calls == Busy.calls == final.steps
+    assert rows[("Busy", "on_train_batch_end")].seconds >= 0.003 * Busy.calls
+    assert rows[("Recorder", "on_epoch_end")].calls == rows[("Recorder#2", "on_epoch_end")].calls == 2
+    assert rows[("ModelCheckpoint", "on_epoch_end")].kind == "checkpoint"
+    saved = final.checkpoint
+    assert saved.count == 2 and saved.by == {"ModelCheckpoint.on_epoch_end": 2}
+    assert saved.bytes == 2 * (tmp_path / "model.keras").stat().st_size
+    assert final.seconds["validation"] > 0 and final.seconds["startup"] > 0
+
+    from advisor.analysis.registry import registry
+
+    facts, errors = registry().derive(run)
+    assert errors == []
+    assert facts["callbacks.slowest"] == "Busy.on_train_batch_end"
+    assert facts["callbacks.Busy.ms_per_step"] >= 3.0
+    assert facts["checkpoint.count"] == 2 and facts["checkpoint.bytes"] == saved.bytes
+    assert facts["goodput"] == pytest.approx(final.seconds["train_steps"] / final.wall_seconds, rel=1e-3)
+
+
+@pytest.mark.slow
+def test_a_hook_that_raises_still_raises_and_its_original_is_put_back(tmp_path):
+    pytest.importorskip("tensorflow")
+    import keras
+
+    class Boom(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            raise RuntimeError("the user's own bug")
+
+    boom = Boom()
+    with pytest.raises(RuntimeError, match="the user's own bug"):
+        _fit(tmp_path, [boom], epochs=1)
+    assert "on_epoch_end" not in vars(boom)  # put back as the exception left the fit
+    _, cb = _fit(tmp_path, [], epochs=1)  # the same process goes on training
+    _, budgets = _budget(cb)
+    assert budgets[-1].final
+
+
+@pytest.mark.slow
+def test_budget_false_wraps_nothing(tmp_path):
+    pytest.importorskip("tensorflow")
+    import keras
+
+    seen = []
+
+    class Look(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            seen.append("on_epoch_end" in vars(self) or "save" in vars(self.model))
+
+    _, cb = _fit(tmp_path, [Look()], epochs=1, budget=False)
+    assert seen == [False]
+    _, budgets = _budget(cb)
+    final = budgets[-1]
+    assert final.callbacks == [] and final.seconds["callbacks"] == 0.0  # phases only
+    assert sum(final.seconds.values()) == pytest.approx(final.wall_seconds, abs=1e-4)  # each value rounded to the microsecond
+
+
+HUNG = textwrap.dedent("""
+    import os, time
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    import numpy as np, keras, advisor
+
+    class SlowAfterEpoch0(keras.callbacks.Callback):
+        epoch = 0
+
+        def on_epoch_begin(self, epoch, logs=None):
+            self.epoch = epoch
+
+        def on_train_batch_end(self, batch, logs=None):
+            if self.epoch >= 1:
+                time.sleep(0.2)  # epoch 1 crawls: the job is killed in the middle of it
+
+    x = np.random.rand(400, 4).astype("float32"); y = np.random.rand(400, 1).astype("float32")
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    cb = advisor.AdvisorCallback(log_every_seconds=None, telemetry=False, baseline=None, window_seconds=0.5)
+    model.fit(x, y, batch_size=8, epochs=3, callbacks=[cb, SlowAfterEpoch0()], verbose=0)
+""")
+
+@pytest.mark.slow
+def test_a_job_killed_after_its_last_epoch_end_leaves_the_rest_unaccounted(tmp_path):
+    """Real data on which M171 fails: the budget ends at the last epoch end, the job ran on."""
+    pytest.importorskip("tensorflow")
+    from advisor.service.store import Store
+
+    runs = tmp_path / "runs"
+    proc = subprocess.Popen([sys.executable, "-c", HUNG], env={**os.environ, "ADVISOR_RUNS_DIR": str(runs)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            files = list(runs.glob("*/worker-0.jsonl"))
+            if files and '"type":"budget"' in files[0].read_text():
+                break
+            assert proc.poll() is None, "training ended before it was killed"
+            time.sleep(0.1)
+        else:
+            pytest.fail("no budget record in time")
+        time.sleep(3.0)  # three seconds into the slow epoch: its windows are written, its budget is not
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=30)
+    report = Store(runs).diagnose(None)
+    facts = {name: fact.value for name, fact in report.facts.items()}
+    assert facts["time.final"] is False and facts["run.status"] == "killed"
+    # The time from the last epoch end to the last window written before the kill (0.5 s windows).
+    assert facts["time.unaccounted.seconds"] >= 1.5
+    m171 = next(f for f in report.findings if f.code == "M171")
+    assert m171.status == "fail", m171.message
+
+
+def test_a_custom_loop_budget_comes_from_its_markers(tmp_path):
+    import advisor
+    from advisor.store.reader import RunReader
+    from advisor.store.schema import BudgetRecord
+
+    with advisor.track(batch_size=4, runs_dir=tmp_path, telemetry=False, log_every_seconds=None,
+                       window_seconds=0.05) as run:
+        for _ in range(2):
+            for _ in range(20):
+                time.sleep(0.002)
+                run.step()
+            with run.validation():
+                time.sleep(0.05)
+            run.epoch()
+    budgets = RunReader(run.run_path).read().of_type(BudgetRecord)
+    assert [b.final for b in budgets] == [False, False, True] and budgets[-1].source == "track"
+    final = budgets[-1]
+    assert sum(final.seconds.values()) == pytest.approx(final.wall_seconds, abs=1e-4)  # each value rounded to the microsecond
+    assert final.seconds["validation"] >= 0.1 and final.seconds["train_steps"] >= 40 * 0.002
+    assert final.steps == 40
+    assert json.loads(final.model_dump_json())["checkpoint"]["count"] == 0
