@@ -45,6 +45,7 @@ RUN_UNITS = {"created": "UTC", "price_per_hour": "USD/h", "global_batch_size": "
 DEFAULT_FACTS = (
     "throughput.samples_per_s", "throughput.steps_per_s", "cost.samples_per_dollar", "time.epoch_s.mean",
     "run.epochs", "gpu.util.p95", "host.cpu.mean", "energy.wh", "input.share", "trace.communication_percent",
+    "goodput",
 )
 
 FactSpec = str | Iterable[str] | None
@@ -82,6 +83,14 @@ def fact_units(names: Sequence[str]) -> dict[str, str]:
 
     reg = registry()
     return {n: f.unit for n in names if (f := reg.get(n)) is not None and f.unit}
+
+
+def numeric_facts(names: Sequence[str]) -> list[str]:
+    """The names among ``names`` whose facts are numbers (not strings, flags or tables)."""
+    from advisor.analysis.registry import registry
+
+    reg = registry()
+    return [n for n in names if (f := reg.get(n)) is not None and f.kind == "number"]
 
 
 def run_rows(store: Store, facts: Sequence[str], limit: int | None = None) -> list[dict[str, Any]]:
@@ -163,7 +172,8 @@ def runs_frame(runs_dir: StorePath | None = None, facts: FactSpec = None, *,
     ``facts``: None (a default set: throughput, cost, epoch time, utilization, energy, input and
     communication shares), ``"all"``, or fact names and globs (``"trace.*"``). Fact columns are
     the fact names; ``df.attrs["units"]`` maps each column to its unit. Facts a run did not
-    measure are NaN/None. ``created`` is a UTC timestamp.
+    measure are NaN/None (a number no run measured is a float column of NaN), never zero;
+    ``goodput`` is among the defaults. ``created`` is a UTC timestamp.
     """
     from advisor.dataframes import pandas, to_frame
     from advisor.service import Store
@@ -173,7 +183,11 @@ def runs_frame(runs_dir: StorePath | None = None, facts: FactSpec = None, *,
     rows = run_rows(store, names, limit)
     frame = to_frame(rows, run_columns(rows, names), {**RUN_UNITS, **fact_units(names)},
                      runs_dir=str(store.root))
-    frame["created"] = pandas().to_datetime(frame["created"], unit="s", utc=True)
+    pd = pandas()
+    frame["created"] = pd.to_datetime(frame["created"], unit="s", utc=True)
+    for name in numeric_facts(names):
+        if frame[name].isna().all():  # measured by no run: NaN in a float column, as where some runs have it
+            frame[name] = frame[name].astype(float)
     return frame.set_index("run_id", drop=False)
 
 

@@ -3,7 +3,8 @@
 Per row: mean epoch time with its spread over repeats, speedup versus the smallest worker count of
 the same strategy, efficiency (speedup ÷ (N ÷ N₀)), samples/s, samples per dollar (the price of
 every instance the configuration occupies), accelerator utilization, energy per epoch and per
-sample, and the computation / communication / other shares of the step from traces. What was not
+sample, the computation / communication / other shares of the step from traces, and goodput (the
+share of the wall clock in training steps, from the runs' time budgets). What was not
 measured stays None and the row carries a note saying so; nothing here plots or prints.
 """
 
@@ -25,6 +26,7 @@ ROW_UNITS = {
     "energy_wh_per_epoch": "Wh", "energy_j_per_sample": "J", "compute_percent": "%",
     "communication_percent": "%", "exposed_communication_percent": "%", "other_percent": "%",
     "communication_overlap": "fraction", "val_fraction": "fraction", "step_time_spread": "fraction",
+    "goodput": "fraction",
 }
 
 
@@ -60,6 +62,7 @@ class Row:
     communication_overlap: float | None = None
     val_fraction: float | None = None
     step_time_spread: float | None = None
+    goodput: float | None = None  # mean over the runs that have a time budget
     notes: list[str] = field(default_factory=list)
 
 
@@ -220,6 +223,7 @@ def _row(key: tuple[str, int], pts: list[Point], price: float | None, gpus_per: 
     _step_shares(row, pts)
     row.val_fraction = _mean([p.val_fraction for p in pts])
     row.step_time_spread = _mean([p.step_time_spread for p in pts])
+    row.goodput = _mean([p.goodput for p in pts])
     return row
 
 

@@ -65,6 +65,7 @@ class Point:
     communication_overlap: float | None = None
     val_fraction: float | None = None
     step_time_spread: float | None = None
+    goodput: float | None = None  # share of the fit's wall clock in training steps (the budget)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -119,6 +120,7 @@ def point_of(run: Run, sweep: SweepRecord | None, facts: dict[str, Any]) -> Poin
         p.compute_includes_communication = compute is not None
     p.compute_percent = compute
     p.val_fraction = facts.get("time.val_fraction")
+    p.goodput = facts.get("goodput")
     p.step_time_spread = step_time_spread(run)
     return p
 

@@ -54,6 +54,7 @@ SECTIONS: list[tuple[str, str | None, list[tuple[str, Callable[[Row], str]]]]] =
         ("speedup", lambda r: "—" if r.speedup is None else f"{r.speedup:.2f}×"),
         ("efficiency", lambda r: _frac_pct(r.efficiency)),
         ("samples/s", lambda r: _num(0)(r.samples_per_s)),
+        ("goodput", lambda r: percent(r.goodput, 0, fraction=True, missing="n/a")),
         ("step", lambda r: "—" if r.step_ms is None else f"{r.step_ms:.1f} ms"),
         ("batch / replica", lambda r: _num(0)(r.per_replica_batch)),
         ("first epoch", lambda r: "—" if r.first_epoch_s is None else f"{r.first_epoch_s:.2f} s"),

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 pd = pytest.importorskip("pandas", reason="the pandas extra is not installed")
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "scaling"))
-from scaling_fixtures import write_run, write_sweep_runs  # noqa: E402
+from scaling_fixtures import budget, write_run, write_sweep_runs  # noqa: E402
 
 import advisor  # noqa: E402
 from advisor.cli.main import cli  # noqa: E402
@@ -50,6 +50,18 @@ def test_runs_frame_has_a_row_per_run_with_fact_columns_and_units(store_dir):
     # What a notebook user does next works on these columns.
     best = df.sort_values("throughput.samples_per_s", ascending=False).iloc[0]
     assert best["throughput.samples_per_s"] == df["throughput.samples_per_s"].max()
+
+
+def test_runs_frame_has_goodput_nan_when_unknown_never_zero(store_dir):
+    df = advisor.runs_frame(store_dir)  # no run of the fixture store has a time budget
+    assert "goodput" in df.columns and df["goodput"].dtype == float and df["goodput"].isna().all()
+    assert df.attrs["units"]["goodput"] == "fraction"
+    write_run(store_dir, "budgeted-1", sweep_id=None, strategy="single", workers=1, epochs=[1.0, 1.0],
+              samples_per_epoch=640, steps_per_epoch=10, tags=False, extra=[budget(0.46)])
+    df = advisor.runs_frame(store_dir)
+    assert df.loc["budgeted-1", "goodput"] == pytest.approx(0.46)
+    assert df["goodput"].dtype == float and df.drop(index="budgeted-1")["goodput"].isna().all()
+    assert (df["goodput"] != 0).all()
 
 
 def test_runs_frame_picks_facts_by_name_and_glob_and_names_a_typo(store_dir):

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import csv
+import io
+import re
 import statistics
 
 import pytest
-from scaling_fixtures import write_run, write_sweep_runs
+from click.testing import CliRunner
+from scaling_fixtures import budget, write_run, write_sweep_runs
 
 from advisor.analysis.scaling import build_table
 from advisor.analysis.scaling_points import Point
+from advisor.cli.main import cli
 from advisor.service import Store
 from advisor.store.reader import RunReader
 from advisor.store.sweep import ConfigRecord, SweepRecord, write_sweep
@@ -182,3 +187,36 @@ def test_the_table_recommends_and_carries_the_sweeps_d6_findings(tmp_path):
 
     text = render_table(table, "text")
     assert "D6 findings of the sweep" in text and "D652 poor-scaling-efficiency" in text
+
+
+def test_goodput_is_the_mean_over_a_configurations_runs_that_have_a_budget(tmp_path):
+    common = {"sweep_id": "g", "strategy": "mirrored", "samples_per_epoch": 64, "steps_per_epoch": 1}
+    write_run(tmp_path, "g-n1-r0", workers=1, epochs=[1.0, 1.0], extra=[budget(0.5)], **common)
+    write_run(tmp_path, "g-n1-r1", workers=1, epochs=[1.0, 1.0], extra=[budget(0.7)], **common)
+    write_run(tmp_path, "g-n2-r0", workers=2, epochs=[1.0, 0.5], **common)  # trained without a budget
+    write_run(tmp_path, "g-n4-r0", workers=4, epochs=[1.0, 0.3], extra=[budget(0.9)], **common)
+    write_run(tmp_path, "g-n4-r1", workers=4, epochs=[1.0, 0.3], **common)
+    table = Store(tmp_path).scaling_table("g")
+    assert table.row("mirrored", 1).goodput == pytest.approx(0.6)
+    assert table.row("mirrored", 2).goodput is None  # unknown, not 0
+    assert table.row("mirrored", 4).goodput == pytest.approx(0.9)  # the run without a budget does not count
+    assert table.to_frame().attrs["units"]["goodput"] == "fraction"
+
+    def report(fmt: str) -> str:
+        result = CliRunner().invoke(cli, ["--runs-dir", str(tmp_path), "report", "g", "--format", fmt])
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    lines = report("text").splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("strategy") and "epoch time" in line)
+    header = re.split(r"\s{2,}", lines[at].strip())
+    cells = {row["workers"]: row for row in (dict(zip(header, re.split(r"\s{2,}", line.strip())))
+                                             for line in lines[at + 1:at + 4])}
+    assert [cells[n]["goodput"] for n in ("1", "2", "4")] == ["60%", "n/a", "90%"]
+    assert "| 64 | 60% |" in report("md")
+    by_workers = {r["workers"]: r for r in csv.DictReader(io.StringIO(report("csv")))}
+    assert float(by_workers["1"]["goodput"]) == pytest.approx(0.6) and by_workers["2"]["goodput"] == ""
+    saved = tmp_path / "g.json"
+    saved.write_text(report("json"))
+    again = CliRunner().invoke(cli, ["report", str(saved), "--format", "csv"])  # a saved report keeps it
+    assert float(next(csv.DictReader(io.StringIO(again.output)))["goodput"]) == pytest.approx(0.6)

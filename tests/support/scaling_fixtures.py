@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from advisor.store.schema import EpochRecord, WindowRecord
+from advisor.store.schema import BudgetRecord, EpochRecord, WindowRecord
 from advisor.store.sweep import ConfigRecord, SweepRecord, write_sweep
 from advisor.store.writer import RunWriter
 
@@ -64,6 +64,16 @@ def write_run(
         if status == "finished":
             w.close("finished")
     return runs_dir / run_id
+
+
+def budget(goodput: float, wall_seconds: float = 10.0) -> BudgetRecord:
+    """A final time budget whose training steps take ``goodput`` of the wall clock; start-up takes
+    a tenth and callbacks the rest (goodput = training steps ÷ wall clock)."""
+    startup = 0.1 * wall_seconds
+    steps = goodput * wall_seconds
+    return BudgetRecord(t=time.time(), final=True, wall_seconds=wall_seconds, steps=10,
+                        seconds={"startup": startup, "train_steps": steps,
+                                 "callbacks": wall_seconds - startup - steps})
 
 
 def write_sweep_runs(runs_dir: Path, sweep_id: str = "sweep-fixture", price: float | None = 2.0) -> None:

@@ -1,5 +1,6 @@
-"""The Findings screen of one run: counts and what to enable to decide more, the findings in rank
-order with severity colours, and the detail pane of the highlighted one."""
+"""The Findings screen of one run: what was measured and where its wall clock went (the time
+budget's bar), counts and what to enable to decide more, the findings in rank order with severity
+colours, and the detail pane of the highlighted one."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from advisor.tui.model import (
     counts,
 )
 from advisor.tui.screens.base import AdvisorScreen
+from advisor.tui.widgets.budget_bar import BudgetBar
 from advisor.tui.widgets.filter_bar import FilterBar
 from advisor.tui.widgets.finding_detail import FindingDetail
 
@@ -68,6 +70,7 @@ class FindingsScreen(AdvisorScreen):
     def compose(self) -> ComposeResult:
         yield Static(Text.assemble(("advisor", "bold"), " · reading the run…"), id="title", classes="title")
         yield Static(id="headline", classes="status")
+        yield BudgetBar(id="budget", classes="status")
         yield Static(id="counts", classes="status")
         yield Static(id="decide", classes="hint")
         yield Static(id="message", classes="message")
@@ -104,6 +107,7 @@ class FindingsScreen(AdvisorScreen):
         self.query_one("#title", Static).update(
             Text.assemble(("advisor", "bold"), " · run ", (run.run_id, "bold"), (f"  ({details})", "dim")))
         self.query_one("#headline", Static).update(headline(report))
+        self.query_one(BudgetBar).show(report.facts)
         self.query_one("#counts", Static).update(counts(report).line())
         self.query_one("#decide", Static).update(self._decide_text(report))
         sections = [(f"{code} {s.title}", code) for code, s in report.coverage.sections.items()]

@@ -1,0 +1,121 @@
+"""The run's time budget on the Findings screen: a stacked bar, its legend and goodput; one line
+saying how to get a budget when the run has none.
+
+The bar's arithmetic is checked on hand-built fact tables; the screen on a run trained with the
+real AdvisorCallback (a tiny Keras model and a callback that sleeps at every batch, so that the
+callbacks take more of the wall clock than the steps do)."""
+
+from __future__ import annotations
+
+import io
+import time
+
+import pytest
+from rich.console import Console
+from tui_helpers import drive, make, until
+
+from advisor.numbers import percent
+from advisor.tui.screens.findings import FindingsScreen
+from advisor.tui.widgets.budget_bar import NO_BUDGET, BudgetBar, budget_view
+
+
+def row(category: str, share: float, part_of: str | None = None) -> dict:
+    return {"category": category, "label": f"the {category} label", "seconds": share * 10.0, "share": share,
+            "part_of": part_of}
+
+
+# A fit of 10 s: steps 46% (20% of the wall clock waiting for input inside them), callbacks 45%,
+# start-up 6.5%, epoch boundaries 0.5%, the advisor's hooks 0.3%, checkpoints 1.7%, nothing unaccounted.
+TABLE = [row("startup", 0.065), row("train_steps", 0.46), row("input_wait", 0.2, part_of="train_steps"),
+         row("callbacks", 0.45), row("validation", 0.0), row("checkpoint", 0.017), row("epoch_boundary", 0.005),
+         row("advisor_hooks", 0.003), row("unaccounted", 0.0)]
+FACTS = {"time.table": TABLE, "goodput": 0.46, "goodput.without_advisor": 0.4614, "time.input_wait.share": 0.2}
+
+
+def plain(renderable, width: int = 80) -> list[str]:
+    console = Console(width=width, file=io.StringIO(), color_system=None)
+    console.print(renderable)
+    return console.file.getvalue().splitlines()  # type: ignore[attr-defined]
+
+
+def test_segments_follow_the_table_and_the_input_wait_is_inside_the_steps():
+    view = budget_view(FACTS)
+    assert view is not None
+    assert [s.category for s in view.segments] == ["startup", "train_steps", "callbacks", "checkpoint",
+                                                   "epoch_boundary", "advisor_hooks"]
+    cells = view.widths(100)
+    assert sum(cells) == 100 and cells[:3] == [7, 46, 45]  # shares of the categories shown (they add to 1)
+    assert sum(view.widths(7)) == 7 and view.widths(0) == [0] * 6
+
+
+def test_legend_is_largest_first_with_the_small_categories_as_other():
+    view = budget_view(FACTS)
+    assert view is not None
+    assert view.legend().plain == "training steps 46% · callbacks 45% · start-up 6% · checkpoints 2% · other 0.8%"
+    assert view.goodput_line().plain.startswith("goodput 46% of the wall clock in training steps, of which 20% "
+                                                "waiting for input · 46% without the advisor")
+    lines = plain(view, width=60)
+    assert lines[0].startswith("time budget █") and len(lines[0]) == 60
+    assert lines[1].startswith("training steps 46% · callbacks 45%")
+
+
+def test_facts_as_the_report_holds_them_and_no_budget():
+    class Fact:
+        def __init__(self, value):
+            self.value = value
+
+    view = budget_view({name: Fact(value) for name, value in FACTS.items()})
+    assert view is not None and view.goodput == pytest.approx(0.46)
+    assert budget_view({}) is None
+    assert budget_view({"time.table": [row("train_steps", 0.0)]}) is None
+
+
+@pytest.fixture
+def trained(tmp_path, monkeypatch):
+    """A store in ./runs holding one run trained with the real AdvisorCallback (budget on, the default)."""
+    keras = pytest.importorskip("keras")
+    import numpy as np
+
+    import advisor
+
+    class SlowCallback(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            time.sleep(0.02)
+
+    monkeypatch.chdir(tmp_path)
+    x = np.random.default_rng(0).random((640, 4), dtype=np.float32)
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    cb = advisor.AdvisorCallback(runs_dir="runs", baseline=None, log_every_seconds=None, telemetry=False)
+    model.fit(x, x[:, :1], batch_size=32, epochs=2, callbacks=[cb, SlowCallback()], verbose=0)
+    return cb.run_path
+
+
+@pytest.mark.slow
+def test_findings_screen_shows_the_budget_bar_of_a_trained_run(trained):
+    async def scenario(pilot):
+        await until(pilot, lambda: isinstance(pilot.app.screen, FindingsScreen) and pilot.app.screen.report)
+        screen = pilot.app.screen
+        facts = screen.report.facts
+        bar = screen.query_one(BudgetBar)
+        assert bar.budget is not None
+        shown = plain(bar.content, width=120)
+        order = [r["category"] for r in facts["time.table"].value if r["part_of"] is None and r["share"] > 0]
+        assert [s.category for s in bar.budget.segments] == order and "input_wait" not in order
+        # The callback's 20 ms a batch outweighs the steps of this tiny model: callbacks come first.
+        callbacks, steps = (percent(facts[f"time.{c}.share"].value, 0, fraction=True) for c in ("callbacks",
+                                                                                                 "train_steps"))
+        assert shown[1].startswith(f"callbacks {callbacks} · ") and f" · training steps {steps}" in shown[1]
+        assert shown[2].startswith(f"goodput {percent(facts['goodput'].value, 0, fraction=True)} ")
+
+    drive(make(str(trained)), scenario)
+
+
+@pytest.mark.slow
+def test_a_run_without_a_budget_says_how_to_get_one(store):
+    async def scenario(pilot):
+        await until(pilot, lambda: isinstance(pilot.app.screen, FindingsScreen) and pilot.app.screen.report)
+        bar = pilot.app.screen.query_one(BudgetBar)
+        assert bar.budget is None and plain(bar.content) == [NO_BUDGET]
+
+    drive(make("run-input-bound"), scenario)
