@@ -13,19 +13,17 @@ read from the model's class when ``fit`` begins.
 
 from __future__ import annotations
 
-import atexit
 import logging
 import os
 import time
-import weakref
 from collections.abc import Sequence
 from typing import Any
 
 from advisor.collectors.base import Collector, Guard, Session
-from advisor.collectors.fitinfo import discover, find_fit_locals
+from advisor.collectors.fitinfo import find_fit_locals
 from advisor.collectors.keras_protocol import KerasCallbackProtocol
-from advisor.collectors.ledger import ADVISOR, BOUNDARY, STARTUP, TRAIN, VALIDATION, Ledger
-from advisor.collectors.manifest import instance_and_price, run_manifest
+from advisor.collectors.ledger import ADVISOR, BOUNDARY, STARTUP, TRAIN, VALIDATION
+from advisor.collectors.opening import OPEN_RUNS
 from advisor.collectors.options import (
     BASELINE_MAX_SECONDS,
     BASELINE_MIN_STEPS,
@@ -40,22 +38,8 @@ from advisor.collectors.options import (
     renamed,
 )
 from advisor.collectors.windows import ensure_log_handler
-from advisor.probes.distributed import detect_rank_world
-from advisor.probes.framework import detect_framework, steps_per_execution
 
 log = logging.getLogger("advisor")
-
-
-# Runs still open when the interpreter exits (fit raised, or the script exited mid-fit).
-_OPEN: weakref.WeakSet[AdvisorCallback] = weakref.WeakSet()
-
-
-def _close_open_runs() -> None:
-    for cb in list(_OPEN):
-        cb._abort("the process exited before training ended")
-
-
-atexit.register(_close_open_runs)
 
 
 class AdvisorCallback(KerasCallbackProtocol):
@@ -238,8 +222,8 @@ class AdvisorCallback(KerasCallbackProtocol):
         # Always on the training thread: the call count is exact here.
         n = self._batches + 1
         self._batches = n
-        if n == self._switch_at:
-            self._training_resumes()
+        if n == self._switch_at:  # start-up (the first step) or an epoch boundary has ended
+            self._phase(TRAIN)
         if n & 127 == 0:  # time one call in 128 to estimate our own cost
             t0 = time.perf_counter()
             self._run_batch_begin_hooks(batch)
@@ -286,11 +270,6 @@ class AdvisorCallback(KerasCallbackProtocol):
         self._finish("finished")
 
     # -- internals -----------------------------------------------------------------------------
-    def _training_resumes(self) -> None:
-        """Start-up (the first step) or an epoch boundary has ended: training steps run."""
-        if self.session is not None and self.session.ledger is not None:
-            self.session.ledger.phase(TRAIN)
-
     def _phase(self, phase: str) -> None:
         if self.session is not None and self.session.ledger is not None:
             self.session.ledger.phase(phase)
@@ -341,31 +320,12 @@ class AdvisorCallback(KerasCallbackProtocol):
         self._own_seconds += time.perf_counter() - t0
 
     def _begin(self, fit_locals: dict[str, Any] | None, t0: float) -> None:
+        from advisor.collectors.opening import open_run
         from advisor.collectors.registry import build_collectors
-        from advisor.store.paths import store_url
-        from advisor.store.writer import RunWriter
 
         opts = self.options
-        rank, world = detect_rank_world()
-        data, fit_callbacks = discover(fit_locals)
-        model = self.model
-        flavor, backend, framework = detect_framework(model)
-        spe = steps_per_execution(model)
-        instance, found = instance_and_price(opts)
-        url = store_url(opts.runs_dir)
-        price = found.usd_per_hour
-        manifest = run_manifest(framework=framework, num_workers=world, steps_per_execution=spe, instance=instance,
-                                price=(price, found.source), options=opts, config=opts.recorded())
-        runs_dir: Any = opts.runs_dir
-        if url is not None:  # an S3 store: write to the local spool, upload in the background
-            from advisor.cloud.spool import spool_root
-
-            runs_dir = spool_root(url, rank)
-        self.writer = RunWriter(runs_dir, rank=rank, manifest=manifest, name=opts.name)
-        self.session = Session(writer=self.writer, model=model, rank=rank, num_workers=world, options=opts, data=data,
-                               fit_callbacks=fit_callbacks, keras_flavor=flavor, backend=backend,
-                               steps_per_execution=spe, train_begin_t=time.perf_counter(), price_per_hour=price,
-                               ledger=Ledger(t0, ADVISOR))
+        self.writer, self.session, url, found = open_run(opts, fit_locals, self.model, t0)
+        rank = self.session.rank
         # Every fit starts fresh collectors (and a new run); the first uses those made in __init__.
         if self._collectors_used:
             self.collectors = build_collectors(opts)
@@ -379,7 +339,7 @@ class AdvisorCallback(KerasCallbackProtocol):
         self._batch_sampled_seconds = self._own_seconds = 0.0
         self._train_t0 = time.perf_counter()
         self._in_fit = True
-        _OPEN.add(self)
+        OPEN_RUNS.add(self)
         if found.note:
             log.warning("advisor: price: %s", found.note)
             self.session.event("prices", found.note, level="warning")
@@ -417,7 +377,7 @@ class AdvisorCallback(KerasCallbackProtocol):
         if self.uploader is not None:
             self.uploader.finish()
         self._in_fit = False
-        _OPEN.discard(self)
+        OPEN_RUNS.discard(self)
         if self.guard is not None:
             self.guard.call("on_run_closed", status)
         if self.session is not None and self.session.rank == 0 and status == "finished":

@@ -82,14 +82,11 @@ def _segment(trial: Trial, seconds: float, min_steps: int, deadline: float, stop
 
     The segment's input is torn down before it returns: fit ends mid-epoch and leaves its
     iterator to the garbage collector, and destroying a tf.data iterator with work in flight
-    stalled up to ~1 s (the epoch-boundary stall of benchmarks/epoch_boundary.py on the guide's
-    pipeline, 0.99–1.00 s on the 2-vCPU development VM). Collected here, the stall is this
+    stalled up to ~1 s (0.99–1.00 s on the 2-vCPU VM). Collected here, the stall is this
     segment's overhead, which the rounds plan with; left for later, it landed in another arm's
-    segment or after the budget (on the same VM, busy, a 5 s what-if ended at 6.8 s). Both:
-    benchmarks/RESULTS.md, "Why they disagree: the epoch boundary" and "After each segment
-    collects its own garbage". The collection is cheap: ``run_whatif`` froze everything older
-    than the what-if. The time from the segment's last measured step to here goes to
-    ``teardowns``."""
+    segment or after the budget (a busy 5 s what-if ended at 6.8 s; benchmarks/RESULTS.md, "Why
+    they disagree: the epoch boundary"). ``run_whatif`` froze everything older than the what-if,
+    so collecting is cheap. The time from the last measured step to here goes to ``teardowns``."""
     stop.check()
     if trial.enter is not None:
         trial.enter()
@@ -171,10 +168,8 @@ class _Run:
         # the steps alone: the epoch restart charged to a segment is part of the fit's start here
         stepping = segment.seconds - segment.restart
         self.situation.step_seconds = stepping / segment.steps
-        # what a nested fit costs before its steps (callbacks, iterator, first batch), and every
-        # preparation pays it: measured, since it depends on the host's load. On the development
-        # VM run 3x oversubscribed, a 3 s what-if whose preparations left it out overran by
-        # 0.5–1 s (benchmarks/RESULTS.md, "Figures quoted in the experiments' docstrings")
+        # what a nested fit costs before its steps, paid by every preparation: measured, as it
+        # depends on load (left out, a 3 s what-if on a 3x oversubscribed VM overran by 0.5–1 s)
         elapsed = time.perf_counter() - started
         warm_and_timed = stepping * (_warm(unchanged) + segment.steps) / segment.steps
         self.fit_start = max(FIT_START_SECONDS, elapsed - warm_and_timed)
