@@ -73,3 +73,10 @@ def test_tui_headless_parts_do_not_import_textual():
                            "advisor.service.listing, advisor.service.live")
     for name in HEAVY_OPTIONAL + ["textual_plotext", "plotext"]:
         assert name not in modules, f"a headless part of the TUI imported {name}"
+
+
+def test_backend_whatif_command_loads_no_framework():
+    """``advisor backends`` measures in child processes: the parent imports no backend itself."""
+    modules = loaded_after("import advisor.cli.backends, advisor.experiments.backends, advisor.experiments.backends.files")
+    for name in HEAVY_OPTIONAL + ["tensorflow", "keras", "jax", "torch"]:
+        assert name not in modules, f"the backend what-if's parent imported {name}"

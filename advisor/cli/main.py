@@ -41,6 +41,7 @@ COMMANDS: dict[str, str] = {
     "import": "advisor.cli.import_job",
     "upload": "advisor.cli.upload",
     "tui": "advisor.cli.tui",
+    "backends": "advisor.cli.backends",
 }
 
 

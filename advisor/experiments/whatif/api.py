@@ -84,7 +84,8 @@ def situation_from_user(model: Any, data: Any, batch_size: int | None = None,
 
 def whatif(model: Any, data: Any, candidates: str | Sequence[str] = "auto", *, max_seconds: float = WHATIF_MAX_SECONDS,
            rounds: int = WHATIF_ROUNDS, batch_size: int | None = None, steps_per_epoch: int | None = None,
-           input_cost: float | None = None, seconds: float | None = None) -> WhatIfResult:
+           input_cost: float | None = None, seconds: float | None = None,
+           backends_max_seconds: float | None = None) -> WhatIfResult:
     """Try recommended changes on ``model`` and ``data`` and measure each gain; see docs/whatif.md.
 
     ``data`` is what you pass to ``fit`` (a tf.data.Dataset, ``(x, y)`` arrays with ``batch_size``,
@@ -94,12 +95,19 @@ def whatif(model: Any, data: Any, candidates: str | Sequence[str] = "auto", *, m
     step time the input costs, if you measured it (``advisor.measure_input``), to focus "auto".
     ``seconds``: measure the rounds for about this long in all and stop (default: what
     ``max_seconds`` leaves after preparing the candidates).
+
+    ``"backends"`` among the candidates also measures the model on every installed Keras
+    backend × compile mode, each in a fresh process (``advisor.experiments.backends``), within
+    ``backends_max_seconds`` (default 300 s) of its own; the result is ``result.backends``.
     """
     from advisor.experiments.baseline.engine import check_model
     from advisor.experiments.whatif.engine import run_whatif
 
     started = time.perf_counter()
     check_model(model)
+    candidates, backends = _split_backends(candidates)
+    if backends and not candidates:
+        return _backends_only(model, data, batch_size, backends_max_seconds, started)
     requested = normalize_whatif(candidates)
     if requested is None:
         raise UsageError("whatif(): candidates must be 'auto' or a list of names")
@@ -110,5 +118,37 @@ def whatif(model: Any, data: Any, candidates: str | Sequence[str] = "auto", *, m
     situation = situation_from_user(model, data, batch_size, steps_per_epoch)
     if input_cost is not None:
         situation.input_cost, situation.input_cost_outside_band = float(input_cost), float(input_cost) > 0.05
-    return run_whatif(situation, requested, budget=float(max_seconds), rounds=rounds, mode="api", started=started,
-                      seconds=None if seconds is None else float(seconds))
+    result = run_whatif(situation, requested, budget=float(max_seconds), rounds=rounds, mode="api", started=started,
+                        seconds=None if seconds is None else float(seconds))
+    if backends:
+        result.backends = _measure_backends(model, data, batch_size, backends_max_seconds)
+    return result
+
+
+BACKENDS = "backends"
+
+
+def _split_backends(candidates: Any) -> tuple[Any, bool]:
+    """The in-process candidates, and whether the backend what-if was asked for."""
+    if isinstance(candidates, str) or not isinstance(candidates, Sequence):
+        return ([], True) if candidates == BACKENDS else (candidates, False)
+    names = list(candidates)
+    return [n for n in names if n != BACKENDS], BACKENDS in names
+
+
+def _measure_backends(model: Any, data: Any, batch_size: int | None, max_seconds: float | None) -> Any:
+    from advisor.experiments.backends import measure_backends
+    from advisor.experiments.backends.runner import MAX_SECONDS
+
+    return measure_backends(model, data, batch_size=batch_size,
+                            max_seconds=MAX_SECONDS if max_seconds is None else float(max_seconds))
+
+
+def _backends_only(model: Any, data: Any, batch_size: int | None, max_seconds: float | None,
+                   started: float) -> WhatIfResult:
+    from advisor.experiments.backends.runner import MAX_SECONDS
+
+    result = WhatIfResult("api", None, batch_size, [BACKENDS], MAX_SECONDS if max_seconds is None else max_seconds)
+    result.backends = _measure_backends(model, data, batch_size, max_seconds)
+    result.seconds = time.perf_counter() - started
+    return result

@@ -66,6 +66,7 @@ class WhatIfResult:
     interrupted: bool = False
     skipped: str | None = None
     error: str | None = None
+    backends: Any = None  # the backend what-if's BackendsResult, when "backends" was asked for
 
     def add(self, result: CandidateResult) -> CandidateResult:
         self.candidates[result.name] = result
@@ -102,7 +103,9 @@ class WhatIfResult:
             plus = f" (±{band.half_width / band.value:.0%})" if band is not None and band.value else ""
             kind = " (ceiling)" if c.name in CEILINGS else ""
             parts.append(f"{c.name} {speed:.2f}×{plus}{kind}" if speed is not None else f"{c.name} (no paired round)")
-        text = "; ".join(parts) or "no candidate measured"
+        text = "; ".join(parts) or ("" if self.backends is not None and not self.candidates else "no candidate measured")
+        if self.backends is not None:
+            text = "; ".join(t for t in (text, f"backends: {self.backends.summary()}") if t)
         return text + (" — interrupted (Ctrl-C)" if self.interrupted else "")
 
     def to_record(self) -> Any:

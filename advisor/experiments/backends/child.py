@@ -1,0 +1,171 @@
+"""One backend candidate, in a fresh process: ``KERAS_BACKEND=jax python -m
+advisor.experiments.backends.child --model M --batches B --jit true --out R.json``.
+
+Rebuilds the model from what ``export.py`` wrote, recompiles it with the ``jit_compile`` asked
+for, trains on the cached batches (the first step timed apart: compiling), warms up, then
+measures ``--rounds`` short segments of about ``--seconds / rounds`` each, and writes JSON to
+``--out``: samples/s per round, or the stage that failed and why in one line. Imports nothing of
+``advisor`` but this package's ``export`` (numpy only), so that the backend's own import is all
+the process pays for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import re
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+BACKEND_MODULES = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}
+
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _line(exc: BaseException, limit: int = 300) -> str:
+    """One line: Keras's colour codes and its "Arguments received by" tail left out."""
+    text = " ".join(ANSI.sub("", str(exc)).split()).split(" Arguments received by ")[0] or type(exc).__name__
+    if not text.startswith(type(exc).__name__):
+        text = f"{type(exc).__name__}: {text}"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class Stop(Exception):
+    """A stage failed: ``status`` and a one-line ``reason`` for the parent."""
+
+    def __init__(self, status: str, reason: str) -> None:
+        super().__init__(reason)
+        self.status, self.reason = status, reason
+
+
+def _load(path: Path, keras: Any) -> Any:
+    if path.suffix == ".keras":
+        return keras.saving.load_model(path, compile=True)
+    document = json.loads(path.read_text())
+    module, _, name = document["class"].partition(":")
+    cls = importlib.import_module(module)
+    for part in name.split("."):
+        cls = getattr(cls, part)
+    model = cls.from_config(document["config"])
+    model.load_weights(path.with_name("model.weights.h5"))
+    if document.get("compile"):
+        model.compile_from_config(document["compile"])
+    return model
+
+
+def _recompile(model: Any, jit: bool) -> None:
+    config = model.get_compile_config() if hasattr(model, "get_compile_config") else None
+    if not config:
+        raise Stop("failed", "the model was not compiled: compile it (optimizer, loss) before measuring")
+    config = dict(config)
+    config.update(jit_compile=jit, run_eagerly=False, steps_per_execution=1)
+    model.compile_from_config(config)
+
+
+def _steps(model: Any, batches: list[tuple[Any, Any]], start: int, until: float, min_steps: int) -> int:
+    """Train on the cycled batches until ``until`` (at least ``min_steps``); steps done."""
+    steps = 0
+    while steps < min_steps or time.perf_counter() < until:
+        x, y = batches[(start + steps) % len(batches)]
+        model.train_on_batch(x, y)  # returns numpy logs: the step has finished when it returns
+        steps += 1
+    return steps
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    backend = os.environ.get("KERAS_BACKEND", "tensorflow")
+    out: dict[str, Any] = {"backend": backend, "jit": args.jit, "rounds": [], "pid": os.getpid()}
+    started = time.perf_counter()
+    module = BACKEND_MODULES.get(backend)
+    if module is None:
+        raise Stop("failed", f"unknown backend {backend!r}")
+    try:
+        framework = importlib.import_module(module)
+    except ImportError as exc:
+        raise Stop("not_installed", f"not installed ({_line(exc)})") from None
+    out["backend_version"] = getattr(framework, "__version__", None)
+    if backend == "torch" and args.torch_threads:
+        framework.set_num_threads(args.torch_threads)
+    import keras
+
+    out["keras_version"] = keras.__version__
+    if keras.backend.backend() != backend:
+        raise Stop("failed", f"Keras runs on {keras.backend.backend()}, not {backend}")
+    out["import_seconds"] = time.perf_counter() - started
+    for name in args.imports:
+        try:
+            importlib.import_module(name)
+        except Exception as exc:  # noqa: BLE001 — a module that cannot load here is this backend's reason
+            raise Stop("failed", f"importing {name} failed on {backend}: {_line(exc)}") from None
+    from advisor.experiments.backends.export import read_batches
+
+    timer = time.perf_counter()
+    try:
+        model = _load(Path(args.model), keras)
+        _recompile(model, args.jit)
+    except Stop:
+        raise
+    except Exception as exc:  # noqa: BLE001 — the model cannot be rebuilt on this backend
+        raise Stop("failed", f"cannot rebuild the model on {backend}: {_line(exc)}") from None
+    out["load_seconds"] = time.perf_counter() - timer
+    batches, batch_size = read_batches(args.batches)
+    out["batch_size"], out["batches"] = batch_size, len(batches)
+    timer = time.perf_counter()
+    try:
+        _steps(model, batches, 0, 0.0, 1)
+    except Exception as exc:  # noqa: BLE001 — the first step is where most backends fail
+        mode = f"jit_compile={args.jit}"
+        raise Stop("failed", f"cannot train on {backend} ({mode}): {_line(exc)}") from None
+    out["compile_seconds"] = time.perf_counter() - timer
+    timer = time.perf_counter()
+    done = 1 + _steps(model, batches, 1, timer + args.warmup, 2)
+    out["warmup_seconds"] = time.perf_counter() - timer
+    segment = args.seconds / max(1, args.rounds)
+    steps_total = 0
+    for _ in range(args.rounds):
+        timer = time.perf_counter()
+        steps = _steps(model, batches, done, timer + segment, 1)
+        elapsed = time.perf_counter() - timer
+        done += steps
+        steps_total += steps
+        out["rounds"].append(steps * batch_size / elapsed)
+    out["steps"] = steps_total
+    return out
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="advisor.experiments.backends.child")
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--batches", required=True)
+    parser.add_argument("--jit", type=lambda v: v.lower() in ("1", "true", "yes"), required=True)
+    parser.add_argument("--seconds", type=float, default=3.0, help="measured time, all rounds together")
+    parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--warmup", type=float, default=0.5, help="seconds of steps after the first")
+    parser.add_argument("--import", dest="imports", action="append", default=[])
+    parser.add_argument("--torch-threads", type=int, default=None)
+    parser.add_argument("--out", required=True)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    try:
+        result = measure(args)
+        result["status"] = "measured"
+    except Stop as stop:
+        result = {"status": stop.status, "reason": stop.reason}
+    except Exception as exc:  # noqa: BLE001 — whatever else fails is reported, not raised
+        traceback.print_exc()
+        result = {"status": "failed", "reason": _line(exc)}
+    Path(args.out).write_text(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,84 @@
+"""The backend what-if on real small models: every installed backend × compile mode measured in
+its own process, or a one-line reason (a TF-only custom layer, a timeout), never a crash."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+keras = pytest.importorskip("keras")
+
+from backend_models import arrays, dense_model  # noqa: E402
+
+from advisor.experiments.backends import measure_backends  # noqa: E402
+from advisor.experiments.backends.result import FAILED, MEASURED, NOT_INSTALLED  # noqa: E402
+
+QUICK = {"batch_size": 64, "seconds": 1.0, "rounds": 4, "warmup": 0.2, "torch_threads": 1, "sample": 8}
+
+
+def _one_line(reason: str | None) -> bool:
+    return bool(reason) and "\n" not in reason and len(reason) <= 400  # type: ignore[arg-type]
+
+
+def test_dense_model_on_every_backend_without_torch_compile() -> None:
+    model = dense_model()
+    before = [w.copy() for w in model.get_weights()]
+    result = measure_backends(model, arrays(), ["tensorflow+jit", "jax", "jax+jit", "torch"], max_seconds=120, **QUICK)
+    assert result.own == "tensorflow"  # jit_compile "auto" resolves to False on a CPU-only TensorFlow
+    assert list(result.candidates) == ["tensorflow", "tensorflow+jit", "jax", "jax+jit", "torch"]
+    for candidate in result.candidates.values():
+        if candidate.status == MEASURED:
+            assert len(candidate.rounds) == 4 and candidate.samples_per_s > 0
+            assert candidate.band is not None and candidate.compile_seconds is not None
+            assert result.speedup(candidate) is not None
+        else:
+            assert candidate.status in (FAILED, NOT_INSTALLED) and _one_line(candidate.reason), candidate
+    assert result.candidates["tensorflow"].status == MEASURED
+    assert result.speedup(result.candidates["tensorflow"]) == 1.0
+    assert all(a.tolist() == b.tolist() for a, b in zip(before, model.get_weights()))  # the user's model untouched
+    rows = {row["candidate"]: row for row in result.to_dict()["candidates"]}
+    assert rows["jax+jit"]["change"] == "KERAS_BACKEND=jax, jit_compile=True"
+    assert "tensorflow *" in result.render()
+
+
+def test_tf_only_custom_layer_gets_a_reason_per_backend() -> None:
+    result = measure_backends(dense_model(tf_only=True), arrays(), ["jax+jit", "torch"], max_seconds=90, **QUICK)
+    assert result.candidates["tensorflow"].status == MEASURED
+    for name in ("jax+jit", "torch"):
+        candidate = result.candidates[name]
+        assert candidate.status == FAILED and _one_line(candidate.reason), candidate
+        assert name.split("+")[0] in candidate.reason and "TfSquare" in candidate.reason
+        assert "\x1b" not in candidate.reason and "Arguments received" not in candidate.reason
+
+
+def test_a_child_that_overruns_is_killed_with_a_reason() -> None:
+    result = measure_backends(dense_model(), arrays(), ["jax"], max_seconds=60, timeout=2.0, **QUICK)
+    for candidate in result.candidates.values():
+        assert candidate.status == FAILED and candidate.reason.startswith("timed out after 2 s")
+        assert candidate.seconds < 10
+
+
+def test_torch_compile_is_measured_or_explained() -> None:
+    result = measure_backends(dense_model(), arrays(), ["torch+jit"], max_seconds=90, **QUICK)
+    candidate = result.candidates["torch+jit"]
+    assert candidate.status == MEASURED or _one_line(candidate.reason), candidate
+
+
+def test_command_measures_a_saved_model(tmp_path) -> None:
+    import json
+
+    import numpy as np
+    from click.testing import CliRunner
+
+    from advisor.cli.main import cli
+
+    dense_model().save(tmp_path / "m.keras")
+    np.savez(tmp_path / "d.npz", x=arrays()[0], y=arrays()[1])
+    found = CliRunner().invoke(cli, ["backends", str(tmp_path / "m.keras"), "--data", str(tmp_path / "d.npz"),
+                                     "--candidates", "jax+jit", "--own", "tensorflow", "--batch-size", "64",
+                                     "--seconds", "0.6", "--rounds", "3", "--format", "json"])
+    assert found.exit_code == 0, found.output
+    payload = json.loads(found.output)
+    assert payload["own"] == "tensorflow" and payload["batches"] == 32
+    assert {c["candidate"]: c["status"] for c in payload["candidates"]} == {"tensorflow": MEASURED, "jax+jit": MEASURED}

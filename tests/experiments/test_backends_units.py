@@ -1,0 +1,107 @@
+"""The backend what-if's parts without processes: candidate names, the batch sample and its file,
+the result's speedups and table, the child's one-line reasons, and ``whatif(["backends"])``'s wiring."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from advisor.errors import UsageError
+from advisor.experiments.backends.child import _line
+from advisor.experiments.backends.export import read_batches, sample_batches, write_batches
+from advisor.experiments.backends.result import (
+    FAILED,
+    MEASURED,
+    BackendCandidate,
+    BackendsResult,
+    Config,
+    all_configs,
+)
+from advisor.experiments.backends.runner import choose
+
+
+def test_config_names_and_changes() -> None:
+    assert [c.name for c in all_configs()] == ["tensorflow+jit", "tensorflow", "jax+jit", "jax", "torch+jit", "torch"]
+    assert Config.parse("torch+jit") == Config("torch", True)
+    assert Config("torch", True).label == "torch (torch.compile)"
+    assert Config("jax", False).change == "KERAS_BACKEND=jax, jit_compile=False"
+    with pytest.raises(UsageError, match="unknown backend candidate"):
+        Config.parse("mxnet")
+    with pytest.raises(UsageError):
+        Config.parse("jax+xla")
+
+
+def test_the_runs_own_comes_first_once() -> None:
+    own = Config("tensorflow", False)
+    assert [c.name for c in choose(["jax", "tensorflow", "jax"], own)] == ["tensorflow", "jax"]
+    assert len(choose(None, own)) == 6 and choose("all", own)[0] == own
+
+
+def test_arrays_sample_whole_batches() -> None:
+    x, y = np.arange(100, dtype=np.float32).reshape(50, 2), np.arange(50)
+    xs, ys, size, batches = sample_batches((x, y), 8, count=4)
+    assert (size, batches, xs.shape, ys.shape) == (8, 4, (32, 2), (32,))
+    xs, ys, size, batches = sample_batches((x, y), 16, count=32)
+    assert batches == 3 and len(xs) == 48  # the short last batch is left out
+    with pytest.raises(Exception, match="at least one batch"):
+        sample_batches((x[:4], y[:4]), 8)
+
+
+def test_iterables_of_batches_and_nested_inputs_round_trip(tmp_path) -> None:
+    batches = [({"a": np.ones((4, 3)) * i, "b": np.zeros((4, 1))}, np.full((4,), i)) for i in range(5)]
+    batches.append(({"a": np.ones((2, 3)), "b": np.zeros((2, 1))}, np.ones(2)))  # a short last batch
+    x, y, size, count = sample_batches(iter(batches), None, count=10)
+    assert (size, count) == (4, 5)
+    write_batches(tmp_path / "b.npz", x, y, size)
+    found, size = read_batches(tmp_path / "b.npz")
+    assert size == 4 and len(found) == 5
+    assert found[3][0]["a"].tolist() == (np.ones((4, 3)) * 3).tolist() and found[3][1].tolist() == [3] * 4
+
+
+def test_tf_data_is_sampled_without_touching_the_dataset() -> None:
+    tf = pytest.importorskip("tensorflow")
+    ds = tf.data.Dataset.from_tensor_slices((np.ones((40, 2), np.float32), np.zeros(40))).batch(8)
+    x, y, size, count = sample_batches(ds, None, count=3)
+    assert (size, count, x.shape) == (8, 3, (24, 2))
+    assert sum(1 for _ in ds) == 5
+
+
+def _measured(name: str, rounds: list[float]) -> BackendCandidate:
+    return BackendCandidate(Config.parse(name), MEASURED, rounds=rounds, compile_seconds=0.5)
+
+
+def test_speedup_band_and_table() -> None:
+    result = BackendsResult("tensorflow", 64, 8)
+    result.candidates = {"tensorflow": _measured("tensorflow", [100, 101, 99, 100]),
+                         "jax+jit": _measured("jax+jit", [200, 204, 196, 200]),
+                         "torch": BackendCandidate(Config("torch", False), FAILED, "cannot rebuild the model on torch: X")}
+    jax = result.candidates["jax+jit"]
+    assert result.speedup(jax) == pytest.approx(2.0)
+    assert result.speedup_band(jax) == pytest.approx(0.01 + 0.02)
+    assert [c.name for c in result.measured()] == ["jax+jit", "tensorflow"]
+    assert result.summary() == "jax+jit 2.00× (±3%); tensorflow 1.00× (±2%) (own)"
+    rows = {r["candidate"]: r for r in result.to_dict()["candidates"]}
+    assert rows["torch"]["reason"].startswith("cannot rebuild") and rows["jax+jit"]["rounds"] == [200, 204, 196, 200]
+    text = result.render()
+    assert "tensorflow *" in text and "2.00×" in text and "failed: cannot rebuild the model on torch" in text
+
+
+def test_child_reasons_are_one_clean_line() -> None:
+    exc = RuntimeError("Exception encountered when calling L.call().\n\n\x1b[1mboom\x1b[0m\n\nArguments received by L.call(): x")
+    assert _line(exc) == "RuntimeError: Exception encountered when calling L.call(). boom"
+    assert len(_line(ValueError("x" * 1000))) == 300
+
+
+def test_whatif_backends_only_runs_the_backend_whatif(monkeypatch) -> None:
+    keras = pytest.importorskip("keras")
+    import advisor
+    import advisor.experiments.backends as backends
+
+    calls = []
+    fake = BackendsResult("tensorflow", 32, 4)
+    monkeypatch.setattr(backends, "measure_backends", lambda *a, **k: calls.append(k) or fake)
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    result = advisor.whatif(model, (np.ones((64, 2)), np.ones(64)), candidates=["backends"], backends_max_seconds=42)
+    assert result.backends is fake and calls[0]["max_seconds"] == 42 and not result.candidates
+    assert result.summary() == "backends: no backend measured"
