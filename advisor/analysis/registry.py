@@ -37,6 +37,7 @@ AREAS: tuple[str, ...] = (
     "pipeline",
     "trace",
     "whatif",
+    "backends",
     "scaling",
     "store",
     "cloud",

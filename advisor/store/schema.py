@@ -12,9 +12,19 @@ refused (it could mean something this reader would misread).
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from advisor.store.schema_base import Record, SchemaModel, Timestamp
+from advisor.store.schema_whatif import (
+    WHATIF_CANDIDATES,
+    WHATIF_CEILINGS,
+    BackendRun,
+    BackendsRecord,
+    WhatIfCandidate,
+    WhatIfRecord,
+)
 
 SCHEMA_VERSION = 1
 MANIFEST_NAME = "run.json"
@@ -24,20 +34,12 @@ RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 Status = Literal["running", "finished", "failed", "killed"]
 
-# Wall-clock seconds since the epoch, within what every time function can format (year < 5000).
-Timestamp = Annotated[float, Field(ge=0, le=1e11)]
-
 
 def worker_file_name(rank: int) -> str:
     return f"worker-{rank}.jsonl"
 
 
-class _Model(BaseModel):
-    # Newer writers of the same schema version may add fields: keep them, never fail on them.
-    model_config = ConfigDict(extra="allow")
-
-
-class HostInfo(_Model):
+class HostInfo(SchemaModel):
     hostname: str = ""
     platform: str = ""
     python: str = ""
@@ -45,7 +47,7 @@ class HostInfo(_Model):
     memory_bytes: int | None = None
 
 
-class FrameworkInfo(_Model):
+class FrameworkInfo(SchemaModel):
     keras_version: str | None = None
     backend: str | None = None  # tensorflow | jax | torch | numpy
     backend_version: str | None = None
@@ -53,7 +55,7 @@ class FrameworkInfo(_Model):
     legacy_keras: bool = False  # tf_keras (Keras 2) is training
 
 
-class Manifest(_Model):
+class Manifest(SchemaModel):
     """``run.json``: what the run is. Written by the chief, replaced atomically."""
 
     schema_version: int = SCHEMA_VERSION
@@ -89,11 +91,6 @@ class Manifest(_Model):
 
 # ---------------------------------------------------------------------------------------------
 # Records (one per line in worker-<rank>.jsonl)
-
-
-class Record(_Model):
-    type: str
-    t: Timestamp
 
 
 class StartRecord(Record):
@@ -254,53 +251,6 @@ class BaselineRecord(Record):
     hooks_of: list[str] | None = None  # "Class.hook" of each hook the arm called
 
 
-# Every what-if candidate, in the order "auto" prepares them (input changes first); the engine's
-# candidate list (advisor.experiments.whatif) is checked against it when it is built.
-WHATIF_CANDIDATES = (
-    "parallel_map", "parallel_interleave", "prefetch", "cache_source", "cache_map", "tfdata_options",
-    "pydataset_workers", "pydataset_multiprocessing", "torch_workers", "cached_input",
-    "steps_per_execution_8", "steps_per_execution_32", "jit_compile", "mixed_precision", "batch_x2", "batch_x4",
-)
-# What-if candidates that measure a bound, not a fix (the input served from memory): no input
-# change can pass it. Writers and readers both mark them (docs/whatif.md).
-WHATIF_CEILINGS = frozenset({"cached_input"})
-
-
-class WhatIfCandidate(_Model):
-    """One candidate change of a what-if: measured (samples/s per round), or why not."""
-
-    name: str  # e.g. parallel_map, cache_map, steps_per_execution_8, jit_compile, batch_x2
-    status: str  # measured | failed | not_applicable | not_relevant | skipped
-    reason: str | None = None  # why it was not measured, or what went wrong
-    label: str | None = None  # what was changed, in words
-    batch_size: int | None = None  # samples per step with the change
-    changes_optimisation: bool = False  # the change alters what training computes (a larger batch)
-    rounds: list[float | None] | None = None  # samples/s per round, aligned with the unchanged arm's
-    steps: int | None = None  # measured steps, all rounds
-    seconds: float | None = None  # wall time the candidate cost: its setup and its segments
-
-
-class WhatIfRecord(Record):
-    """The what-if: each candidate fix trained side by side with the unchanged configuration
-    in interleaved rounds (``advisor.experiments.whatif.engine``)."""
-
-    type: Literal["whatif"] = "whatif"
-    mode: str | None = None  # end | api
-    input_kind: str | None = None
-    batch_size: int | None = None  # samples per step, unchanged
-    requested: list[str] | str | None = None  # "auto" or the names asked for
-    rounds: int | None = None
-    unchanged_rounds: list[float | None] | None = None  # samples/s per round, unchanged configuration
-    candidates: list[WhatIfCandidate] = Field(default_factory=list)
-    seconds: float | None = None  # wall time of the whole what-if
-    budget_seconds: float | None = None  # the budget it had to stay within
-    fit_seconds: float | None = None  # the training time the default budget was taken from
-    stopped: str | None = None  # why it ended before its planned rounds
-    interrupted: bool = False  # Ctrl-C ended it; what was measured until then is kept
-    skipped: str | None = None  # why no candidate was tried at all (multi-worker, no input, …)
-    error: str | None = None
-
-
 class PipelineRecord(Record):
     """Static inspection of the input pipeline (tf.data graph, storage)."""
 
@@ -321,7 +271,7 @@ class TraceRecord(Record):
     error: str | None = None
 
 
-class CallbackTime(_Model):
+class CallbackTime(SchemaModel):
     """One hook of one callback during a fit: its own time (saves it made excluded) and calls."""
 
     name: str  # the callback's class name (a second instance of a class: "Name#2")
@@ -332,7 +282,7 @@ class CallbackTime(_Model):
     overlapped_seconds: float = 0.0  # time on Keras's worker threads (async dispatch), beside training
 
 
-class CheckpointTime(_Model):
+class CheckpointTime(SchemaModel):
     """Saves made during a fit: ``model.save``/``save_weights`` and checkpoint callbacks."""
 
     count: int = 0
@@ -383,9 +333,13 @@ RECORD_TYPES: dict[str, type[Record]] = {
         HostSample,
         BaselineRecord,
         WhatIfRecord,
+        BackendsRecord,
         PipelineRecord,
         TraceRecord,
         FactsRecord,
         BudgetRecord,
     )
 }
+
+__all__ = ["WHATIF_CANDIDATES", "WHATIF_CEILINGS", "BackendRun", "BackendsRecord", "Record", "Timestamp",
+           "WhatIfCandidate", "WhatIfRecord"]

@@ -86,7 +86,8 @@ def test_the_input_rule_and_stability_are_decided(report):
 
 def test_unknown_rules_are_few_and_say_what_would_decide_them(report):
     unknown = [f for f in report.findings if f.status == "unknown"]
-    assert len(unknown) <= 8, [f.code for f in unknown]
+    # 9 with G560 (faster-backend): only the opt-in backend what-if (minutes, fresh processes) decides it
+    assert len(unknown) <= 9, [f.code for f in unknown]
     assert all(f.measure for f in unknown)
     grouped = {code for group in report.coverage.to_decide for code in group.rules}
     assert grouped == {f.code for f in unknown}

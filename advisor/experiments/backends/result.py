@@ -151,6 +151,20 @@ class BackendsResult:
                                     versions=self.candidates[row["candidate"]].versions)
                                for row in self.table()]}
 
+    def to_record(self) -> Any:
+        """The ``backends`` record of a run (``advisor.store.schema.BackendsRecord``)."""
+        import time
+
+        from advisor.store.schema import BackendRun, BackendsRecord
+
+        return BackendsRecord(
+            t=time.time(), own=self.own, batch_size=self.batch_size, seconds=round(self.seconds, 3),
+            budget_seconds=self.budget_seconds, note=self.note, stopped=self.stopped,
+            candidates=[BackendRun(name=c.name, backend=c.config.backend, jit_compile=c.config.jit, status=c.status,
+                                   reason=c.reason, rounds=[round(r, 3) for r in c.rounds] or None,
+                                   compile_seconds=c.compile_seconds, seconds=round(c.seconds, 3))
+                        for c in self.candidates.values()])
+
     def render(self) -> str:
         """A plain table for people (the CLI's text output)."""
         lines = [f"{'candidate':<16} {'samples/s':>11} {'±':>5} {'vs own':>8} {'compile s':>9}  status",

@@ -1,0 +1,84 @@
+"""Backend what-if facts, from the ``backends`` record of a run: this model's training speed
+(compute only, cached batches) on each Keras backend × compile mode, each in a fresh process,
+against the run's own measured the same way (``advisor.experiments.backends``).
+
+``backends.best`` is the fastest measured candidate other than the run's own;
+``backends.best_speedup`` its samples/s ÷ the own's (ratio of the medians of their rounds) and
+``backends.best_band`` the ± of that ratio as a share: the two medians' relative bands added
+(``advisor.store.bands``), since the rounds of two processes are not paired.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from advisor.analysis.registry import DeriveContext, Fact
+from advisor.stats import median
+from advisor.store import bands
+
+if TYPE_CHECKING:
+    from advisor.store.reader import Run
+
+FACTS = (
+    Fact("backends.own", "", "the run's own backend and compile mode, e.g. tensorflow or jax+jit", "backends", "str"),
+    Fact("backends.own_samples_per_s", "samples/s", "the run's own, measured in a fresh process on cached batches",
+         "backends"),
+    Fact("backends.measured", "", "backend × compile-mode candidates measured (the own included)", "backends"),
+    Fact("backends.seconds", "s", "wall time of the whole backend what-if", "backends"),
+    Fact("backends.best", "", "the fastest measured backend × compile mode other than the run's own", "backends", "str"),
+    Fact("backends.best_speedup", "×", "backends.best's samples/s ÷ the run's own (ratio of medians)", "backends"),
+    Fact("backends.best_band", "fraction", "± of backends.best_speedup as a share (the two relative bands added)",
+         "backends"),
+    Fact("backends.best_change", "", "what to set for backends.best, e.g. KERAS_BACKEND=jax, jit_compile=True",
+         "backends", "str"),
+    Fact("backends.best_compile_seconds", "s", "backends.best's first training step (tracing, compiling)",
+         "backends"),
+    Fact("backends.table", "", "every candidate: samples/s, band, speedup, compile seconds, status and reason",
+         "backends", "list"),
+)
+
+
+def _relative_band(rounds: list[float]) -> float | None:
+    found = bands.band(rounds)
+    return found.half_width / found.value if found is not None and found.value else None
+
+
+def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any]:
+    from advisor.store.schema import BackendsRecord
+
+    ranks = run.ranks
+    records = run.of_type(BackendsRecord, rank=ranks[0] if ranks else None)
+    if not records:
+        return {}
+    record = records[-1]
+    out: dict[str, Any] = {"backends.own": record.own}
+    if record.seconds is not None:
+        out["backends.seconds"] = record.seconds
+    rows: list[dict[str, Any]] = []
+    for c in record.candidates:
+        rounds = [r for r in c.rounds or [] if r and r > 0]
+        rows.append({"candidate": c.name, "own": c.name == record.own, "status": c.status, "reason": c.reason,
+                     "samples_per_s": median(rounds) if c.status == "measured" and rounds else None,
+                     "band": _relative_band(rounds) if c.status == "measured" else None,
+                     "compile_seconds": c.compile_seconds, "jit_compile": c.jit_compile, "backend": c.backend,
+                     "speedup": None, "speedup_band": None})
+    measured = [r for r in rows if r["samples_per_s"]]
+    out["backends.measured"] = len(measured)
+    own = next((r for r in measured if r["own"]), None)
+    if own is not None:
+        out["backends.own_samples_per_s"] = own["samples_per_s"]
+        for row in measured:
+            row["speedup"] = row["samples_per_s"] / own["samples_per_s"]
+            if row["band"] is not None and own["band"] is not None:
+                row["speedup_band"] = row["band"] + own["band"]
+        others = [r for r in measured if not r["own"]]
+        if others:
+            best = max(others, key=lambda r: r["speedup"])
+            out["backends.best"], out["backends.best_speedup"] = best["candidate"], best["speedup"]
+            out["backends.best_change"] = f"KERAS_BACKEND={best['backend']}, jit_compile={best['jit_compile']}"
+            if best["speedup_band"] is not None:
+                out["backends.best_band"] = best["speedup_band"]
+            if best["compile_seconds"] is not None:
+                out["backends.best_compile_seconds"] = best["compile_seconds"]
+    out["backends.table"] = sorted(rows, key=lambda r: -(r["samples_per_s"] or -1.0))
+    return out
