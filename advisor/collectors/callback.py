@@ -83,7 +83,7 @@ class AdvisorCallback(KerasCallbackProtocol):
         whatif: ``"auto"`` or a list of candidate names (``parallel_map``, ``cache_map``,
             ``jit_compile``, ``steps_per_execution_8``, ``batch_x2``…): after training, try each
             change on this model and input beside the unchanged configuration and record the
-            measured gain (None: off). See docs/whatif.md.
+            measured gain (None: off); ``"backends"``: every Keras backend × jit_compile in fresh processes (docs/whatif.md).
         whatif_max_seconds: the what-if's whole budget (None: the smaller of 10% of the fit and 60 s).
         whatif_rounds: interleaved rounds of the what-if (each gain's band comes from them).
         whatif_seconds: measure the rounds for about this long in all, then stop (None: use

@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 
 from advisor.collectors.base import Collector, Notes, Session
-from advisor.experiments.settings import WHATIF_ROUNDS, normalize_whatif
+from advisor.experiments.settings import WHATIF_PROCESS_NAMES, WHATIF_ROUNDS, normalize_whatif
 from advisor.experiments.whatif import (
     InputError,
     Situation,
@@ -28,6 +28,7 @@ from advisor.experiments.whatif import (
 )
 
 log = logging.getLogger("advisor")
+BACKENDS = WHATIF_PROCESS_NAMES[0]
 
 
 def situation_from_session(session: Session) -> Situation:
@@ -85,12 +86,48 @@ class WhatIfCollector(Collector):
                  rounds: int = WHATIF_ROUNDS, seconds: float | None = None) -> None:
         super().__init__()
         self.seconds = seconds
-        self.requested = normalize_whatif(requested) or "auto"
+        names = normalize_whatif(requested) or "auto"
+        self.backends = not isinstance(names, str) and BACKENDS in names
+        rest = names if isinstance(names, str) else tuple(n for n in names if n != BACKENDS)
+        self.requested: str | tuple[str, ...] | None = rest or None  # None: the backend what-if alone
         self.max_seconds = max_seconds
         self.rounds = rounds
         self.result: WhatIfResult | None = None
 
     def on_train_end(self) -> None:
+        if self.requested is not None:
+            self._in_process()
+        if self.backends:
+            self._backends()
+
+    def _backends(self) -> None:
+        """The backend what-if (every Keras backend × compile mode in fresh processes), within
+        ``max_seconds`` (default 300 s), on the chief only; recorded as a ``backends`` record."""
+        from advisor.errors import AdvisorError
+        from advisor.experiments.backends import measure_backends
+        from advisor.experiments.backends.export import data_from_session
+        from advisor.experiments.backends.runner import MAX_SECONDS
+
+        s = self.session
+        if s.rank != 0:
+            return
+        budget = self.max_seconds if self.max_seconds is not None else MAX_SECONDS
+        log.info("advisor: backend what-if: this model on every installed backend x compile mode, each in a "
+                 "fresh process, for up to %.0f s", budget)
+        now = time.perf_counter()
+        try:
+            data, batch_size = data_from_session(s.data)
+            result = measure_backends(s.model, data, batch_size=batch_size or s.data.batch_size, max_seconds=budget)
+        except (AdvisorError, OSError) as exc:
+            s.event("whatif", f"backend what-if skipped: {exc}", level="info")
+            return
+        finally:
+            s.notes.whatif_seconds += time.perf_counter() - now
+        s.writer.write(result.to_record())
+        log.info("advisor: backend what-if (%.1f s): %s", result.seconds, result.summary())
+
+    def _in_process(self) -> None:
+        assert self.requested is not None
         s = self.session
         now = time.perf_counter()
         fit_seconds = now - s.train_begin_t - s.notes.baseline_seconds

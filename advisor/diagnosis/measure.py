@@ -52,6 +52,8 @@ ENABLERS: dict[str, tuple[str, str]] = {
     "context": ("AdvisorCallback", "train with advisor.AdvisorCallback (its context collector is on by default)"),
     "throughput": ("AdvisorCallback", "train with advisor.AdvisorCallback (its throughput collector is on by default)"),
     "epochs": ("AdvisorCallback", "train with advisor.AdvisorCallback (its epoch collector is on by default)"),
+    "backends": ("the backend what-if", 'AdvisorCallback(whatif=["backends"]), advisor.whatif(model, data, '
+                                        'candidates=["backends"]) or `advisor backends MODEL.keras --data XY.npz`'),
     "budget": ("the time budget", "train with advisor.AdvisorCallback(budget=True) (the default; runs written "
                                   "before the budget existed have none)"),
 }

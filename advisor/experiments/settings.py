@@ -22,6 +22,9 @@ BASELINE_MAX_SECONDS = 30.0
 # interleaved rounds, and the
 # default budget — the smaller of WHATIF_FIT_SHARE of the fit and WHATIF_MAX_SECONDS.
 WHATIF_NAMES = WHATIF_CANDIDATES
+# What-ifs that run outside the training process, named among the candidates: "backends" measures
+# the model on every Keras backend × compile mode in fresh processes (experiments/backends/).
+WHATIF_PROCESS_NAMES = ("backends",)
 WHATIF_ROUNDS = 6
 WHATIF_FIT_SHARE = 0.10
 WHATIF_MAX_SECONDS = 60.0
@@ -51,10 +54,11 @@ def normalize_whatif(value: Any) -> str | tuple[str, ...] | None:
         names = tuple(str(n) for n in names)
     except TypeError:
         raise UsageError(f"whatif must be 'auto', a list of candidate names or None, got {value!r}") from None
+    known = WHATIF_NAMES + WHATIF_PROCESS_NAMES
     for name in names:
-        if name not in WHATIF_NAMES:
-            close = difflib.get_close_matches(name, WHATIF_NAMES, n=1)
-            hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(WHATIF_NAMES)}"
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(known)}"
             raise UsageError(f"whatif: unknown candidate {name!r}; {hint}")
     if not names:
         raise UsageError("whatif: an empty list names no candidate; use None to switch the what-if off")

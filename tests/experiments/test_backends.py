@@ -82,3 +82,23 @@ def test_command_measures_a_saved_model(tmp_path) -> None:
     payload = json.loads(found.output)
     assert payload["own"] == "tensorflow" and payload["batches"] == 32
     assert {c["candidate"]: c["status"] for c in payload["candidates"]} == {"tensorflow": MEASURED, "jax+jit": MEASURED}
+
+
+def test_the_callback_records_the_backend_whatif_and_its_facts(tmp_path) -> None:
+    import advisor
+    from advisor.service import Store
+    from advisor.store.reader import RunReader
+    from advisor.store.schema import BackendsRecord
+
+    model = dense_model()
+    x, y = arrays(512)
+    cb = advisor.AdvisorCallback(tmp_path, whatif=["backends"], whatif_max_seconds=30, log_every_seconds=None,
+                                 telemetry=False)
+    model.fit(x, y, batch_size=64, epochs=1, verbose=0, callbacks=[cb])
+    record = RunReader(cb.run_path).read().of_type(BackendsRecord)[-1]
+    assert record.own == "tensorflow" and record.batch_size == 64
+    statuses = {c.name: c.status for c in record.candidates}
+    assert statuses["tensorflow"] == MEASURED and len(statuses) == 6
+    assert all(c.reason for c in record.candidates if c.status != MEASURED)  # skipped: the 30 s ran out
+    facts = Store(tmp_path).analyse(str(cb.run_path)).facts
+    assert facts["backends.own"] == "tensorflow" and facts["backends.measured"] >= 1

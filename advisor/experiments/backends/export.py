@@ -247,3 +247,30 @@ def export(model: Any, data: Any, directory: Path, batch_size: int | None = None
 def child_path() -> str:
     """``PYTHONPATH`` for a child: the parent's own import path, so the same modules are found."""
     return os.pathsep.join(p for p in sys.path if p)
+
+
+def data_from_session(data: Any) -> tuple[Any, int | None]:
+    """(input, batch size) for ``sample_batches`` from what the callback learned about fit's
+    input (``session.data``): the tf.data pipeline, the arrays, the PyDataset, the DataLoader,
+    or a generator's first batch."""
+    kind, adapter = data.kind, data.adapter
+    if kind == "tf.data" and data.dataset is not None:
+        return data.dataset, None
+    if kind == "numpy":
+        inputs = getattr(adapter, "_inputs", None)
+        if inputs is not None and data.batch_size:
+            import keras
+
+            x, y, _ = keras.utils.unpack_x_y_sample_weight(inputs)
+            return (x, y), int(data.batch_size)
+    if kind == "pydataset":
+        found = getattr(adapter, "py_dataset", None) or getattr(adapter, "_keras_sequence", None)
+        if found is not None:
+            return found, None
+    if kind == "torch" and getattr(adapter, "_dataloader", None) is not None:
+        return adapter._dataloader, None
+    if kind == "generator":
+        first = (getattr(adapter, "_first_batches", None) or [None])[0]
+        if first is not None:
+            return [first], None
+    raise InputError(f"the backend what-if cannot reach fit's input ({kind or 'unknown'}) to sample batches from")
