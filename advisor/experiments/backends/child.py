@@ -68,14 +68,68 @@ def _recompile(model: Any, jit: bool) -> None:
     model.compile_from_config(config)
 
 
-def _steps(model: Any, batches: list[tuple[Any, Any]], start: int, until: float, min_steps: int) -> int:
-    """Train on the cycled batches until ``until`` (at least ``min_steps``); steps done."""
-    steps = 0
-    while steps < min_steps or time.perf_counter() < until:
-        x, y = batches[(start + steps) % len(batches)]
-        model.train_on_batch(x, y)  # returns numpy logs: the step has finished when it returns
-        steps += 1
-    return steps
+TILE_BYTES = 64 * 2**20  # the cached sample is repeated up to this size: long epochs, few epoch starts
+TILE_BATCHES = 256
+
+
+def _nbytes(value: Any) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, dict):
+        return sum(_nbytes(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return sum(_nbytes(v) for v in value)
+    return int(value.nbytes)
+
+
+def _tile(value: Any, times: int) -> Any:
+    import numpy as np
+
+    if value is None or times <= 1:
+        return value
+    if isinstance(value, dict):
+        return {k: _tile(v, times) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return tuple(_tile(v, times) for v in value)
+    return np.concatenate([value] * times)
+
+
+class Feed:
+    """The cached batches as arrays for ``fit``, repeated so that an epoch holds many steps."""
+
+    def __init__(self, x: Any, y: Any, batch_size: int, batches: int) -> None:
+        size = max(1, _nbytes(x) + _nbytes(y))
+        times = max(1, min(-(-TILE_BATCHES // batches), TILE_BYTES // size))
+        self.x, self.y, self.batch_size, self.batches = _tile(x, times), _tile(y, times), batch_size, batches * times
+
+
+def _clock(keras: Any) -> Any:
+    """A callback that sums the epochs' time: from each epoch's start to its end, when the last
+    step's logs are ready (no per-batch hook: one would make async backends wait every step)."""
+
+    class EpochClock(keras.callbacks.Callback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.seconds, self.started = 0.0, 0.0
+
+        def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+            self.started = time.perf_counter()
+
+        def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+            self.seconds += time.perf_counter() - self.started
+
+    return EpochClock()
+
+
+def _fit(model: Any, feed: Feed, keras: Any, steps: int) -> tuple[int, float]:
+    """``fit`` for about ``steps`` steps (whole epochs of at most the feed's length):
+    (steps done, seconds inside the epochs)."""
+    per_epoch = max(1, min(steps, feed.batches))
+    epochs = max(1, round(steps / per_epoch))
+    clock = _clock(keras)
+    model.fit(feed.x, feed.y, batch_size=feed.batch_size, epochs=epochs, steps_per_epoch=per_epoch, shuffle=False,
+              verbose=0, callbacks=[clock])
+    return epochs * per_epoch, clock.seconds
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
@@ -103,7 +157,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             importlib.import_module(name)
         except Exception as exc:  # noqa: BLE001 — a module that cannot load here is this backend's reason
             raise Stop("failed", f"importing {name} failed on {backend}: {_line(exc)}") from None
-    from advisor.experiments.backends.export import read_batches
+    from advisor.experiments.backends.export import read_arrays
 
     timer = time.perf_counter()
     try:
@@ -114,27 +168,29 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001 — the model cannot be rebuilt on this backend
         raise Stop("failed", f"cannot rebuild the model on {backend}: {_line(exc)}") from None
     out["load_seconds"] = time.perf_counter() - timer
-    batches, batch_size = read_batches(args.batches)
-    out["batch_size"], out["batches"] = batch_size, len(batches)
+    x, y, batch_size, count = read_arrays(args.batches)
+    feed = Feed(x, y, batch_size, count)
+    out["batch_size"], out["batches"] = batch_size, count
     timer = time.perf_counter()
     try:
-        _steps(model, batches, 0, 0.0, 1)
+        _fit(model, feed, keras, 1)
     except Exception as exc:  # noqa: BLE001 — the first step is where most backends fail
         mode = f"jit_compile={args.jit}"
         raise Stop("failed", f"cannot train on {backend} ({mode}): {_line(exc)}") from None
     out["compile_seconds"] = time.perf_counter() - timer
     timer = time.perf_counter()
-    done = 1 + _steps(model, batches, 1, timer + args.warmup, 2)
+    steps, seconds = _fit(model, feed, keras, 3)
+    while time.perf_counter() - timer < args.warmup:  # warming up; sizes the segments
+        more, took = _fit(model, feed, keras, 2 * steps)
+        steps, seconds = steps + more, seconds + took
     out["warmup_seconds"] = time.perf_counter() - timer
+    step_seconds = seconds / max(1, steps)
     segment = args.seconds / max(1, args.rounds)
     steps_total = 0
     for _ in range(args.rounds):
-        timer = time.perf_counter()
-        steps = _steps(model, batches, done, timer + segment, 1)
-        elapsed = time.perf_counter() - timer
-        done += steps
-        steps_total += steps
-        out["rounds"].append(steps * batch_size / elapsed)
+        done, took = _fit(model, feed, keras, max(2, int(segment / max(step_seconds, 1e-6))))
+        steps_total += done
+        out["rounds"].append(done * batch_size / took)
     out["steps"] = steps_total
     return out
 

@@ -233,6 +233,16 @@ def read_batches(path: str | os.PathLike[str]) -> tuple[list[tuple[Any, Any]], i
             for i in range(0, rows - size + 1, size)], size
 
 
+def read_arrays(path: str | os.PathLike[str]) -> tuple[Any, Any, int, int]:
+    """(x, y, batch size, whole batches) as ``write_batches`` wrote them, for ``fit``."""
+    with np.load(path, allow_pickle=False) as found:
+        arrays = {k: found[k] for k in found.files}
+    layout = json.loads(arrays.pop(LAYOUT_KEY).tobytes().decode())
+    size = int(layout["batch_size"])
+    x = unflatten(layout["x"], arrays, slice(None))
+    return x, unflatten(layout["y"], arrays, slice(None)), size, _rows(x) // size
+
+
 def export(model: Any, data: Any, directory: Path, batch_size: int | None = None,
            count: int = SAMPLE_BATCHES) -> Exported:
     """Model and batches into ``directory`` (which the caller owns and removes)."""
