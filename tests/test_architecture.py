@@ -24,13 +24,14 @@ def test_import_contracts_hold():
 
 
 def test_collectors_reach_each_experiment_through_its_package():
-    """A collector starts an experiment through ``advisor.experiments.baseline`` or ``.whatif``
+    """A collector starts an experiment through ``advisor.experiments.baseline``, ``.whatif`` or ``.backends``
     (their ``__init__``), never through the experiment's inner modules; the options read the
     experiments' defaults from ``advisor.experiments.settings``."""
     import grimp
 
     graph = grimp.build_graph("advisor", exclude_type_checking_imports=True)
-    doors = {"advisor.experiments.baseline", "advisor.experiments.whatif", "advisor.experiments.settings"}
+    doors = {"advisor.experiments.baseline", "advisor.experiments.whatif", "advisor.experiments.backends",
+             "advisor.experiments.settings"}
     collectors = graph.find_descendants("advisor.collectors") | {"advisor.collectors"}
     reached = {(c, imported) for c in collectors for imported in graph.find_modules_directly_imported_by(c)
                if imported.startswith("advisor.experiments")}

@@ -104,9 +104,7 @@ class WhatIfCollector(Collector):
         """The backend what-if (every Keras backend × compile mode in fresh processes), within
         ``max_seconds`` (default 300 s), on the chief only; recorded as a ``backends`` record."""
         from advisor.errors import AdvisorError
-        from advisor.experiments.backends import measure_backends
-        from advisor.experiments.backends.export import data_from_session
-        from advisor.experiments.backends.runner import MAX_SECONDS
+        from advisor.experiments.backends import MAX_SECONDS, data_from_session, measure_backends
 
         s = self.session
         if s.rank != 0:
