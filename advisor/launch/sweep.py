@@ -159,13 +159,18 @@ def follow_sweep(record: SweepRecord, runs_dir: Path, timeout_s: float | None, d
         seconds = ended.state.seconds if ended.state.seconds is not None else ended.seconds
         rec.seconds = round(seconds, 3) if seconds is not None else None
         rec.logs = [str(log_dir / f"slurm-{job_id}.log")]
-        has_run = (runs_dir / rec.run_id / MANIFEST_NAME).is_file()
-        if ended.state.succeeded and has_run:
+        run_dir = runs_dir / rec.run_id
+        missing = missing_ranks(run_dir, rec)
+        if ended.state.succeeded and (run_dir / MANIFEST_NAME).is_file() and not missing:
             rec.status, rec.reason = "finished", None
         else:
             rec.status = "failed"
             if ended.timed_out:
                 rec.reason = f"Slurm job {job_id} still running {grace:g} s after it started: cancelled"
+            elif ended.state.succeeded and missing and (run_dir / MANIFEST_NAME).is_file():
+                rec.reason = (f"Slurm job {job_id} finished, but {run_dir} lacks the records of rank(s) "
+                              f"{', '.join(map(str, missing))}: is the runs directory shared with every "
+                              f"node ({', '.join(rec.nodes) or 'unknown'})? Rank 0's share is not the whole")
             elif ended.state.succeeded:
                 rec.reason = (f"Slurm job {job_id} finished but wrote no run in {runs_dir}: is the runs "
                               "directory shared with the nodes, and does the script pass "
@@ -179,6 +184,14 @@ def follow_sweep(record: SweepRecord, runs_dir: Path, timeout_s: float | None, d
         if display is not None:
             display.finish(rec)
     return record
+
+
+def missing_ranks(run_dir: Path, rec: ConfigRecord) -> list[int]:
+    """Ranks of a multi-process configuration with no worker file in its run (each rank writes
+    its own, on its own node: a runs directory not shared with a node loses that node's)."""
+    if rec.strategy in ("mirrored", "single") or not run_dir.is_dir():
+        return []
+    return [r for r in range(rec.workers) if not (run_dir / f"worker-{r}.jsonl").is_file()]
 
 
 def _script_path(root: Path, config: Config) -> Path:

@@ -126,3 +126,44 @@ def test_follow_cancels_a_job_past_its_timeout():
     clock = FakeClock()
     ended = follow("3", None, timeout_s=5, poll_s=1.0, run=run, clock=clock, sleep=clock.sleep)
     assert ended.timed_out and ended.seconds == 6.0 and calls[-1] == "scancel"
+
+
+def _sweep_of(tmp_path, *configs):
+    from advisor.store.sweep import ConfigRecord, SweepRecord, write_sweep
+
+    record = SweepRecord(sweep_id="sl", launcher="slurm", configs=[
+        ConfigRecord(strategy=s, workers=n, run_id=f"sl-{s}-n{n}-r0", status=status, job_id=job)
+        for s, n, status, job in configs])
+    write_sweep(tmp_path, record)
+    return record
+
+
+def test_a_rank_whose_records_stayed_on_its_node_fails_the_configuration(tmp_path, monkeypatch):
+    from advisor.launch import slurm_jobs
+    from advisor.launch.sweep import follow_sweep
+
+    record = _sweep_of(tmp_path, ("multiworker", 2, "submitted", "5"))
+    run = tmp_path / "sl-multiworker-n2-r0"
+    run.mkdir()
+    (run / "run.json").write_text("{}")
+    (run / "worker-0.jsonl").write_text("")
+    ended = slurm_jobs.Ended(slurm_jobs.JobState("COMPLETED", 0, nodes=["n1", "n2"], seconds=12.0), 11.5)
+    monkeypatch.setattr(slurm_jobs, "follow", lambda *a, **k: ended)
+    (rec,) = follow_sweep(record, tmp_path, 60).configs
+    assert rec.status == "failed" and rec.seconds == 12.0 and rec.nodes == ["n1", "n2"]
+    assert "lacks the records of rank(s) 1" in rec.reason and "shared with every node (n1, n2)" in rec.reason
+    (run / "worker-1.jsonl").write_text("")
+    rec.status = "submitted"
+    assert follow_sweep(record, tmp_path, 60).configs[0].status == "finished"
+
+
+def test_the_report_names_configurations_not_ended(tmp_path):
+    from advisor.render.scaling import render_table
+    from advisor.service import Store
+
+    _sweep_of(tmp_path, ("jax", 1, "failed", "3"), ("jax", 2, "submitted", "4"))
+    table = Store(tmp_path).scaling_table("sl")
+    assert [(f.workers, f.state, f.reason) for f in table.failures] == [
+        (1, "failed", None), (2, "submitted", "Slurm job 4 submitted: no run yet")]
+    text = render_table(table, "md")
+    assert "## Failed or unfinished configurations" in text and "Slurm job 4 submitted: no run yet" in text
