@@ -167,3 +167,10 @@ def test_the_report_names_configurations_not_ended(tmp_path):
         (1, "failed", None), (2, "submitted", "Slurm job 4 submitted: no run yet")]
     text = render_table(table, "md")
     assert "## Failed or unfinished configurations" in text and "Slurm job 4 submitted: no run yet" in text
+
+
+def test_a_cluster_without_pmix_gets_a_hint_for_horovod():
+    from advisor.launch.hints import hint_for
+
+    tail = "srun: error: Invalid MPI type 'pmix', --mpi=list for acceptable types"
+    assert "libpmix2" in hint_for(tail) and "multiworker or jax" in hint_for(tail)
