@@ -17,7 +17,7 @@ DIR="${2:-${SLURM_CLUSTER_DIR:-/tmp/advisor-slurm}}"
 NODES=(n1 n2)
 CPUS_PER_NODE="${SLURM_CLUSTER_CPUS:-2}"
 START_TIMEOUT_S="${SLURM_CLUSTER_TIMEOUT:-60}"
-PYTHON="${PYTHON:-$(command -v python3 || command -v python)}"
+PYTHON="${PYTHON:-$(command -v python3 || command -v python || true)}"
 
 die() { echo "slurm_cluster: $*" >&2; exit 1; }
 
@@ -90,14 +90,20 @@ EOF
     >>"$DIR/slurm.conf"
 }
 
-stop_pid_file() {  # TERM the daemon of a pid file, KILL it after 5 s
-  local file="$1" pid
-  [[ -f "$file" ]] || return 0
-  pid="$(cat "$file")"
-  [[ "$pid" =~ ^[0-9]+$ ]] || return 0
-  kill "$pid" 2>/dev/null || return 0
-  for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
-  kill -9 "$pid" 2>/dev/null || true
+stop_daemons() {  # TERM the daemons of these pid files together, KILL what is left after 5 s
+  local pids=() file pid
+  for file in "$@"; do
+    [[ -f "$file" ]] || continue
+    pid="$(cat "$file")"
+    [[ "$pid" =~ ^[0-9]+$ ]] && kill "$pid" 2>/dev/null && pids+=("$pid")
+  done
+  for _ in $(seq 50); do
+    local alive=0
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    ((alive)) || return 0
+    sleep 0.1
+  done
+  for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
 }
 
 stop() {
@@ -105,9 +111,10 @@ stop() {
   if [[ -f "$DIR/slurm.conf" ]] && command -v scancel >/dev/null; then
     SLURM_CONF="$DIR/slurm.conf" timeout 10 scancel --full --quiet --user=root 2>/dev/null || true
   fi
-  for node in "${NODES[@]}"; do stop_pid_file "$DIR/slurmd-$node.pid"; done
-  stop_pid_file "$DIR/slurmctld.pid"
-  stop_pid_file "$DIR/munge/munged.pid"
+  local files=("$DIR/slurmctld.pid")
+  for node in "${NODES[@]}"; do files+=("$DIR/slurmd-$node.pid"); done
+  stop_daemons "${files[@]}"
+  stop_daemons "$DIR/munge/munged.pid"  # last: the others authenticate with it until they end
   rm -rf "$DIR"
   echo "slurm_cluster: stopped, $DIR removed"
 }

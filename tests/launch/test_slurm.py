@@ -174,3 +174,14 @@ def test_a_cluster_without_pmix_gets_a_hint_for_horovod():
 
     tail = "srun: error: Invalid MPI type 'pmix', --mpi=list for acceptable types"
     assert "libpmix2" in hint_for(tail) and "multiworker or jax" in hint_for(tail)
+
+
+def test_the_cluster_script_says_what_to_install(tmp_path):
+    import shutil
+    import subprocess
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "slurm_cluster.sh"
+    done = subprocess.run([shutil.which("bash"), str(script), "start", str(tmp_path / "c")], capture_output=True, text=True,
+                          env={"PATH": str(tmp_path)}, timeout=30)  # no Slurm on this PATH
+    assert done.returncode == 1 and "apt-get install -y slurm-wlm munge" in done.stderr
+    assert not (tmp_path / "c").exists()
