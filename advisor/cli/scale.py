@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 import click
 
 from advisor.cli.common import runs_dir_option
+
+if TYPE_CHECKING:
+    from advisor.launch.plan import Plan
+    from advisor.launch.slurm import SlurmOptions
+    from advisor.store.sweep import SweepRecord
 
 
 @click.command("scale", context_settings={"ignore_unknown_options": False})
@@ -22,8 +30,12 @@ from advisor.cli.common import runs_dir_option
 @click.option("--launcher", type=click.Choice(["local", "slurm"]), default="local", show_default=True)
 @click.option("--instance-type", default=None, help="Cloud instance type (price and samples/$).")
 @click.option("--sweep-id", default=None, help="Name of the sweep (default: sweep-<time>-<hex>).")
-@click.option("--gpus-per-node", type=click.IntRange(min=1), default=4, show_default=True,
-              help="slurm: GPUs per node (tasks per node).")
+@click.option("--gpus-per-node", type=click.IntRange(min=0), default=None,
+              help="slurm: GPUs per node; 0 for CPU tasks (default: from sinfo where it runs, else 4).")
+@click.option("--tasks-per-node", type=click.IntRange(min=1), default=None,
+              help="slurm: tasks per node (default: one per GPU, or one per node without GPUs).")
+@click.option("--wait/--no-wait", "wait", default=None,
+              help="slurm: follow the jobs until they end (default: on an interactive terminal).")
 @click.option("--partition", default=None, help="slurm: partition.")
 @click.option("--account", default=None, help="slurm: account.")
 @click.option("--sbatch-arg", "sbatch_args", multiple=True, help="slurm: one more sbatch option.")
@@ -34,8 +46,8 @@ from advisor.cli.common import runs_dir_option
 def command(
     ctx: click.Context, workers_text: str, strategies: tuple[str, ...], repeat: int,
     timeout_s: float, launcher: str, instance_type: str | None, sweep_id: str | None,
-    gpus_per_node: int, partition: str | None, account: str | None, sbatch_args: tuple[str, ...],
-    report: bool, command: tuple[str, ...],
+    gpus_per_node: int | None, tasks_per_node: int | None, wait: bool | None, partition: str | None,
+    account: str | None, sbatch_args: tuple[str, ...], report: bool, command: tuple[str, ...],
 ) -> None:
     """Run COMMAND (after `--`) for every strategy × worker count and record a sweep.
 
@@ -62,15 +74,26 @@ def command(
     if _sweep_dir(runs_dir, plan.sweep_id).exists():
         raise UsageError(f"sweep {plan.sweep_id} already exists in {runs_dir}; choose another --sweep-id")
     if launcher == "slurm":
-        _slurm(plan, runs_dir, timeout_s, instance_type, gpus_per_node, partition, account, sbatch_args)
-        return
-    from advisor.launch.progress import Display
-    from advisor.launch.sweep import new_record, run_sweep
+        from advisor.launch.slurm import SlurmOptions
+
+        options = SlurmOptions(gpus_per_node=gpus_per_node, tasks_per_node=tasks_per_node,
+                               partition=partition, account=account, extra=list(sbatch_args))
+        record = _slurm(plan, runs_dir, timeout_s, instance_type, options, wait)
+    else:
+        from advisor.launch.progress import Display
+        from advisor.launch.sweep import new_record, run_sweep
+
+        record = new_record(plan, "local", timeout_s, instance_type)
+        with Display(record, runs_dir) as display:
+            run_sweep(plan, runs_dir, timeout_s, instance_type, display=display, record=record)
+    if record is not None:
+        _summary(ctx, record, runs_dir, report)
+
+
+def _summary(ctx: click.Context, record: SweepRecord, runs_dir: Path, report: bool) -> None:
+    """How every configuration ended, the failures' reasons, and the scaling report."""
     from advisor.store.sweep import sweep_dir
 
-    record = new_record(plan, "local", timeout_s, instance_type)
-    with Display(record, runs_dir) as display:
-        run_sweep(plan, runs_dir, timeout_s, instance_type, display=display, record=record)
     failed = [c for c in record.configs if c.status == "failed"]
     click.echo(f"sweep {record.sweep_id}: {len(record.configs) - len(failed)} finished, "
                f"{len(failed)} failed; {sweep_dir(runs_dir.resolve(), record.sweep_id)}", err=True)
@@ -91,15 +114,14 @@ def command(
         ctx.exit(1)
 
 
-def _slurm(plan: object, runs_dir: object, timeout_s: float, instance_type: str | None,
-           gpus_per_node: int, partition: str | None, account: str | None,
-           sbatch_args: tuple[str, ...]) -> None:
-    from advisor.launch.slurm import SlurmOptions
-    from advisor.launch.sweep import submit_sweep
+def _slurm(plan: Plan, runs_dir: Path, timeout_s: float, instance_type: str | None,
+           options: SlurmOptions, wait: bool | None) -> SweepRecord | None:
+    """Submit the sweep; with ``wait``, follow its jobs and return the record to summarise."""
+    import sys
 
-    options = SlurmOptions(gpus_per_node=gpus_per_node, partition=partition, account=account,
-                           extra=list(sbatch_args))
-    record = submit_sweep(plan, runs_dir, timeout_s, options, instance_type)  # type: ignore[arg-type]
+    from advisor.launch.sweep import follow_sweep, submit_sweep
+
+    record = submit_sweep(plan, runs_dir, timeout_s, options, instance_type)
     for rec in record.configs:
         if rec.job_id:
             click.echo(f"{rec.strategy} ×{rec.workers}: submitted job {rec.job_id} ({rec.script})")
@@ -108,3 +130,20 @@ def _slurm(plan: object, runs_dir: object, timeout_s: float, instance_type: str 
     if not any(rec.job_id for rec in record.configs):
         click.echo("sbatch is not installed here: submit the scripts on the cluster "
                    "(`sbatch FILE`), then `advisor report " + record.sweep_id + "`", err=True)
+        return None
+    if wait is None:
+        wait = sys.stdin.isatty() and sys.stderr.isatty()
+    if not wait:
+        click.echo(f"follow the jobs with squeue; when they have ended: advisor report {record.sweep_id}",
+                   err=True)
+        return None
+    from advisor.launch.progress import Display
+
+    try:
+        with Display(record, runs_dir.resolve()) as display:
+            follow_sweep(record, runs_dir, timeout_s, display=display)
+    except KeyboardInterrupt:
+        jobs = " ".join(rec.job_id for rec in record.configs if rec.job_id)
+        click.echo(f"stopped following; the jobs go on (scancel {jobs} to end them)", err=True)
+        raise SystemExit(130) from None
+    return record

@@ -22,6 +22,8 @@ from advisor.store.schema import MANIFEST_NAME
 from advisor.store.sweep import ConfigRecord, SweepRecord, sweep_dir, write_sweep
 
 DEFAULT_TIMEOUT_S = 1800.0
+# Slurm ends a job at its --time (whole minutes); the follower cancels it only if it missed that.
+SLURM_GRACE_S = 120.0
 log = logging.getLogger("advisor")
 
 
@@ -102,12 +104,17 @@ def submit_sweep(
     plan: Plan, runs_dir: Path, timeout_s: float | None, options: Any = None,
     instance_type: str | None = None,
 ) -> SweepRecord:
-    """Write one sbatch script per configuration and submit each where ``sbatch`` exists."""
-    from advisor.launch.slurm import sbatch_script, submit
+    """Write one sbatch script per configuration and submit each where ``sbatch`` exists, each
+    job after the previous one has ended (``--dependency=afterany``)."""
+    from advisor.launch.slurm import SlurmOptions, detect_gpus_per_node, sbatch_script, submit
 
     runs_dir = runs_dir.resolve()
+    options = options or SlurmOptions()
+    if options.gpus_per_node is None:
+        options.gpus_per_node = detect_gpus_per_node(options.partition)
     record = new_record(plan, "slurm", timeout_s, instance_type)
     root = sweep_dir(runs_dir, plan.sweep_id)
+    previous: str | None = None
     for config, rec in zip(plan.configs, record.configs):
         script = _script_path(root, config)
         log_dir = root / "logs" / config.label
@@ -117,11 +124,74 @@ def submit_sweep(
                                         timeout_s, options, instance_type), encoding="utf-8")
         script.chmod(0o755)
         rec.script = str(script)
-        job = submit(script)
+        job = submit(script, after=previous)
+        previous = job or previous
         rec.status = "submitted" if job else "written"
         rec.job_id = job
         write_sweep(runs_dir, record)
     return record
+
+
+def follow_sweep(record: SweepRecord, runs_dir: Path, timeout_s: float | None, display: Any = None,
+                 poll_s: float = 1.0) -> SweepRecord:
+    """Follow the submitted jobs in turn until each ends; every configuration ends finished or
+    failed (with Slurm's reason and its log's tail), never ``submitted``."""
+    from advisor.launch.local import log_tail
+    from advisor.launch.slurm_jobs import JobState, follow
+
+    runs_dir = runs_dir.resolve()
+    root = sweep_dir(runs_dir, record.sweep_id)
+    for rec in record.configs:
+        if not rec.job_id:
+            continue
+        job_id, log_dir = rec.job_id, root / "logs" / Config(rec.strategy, rec.workers, rec.repeat).label
+
+        def started(state: JobState, rec: ConfigRecord = rec) -> None:
+            rec.status, rec.nodes = "running", state.nodes
+            write_sweep(runs_dir, record)
+            if display is not None:
+                display.start(rec)
+
+        tick = (lambda elapsed, r=rec: display.tick(r, elapsed)) if display is not None else None
+        grace = None if timeout_s is None else timeout_s + SLURM_GRACE_S
+        ended = follow(job_id, log_dir, grace, on_start=started, on_tick=tick, poll_s=poll_s)
+        rec.nodes = ended.state.nodes or rec.nodes
+        seconds = ended.state.seconds if ended.state.seconds is not None else ended.seconds
+        rec.seconds = round(seconds, 3) if seconds is not None else None
+        rec.logs = [str(log_dir / f"slurm-{job_id}.log")]
+        run_dir = runs_dir / rec.run_id
+        missing = missing_ranks(run_dir, rec)
+        if ended.state.succeeded and (run_dir / MANIFEST_NAME).is_file() and not missing:
+            rec.status, rec.reason = "finished", None
+        else:
+            rec.status = "failed"
+            if ended.timed_out:
+                rec.reason = f"Slurm job {job_id} still running {grace:g} s after it started: cancelled"
+            elif ended.state.succeeded and missing and (run_dir / MANIFEST_NAME).is_file():
+                rec.reason = (f"Slurm job {job_id} finished, but {run_dir} lacks the records of rank(s) "
+                              f"{', '.join(map(str, missing))}: is the runs directory shared with every "
+                              f"node ({', '.join(rec.nodes) or 'unknown'})? Rank 0's share is not the whole")
+            elif ended.state.succeeded:
+                rec.reason = (f"Slurm job {job_id} finished but wrote no run in {runs_dir}: is the runs "
+                              "directory shared with the nodes, and does the script pass "
+                              "advisor.AdvisorCallback() to fit?")
+            else:
+                rec.reason = ended.state.describe(job_id)
+            tail = log_tail(log_dir / f"slurm-{job_id}.log")
+            rec.log_tail = tail or None
+            rec.hint = hint_for(tail) if tail else None
+        write_sweep(runs_dir, record)
+        if display is not None:
+            display.finish(rec)
+    return record
+
+
+def missing_ranks(run_dir: Path, rec: ConfigRecord) -> list[int]:
+    """Ranks of a multi-process configuration with no worker file in its run (each rank writes
+    its own, on its own node: a runs directory not shared with a node loses that node's)."""
+    if rec.strategy in ("mirrored", "single") or not run_dir.is_dir():
+        return []
+    return [r for r in range(rec.workers) if not (run_dir / f"worker-{r}.jsonl").is_file()]
 
 
 def _script_path(root: Path, config: Config) -> Path:
