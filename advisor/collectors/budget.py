@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -170,27 +171,39 @@ class BudgetCollector(Collector):
                 _put_back(obj, attr, getattr(wrapper, "_advisor_before", _MISSING))
 
     def _hook_wrapper(self, original: Any, key: str, ledger: Ledger, callback: Any, checkpoint: bool) -> Any:
-        enter, leave, same_thread = ledger.enter, ledger.leave, ledger.on_training_thread
+        # Ledger.enter and .leave, inlined: this runs at every call of a user's batch hook.
+        enter, leave, clock, ident = ledger.enter, ledger.leave, time.perf_counter, threading.get_ident
+        seconds, calls, stack, main = ledger.seconds, ledger.calls, ledger.stack, ledger.thread
         saves = self._saves
         collector = self
 
         def hook(*args: Any, **kwargs: Any) -> Any:
-            if not same_thread():  # Keras's async dispatch: beside training, kept apart
-                t0 = time.perf_counter()
+            if ident() != main:  # Keras's async dispatch: beside training, kept apart
+                t0 = clock()
                 try:
                     return original(*args, **kwargs)
                 finally:
-                    ledger.overlapped[key] = ledger.overlapped.get(key, 0.0) + time.perf_counter() - t0
+                    ledger.overlapped[key] = ledger.overlapped.get(key, 0.0) + clock() - t0
             if not checkpoint:
-                enter(key)
+                now = clock()
+                state = ledger.state
+                seconds[state] = seconds.get(state, 0.0) + (now - ledger.last)
+                ledger.last = now
+                stack.append(state)
+                ledger.state = key
+                calls[key] = calls.get(key, 0) + 1
                 try:
                     return original(*args, **kwargs)
                 except BaseException:
                     collector.fit_raised()  # the fit ends with it (Keras skips on_train_end)
                     raise
                 finally:
-                    leave()
-            before, t0 = ledger.saves, time.perf_counter()
+                    now = clock()
+                    state = ledger.state
+                    seconds[state] = seconds.get(state, 0.0) + (now - ledger.last)
+                    ledger.last = now
+                    ledger.state = stack.pop() if stack else ledger.current_phase
+            before, t0 = ledger.saves, clock()
             enter(key)
             try:
                 return original(*args, **kwargs)
@@ -201,7 +214,7 @@ class BudgetCollector(Collector):
                 leave()
                 # A checkpoint callback that saved without model.save (tf_keras's BackupAndRestore
                 # writes a TensorFlow checkpoint): one save, sized by its directory.
-                if ledger.saves == before and time.perf_counter() - t0 > 0.001 and "epoch_end" in key:
+                if ledger.saves == before and clock() - t0 > 0.001 and "epoch_end" in key:
                     folder = getattr(callback, "backup_dir", None) or getattr(callback, "_backup_dir", None)
                     saves.add(key[3:], bytes_at(folder) if folder else None)
 
