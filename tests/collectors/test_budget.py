@@ -229,3 +229,19 @@ def test_a_custom_loop_budget_comes_from_its_markers(tmp_path):
     assert final.seconds["validation"] >= 0.1 and final.seconds["train_steps"] >= 40 * 0.002
     assert final.steps == 40
     assert json.loads(final.model_dump_json())["checkpoint"]["count"] == 0
+
+
+@pytest.mark.slow
+def test_backup_and_restore_saves_are_checkpoints(tmp_path):
+    pytest.importorskip("tensorflow")
+    import keras
+
+    backup = keras.callbacks.BackupAndRestore(str(tmp_path / "backup"))
+    _, cb = _fit(tmp_path, [backup], epochs=2)
+    _, budgets = _budget(cb)
+    saved = budgets[-1].checkpoint
+    # Keras 3 backs up the weights at every epoch end (and removes the backup when the fit ends).
+    assert saved.count == 2 and saved.by == {"BackupAndRestore.on_epoch_end": 2}
+    assert saved.bytes and saved.bytes > 0
+    rows = {(r.name, r.hook): r.kind for r in budgets[-1].callbacks}
+    assert rows[("BackupAndRestore", "on_epoch_end")] == "checkpoint"
