@@ -64,7 +64,8 @@ def ray_session(address: str | None, num_cpus: int) -> Iterator[Any]:
         if address:
             ray.init(address=address, **options)
         else:
-            ray.init(num_cpus=num_cpus, include_dashboard=False, **options)
+            # "local": a new instance even where RAY_ADDRESS names a cluster (--address auto uses it)
+            ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, **options)
     try:
         yield ray
     finally:

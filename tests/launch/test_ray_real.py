@@ -11,6 +11,7 @@ import importlib.util
 import io
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -137,22 +138,52 @@ def _kill_actor_of_rank(run_id: str, rank: str, stop: threading.Event) -> list[i
     return killed
 
 
+# The configuration after the killed one: jax x2 (gloo across the two nodes) where JAX is installed.
+AFTER = "jax" if importlib.util.find_spec("jax") else "mirrored"
+
+
 def test_a_killed_actor_fails_its_configuration_and_the_sweep_goes_on(cluster, sweep, tmp_path):
     stop = threading.Event()
     killed = _kill_actor_of_rank(f"{KILL}-multiworker-n2-r0", "1", stop)
     t0 = time.monotonic()
     try:
         result = _cli(tmp_path, "scale", "--launcher", "ray", "--address", cluster.address, "--workers", "2",
-                      "--strategy", "multiworker", "--strategy", "mirrored", "--timeout", "120",
+                      "--strategy", "multiworker", "--strategy", AFTER, "--timeout", "120",
                       "--sweep-id", KILL, "--no-report", "--", sys.executable, TRAIN, *TINY)
     finally:
         stop.set()
     assert killed, "the watcher never saw worker 1 start"
-    multiworker, mirrored = read_sweep(sweep_dir(tmp_path, KILL)).configs
+    multiworker, after = read_sweep(sweep_dir(tmp_path, KILL)).configs
     assert multiworker.status == "failed" and multiworker.reason.startswith("worker 1's Ray actor died")
     assert multiworker.seconds is not None and multiworker.seconds < 60
-    assert mirrored.status == "finished"  # the sweep went on
+    assert after.status == "finished", (after.reason, after.log_tail)  # the sweep went on
     assert result.exit_code == 1
     assert "multiworker ×2: worker 1's Ray actor died" in result.stderr
     assert _processes_of(multiworker.run_id) == []  # rank 0 stopped, rank 1 died with its actor
     assert time.monotonic() - t0 < 150
+
+
+def test_ctrl_c_stops_the_workers_and_the_local_ray_instance(tmp_path):
+    """Without --address the sweep starts its own Ray instance; Ctrl-C (SIGINT) stops the workers,
+    kills the actors and shuts that instance down: nothing the sweep started is left."""
+    sweep_id = f"raysigint{os.getpid()}"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "advisor.cli.main", "--runs-dir", str(tmp_path), "scale", "--launcher", "ray",
+         "--workers", "2", "--strategy", "multiworker", "--sweep-id", sweep_id, "--no-report", "--",
+         sys.executable, TRAIN, *TINY, "--epochs", "50"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 90
+        while len(_processes_of(f"{sweep_id}-multiworker-n2-r0")) < 2:
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()[-2000:]
+            time.sleep(0.3)
+        started = psutil.Process(proc.pid).children(recursive=True)  # Ray's daemons, actors, workers
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err.decode(errors="replace")[-2000:]
+    _, alive = psutil.wait_procs(started, timeout=15)
+    assert [p.name() for p in alive if p.status() != psutil.STATUS_ZOMBIE] == []
