@@ -175,7 +175,9 @@ def test_ctrl_c_stops_the_workers_and_the_local_ray_instance(tmp_path):
     try:
         deadline = time.monotonic() + 90
         while len(_processes_of(f"{sweep_id}-multiworker-n2-r0")) < 2:
-            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()[-2000:]
+            if proc.poll() is not None:
+                pytest.fail(f"the sweep ended first: {proc.stderr.read()[-2000:]!r}")
+            assert time.monotonic() < deadline, "the workers did not start within 90 s"
             time.sleep(0.3)
         started = psutil.Process(proc.pid).children(recursive=True)  # Ray's daemons, actors, workers
         proc.send_signal(signal.SIGINT)
