@@ -27,7 +27,10 @@ if TYPE_CHECKING:
               help="Run every configuration this many times (spread of epoch times).")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=1800.0, show_default=True,
               help="Seconds before a configuration is stopped and marked failed.")
-@click.option("--launcher", type=click.Choice(["local", "slurm"]), default="local", show_default=True)
+@click.option("--launcher", type=click.Choice(["local", "slurm", "ray"]), default="local", show_default=True,
+              help="local processes, sbatch jobs, or Ray actors (needs keras-advisor[ray]).")
+@click.option("--address", default=None,
+              help="ray: the cluster to join (e.g. ray://head:10001, auto); default: a local one for the sweep.")
 @click.option("--instance-type", default=None, help="Cloud instance type (price and samples/$).")
 @click.option("--sweep-id", default=None, help="Name of the sweep (default: sweep-<time>-<hex>).")
 @click.option("--gpus-per-node", type=click.IntRange(min=0), default=None,
@@ -45,7 +48,7 @@ if TYPE_CHECKING:
 @click.pass_context
 def command(
     ctx: click.Context, workers_text: str, strategies: tuple[str, ...], repeat: int,
-    timeout_s: float, launcher: str, instance_type: str | None, sweep_id: str | None,
+    timeout_s: float, launcher: str, address: str | None, instance_type: str | None, sweep_id: str | None,
     gpus_per_node: int | None, tasks_per_node: int | None, wait: bool | None, partition: str | None,
     account: str | None, sbatch_args: tuple[str, ...], report: bool, command: tuple[str, ...],
 ) -> None:
@@ -63,6 +66,12 @@ def command(
     plan = make_plan(list(command), parse_workers(workers_text), list(strategies) or ["multiworker"],
                      repeat, sweep_id)
     check_available([c.strategy for c in plan.configs], launcher)
+    if address is not None and launcher != "ray":
+        raise UsageError("--address is for --launcher ray")
+    if launcher == "ray":
+        from advisor.launch.ray_cluster import check_ray_plan
+
+        check_ray_plan(plan)
     from advisor.store.paths import store_url
 
     if store_url(runs_dir_option(ctx)) is not None:
@@ -79,6 +88,8 @@ def command(
         options = SlurmOptions(gpus_per_node=gpus_per_node, tasks_per_node=tasks_per_node,
                                partition=partition, account=account, extra=list(sbatch_args))
         record = _slurm(plan, runs_dir, timeout_s, instance_type, options, wait)
+    elif launcher == "ray":
+        record = _ray(plan, runs_dir, timeout_s, instance_type, address)
     else:
         from advisor.launch.progress import Display
         from advisor.launch.sweep import new_record, run_sweep
@@ -112,6 +123,21 @@ def _summary(ctx: click.Context, record: SweepRecord, runs_dir: Path, report: bo
         click.echo(render_table(table, "text"), nl=False)
     if failed:
         ctx.exit(1)
+
+
+def _ray(plan: Plan, runs_dir: Path, timeout_s: float, instance_type: str | None,
+         address: str | None) -> SweepRecord:
+    """Run the sweep on a Ray cluster (at ``address``, or a local one started for it)."""
+    from advisor.launch.progress import Display
+    from advisor.launch.ray_cluster import cluster_cpus, processes_of, ray_runner, ray_session
+    from advisor.launch.sweep import new_record, run_sweep
+
+    record = new_record(plan, "ray", timeout_s, instance_type)
+    with ray_session(address, cluster_cpus(max(processes_of(c) for c in plan.configs))) as ray, \
+            Display(record, runs_dir) as display:
+        run_sweep(plan, runs_dir, timeout_s, instance_type, display=display, record=record,
+                  runner=ray_runner(ray))
+    return record
 
 
 def _slurm(plan: Plan, runs_dir: Path, timeout_s: float, instance_type: str | None,
