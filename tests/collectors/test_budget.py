@@ -285,7 +285,7 @@ def test_a_fit_that_fails_outside_a_hook_leaves_no_final_budget_and_a_later_save
     model.compile("sgd", "mse")
     hook = EpochHook()
     cb = advisor.AdvisorCallback(tmp_path / "runs", baseline=None, telemetry=False, log_every_seconds=None)
-    with pytest.raises(RuntimeError, match="the input broke"):
+    with pytest.raises(Exception, match="the input broke"):  # TensorFlow wraps it (UnknownError)
         model.fit(batches(), steps_per_epoch=10, epochs=5, verbose=0, callbacks=[cb, hook])
     # Keras skipped on_train_end: the wrappers are still there, until the next save outside the fit.
     assert "save" in vars(model) and "on_epoch_end" in vars(hook)
