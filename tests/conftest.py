@@ -34,6 +34,7 @@ LONGEST_FIRST = (
     "tests/scenarios/test_scenarios.py", "tests/diagnosis/test_default_coverage.py",
     "tests/backends/test_demo_backends.py", "tests/experiments/test_baseline.py", "tests/test_ci_recipe.py",
     "tests/diagnosis/test_end_to_end.py", "tests/collectors/test_profiler.py",
+    "tests/launch/test_slurm_real.py",  # ~70 s, mostly waiting on its Slurm jobs
 )
 
 

@@ -75,6 +75,7 @@ class Failure:
     reason: str | None = None
     hint: str | None = None
     log_tail: str | None = None
+    state: str = "failed"  # or the sweep's state of a configuration not ended yet (submitted, running…)
 
 
 @dataclass

@@ -147,6 +147,6 @@ def command(ctx: click.Context, epochs: int, backend: str | None, no_baseline: b
     for err in analysis.errors:
         console.print(f"[yellow]note:[/] {err}")
     console.print()
-    console.print(render(store.diagnose(analysis.run), "text"), end="")
+    console.print(render(store.diagnose(analysis.run), "text"), end="", markup=False, highlight=False)  # plain text: "keras-advisor[profile]" is no markup
     console.print(f"\nrun stored in {analysis.run.path}; try [bold]advisor show {analysis.run_id}[/] "
                   "or [bold]advisor check[/]")

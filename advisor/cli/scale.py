@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 import click
 
 from advisor.cli.common import runs_dir_option
+
+if TYPE_CHECKING:
+    from advisor.launch.plan import Plan
+    from advisor.launch.slurm import SlurmOptions
+    from advisor.store.sweep import SweepRecord
 
 
 @click.command("scale", context_settings={"ignore_unknown_options": False})
@@ -19,11 +27,18 @@ from advisor.cli.common import runs_dir_option
               help="Run every configuration this many times (spread of epoch times).")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=1800.0, show_default=True,
               help="Seconds before a configuration is stopped and marked failed.")
-@click.option("--launcher", type=click.Choice(["local", "slurm"]), default="local", show_default=True)
+@click.option("--launcher", type=click.Choice(["local", "slurm", "ray"]), default="local", show_default=True,
+              help="local processes, sbatch jobs, or Ray actors (needs keras-advisor[ray]).")
+@click.option("--address", default=None,
+              help="ray: the cluster to join (e.g. ray://head:10001, auto); default: a local one for the sweep.")
 @click.option("--instance-type", default=None, help="Cloud instance type (price and samples/$).")
 @click.option("--sweep-id", default=None, help="Name of the sweep (default: sweep-<time>-<hex>).")
-@click.option("--gpus-per-node", type=click.IntRange(min=1), default=4, show_default=True,
-              help="slurm: GPUs per node (tasks per node).")
+@click.option("--gpus-per-node", type=click.IntRange(min=0), default=None,
+              help="slurm: GPUs per node; 0 for CPU tasks (default: from sinfo where it runs, else 4).")
+@click.option("--tasks-per-node", type=click.IntRange(min=1), default=None,
+              help="slurm: tasks per node (default: one per GPU, or one per node without GPUs).")
+@click.option("--wait/--no-wait", "wait", default=None,
+              help="slurm: follow the jobs until they end (default: on an interactive terminal).")
 @click.option("--partition", default=None, help="slurm: partition.")
 @click.option("--account", default=None, help="slurm: account.")
 @click.option("--sbatch-arg", "sbatch_args", multiple=True, help="slurm: one more sbatch option.")
@@ -33,9 +48,9 @@ from advisor.cli.common import runs_dir_option
 @click.pass_context
 def command(
     ctx: click.Context, workers_text: str, strategies: tuple[str, ...], repeat: int,
-    timeout_s: float, launcher: str, instance_type: str | None, sweep_id: str | None,
-    gpus_per_node: int, partition: str | None, account: str | None, sbatch_args: tuple[str, ...],
-    report: bool, command: tuple[str, ...],
+    timeout_s: float, launcher: str, address: str | None, instance_type: str | None, sweep_id: str | None,
+    gpus_per_node: int | None, tasks_per_node: int | None, wait: bool | None, partition: str | None,
+    account: str | None, sbatch_args: tuple[str, ...], report: bool, command: tuple[str, ...],
 ) -> None:
     """Run COMMAND (after `--`) for every strategy × worker count and record a sweep.
 
@@ -51,6 +66,12 @@ def command(
     plan = make_plan(list(command), parse_workers(workers_text), list(strategies) or ["multiworker"],
                      repeat, sweep_id)
     check_available([c.strategy for c in plan.configs], launcher)
+    if address is not None and launcher != "ray":
+        raise UsageError("--address is for --launcher ray")
+    if launcher == "ray":
+        from advisor.launch.ray_cluster import check_ray_plan
+
+        check_ray_plan(plan)
     from advisor.store.paths import store_url
 
     if store_url(runs_dir_option(ctx)) is not None:
@@ -62,15 +83,28 @@ def command(
     if _sweep_dir(runs_dir, plan.sweep_id).exists():
         raise UsageError(f"sweep {plan.sweep_id} already exists in {runs_dir}; choose another --sweep-id")
     if launcher == "slurm":
-        _slurm(plan, runs_dir, timeout_s, instance_type, gpus_per_node, partition, account, sbatch_args)
-        return
-    from advisor.launch.progress import Display
-    from advisor.launch.sweep import new_record, run_sweep
+        from advisor.launch.slurm import SlurmOptions
+
+        options = SlurmOptions(gpus_per_node=gpus_per_node, tasks_per_node=tasks_per_node,
+                               partition=partition, account=account, extra=list(sbatch_args))
+        record = _slurm(plan, runs_dir, timeout_s, instance_type, options, wait)
+    elif launcher == "ray":
+        record = _ray(plan, runs_dir, timeout_s, instance_type, address)
+    else:
+        from advisor.launch.progress import Display
+        from advisor.launch.sweep import new_record, run_sweep
+
+        record = new_record(plan, "local", timeout_s, instance_type)
+        with Display(record, runs_dir) as display:
+            run_sweep(plan, runs_dir, timeout_s, instance_type, display=display, record=record)
+    if record is not None:
+        _summary(ctx, record, runs_dir, report)
+
+
+def _summary(ctx: click.Context, record: SweepRecord, runs_dir: Path, report: bool) -> None:
+    """How every configuration ended, the failures' reasons, and the scaling report."""
     from advisor.store.sweep import sweep_dir
 
-    record = new_record(plan, "local", timeout_s, instance_type)
-    with Display(record, runs_dir) as display:
-        run_sweep(plan, runs_dir, timeout_s, instance_type, display=display, record=record)
     failed = [c for c in record.configs if c.status == "failed"]
     click.echo(f"sweep {record.sweep_id}: {len(record.configs) - len(failed)} finished, "
                f"{len(failed)} failed; {sweep_dir(runs_dir.resolve(), record.sweep_id)}", err=True)
@@ -91,15 +125,29 @@ def command(
         ctx.exit(1)
 
 
-def _slurm(plan: object, runs_dir: object, timeout_s: float, instance_type: str | None,
-           gpus_per_node: int, partition: str | None, account: str | None,
-           sbatch_args: tuple[str, ...]) -> None:
-    from advisor.launch.slurm import SlurmOptions
-    from advisor.launch.sweep import submit_sweep
+def _ray(plan: Plan, runs_dir: Path, timeout_s: float, instance_type: str | None,
+         address: str | None) -> SweepRecord:
+    """Run the sweep on a Ray cluster (at ``address``, or a local one started for it)."""
+    from advisor.launch.progress import Display
+    from advisor.launch.ray_cluster import cluster_cpus, processes_of, ray_runner, ray_session
+    from advisor.launch.sweep import new_record, run_sweep
 
-    options = SlurmOptions(gpus_per_node=gpus_per_node, partition=partition, account=account,
-                           extra=list(sbatch_args))
-    record = submit_sweep(plan, runs_dir, timeout_s, options, instance_type)  # type: ignore[arg-type]
+    record = new_record(plan, "ray", timeout_s, instance_type)
+    with ray_session(address, cluster_cpus(max(processes_of(c) for c in plan.configs))) as ray, \
+            Display(record, runs_dir) as display:
+        run_sweep(plan, runs_dir, timeout_s, instance_type, display=display, record=record,
+                  runner=ray_runner(ray))
+    return record
+
+
+def _slurm(plan: Plan, runs_dir: Path, timeout_s: float, instance_type: str | None,
+           options: SlurmOptions, wait: bool | None) -> SweepRecord | None:
+    """Submit the sweep; with ``wait``, follow its jobs and return the record to summarise."""
+    import sys
+
+    from advisor.launch.sweep import follow_sweep, submit_sweep
+
+    record = submit_sweep(plan, runs_dir, timeout_s, options, instance_type)
     for rec in record.configs:
         if rec.job_id:
             click.echo(f"{rec.strategy} ×{rec.workers}: submitted job {rec.job_id} ({rec.script})")
@@ -108,3 +156,20 @@ def _slurm(plan: object, runs_dir: object, timeout_s: float, instance_type: str 
     if not any(rec.job_id for rec in record.configs):
         click.echo("sbatch is not installed here: submit the scripts on the cluster "
                    "(`sbatch FILE`), then `advisor report " + record.sweep_id + "`", err=True)
+        return None
+    if wait is None:
+        wait = sys.stdin.isatty() and sys.stderr.isatty()
+    if not wait:
+        click.echo(f"follow the jobs with squeue; when they have ended: advisor report {record.sweep_id}",
+                   err=True)
+        return None
+    from advisor.launch.progress import Display
+
+    try:
+        with Display(record, runs_dir.resolve()) as display:
+            follow_sweep(record, runs_dir, timeout_s, display=display)
+    except KeyboardInterrupt:
+        jobs = " ".join(rec.job_id for rec in record.configs if rec.job_id)
+        click.echo(f"stopped following; the jobs go on (scancel {jobs} to end them)", err=True)
+        raise SystemExit(130) from None
+    return record

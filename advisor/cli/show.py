@@ -34,4 +34,4 @@ def command(ctx: click.Context, run: str | None, fmt: str, no_diagnosis: bool) -
         from advisor.render import render
 
         console.print()
-        console.print(render(store.diagnose(analysis.run), "text"), end="")
+        console.print(render(store.diagnose(analysis.run), "text"), end="", markup=False, highlight=False)  # plain text: "keras-advisor[profile]" is no markup

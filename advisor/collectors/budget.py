@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -51,9 +53,20 @@ def kind_of(callback: Any) -> str:
 
 
 def _overrides(callback: Any, hook: str) -> bool:
-    """The callback's class overrides ``hook`` (Keras marks its base no-ops ``_is_default``)."""
+    """The callback has a hook of its own: set on the instance (``LambdaCallback`` keeps its
+    functions there) or overridden by its class (Keras marks its base no-ops ``_is_default``)."""
+    own = getattr(callback, "__dict__", {}).get(hook)
+    if callable(own):
+        return True
     method = getattr(type(callback), hook, None)
     return method is not None and not getattr(method, "_is_default", False)
+
+
+# Keras's own callbacks whose batch hook waits for the step on tf_keras (they read the logs as
+# numbers, and tf_keras hands them tensors): timing them would charge the step to the callback.
+SYNCING_ON_TF_KERAS = frozenset({"ProgbarLogger", "TerminateOnNaN"})
+# Exceptions that end an epoch, not the fit (Keras catches them around its batch loop).
+EPOCH_ENDING = frozenset({"StopIteration", "OutOfRangeError"})
 
 
 def bytes_at(path: Any) -> int | None:
@@ -104,12 +117,17 @@ class BudgetCollector(Collector):
         self._originals: dict[str, Any] = {}  # ledger state → the hook it wraps
         self._saves = _Saves()
         self._last_written = 0.0
+        self._lock = threading.Lock()  # the overlapped time of hooks on Keras's worker threads
+        self._fit_frame: int | None = None  # id of the fit's frame: a save outside it finds the wrappers stale
 
     # -- hooks ---------------------------------------------------------------------------------
     def on_train_begin(self) -> None:
         ledger = self.session.ledger
         if ledger is None or not self.wrap:
             return
+        from advisor.collectors.fitinfo import fit_frame_id
+
+        self._fit_frame = fit_frame_id()
         seen: dict[str, int] = {}
         for callback in self.session.fit_callbacks:
             if getattr(callback, "_advisor_own", False):
@@ -118,6 +136,8 @@ class BudgetCollector(Collector):
             seen[base] = seen.get(base, 0) + 1
             name = base if seen[base] == 1 else f"{base}#{seen[base]}"
             kind = kind_of(callback)
+            if self.session.keras_flavor == "tf_keras" and base in SYNCING_ON_TF_KERAS:
+                continue
             for hook in FIT_HOOKS:
                 if _overrides(callback, hook):
                     key = f"cb:{name}.{hook}"
@@ -143,7 +163,10 @@ class BudgetCollector(Collector):
 
     def on_before_close(self, status: str) -> None:
         self.unwrap()
-        self._write(final=True)
+        if status == "finished":
+            self._write(final=True)
+        # A failed run is closed when the next fit begins or the process exits, maybe much later:
+        # its last epoch-end record stands, and the rest of the run reads as unaccounted.
 
     # -- wrapping --------------------------------------------------------------------------------
     def _wrap(self, obj: Any, attr: str, wrapper: Any) -> None:
@@ -156,10 +179,23 @@ class BudgetCollector(Collector):
             return
         self._restore.append((obj, attr, wrapper))
 
-    def fit_raised(self) -> None:
+    def fit_raised(self, exc: BaseException) -> None:
         """A wrapped hook raised: the exception ends the fit without ``on_train_end``, so the
-        originals go back now (the run itself is closed as failed by the next fit or at exit)."""
-        self.unwrap()
+        originals go back now (the run itself is closed as failed by the next fit or at exit).
+        ``StopIteration`` and tf.data's ``OutOfRangeError`` only end the epoch: nothing changes."""
+        if type(exc).__name__ not in EPOCH_ENDING:
+            self.unwrap()
+
+    def _inside_fit(self) -> bool:
+        """The fit that wrapped is still running (its frame is on this thread's stack)."""
+        frame, target = sys._getframe(1), self._fit_frame
+        if target is None:
+            return True
+        while frame is not None:
+            if id(frame) == target and frame.f_code.co_name == "fit":
+                return True
+            frame = frame.f_back  # type: ignore[assignment]
+        return False
 
     def unwrap(self) -> None:
         """Put back every original (also when the fit failed); safe to call twice. An attribute
@@ -170,40 +206,56 @@ class BudgetCollector(Collector):
                 _put_back(obj, attr, getattr(wrapper, "_advisor_before", _MISSING))
 
     def _hook_wrapper(self, original: Any, key: str, ledger: Ledger, callback: Any, checkpoint: bool) -> Any:
-        enter, leave, same_thread = ledger.enter, ledger.leave, ledger.on_training_thread
+        # Ledger.enter and .leave, inlined: this runs at every call of a user's batch hook.
+        enter, leave, clock, ident = ledger.enter, ledger.leave, time.perf_counter, threading.get_ident
+        seconds, calls, stack, main = ledger.seconds, ledger.calls, ledger.stack, ledger.thread
         saves = self._saves
         collector = self
 
         def hook(*args: Any, **kwargs: Any) -> Any:
-            if not same_thread():  # Keras's async dispatch: beside training, kept apart
-                t0 = time.perf_counter()
+            if ident() != main:  # Keras's async dispatch: beside training, kept apart
+                t0 = clock()
                 try:
                     return original(*args, **kwargs)
-                finally:
-                    ledger.overlapped[key] = ledger.overlapped.get(key, 0.0) + time.perf_counter() - t0
-            if not checkpoint:
-                enter(key)
-                try:
-                    return original(*args, **kwargs)
-                except BaseException:
-                    collector.fit_raised()  # the fit ends with it (Keras skips on_train_end)
+                except BaseException as exc:
+                    collector.fit_raised(exc)
                     raise
                 finally:
-                    leave()
-            before, t0 = ledger.saves, time.perf_counter()
+                    with collector._lock:
+                        ledger.overlapped[key] = ledger.overlapped.get(key, 0.0) + clock() - t0
+            if not checkpoint:
+                now = clock()
+                state = ledger.state
+                seconds[state] = seconds.get(state, 0.0) + (now - ledger.last)
+                ledger.last = now
+                stack.append(state)
+                ledger.state = key
+                calls[key] = calls.get(key, 0) + 1
+                try:
+                    return original(*args, **kwargs)
+                except BaseException as exc:
+                    collector.fit_raised(exc)  # the fit ends with it (Keras skips on_train_end)
+                    raise
+                finally:
+                    now = clock()
+                    state = ledger.state
+                    seconds[state] = seconds.get(state, 0.0) + (now - ledger.last)
+                    ledger.last = now
+                    ledger.state = stack.pop() if stack else ledger.current_phase
+            before, t0 = ledger.saves, clock()
             enter(key)
             try:
                 return original(*args, **kwargs)
-            except BaseException:
-                collector.fit_raised()
+            except BaseException as exc:
+                collector.fit_raised(exc)
                 raise
             finally:
                 leave()
                 # A checkpoint callback that saved without model.save (tf_keras's BackupAndRestore
                 # writes a TensorFlow checkpoint): one save, sized by its directory.
-                if ledger.saves == before and time.perf_counter() - t0 > 0.001 and "epoch_end" in key:
-                    folder = getattr(callback, "backup_dir", None) or getattr(callback, "_backup_dir", None)
-                    saves.add(key[3:], bytes_at(folder) if folder else None)
+                folder = getattr(callback, "backup_dir", None) or getattr(callback, "_backup_dir", None)
+                if folder and ledger.saves == before and clock() - t0 > 0.001 and "epoch_end" in key:
+                    saves.add(key[3:], bytes_at(folder))
 
         hook.__wrapped__ = original  # type: ignore[attr-defined]
         return hook
@@ -211,9 +263,14 @@ class BudgetCollector(Collector):
     def _save_wrapper(self, original: Any, ledger: Ledger) -> Any:
         saves = self._saves
 
+        collector = self
+
         def save(*args: Any, **kwargs: Any) -> Any:
             if not ledger.on_training_thread() or ledger.state == CHECKPOINT:
                 return original(*args, **kwargs)  # another thread, or a save inside a save
+            if not collector._inside_fit():  # the fit raised outside a hook and left its wrappers
+                collector.unwrap()
+                return original(*args, **kwargs)
             who = ledger.state[3:] if ledger.state.startswith("cb:") else "fit"
             ledger.enter(CHECKPOINT)
             try:
@@ -238,8 +295,8 @@ class BudgetCollector(Collector):
         train = ledger.seconds.get(TRAIN, 0.0)
         out = []
         for key, (name, hook, kind) in self._keys.items():
-            if hook not in BATCH_HOOKS or kind == "checkpoint":
-                continue
+            if hook not in BATCH_HOOKS or kind != "callback" or any(w.startswith(f"{name}.") for w in self._saves.by):
+                continue  # checkpoints, Keras's own, and callbacks that saved: not called again in the arm
             spent = ledger.seconds.get(key, 0.0)
             step = (train + spent) / steps
             if step > 0 and spent / steps > SLOW_HOOK_SHARE * step:

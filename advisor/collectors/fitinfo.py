@@ -41,6 +41,20 @@ def find_fit_locals(max_depth: int = 16) -> dict[str, Any] | None:
     return None
 
 
+def fit_frame_id(max_depth: int = 32) -> int | None:
+    """The ``id`` of the nearest enclosing ``fit`` frame (an id, not the frame: holding the frame
+    would keep its locals, the data among them, alive after the fit)."""
+    frame = sys._getframe(1)
+    depth = 0
+    while frame is not None and depth < max_depth:
+        names = frame.f_code.co_varnames
+        if frame.f_code.co_name == "fit" and ("epoch_iterator" in names or "data_handler" in names):
+            return id(frame)
+        frame = frame.f_back  # type: ignore[assignment]
+        depth += 1
+    return None
+
+
 def discover(fit_locals: dict[str, Any] | None) -> tuple[DataInfo, list[Any]]:
     """DataInfo and the list of callbacks given to ``fit``."""
     info = DataInfo()

@@ -115,7 +115,7 @@ class ThroughputCollector(Collector):
         if self._in_epoch:
             self._close_window(self._calls, warmup=self._calls <= self._warmup_calls, last=True)
             self._in_epoch = False
-        self._maybe_log(force=True)
+        self._maybe_log(force=not self._log_times)  # a first line at the first epoch end, then as often as asked
 
     def on_train_end(self) -> None:
         """Record how often the throughput was reported (checklist M101): lines logged and the

@@ -16,6 +16,10 @@ HINTS: tuple[tuple[re.Pattern[str], str], ...] = (
      "call advisor.launch.setup_devices() at the top of the script, before anything touches JAX"),
     (re.compile(r"Address already in use|Failed to bind|bind\(\) failed", re.IGNORECASE),
      "a port chosen for the workers was taken meanwhile; run the sweep again"),
+    (re.compile(r"Invalid MPI type '?pmix|can not load PMIx library"),
+     "this cluster's srun cannot load PMIx (`srun --mpi=pmix`), which Horovod on Slurm is started "
+     "with: install the PMIx library on the nodes (Debian: libpmix2) with an MPI build of Horovod, "
+     "or sweep multiworker or jax on this cluster"),
     (re.compile(r"No module named '?horovod"),
      "Horovod is not importable in the workers' Python; see docs/scaling.md, 'Horovod'"),
     (re.compile(r"No module named '?tf_keras"),

@@ -37,6 +37,7 @@ class Outcome:
     log_tail: str = ""
     returncodes: dict[int, int | None] = field(default_factory=dict)
     logs: list[str] = field(default_factory=list)
+    nodes: list[str] = field(default_factory=list)  # ray: where the workers ran
 
 
 def describe_exit(rank: int, code: int) -> str:

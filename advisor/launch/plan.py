@@ -130,9 +130,10 @@ def base_env(config: Config, sweep_id: str, runs_dir: Path) -> dict[str, str]:
 
 def local_processes(
     config: Config, command: Sequence[str], sweep_id: str, runs_dir: Path, gpus: int = 0,
-    ports: Sequence[int] | None = None,
+    ports: Sequence[int] | None = None, hosts: Sequence[str] | None = None,
 ) -> list[ProcessSpec]:
-    """The local processes of one configuration (``ports``: for tests; else free ones)."""
+    """The processes of one configuration (``ports``: for tests, or a launcher's own; else free
+    ones on this host; ``hosts``: each rank's address, loopback when None)."""
     env = base_env(config, sweep_id, runs_dir)
     n = config.workers
     argv = list(command)
@@ -150,13 +151,14 @@ def local_processes(
         timeline = str(horovod_timeline_path(runs_dir, sweep_id, config))
         return [ProcessSpec(horovodrun_argv(n, argv, timeline=timeline), env, log_name="horovodrun.log")]
     ports = list(ports) if ports is not None else free_ports(n if config.strategy == "multiworker" else 1)
+    addresses = [f"{hosts[i] if hosts else '127.0.0.1'}:{p}" for i, p in enumerate(ports)]
     specs = []
     for rank in range(n):
         mine = dict(env, ADVISOR_RANK=str(rank), ADVISOR_WORLD_SIZE=str(n))
         if config.strategy == "multiworker":
-            mine["TF_CONFIG"] = tf_config(rank, [f"127.0.0.1:{p}" for p in ports[:n]])
+            mine["TF_CONFIG"] = tf_config(rank, addresses[:n])
         else:  # jax
-            mine["ADVISOR_COORDINATOR"] = f"127.0.0.1:{ports[0]}"
+            mine["ADVISOR_COORDINATOR"] = addresses[0]
         if gpus:
             mine["CUDA_VISIBLE_DEVICES"] = str(rank % gpus)
         specs.append(ProcessSpec(argv, mine, rank, f"worker-{rank}.log"))

@@ -38,6 +38,8 @@ class Role:
     logical_devices: int | None = None
     coordinator: str | None = None
     sweep_id: str | None = None
+    job_id: str | None = None  # the Slurm job (SLURM_JOB_ID), when run by one
+    nodes: str | None = None  # the job's node names, comma-separated
 
     @property
     def is_chief(self) -> bool:
@@ -49,8 +51,14 @@ class Role:
         return self.strategy in ("multiworker", "horovod")
 
     def tags(self) -> dict[str, str]:
-        """Labels for ``AdvisorCallback(tags=...)``: the configuration this run belongs to."""
-        return {"scale.strategy": self.strategy, "scale.workers": str(self.workers)}
+        """Labels for ``AdvisorCallback(tags=...)``: the configuration this run belongs to (and the
+        Slurm job and nodes that ran it)."""
+        tags = {"scale.strategy": self.strategy, "scale.workers": str(self.workers)}
+        if self.job_id:
+            tags["slurm.job_id"] = self.job_id
+        if self.nodes:
+            tags["slurm.nodes"] = self.nodes
+        return tags
 
     def shard(self, n: int) -> slice:
         """This process's share of ``n`` samples when every process feeds its own data (jax, horovod)."""
@@ -93,6 +101,8 @@ def role(env: Mapping[str, str] | None = None) -> Role:
         logical_devices=logical,
         coordinator=env.get("ADVISOR_COORDINATOR") or None,
         sweep_id=env.get("ADVISOR_SWEEP_ID") or None,
+        job_id=env.get("SLURM_JOB_ID") or None,
+        nodes=env.get("ADVISOR_SLURM_NODES") or env.get("SLURMD_NODENAME") or None,
     )
 
 

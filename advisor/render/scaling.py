@@ -185,7 +185,9 @@ def _markdown(table: ScalingTable) -> str:
 def _failure_lines(table: ScalingTable, md: bool) -> list[str]:
     if not table.failures:
         return []
-    lines = ["## Failed configurations" if md else "Failed configurations", ""]
+    title = ("Failed configurations" if all(f.state == "failed" for f in table.failures)
+             else "Failed or unfinished configurations")
+    lines = [f"## {title}" if md else title, ""]
     for f in table.failures:
         lines.append(f"{'- ' if md else '  '}{f.strategy} ×{f.workers} ({f.run_id}): {f.reason or 'failed'}")
         if f.hint:

@@ -120,9 +120,15 @@ def sweep_points(store: Store, root: Path, sweep_id: str | None) -> tuple[list[P
     for sid in sorted(sweep_ids):  # configurations that failed before writing a run
         record = store.sweep(Path(os.path.abspath(root)), sid)
         for cfg in record.configs if record is not None else []:
-            if cfg.status == "failed" and cfg.run_id not in seen:
+            if cfg.run_id in seen:
+                continue
+            if cfg.status == "failed":
                 failures.append(Failure(cfg.strategy, cfg.workers, cfg.run_id, cfg.repeat,
                                         cfg.reason, cfg.hint, cfg.log_tail))
+            elif cfg.status != "finished":  # not ended yet, or never submitted: said, not left out
+                job = f"Slurm job {cfg.job_id} " if cfg.job_id else ""
+                failures.append(Failure(cfg.strategy, cfg.workers, cfg.run_id, cfg.repeat,
+                                        f"{job}{cfg.status}: no run yet", state=cfg.status))
     return found, failures
 
 

@@ -81,8 +81,14 @@ def redact_text(text: str) -> str:
 
 
 def _assignment(m: re.Match[str]) -> str:
-    if not is_secret_name(m["name"]) or m["value"] == REDACTED:
+    if m["value"] == REDACTED:
         return m[0]
+    if not is_secret_name(m["name"]):
+        # "unrecognized arguments: --api-key=sk-…": the outer name is harmless, but its value may
+        # hold an assignment of its own; matches never overlap, so look inside it.
+        head = m[0][: m.start("value") - m.start()]
+        inner = _ASSIGNMENT.sub(_assignment, m["value"]) if _ASSIGNMENT.search(m["value"]) else m["value"]
+        return head + inner
     return f"{m['name']}{m['q1']}{m['sep']}{m['q2']}{REDACTED}"
 
 

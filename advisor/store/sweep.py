@@ -42,6 +42,7 @@ class ConfigRecord(_Model):
     logs: list[str] = Field(default_factory=list)
     script: str | None = None  # slurm: the sbatch script
     job_id: str | None = None  # slurm: the submitted job
+    nodes: list[str] = Field(default_factory=list)  # slurm, ray: the nodes the job ran on
 
 
 class SweepRecord(_Model):

@@ -60,6 +60,14 @@ def test_show_summary_text_and_json(runs_dir):
     assert payload["status"] == "finished"
 
 
+def test_show_prints_install_hints_with_their_extra(runs_dir):
+    # The diagnosis is printed as plain text: "[profile]" is an extra's name, not console markup.
+    w = write_run(runs_dir)
+    out = advisor("--runs-dir", str(runs_dir), "show", w.run_id)
+    assert out.returncode == 0, out.stderr
+    assert "keras-advisor[profile] installed" in out.stdout and "keras-advisor installed" not in out.stdout
+
+
 def test_unknown_run_is_a_one_line_error_with_exit_2(runs_dir):
     write_run(runs_dir)
     out = advisor("--runs-dir", str(runs_dir), "show", "does-not-exist")

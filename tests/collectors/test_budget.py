@@ -229,3 +229,69 @@ def test_a_custom_loop_budget_comes_from_its_markers(tmp_path):
     assert final.seconds["validation"] >= 0.1 and final.seconds["train_steps"] >= 40 * 0.002
     assert final.steps == 40
     assert json.loads(final.model_dump_json())["checkpoint"]["count"] == 0
+
+
+@pytest.mark.slow
+def test_backup_and_restore_saves_are_checkpoints(tmp_path):
+    pytest.importorskip("tensorflow")
+    import keras
+
+    backup = keras.callbacks.BackupAndRestore(str(tmp_path / "backup"))
+    _, cb = _fit(tmp_path, [backup], epochs=2)
+    _, budgets = _budget(cb)
+    saved = budgets[-1].checkpoint
+    # Keras 3 backs up the weights at every epoch end (and removes the backup when the fit ends).
+    assert saved.count == 2 and saved.by == {"BackupAndRestore.on_epoch_end": 2}
+    assert saved.bytes and saved.bytes > 0
+    rows = {(r.name, r.hook): r.kind for r in budgets[-1].callbacks}
+    assert rows[("BackupAndRestore", "on_epoch_end")] == "checkpoint"
+
+
+@pytest.mark.slow
+def test_lambda_callback_hooks_set_on_the_instance_are_timed(tmp_path):
+    pytest.importorskip("tensorflow")
+    import keras
+
+    slow = keras.callbacks.LambdaCallback(on_train_batch_end=lambda batch, logs: time.sleep(0.003))
+    _, cb = _fit(tmp_path, [slow], epochs=1)
+    assert "on_train_batch_end" in vars(slow)  # the user's own function is back on the instance
+    assert not hasattr(vars(slow)["on_train_batch_end"], "_advisor_before")
+    _, budgets = _budget(cb)
+    rows = {(r.name, r.hook): r for r in budgets[-1].callbacks}
+    row = rows[("LambdaCallback", "on_train_batch_end")]
+    assert row.calls == budgets[-1].steps and row.seconds >= 0.003 * row.calls
+
+
+@pytest.mark.slow
+def test_a_fit_that_fails_outside_a_hook_leaves_no_final_budget_and_a_later_save_unwraps(tmp_path):
+    pytest.importorskip("tensorflow")
+    import keras
+
+    import advisor
+
+    def batches():
+        rng = np.random.default_rng(0)
+        for i in range(1000):
+            if i == 30:
+                raise RuntimeError("the input broke")
+            x = rng.normal(size=(8, 8)).astype("float32")
+            yield x, x.sum(axis=1, keepdims=True)
+
+    class EpochHook(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            pass
+
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    hook = EpochHook()
+    cb = advisor.AdvisorCallback(tmp_path / "runs", baseline=None, telemetry=False, log_every_seconds=None)
+    with pytest.raises(Exception, match="the input broke"):  # TensorFlow wraps it (UnknownError)
+        model.fit(batches(), steps_per_epoch=10, epochs=5, verbose=0, callbacks=[cb, hook])
+    # Keras skipped on_train_end: the wrappers are still there, until the next save outside the fit.
+    assert "save" in vars(model) and "on_epoch_end" in vars(hook)
+    model.save_weights(str(tmp_path / "after.weights.h5"))
+    assert "save" not in vars(model) and "save_weights" not in vars(model) and "on_epoch_end" not in vars(hook)
+    assert (tmp_path / "after.weights.h5").stat().st_size > 0
+    cb._abort("test: the fit raised")  # what the next fit or the process's exit does
+    _, budgets = _budget(cb)
+    assert budgets and not any(b.final for b in budgets)  # the failed run's budget ends at its last epoch end

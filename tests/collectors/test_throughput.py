@@ -168,6 +168,26 @@ def test_periodic_log_line(runs_dir, caplog):
     assert lines and "samples/$ at $3.00/h" in lines[-1]
 
 
+def test_the_log_line_comes_as_often_as_asked_not_at_every_epoch(runs_dir, caplog):
+    # Many short epochs with a line asked for once a minute: one line, at the first epoch end.
+    x, y = data(64)
+    model, _ = build()
+    cb = advisor.AdvisorCallback(runs_dir=runs_dir, window_seconds=0.05, warmup_steps=0, log_every_seconds=60.0,
+                                 baseline=None, telemetry=False)
+    import logging
+
+    logger = logging.getLogger("advisor")
+    logger.addHandler(caplog.handler)
+    try:
+        with caplog.at_level(logging.INFO, logger="advisor"):
+            model.fit(x, y, batch_size=16, epochs=12, callbacks=[cb], verbose=0)
+    finally:
+        logger.removeHandler(caplog.handler)
+    # caplog's handler is on the root logger too: one record may be captured twice
+    lines = list({id(r): r.getMessage() for r in caplog.records if "samples/s" in r.getMessage()}.values())
+    assert len(lines) == 1 and "goodput" in lines[0]
+
+
 def _multiworker_run(runs_dir, strategy: str):
     """Two workers' files written as tf.distribute (global batch on each) or Horovod would."""
     import time as _t

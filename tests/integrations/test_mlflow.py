@@ -137,6 +137,11 @@ def test_export_names_a_missing_run_and_a_bad_store_in_one_line(tracking, tmp_pa
 def test_fit_logs_window_metrics_and_the_report_into_the_active_run(tracking, tmp_path):
     with mlflow.start_run() as active:
         cb = _fit(tmp_path / "runs", mlflow=True)
+    # fit did not wait for the report's export: a non-daemon thread follows it (the interpreter
+    # waits for it at exit); here the test waits.
+    exporter = cb.collectors[-1].export_thread
+    assert exporter is not None and not exporter.daemon
+    exporter.join(180)
     client = mlflow.tracking.MlflowClient(tracking)
     run_id = active.info.run_id
     history = client.get_metric_history(run_id, "advisor.samples_per_s")
@@ -148,6 +153,9 @@ def test_fit_logs_window_metrics_and_the_report_into_the_active_run(tracking, tm
     assert client.get_metric_history(run_id, "advisor.cpu_util"), "host utilization is measured on every machine"
     run = client.get_run(run_id)
     assert run.data.tags["advisor.run_id"] == cb.writer.run_id
+    params = run.data.params  # the run's settings, as MLflow params
+    assert params["advisor.backend"] == "tensorflow" and params["advisor.steps_per_execution"] == "1"
+    assert int(params["advisor.batch_size"]) > 0 and params["advisor.workers"] == "1"
     files = _artifacts(client, run_id)
     assert {"advisor/report.json", "advisor/plots/epochs.png", "advisor/run/run.json"} <= files
     # The series was logged during training: the export at the end did not log it again.

@@ -138,7 +138,8 @@ def test_slurm_task_roles():
            "ADVISOR_TASKS_PER_NODE": "4", "ADVISOR_SCALE_STRATEGY": "multiworker", "ADVISOR_PORT_BASE": "3000"}
     out = task_env(env)
     cfg = json.loads(out["TF_CONFIG"])
-    assert cfg["cluster"]["worker"] == ["n1:3000", "n1:3001", "n1:3002", "n1:3003", "n2:3000", "n2:3001"]
+    # one port per rank: two node daemons of one host (a test cluster) share its address
+    assert cfg["cluster"]["worker"] == ["n1:3000", "n1:3001", "n1:3002", "n1:3003", "n2:3004", "n2:3005"]
     assert cfg["task"]["index"] == 5 and (out["ADVISOR_RANK"], out["ADVISOR_WORLD_SIZE"]) == ("5", "6")
     jax = task_env({**env, "ADVISOR_SCALE_STRATEGY": "jax", "SLURM_PROCID": "0"})
     assert jax["ADVISOR_COORDINATOR"] == "n1:3000" and "TF_CONFIG" not in jax

@@ -23,6 +23,7 @@ from click.testing import CliRunner
 
 from advisor.service import Store
 from advisor.store.reader import RunReader
+from advisor.store.schema import BudgetRecord
 from advisor.store.sweep import read_sweep, sweep_dir
 
 pytestmark = [pytest.mark.slow,
@@ -135,6 +136,11 @@ def test_each_run_knows_its_strategy(sweep, config, strategy, ranks, replicas, l
     assert (m.strategy, m.replicas, len(run.ranks), m.num_workers) == (strategy, replicas, ranks, ranks)
     assert m.framework.legacy_keras is legacy
     assert m.framework.backend == ("jax" if config.startswith("jax") else "tensorflow")
+    # Each worker keeps its own time budget (MirroredStrategy, MultiWorkerMirrored, JAX DataParallel).
+    for rank in run.ranks:
+        (final,) = [b for b in run.of_type(BudgetRecord, rank=rank) if b.final]
+        assert sum(final.seconds.values()) == pytest.approx(final.wall_seconds, abs=1e-4)
+        assert final.seconds["train_steps"] > 0
 
 
 def test_report_of_the_real_sweep(sweep):

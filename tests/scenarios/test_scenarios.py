@@ -1,5 +1,6 @@
-"""Two scenarios of the diagnosis suite, end to end with default options: a real input-bound
-training is diagnosed with the cause first, and a healthy one raises no warning.
+"""Three scenarios of the diagnosis suite, end to end with default options: a real input-bound
+training and a fit slowed by its own per-batch callback are diagnosed with the cause first, and a
+healthy one with the usual callbacks (EarlyStopping, CSVLogger, TensorBoard) raises no warning.
 
 The whole suite (16 scenarios, ~10 min) is ``python benchmarks/diagnosis.py``; here the fits are
 shortened to 20 s (still long enough for the default baseline) so that CI proves the mechanism
@@ -28,7 +29,7 @@ import suite  # noqa: E402
 SECONDS = "20"
 
 
-@pytest.fixture(params=["sequential_python_map", "healthy"])
+@pytest.fixture(params=["sequential_python_map", "slow_callback", "healthy_callbacks"])
 def scored(request, tmp_path, monkeypatch):
     monkeypatch.setenv("ADVISOR_SCENARIO_SECONDS", SECONDS)
     (expected,) = suite.scenarios([request.param])

@@ -78,3 +78,13 @@ def test_redaction_is_idempotent_and_leaves_plain_text_alone():
     once = redact_text(LOG_TAIL)
     assert redact_text(once) == once
     assert redact_argv(redact_argv(ARGV)) == redact_argv(ARGV)
+
+
+@pytest.mark.parametrize("prefix", ["unrecognized arguments: ", "error: ", "args: ", "cmd=", "note: x "])
+@pytest.mark.parametrize("secret", ["--api-key=sk-short12", "--hf-token=abc123", "DB_PASSWORD=hunter2",
+                                    "--auth-token=t0k3n"])
+def test_a_secret_behind_a_harmless_name_is_hidden(prefix, secret):
+    # argparse's "unrecognized arguments: --api-key=sk-…" in a worker's log tail: the outer
+    # "arguments: …" assignment matched first and hid the inner one from the name check.
+    out = redact_text(prefix + secret)
+    assert out == prefix + secret.split("=", 1)[0] + "=***"

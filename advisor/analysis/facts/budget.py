@@ -73,7 +73,7 @@ FACTS = (
     Fact("callbacks.slowest_batch_hook", "", "the costliest hook runs at every batch", "budget", "bool"),
     Fact("callbacks.slowest_ms_per_step", "ms", "the costliest callback hook's time per training step", "budget"),
     Fact("callbacks.slowest_step_share", "fraction", "the costliest callback hook's time ÷ the training loop's "
-         "time (steps and the hooks run between them)", "budget"),
+         "time (the steps and the other callbacks' hooks)", "budget"),
     Fact("callbacks.slowest_share", "fraction", "the costliest callback hook's time ÷ the fit's wall clock",
          "budget"),
     Fact("callbacks.step_ms", "ms", "one training step without other callbacks' hooks", "budget"),
@@ -101,7 +101,11 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
     records = run.of_type(BudgetRecord, rank=ranks[0] if ranks else None)
     out: dict[str, Any] = {}
     if records:
-        last_t = max((r.t for _, r in run.all_records() if _ == (ranks[0] if ranks else 0)), default=None)
+        chief = ranks[0] if ranks else 0
+        # The run's last sign of work: its end record (and the events of its closing) may come much
+        # later, when a failed fit is closed by the next one or at exit.
+        last_t = max((r.t for rank, r in run.all_records() if rank == chief and r.type not in ("end", "event")),
+                     default=None)
         out.update(_budget(records[-1], facts, last_t))
     baselines = run.of_type(BaselineRecord, rank=ranks[0] if ranks else None)
     if baselines and baselines[-1].hooks_rounds:
@@ -155,7 +159,9 @@ def _callbacks(record: BudgetRecord, seconds: dict[str, float], wall: float) -> 
     rows = record.callbacks
     out: dict[str, Any] = {"callbacks.seconds": round(seconds.get("callbacks", 0.0), 4)}
     batch = sum(r.seconds for r in rows if r.hook in BATCH_HOOKS)
-    loop = seconds.get("train_steps", 0.0) + batch  # the training loop: steps and the hooks between them
+    # The training loop: its steps and the other callbacks' hooks (per batch or per epoch), so a
+    # hook's share of it is at most 1 whichever hook it is.
+    loop = seconds.get("train_steps", 0.0) + sum(r.seconds for r in rows if r.kind != "checkpoint")
     if steps:
         out["callbacks.step_ms"] = seconds.get("train_steps", 0.0) / steps * 1000.0
         out["callbacks.batch_ms_per_step"] = batch / steps * 1000.0

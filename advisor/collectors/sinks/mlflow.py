@@ -7,10 +7,14 @@ thread of its own turns each finished window into ``advisor.*`` metrics
 (:mod:`advisor.integrations.mlflow_metrics`) and logs them with ``MlflowClient.log_batch``. The
 training thread only puts records on a queue.
 
+The run's settings (batch size, strategy, backend, dtype policy, ``steps_per_execution``, XLA,
+workers) are logged once as MLflow params named ``advisor.*``.
+
 When the run directory is complete, the report and the plots are made by ``advisor export RUN
 --to mlflow`` in a child process (the analysis half never runs inside the training process: it
-reads the finished run directory, like every other reader), bounded by a timeout. Any failure is
-logged once and recorded; ``fit`` goes on.
+reads the finished run directory, like every other reader), bounded by a timeout. ``fit`` does
+not wait for it: a thread follows the child, and the interpreter waits for that thread at exit
+(``export_thread``). Any failure is logged once and recorded; ``fit`` goes on.
 """
 
 from __future__ import annotations
@@ -33,6 +37,12 @@ log = logging.getLogger("advisor")
 EXPORT_TIMEOUT_S = 120.0  # $ADVISOR_MLFLOW_EXPORT_TIMEOUT_S overrides
 JOIN_TIMEOUT_S = 10.0
 _STOP = object()
+# MLflow param name → the context fact it comes from (context.<key>)
+PARAMS = {
+    "advisor.batch_size": "global_batch_size", "advisor.strategy": "strategy", "advisor.backend": "backend",
+    "advisor.dtype_policy": "dtype_policy", "advisor.steps_per_execution": "steps_per_execution",
+    "advisor.jit_compile": "jit_compile", "advisor.replicas": "replicas",
+}
 
 
 class MlflowCollector(Collector):
@@ -49,6 +59,7 @@ class MlflowCollector(Collector):
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._client: Any = None
+        self.export_thread: threading.Thread | None = None  # the end-of-run export, running beside the script
 
     def on_train_begin(self) -> None:
         if self.session.rank != 0:  # the chief logs for the job
@@ -86,6 +97,7 @@ class MlflowCollector(Collector):
 
             self._client = MlflowClient(tracking_uri=self.tracking_uri)
             self._client.set_tag(self.run_id, "advisor.run_id", self.session.writer.run_id)
+            self._log_params()
             while True:
                 record = self._queue.get()
                 if record is _STOP:
@@ -114,12 +126,32 @@ class MlflowCollector(Collector):
             self._note("warning", f"MLflow logging did not finish within {JOIN_TIMEOUT_S:.0f} s; "
                                   "later windows are not in MLflow")
 
+    def _log_params(self) -> None:
+        """The run's settings as MLflow params (``advisor.*``); a clash with a param the user
+        logged under the same name is a note, never a failure of the series."""
+        from mlflow.entities import Param
+
+        context = self.session.notes.context
+        params = {name: context.get(f"context.{key}") for name, key in PARAMS.items()}
+        params["advisor.backend"] = params["advisor.backend"] or self.session.backend
+        params["advisor.workers"] = self.session.num_workers
+        batch = [Param(k, str(v)) for k, v in params.items() if v is not None]
+        try:
+            self._client.log_batch(self.run_id, params=batch, synchronous=True)
+        except Exception as exc:
+            self._note("info", f"MLflow params not logged ({type(exc).__name__}: {str(exc)[:200]})")
+
     def on_run_closed(self, status: str) -> None:
-        """The report and plots, by ``advisor export --to mlflow`` in a child process."""
+        """The report and plots, by ``advisor export --to mlflow`` in a child process that the
+        fit does not wait for (a non-daemon thread follows it: the interpreter waits at exit)."""
         if not self.export or self.run_id is None:
             return
+        self.export_thread = threading.Thread(target=self._export, name="advisor-mlflow-export", daemon=False)
+        self.export_thread.start()
+
+    def _export(self) -> None:
         argv = [sys.executable, "-m", "advisor.cli.main", "--runs-dir", str(self.session.writer.runs_dir), "export",
-                str(self.session.writer.run_id), "--to", "mlflow", "--mlflow-run", self.run_id,
+                str(self.session.writer.run_id), "--to", "mlflow", "--mlflow-run", str(self.run_id),
                 "--tracking-uri", str(self.tracking_uri), "--no-series"]
         timeout = float(os.environ.get("ADVISOR_MLFLOW_EXPORT_TIMEOUT_S", EXPORT_TIMEOUT_S))
         try:

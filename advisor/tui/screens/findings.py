@@ -127,7 +127,8 @@ class FindingsScreen(AdvisorScreen):
             text.append(f"\n  {how} ")
             text.append(f"({' '.join(codes)})", style="dim")
         if len(groups) > MAX_DECIDE_LINES:
-            text.append(f"\n  … {len(groups) - MAX_DECIDE_LINES} more ways: status unknown lists them", style="dim")
+            more = len(groups) - MAX_DECIDE_LINES
+            text.append(f"\n  … {more} more way{'' if more == 1 else 's'}: status unknown lists them", style="dim")
         return text
 
     @on(LoadFailed)

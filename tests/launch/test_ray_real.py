@@ -1,0 +1,191 @@
+"""`advisor scale --launcher ray` on a real local Ray cluster of two simulated nodes (one CPU
+each, ``ray.cluster_utils.Cluster``): a 1- and 2-worker tf_keras multiworker sweep runs to
+completion with its two workers on two nodes, and `advisor report` has both rows with the
+columns of a local sweep's; a configuration whose Ray actor is killed is failed with the reason,
+and the sweep goes on. One cluster for the module (its start costs seconds)."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import io
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from click.testing import CliRunner
+
+from advisor.store.reader import RunReader
+from advisor.store.sweep import read_sweep, sweep_dir
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(importlib.util.find_spec("ray") is None,
+                       reason="needs Ray: pip install 'keras-advisor[ray]'"),
+    pytest.mark.skipif(importlib.util.find_spec("tf_keras") is None, reason="needs tf_keras"),
+]
+
+TRAIN = str(Path(__file__).resolve().parents[2] / "examples" / "scaling" / "train.py")
+TINY = ["--epochs", "2", "--samples", "1024", "--hidden", "32", "--batch-per-replica", "32"]
+SWEEP, KILL, LOCAL = (f"{name}{os.getpid()}" for name in ("ray", "raykill", "raylocal"))
+
+
+def _cli(runs_dir: Path, *args: str):
+    from advisor.cli.main import cli
+
+    return CliRunner().invoke(cli, ["--runs-dir", str(runs_dir), *args], catch_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    from ray.cluster_utils import Cluster
+
+    small = {"num_cpus": 1, "object_store_memory": 80 * 1024**2, "include_dashboard": False}
+    head = Cluster(initialize_head=True, head_node_args=small)
+    head.add_node(**{k: v for k, v in small.items() if k != "include_dashboard"})
+    head.wait_for_nodes()
+    yield head
+    head.shutdown()
+
+
+@pytest.fixture(scope="module")
+def sweep(cluster, tmp_path_factory):
+    runs = tmp_path_factory.mktemp("ray-sweep") / "runs"
+    result = _cli(runs, "scale", "--launcher", "ray", "--address", cluster.address, "--workers", "1,2",
+                  "--strategy", "multiworker", "--timeout", "120", "--sweep-id", SWEEP, "--",
+                  sys.executable, TRAIN, *TINY)
+    return runs, result
+
+
+def _processes_of(run_id: str) -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter(["status"]):
+        try:
+            if proc.info["status"] != psutil.STATUS_ZOMBIE and proc.environ().get("ADVISOR_RUN_ID") == run_id:
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
+
+
+def test_the_sweep_runs_to_completion_on_two_nodes(sweep):
+    runs, result = sweep
+    record = read_sweep(sweep_dir(runs, SWEEP))
+    failed = {c.run_id: (c.reason, c.log_tail) for c in record.configs if c.status != "finished"}
+    assert failed == {}, failed
+    assert result.exit_code == 0, result.output
+    assert record.launcher == "ray"
+    assert [(c.strategy, c.workers) for c in record.configs] == [("multiworker", 1), ("multiworker", 2)]
+    one, two = (c.nodes for c in record.configs)
+    assert len(one) == 1 and len(two) == 2 and two[0] != two[1]  # SPREAD: one worker per node
+    assert f"Scaling report — sweep {SWEEP}" in result.stdout
+    for rec in record.configs:
+        run = RunReader(runs / rec.run_id).read()
+        assert run.status == "finished" and len(run.ranks) == rec.workers
+        assert run.manifest.strategy == "CollectiveAllReduceStrategy" and run.manifest.replicas == rec.workers
+        assert _processes_of(rec.run_id) == []  # no worker outlives its configuration
+
+
+def _report(runs: Path, sweep_id: str, fmt: str) -> str:
+    result = _cli(runs, "report", sweep_id, "--format", fmt)
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_the_report_has_both_rows_with_a_local_sweeps_columns(sweep, tmp_path):
+    runs, _ = sweep
+    local = _cli(tmp_path, "scale", "--workers", "1", "--strategy", "multiworker", "--timeout", "120",
+                 "--sweep-id", LOCAL, "--no-report", "--", sys.executable, TRAIN, *TINY)
+    assert local.exit_code == 0, local.output
+    ray_rows = list(csv.DictReader(io.StringIO(_report(runs, SWEEP, "csv"))))
+    (local_row,) = csv.DictReader(io.StringIO(_report(tmp_path, LOCAL, "csv")))
+    assert [(r["strategy"], r["workers"]) for r in ray_rows] == [("multiworker", "1"), ("multiworker", "2")]
+    assert list(ray_rows[0]) == list(local_row)
+    filled = {k for k, v in local_row.items() if v}
+    assert {k for k, v in ray_rows[0].items() if v} == filled  # same columns measured at one worker
+    assert all(float(r["samples_per_s"]) > 0 and float(r["epoch_s"]) > 0 for r in ray_rows)
+    header = [line for line in _report(runs, SWEEP, "text").splitlines() if line.startswith("strategy")]
+    local_header = [line for line in _report(tmp_path, LOCAL, "text").splitlines()
+                    if line.startswith("strategy")]
+    assert [h.split() for h in header] == [h.split() for h in local_header]
+
+
+def _kill_actor_of_rank(run_id: str, rank: str, stop: threading.Event) -> list[int]:
+    """SIGKILL the Ray actor (the parent process) of worker ``rank`` once that worker runs."""
+    killed: list[int] = []
+
+    def watch() -> None:
+        while not stop.is_set():
+            for proc in _processes_of(run_id):
+                try:
+                    if proc.environ().get("ADVISOR_RANK") == rank:
+                        actor = proc.parent()
+                        time.sleep(2.0)  # let the worker start its training
+                        actor.send_signal(signal.SIGKILL)
+                        killed.append(actor.pid)
+                        return
+                except psutil.Error:
+                    continue
+            time.sleep(0.2)
+
+    threading.Thread(target=watch, daemon=True).start()
+    return killed
+
+
+# The configuration after the killed one: jax x2 (gloo across the two nodes) where JAX is installed.
+AFTER = "jax" if importlib.util.find_spec("jax") else "mirrored"
+
+
+def test_a_killed_actor_fails_its_configuration_and_the_sweep_goes_on(cluster, sweep, tmp_path):
+    stop = threading.Event()
+    killed = _kill_actor_of_rank(f"{KILL}-multiworker-n2-r0", "1", stop)
+    t0 = time.monotonic()
+    try:
+        result = _cli(tmp_path, "scale", "--launcher", "ray", "--address", cluster.address, "--workers", "2",
+                      "--strategy", "multiworker", "--strategy", AFTER, "--timeout", "120",
+                      "--sweep-id", KILL, "--no-report", "--", sys.executable, TRAIN, *TINY)
+    finally:
+        stop.set()
+    assert killed, "the watcher never saw worker 1 start"
+    multiworker, after = read_sweep(sweep_dir(tmp_path, KILL)).configs
+    assert multiworker.status == "failed" and multiworker.reason.startswith("worker 1's Ray actor died")
+    assert multiworker.seconds is not None and multiworker.seconds < 60
+    assert after.status == "finished", (after.reason, after.log_tail)  # the sweep went on
+    assert result.exit_code == 1
+    assert "multiworker ×2: worker 1's Ray actor died" in result.stderr
+    assert _processes_of(multiworker.run_id) == []  # rank 0 stopped, rank 1 died with its actor
+    assert time.monotonic() - t0 < 150
+
+
+def test_ctrl_c_stops_the_workers_and_the_local_ray_instance(tmp_path):
+    """Without --address the sweep starts its own Ray instance; Ctrl-C (SIGINT) stops the workers,
+    kills the actors and shuts that instance down: nothing the sweep started is left."""
+    sweep_id = f"raysigint{os.getpid()}"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "advisor.cli.main", "--runs-dir", str(tmp_path), "scale", "--launcher", "ray",
+         "--workers", "2", "--strategy", "multiworker", "--sweep-id", sweep_id, "--no-report", "--",
+         sys.executable, TRAIN, *TINY, "--epochs", "50"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 90
+        while len(_processes_of(f"{sweep_id}-multiworker-n2-r0")) < 2:
+            if proc.poll() is not None:
+                pytest.fail(f"the sweep ended first: {proc.stderr.read()[-2000:]!r}")
+            assert time.monotonic() < deadline, "the workers did not start within 90 s"
+            time.sleep(0.3)
+        started = psutil.Process(proc.pid).children(recursive=True)  # Ray's daemons, actors, workers
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err.decode(errors="replace")[-2000:]
+    _, alive = psutil.wait_procs(started, timeout=15)
+    assert [p.name() for p in alive if p.status() != psutil.STATUS_ZOMBIE] == []

@@ -1,0 +1,109 @@
+"""`advisor scale --launcher slurm` on a real Slurm 22.05 cluster of this host (two node daemons,
+tests/launch/conftest.py): a 1- and 2-worker multiworker (and jax) sweep runs to completion, each
+job after the other, on a CPU partition asked for no GPUs; the job ids are in the sweep and in the runs;
+`advisor report` has both rows; a job cancelled with scancel is failed with Slurm's reason."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from advisor.store.reader import RunReader
+from advisor.store.sweep import read_sweep, sweep_dir
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(importlib.util.find_spec("tf_keras") is None, reason="needs tf_keras")]
+
+TRAIN = str(Path(__file__).resolve().parents[2] / "examples" / "scaling" / "train.py")
+TINY = ["--epochs", "2", "--samples", "1024", "--hidden", "32", "--batch-per-replica", "32"]
+SWEEP, CANCEL = (f"{name}{os.getpid()}" for name in ("slurm", "scancel"))
+STRATEGIES = ["multiworker"] + (["jax"] if importlib.util.find_spec("jax") else [])
+
+
+def _cli(runs_dir: Path, *args: str):
+    from advisor.cli.main import cli
+
+    return CliRunner().invoke(cli, ["--runs-dir", str(runs_dir), *args], catch_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def sweep(slurm_cluster, tmp_path_factory):
+    runs = tmp_path_factory.mktemp("slurm-sweep") / "runs"
+    strategies = [arg for s in STRATEGIES for arg in ("--strategy", s)]
+    result = _cli(runs, "scale", "--launcher", "slurm", "--wait", "--workers", "1,2", *strategies,
+                  "--timeout", "120", "--sweep-id", SWEEP, "--",
+                  sys.executable, TRAIN, *TINY)
+    return runs, result
+
+
+def test_the_sweep_runs_to_completion_one_job_after_the_other(sweep, slurm_cluster):
+    runs, result = sweep
+    record = read_sweep(sweep_dir(runs, SWEEP))
+    failed = {c.run_id: (c.reason, c.log_tail) for c in record.configs if c.status != "finished"}
+    assert failed == {}, failed
+    assert result.exit_code == 0, result.output
+    assert [(c.strategy, c.workers) for c in record.configs] == [(s, n) for s in STRATEGIES for n in (1, 2)]
+    jobs = [c.job_id for c in record.configs]
+    assert all(jobs) and len(set(jobs)) == len(jobs)
+    assert [c.nodes for c in record.configs[:2]] == [["n1"], ["n1", "n2"]]  # two workers span two nodes
+    assert f"submitted job {jobs[1]}" in result.stdout
+    assert f"Scaling report — sweep {SWEEP}" in result.stdout
+    for rec in record.configs:
+        script = Path(rec.script).read_text()
+        assert "--gpus" not in script and "29400" not in script  # a CPU partition; ports from the job id
+    # chained (afterany): each job started after the one before it had ended, never side by side
+    spans = [_start_end(slurm_cluster, job) for job in jobs]
+    assert all(later[0] >= earlier[1] for earlier, later in zip(spans, spans[1:]))
+
+
+def _start_end(cluster, job_id: str) -> tuple[float, float]:
+    from advisor.launch.slurm_jobs import parse_scontrol
+
+    fields = parse_scontrol(cluster.run("scontrol", "-o", "show", "job", job_id))
+    return tuple(time.mktime(time.strptime(fields[k], "%Y-%m-%dT%H:%M:%S")) for k in ("StartTime", "EndTime"))
+
+
+def test_each_run_records_its_job_and_nodes(sweep):
+    runs, _ = sweep
+    for rec in read_sweep(sweep_dir(runs, SWEEP)).configs:
+        run = RunReader(runs / rec.run_id).read()
+        assert run.status == "finished" and len(run.ranks) == rec.workers
+        assert run.manifest.tags["slurm.job_id"] == rec.job_id
+        assert run.manifest.tags["slurm.nodes"] == ",".join(rec.nodes)
+
+
+def test_the_report_shows_both_rows(sweep):
+    runs, _ = sweep
+    result = _cli(runs, "report", SWEEP, "--format", "csv")
+    assert result.exit_code == 0, result.output
+    rows = [line.split(",")[:2] for line in result.stdout.splitlines()[1:] if line]
+    assert rows == [[s, str(n)] for s in STRATEGIES for n in (1, 2)]
+
+
+def test_a_cancelled_job_fails_with_slurms_reason(slurm_cluster, tmp_path):
+    runs = tmp_path / "runs"
+
+    def cancel_when_running() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            out = slurm_cluster.run("squeue", "-h", "-t", "RUNNING", "-n", "advisor-single-n1-r0", "-o", "%i")
+            if out.strip():
+                slurm_cluster.run("scancel", out.split()[0])
+                return
+            time.sleep(0.3)
+
+    canceller = threading.Thread(target=cancel_when_running)
+    canceller.start()
+    result = _cli(runs, "scale", "--launcher", "slurm", "--wait", "--workers", "1", "--strategy", "single",
+                  "--timeout", "60", "--sweep-id", CANCEL, "--", sys.executable, "-c", "import time; time.sleep(50)")
+    canceller.join()
+    (rec,) = read_sweep(sweep_dir(runs, CANCEL)).configs
+    assert rec.status == "failed" and rec.reason.startswith(f"Slurm job {rec.job_id} CANCELLED"), rec.reason
+    assert result.exit_code == 1 and "CANCELLED" in result.stderr
