@@ -51,7 +51,7 @@ def test_a_faster_backend_outside_its_band_fails_g560(tmp_path):
                                                     "jax+jit": [200, 202, 198, 200, 200]}))
     assert facts["backends.own"] == "tensorflow" and facts["backends.best"] == "jax+jit"
     assert facts["backends.best_speedup"] == pytest.approx(2.0)
-    assert facts["backends.best_band"] == pytest.approx(0.01 + 0.01)
+    assert facts["backends.best_band"] == pytest.approx(0.0)  # the paired ratios: 2.0 in every round
     assert facts["backends.best_change"] == "KERAS_BACKEND=jax, jit_compile=True"
     assert facts["backends.measured"] == 2
     assert [row["candidate"] for row in facts["backends.table"]] == ["jax+jit", "tensorflow", "torch"]
@@ -63,3 +63,17 @@ def test_the_own_fastest_or_within_noise_passes(tmp_path):
     facts = _facts(tmp_path, _result("jax+jit", {"jax+jit": [200, 201, 199, 200], "tensorflow": [150, 151, 149, 150]}))
     assert facts["backends.best_speedup"] == pytest.approx(0.75)
     assert _g560(facts).status == "pass"
+
+
+def test_a_machine_slowing_down_in_some_rounds_does_not_widen_the_paired_band(tmp_path):
+    own, jax = [100, 60, 100, 60, 100, 60], [130, 78, 130, 78, 130, 78]  # 1.3× in every pass
+    facts = _facts(tmp_path, _result("tensorflow", {"tensorflow": own, "jax+jit": jax}))
+    assert facts["backends.best_speedup"] == pytest.approx(1.3) and facts["backends.best_band"] == pytest.approx(0.0)
+    assert _g560(facts).status == "fail"  # unpaired, the two 25% bands added would hide the 1.3×
+
+
+def test_rounds_that_do_not_pair_up_add_the_two_bands(tmp_path):
+    facts = _facts(tmp_path, _result("tensorflow", {"tensorflow": [100, 101, 99, 100, 100],
+                                                    "jax+jit": [200, 202, 198, 200]}))
+    assert facts["backends.best_speedup"] == pytest.approx(2.0)
+    assert facts["backends.best_band"] == pytest.approx(0.01 + 0.01)

@@ -21,6 +21,12 @@ def _one_line(reason: str | None) -> bool:
     return bool(reason) and "\n" not in reason and len(reason) <= 400  # type: ignore[arg-type]
 
 
+def _children() -> list:
+    import psutil
+
+    return [p for p in psutil.Process().children(recursive=True) if "backends.child" in " ".join(p.cmdline())]
+
+
 def test_dense_model_on_every_backend_without_torch_compile() -> None:
     model = dense_model()
     before = [w.copy() for w in model.get_weights()]
@@ -28,10 +34,10 @@ def test_dense_model_on_every_backend_without_torch_compile() -> None:
     assert result.own == "tensorflow"  # jit_compile "auto" resolves to False on a CPU-only TensorFlow
     assert list(result.candidates) == ["tensorflow", "tensorflow+jit", "jax", "jax+jit", "torch"]
     for candidate in result.candidates.values():
-        if candidate.status == MEASURED:
+        if candidate.status == MEASURED:  # interleaved with the own's: four rounds each, paired
             assert len(candidate.rounds) == 4 and candidate.samples_per_s > 0
             assert candidate.band is not None and candidate.compile_seconds is not None
-            assert result.speedup(candidate) is not None
+            assert result.speedup(candidate) is not None and result.paired_ratios(candidate) is not None
         else:
             assert candidate.status in (FAILED, NOT_INSTALLED) and _one_line(candidate.reason), candidate
     assert result.candidates["tensorflow"].status == MEASURED
@@ -40,6 +46,7 @@ def test_dense_model_on_every_backend_without_torch_compile() -> None:
     rows = {row["candidate"]: row for row in result.to_dict()["candidates"]}
     assert rows["jax+jit"]["change"] == "KERAS_BACKEND=jax, jit_compile=True"
     assert "tensorflow *" in result.render()
+    assert _children() == []  # every candidate's process stopped once its rounds were done
 
 
 def test_tf_only_custom_layer_gets_a_reason_per_backend() -> None:
@@ -57,6 +64,7 @@ def test_a_child_that_overruns_is_killed_with_a_reason() -> None:
     for candidate in result.candidates.values():
         assert candidate.status == FAILED and candidate.reason.startswith("timed out after 2 s")
         assert candidate.seconds < 10
+    assert _children() == []
 
 
 def test_torch_compile_is_measured_or_explained() -> None:

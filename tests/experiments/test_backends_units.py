@@ -77,13 +77,31 @@ def test_speedup_band_and_table() -> None:
                          "torch": BackendCandidate(Config("torch", False), FAILED, "cannot rebuild the model on torch: X")}
     jax = result.candidates["jax+jit"]
     assert result.speedup(jax) == pytest.approx(2.0)
-    assert result.speedup_band(jax) == pytest.approx(0.01 + 0.02)
+    assert result.speedup_band(jax) == pytest.approx(0.0101, abs=1e-4)  # the paired ratios 2.0, 2.02, 1.98, 2.0
     assert [c.name for c in result.measured()] == ["jax+jit", "tensorflow"]
-    assert result.summary() == "jax+jit 2.00× (±3%); tensorflow 1.00× (±2%) (own)"
+    assert result.summary() == "jax+jit 2.00× (±1%); tensorflow 1.00× (±0%) (own)"
     rows = {r["candidate"]: r for r in result.to_dict()["candidates"]}
     assert rows["torch"]["reason"].startswith("cannot rebuild") and rows["jax+jit"]["rounds"] == [200, 204, 196, 200]
     text = result.render()
     assert "tensorflow *" in text and "2.00×" in text and "failed: cannot rebuild the model on torch" in text
+
+
+def test_paired_rounds_cancel_the_machine_slowing_down_and_unpaired_ones_add_their_bands() -> None:
+    result = BackendsResult("tensorflow", 64, 8)
+    # every second pass ran on a machine 40% slower, for both: the paired ratios are all 2.0
+    result.candidates = {"tensorflow": _measured("tensorflow", [100, 60] * 3), "jax+jit": _measured("jax+jit", [200, 120] * 3)}
+    jax = result.candidates["jax+jit"]
+    assert jax.relative_band == pytest.approx(0.25) and result.candidates["tensorflow"].relative_band == pytest.approx(0.25)
+    assert result.paired_ratios(jax) == [2.0] * 6
+    assert result.speedup(jax) == pytest.approx(2.0) and result.speedup_band(jax) == pytest.approx(0.0)
+    # a stalled round (under a third of the arm's median) is left out of the pairs
+    result.candidates["jax+jit"] = jax = _measured("jax+jit", [200, 120, 200, 120, 200, 20])
+    assert result.paired_ratios(jax) == [2.0] * 5
+    # rounds that do not pair up (a candidate with fewer): the ratio of the medians, the bands added
+    result.candidates["jax+jit"] = jax = _measured("jax+jit", [200, 204, 196])
+    result.candidates["tensorflow"] = _measured("tensorflow", [100, 101, 99, 100])
+    assert result.paired_ratios(jax) is None
+    assert result.speedup(jax) == pytest.approx(2.0) and result.speedup_band(jax) == pytest.approx(0.01 + 0.02)
 
 
 def test_child_reasons_are_one_clean_line() -> None:

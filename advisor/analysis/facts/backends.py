@@ -3,9 +3,11 @@
 against the run's own measured the same way (``advisor.experiments.backends``).
 
 ``backends.best`` is the fastest measured candidate other than the run's own;
-``backends.best_speedup`` its samples/s ÷ the own's (ratio of the medians of their rounds) and
-``backends.best_band`` the ± of that ratio as a share: the two medians' relative bands added
-(``advisor.store.bands``), since the rounds of two processes are not paired.
+``backends.best_speedup`` its samples/s ÷ the own's and ``backends.best_band`` the ± of that
+ratio as a share. The candidates' rounds run interleaved with the own's, round *i* of each in
+the same pass, so the speedup is the median of the paired ratios and its ± their band
+(``advisor.store.bands``); a record whose rounds do not pair up (different counts) gives the
+ratio of the medians and the two medians' relative bands added.
 """
 
 from __future__ import annotations
@@ -26,8 +28,9 @@ FACTS = (
     Fact("backends.measured", "", "backend × compile-mode candidates measured (the own included)", "backends"),
     Fact("backends.seconds", "s", "wall time of the whole backend what-if", "backends"),
     Fact("backends.best", "", "the fastest measured backend × compile mode other than the run's own", "backends", "str"),
-    Fact("backends.best_speedup", "×", "backends.best's samples/s ÷ the run's own (ratio of medians)", "backends"),
-    Fact("backends.best_band", "fraction", "± of backends.best_speedup as a share (the two relative bands added)",
+    Fact("backends.best_speedup", "×", "backends.best's samples/s ÷ the run's own (median of paired rounds)",
+         "backends"),
+    Fact("backends.best_band", "fraction", "± of backends.best_speedup as a share (the paired ratios' band)",
          "backends"),
     Fact("backends.best_change", "", "what to set for backends.best, e.g. KERAS_BACKEND=jax, jit_compile=True",
          "backends", "str"),
@@ -55,8 +58,9 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
     if record.seconds is not None:
         out["backends.seconds"] = record.seconds
     rows: list[dict[str, Any]] = []
+    rounds_of: dict[str, list[float]] = {}
     for c in record.candidates:
-        rounds = [r for r in c.rounds or [] if r and r > 0]
+        rounds = rounds_of[c.name] = [r for r in c.rounds or [] if r and r > 0]
         rows.append({"candidate": c.name, "own": c.name == record.own, "status": c.status, "reason": c.reason,
                      "samples_per_s": median(rounds) if c.status == "measured" and rounds else None,
                      "band": _relative_band(rounds) if c.status == "measured" else None,
@@ -67,10 +71,16 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
     own = next((r for r in measured if r["own"]), None)
     if own is not None:
         out["backends.own_samples_per_s"] = own["samples_per_s"]
+        own_rounds = rounds_of[own["candidate"]]
         for row in measured:
-            row["speedup"] = row["samples_per_s"] / own["samples_per_s"]
-            if row["band"] is not None and own["band"] is not None:
-                row["speedup_band"] = row["band"] + own["band"]
+            mine = rounds_of[row["candidate"]]
+            ratios = bands.paired(mine, own_rounds, lambda a, b: a / b) if len(mine) == len(own_rounds) else []
+            if ratios:
+                row["speedup"], row["speedup_band"] = median(ratios), _relative_band(ratios)
+            else:
+                row["speedup"] = row["samples_per_s"] / own["samples_per_s"]
+                if row["band"] is not None and own["band"] is not None:
+                    row["speedup_band"] = row["band"] + own["band"]
         others = [r for r in measured if not r["own"]]
         if others:
             best = max(others, key=lambda r: r["speedup"])

@@ -7,6 +7,13 @@ measures ``--rounds`` short segments of about ``--seconds / rounds`` each, and w
 ``--out``: samples/s per round, or the stage that failed and why in one line. Imports nothing of
 ``advisor`` but this package's ``export`` (numpy only), so that the backend's own import is all
 the process pays for.
+
+With ``--serve`` it measures no round by itself: once warm it writes one line
+``@advisor {...}`` (status "ready" and the preparation's figures) to stdout, then measures one
+segment for every ``round`` line read from stdin and answers each with ``@advisor {"rate": …}``,
+until ``stop`` or the end of stdin. The parent holds every candidate warm this way and runs their
+rounds in turn, so that a round of each candidate and of the run's own see the same minutes of a
+shared machine.
 """
 
 from __future__ import annotations
@@ -186,13 +193,42 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     out["warmup_seconds"] = time.perf_counter() - timer
     step_seconds = seconds / max(1, steps)
     segment = args.seconds / max(1, args.rounds)
+    segment_steps = max(2, int(segment / max(step_seconds, 1e-6)))
+    if args.serve:
+        out["status"] = "ready"
+        _say(out)
+        out["steps"] = _serve(lambda: _fit(model, feed, keras, segment_steps), batch_size)
+        return out
     steps_total = 0
     for _ in range(args.rounds):
-        done, took = _fit(model, feed, keras, max(2, int(segment / max(step_seconds, 1e-6))))
+        done, took = _fit(model, feed, keras, segment_steps)
         steps_total += done
         out["rounds"].append(done * batch_size / took)
     out["steps"] = steps_total
     return out
+
+
+PREFIX = "@advisor "  # the protocol's lines on stdout; anything else a library prints is ignored
+
+
+def _say(message: dict[str, Any]) -> None:
+    sys.stdout.write(PREFIX + json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def _serve(segment: Any, batch_size: int) -> int:
+    """Answer every ``round`` line on stdin with one measured segment's rate; steps done in all."""
+    steps_total = 0
+    for line in sys.stdin:
+        if line.strip() != "round":
+            break
+        try:
+            done, took = segment()
+        except Exception as exc:  # noqa: BLE001 — a round that fails ends this candidate, with its reason
+            raise Stop("failed", f"a measured round failed: {_line(exc)}") from None
+        steps_total += done
+        _say({"rate": done * batch_size / took, "steps": done})
+    return steps_total
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -205,8 +241,12 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--warmup", type=float, default=0.5, help="seconds of steps after the first")
     parser.add_argument("--import", dest="imports", action="append", default=[])
     parser.add_argument("--torch-threads", type=int, default=None)
-    parser.add_argument("--out", required=True)
-    return parser.parse_args(argv)
+    parser.add_argument("--out", default=None, help="where the result's JSON goes (without --serve)")
+    parser.add_argument("--serve", action="store_true", help="measure a round for every 'round' line on stdin")
+    args = parser.parse_args(argv)
+    if not args.serve and not args.out:
+        parser.error("--out is needed without --serve")
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -219,9 +259,16 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 — whatever else fails is reported, not raised
         traceback.print_exc()
         result = {"status": "failed", "reason": _line(exc)}
-    Path(args.out).write_text(json.dumps(result))
+    if args.serve:
+        if result["status"] != "measured":  # failed before or while serving: the parent reads why
+            _say(result)
+    else:
+        Path(args.out).write_text(json.dumps(result))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # the backend's teardown (seconds for TensorFlow or torch) serves no one

@@ -104,16 +104,31 @@ class BackendsResult:
     def own_candidate(self) -> BackendCandidate | None:
         return self.candidates.get(self.own)
 
+    def paired_ratios(self, candidate: BackendCandidate) -> list[float] | None:
+        """Round *i*'s samples/s ÷ the own's round *i* (the rounds run interleaved, so each pair saw
+        the same minutes of the machine), stalled rounds left out (``bands.paired``); None when the
+        two do not have the same rounds."""
+        own = self.own_candidate()
+        if own is None or not own.rounds or len(candidate.rounds) != len(own.rounds):
+            return None
+        return bands.paired(candidate.rounds, own.rounds, lambda a, b: a / b) or None
+
     def speedup(self, candidate: BackendCandidate) -> float | None:
+        """The median of the paired ratios (or, unpaired, the ratio of the medians)."""
         own = self.own_candidate()
         if own is None or not own.samples_per_s or candidate.samples_per_s is None:
             return None
-        return candidate.samples_per_s / own.samples_per_s
+        ratios = self.paired_ratios(candidate)
+        return median(ratios) if ratios else candidate.samples_per_s / own.samples_per_s
 
     def speedup_band(self, candidate: BackendCandidate) -> float | None:
-        """The speedup's relative ± (the two medians' relative bands added: the candidates ran
-        one after the other, so their rounds are not paired)."""
+        """The speedup's relative ±: the paired ratios' band (or, unpaired, the two medians'
+        relative bands added)."""
         own = self.own_candidate()
+        ratios = self.paired_ratios(candidate)
+        if ratios is not None:
+            found = bands.band(ratios)
+            return found.half_width / found.value if found is not None and found.value else None
         if own is None or candidate.relative_band is None or own.relative_band is None:
             return None
         return candidate.relative_band + own.relative_band
