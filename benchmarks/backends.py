@@ -1,16 +1,23 @@
 """Does the backend what-if rank backends × compile modes as whole fits do? Side by side.
 
     python benchmarks/backends.py [--families mlp,cnn,rnn] [--candidates all|jax+jit,torch,...]
-                                  [--seconds 3] [--fit-seconds 3] [--torch-threads 1]
+                                  [--seconds 3] [--fit-seconds 3] [--passes 5] [--torch-threads 1]
 
 For each model family (an MLP, a small CNN, a small LSTM) the script runs the backend what-if
 (``advisor.experiments.backends.measure_backends``: cached batches, each candidate in a fresh
-process) and then, for every candidate, a whole ``model.fit`` on the same arrays in a fresh
-process with ``KERAS_BACKEND`` and ``jit_compile`` set (a warm-up fit, then a fit sized to about
-``--fit-seconds`` in three parts; the median of their samples/s). The table gives both speedups over the run's own
-(TensorFlow, ``jit_compile`` as Keras resolves it) and their difference; the issue's target is the
-same ranking and gains within ±15% where outside noise. Whole fits include Keras's array input
-(the what-if leaves input out), so a gap can be the input's share. Timings vary by machine.
+process, rounds interleaved with the own's) and then, for every measured candidate, whole
+``model.fit`` calls on the same arrays in a fresh process with ``KERAS_BACKEND`` and
+``jit_compile`` set. Those processes too start one after another and wait warm (a warm-up fit,
+then fits sized to about ``--fit-seconds / 3``); then ``--passes`` passes each time one whole fit
+of the own and one of every candidate in turn, so that each candidate's fit is paired with an
+own's fit of the same minutes. The table gives both speedups over the run's own (TensorFlow,
+``jit_compile`` as Keras resolves it; each the median of paired ratios, with its band) and their
+difference; the issue's target is the same ranking and gains within ±15% where outside noise.
+Whole fits include Keras's array input (shuffling, batching; the what-if leaves input out), so
+a gap can be the input's share; their arrays are repeated (``--fit-repeat 4``) so that an epoch
+holds 256 steps, as the what-if's segments do: on 64-step epochs TensorFlow's cost per epoch
+(~30 ms on the development VM, its iterator) is ~20% of an MLP's epoch and the what-if, which
+counts it once per 256 steps, does not see it. Timings vary by machine.
 """
 
 from __future__ import annotations
@@ -49,8 +56,12 @@ def build(family: str):  # type: ignore[no-untyped-def]
     return model, x, rng.integers(0, 10, ROWS)
 
 
+PREFIX = "@fit "
+
+
 def fit_child(args: argparse.Namespace) -> None:
-    """In a fresh process: a whole fit of the saved model on the arrays, samples/s to stdout."""
+    """In a fresh process: warm, then one whole fit of the saved model on the arrays for every
+    ``fit`` line on stdin, its samples/s on stdout."""
     backend = os.environ["KERAS_BACKEND"]
     if backend == "torch" and args.torch_threads:
         import torch
@@ -64,31 +75,76 @@ def fit_child(args: argparse.Namespace) -> None:
     model.compile_from_config(config)
     with np.load(args.data) as found:
         x, y = found["x"], found["y"]
+    x, y = np.concatenate([x] * args.fit_repeat), np.concatenate([y] * args.fit_repeat)  # epochs as long as the what-if's
     model.fit(x, y, batch_size=BATCH, epochs=1, steps_per_epoch=5, verbose=0)  # compiling
     started = time.perf_counter()
     model.fit(x, y, batch_size=BATCH, epochs=1, steps_per_epoch=10, verbose=0)
     step = (time.perf_counter() - started) / 10
-    part = args.fit_seconds / 3  # three timed fits: the median of their rates
-    steps = max(10, min(ROWS // BATCH, int(part / max(step, 1e-6))))
+    part = args.fit_seconds / 3  # one timed fit
+    steps = max(10, min(len(x) // BATCH, int(part / max(step, 1e-6))))
     epochs = max(1, int(part / max(step * steps, 1e-6)))
-    rates = []
-    for _ in range(3):
+    print(PREFIX + json.dumps({"ready": True}), flush=True)
+    for line in sys.stdin:
+        if line.strip() != "fit":
+            break
         started = time.perf_counter()
         model.fit(x, y, batch_size=BATCH, epochs=epochs, steps_per_epoch=steps, verbose=0)
-        rates.append(epochs * steps * BATCH / (time.perf_counter() - started))
-    print(json.dumps({"samples_per_s": sorted(rates)[1]}))
+        print(PREFIX + json.dumps({"samples_per_s": epochs * steps * BATCH / (time.perf_counter() - started)}),
+              flush=True)
+    sys.stdout.flush()
+    os._exit(0)
 
 
-def whole_fit(model_path: Path, data_path: Path, backend: str, jit: bool, args: argparse.Namespace) -> float | None:
-    command = [sys.executable, __file__, "--fit-child", "--model", str(model_path), "--data", str(data_path),
-               "--jit", str(jit), "--fit-seconds", str(args.fit_seconds), "--torch-threads", str(args.torch_threads)]
-    env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2")
+def _answer(proc: subprocess.Popen[str]) -> dict | None:
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith(PREFIX):
+            return json.loads(line[len(PREFIX):])
+    return None
+
+
+def whole_fits(model_path: Path, data_path: Path, configs: dict[str, tuple[str, bool]], own: str,
+               args: argparse.Namespace) -> dict[str, list[float]]:
+    """Samples/s of every config's whole fits, ``--passes`` each, interleaved (the own first)."""
+    procs: dict[str, subprocess.Popen[str]] = {}
+    rates: dict[str, list[float]] = {}
+    order = [own] + [name for name in configs if name != own]
     try:
-        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, check=False)
-    except subprocess.TimeoutExpired:
-        return None
-    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
-    return float(json.loads(lines[-1])["samples_per_s"]) if lines else None
+        for name in order:
+            backend, jit = configs[name]
+            command = [sys.executable, __file__, "--fit-child", "--model", str(model_path), "--data", str(data_path),
+                       "--jit", str(jit), "--fit-seconds", str(args.fit_seconds),
+                       "--torch-threads", str(args.torch_threads), "--fit-repeat", str(args.fit_repeat)]
+            env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2")
+            proc = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.DEVNULL, text=True)
+            if _answer(proc) is not None:
+                procs[name], rates[name] = proc, []
+            else:
+                proc.kill()
+        for _ in range(args.passes):
+            for name, proc in procs.items():
+                assert proc.stdin is not None
+                proc.stdin.write("fit\n")
+                proc.stdin.flush()
+                found = _answer(proc)
+                rates[name].append(float(found["samples_per_s"]) if found else float("nan"))
+    finally:
+        for proc in procs.values():
+            proc.kill()
+            proc.wait()
+    return rates
+
+
+def paired(rates: list[float], own: list[float]) -> tuple[float | None, float | None]:
+    """The median of the paired ratios and its relative band (``advisor.store.bands``)."""
+    from advisor.stats import median
+    from advisor.store import bands
+
+    ratios = bands.paired(rates, own, lambda a, b: a / b)
+    found = bands.band(ratios)
+    return (median(ratios) if ratios else None,
+            found.half_width / found.value if found is not None and found.value else None)
 
 
 def main() -> int:
@@ -97,6 +153,10 @@ def main() -> int:
     parser.add_argument("--candidates", default="all")
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--fit-seconds", type=float, default=3.0)
+    parser.add_argument("--passes", type=int, default=5, help="whole fits per candidate, interleaved")
+    parser.add_argument("--fit-repeat", type=int, default=4,
+                        help="the whole fits' arrays repeated this many times: 4 makes 256-step epochs, as the "
+                             "what-if's (1: the 64-step epochs of 4,096 rows, where TensorFlow's ~30 ms per epoch shows)")
     parser.add_argument("--torch-threads", type=int, default=1)
     parser.add_argument("--fit-child", action="store_true")
     parser.add_argument("--model")
@@ -109,10 +169,11 @@ def main() -> int:
     import numpy as np
 
     from advisor.experiments.backends import measure_backends
+    from advisor.stats import median
 
     names = None if args.candidates == "all" else args.candidates.split(",")
-    print(f"{'family':<6} {'candidate':<15} {'what-if/s':>10} {'±':>5} {'what-if×':>9} {'fit/s':>10} {'fit×':>7} "
-          f"{'diff':>6}  status")
+    print(f"{'family':<6} {'candidate':<15} {'what-if/s':>10} {'what-if×':>9} {'±':>5} {'fit/s':>10} {'fit×':>7} "
+          f"{'±':>5} {'diff':>6}  {'target':<8} status")
     for family in args.families.split(","):
         model, x, y = build(family)
         result = measure_backends(model, (x, y), names, batch_size=BATCH, seconds=args.seconds,
@@ -121,23 +182,35 @@ def main() -> int:
             model_path, data_path = Path(tmp) / "m.keras", Path(tmp) / "d.npz"
             model.save(model_path)
             np.savez(data_path, x=x, y=y)
-            fits = {c.name: whole_fit(model_path, data_path, c.config.backend, c.config.jit, args)
-                    for c in result.candidates.values() if c.status == "measured"}
-        own_fit = fits.get(result.own)
-        for c in sorted(result.candidates.values(), key=lambda c: -(c.samples_per_s or 0.0)):
-            speed, band, fit = result.speedup(c), c.relative_band, fits.get(c.name)
-            fit_speed = fit / own_fit if fit and own_fit else None
+            configs = {c.name: (c.config.backend, c.config.jit) for c in result.candidates.values()
+                       if c.status == "measured"}
+            fits = whole_fits(model_path, data_path, configs, result.own, args) if result.own in configs else {}
+        own_fits = fits.get(result.own, [])
+        verdicts = []
+        for c in sorted(result.candidates.values(), key=lambda c: -(result.speedup(c) or 0.0)):
+            speed, band = result.speedup(c), result.speedup_band(c)
+            rates = fits.get(c.name, [])
+            fit = median(rates) if rates else None
+            fit_speed, fit_band = paired(rates, own_fits) if rates and own_fits else (None, None)
             diff = speed / fit_speed - 1 if speed and fit_speed else None
-            cells = [f"{c.samples_per_s:.0f}" if c.samples_per_s else "-", f"{band:.0%}" if band is not None else "-",
-                     f"{speed:.2f}" if speed else "-", f"{fit:.0f}" if fit else "-",
-                     f"{fit_speed:.2f}" if fit_speed else "-", f"{diff:+.0%}" if diff is not None else "-"]
+            verdict = "-"
+            if diff is not None and c.name != result.own:
+                noise = (band or 0.0) + (fit_band or 0.0)
+                verdict = "met" if abs(diff) <= 0.15 else ("in noise" if abs(diff) <= noise + 0.15 else "NOT met")
+                verdicts.append(verdict)
+            cells = [f"{c.samples_per_s:.0f}" if c.samples_per_s else "-", f"{speed:.2f}" if speed else "-",
+                     f"{band:.0%}" if band is not None else "-", f"{fit:.0f}" if fit else "-",
+                     f"{fit_speed:.2f}" if fit_speed else "-", f"{fit_band:.0%}" if fit_band is not None else "-",
+                     f"{diff:+.0%}" if diff is not None else "-"]
             status = c.status + (f": {c.reason[:60]}" if c.reason else "") + (" (own)" if c.name == result.own else "")
-            print(f"{family:<6} {c.name:<15} {cells[0]:>10} {cells[1]:>5} {cells[2]:>9} {cells[3]:>10} "
-                  f"{cells[4]:>7} {cells[5]:>6}  {status}", flush=True)
-        ranked = [c.name for c in result.measured() if fits.get(c.name)]
-        by_fit = sorted(ranked, key=lambda n: -(fits[n] or 0.0))
+            print(f"{family:<6} {c.name:<15} {cells[0]:>10} {cells[1]:>9} {cells[2]:>5} {cells[3]:>10} "
+                  f"{cells[4]:>7} {cells[5]:>5} {cells[6]:>6}  {verdict:<8} {status}", flush=True)
+        ranked = [c.name for c in sorted(result.measured(), key=lambda c: -(result.speedup(c) or 0.0))
+                  if fits.get(c.name)]
+        by_fit = sorted(ranked, key=lambda n: -(paired(fits[n], own_fits)[0] or 0.0))
         print(f"{family:<6} ranking: what-if {' > '.join(ranked)}; fits {' > '.join(by_fit)}; "
-              f"{'same' if ranked == by_fit else 'DIFFERENT'}", flush=True)
+              f"{'same' if ranked == by_fit else 'DIFFERENT'}; gains: "
+              + ", ".join(f"{verdicts.count(v)} {v}" for v in ("met", "in noise", "NOT met")), flush=True)
     return 0
 
 

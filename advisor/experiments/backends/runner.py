@@ -143,7 +143,10 @@ class _Child:
         self.kill()
 
     def ended(self) -> str:
-        code = self.proc.poll()
+        try:
+            code = self.proc.wait(timeout=STOP_SECONDS)  # its stdout closed: it is exiting
+        except subprocess.TimeoutExpired:
+            code = None
         tail = _last_line(self.stderr)
         return f"the process ended with exit code {code} and no result" + (f": {tail}" if tail else "")
 
