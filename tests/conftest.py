@@ -32,7 +32,7 @@ SHARED_PROCESS_FILES = frozenset({
 LONGEST_FIRST = (
     "killed-processes", "tests/experiments/test_whatif.py", "tests/backends/test_matrix.py",
     "tests/scenarios/test_scenarios.py",
-    "tests/experiments/test_backends.py",  # ~130 s: each candidate a fresh process importing its backend
+    "tests/experiments/test_backends.py",  # 90-160 s: each candidate a fresh process importing its backend
     "tests/diagnosis/test_default_coverage.py",
     "tests/backends/test_demo_backends.py", "tests/experiments/test_baseline.py", "tests/test_ci_recipe.py",
     "tests/diagnosis/test_end_to_end.py", "tests/collectors/test_profiler.py",
