@@ -51,6 +51,12 @@ def test_dense_model_on_every_backend(dense_everywhere) -> None:
             assert candidate.status in (FAILED, NOT_INSTALLED) and _one_line(candidate.reason), candidate
     assert result.candidates["tensorflow"].status == MEASURED
     assert result.speedup(result.candidates["tensorflow"]) == 1.0
+    # interleaved, by the processes' own clocks: round i of every candidate ends after the own's
+    # round i and before the own's round i + 1
+    own_ends = result.candidates["tensorflow"].round_ends
+    for candidate in result.measured():
+        for i, ended in enumerate(candidate.round_ends):
+            assert own_ends[i] <= ended and (i + 1 == len(own_ends) or ended < own_ends[i + 1]), candidate.name
     assert all(a.tolist() == b.tolist() for a, b in zip(before, after))  # the user's model untouched
     rows = {row["candidate"]: row for row in result.to_dict()["candidates"]}
     assert rows["jax+jit"]["change"] == "KERAS_BACKEND=jax, jit_compile=True"

@@ -227,7 +227,7 @@ def _serve(segment: Any, batch_size: int) -> int:
         except Exception as exc:  # noqa: BLE001 — a round that fails ends this candidate, with its reason
             raise Stop("failed", f"a measured round failed: {_line(exc)}") from None
         steps_total += done
-        _say({"rate": done * batch_size / took, "steps": done})
+        _say({"rate": done * batch_size / took, "steps": done, "ended": time.time()})
     return steps_total
 
 

@@ -67,6 +67,7 @@ class BackendCandidate:
     seconds: float = 0.0  # the whole process, start to exit
     steps: int = 0
     versions: dict[str, str | None] = field(default_factory=dict)
+    round_ends: list[float] = field(default_factory=list)  # each round's end by the child's clock (epoch s)
 
     @property
     def name(self) -> str:

@@ -240,6 +240,7 @@ def _run_rounds(children: list[_Child], rounds: int, seconds: float, deadline: f
                 child.fail(message.get("status", FAILED), message.get("reason") or f"round {index + 1} failed")
             else:
                 child.candidate.rounds.append(float(message["rate"]))
+                child.candidate.round_ends.append(float(message.get("ended") or 0.0))
                 child.candidate.steps += int(message.get("steps") or 0)
     return None
 
