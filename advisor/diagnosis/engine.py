@@ -15,7 +15,7 @@ from typing import Any
 
 from advisor.analysis.registry import FactRegistry, registry
 from advisor.diagnosis.measure import enabler, hints_for, withheld_reasons
-from advisor.diagnosis.measured import measured_for
+from advisor.diagnosis.measured import lead_with_measured, measured_for
 from advisor.diagnosis.report import (
     SEVERITY_RANK,
     STATUS_ORDER,
@@ -122,6 +122,7 @@ def evaluate(
     try:
         found = _evaluate(rule, facts, values, measured_steps, min_measured_steps, reg)
         found.measured = measured_for(rule.whatif, facts, rule.ceiling)
+        found.fix = lead_with_measured(found.fix, found.measured)
         return found
     except Exception as exc:  # noqa: BLE001 — one broken rule must not hide the others
         return _finding(
