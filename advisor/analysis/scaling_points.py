@@ -17,6 +17,8 @@ import statistics
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from advisor.numbers import STRATEGY_LABELS  # the one name of each strategy, in every view
+
 if TYPE_CHECKING:
     from advisor.store.reader import Run
     from advisor.store.sweep import SweepRecord
@@ -24,12 +26,6 @@ if TYPE_CHECKING:
 # tf.distribute strategies whose workers each see the global batch (tf_keras reports the V1 name).
 GLOBAL_BATCH_MULTIWORKER = ("MultiWorkerMirroredStrategy", "CollectiveAllReduceStrategy",
                             "ParameterServerStrategy", "ParameterServerStrategyV2")
-# Friendlier names for strategies found in manifests of runs not launched by `advisor scale`.
-STRATEGY_LABELS = {
-    "MultiWorkerMirroredStrategy": "multiworker", "CollectiveAllReduceStrategy": "multiworker",
-    "MirroredStrategy": "mirrored", "DataParallel": "jax", "Horovod": "horovod",
-    "OneDeviceStrategy": "single", "default": "single",
-}
 
 
 @dataclass

@@ -153,9 +153,7 @@ def _recommendation(rec: Recommendation, md: bool) -> list[str]:
 
 
 def _evidence(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.3g}"
-    return str(value)
+    return readable(value) if isinstance(value, float) else str(value)
 
 
 def _visible(table: ScalingTable, empty_note: str | None) -> bool:
