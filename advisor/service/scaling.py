@@ -76,9 +76,17 @@ def advise(store: Store, table: ScalingTable, root: Path | None = None) -> Scali
                     run_id=run_id, message=f.message, impact=f.impact,
                     evidence={e.fact: e.value for e in f.evidence}))
     table.findings = findings
+    for row in table.rows:
+        if any(f.code == "D651" and f.strategy == row.strategy and f.workers == row.workers for f in findings):
+            row.straggler = _straggler_name(row)
     for rec in table.recommendations:
         rec.findings = sorted({f.code for f in findings if f.strategy == rec.strategy and f.workers == rec.workers})
     return table
+
+
+def _straggler_name(row: Any) -> str:
+    where = f" on {row.straggler_host}" if row.straggler_host else ""
+    return f"rank {row.straggler_rank}{where}"
 
 
 def sweep_points(store: Store, root: Path, sweep_id: str | None) -> tuple[list[Point], list[Failure]]:
