@@ -73,6 +73,12 @@ def ray_session(address: str | None, num_cpus: int) -> Iterator[Any]:
             ray.shutdown()
 
 
+def node_addresses(ray: Any) -> list[str]:
+    """The addresses of the cluster's live nodes."""
+    return sorted({str(n.get("NodeManagerAddress")) for n in ray.nodes()
+                   if n.get("Alive") and n.get("NodeManagerAddress")})
+
+
 class Worker:
     """One worker process of a configuration, on the node Ray placed this actor on."""
 

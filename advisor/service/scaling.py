@@ -117,7 +117,13 @@ def sweep_points(store: Store, root: Path, sweep_id: str | None) -> tuple[list[P
         point = store.point(run)
         record = store.sweep(Path(os.path.abspath(root)), sid)
         cfg = record.config(run.run_id) if record is not None else None
-        if run.status == "finished" and (cfg is None or cfg.status != "failed"):
+        missing = [r for r in range(manifest.num_workers or 1) if r not in run.ranks]
+        if run.status == "finished" and (cfg is None or cfg.status != "failed") and missing:
+            failures.append(Failure(point.strategy, point.workers, run.run_id, point.repeat,
+                                    f"{manifest.num_workers} workers, but no records of rank(s) "
+                                    f"{', '.join(map(str, missing))}: is the runs directory shared with "
+                                    "every node? Rank 0's share alone is not the whole"))
+        elif run.status == "finished" and (cfg is None or cfg.status != "failed"):
             found.append(point)
         else:
             failures.append(Failure(point.strategy, point.workers, run.run_id, point.repeat,

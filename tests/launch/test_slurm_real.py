@@ -107,3 +107,19 @@ def test_a_cancelled_job_fails_with_slurms_reason(slurm_cluster, tmp_path):
     (rec,) = read_sweep(sweep_dir(runs, CANCEL)).configs
     assert rec.status == "failed" and rec.reason.startswith(f"Slurm job {rec.job_id} CANCELLED"), rec.reason
     assert result.exit_code == 1 and "CANCELLED" in result.stderr
+
+
+def test_horovod_is_refused_up_front_where_pmix_does_not_load(slurm_cluster, tmp_path):
+    """Debian's Slurm 22.05 lists pmix in `srun --mpi=list` but cannot load its library: the sweep
+    is refused before anything is written or submitted, with Slurm's reason, exit 2."""
+    from advisor.launch.slurm import pmix_refusal
+
+    if pmix_refusal() is None:
+        pytest.skip("this Slurm starts srun --mpi=pmix steps: nothing to refuse")
+    runs = tmp_path / "runs"
+    result = _cli(runs, "scale", "--launcher", "slurm", "--wait", "--workers", "1,2", "--strategy", "horovod",
+                  "--sweep-id", f"hvd{os.getpid()}", "--", sys.executable, TRAIN)
+    assert result.exit_code == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert "srun --mpi=pmix" in line and "Invalid MPI type 'pmix'" in line and "--launcher local" in line
+    assert not runs.exists() or not any(runs.iterdir())

@@ -74,3 +74,22 @@ def test_check_fails_the_run_with_d651(sweep):
     result = _cli(runs, "check", f"{SWEEP}-multiworker-n2-r0", "--select", "D651")
     assert result.exit_code == 1
     assert "is a straggler" in result.stdout and "s per epoch" in result.stdout
+
+
+def test_a_run_whose_other_worker_files_stayed_on_their_node_is_flagged(sweep, tmp_path):
+    """The same real run as a runs directory that never received rank 1's file (a node that does
+    not share it): the report lists it as failed with the reason, and shows no row read from
+    rank 0's share alone."""
+    import shutil
+
+    runs, _ = sweep
+    lonely = tmp_path / "runs"
+    run_id = f"{SWEEP}-multiworker-n2-r0"
+    shutil.copytree(runs / run_id, lonely / run_id)
+    (lonely / run_id / "worker-1.jsonl").unlink()
+    result = _cli(lonely, "report", str(lonely), "--format", "json")
+    assert result.exit_code == 0, result.output
+    table = json.loads(result.stdout)
+    assert table["rows"] == []
+    (failure,) = table["failures"]
+    assert failure["run_id"] == run_id and "no records of rank(s) 1" in failure["reason"]
