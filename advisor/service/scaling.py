@@ -140,7 +140,8 @@ def sweep_points(store: Store, root: Path, sweep_id: str | None) -> tuple[list[P
                 failures.append(Failure(cfg.strategy, cfg.workers, cfg.run_id, cfg.repeat,
                                         cfg.reason, cfg.hint, cfg.log_tail))
             elif cfg.status != "finished":  # not ended yet, or never submitted: said, not left out
-                job = f"Slurm job {cfg.job_id} " if cfg.job_id else ""
+                engine = "Ray job" if record is not None and record.launcher == "ray" else "Slurm job"
+                job = f"{engine} {cfg.job_id} " if cfg.job_id else ""
                 failures.append(Failure(cfg.strategy, cfg.workers, cfg.run_id, cfg.repeat,
                                         f"{job}{cfg.status}: no run yet", state=cfg.status))
     return found, failures
