@@ -33,7 +33,7 @@ class Straggler:
     """The rank the others wait for in a run (the candidate: the rule decides whether it counts)."""
 
     rank: int
-    host: str | None
+    host: str | None  # its cluster node where a launcher said (Slurm, Ray), else its hostname
     wait_s: float  # per step: the median other rank's time in the step − this rank's
     step_s: float  # per step: the median other rank's time in the step and its own work outside it
     share: float  # wait_s ÷ step_s: the part of every step the configuration loses to this rank
@@ -66,7 +66,7 @@ def straggler_of(run: Run) -> Straggler | None:
     other_in = statistics.median(s.in_step_s / s.steps for s in others)
     other_step = statistics.median((s.in_step_s + s.outside_s) / s.steps for s in others)
     wait = max(0.0, other_in - mine.in_step_s / mine.steps)
-    hosts = {s.rank: s.hostname for s in run.of_type(StartRecord) if s.hostname}
+    hosts = {s.rank: s.node or s.hostname for s in run.of_type(StartRecord) if s.node or s.hostname}
     steps_per_epoch = mine.steps / epochs
     return Straggler(rank=rank, host=hosts.get(rank), wait_s=wait, step_s=other_step,
                      share=wait / other_step if other_step > 0 else 0.0,

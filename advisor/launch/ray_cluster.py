@@ -181,9 +181,9 @@ def run_on_ray(
             ids.append(actor_id)
         job_id = ray.get_runtime_context().get_job_id()
         procs = specs(hosts=hosts, ports=ports)
-        for spec in procs:  # what the run records (role.tags()): the Ray job, nodes and actors
+        for spec, node in zip(procs, nodes):  # what the run records: the Ray job, nodes and actors
             spec.env.update({"ADVISOR_RAY_JOB_ID": job_id, "ADVISOR_RAY_NODES": ",".join(nodes),
-                             "ADVISOR_RAY_ACTORS": ",".join(ids)})
+                             "ADVISOR_RAY_ACTORS": ",".join(ids), "ADVISOR_NODE": node})
         logs = [str(log_dir / spec.log_name) for spec in procs]
         ray.get([a.start.remote(s.argv, s.env, log) for a, s, log in zip(actors, procs, logs)],
                 timeout=ACTOR_CALL_TIMEOUT_S)

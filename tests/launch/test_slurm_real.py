@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from advisor.service import Store
 from advisor.store.reader import RunReader
+from advisor.store.schema import StartRecord
 from advisor.store.sweep import read_sweep, sweep_dir
 
 pytestmark = [pytest.mark.slow,
@@ -77,6 +79,8 @@ def test_each_run_records_its_job_and_nodes(sweep):
         assert run.status == "finished" and len(run.ranks) == rec.workers
         assert run.manifest.tags["slurm.job_id"] == rec.job_id
         assert run.manifest.tags["slurm.nodes"] == ",".join(rec.nodes)
+        # each rank's own Slurm node in its records (what names a straggler)
+        assert sorted(s.node for s in run.of_type(StartRecord)) == rec.nodes
 
 
 def test_the_report_shows_both_rows(sweep):
@@ -85,6 +89,12 @@ def test_the_report_shows_both_rows(sweep):
     assert result.exit_code == 0, result.output
     rows = [line.split(",")[:2] for line in result.stdout.splitlines()[1:] if line]
     assert rows == [[s, str(n)] for s in STRATEGIES for n in (1, 2)]
+    # Healthy two-node runs: measured, and no straggler named (D651 passes).
+    table = Store(runs).scaling_table(SWEEP)
+    for strategy in STRATEGIES:
+        row = table.row(strategy, 2)
+        assert row.straggler_share is not None and row.straggler is None
+    assert [f for f in table.findings if f.code == "D651"] == []
 
 
 def test_a_cancelled_job_fails_with_slurms_reason(slurm_cluster, tmp_path):
