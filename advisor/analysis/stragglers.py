@@ -8,8 +8,10 @@ and the others wait for it *inside* their steps. So the straggler is the rank wi
 inside its steps, and the wait it imposes is the other ranks' extra time inside theirs.
 
 Each rank's time budget (``BudgetRecord``, written at every epoch end) holds its time in training
-steps and its steps so far; per-epoch differences give one verdict per epoch. A straggler is
-*consistent* when the same rank waits least in every epoch that trained. A worker slowed inside
+steps and its steps so far; per-epoch differences give one verdict per epoch. The first epoch is
+left out when there are more: it holds the ranks' start-up skew (the rank that starts first waits,
+once, in its first steps for the last). A straggler is *consistent* when the same rank waits least
+in every epoch after the first; a run of one epoch is never consistent (its wait may be that skew). A worker slowed inside
 the step itself (a slower device) makes the others wait inside the collective too, but leaves no
 trace in these budgets: the per-worker profiles show that one.
 """
@@ -38,8 +40,8 @@ class Straggler:
     step_s: float  # per step: the median other rank's time in the step and its own work outside it
     share: float  # wait_s ÷ step_s: the part of every step the configuration loses to this rank
     seconds_per_epoch: float  # wait_s × training steps per epoch
-    consistent: bool  # the same rank waited least in every epoch that trained
-    epochs: int  # epochs judged
+    consistent: bool  # the same rank waited least in every epoch after the first (needs two epochs)
+    epochs: int  # epochs judged (the first is left out when there are more)
 
 
 @dataclass(frozen=True)
@@ -58,8 +60,11 @@ def straggler_of(run: Run) -> Straggler | None:
     if len(per_rank) < 2:
         return None
     epochs = min(len(spans) for spans in per_rank.values())
-    named = [_least_in_step({r: s[e] for r, s in per_rank.items()}) for e in range(epochs)]
-    total = {rank: _sum(spans[:epochs]) for rank, spans in per_rank.items()}
+    # The first epoch holds the ranks' start-up skew: the first to start waits in its first steps
+    # for the last, once. With two epochs or more it is left out, as the epoch times leave it out.
+    first = 1 if epochs >= 2 else 0
+    named = [_least_in_step({r: s[e] for r, s in per_rank.items()}) for e in range(first, epochs)]
+    total = {rank: _sum(spans[first:epochs]) for rank, spans in per_rank.items()}
     rank = _least_in_step(total)
     others = [span for r, span in total.items() if r != rank]
     mine = total[rank]
@@ -67,11 +72,11 @@ def straggler_of(run: Run) -> Straggler | None:
     other_step = statistics.median((s.in_step_s + s.outside_s) / s.steps for s in others)
     wait = max(0.0, other_in - mine.in_step_s / mine.steps)
     hosts = {s.rank: s.node or s.hostname for s in run.of_type(StartRecord) if s.node or s.hostname}
-    steps_per_epoch = mine.steps / epochs
+    steps_per_epoch = mine.steps / len(named)
     return Straggler(rank=rank, host=hosts.get(rank), wait_s=wait, step_s=other_step,
                      share=wait / other_step if other_step > 0 else 0.0,
                      seconds_per_epoch=wait * steps_per_epoch,
-                     consistent=all(r == rank for r in named), epochs=epochs)
+                     consistent=first == 1 and all(r == rank for r in named), epochs=len(named))
 
 
 def _epochs(budgets: list[BudgetRecord]) -> list[_Span]:

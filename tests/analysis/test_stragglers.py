@@ -42,18 +42,33 @@ def _run(tmp_path, in_step_ms: list[list[float]], callbacks_ms: list[list[float]
 
 def test_a_rank_busy_outside_its_steps_is_the_one_the_others_wait_for(tmp_path):
     # rank 2 sleeps 30 ms per step in a callback: ranks 0, 1 and 3 wait for it inside their steps
-    run = _run(tmp_path, [[40, 41], [41, 40], [10, 10], [40, 40]],
-               callbacks_ms=[[0, 0], [0, 0], [30, 30], [0, 0]])
+    run = _run(tmp_path, [[40, 40, 41], [41, 41, 40], [10, 10, 10], [40, 40, 40]],
+               callbacks_ms=[[0, 0, 0], [0, 0, 0], [30, 30, 30], [0, 0, 0]])
     found = straggler_of(run)
     assert found is not None and found.rank == 2 and found.consistent and found.epochs == 2
     assert found.host == socket.gethostname()
-    assert found.wait_s == pytest.approx(0.0305, abs=1e-4)  # median of the others (40.5, 40.5, 40) − 10
+    # epochs 1 and 2: the others' medians (40.5, 40.5, 40) → 40.5 ms, less rank 2's 10 ms
+    assert found.wait_s == pytest.approx(0.0305, abs=1e-4)
     assert found.share == pytest.approx(0.0305 / 0.0405, rel=1e-3)
     assert found.seconds_per_epoch == pytest.approx(0.0305 * STEPS, rel=1e-3)
 
 
+def test_the_start_up_skew_of_the_first_epoch_is_not_a_straggler(tmp_path):
+    # rank 1 started 0.7 s before rank 0 and waited for it in its first steps (a real JAX run
+    # here: 35 ms more per step in epoch 0), then both stepped together
+    found = straggler_of(_run(tmp_path, [[28.0, 15.2], [63.0, 15.5]]))
+    assert found is not None and found.epochs == 1
+    assert found.share < 0.05  # only epoch 1 is judged: 0.3 ms of 15.5
+
+
+def test_one_epoch_is_never_consistent(tmp_path):
+    found = straggler_of(_run(tmp_path, [[40], [10]], callbacks_ms=[[0], [30]]))
+    assert found is not None and found.rank == 1 and found.share > 0.5
+    assert not found.consistent  # its wait may be the start-up skew
+
+
 def test_noise_that_moves_between_ranks_is_not_consistent(tmp_path):
-    found = straggler_of(_run(tmp_path, [[10.0, 10.4], [10.3, 10.0]]))
+    found = straggler_of(_run(tmp_path, [[12.0, 10.0, 10.4], [12.0, 10.3, 10.0]]))
     assert found is not None and not found.consistent
     assert found.share < 0.05
 
