@@ -83,13 +83,11 @@ def command(
     if _sweep_dir(runs_dir, plan.sweep_id).exists():
         raise UsageError(f"sweep {plan.sweep_id} already exists in {runs_dir}; choose another --sweep-id")
     if launcher == "slurm":
-        from advisor.launch.slurm import SlurmOptions, check_horovod, pmix_refusal
-
-        if any(c.strategy == "horovod" for c in plan.configs):
-            check_horovod([c.strategy for c in plan.configs], pmix_refusal(partition))
         from advisor.launch.shared import check_runs_dir
-        from advisor.launch.slurm import node_addresses
+        from advisor.launch.slurm import SlurmOptions, check_horovod, node_addresses, pmix_refusal
 
+        if any(c.strategy == "horovod" for c in plan.configs):  # before anything is written
+            check_horovod([c.strategy for c in plan.configs], pmix_refusal(partition))
         check_runs_dir(runs_dir, node_addresses(partition), lambda line: click.echo(line, err=True))
         options = SlurmOptions(gpus_per_node=gpus_per_node, tasks_per_node=tasks_per_node,
                                partition=partition, account=account, extra=list(sbatch_args))
