@@ -119,7 +119,7 @@ class RunWriter:
                 self._wrote_manifest = True
             start = StartRecord(
                 t=time.time(), rank=rank, pid=os.getpid(), hostname=socket.gethostname(),
-                scope=local_scope(),
+                scope=local_scope(), node=os.environ.get("ADVISOR_NODE") or os.environ.get("SLURMD_NODENAME"),
             )
             self._file.append(dumps_line(start.model_dump(mode="json", exclude_none=True)))
         except BaseException:
