@@ -62,3 +62,22 @@ def percent(value: Any, digits: int = 1, *, fraction: bool = False, signed: bool
         return missing
     points = 100.0 * value if fraction else float(value)
     return f"{points:{'+' if signed else ''}.{digits}f}%"
+
+
+# The one name of each distribution strategy in every view (the sweep's own names): manifests hold
+# the class a run reported (tf_keras reports MultiWorkerMirroredStrategy's V1 name).
+STRATEGY_LABELS = {
+    "MultiWorkerMirroredStrategy": "multiworker", "CollectiveAllReduceStrategy": "multiworker",
+    "MirroredStrategy": "mirrored", "DataParallel": "jax", "Horovod": "horovod",
+    "OneDeviceStrategy": "single", "default": "single",
+}
+
+
+def strategy_label(strategy: str | None, tags: dict[str, str] | None = None) -> str:
+    """A run's strategy as every view names it: the sweep configuration's name (``scale.strategy``)
+    when ``advisor scale`` launched it, else the short name of the class its manifest holds."""
+    if tags and tags.get("scale.strategy"):
+        return tags["scale.strategy"]
+    if not strategy:
+        return "single"
+    return STRATEGY_LABELS.get(strategy, strategy)

@@ -26,7 +26,8 @@ ROW_UNITS = {
     "energy_wh_per_epoch": "Wh", "energy_j_per_sample": "J", "compute_percent": "%",
     "communication_percent": "%", "exposed_communication_percent": "%", "other_percent": "%",
     "communication_overlap": "fraction", "val_fraction": "fraction", "step_time_spread": "fraction",
-    "goodput": "fraction",
+    "goodput": "fraction", "straggler_wait_ms": "ms", "straggler_share": "fraction",
+    "straggler_s_per_epoch": "s",
 }
 
 
@@ -63,6 +64,14 @@ class Row:
     val_fraction: float | None = None
     step_time_spread: float | None = None
     goodput: float | None = None  # mean over the runs that have a time budget
+    # The worker the others wait for, from the run where it costs most (D651 decides whether it
+    # is named a straggler; the report shows the name only then).
+    straggler: str | None = None  # "rank 1 on host": set where D651 found a straggler on its runs
+    straggler_rank: int | None = None
+    straggler_host: str | None = None
+    straggler_wait_ms: float | None = None  # per step
+    straggler_share: float | None = None  # of the step time
+    straggler_s_per_epoch: float | None = None
     notes: list[str] = field(default_factory=list)
 
 
@@ -225,7 +234,20 @@ def _row(key: tuple[str, int], pts: list[Point], price: float | None, gpus_per: 
     row.val_fraction = _mean([p.val_fraction for p in pts])
     row.step_time_spread = _mean([p.step_time_spread for p in pts])
     row.goodput = _mean([p.goodput for p in pts])
+    _straggler(row, pts)
     return row
+
+
+def _straggler(row: Row, pts: list[Point]) -> None:
+    measured = [p for p in pts if p.straggler_share is not None]
+    if not measured:
+        return
+    worst = max(measured, key=lambda p: p.straggler_share or 0.0)
+    row.straggler_rank, row.straggler_host = worst.straggler_rank, worst.straggler_host
+    row.straggler_share = _mean([p.straggler_share for p in measured])
+    wait = _mean([p.straggler_wait_s for p in measured])
+    row.straggler_wait_ms = None if wait is None else wait * 1000.0
+    row.straggler_s_per_epoch = _mean([p.straggler_s_per_epoch for p in measured])
 
 
 def _step_shares(row: Row, pts: list[Point]) -> None:

@@ -17,6 +17,8 @@ import statistics
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from advisor.numbers import STRATEGY_LABELS  # the one name of each strategy, in every view
+
 if TYPE_CHECKING:
     from advisor.store.reader import Run
     from advisor.store.sweep import SweepRecord
@@ -24,12 +26,6 @@ if TYPE_CHECKING:
 # tf.distribute strategies whose workers each see the global batch (tf_keras reports the V1 name).
 GLOBAL_BATCH_MULTIWORKER = ("MultiWorkerMirroredStrategy", "CollectiveAllReduceStrategy",
                             "ParameterServerStrategy", "ParameterServerStrategyV2")
-# Friendlier names for strategies found in manifests of runs not launched by `advisor scale`.
-STRATEGY_LABELS = {
-    "MultiWorkerMirroredStrategy": "multiworker", "CollectiveAllReduceStrategy": "multiworker",
-    "MirroredStrategy": "mirrored", "DataParallel": "jax", "Horovod": "horovod",
-    "OneDeviceStrategy": "single", "default": "single",
-}
 
 
 @dataclass
@@ -65,6 +61,13 @@ class Point:
     communication_overlap: float | None = None
     val_fraction: float | None = None
     step_time_spread: float | None = None
+    # The worker the others wait for (``analysis.stragglers``): the candidate, judged by D651.
+    straggler_rank: int | None = None
+    straggler_host: str | None = None
+    straggler_wait_s: float | None = None  # per step
+    straggler_share: float | None = None  # of the step time
+    straggler_s_per_epoch: float | None = None
+    straggler_consistent: bool | None = None  # the same rank in every epoch
     goodput: float | None = None  # share of the fit's wall clock in training steps (the budget)
 
     def to_dict(self) -> dict[str, Any]:
@@ -122,7 +125,18 @@ def point_of(run: Run, sweep: SweepRecord | None, facts: dict[str, Any]) -> Poin
     p.val_fraction = facts.get("time.val_fraction")
     p.goodput = facts.get("goodput")
     p.step_time_spread = step_time_spread(run)
+    _straggler(run, p)
     return p
+
+
+def _straggler(run: Run, p: Point) -> None:
+    from advisor.analysis.stragglers import straggler_of
+
+    found = straggler_of(run)
+    if found is not None:
+        p.straggler_rank, p.straggler_host = found.rank, found.host
+        p.straggler_wait_s, p.straggler_share = found.wait_s, found.share
+        p.straggler_s_per_epoch, p.straggler_consistent = found.seconds_per_epoch, found.consistent
 
 
 def counts_global_batch(run: Run) -> bool:

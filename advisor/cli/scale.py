@@ -83,8 +83,12 @@ def command(
     if _sweep_dir(runs_dir, plan.sweep_id).exists():
         raise UsageError(f"sweep {plan.sweep_id} already exists in {runs_dir}; choose another --sweep-id")
     if launcher == "slurm":
-        from advisor.launch.slurm import SlurmOptions
+        from advisor.launch.shared import check_runs_dir
+        from advisor.launch.slurm import SlurmOptions, check_horovod, node_addresses, pmix_refusal
 
+        if any(c.strategy == "horovod" for c in plan.configs):  # before anything is written
+            check_horovod([c.strategy for c in plan.configs], pmix_refusal(partition))
+        check_runs_dir(runs_dir, node_addresses(partition), lambda line: click.echo(line, err=True))
         options = SlurmOptions(gpus_per_node=gpus_per_node, tasks_per_node=tasks_per_node,
                                partition=partition, account=account, extra=list(sbatch_args))
         record = _slurm(plan, runs_dir, timeout_s, instance_type, options, wait)
@@ -129,14 +133,22 @@ def _ray(plan: Plan, runs_dir: Path, timeout_s: float, instance_type: str | None
          address: str | None) -> SweepRecord:
     """Run the sweep on a Ray cluster (at ``address``, or a local one started for it)."""
     from advisor.launch.progress import Display
-    from advisor.launch.ray_cluster import cluster_cpus, processes_of, ray_runner, ray_session
+    from advisor.launch.ray_cluster import (
+        cluster_cpus,
+        node_addresses,
+        processes_of,
+        ray_runner,
+        ray_session,
+    )
+    from advisor.launch.shared import check_runs_dir
     from advisor.launch.sweep import new_record, run_sweep
 
     record = new_record(plan, "ray", timeout_s, instance_type)
-    with ray_session(address, cluster_cpus(max(processes_of(c) for c in plan.configs))) as ray, \
-            Display(record, runs_dir) as display:
-        run_sweep(plan, runs_dir, timeout_s, instance_type, display=display, record=record,
-                  runner=ray_runner(ray))
+    with ray_session(address, cluster_cpus(max(processes_of(c) for c in plan.configs))) as ray:
+        check_runs_dir(runs_dir, node_addresses(ray), lambda line: click.echo(line, err=True))
+        with Display(record, runs_dir) as display:
+            run_sweep(plan, runs_dir, timeout_s, instance_type, display=display, record=record,
+                      runner=ray_runner(ray))
     return record
 
 

@@ -313,7 +313,10 @@ class Guard:
                     ledger.leave()
 
     def fail(self, collector: Collector, hook: str, exc: BaseException) -> None:
-        message = f"{collector.name} collector failed in {hook}: {type(exc).__name__}: {exc}"
+        from advisor.store.redact import redact_text
+
+        # training logs are shared too (CI output, a cluster's job log): no secret from the message
+        message = redact_text(f"{collector.name} collector failed in {hook}: {type(exc).__name__}: {exc}")
         self.disabled[collector.name] = message
         log.warning("advisor: %s; it is switched off, training goes on", message)
         if self.session is not None:

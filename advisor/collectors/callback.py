@@ -80,10 +80,15 @@ class AdvisorCallback(KerasCallbackProtocol):
         budget: account for the fit's wall clock (goodput): time the hooks of the fit's other
             callbacks and the model's saves, by wrapping them for the fit's duration only
             (docs/goodput.md). False: only the advisor's own phases are timed.
-        whatif: ``"auto"`` or a list of candidate names (``parallel_map``, ``cache_map``,
-            ``jit_compile``, ``steps_per_execution_8``, ``batch_x2``…): after training, try each
-            change on this model and input beside the unchanged configuration and record the
-            measured gain (None: off); ``"backends"``: every Keras backend × jit_compile in fresh processes (docs/whatif.md).
+        whatif: ``"needed"`` (default): after training, when what it measured points to a change
+            the what-if can try (the input costs 10% of step time or more, a step under 5 ms, a
+            step run eagerly) and 10% of the fit is at least 3 s, try the changes ``"auto"``
+            would, on a single worker; ``"auto"``: always try the changes the model and input
+            point to; or a list of candidate names (``parallel_map``, ``cache_map``,
+            ``jit_compile``, ``steps_per_execution_8``, ``batch_x2``…). Each change is tried on
+            this model and input beside the unchanged configuration and its measured gain is
+            recorded (None: off); ``"backends"`` in the list: every Keras backend × jit_compile in
+            fresh processes. See docs/whatif.md.
         whatif_max_seconds: the what-if's whole budget (None: the smaller of 10% of the fit and 60 s).
         whatif_rounds: interleaved rounds of the what-if (each gain's band comes from them).
         whatif_seconds: measure the rounds for about this long in all, then stop (None: use
@@ -140,7 +145,7 @@ class AdvisorCallback(KerasCallbackProtocol):
         instance_metadata: bool | None = None,
         pipeline: bool = True,
         budget: bool = True,
-        whatif: WhatIf = None,
+        whatif: WhatIf = "needed",
         whatif_max_seconds: float | None = None,
         whatif_rounds: int = WHATIF_ROUNDS,
         whatif_seconds: float | None = None,

@@ -29,7 +29,7 @@ PRICING_SOURCES = ("table", "aws")
 TELEMETRY_DEVICES = ("mine", "all")
 # The fixed choices, as types. True means "on, the default way" for both baseline= and whatif=.
 Baseline = Literal["auto", "end", "start"] | bool | None
-WhatIf = Literal["auto"] | Sequence[str] | bool | None
+WhatIf = Literal["needed", "auto"] | Sequence[str] | bool | None
 Pricing = Literal["table", "aws"]
 TelemetryDevices = Literal["mine", "all"]
 DEFAULT_PROFILE_STEPS = (10, 34)  # 25 marked steps: trace shares need at least 20 to be stable
@@ -67,7 +67,7 @@ class AdvisorOptions:
     instance_metadata: bool | None = None
     pipeline: bool = True
     budget: bool = True  # time every other callback's hooks and the model's saves (docs/goodput.md)
-    whatif: WhatIf = None  # "auto" or candidate names
+    whatif: WhatIf = "needed"  # "needed" (when training points to a change), "auto", candidate names, None
     whatif_max_seconds: float | None = None  # None: the smaller of 10% of the fit and 60 s
     whatif_rounds: int = WHATIF_ROUNDS
     whatif_seconds: float | None = None  # measuring time of the rounds; None: what the budget leaves

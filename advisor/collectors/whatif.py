@@ -1,5 +1,6 @@
-"""The what-if as a collector (``AdvisorCallback(whatif="auto")``): it builds the situation and
-calls the experiment (``advisor.experiments.whatif``; ``advisor.whatif(model, data)`` is its API).
+"""The what-if as a collector (``AdvisorCallback(whatif="auto")``, and ``"needed"``, the default:
+only when training measured a sign of a change it can try): it builds the situation and calls the
+experiment (``advisor.experiments.whatif``; ``advisor.whatif(model, data)`` is its API).
 
 Inside ``fit`` the situation comes from what the other collectors left in the session at train
 end — the tf.data graph (pipeline), the input's cost (baseline), the compiled settings and device
@@ -14,7 +15,14 @@ import time
 from collections.abc import Sequence
 
 from advisor.collectors.base import Collector, Notes, Session
-from advisor.experiments.settings import WHATIF_PROCESS_NAMES, WHATIF_ROUNDS, normalize_whatif
+from advisor.experiments.settings import (
+    NEEDED_INPUT_COST,
+    NEEDED_MIN_BUDGET,
+    NEEDED_STEP_S,
+    WHATIF_PROCESS_NAMES,
+    WHATIF_ROUNDS,
+    normalize_whatif,
+)
 from advisor.experiments.whatif import (
     InputError,
     Situation,
@@ -77,6 +85,25 @@ def _training_step_seconds(notes: Notes, batch_size: int) -> float | None:
     return batch_size / float(rate) if isinstance(rate, (int, float)) and rate > 0 and batch_size else None
 
 
+def needed(session: Session, budget: float) -> str | None:
+    """Why the default what-if (``whatif="needed"``) should run after this fit, or None: what
+    training measured points to a change it can try, the budget can hold it, one worker."""
+    if session.num_workers > 1 or budget < NEEDED_MIN_BUDGET:
+        return None
+    notes = session.notes
+    baseline = notes.baseline
+    cost = getattr(baseline, "bound_fraction", None)
+    if isinstance(cost, (int, float)) and cost >= NEEDED_INPUT_COST and getattr(baseline, "bound_outside_band", False):
+        return f"the input costs {cost:.0%} of step time"
+    if notes.context.get("context.run_eagerly"):
+        return "the step runs eagerly"
+    step = _training_step_seconds(notes, session.data.batch_size or 0)
+    spe = session.steps_per_execution or 1
+    if step is not None and step < NEEDED_STEP_S * spe:
+        return f"a step takes {1000 * step:.2f} ms: dispatch may dominate it"
+    return None
+
+
 class WhatIfCollector(Collector):
     """Runs the what-if at train end, after the baseline, and records it."""
 
@@ -130,7 +157,14 @@ class WhatIfCollector(Collector):
         now = time.perf_counter()
         fit_seconds = now - s.train_begin_t - s.notes.baseline_seconds
         budget = self.max_seconds if self.max_seconds is not None else default_budget(fit_seconds)
-        requested = self.requested if isinstance(self.requested, str) else list(self.requested)
+        wanted = self.requested
+        if wanted == "needed":
+            why = needed(s, budget)
+            if why is None:
+                return  # nothing measured points to a change: the fit ends as it would without the what-if
+            log.debug("advisor: what-if needed: %s", why)
+            wanted = "auto"
+        requested = wanted if isinstance(wanted, str) else list(wanted)
         skipped = None
         if s.num_workers > 1:
             skipped = (f"{s.num_workers} workers: every worker would have to try each change in lockstep, "
@@ -155,7 +189,7 @@ class WhatIfCollector(Collector):
             s.event("whatif", f"what-if skipped: {skipped}", level="info")
             return
         try:
-            self.result = run_whatif(situation, self.requested, budget=budget, rounds=self.rounds, mode="end",
+            self.result = run_whatif(situation, wanted, budget=budget, rounds=self.rounds, mode="end",
                                      fit_seconds=fit_seconds, started=now, seconds=self.seconds)
         finally:
             s.notes.whatif_seconds = time.perf_counter() - now

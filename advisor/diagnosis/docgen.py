@@ -36,6 +36,13 @@ def _facts(rule: Rule) -> str:
     return "; ".join(parts) or "none"
 
 
+FIX_CONTEXTS = {
+    "fit:tensorflow": "a Keras fit on TensorFlow", "fit:jax": "a Keras fit on JAX", "fit:torch": "a Keras fit on torch",
+    "track": "a custom loop (`advisor.track`)", "track:tensorflow": "a custom TensorFlow loop (`advisor.track`)",
+    "track:jax": "a custom JAX loop (`advisor.track`)", "track:torch": "a custom PyTorch loop (`advisor.track`)",
+}
+
+
 def rule_markdown(rule: Rule) -> str:
     """The documentation page of one rule."""
     rows = [
@@ -49,6 +56,8 @@ def rule_markdown(rule: Rule) -> str:
     ]
     if rule.applies is not None:
         rows.append(("Applies when", _code(rule.applies.source)))
+    if rule.fit_only:
+        rows.append(("Custom loops", f"n/a under `advisor.track`: {rule.fit_only}"))
     if rule.advice:
         rows.append(("Decision", "advice: needs a human decision (status stays unknown)"))
     elif rule.condition is not None:
@@ -86,6 +95,9 @@ def rule_markdown(rule: Rule) -> str:
                 "",
                 "> " + fix,
             ]
+            for context, variant in rule.fix_for:
+                text = variant.source.replace("[[", "").replace("]]", "").replace("\n", " ")
+                lines += ["", f"In {FIX_CONTEXTS[context]}:", "", "> " + text]
     lines += ["", f"## {DOC_TITLES['references']}", ""]
     lines += [f"- {ref}" for ref in rule.references]
     configure = (
@@ -144,6 +156,8 @@ def rule_dict(rule: Rule) -> dict[str, Any]:
         "message": rule.message.source,
         "pass_message": rule.pass_message.source if rule.pass_message else None,
         "fix": rule.fix.source,
+        "fix_for": {context: t.source for context, t in rule.fix_for},
+        "fit_only": rule.fit_only,
         "measure": rule.measure,
         "docs": dict(rule.docs),
         "file": Path(rule.file).name,

@@ -15,7 +15,7 @@ from typing import Any
 
 from advisor.analysis.registry import FactRegistry, registry
 from advisor.diagnosis.measure import enabler, hints_for, withheld_reasons
-from advisor.diagnosis.measured import measured_for
+from advisor.diagnosis.measured import lead_with_measured, measured_for
 from advisor.diagnosis.report import (
     SEVERITY_RANK,
     STATUS_ORDER,
@@ -30,7 +30,7 @@ from advisor.diagnosis.report import (
     Summary,
     ToDecide,
 )
-from advisor.diagnosis.rules import SECTIONS, SEVERITIES, Rule
+from advisor.diagnosis.rules import SECTIONS, SEVERITIES, Rule, custom_loop
 
 # Impact of a failure whose rule gives no estimate: none. Ranking puts it after every failure
 # that saves time, and severity orders it among the others.
@@ -90,7 +90,7 @@ def _unknown(
     reg: FactRegistry,
 ) -> Finding:
     withheld = withheld_reasons(missing, facts)
-    measure = rule.measure or withheld or hints_for(missing, reg)
+    measure = rule.measure or withheld or hints_for(missing, reg, track=custom_loop(facts))
     names = ", ".join(missing)
     message = f"not measured: {names}" if missing else "could not be decided from the measured facts"
     if withheld:
@@ -122,6 +122,7 @@ def evaluate(
     try:
         found = _evaluate(rule, facts, values, measured_steps, min_measured_steps, reg)
         found.measured = measured_for(rule.whatif, facts, rule.ceiling)
+        found.fix = lead_with_measured(found.fix, found.measured)
         return found
     except Exception as exc:  # noqa: BLE001 — one broken rule must not hide the others
         return _finding(
@@ -145,6 +146,9 @@ def _evaluate(
     min_steps: int,
     reg: FactRegistry,
 ) -> Finding:
+    if rule.fit_only and custom_loop(facts):
+        return _finding(rule, "n/a", f"does not apply to a custom loop: {rule.fit_only}",
+                        evidence=_evidence(rule, facts, reg))
     if rule.applies is not None:
         applies = rule.applies.evaluate(facts, params)
         if applies is None:
@@ -165,7 +169,7 @@ def _evaluate(
             rule,
             "unknown",
             rule.message.render(facts, params),
-            fix=rule.fix.render(facts, params),
+            fix=rule.fix_in(facts).render(facts, params),
             measure=rule.measure or ADVICE_MEASURE,
             evidence=_evidence(rule, facts, reg),
         )
@@ -206,7 +210,7 @@ def _evaluate(
         "fail",
         rule.message.render(facts, params),
         severity=severity,
-        fix=rule.fix.render(facts, params),
+        fix=rule.fix_in(facts).render(facts, params),
         impact=impact,
         evidence=_evidence(rule, facts, reg),
         thresholds=thresholds,
@@ -258,8 +262,9 @@ def rank(findings: Sequence[Finding], rules: Mapping[str, Rule] | None = None) -
 
 
 def coverage(findings: Sequence[Finding], rules: Mapping[str, Rule] | None = None,
-             reg: FactRegistry | None = None) -> Coverage:
-    """Decided (pass or fail), n/a and unknown per section, and what would decide the unknowns."""
+             reg: FactRegistry | None = None, track: bool = False) -> Coverage:
+    """Decided (pass or fail), n/a and unknown per section, and what would decide the unknowns
+    (``track``: in the words of a custom loop)."""
     reg = reg or registry()
     sections: dict[str, SectionCoverage] = {}
     groups: dict[str, ToDecide] = {}
@@ -275,7 +280,7 @@ def coverage(findings: Sequence[Finding], rules: Mapping[str, Rule] | None = Non
         elif f.status == "unknown":
             sec.unknown += 1
             rule = (rules or {}).get(f.code)
-            label, how = enabler(f.missing, reg, advice=bool(rule and rule.advice))
+            label, how = enabler(f.missing, reg, advice=bool(rule and rule.advice), track=track)
             groups.setdefault(label, ToDecide(enable=label, how=how, rules=[])).rules.append(f.code)
     decided = sum(s.decided for s in sections.values())
     total = sum(s.total for s in sections.values())
@@ -360,7 +365,7 @@ def diagnose_facts(
         generated_at=generated_at or datetime.now(timezone.utc).isoformat(timespec="seconds"),
         run=run,
         findings=ranked,
-        coverage=coverage(ranked, by_code, reg),
+        coverage=coverage(ranked, by_code, reg, track=custom_loop(facts)),
         summary=summarize(ranked),
         facts=fact_values(facts, reg),
         errors=list(errors),

@@ -28,6 +28,34 @@ HINTS: dict[str, str] = {
     "budget": "train with advisor.AdvisorCallback (budget=True, the default) to record where the fit's time went",
 }
 
+# The same, for a custom loop recorded with advisor.track: what its markers and options give, and
+# what only a Keras fit can measure (said, so that nobody looks for a switch that is not there).
+TRACK_HINTS: dict[str, str] = {
+    "throughput": "call run.step(batch_size) after every training step inside advisor.track",
+    "epochs": "call run.epoch() at every epoch's end inside advisor.track",
+    "context": ("a custom loop's model settings are not read: advisor.track sees only its markers (a Keras "
+                "fit's are read when it begins)"),
+    "guard": "record the loop with advisor.track",
+    "store": "record the loop with advisor.track",
+    "prices": 'give the price: advisor.track(instance_type="g5.xlarge") or price_per_hour=..., or set ADVISOR_INSTANCE_TYPE',
+    "psutil": "keep telemetry on (the default; advisor.track(telemetry=False) turns it off)",
+    "baseline": ("the cached-input ceiling replays a Keras fit's input and is not measured in a custom loop: "
+                 "time a few hundred steps on one batch held in memory and compare with the loop's samples/s"),
+    "pipeline": ("the input pipeline is inspected only when a Keras fit is given a tf.data.Dataset, a "
+                 "PyDataset or a torch DataLoader; advisor.track does not see the loop's loader"),
+    "trace": ("profile some steps with the backend's profiler (torch.profiler or jax.profiler.trace) and "
+              "attach it: `advisor trace PROFILE_DIR --into RUN` (keras-advisor[profile])"),
+    "instance": "name the cloud instance: advisor.track(instance_type=...) or ADVISOR_INSTANCE_TYPE",
+    "budget": "record the loop with advisor.track (its markers give the time budget)",
+    "storage": "`advisor data PATH --into RUN` inspects the files the loop reads",
+}
+TRACK_FACT_HINTS: dict[str, str] = {
+    "context.graph_retraces": ("retracing is counted in a Keras fit (its train function); a custom loop's "
+                               "compiled step is not watched"),
+    "time.epoch_start_fraction": ("a custom loop's epoch start is part of its first step (advisor.track has no "
+                                  "epoch-begin marker); step outliers (M150) show long ones"),
+}
+
 # Facts whose measurement depends on more than switching a collector on.
 FACT_HINTS: dict[str, str] = {
     "context.graph_retraces": "retracing is counted on the TensorFlow and JAX backends (torch compiles no train function to count)",
@@ -57,34 +85,52 @@ ENABLERS: dict[str, tuple[str, str]] = {
     "budget": ("the time budget", "train with advisor.AdvisorCallback(budget=True) (the default; runs written "
                                   "before the budget existed have none)"),
 }
+TRACK_ENABLERS: dict[str, tuple[str, str]] = {
+    "baseline": ("a Keras fit", "the cached-input ceiling is measured only in a Keras fit"),
+    "trace": ("a profile", "`advisor trace PROFILE_DIR --into RUN` with a torch.profiler or jax.profiler trace"),
+    "instance": ("instance_type", 'advisor.track(instance_type="g5.xlarge") or ADVISOR_INSTANCE_TYPE'),
+    "prices": ("instance_type", "advisor.track(instance_type=...) or price_per_hour=..."),
+    "pipeline": ("a Keras fit", "the input pipeline is inspected in a Keras fit (tf.data, PyDataset, DataLoader)"),
+    "context": ("a Keras fit", "model settings are read only in a Keras fit"),
+    "throughput": ("run.step()", "call run.step() after every step inside advisor.track"),
+    "epochs": ("run.epoch()", "call run.epoch() at every epoch's end inside advisor.track"),
+    "budget": ("the time budget", "record the loop with advisor.track"),
+    "storage": ("data files", "`advisor data PATH --into RUN`"),
+}
 HUMAN = ("a human decision", "advice rules list the evidence; the decision is yours")
 OTHER = ("a measurement", "see each rule's `measure` hint")
 
 
-def enabler(missing: Sequence[str], facts: FactRegistry, advice: bool = False) -> tuple[str, str]:
-    """(label, how) of what would decide a rule that misses ``missing``."""
+def enabler(missing: Sequence[str], facts: FactRegistry, advice: bool = False,
+            track: bool = False) -> tuple[str, str]:
+    """(label, how) of what would decide a rule that misses ``missing``; ``track``: in the words of
+    a custom loop recorded with advisor.track."""
     if advice:
         return HUMAN
     for name in missing:
+        if track and name in TRACK_FACT_HINTS:
+            return ("a Keras fit", TRACK_FACT_HINTS[name])
         fact = facts.get(name)
         for source in (fact.source if fact else "derived").split("+"):
-            found = ENABLERS.get(source.strip())
+            found = (TRACK_ENABLERS.get(source.strip()) if track else None) or ENABLERS.get(source.strip())
             if found:
                 return found
     return OTHER
 
 
-def hints_for(missing: Iterable[str], facts: FactRegistry) -> str:
-    """One sentence per distinct way to measure the ``missing`` facts."""
+def hints_for(missing: Iterable[str], facts: FactRegistry, track: bool = False) -> str:
+    """One sentence per distinct way to measure the ``missing`` facts; ``track``: in the words of a
+    custom loop recorded with advisor.track."""
     seen: dict[str, None] = {}
     for name in missing:
-        if name in FACT_HINTS:
-            seen.setdefault(FACT_HINTS[name], None)
+        special = (TRACK_FACT_HINTS.get(name) if track else None) or FACT_HINTS.get(name)
+        if special:
+            seen.setdefault(special, None)
             continue
         fact = facts.get(name)
         sources = (fact.source if fact else "derived").split("+")
         for source in sources:
-            hint = HINTS.get(source.strip())
+            hint = (TRACK_HINTS.get(source.strip()) if track else None) or HINTS.get(source.strip())
             if hint:
                 seen.setdefault(hint, None)
     return "; ".join(seen) if seen else "not measurable by the advisor yet"

@@ -77,6 +77,17 @@ def ceiling_row(name: str, facts: Mapping[str, Any]) -> dict[str, Any] | None:
             "outside_band": None if band is None else speedup * (1.0 - band) > 1.0}
 
 
+def lead_with_measured(fix: str | None, measured: Measured | None) -> str | None:
+    """The fix led by the change that measured best on this run, when one gained beyond its noise
+    band: the general advice may name a weaker change first (a parallel map before a cache)."""
+    if not fix or measured is None or measured.ceiling or not measured.label:
+        return fix
+    if measured.speedup <= 1.0 or measured.outside_band is False:
+        return fix
+    per_sample = ", per sample" if measured.changes_optimisation else ""
+    return f"Measured best on this run: {measured.label} ({speedup_text(measured.speedup)}{per_sample}). {fix}"
+
+
 def measured_for(candidates: Sequence[str], facts: Mapping[str, Any], ceiling: Sequence[str] = ()) -> Measured | None:
     """The largest measured gain among ``candidates``; failing that, the first measured
     ``ceiling`` (a what-if candidate or a baseline ceiling); None when nothing was measured."""

@@ -52,6 +52,7 @@ Expression = Annotated[
     Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)] | int | float,
     Field(description="an expression in the rule language (docs/rules.md); a number is a constant")]
 ParamName = Annotated[str, StringConstraints(pattern=PARAM_PATTERN)]
+FixContext = Literal["fit:tensorflow", "fit:jax", "fit:torch", "track", "track:tensorflow", "track:jax", "track:torch"]
 Omitted = SkipJsonSchema[None]  # a field left out; written empty it is refused, and the schema says so
 
 
@@ -86,6 +87,11 @@ class RuleEntry(_Strict):
     message: Text
     pass_message: Text | Omitted = None
     fix: Text
+    fix_for: dict[FixContext, Text] = Field(
+        default_factory=dict,
+        description="the fix in the words of another loop or backend: fit:jax, fit:torch, fit:tensorflow, "
+                    "track, track:torch, track:jax, track:tensorflow (the most specific one that matches wins)")
+    fit_only: Text | Omitted = None
     impact: Expression | Omitted = None
     gated: bool = False
     symptom: bool = False
@@ -129,7 +135,7 @@ _LISTS = {"requires": "fact names", "requires_any": "fact names", "optional": "f
           "whatif": "what-if candidate names", "ceiling": "names: baseline ceilings or what-if candidates"}
 _FLAGS = ("advice", "gated", "symptom")
 _EXPRESSIONS = ("condition", "applies", "impact")
-_TEXTS = ("pass_message", "measure")  # optional texts: left out, or written non-empty
+_TEXTS = ("pass_message", "measure", "fit_only")  # optional texts: left out, or written non-empty
 
 
 def reason(error: dict[str, Any], section: str) -> tuple[str | None, str]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,6 +72,17 @@ class Rule:
     whatif: tuple[str, ...] = ()  # what-if candidates that try this rule's fix (docs/whatif.md)
     ceiling: tuple[str, ...] = ()  # what measures the most the fix can gain, where it cannot be tried
     symptom: bool = False  # measures a cost other rules name the cause of: ranks after them on a tie
+    fix_for: tuple[tuple[str, Template], ...] = ()  # ("track:torch", the fix in that loop's words), …
+    fit_only: str | None = None  # why the rule cannot apply to a custom loop: n/a there, with this reason
+
+    def fix_in(self, facts: Mapping[str, Any]) -> Template:
+        """The fix in the words of the run's loop and backend (``fix_for``), else the general one."""
+        if self.fix_for:
+            variants = dict(self.fix_for)
+            for key in fix_contexts(facts):
+                if key in variants:
+                    return variants[key]
+        return self.fix
 
     @property
     def facts(self) -> tuple[str, ...]:
@@ -92,6 +103,19 @@ class Rule:
     @property
     def references(self) -> list[str]:
         return [str(r) for r in self.docs.get("references", [])]
+
+
+def custom_loop(facts: Mapping[str, Any]) -> bool:
+    """The run is a custom training loop recorded by ``advisor.track``, not a Keras ``fit``."""
+    return facts.get("context.framework") == "custom" or facts.get("context.input_kind") == "custom"
+
+
+def fix_contexts(facts: Mapping[str, Any]) -> tuple[str, ...]:
+    """The ``fix_for`` keys that match the run, most specific first."""
+    backend = facts.get("context.backend")
+    loop = "track" if custom_loop(facts) else "fit"
+    keys = [f"{loop}:{backend}"] if backend in ("tensorflow", "jax", "torch") else []
+    return (*keys, "track") if loop == "track" else tuple(keys)
 
 
 # -- locating ---------------------------------------------------------------------------------
@@ -297,6 +321,7 @@ def _build(path: Path, section: str, entry: RuleEntry, item: dict[str, Any], nod
         if bound not in BASELINE_CEILINGS and f"whatif.{bound}.speedup" not in facts:
             known = ", ".join(BASELINE_CEILINGS)
             raise fail("ceiling", f"unknown ceiling {bound!r}: {known} or a what-if candidate (see docs/whatif.md)")
+    fix_for = tuple((key, template("fix_for", text)) for key, text in entry.fix_for.items())
     assert message is not None and fix is not None
     return Rule(
         code=code, name=entry.name, section=section, summary=entry.summary, severity=entry.severity,
@@ -306,4 +331,5 @@ def _build(path: Path, section: str, entry: RuleEntry, item: dict[str, Any], nod
         advice=entry.advice, gated=entry.gated, symptom=entry.symptom, measure=entry.measure, params=params,
         docs=entry.docs.model_dump(), file=str(path), line=node.start_mark.line + 1, field_lines=_lines(node),
         whatif=tuple(entry.whatif), ceiling=tuple(entry.ceiling),
+        fix_for=tuple((key, t) for key, t in fix_for if t is not None), fit_only=entry.fit_only,
     )

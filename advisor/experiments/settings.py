@@ -28,6 +28,14 @@ WHATIF_PROCESS_NAMES = ("backends",)
 WHATIF_ROUNDS = 6
 WHATIF_FIT_SHARE = 0.10
 WHATIF_MAX_SECONDS = 60.0
+# whatif="needed" (the default): the what-if runs only when what training measured points to a
+# change it can try — the baseline's input cost at or above NEEDED_INPUT_COST (outside its band), a
+# step short enough for dispatch to matter (NEEDED_STEP_S), or a step run eagerly — and only when the
+# budget (WHATIF_FIT_SHARE of the fit) is at least NEEDED_MIN_BUDGET: a smaller one cannot prepare a
+# candidate and pair three rounds beside the unchanged input.
+NEEDED_INPUT_COST = 0.10
+NEEDED_STEP_S = 0.005
+NEEDED_MIN_BUDGET = 3.0
 # baseline="auto" (the default): after the last epoch, about AUTO_BASELINE_SECONDS of measuring or
 # AUTO_BASELINE_STEPS steps, whichever is longer; the whole baseline stays within
 # AUTO_BASELINE_SHARE of the fit's time, and is skipped (with the reason recorded) when that share
@@ -44,16 +52,18 @@ AUTO_BASELINE_MIN_BUDGET = 2.0
 
 
 def normalize_whatif(value: Any) -> str | tuple[str, ...] | None:
-    """``"auto"``, a list of candidate names (or one name), or None/False (off)."""
+    """``"needed"``, ``"auto"``, a list of candidate names (or one name), or None/False (off)."""
     if value in (None, False, "", "off", "none"):
         return None
     if value is True or value == "auto":
         return "auto"
+    if value == "needed":
+        return "needed"
     names = (value,) if isinstance(value, str) else value
     try:
         names = tuple(str(n) for n in names)
     except TypeError:
-        raise UsageError(f"whatif must be 'auto', a list of candidate names or None, got {value!r}") from None
+        raise UsageError(f"whatif must be 'needed', 'auto', a list of candidate names or None, got {value!r}") from None
     known = WHATIF_NAMES + WHATIF_PROCESS_NAMES
     for name in names:
         if name not in known:

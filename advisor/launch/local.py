@@ -38,6 +38,8 @@ class Outcome:
     returncodes: dict[int, int | None] = field(default_factory=dict)
     logs: list[str] = field(default_factory=list)
     nodes: list[str] = field(default_factory=list)  # ray: where the workers ran
+    job_id: str | None = None  # ray: the driver's job
+    actors: list[str] = field(default_factory=list)  # ray: each rank's actor id
 
 
 def describe_exit(rank: int, code: int) -> str:

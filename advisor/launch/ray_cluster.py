@@ -73,6 +73,12 @@ def ray_session(address: str | None, num_cpus: int) -> Iterator[Any]:
             ray.shutdown()
 
 
+def node_addresses(ray: Any) -> list[str]:
+    """The addresses of the cluster's live nodes."""
+    return sorted({str(n.get("NodeManagerAddress")) for n in ray.nodes()
+                   if n.get("Alive") and n.get("NodeManagerAddress")})
+
+
 class Worker:
     """One worker process of a configuration, on the node Ray placed this actor on."""
 
@@ -80,13 +86,14 @@ class Worker:
         self.proc: subprocess.Popen[bytes] | None = None
         self.log: Path | None = None
 
-    def where(self, taken: list[int]) -> tuple[str, str, int]:
-        """(node address, node id, a free port on it not in ``taken``)."""
+    def where(self, taken: list[int]) -> tuple[str, str, int, str]:
+        """(node address, node id, a free port on it not in ``taken``, this actor's id)."""
         import ray
 
         host = ray.util.get_node_ip_address()
         port = next(p for p in free_ports(len(taken) + 1, host) if p not in taken)
-        return host, ray.get_runtime_context().get_node_id(), port
+        context = ray.get_runtime_context()
+        return host, context.get_node_id(), port, context.get_actor_id() or ""
 
     def start(self, argv: list[str], env: dict[str, str], log: str) -> None:
         self.log = Path(log)
@@ -165,17 +172,23 @@ def run_on_ray(
         hosts: list[str] = []
         nodes: list[str] = []
         ports: list[int] = []
+        ids: list[str] = []
         for actor in actors:  # one after the other: two simulated nodes of one host share its ports
-            host, node, port = ray.get(actor.where.remote(ports), timeout=ACTOR_CALL_TIMEOUT_S)
+            host, node, port, actor_id = ray.get(actor.where.remote(ports), timeout=ACTOR_CALL_TIMEOUT_S)
             hosts.append(host)
             nodes.append(f"{host} ({node[:8]})")
             ports.append(port)
+            ids.append(actor_id)
+        job_id = ray.get_runtime_context().get_job_id()
         procs = specs(hosts=hosts, ports=ports)
+        for spec, node in zip(procs, nodes):  # what the run records: the Ray job, nodes and actors
+            spec.env.update({"ADVISOR_RAY_JOB_ID": job_id, "ADVISOR_RAY_NODES": ",".join(nodes),
+                             "ADVISOR_RAY_ACTORS": ",".join(ids), "ADVISOR_NODE": node})
         logs = [str(log_dir / spec.log_name) for spec in procs]
         ray.get([a.start.remote(s.argv, s.env, log) for a, s, log in zip(actors, procs, logs)],
                 timeout=ACTOR_CALL_TIMEOUT_S)
         outcome = _wait(ray, actors, timeout_s, on_tick, poll_s, t0)
-        outcome.logs, outcome.nodes = logs, nodes
+        outcome.logs, outcome.nodes, outcome.job_id, outcome.actors = logs, nodes, job_id, ids
         return outcome
     except ray.exceptions.RayError as exc:
         return Outcome("failed", time.monotonic() - t0, f"Ray: {_first_line(exc)}")

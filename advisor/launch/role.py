@@ -40,6 +40,9 @@ class Role:
     sweep_id: str | None = None
     job_id: str | None = None  # the Slurm job (SLURM_JOB_ID), when run by one
     nodes: str | None = None  # the job's node names, comma-separated
+    ray_job_id: str | None = None  # the Ray job (the sweep's driver), when run as Ray actors
+    ray_nodes: str | None = None  # each rank's node, "address (node id)", comma-separated
+    ray_actors: str | None = None  # each rank's actor id, comma-separated
 
     @property
     def is_chief(self) -> bool:
@@ -52,12 +55,16 @@ class Role:
 
     def tags(self) -> dict[str, str]:
         """Labels for ``AdvisorCallback(tags=...)``: the configuration this run belongs to (and the
-        Slurm job and nodes that ran it)."""
+        Slurm job and nodes, or the Ray job, nodes and actors, that ran it)."""
         tags = {"scale.strategy": self.strategy, "scale.workers": str(self.workers)}
         if self.job_id:
             tags["slurm.job_id"] = self.job_id
         if self.nodes:
             tags["slurm.nodes"] = self.nodes
+        for key, value in (("ray.job_id", self.ray_job_id), ("ray.nodes", self.ray_nodes),
+                           ("ray.actors", self.ray_actors)):
+            if value:
+                tags[key] = value
         return tags
 
     def shard(self, n: int) -> slice:
@@ -103,6 +110,9 @@ def role(env: Mapping[str, str] | None = None) -> Role:
         sweep_id=env.get("ADVISOR_SWEEP_ID") or None,
         job_id=env.get("SLURM_JOB_ID") or None,
         nodes=env.get("ADVISOR_SLURM_NODES") or env.get("SLURMD_NODENAME") or None,
+        ray_job_id=env.get("ADVISOR_RAY_JOB_ID") or None,
+        ray_nodes=env.get("ADVISOR_RAY_NODES") or None,
+        ray_actors=env.get("ADVISOR_RAY_ACTORS") or None,
     )
 
 

@@ -115,7 +115,7 @@ def sbatch_script(
     lines += [f"export {k}={shlex.quote(v)}" for k, v in sorted(env.items())]
     lines += HOSTS_LINES.splitlines()
     srun = ["srun", "--kill-on-bad-exit=1"]
-    if config.strategy == "horovod":
+    if config.strategy == "horovod":  # needs Slurm with PMIx and Horovod built with MPI
         srun.append("--mpi=pmix")
     wrapper = [_python_of(command), "-m", "advisor.launch.task", "--"]
     lines += ["code=0", shlex.join(srun + wrapper + list(command)) + " || code=$?",
@@ -142,6 +142,56 @@ def submit(script: Path, after: str | None = None) -> str | None:
     if done.returncode != 0:
         raise UsageError(f"sbatch refused {script}: {(done.stderr or done.stdout).strip()[:200]}")
     return done.stdout.strip().split(";")[0]
+
+
+def pmix_refusal(partition: str | None = None) -> str | None:
+    """Slurm's reason why ``srun --mpi=pmix`` cannot start here (its error line), or None when it
+    can or srun cannot be asked at all (scripts written for another cluster).
+
+    ``srun --mpi=list`` is not enough: Debian's Slurm 22.05 lists pmix but fails to load its
+    library when a step starts. ``srun --test-only`` loads the MPI plugin without running a job."""
+    srun = shutil.which("srun")
+    if srun is None:
+        return None
+    argv = [srun, "--mpi=pmix", "--test-only", "-n", "1"] + (["-p", partition] if partition else [])
+    try:
+        done = subprocess.run(argv + ["true"], capture_output=True, text=True, timeout=QUERY_TIMEOUT_S,
+                              check=False)
+    except (subprocess.TimeoutExpired, OSError):
+        return None
+    errors = [line.strip() for line in done.stderr.splitlines() if "MPI" in line or "pmix" in line]
+    if done.returncode == 0 or not errors:
+        return None
+    reason = errors[-1].removeprefix("srun: error:").strip()
+    if any("load PMIx library" in line for line in errors):
+        reason += "; its PMIx library does not load"
+    return reason
+
+
+def check_horovod(strategies: Sequence[str], refusal: str | None) -> None:
+    """Refuse ``horovod`` before anything is submitted where this Slurm cannot start it.
+
+    Under srun, Horovod learns its ranks from MPI over PMIx (``srun --mpi=pmix``), which needs a
+    Slurm with a working PMIx and a Horovod built with MPI (a Gloo-only Horovod would start N
+    separate one-process jobs instead)."""
+    if "horovod" not in strategies or refusal is None:
+        return
+    raise UsageError(
+        f"strategy horovod under --launcher slurm needs srun --mpi=pmix, which this Slurm refuses "
+        f"({refusal}): sweep horovod with --launcher local (horovodrun --gloo) or choose another strategy")
+
+
+def node_addresses(partition: str | None = None) -> list[str]:
+    """The partition's node addresses (``sinfo -N -o %o``); empty where sinfo cannot be asked."""
+    sinfo = shutil.which("sinfo")
+    if sinfo is None:
+        return []
+    argv = [sinfo, "-h", "-N", "-o", "%o"] + (["-p", partition] if partition else [])
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=QUERY_TIMEOUT_S, check=False)
+    except (subprocess.TimeoutExpired, OSError):
+        return []
+    return sorted({line.strip() for line in done.stdout.splitlines() if line.strip()}) if done.returncode == 0 else []
 
 
 def gpus_in_gres(text: str) -> int:

@@ -94,6 +94,8 @@ def run_sweep(
         rec.seconds = round(outcome.seconds, 3)
         rec.logs = outcome.logs
         rec.nodes = outcome.nodes or rec.nodes
+        rec.job_id = outcome.job_id or rec.job_id
+        rec.actors = outcome.actors or rec.actors
         run_dir = runs_dir / rec.run_id
         if outcome.status == "finished" and not (run_dir / MANIFEST_NAME).is_file():
             rec.status = "failed"

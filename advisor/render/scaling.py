@@ -77,7 +77,16 @@ SECTIONS: list[tuple[str, str | None, list[tuple[str, Callable[[Row], str]]]]] =
         ("exposed comm.", lambda r: _pct(r.exposed_communication_percent)),
         ("other", lambda r: _pct(r.other_percent)),
     ]),
+    ("Workers: who the others wait for", "no worker data", [
+        ("straggler", lambda r: r.straggler or ("none" if r.straggler_share is not None else "—")),
+        ("waited-for rank", lambda r: "—" if r.straggler_rank is None else str(r.straggler_rank)),
+        ("others wait", lambda r: "—" if r.straggler_wait_ms is None else f"{r.straggler_wait_ms:.1f} ms/step"),
+        ("of the step", lambda r: _frac_pct(r.straggler_share)),
+        ("per epoch", lambda r: "—" if r.straggler_s_per_epoch is None else f"{r.straggler_s_per_epoch:.2f} s"),
+    ]),
 ]
+# Sections whose emptiness is read from the rows' values rather than from a note they carry.
+EMPTY_WHEN: dict[str, Callable[[Row], bool]] = {"no worker data": lambda r: r.straggler_share is None}
 
 
 def render_table(table: ScalingTable, fmt: str = "text") -> str:
@@ -153,13 +162,14 @@ def _recommendation(rec: Recommendation, md: bool) -> list[str]:
 
 
 def _evidence(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.3g}"
-    return str(value)
+    return readable(value) if isinstance(value, float) else str(value)
 
 
 def _visible(table: ScalingTable, empty_note: str | None) -> bool:
-    return empty_note is None or not all(empty_note in r.notes for r in table.rows)
+    if empty_note is None:
+        return True
+    empty = EMPTY_WHEN.get(empty_note, lambda r: empty_note in r.notes)
+    return not all(empty(r) for r in table.rows)
 
 
 def _markdown(table: ScalingTable) -> str:

@@ -31,7 +31,8 @@ SECTIONS: list[tuple[str, list[tuple[str, str, str]]]] = [
         ("step time mean ± σ", "steps.time_ms.mean", "step"),
         ("step outliers (> mean + 3σ)", "steps.outliers", "num"),
         ("time to first step", "time.first_step_s", "s"),
-        ("epoch time (mean)", "time.epoch_s.mean", "s"),
+        ("epoch time (mean, first epoch out)", "time.epoch_s.mean", "s"),
+        ("first epoch", "time.first_epoch_s", "s"),
         ("validation share of epoch", "time.val_fraction", "pct"),
     ]),
     ("Cost", [
@@ -157,8 +158,11 @@ def header(view: RunOverview) -> Table:
     batch = fmt_number(view.global_batch_size)
     if view.per_replica_batch_size and view.per_replica_batch_size != view.global_batch_size:
         batch += f" (per replica {fmt_number(view.per_replica_batch_size)})"
-    table.add_row("batch", f"{batch} · steps_per_execution {view.steps_per_execution or 1}")
-    table.add_row("precision · XLA", f"{view.dtype_policy or '?'} · jit_compile={view.jit_compile}")
+    if view.custom_loop:  # a custom loop has no compile settings: its batch is all the advisor is told
+        table.add_row("batch", batch)
+    else:
+        table.add_row("batch", f"{batch} · steps_per_execution {view.steps_per_execution or 1}")
+        table.add_row("precision · XLA", f"{view.dtype_policy or '?'} · jit_compile={view.jit_compile}")
     if view.instance_type or view.price_per_hour:
         table.add_row("instance", f"{view.instance_type or '?'}")
     if view.tags:

@@ -12,7 +12,7 @@ from rich.text import Text
 
 from advisor.diagnosis.phrases import is_changes
 from advisor.diagnosis.template import format_value
-from advisor.numbers import percent
+from advisor.numbers import percent, strategy_label
 
 if TYPE_CHECKING:
     from advisor.diagnosis.report import Finding, Report
@@ -73,7 +73,7 @@ def _report(console: Console, report: Report) -> None:
         for v in (
             run.status,
             run.backend,
-            run.strategy if run.strategy not in (None, "default") else None,
+            strategy_label(run.strategy, run.tags) if run.strategy not in (None, "default") else None,
             run.instance_type,
         )
         if v

@@ -73,8 +73,10 @@ def entries(store: Store) -> list[RunRow]:
 def _configuration(tags: dict[str, str], strategy: str | None, num_workers: int) -> tuple[str, int]:
     """How a run is labelled: its sweep configuration (``scale.strategy`` × ``scale.workers``,
     what ``advisor scale`` launched it as) when it has one, else its manifest's."""
+    from advisor.numbers import strategy_label
+
     label = tags.get("scale.workers", "")
-    return tags.get("scale.strategy") or strategy or "default", int(label) if label.isdigit() else num_workers
+    return strategy_label(strategy, tags), int(label) if label.isdigit() else num_workers
 
 
 def digest(store: Store, path: str | os.PathLike[str], config: Config | None = None) -> RunDigest:

@@ -76,9 +76,17 @@ def advise(store: Store, table: ScalingTable, root: Path | None = None) -> Scali
                     run_id=run_id, message=f.message, impact=f.impact,
                     evidence={e.fact: e.value for e in f.evidence}))
     table.findings = findings
+    for row in table.rows:
+        if any(f.code == "D651" and f.strategy == row.strategy and f.workers == row.workers for f in findings):
+            row.straggler = _straggler_name(row)
     for rec in table.recommendations:
         rec.findings = sorted({f.code for f in findings if f.strategy == rec.strategy and f.workers == rec.workers})
     return table
+
+
+def _straggler_name(row: Any) -> str:
+    where = f" on {row.straggler_host}" if row.straggler_host else ""
+    return f"rank {row.straggler_rank}{where}"
 
 
 def sweep_points(store: Store, root: Path, sweep_id: str | None) -> tuple[list[Point], list[Failure]]:
@@ -109,7 +117,13 @@ def sweep_points(store: Store, root: Path, sweep_id: str | None) -> tuple[list[P
         point = store.point(run)
         record = store.sweep(Path(os.path.abspath(root)), sid)
         cfg = record.config(run.run_id) if record is not None else None
-        if run.status == "finished" and (cfg is None or cfg.status != "failed"):
+        missing = [r for r in range(manifest.num_workers or 1) if r not in run.ranks]
+        if run.status == "finished" and (cfg is None or cfg.status != "failed") and missing:
+            failures.append(Failure(point.strategy, point.workers, run.run_id, point.repeat,
+                                    f"{manifest.num_workers} workers, but no records of rank(s) "
+                                    f"{', '.join(map(str, missing))}: is the runs directory shared with "
+                                    "every node? Rank 0's share alone is not the whole"))
+        elif run.status == "finished" and (cfg is None or cfg.status != "failed"):
             found.append(point)
         else:
             failures.append(Failure(point.strategy, point.workers, run.run_id, point.repeat,
@@ -126,7 +140,8 @@ def sweep_points(store: Store, root: Path, sweep_id: str | None) -> tuple[list[P
                 failures.append(Failure(cfg.strategy, cfg.workers, cfg.run_id, cfg.repeat,
                                         cfg.reason, cfg.hint, cfg.log_tail))
             elif cfg.status != "finished":  # not ended yet, or never submitted: said, not left out
-                job = f"Slurm job {cfg.job_id} " if cfg.job_id else ""
+                engine = "Ray job" if record is not None and record.launcher == "ray" else "Slurm job"
+                job = f"{engine} {cfg.job_id} " if cfg.job_id else ""
                 failures.append(Failure(cfg.strategy, cfg.workers, cfg.run_id, cfg.repeat,
                                         f"{job}{cfg.status}: no run yet", state=cfg.status))
     return found, failures

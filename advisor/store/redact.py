@@ -1,4 +1,5 @@
-"""Secrets out of what the store keeps: command lines and log tails in sweep records.
+"""Secrets out of what the store keeps: command lines and log tails in sweep records, and the free
+text of run records (error messages, reasons, paths) before it reaches a shared file.
 
 Real launch lines carry tokens (``--hf-token hf_…``), passwords (``DB_PASSWORD=…``) and URLs with
 credentials (``https://user:pass@host``); a sweep file is shared, copied and attached to CI.
@@ -11,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from itertools import pairwise
+from typing import Any
 
 REDACTED = "***"
 
@@ -30,7 +32,8 @@ _NAME_SPLIT = re.compile(r"[-_.\s]+|(?<=[a-z0-9])(?=[A-Z])")
 # key=value, key: value, "key": "value" (JSON, YAML, env, query strings)
 _ASSIGNMENT = re.compile(
     r"""(?P<name>[A-Za-z][A-Za-z0-9_.-]{0,80})(?P<q1>["']?)(?P<sep>\s*[=:]\s*)(?P<q2>["']?)"""
-    r"""(?P<value>[^\s"',;&}]+)"""
+    # a value that is itself "name: …" is no value: the inner assignment is matched on its own
+    r"""(?P<value>(?![A-Za-z][A-Za-z0-9_.-]{0,80}["']?\s*[=:]\s)[^\s"',;&}]+)"""
 )
 # --flag value (a command line printed in a log)
 _FLAG_VALUE = re.compile(r"(?P<flag>--?[A-Za-z][A-Za-z0-9_.-]{0,80})(?P<sep>\s+)(?P<value>[^\s-]\S*)")
@@ -116,3 +119,29 @@ def redact_argv(argv: Sequence[str]) -> list[str]:
             continue
         out.append(redact_text(text))
     return out
+
+
+# Records made of numbers and fixed names, written often: nothing of the user's text to hide.
+NUMERIC_RECORDS = frozenset({"window", "heartbeat", "epoch", "first_step", "gpu", "host", "budget", "start", "end"})
+
+
+def redact_payload(payload: dict[str, Any]) -> dict[str, Any]:
+    """A record about to be written (plain JSON data), with every string in it redacted: error
+    messages, reasons and paths may quote a token or a URL with credentials. Records of numbers
+    (windows, samples) pass untouched, so the hot path stays cheap."""
+    if payload.get("type") in NUMERIC_RECORDS:
+        return payload
+    return redact_value(payload)  # type: ignore[no-any-return]
+
+
+def redact_value(value: Any) -> Any:
+    """JSON data with its strings redacted, and the value of every key that names a secret
+    (``{"api_key": …}``, a tag, an option) hidden whole."""
+    if isinstance(value, str):
+        return redact_text(value) if len(value) > 3 else value
+    if isinstance(value, dict):
+        return {k: REDACTED if isinstance(k, str) and v and not isinstance(v, (bool, int, float, dict, list))
+                and is_secret_name(k) else redact_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_value(v) for v in value]
+    return value

@@ -99,6 +99,7 @@ class StartRecord(Record):
     pid: int | None = None
     hostname: str | None = None
     scope: str | None = None  # kernel boot + PID namespace of ``pid`` (see store/status.py)
+    node: str | None = None  # the cluster node of this rank (Slurm's node name, Ray's node), if any
 
 
 class HeartbeatRecord(Record):

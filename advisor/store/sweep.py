@@ -41,8 +41,9 @@ class ConfigRecord(_Model):
     log_tail: str | None = None
     logs: list[str] = Field(default_factory=list)
     script: str | None = None  # slurm: the sbatch script
-    job_id: str | None = None  # slurm: the submitted job
+    job_id: str | None = None  # slurm: the submitted job; ray: the sweep's Ray job (driver)
     nodes: list[str] = Field(default_factory=list)  # slurm, ray: the nodes the job ran on
+    actors: list[str] = Field(default_factory=list)  # ray: each rank's actor id, in rank order
 
 
 class SweepRecord(_Model):

@@ -29,6 +29,7 @@ from typing import Any
 from advisor.errors import UsageError
 from advisor.store.files import RecordFile, dumps_line, write_json_atomic
 from advisor.store.paths import resolve_runs_dir
+from advisor.store.redact import redact_payload, redact_value
 from advisor.store.schema import (
     MANIFEST_NAME,
     RUN_ID_RE,
@@ -115,11 +116,14 @@ class RunWriter:
                 fields.update(manifest or {})
                 fields["run_id"] = self.run_id
                 self._manifest = Manifest.model_validate(fields)
-                write_json_atomic(self.path / MANIFEST_NAME, self._manifest.model_dump(mode="json"))
+                manifest = self._manifest.model_dump(mode="json")
+                for key in ("tags", "config"):  # the user's labels and options: a URL may carry credentials
+                    manifest[key] = redact_value(manifest.get(key) or {})
+                write_json_atomic(self.path / MANIFEST_NAME, manifest)
                 self._wrote_manifest = True
             start = StartRecord(
                 t=time.time(), rank=rank, pid=os.getpid(), hostname=socket.gethostname(),
-                scope=local_scope(),
+                scope=local_scope(), node=os.environ.get("ADVISOR_NODE") or os.environ.get("SLURMD_NODENAME"),
             )
             self._file.append(dumps_line(start.model_dump(mode="json", exclude_none=True)))
         except BaseException:
@@ -203,6 +207,7 @@ class RunWriter:
         else:
             payload = dict(record)
             payload.setdefault("t", time.time())
+        payload = redact_payload(payload)  # a run directory is shared: no secret quoted in its text
         line = dumps_line(payload, _json_default)
         with self._lock:
             if self._closed:
@@ -276,7 +281,10 @@ class RunWriter:
         assert self._manifest is not None
         with self._lock:
             try:
-                write_json_atomic(self.path / MANIFEST_NAME, self._manifest.model_dump(mode="json"))
+                manifest = self._manifest.model_dump(mode="json")
+                for key in ("tags", "config"):  # the user's labels and options: a URL may carry credentials
+                    manifest[key] = redact_value(manifest.get(key) or {})
+                write_json_atomic(self.path / MANIFEST_NAME, manifest)
             except OSError as exc:
                 self._fault("the manifest", exc)
 

@@ -58,6 +58,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                    help="profile these training steps (computation vs communication in the report)")
     p.add_argument("--compression", choices=("none", "fp16"), default="none",
                    help="horovod: gradient compression of hvd.DistributedOptimizer")
+    p.add_argument("--slow-rank", type=int, default=None,
+                   help="(tests) this rank sleeps after every step: a straggler the others wait for")
+    p.add_argument("--slow-ms", type=float, default=20.0, help="(tests) ... this many milliseconds")
     p.add_argument("--kill-rank", type=int, default=None, help="(tests) this rank kills itself ...")
     p.add_argument("--kill-at-step", type=int, default=5, help="(tests) ... at this step of epoch 1")
     return p.parse_args(argv)
@@ -86,6 +89,8 @@ def main(argv: list[str] | None = None) -> None:
         runs_dir=args.runs_dir, name=f"{role.strategy}-{role.workers}", tags=role.tags(),
         window_seconds=args.window_s, warmup_steps=5, log_every_seconds=None, **options,
     )]
+    if args.slow_rank is not None and args.slow_rank == role.rank:
+        callbacks.append(_sleeper(keras, args.slow_ms / 1000.0))
     if args.kill_rank is not None and args.kill_rank == role.rank:
         callbacks.append(_killer(keras, args.kill_at_step))
     replicas = role.workers
@@ -127,6 +132,17 @@ def main(argv: list[str] | None = None) -> None:
 def _compile(keras: Any, model: Any, optimizer: Any) -> None:
     model.compile(optimizer=optimizer,
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+
+
+def _sleeper(keras: Any, seconds: float) -> Any:
+    """A callback that sleeps after every training step on this rank only: a straggler (tests)."""
+    import time
+
+    class Sleeper(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+            time.sleep(seconds)
+
+    return Sleeper()
 
 
 def _killer(keras: Any, at_step: int) -> Any:

@@ -100,11 +100,12 @@ def test_training_state_is_exactly_as_the_fit_left_it(tmp_path):
     assert model.train_function is snapshot.step and np.isfinite(more.history["loss"][0])
 
 
-def test_auto_measures_the_fixes_of_an_input_bound_run_and_the_findings_show_them(tmp_path):
+def test_by_default_an_input_bound_run_measures_its_fixes_and_the_findings_lead_with_the_best(tmp_path):
     model = build_model()
     # a decisive gain (≈ 30×) needs no long measurement: three rounds, 2 s in all; the budget is
-    # generous for a busy host's preparation (a 10 s one left candidates unprepared under load)
-    cb = advisor.AdvisorCallback(tmp_path, whatif="auto", whatif_max_seconds=60, whatif_seconds=2, whatif_rounds=3,
+    # generous for a busy host's preparation (a 10 s one left candidates unprepared under load).
+    # whatif is left at its default ("needed"): the baseline's input cost is what starts it.
+    cb = advisor.AdvisorCallback(tmp_path, whatif_max_seconds=60, whatif_seconds=2, whatif_rounds=3,
                                  log_every_seconds=None, telemetry=False, **QUICK_BASELINE)
     model.fit(slow_dataset(), epochs=2, verbose=0, callbacks=[cb])
     store = Store(tmp_path)
@@ -124,6 +125,28 @@ def test_auto_measures_the_fixes_of_an_input_bound_run_and_the_findings_show_the
     c402 = next(f for f in store.diagnose(cb.run_path).findings if f.code == "C402")
     assert c402.measured is not None and c402.measured.candidate == "cache_map"
     assert c402.measured.text.startswith("measured: ")
+    # the fix text leads with what measured best here, whatever the general advice names first
+    assert c402.fix.startswith("Measured best on this run: ds.cache() after map #1")
+
+
+def test_by_default_a_compute_bound_fit_runs_no_whatif(tmp_path):
+    """Nothing training measured points to a change (in-memory arrays, steps of several ms): the
+    default what-if stays out of the way, even with a budget that would hold it."""
+    model = keras.Sequential([keras.Input((FEATURES,)), keras.layers.Dense(1024, activation="relu"),
+                              keras.layers.Dense(1024, activation="relu"), keras.layers.Dense(CLASSES)])
+    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    x, y = arrays(2048)
+    cb = advisor.AdvisorCallback(tmp_path, whatif_max_seconds=60, log_every_seconds=None, telemetry=False,
+                                 **QUICK_BASELINE)
+    model.fit(x, y, batch_size=256, epochs=2, verbose=0, callbacks=[cb])
+    run = RunReader(cb.run_path).read()
+    facts = Store(tmp_path).analyse(str(cb.run_path)).facts
+    step_ms = facts["steps.time_ms.mean"]
+    assert step_ms > 5.0, f"the scenario needs steps of more than 5 ms, not {step_ms:.2f} ms"
+    cost = facts.get("input.bound_fraction")
+    assert cost is not None, "the baseline measured the input's cost"
+    assert not (cost >= 0.10 and facts.get("input.bound_outside_band")), f"the arrays cost {cost:.0%} of a step"
+    assert run.of_type(WhatIfRecord) == []
 
 
 @pytest.mark.parametrize("kind", ["arrays", "slow tf.data"])

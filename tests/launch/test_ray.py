@@ -54,3 +54,13 @@ def test_workers_placed_by_ray_get_their_nodes_addresses(tmp_path):
 
 def test_one_bundle_per_process():
     assert [processes_of(Config(s, 4)) for s in ("multiworker", "jax", "mirrored", "single")] == [4, 4, 1, 1]
+
+
+def test_the_role_tags_the_ray_job_nodes_and_actors():
+    from advisor.launch.role import role
+
+    tags = role({"ADVISOR_SCALE_STRATEGY": "multiworker", "ADVISOR_RANK": "1", "ADVISOR_WORLD_SIZE": "2",
+                 "ADVISOR_RAY_JOB_ID": "02000000", "ADVISOR_RAY_NODES": "10.0.0.5 (ab12cd34),10.0.0.6 (ef56ab78)",
+                 "ADVISOR_RAY_ACTORS": "a1,b2"}).tags()
+    assert tags == {"scale.strategy": "multiworker", "scale.workers": "2", "ray.job_id": "02000000",
+                    "ray.nodes": "10.0.0.5 (ab12cd34),10.0.0.6 (ef56ab78)", "ray.actors": "a1,b2"}

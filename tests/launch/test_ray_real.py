@@ -2,14 +2,17 @@
 each, ``ray.cluster_utils.Cluster``): a 1- and 2-worker tf_keras multiworker sweep runs to
 completion with its two workers on two nodes, and `advisor report` has both rows with the
 columns of a local sweep's; a configuration whose Ray actor is killed is failed with the reason,
-and the sweep goes on. One cluster for the module (its start costs seconds)."""
+and the sweep goes on; a worker slowed on the second node is named a straggler with its cost,
+the healthy 2-worker run is not. One cluster for the module (its start costs seconds)."""
 
 from __future__ import annotations
 
 import csv
 import importlib.util
 import io
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,6 +24,7 @@ import psutil
 import pytest
 from click.testing import CliRunner
 
+from advisor.service import Store
 from advisor.store.reader import RunReader
 from advisor.store.sweep import read_sweep, sweep_dir
 
@@ -33,7 +37,8 @@ pytestmark = [
 
 TRAIN = str(Path(__file__).resolve().parents[2] / "examples" / "scaling" / "train.py")
 TINY = ["--epochs", "2", "--samples", "1024", "--hidden", "32", "--batch-per-replica", "32"]
-SWEEP, KILL, LOCAL = (f"{name}{os.getpid()}" for name in ("ray", "raykill", "raylocal"))
+SWEEP, KILL, LOCAL, SLOW = (f"{name}{os.getpid()}" for name in ("ray", "raykill", "raylocal", "rayslow"))
+SLEEP_MS = 30.0  # the straggler's sleep after each step: about three of this model's steps here
 
 
 def _cli(runs_dir: Path, *args: str):
@@ -89,7 +94,17 @@ def test_the_sweep_runs_to_completion_on_two_nodes(sweep):
         run = RunReader(runs / rec.run_id).read()
         assert run.status == "finished" and len(run.ranks) == rec.workers
         assert run.manifest.strategy == "CollectiveAllReduceStrategy" and run.manifest.replicas == rec.workers
+        # The Ray job, nodes and actors in the sweep and in the run, as Slurm's job id and nodes.
+        assert rec.job_id and len(rec.actors) == rec.workers and all(rec.actors)
+        tags = run.manifest.tags
+        assert tags["ray.job_id"] == rec.job_id and tags["ray.nodes"] == ",".join(rec.nodes)
+        assert tags["ray.actors"] == ",".join(rec.actors)
         assert _processes_of(rec.run_id) == []  # no worker outlives its configuration
+    # A healthy two-node run: who waits least is measured, but nobody is named a straggler (D651).
+    table = Store(runs).scaling_table(SWEEP)
+    row = table.row("multiworker", 2)
+    assert row.straggler_share is not None and row.straggler is None
+    assert [f for f in table.findings if f.code == "D651"] == []
 
 
 def _report(runs: Path, sweep_id: str, fmt: str) -> str:
@@ -113,7 +128,11 @@ def test_the_report_has_both_rows_with_a_local_sweeps_columns(sweep, tmp_path):
     header = [line for line in _report(runs, SWEEP, "text").splitlines() if line.startswith("strategy")]
     local_header = [line for line in _report(tmp_path, LOCAL, "text").splitlines()
                     if line.startswith("strategy")]
-    assert [h.split() for h in header] == [h.split() for h in local_header]
+    # The same tables; the Workers table (who waits for whom) only where a configuration has two
+    # processes, as in a local sweep with two workers.
+    workers = [h for h in header if "straggler" in h]
+    assert len(workers) == 1
+    assert [h.split() for h in header if h not in workers] == [h.split() for h in local_header]
 
 
 def _kill_actor_of_rank(run_id: str, rank: str, stop: threading.Event) -> list[int]:
@@ -189,3 +208,50 @@ def test_ctrl_c_stops_the_workers_and_the_local_ray_instance(tmp_path):
     assert proc.returncode == 130, err.decode(errors="replace")[-2000:]
     _, alive = psutil.wait_procs(started, timeout=15)
     assert [p.name() for p in alive if p.status() != psutil.STATUS_ZOMBIE] == []
+
+
+@pytest.fixture(scope="module")
+def slow_sweep(cluster, tmp_path_factory):
+    """Two workers on the two nodes, rank 1 sleeping after every step (a straggler on node 2)."""
+    runs = tmp_path_factory.mktemp("ray-slow") / "runs"
+    result = _cli(runs, "scale", "--launcher", "ray", "--address", cluster.address, "--workers", "2",
+                  "--strategy", "multiworker", "--timeout", "120", "--sweep-id", SLOW, "--no-report", "--",
+                  sys.executable, TRAIN, *TINY, "--slow-rank", "1", "--slow-ms", str(SLEEP_MS))
+    (config,) = read_sweep(sweep_dir(runs, SLOW)).configs
+    assert config.status == "finished", (config.reason, config.log_tail)
+    assert result.exit_code == 0, result.output
+    return runs, config
+
+
+def test_a_slow_worker_on_another_node_is_named_with_its_cost(slow_sweep):
+    runs, config = slow_sweep
+    table = json.loads(_report(runs, SLOW, "json"))
+    (row,) = table["rows"]
+    assert row["straggler"] == f"rank 1 on {config.nodes[1]}"  # its Ray node, from its own records
+    assert row["straggler_rank"] == 1
+    # rank 0 waits inside its steps for rank 1's sleep: most of every step
+    assert row["straggler_share"] > 0.3 and row["straggler_wait_ms"] > SLEEP_MS / 2
+    steps_per_epoch = 1024 // (32 * 2)
+    assert row["straggler_s_per_epoch"] == pytest.approx(row["straggler_wait_ms"] / 1000 * steps_per_epoch)
+    (finding,) = [f for f in table["findings"] if f["code"] == "D651"]
+    assert finding["severity"] == "error" and finding["message"].startswith(f"rank 1 on {config.nodes[1]}")
+    assert finding["evidence"]["workers.straggler_consistent"] is True
+    text = _report(runs, SLOW, "text")
+    section = text.split("Workers: who the others wait for", 1)[1]
+    assert f"rank 1 on {config.nodes[1]}" in section.splitlines()[2]
+    check = _cli(runs, "check", config.run_id, "--select", "D651")
+    assert check.exit_code == 1 and "is a straggler" in check.stdout
+
+
+def test_a_run_whose_other_worker_file_stayed_on_its_node_is_flagged(slow_sweep, tmp_path):
+    """The same run as a runs directory that never received rank 1's file (a node that does not
+    share it): the report lists it among the failures with the reason, never as a row read from
+    rank 0's share alone."""
+    runs, config = slow_sweep
+    lonely = tmp_path / "runs"
+    shutil.copytree(runs / config.run_id, lonely / config.run_id)
+    (lonely / config.run_id / "worker-1.jsonl").unlink()
+    table = json.loads(_report(lonely, str(lonely), "json"))
+    assert table["rows"] == []
+    (failure,) = table["failures"]
+    assert failure["run_id"] == config.run_id and "no records of rank(s) 1" in failure["reason"]

@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from advisor.service import Store
 from advisor.store.reader import RunReader
+from advisor.store.schema import StartRecord
 from advisor.store.sweep import read_sweep, sweep_dir
 
 pytestmark = [pytest.mark.slow,
@@ -77,6 +79,8 @@ def test_each_run_records_its_job_and_nodes(sweep):
         assert run.status == "finished" and len(run.ranks) == rec.workers
         assert run.manifest.tags["slurm.job_id"] == rec.job_id
         assert run.manifest.tags["slurm.nodes"] == ",".join(rec.nodes)
+        # each rank's own Slurm node in its records (what names a straggler)
+        assert sorted(s.node for s in run.of_type(StartRecord)) == rec.nodes
 
 
 def test_the_report_shows_both_rows(sweep):
@@ -85,6 +89,12 @@ def test_the_report_shows_both_rows(sweep):
     assert result.exit_code == 0, result.output
     rows = [line.split(",")[:2] for line in result.stdout.splitlines()[1:] if line]
     assert rows == [[s, str(n)] for s in STRATEGIES for n in (1, 2)]
+    # Healthy two-node runs: measured, and no straggler named (D651 passes).
+    table = Store(runs).scaling_table(SWEEP)
+    for strategy in STRATEGIES:
+        row = table.row(strategy, 2)
+        assert row.straggler_share is not None and row.straggler is None
+    assert [f for f in table.findings if f.code == "D651"] == []
 
 
 def test_a_cancelled_job_fails_with_slurms_reason(slurm_cluster, tmp_path):
@@ -107,3 +117,19 @@ def test_a_cancelled_job_fails_with_slurms_reason(slurm_cluster, tmp_path):
     (rec,) = read_sweep(sweep_dir(runs, CANCEL)).configs
     assert rec.status == "failed" and rec.reason.startswith(f"Slurm job {rec.job_id} CANCELLED"), rec.reason
     assert result.exit_code == 1 and "CANCELLED" in result.stderr
+
+
+def test_horovod_is_refused_up_front_where_pmix_does_not_load(slurm_cluster, tmp_path):
+    """Debian's Slurm 22.05 lists pmix in `srun --mpi=list` but cannot load its library: the sweep
+    is refused before anything is written or submitted, with Slurm's reason, exit 2."""
+    from advisor.launch.slurm import pmix_refusal
+
+    if pmix_refusal() is None:
+        pytest.skip("this Slurm starts srun --mpi=pmix steps: nothing to refuse")
+    runs = tmp_path / "runs"
+    result = _cli(runs, "scale", "--launcher", "slurm", "--wait", "--workers", "1,2", "--strategy", "horovod",
+                  "--sweep-id", f"hvd{os.getpid()}", "--", sys.executable, TRAIN)
+    assert result.exit_code == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert "srun --mpi=pmix" in line and "Invalid MPI type 'pmix'" in line and "--launcher local" in line
+    assert not runs.exists() or not any(runs.iterdir())

@@ -154,6 +154,12 @@ def test_report_of_the_real_sweep(sweep):
         # fixed per-replica batch: 32 per replica whatever the strategy and count
         assert row.per_replica_batch == pytest.approx(32)
     assert table.failures == []
+    # Healthy two-process runs: who waits least is measured, but no straggler is named.
+    for strategy in ("multiworker", "jax"):
+        row = table.row(strategy, 2)
+        assert row.straggler_share is not None and row.straggler is None
+    assert table.row("mirrored", 2).straggler_share is None  # one process: nobody to wait for
+    assert [f.code for f in table.findings if f.code == "D651"] == []
     facts, errors = Store().facts(runs / f"{REAL}-multiworker-n2-r0")
     assert errors == []
     assert facts["scaling.points"] == 6 and facts["scaling.strategies"] == 3

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from advisor.analysis.registry import DeriveContext, Fact
+from advisor.numbers import strategy_label
 
 if TYPE_CHECKING:
     from advisor.store.reader import Run
@@ -13,6 +14,8 @@ FACTS = (
     Fact("context.backend", "", "Keras backend: tensorflow, jax or torch", "context", "str"),
     Fact("context.legacy_keras", "", "training runs on tf_keras (Keras 2)", "context", "bool"),
     Fact("context.strategy", "", "distribution strategy class (or Horovod, DataParallel)", "context", "str"),
+    Fact("context.strategy_name", "", "the strategy as every view names it (multiworker, mirrored, jax, horovod, "
+         "single; a sweep's own name)", "context", "str"),
     Fact("context.replicas", "", "replicas in sync (accelerators sharing one global batch)", "context"),
     Fact("context.num_workers", "", "worker processes in the job", "context"),
     Fact("context.global_batch_size", "samples", "samples per optimizer step, all replicas", "context"),
@@ -69,4 +72,6 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
     for key, value in manifest_values.items():
         if value is not None:
             out.setdefault(key, value)
+    if "context.strategy" in out:
+        out["context.strategy_name"] = strategy_label(str(out["context.strategy"]), m.tags)
     return out

@@ -18,6 +18,7 @@ GPU_IDLE_UTIL = 10.0  # % — "the accelerator is barely used"
 PATTERN_SHARE = 0.5  # share of samples in which the host shows the symptom
 SMALL_BATCH_UTIL = 70.0  # % — CPU, GPU and GPU memory all below this
 MIN_MEASURED_STEPS = 20  # DESIGN.md evidence gating
+WIDE_INPUT_BAND = 0.10  # a baseline cost inside its band whose upper end reaches this is unknown, not 0
 
 FACTS = (
     Fact(
@@ -44,7 +45,8 @@ FACTS = (
     Fact(
         "input.share",
         "fraction",
-        "best estimate of the input's share of step time (baseline, else trace); 0 when the baseline's cost is inside its noise band",
+        "best estimate of the input's share of step time (baseline, else trace); 0 when the baseline's cost is inside "
+        "a narrow noise band, unknown (input.withheld says why) when the band reaches 10%",
         "baseline+trace",
     ),
     Fact(
@@ -106,11 +108,19 @@ def derive_from(facts: dict[str, Any]) -> dict[str, Any]:
     bound = _num(facts, "input.bound_fraction")
     trace_input = _num(facts, "trace.input_percent")
     if bound is not None:
-        # A cost inside the baseline's noise band is no measurable input cost.
+        # A cost inside the baseline's noise band is no measurable input cost — when the band is
+        # narrow; a band that reaches a cost that matters cannot tell one from none: unknown, not 0.
         inside = facts.get("input.bound_outside_band") is False
-        out["input.share"] = 0.0 if inside else min(1.0, max(0.0, bound))
-        out["input.share_source"] = "baseline"
-    elif trace_input is not None:
+        band = _num(facts, "input.bound_band")
+        if inside and band is not None and bound + band >= WIDE_INPUT_BAND:
+            out["input.withheld"] = (
+                f"the baseline measured the input at {bound:.0%} ± {band:.0%} of step time: inside its noise band, "
+                "which is too wide to tell a cost that matters from none (a longer baseline, baseline_seconds, "
+                "or a quieter host narrows it)")
+        else:
+            out["input.share"] = 0.0 if inside else min(1.0, max(0.0, bound))
+            out["input.share_source"] = "baseline"
+    if "input.share" not in out and trace_input is not None:
         out["input.share"] = min(1.0, max(0.0, trace_input / 100.0))
         out["input.share_source"] = "trace"
 

@@ -26,6 +26,12 @@ FACTS = (
     Fact("cluster.instances", "", "instances (hosts) in the job", "scaling"),
     Fact("cluster.gpus_per_instance", "", "accelerators per instance", "scaling"),
     Fact("workers.step_time_spread", "fraction", "(slowest − fastest) ÷ fastest per-worker step time", "scaling"),
+    Fact("workers.straggler_rank", "", "the rank the other workers wait for (the least time inside its steps)", "scaling"),
+    Fact("workers.straggler_host", "", "the host of that rank", "scaling", "str"),
+    Fact("workers.straggler_wait_ms", "ms", "per step, the time the other workers wait for that rank", "scaling"),
+    Fact("workers.straggler_share", "fraction", "that wait ÷ the other workers' step time: the share of every step lost to it", "scaling"),
+    Fact("workers.straggler_s_per_epoch", "s", "that wait over one epoch's steps", "scaling"),
+    Fact("workers.straggler_consistent", "", "the same rank was waited for in every epoch", "scaling", "bool"),
     Fact("scaling.workers", "", "worker count N of this run's configuration in the sweep", "scaling"),
     Fact("scaling.baseline_workers", "", "the smallest worker count N₀ of the same strategy in the sweep", "scaling"),
     Fact("scaling.step_time_ratio", "", "mean step time at this size ÷ at the smallest (1 = no synchronisation cost)", "scaling"),
@@ -47,6 +53,14 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
     me = point_of(run, ctx.sweep, facts)
     if me.step_time_spread is not None:
         out["workers.step_time_spread"] = me.step_time_spread
+    if me.straggler_share is not None:
+        out["workers.straggler_rank"] = me.straggler_rank
+        out["workers.straggler_wait_ms"] = (me.straggler_wait_s or 0.0) * 1000.0
+        out["workers.straggler_share"] = me.straggler_share
+        out["workers.straggler_s_per_epoch"] = me.straggler_s_per_epoch
+        out["workers.straggler_consistent"] = bool(me.straggler_consistent)
+        if me.straggler_host:
+            out["workers.straggler_host"] = me.straggler_host
     out["cluster.instances"], per = instances_for(me)
     if per:
         out["cluster.gpus_per_instance"] = per

@@ -13,6 +13,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import DataTable, Footer, Static
 
+from advisor.numbers import readable
 from advisor.tui.messages import LoadFailed, TableLoaded
 from advisor.tui.model import measured_best
 from advisor.tui.screens.base import AdvisorScreen
@@ -37,7 +38,7 @@ def columns() -> list[tuple[str, object]]:
 
 def recommendation_text(rec: Recommendation) -> Text:
     goal = GOALS.get(rec.goal, rec.goal)
-    value = f" — {rec.value:,.4g} {rec.unit}".rstrip() if rec.value is not None else ""
+    value = f" — {readable(rec.value)} {rec.unit}".rstrip() if rec.value is not None else ""
     text = Text.assemble((f"{goal}: ", "bold"), (f"{rec.strategy} ×{rec.workers}", "bold green"), value)
     if rec.projected:
         text.append("  (projected)", style="yellow")
