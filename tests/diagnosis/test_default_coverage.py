@@ -2,7 +2,8 @@
 ``AdvisorCallback()`` with no arguments, on a CPU.
 
 The input rule (M108, from the default baseline) and stability (M103, on windows fitted to the
-run's length) are decided; at most 8 rules stay unknown, each saying what would decide it; the
+run's length) are decided; at most 8 rules stay unknown (9 when a busy host widens the default
+baseline's band, so the input's share is unknown), each saying what would decide it; the
 rules that do not apply are accelerator and sweep rules only, at most 18 of them.
 """
 
@@ -86,8 +87,13 @@ def test_the_input_rule_and_stability_are_decided(report):
 
 def test_unknown_rules_are_few_and_say_what_would_decide_them(report):
     unknown = [f for f in report.findings if f.status == "unknown"]
-    # 9 with G560 (faster-backend): only the opt-in backend what-if (minutes, fresh processes) decides it
-    assert len(unknown) <= 9, [f.code for f in unknown]
+    # 9 with G560 (faster-backend): only the opt-in backend what-if (minutes, fresh processes) decides it.
+    # A busy host can widen the default baseline's band past ± 10 points: the input's share is then
+    # unknown, not 0 (input.withheld says so), and C404, which needs it, is undecided with it.
+    wide = "input.withheld" in report.facts
+    assert len(unknown) <= 9 + wide, [(f.code, f.missing) for f in unknown]
+    if wide:
+        assert "too wide" in report.facts["input.withheld"].value
     assert all(f.measure for f in unknown)
     grouped = {code for group in report.coverage.to_decide for code in group.rules}
     assert grouped == {f.code for f in unknown}

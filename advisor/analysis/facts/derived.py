@@ -18,7 +18,7 @@ GPU_IDLE_UTIL = 10.0  # % — "the accelerator is barely used"
 PATTERN_SHARE = 0.5  # share of samples in which the host shows the symptom
 SMALL_BATCH_UTIL = 70.0  # % — CPU, GPU and GPU memory all below this
 MIN_MEASURED_STEPS = 20  # DESIGN.md evidence gating
-WIDE_INPUT_BAND = 0.10  # a baseline cost inside its band whose upper end reaches this is unknown, not 0
+WIDE_INPUT_BAND = 0.10  # a baseline cost inside a band this wide (± 10 points or more) is unknown, not 0
 
 FACTS = (
     Fact(
@@ -46,7 +46,7 @@ FACTS = (
         "input.share",
         "fraction",
         "best estimate of the input's share of step time (baseline, else trace); 0 when the baseline's cost is inside "
-        "a narrow noise band, unknown (input.withheld says why) when the band reaches 10%",
+        "a narrow noise band, unknown (input.withheld says why) when the band is ± 10 points or wider",
         "baseline+trace",
     ),
     Fact(
@@ -112,7 +112,7 @@ def derive_from(facts: dict[str, Any]) -> dict[str, Any]:
         # narrow; a band that reaches a cost that matters cannot tell one from none: unknown, not 0.
         inside = facts.get("input.bound_outside_band") is False
         band = _num(facts, "input.bound_band")
-        if inside and band is not None and bound + band >= WIDE_INPUT_BAND:
+        if inside and band is not None and band >= WIDE_INPUT_BAND:
             out["input.withheld"] = (
                 f"the baseline measured the input at {bound:.0%} ± {band:.0%} of step time: inside its noise band, "
                 "which is too wide to tell a cost that matters from none (a longer baseline, baseline_seconds, "
