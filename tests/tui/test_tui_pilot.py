@@ -235,7 +235,7 @@ def test_recommendations_are_shown_when_the_table_has_them(store):
                        projected=True, assumptions=["communication grows with log2(N)"], findings=["D601"]),
     ]
     shown = _plain(Static(Screen._recommendations(table)), width=120)
-    assert "cheapest per sample: mirrored ×4 — 1.391e+06 samples/$" in shown
+    assert "cheapest per sample: mirrored ×4 — 1,391,094 samples/$" in shown
     assert "projected: mirrored ×8 — 1.1 s/epoch  (projected)" in shown
     assert "assumes: communication grows with log2(N)" in shown and "findings: D601" in shown
     assert "no recommendation yet" not in shown
