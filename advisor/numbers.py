@@ -81,3 +81,11 @@ def strategy_label(strategy: str | None, tags: dict[str, str] | None = None) -> 
     if not strategy:
         return "single"
     return STRATEGY_LABELS.get(strategy, strategy)
+
+
+def workers_label(num_workers: int, tags: dict[str, str] | None = None) -> int:
+    """A run's worker count as every view gives it: the sweep configuration's (``scale.workers``,
+    the replicas of one mirrored process or the processes of a multi-worker job) when ``advisor
+    scale`` launched it, else the processes its manifest counts."""
+    label = (tags or {}).get("scale.workers", "")
+    return int(label) if label.isdigit() else num_workers

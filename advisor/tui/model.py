@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from advisor.diagnosis.measured import BASELINE_CEILINGS, ceiling_row, measured_text
-from advisor.numbers import percent, readable
+from advisor.numbers import percent, readable, strategy_label
 
 if TYPE_CHECKING:
     from advisor.diagnosis.report import Finding, Report
@@ -178,7 +178,7 @@ def compare(reports: list[Report]) -> Comparison:
     metrics: list[tuple[str, list[str]]] = []
     for label, get in (
         ("status", lambda r: r.run.status or "—"),
-        ("strategy", lambda r: r.run.tags.get("scale.strategy") or r.run.strategy or "default"),
+        ("strategy", lambda r: strategy_label(r.run.strategy, r.run.tags)),
         ("workers", lambda r: r.run.tags.get("scale.workers") or readable(r.run.num_workers)),
         ("instance", lambda r: r.run.instance_type or "—"),
     ):

@@ -13,7 +13,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Footer, Select, Static
 
-from advisor.numbers import percent, readable
+from advisor.numbers import percent, readable, strategy_label
 from advisor.tui.messages import LoadFailed, Navigate, ReportLoaded
 from advisor.tui.model import (
     SEVERITY_STYLE,
@@ -102,7 +102,7 @@ class FindingsScreen(AdvisorScreen):
         report = self.report = message.report
         run = report.run
         details = ", ".join(str(v) for v in (run.status, run.backend,
-                                             f"{run.strategy} ×{run.num_workers}" if run.strategy else None,
+                                             f"{strategy_label(run.strategy, run.tags)} ×{run.num_workers}",
                                              run.instance_type) if v)
         self.query_one("#title", Static).update(
             Text.assemble(("advisor", "bold"), " · run ", (run.run_id, "bold"), (f"  ({details})", "dim")))
