@@ -144,7 +144,7 @@ def header(view: RunOverview) -> Table:
     table.add_column()
     created = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(view.created))
     status_style = {"finished": "green", "running": "cyan"}.get(view.status, "red")
-    table.add_row("run", f"{view.run_id}  [{status_style}]{view.status}[/]")
+    table.add_row("run", Text.assemble(f"{view.run_id}  ", (view.status, status_style)))
     table.add_row("created", created)
     framework = f"Keras {view.keras_version or '?'} ({view.backend or '?'}" + (
         f" {view.backend_version}" if view.backend_version else "") + ")"
@@ -166,8 +166,8 @@ def header(view: RunOverview) -> Table:
     if view.instance_type or view.price_per_hour:
         table.add_row("instance", f"{view.instance_type or '?'}")
     if view.tags:
-        table.add_row("tags", ", ".join(f"{k}={v}" for k, v in sorted(view.tags.items())))
-    table.add_row("path", view.path)
+        table.add_row("tags", Text(", ".join(f"{k}={v}" for k, v in sorted(view.tags.items()))))  # text, not markup
+    table.add_row("path", Text(view.path))
     return table
 
 

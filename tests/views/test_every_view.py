@@ -1,7 +1,8 @@
 """One voice (issue 37): one real small run and a hand-written two-point sweep, rendered through
 every view — ``advisor check`` (text and JSON), ``show``, ``runs``, ``report``, ``runs_frame()``,
 the TUI (Runs, Findings and Scaling screens) and the MLflow export — give the same samples/s, epoch
-time (first epoch out), strategy name, worker count and goodput.
+time (first epoch out), strategy name, worker count and goodput; and hints that name an extra
+(``keras-advisor[profile]``) keep its name in check, show, demo and the TUI.
 
 ``runs_frame()`` is the reference (full precision). A text view passes when its figure is the
 frame's value to the digits it shows (half a unit of its last digit either way)."""
@@ -199,6 +200,8 @@ def test_the_tui_runs_findings_and_scaling_screens(store, monkeypatch):
             assert f"{strategy} ×{workers})" in plain(app.screen.query_one("#title", Static))
             shown(one(r"^([\d,.]+) samples/s", plain(app.screen.query_one("#headline", Static))), samples_per_s)
             shown(one(r"goodput (\d+)%", plain(app.screen.query_one("#budget", Static))), goodput, 100)
+            named = extras_named(plain(app.screen.query_one("#decide", Static)))  # hints keep their extra
+            assert "[profile]" in named and "" not in named
 
             app.post_message(Navigate("scaling", sweep=SWEEP))
             await until(pilot, lambda: isinstance(app.screen, ScalingScreen)
@@ -234,3 +237,37 @@ def test_the_mlflow_export(store, tmp_path, monkeypatch):
         assert metrics["advisor.time.epoch_s.mean"] == pytest.approx(epoch_s, rel=1e-12)
         assert metrics["advisor.goodput"] == pytest.approx(goodput, rel=1e-12)
         assert params["advisor.strategy"] == strategy and int(params["advisor.workers"]) == workers
+
+
+# -- hints that name an extra (keras-advisor[profile]) keep the extra's name in every view ---------
+EXTRA = re.compile(r"keras-advisor(\[\w+\])?")
+
+
+def extras_named(text: str) -> list[str]:
+    """Every ``keras-advisor`` in ``text`` with the extra it names ('' where none follows)."""
+    return [match.group(1) or "" for match in EXTRA.finditer(text)]
+
+
+def test_hints_name_their_extra_in_check_and_show(store):
+    runs, run_id, _ = store
+    for view in (cli_out(runs, "check", run_id), cli_out(runs, "show", run_id)):
+        named = extras_named(view)
+        assert "[profile]" in named, view  # the run has no profile: the hint to capture one is there
+        assert "" not in named, f"an extra's name was swallowed:\n{view}"
+
+
+def test_demo_prints_the_run_as_show_does(store):
+    """``advisor demo`` prints its run through show's ``print_run`` (training aside, the same text)."""
+    from rich.console import Console
+
+    from advisor.cli.show import print_run
+    from advisor.service import Store
+
+    runs, run_id, _ = store
+    console = Console(width=200, file=io.StringIO(), color_system=None)
+    s = Store(runs)
+    print_run(console, s, s.analyse(run_id))
+    printed = console.file.getvalue()  # type: ignore[attr-defined]
+    named = extras_named(printed)
+    assert "[profile]" in named and "" not in named
+    assert printed.strip() == cli_out(runs, "show", run_id).strip()
