@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from advisor.diagnosis.measured import BASELINE_CEILINGS, ceiling_row, measured_text
-from advisor.numbers import percent, readable, strategy_label
+from advisor.numbers import count_text, percent, readable, strategy_label
 
 if TYPE_CHECKING:
     from advisor.diagnosis.report import Finding, Report
@@ -66,11 +66,6 @@ class RunView:
     @property
     def date(self) -> str:
         return time.strftime("%m-%d %H:%M", time.localtime(self.row.created)) if self.row.created else "—"
-
-
-def count_text(value: float | None) -> str:
-    """Large counts compactly (1.2M), smaller ones whole (983,040)."""
-    return readable(value, 1, compact=True) if value is not None and abs(value) >= 1e6 else readable(value, 0)
 
 
 def _text_of(view: RunView) -> str:

@@ -22,6 +22,7 @@ from click.testing import CliRunner
 from scaling_fixtures import budget, write_run
 
 from advisor.cli.main import cli
+from advisor.numbers import count_text
 from advisor.store.sweep import ConfigRecord, SweepRecord, write_sweep
 
 pytestmark = pytest.mark.slow  # trains a real model and drives the TUI (about ten seconds)
@@ -140,6 +141,7 @@ def test_runs(store):
         samples_per_s, _, strategy, workers, _ = figures(frame, rid)
         assert cells[3] == strategy and int(cells[4]) == workers
         shown(cells[5], samples_per_s)
+        assert cells[6] == count_text(frame.loc[rid, "cost.samples_per_dollar"])  # as the TUI's list writes it
 
 
 def test_report_of_the_sweep(store):
@@ -192,6 +194,7 @@ def test_the_tui_runs_findings_and_scaling_screens(store, monkeypatch):
                 samples_per_s, _, strategy, workers, _ = figures(frame, row["run"])
                 shown(row["samples/s"].strip(), samples_per_s)
                 assert row["strategy"] == strategy and int(row["workers"]) == workers
+                assert row["samples/$"].strip() == count_text(frame.loc[row["run"], "cost.samples_per_dollar"])
 
             samples_per_s, _, strategy, workers, goodput = figures(frame, run_id)
             app.post_message(Navigate("findings", path=str(runs / run_id)))

@@ -13,13 +13,12 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Footer, Select, Static
 
-from advisor.numbers import percent, readable, strategy_label
+from advisor.numbers import count_text, percent, readable, strategy_label
 from advisor.tui.messages import LoadFailed, Navigate, ReportLoaded
 from advisor.tui.model import (
     SEVERITY_STYLE,
     STATUS_STYLE,
     FindingFilter,
-    count_text,
     counts,
 )
 from advisor.tui.screens.base import AdvisorScreen

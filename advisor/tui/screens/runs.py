@@ -19,7 +19,7 @@ from textual.widgets import DataTable, Footer, Static
 from textual.worker import get_current_worker
 
 from advisor.errors import AdvisorError
-from advisor.numbers import readable
+from advisor.numbers import count_text, readable
 from advisor.tui.columns import fit_widths, shorten
 from advisor.tui.messages import DigestsLoaded, EntriesLoaded, LoadFailed, Navigate
 from advisor.tui.model import (
@@ -27,7 +27,6 @@ from advisor.tui.model import (
     STATUS_STYLE,
     RunFilter,
     RunView,
-    count_text,
     sort_views,
 )
 from advisor.tui.screens.base import AdvisorScreen
