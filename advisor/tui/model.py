@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from advisor.diagnosis.measured import BASELINE_CEILINGS, ceiling_row, measured_text
-from advisor.numbers import count_text, percent, readable, strategy_label
+from advisor.numbers import count_text, percent, readable, strategy_label, workers_label
 
 if TYPE_CHECKING:
     from advisor.diagnosis.report import Finding, Report
@@ -174,7 +174,7 @@ def compare(reports: list[Report]) -> Comparison:
     for label, get in (
         ("status", lambda r: r.run.status or "—"),
         ("strategy", lambda r: strategy_label(r.run.strategy, r.run.tags)),
-        ("workers", lambda r: r.run.tags.get("scale.workers") or readable(r.run.num_workers)),
+        ("workers", lambda r: readable(workers_label(r.run.num_workers, r.run.tags))),
         ("instance", lambda r: r.run.instance_type or "—"),
     ):
         metrics.append((label, [get(r) for r in reports]))

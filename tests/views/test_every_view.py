@@ -196,15 +196,18 @@ def test_the_tui_runs_findings_and_scaling_screens(store, monkeypatch):
                 assert row["strategy"] == strategy and int(row["workers"]) == workers
                 assert row["samples/$"].strip() == count_text(frame.loc[row["run"], "cost.samples_per_dollar"])
 
-            samples_per_s, _, strategy, workers, goodput = figures(frame, run_id)
-            app.post_message(Navigate("findings", path=str(runs / run_id)))
-            await until(pilot, lambda: isinstance(app.screen, FindingsScreen) and app.screen.report is not None)
-            await pilot.pause(0.1)
-            assert f"{strategy} ×{workers})" in plain(app.screen.query_one("#title", Static))
-            shown(one(r"^([\d,.]+) samples/s", plain(app.screen.query_one("#headline", Static))), samples_per_s)
-            shown(one(r"goodput (\d+)%", plain(app.screen.query_one("#budget", Static))), goodput, 100)
-            named = extras_named(plain(app.screen.query_one("#decide", Static)))  # hints keep their extra
-            assert "[profile]" in named and "" not in named
+            for rid in (run_id, f"{SWEEP}-mirrored-n2-r0"):
+                samples_per_s, _, strategy, workers, goodput = figures(frame, rid)
+                app.post_message(Navigate("findings", path=str(runs / rid)))
+                await until(pilot, lambda rid=rid: isinstance(app.screen, FindingsScreen) and app.screen.report
+                            is not None and app.screen.report.run.run_id == rid)
+                await pilot.pause(0.1)
+                assert f"{strategy} ×{workers})" in plain(app.screen.query_one("#title", Static))
+                shown(one(r"^([\d,.]+) samples/s", plain(app.screen.query_one("#headline", Static))), samples_per_s)
+                shown(one(r"goodput (\d+)%", plain(app.screen.query_one("#budget", Static))), goodput, 100)
+                named = extras_named(plain(app.screen.query_one("#decide", Static)))  # hints keep their extra
+                assert "[profile]" in named and "" not in named
+                app.pop_screen()
 
             app.post_message(Navigate("scaling", sweep=SWEEP))
             await until(pilot, lambda: isinstance(app.screen, ScalingScreen)

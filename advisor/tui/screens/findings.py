@@ -13,7 +13,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Footer, Select, Static
 
-from advisor.numbers import count_text, percent, readable, strategy_label
+from advisor.numbers import count_text, percent, readable, strategy_label, workers_label
 from advisor.tui.messages import LoadFailed, Navigate, ReportLoaded
 from advisor.tui.model import (
     SEVERITY_STYLE,
@@ -101,7 +101,7 @@ class FindingsScreen(AdvisorScreen):
         report = self.report = message.report
         run = report.run
         details = ", ".join(str(v) for v in (run.status, run.backend,
-                                             f"{strategy_label(run.strategy, run.tags)} ×{run.num_workers}",
+                                             f"{strategy_label(run.strategy, run.tags)} ×{workers_label(run.num_workers or 1, run.tags)}",
                                              run.instance_type) if v)
         self.query_one("#title", Static).update(
             Text.assemble(("advisor", "bold"), " · run ", (run.run_id, "bold"), (f"  ({details})", "dim")))
