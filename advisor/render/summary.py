@@ -12,7 +12,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from advisor.numbers import percent, readable, strategy_label
+from advisor.numbers import percent, readable, strategy_label, workers_label
 
 if TYPE_CHECKING:
     from advisor.analysis.overview import RunOverview
@@ -153,8 +153,10 @@ def header(view: RunOverview) -> Table:
     elif view.custom_loop:
         framework = f"custom loop ({view.backend or '?'}" + (f" {view.backend_version})" if view.backend_version else ")")
     table.add_row("framework", framework)
-    table.add_row("strategy", f"{strategy_label(view.strategy, view.tags)} · {view.num_workers} worker(s) · "
-                  f"{view.replicas or 1} replica(s)")
+    processes = view.num_workers
+    table.add_row("strategy", f"{strategy_label(view.strategy, view.tags)} ×{workers_label(processes, view.tags)} · "
+                  f"{processes} process{'es' if processes != 1 else ''} · {view.replicas or 1} "
+                  f"replica{'s' if (view.replicas or 1) != 1 else ''}")
     batch = fmt_number(view.global_batch_size)
     if view.per_replica_batch_size and view.per_replica_batch_size != view.global_batch_size:
         batch += f" (per replica {fmt_number(view.per_replica_batch_size)})"

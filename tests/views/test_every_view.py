@@ -128,7 +128,7 @@ def test_show(store):
         shown(one(r"^\s+samples/s\s+([\d,.]+)\s*$", text), samples_per_s)
         shown(one(r"epoch time \(mean, first epoch out\)\s+([\d.]+) s", text), epoch_s)
         shown(one(r"goodput (\d+)%", text), goodput, 100)
-        assert one(r"^strategy\s+(\S+) ·", text) == strategy
+        assert one(r"^strategy\s+(\S+ ×\d+) ·", text) == f"{strategy} ×{workers}"
 
 
 def test_runs(store):
