@@ -277,3 +277,19 @@ def test_demo_prints_the_run_as_show_does(store):
     named = extras_named(printed)
     assert "[profile]" in named and "" not in named
     assert printed.strip() == cli_out(runs, "show", run_id).strip()
+
+
+def test_the_sweeps_progress_line_gives_the_reports_figure(store, capsys):
+    """``advisor scale`` prints a line when a configuration ends: its samples/s is the run's, as the
+    report gives it, not the last window's (4096 / 1.3 s here, well above the run's mean)."""
+    from advisor.cli.scale import measured_rate
+    from advisor.launch.progress import Display
+    from advisor.store.sweep import ConfigRecord, SweepRecord
+
+    runs, _, frame = store
+    rec = ConfigRecord(strategy="mirrored", workers=2, run_id=f"{SWEEP}-mirrored-n2-r0")
+    with Display(SweepRecord(sweep_id=SWEEP, configs=[rec]), runs, live=False, measured=measured_rate) as display:
+        rec.status, rec.seconds = "finished", 6.5
+        display.finish(rec)
+    line = one(r"^  (mirrored ×2: finished .*)$", capsys.readouterr().err)
+    shown(one(r", ([\d,]+) samples/s", line), frame.loc[rec.run_id, "throughput.samples_per_s"])
