@@ -230,11 +230,10 @@ def test_the_mlflow_export(store, tmp_path, monkeypatch):
     mlflow = pytest.importorskip("mlflow", reason="the mlflow extra is not installed")
     runs, run_id, frame = store
     uri = (tmp_path / "mlruns").as_uri()  # a local file store: no server, no migrations
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # MLflow 3 keeps the file store in maintenance
     client = mlflow.tracking.MlflowClient(uri)
     for rid in (run_id, f"{SWEEP}-mirrored-n2-r0"):
-        cli_out(runs, "export", rid, "--to", "mlflow", "--experiment", "every-view")
+        cli_out(runs, "export", rid, "--to", "mlflow", "--experiment", "every-view", "--tracking-uri", uri)
         (run,) = client.search_runs([client.get_experiment_by_name("every-view").experiment_id],
                                     filter_string=f"tags.`advisor.run_id` = '{rid}'")
         samples_per_s, epoch_s, strategy, workers, goodput = figures(frame, rid)
