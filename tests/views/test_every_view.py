@@ -230,6 +230,7 @@ def test_the_mlflow_export(store, tmp_path, monkeypatch):
     mlflow = pytest.importorskip("mlflow", reason="the mlflow extra is not installed")
     runs, run_id, frame = store
     uri = (tmp_path / "mlruns").as_uri()  # a local file store: no server, no migrations
+    monkeypatch.chdir(tmp_path)  # anything MLflow writes relative to the working directory stays here
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # MLflow 3 keeps the file store in maintenance
     client = mlflow.tracking.MlflowClient(uri)
     for rid in (run_id, f"{SWEEP}-mirrored-n2-r0"):
