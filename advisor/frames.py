@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from advisor.errors import AdvisorError, UsageError
-from advisor.numbers import strategy_label
+from advisor.numbers import strategy_label, workers_label
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -110,7 +110,8 @@ def run_rows(store: Store, facts: Sequence[str], limit: int | None = None) -> li
         m = analysis.run.manifest
         row: dict[str, Any] = {
             "run_id": m.run_id, "name": m.name, "status": analysis.run.status, "created": m.created,
-            "sweep_id": m.sweep_id, "strategy": strategy_label(m.strategy, m.tags), "num_workers": m.num_workers,
+            "sweep_id": m.sweep_id, "strategy": strategy_label(m.strategy, m.tags),
+            "num_workers": workers_label(m.num_workers, m.tags),
             "backend": m.framework.backend, "keras_version": m.framework.keras_version,
             "instance_type": m.instance_type, "price_per_hour": m.price_per_hour,
             "global_batch_size": m.global_batch_size, "path": str(path), "error": None,

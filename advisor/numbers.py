@@ -52,6 +52,14 @@ def readable(value: Any, digits: int | None = None, *, spec: str = "", compact: 
     return f"{value:.3g}"
 
 
+def count_text(value: Any) -> str:
+    """A large count as list views write it (samples/$ in ``advisor runs`` and the TUI): compactly
+    from a million (55.0M), whole below (983,040)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) >= 1e6:
+        return readable(value, 1, compact=True)
+    return readable(value, 0)
+
+
 def percent(value: Any, digits: int = 1, *, fraction: bool = False, signed: bool = False,
             missing: str = MISSING) -> str:
     """A share as text, the one way every view writes it: ``12.5%`` (no space before the sign).
@@ -81,3 +89,11 @@ def strategy_label(strategy: str | None, tags: dict[str, str] | None = None) -> 
     if not strategy:
         return "single"
     return STRATEGY_LABELS.get(strategy, strategy)
+
+
+def workers_label(num_workers: int, tags: dict[str, str] | None = None) -> int:
+    """A run's worker count as every view gives it: the sweep configuration's (``scale.workers``,
+    the replicas of one mirrored process or the processes of a multi-worker job) when ``advisor
+    scale`` launched it, else the processes its manifest counts."""
+    label = (tags or {}).get("scale.workers", "")
+    return int(label) if label.isdigit() else num_workers

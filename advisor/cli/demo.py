@@ -134,8 +134,7 @@ def command(ctx: click.Context, epochs: int, backend: str | None, no_baseline: b
     example.train([callback], epochs=epochs, verbose=0)
     if callback.run_path is None:
         raise UsageError("the demo run was not recorded (see the warnings above)")
-    from advisor.render import render
-    from advisor.render.summary import run_summary
+    from advisor.cli.show import print_run
 
     target = callback.run_path
     if callback.uploader is not None and callback.uploader.wait(120):  # an s3:// store: read it back
@@ -143,10 +142,6 @@ def command(ctx: click.Context, epochs: int, backend: str | None, no_baseline: b
     store = store_of(ctx)
     analysis = store.analyse(target)
     console.print()
-    console.print(run_summary(analysis.overview(), analysis.facts))
-    for err in analysis.errors:
-        console.print(f"[yellow]note:[/] {err}")
-    console.print()
-    console.print(render(store.diagnose(analysis.run), "text"), end="", markup=False, highlight=False)  # plain text: "keras-advisor[profile]" is no markup
+    print_run(console, store, analysis)
     console.print(f"\nrun stored in {analysis.run.path}; try [bold]advisor show {analysis.run_id}[/] "
                   "or [bold]advisor check[/]")

@@ -41,7 +41,7 @@ def command(ctx: click.Context, fmt: str, limit: int, facts: str | None) -> None
     from rich.table import Table
 
     from advisor.cli.common import console as make_console
-    from advisor.numbers import readable
+    from advisor.numbers import count_text, readable
 
     console = make_console()
     if not rows:
@@ -53,7 +53,7 @@ def command(ctx: click.Context, fmt: str, limit: int, facts: str | None) -> None
         table.add_column(col, justify=justify, no_wrap=col in ("run", "samples/s", "samples/$"))  # type: ignore[arg-type]
     for r in rows:
         table.add_row(r.run_id, _date(r.created), r.status, r.strategy or "—", readable(r.workers),
-                      readable(r.samples_per_s, compact=True), readable(r.samples_per_dollar, 2, compact=True))
+                      readable(r.samples_per_s, compact=True), count_text(r.samples_per_dollar))
     console.print(table)
     for r in rows:
         if r.error:

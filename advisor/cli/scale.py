@@ -99,10 +99,18 @@ def command(
         from advisor.launch.sweep import new_record, run_sweep
 
         record = new_record(plan, "local", timeout_s, instance_type)
-        with Display(record, runs_dir) as display:
+        with Display(record, runs_dir, measured=measured_rate) as display:
             run_sweep(plan, runs_dir, timeout_s, instance_type, display=display, record=record)
     if record is not None:
         _summary(ctx, record, runs_dir, report)
+
+
+def measured_rate(run_dir: Path) -> float | None:
+    """An ended run's samples/s as ``report``, ``runs`` and the TUI give it (not its last window)."""
+    from advisor.service import Store
+
+    value = Store(run_dir.parent).analyse(run_dir).facts.get("throughput.samples_per_s")
+    return float(value) if isinstance(value, (int, float)) else None
 
 
 def _summary(ctx: click.Context, record: SweepRecord, runs_dir: Path, report: bool) -> None:
@@ -146,7 +154,7 @@ def _ray(plan: Plan, runs_dir: Path, timeout_s: float, instance_type: str | None
     record = new_record(plan, "ray", timeout_s, instance_type)
     with ray_session(address, cluster_cpus(max(processes_of(c) for c in plan.configs))) as ray:
         check_runs_dir(runs_dir, node_addresses(ray), lambda line: click.echo(line, err=True))
-        with Display(record, runs_dir) as display:
+        with Display(record, runs_dir, measured=measured_rate) as display:
             run_sweep(plan, runs_dir, timeout_s, instance_type, display=display, record=record,
                       runner=ray_runner(ray))
     return record
@@ -178,7 +186,7 @@ def _slurm(plan: Plan, runs_dir: Path, timeout_s: float, instance_type: str | No
     from advisor.launch.progress import Display
 
     try:
-        with Display(record, runs_dir.resolve()) as display:
+        with Display(record, runs_dir.resolve(), measured=measured_rate) as display:
             follow_sweep(record, runs_dir, timeout_s, display=display)
     except KeyboardInterrupt:
         jobs = " ".join(rec.job_id for rec in record.configs if rec.job_id)

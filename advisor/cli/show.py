@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import click
 
 from advisor.cli.common import store_of
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from advisor.service import Analysis, Store
 
 
 @click.command("show")
@@ -24,14 +30,24 @@ def command(ctx: click.Context, run: str | None, fmt: str, no_diagnosis: bool) -
         click.echo(json.dumps(payload, indent=2, sort_keys=True, default=str))
         return
     from advisor.cli.common import console as make_console
+
+    print_run(make_console(), store, analysis, diagnosis=not no_diagnosis)
+
+
+def print_run(console: Console, store: Store, analysis: Analysis, *, diagnosis: bool = True) -> None:
+    """A run's summary, its derivation notes and its diagnosis, as ``show`` and ``demo`` print them.
+
+    Text that comes from the run or the rules is printed as text, never as console markup:
+    ``keras-advisor[profile]`` is an extra's name (markup once swallowed it)."""
+    from rich.text import Text
+
     from advisor.render.summary import run_summary
 
-    console = make_console()
     console.print(run_summary(analysis.overview(), analysis.facts))
     for err in analysis.errors:
-        console.print(f"[yellow]note:[/] {err}")
-    if not no_diagnosis:
+        console.print(Text.assemble(("note:", "yellow"), f" {err}"))
+    if diagnosis:
         from advisor.render import render
 
         console.print()
-        console.print(render(store.diagnose(analysis.run), "text"), end="", markup=False, highlight=False)  # plain text: "keras-advisor[profile]" is no markup
+        console.print(render(store.diagnose(analysis.run), "text"), end="", markup=False, highlight=False)

@@ -6,8 +6,10 @@ Which MLflow run: ``mlflow_run`` when given; else the one the run was trained in
 
 - the window series (``advisor.samples_per_s``… see :mod:`advisor.integrations.mlflow_metrics`),
   unless the MLflow run already has it (logged during training) or ``series=False``;
-- summary metrics ``advisor.<fact>`` (throughput, samples/$, utilization, energy, epoch time…)
-  and the number of findings per status;
+- summary metrics ``advisor.<fact>`` (throughput, samples/$, utilization, energy, epoch time with
+  the first epoch out, goodput…) and the number of findings per status;
+- the run's settings as params (``advisor.strategy``, ``advisor.batch_size``… see
+  :func:`advisor.integrations.mlflow_metrics.run_params`), those the MLflow run does not have yet;
 - artifacts under ``advisor/``: ``report.json`` (the versioned report), ``report.txt``, the epoch
   plot and, for a run of a sweep, the scaling plots (``plots/*.png``, with matplotlib), and the run
   directory's manifest and record files (``run/``), from which the run can be diagnosed again.
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from advisor.errors import AdvisorError, one_line
+from advisor.integrations.mlflow_metrics import run_params
 
 if TYPE_CHECKING:
     from advisor.service import Analysis, Store
@@ -31,7 +34,7 @@ SUMMARY_FACTS = (
     "throughput.samples_per_s", "throughput.samples_per_s.p50", "throughput.steps_per_s",
     "cost.samples_per_dollar", "cost.usd_per_epoch", "time.epoch_s.mean", "time.first_step_s",
     "time.val_fraction", "gpu.util.mean", "gpu.util.p95", "host.cpu.mean", "energy.wh", "energy.j_per_sample",
-    "input.share", "trace.communication_percent", "mfu", "advisor.overhead_fraction",
+    "input.share", "trace.communication_percent", "mfu", "advisor.overhead_fraction", "goodput",
 )
 
 
@@ -55,7 +58,7 @@ def export_run(store: Store, ref: Any, *, mlflow_run: str | None = None, trackin
     """Log run ``ref`` of ``store`` into MLflow (see the module docs); returns what was logged."""
     try:
         import mlflow
-        from mlflow.entities import Metric
+        from mlflow.entities import Metric, Param
         from mlflow.tracking import MlflowClient
     except ImportError:
         raise MlflowExportError("MLflow is not installed: pip install 'keras-advisor[mlflow]'") from None
@@ -91,6 +94,12 @@ def export_run(store: Store, ref: Any, *, mlflow_run: str | None = None, trackin
             client.log_batch(run_id, metrics=metrics[i:i + 1000], synchronous=True)
         result.metrics = len(metrics)
         client.set_tag(run_id, "advisor.run_id", analysis.run_id)
+        manifest = analysis.run.manifest
+        logged = client.get_run(run_id).data.params
+        params = run_params(analysis.facts, workers=manifest.num_workers, tags=manifest.tags)
+        new = [Param(k, v) for k, v in params.items() if k not in logged]  # an MLflow param is written once
+        if new:
+            client.log_batch(run_id, params=new, synchronous=True)
         top = report.failures[0].code if report.failures else "none"
         client.set_tag(run_id, "advisor.top_finding", top)
         with tempfile.TemporaryDirectory(prefix="advisor-mlflow-") as tmp:

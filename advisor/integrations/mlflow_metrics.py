@@ -13,18 +13,40 @@ two log the same series under the same keys:
 ``advisor.energy_wh``       GPU energy since the run began (NVML counter, else power × time), Wh
 
 Warm-up windows are skipped. The MLflow step of a window is the step count at its end.
+
+:func:`run_params` gives both the run's settings as MLflow params (``advisor.batch_size``,
+``advisor.strategy`` as every view names it, ``advisor.backend``…).
 """
 
 from __future__ import annotations
 
 import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from advisor.numbers import strategy_label, workers_label
 from advisor.store.schema import GpuSample, HostSample, Record, WindowRecord
 
 PREFIX = "advisor."
 SERIES = ("samples_per_s", "samples_per_dollar", "step_time_ms", "gpu_util", "cpu_util", "energy_wh")
+PARAMS = {
+    "advisor.batch_size": "global_batch_size", "advisor.strategy": "strategy", "advisor.backend": "backend",
+    "advisor.dtype_policy": "dtype_policy", "advisor.steps_per_execution": "steps_per_execution",
+    "advisor.jit_compile": "jit_compile", "advisor.replicas": "replicas",
+}
+
+
+def run_params(context: Mapping[str, Any], *, workers: int | None, tags: Mapping[str, str] | None = None,
+               backend: str | None = None) -> dict[str, str]:
+    """A run's settings as MLflow params, from its ``context.*`` values (the fit's introspection or
+    the analysed facts): the strategy and worker count as every view gives them (``single``, not
+    the class the run reported; a sweep point's configuration, ``mirrored`` × 2)."""
+    params = {name: context.get(f"context.{key}") for name, key in PARAMS.items()}
+    params["advisor.backend"] = params["advisor.backend"] or backend
+    params["advisor.strategy"] = strategy_label(params["advisor.strategy"], dict(tags) if tags else None)
+    params["advisor.workers"] = workers_label(workers, dict(tags) if tags else None) if workers is not None else None
+    return {name: str(value) for name, value in params.items() if value is not None}
 
 
 @dataclass

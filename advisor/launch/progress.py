@@ -1,8 +1,10 @@
 """The sweep's live display: configuration, state, elapsed time and the last measured throughput.
 
 On a terminal it is a rich table redrawn in place; piped or in CI it prints one line when a
-configuration starts and one when it ends. The throughput is read from the run's own worker files
-(the last measurement window), so it shows what the advisor will later analyse.
+configuration starts and one when it ends. While a configuration runs, its throughput is read
+from the run's own worker files (the last measurement window); when it ends, the display shows the
+run's samples/s as every view derives it (``measured``, which ``advisor scale`` gives: launchers do
+not import the analysis), so the line and ``advisor report`` print the same figure.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -68,8 +71,10 @@ def last_throughput(run_dir: Path, strategy: str) -> float | None:
 class Display:
     """Shows a sweep as it runs. ``live=None`` picks a live table only on a terminal."""
 
-    def __init__(self, record: SweepRecord, runs_dir: Path, live: bool | None = None) -> None:
+    def __init__(self, record: SweepRecord, runs_dir: Path, live: bool | None = None,
+                 measured: Callable[[Path], float | None] | None = None) -> None:
         self.record = record
+        self.measured = measured
         self.runs_dir = runs_dir
         self.live_mode = sys.stderr.isatty() if live is None else live
         self._elapsed: dict[str, float] = {}
@@ -114,7 +119,9 @@ class Display:
         self._refresh()
 
     def finish(self, rec: ConfigRecord) -> None:
-        rate = last_throughput(self.runs_dir / rec.run_id, rec.strategy)
+        rate = self._measured(self.runs_dir / rec.run_id)
+        if rate is None:
+            rate = last_throughput(self.runs_dir / rec.run_id, rec.strategy)
         if rate is not None:
             self._rate[rec.run_id] = rate
         if rec.seconds is not None:
@@ -129,6 +136,15 @@ class Display:
             if rec.hint:
                 self._console.print(f"    hint: {rec.hint}", highlight=False)
         self._refresh()
+
+    def _measured(self, run_dir: Path) -> float | None:
+        """The ended run's samples/s from ``measured``; None when there is none (no run, no data)."""
+        if self.measured is None or not run_dir.is_dir():
+            return None
+        try:
+            return self.measured(run_dir)
+        except Exception:  # noqa: BLE001 - a run that cannot be analysed shows its last window
+            return None
 
     def _refresh(self) -> None:
         if self._live is not None:

@@ -12,7 +12,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from advisor.numbers import percent, readable
+from advisor.numbers import percent, readable, strategy_label, workers_label
 
 if TYPE_CHECKING:
     from advisor.analysis.overview import RunOverview
@@ -144,7 +144,7 @@ def header(view: RunOverview) -> Table:
     table.add_column()
     created = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(view.created))
     status_style = {"finished": "green", "running": "cyan"}.get(view.status, "red")
-    table.add_row("run", f"{view.run_id}  [{status_style}]{view.status}[/]")
+    table.add_row("run", Text.assemble(f"{view.run_id}  ", (view.status, status_style)))
     table.add_row("created", created)
     framework = f"Keras {view.keras_version or '?'} ({view.backend or '?'}" + (
         f" {view.backend_version}" if view.backend_version else "") + ")"
@@ -153,8 +153,10 @@ def header(view: RunOverview) -> Table:
     elif view.custom_loop:
         framework = f"custom loop ({view.backend or '?'}" + (f" {view.backend_version})" if view.backend_version else ")")
     table.add_row("framework", framework)
-    table.add_row("strategy", f"{view.strategy or 'default'} · {view.num_workers} worker(s) · "
-                  f"{view.replicas or 1} replica(s)")
+    processes = view.num_workers
+    table.add_row("strategy", f"{strategy_label(view.strategy, view.tags)} ×{workers_label(processes, view.tags)} · "
+                  f"{processes} process{'es' if processes != 1 else ''} · {view.replicas or 1} "
+                  f"replica{'s' if (view.replicas or 1) != 1 else ''}")
     batch = fmt_number(view.global_batch_size)
     if view.per_replica_batch_size and view.per_replica_batch_size != view.global_batch_size:
         batch += f" (per replica {fmt_number(view.per_replica_batch_size)})"
@@ -166,8 +168,8 @@ def header(view: RunOverview) -> Table:
     if view.instance_type or view.price_per_hour:
         table.add_row("instance", f"{view.instance_type or '?'}")
     if view.tags:
-        table.add_row("tags", ", ".join(f"{k}={v}" for k, v in sorted(view.tags.items())))
-    table.add_row("path", view.path)
+        table.add_row("tags", Text(", ".join(f"{k}={v}" for k, v in sorted(view.tags.items()))))  # text, not markup
+    table.add_row("path", Text(view.path))
     return table
 
 

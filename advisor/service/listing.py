@@ -73,10 +73,9 @@ def entries(store: Store) -> list[RunRow]:
 def _configuration(tags: dict[str, str], strategy: str | None, num_workers: int) -> tuple[str, int]:
     """How a run is labelled: its sweep configuration (``scale.strategy`` × ``scale.workers``,
     what ``advisor scale`` launched it as) when it has one, else its manifest's."""
-    from advisor.numbers import strategy_label
+    from advisor.numbers import strategy_label, workers_label
 
-    label = tags.get("scale.workers", "")
-    return strategy_label(strategy, tags), int(label) if label.isdigit() else num_workers
+    return strategy_label(strategy, tags), workers_label(num_workers, tags)
 
 
 def digest(store: Store, path: str | os.PathLike[str], config: Config | None = None) -> RunDigest:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from advisor.errors import AdvisorError
-from advisor.numbers import strategy_label
+from advisor.numbers import strategy_label, workers_label
 from advisor.service.remote import Mirrors
 from advisor.store.paths import resolve_runs_dir
 
@@ -328,7 +328,7 @@ class RunStore:
             m = analysis.run.manifest
             rows.append(RunRow(
                 run_id=m.run_id, path=str(path), status=analysis.run.status, created=m.created, name=m.name,
-                strategy=strategy_label(m.strategy, m.tags), workers=m.num_workers,
+                strategy=strategy_label(m.strategy, m.tags), workers=workers_label(m.num_workers, m.tags),
                 samples_per_s=analysis.facts.get("throughput.samples_per_s"),
                 samples_per_dollar=analysis.facts.get("cost.samples_per_dollar"),
                 sweep_id=m.sweep_id, tags=dict(m.tags),

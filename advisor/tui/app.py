@@ -22,7 +22,7 @@ from advisor.tui.messages import Navigate
 from advisor.tui.screens.base import AdvisorScreen
 from advisor.tui.screens.compare import CompareScreen
 from advisor.tui.screens.findings import FindingsScreen
-from advisor.tui.screens.help import HelpScreen
+from advisor.tui.screens.help import HelpScreen, key_label
 from advisor.tui.screens.live import LiveScreen
 from advisor.tui.screens.runs import RunsScreen
 from advisor.tui.screens.scaling import ScalingScreen
@@ -113,7 +113,7 @@ class AdvisorApp(App[int]):
             if binding.action == "command_palette":
                 continue
             target = screen if binding in screen.BINDINGS else self
-            yield SystemCommand(binding.description, f"key: {binding.key}", partial(target.run_action, binding.action))
+            yield SystemCommand(binding.description, f"key: {key_label(binding.key)}", partial(target.run_action, binding.action))
         yield SystemCommand("Keys and help", "what each key does on this screen", self.action_help)
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from advisor.diagnosis.measured import BASELINE_CEILINGS, ceiling_row, measured_text
-from advisor.numbers import percent, readable
+from advisor.numbers import count_text, percent, readable, strategy_label, workers_label
 
 if TYPE_CHECKING:
     from advisor.diagnosis.report import Finding, Report
@@ -66,11 +66,6 @@ class RunView:
     @property
     def date(self) -> str:
         return time.strftime("%m-%d %H:%M", time.localtime(self.row.created)) if self.row.created else "—"
-
-
-def count_text(value: float | None) -> str:
-    """Large counts compactly (1.2M), smaller ones whole (983,040)."""
-    return readable(value, 1, compact=True) if value is not None and abs(value) >= 1e6 else readable(value, 0)
 
 
 def _text_of(view: RunView) -> str:
@@ -178,8 +173,8 @@ def compare(reports: list[Report]) -> Comparison:
     metrics: list[tuple[str, list[str]]] = []
     for label, get in (
         ("status", lambda r: r.run.status or "—"),
-        ("strategy", lambda r: r.run.tags.get("scale.strategy") or r.run.strategy or "default"),
-        ("workers", lambda r: r.run.tags.get("scale.workers") or readable(r.run.num_workers)),
+        ("strategy", lambda r: strategy_label(r.run.strategy, r.run.tags)),
+        ("workers", lambda r: readable(workers_label(r.run.num_workers, r.run.tags))),
         ("instance", lambda r: r.run.instance_type or "—"),
     ):
         metrics.append((label, [get(r) for r in reports]))

@@ -29,7 +29,7 @@ import time
 from typing import Any
 
 from advisor.collectors.base import Collector
-from advisor.integrations.mlflow_metrics import MetricSeries
+from advisor.integrations.mlflow_metrics import MetricSeries, run_params
 from advisor.store.schema import ContextRecord, GpuSample, HostSample, Record, WindowRecord
 
 log = logging.getLogger("advisor")
@@ -38,11 +38,6 @@ EXPORT_TIMEOUT_S = 120.0  # $ADVISOR_MLFLOW_EXPORT_TIMEOUT_S overrides
 JOIN_TIMEOUT_S = 10.0
 _STOP = object()
 # MLflow param name → the context fact it comes from (context.<key>)
-PARAMS = {
-    "advisor.batch_size": "global_batch_size", "advisor.strategy": "strategy", "advisor.backend": "backend",
-    "advisor.dtype_policy": "dtype_policy", "advisor.steps_per_execution": "steps_per_execution",
-    "advisor.jit_compile": "jit_compile", "advisor.replicas": "replicas",
-}
 
 
 class MlflowCollector(Collector):
@@ -131,11 +126,10 @@ class MlflowCollector(Collector):
         logged under the same name is a note, never a failure of the series."""
         from mlflow.entities import Param
 
-        context = self.session.notes.context
-        params = {name: context.get(f"context.{key}") for name, key in PARAMS.items()}
-        params["advisor.backend"] = params["advisor.backend"] or self.session.backend
-        params["advisor.workers"] = self.session.num_workers
-        batch = [Param(k, str(v)) for k, v in params.items() if v is not None]
+        manifest = self.session.writer.manifest
+        params = run_params(self.session.notes.context, workers=self.session.num_workers,
+                            tags=manifest.tags if manifest else None, backend=self.session.backend)
+        batch = [Param(k, v) for k, v in params.items()]
         try:
             self._client.log_batch(self.run_id, params=batch, synchronous=True)
         except Exception as exc:

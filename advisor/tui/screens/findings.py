@@ -13,13 +13,12 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Footer, Select, Static
 
-from advisor.numbers import percent, readable
+from advisor.numbers import count_text, percent, readable, strategy_label, workers_label
 from advisor.tui.messages import LoadFailed, Navigate, ReportLoaded
 from advisor.tui.model import (
     SEVERITY_STYLE,
     STATUS_STYLE,
     FindingFilter,
-    count_text,
     counts,
 )
 from advisor.tui.screens.base import AdvisorScreen
@@ -102,7 +101,7 @@ class FindingsScreen(AdvisorScreen):
         report = self.report = message.report
         run = report.run
         details = ", ".join(str(v) for v in (run.status, run.backend,
-                                             f"{run.strategy} ×{run.num_workers}" if run.strategy else None,
+                                             f"{strategy_label(run.strategy, run.tags)} ×{workers_label(run.num_workers or 1, run.tags)}",
                                              run.instance_type) if v)
         self.query_one("#title", Static).update(
             Text.assemble(("advisor", "bold"), " · run ", (run.run_id, "bold"), (f"  ({details})", "dim")))

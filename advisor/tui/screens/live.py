@@ -58,8 +58,8 @@ class LiveScreen(AdvisorScreen):
         yield Static(id="stats", classes="status")
         yield Static(id="message", classes="message")
         with Vertical(id="charts"):
-            yield LineChart("Throughput", "seconds since start", "samples/s", id="throughput")
-            yield LineChart("Utilization", "seconds since start", "%", id="utilization")
+            yield LineChart("Throughput", "seconds since start", "samples/s", id="throughput", ylim=(0, None))
+            yield LineChart("Utilization", "seconds since start", "%", id="utilization", ylim=(0, 100))
         yield Footer()
 
     def on_mount(self) -> None:

@@ -8,6 +8,7 @@ is interactive at once and fills in behind). Running runs are looked at again ev
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
@@ -18,14 +19,14 @@ from textual.widgets import DataTable, Footer, Static
 from textual.worker import get_current_worker
 
 from advisor.errors import AdvisorError
-from advisor.numbers import readable
+from advisor.numbers import count_text, readable
+from advisor.tui.columns import fit_widths, shorten
 from advisor.tui.messages import DigestsLoaded, EntriesLoaded, LoadFailed, Navigate
 from advisor.tui.model import (
     SEVERITY_STYLE,
     STATUS_STYLE,
     RunFilter,
     RunView,
-    count_text,
     sort_views,
 )
 from advisor.tui.screens.base import AdvisorScreen
@@ -34,14 +35,17 @@ from advisor.tui.widgets.filter_bar import FilterBar
 if TYPE_CHECKING:
     from advisor.service.listing import RunDigest
 
-# What a run is, its status, throughput and cost, and its top finding come first: on a
-# 130-column terminal they are on screen without scrolling.
+# What a run is, its status, throughput and cost, and its top finding come first; the columns fit
+# the terminal (140 columns show them all): the top finding is cut first, then the run id, then
+# the sweep id (both in the middle: their ends tell them apart), and strategy and workers never.
 COLUMNS = ("mark", "run", "date", "status", "samples/s", "samples/$", "top finding", "strategy", "workers",
            "sweep")
 SORTABLE = COLUMNS[1:]
-# Columns filled in later have fixed widths: a width that follows its cells would re-measure the
+# Every width is set, none follows its cells: a width that follows its cells would re-measure the
 # whole column on every update (quadratic over a 1,000-run store).
-FIXED_WIDTHS = {"mark": 1, "status": 10, "samples/s": 9, "samples/$": 9, "top finding": 34}
+FIXED_WIDTHS = {"mark": 1, "date": 11, "status": 10, "samples/s": 9, "samples/$": 9, "top finding": 34,
+                "workers": 7}
+SHRINK = (("top finding", 16), ("run", 30), ("sweep", 16), ("run", 20), ("sweep", 12))
 BATCH_S = 0.5  # digests are sent to the UI at most this often (each batch redraws the table)
 FIRST_ROWS, CHUNK_ROWS = 100, 100  # rows added at once, then per refresh
 IDLE_S = 0.3  # the background fill waits this long after the last key press or mouse event
@@ -53,16 +57,28 @@ def _styled(text: str, style: str) -> str | Text:
     return Text(text, style=style) if style else text
 
 
-def cells(view: RunView) -> list[str | Text]:
+def natural_widths(views: Iterable[RunView]) -> dict[str, int]:
+    """What each column would take to show every run (and its header) whole."""
+    widths = {column: FIXED_WIDTHS.get(column, len(column)) for column in COLUMNS}
+    for view in views:
+        r = view.row
+        widths["run"] = max(widths["run"], len(r.run_id))
+        widths["strategy"] = max(widths["strategy"], len(r.strategy or "—"))
+        widths["sweep"] = max(widths["sweep"], len(r.sweep_id or ""))
+    return widths
+
+
+def cells(view: RunView, widths: Mapping[str, int] = FIXED_WIDTHS) -> list[str | Text]:
     r = view.row
     status = view.status
     top = view.digest.top if view.digest else None
-    return ["●" if view.marked else " ", r.run_id, view.date,
-            _styled(("● " if status == "running" else "") + status, STATUS_STYLE.get(status, "")),
+    return ["●" if view.marked else " ", shorten(r.run_id, widths.get("run", len(r.run_id)), keep_end=True),
+            view.date, _styled(("● " if status == "running" else "") + status, STATUS_STYLE.get(status, "")),
             f"{readable(view.samples_per_s, 1, compact=True):>{FIXED_WIDTHS['samples/s']}}",
             f"{count_text(view.samples_per_dollar):>{FIXED_WIDTHS['samples/$']}}",
-            _styled(view.top_finding, SEVERITY_STYLE[top.severity] if top else "dim"),
-            r.strategy or "—", f"{readable(r.workers):>7}", r.sweep_id or ""]
+            _styled(shorten(view.top_finding, widths["top finding"]), SEVERITY_STYLE[top.severity] if top else "dim"),
+            r.strategy or "—", f"{readable(r.workers):>7}",
+            shorten(r.sweep_id or "", widths.get("sweep", len(r.sweep_id or "")), keep_end=True)]
 
 
 class RunTable(DataTable[object]):
@@ -98,6 +114,7 @@ class RunsScreen(AdvisorScreen):
         self._pending: list[RunView] = []  # rows of the current order not yet in the table
         self._generation = 0
         self._shown = 0
+        self.widths: dict[str, int] = {}  # the columns' widths as the table has them
 
     def compose(self) -> ComposeResult:
         yield Static(id="title", classes="title")
@@ -108,9 +125,7 @@ class RunsScreen(AdvisorScreen):
         yield Footer()
 
     def on_mount(self) -> None:
-        table = self.query_one(DataTable)
-        for column in COLUMNS:
-            table.add_column(" " if column == "mark" else column, key=column, width=FIXED_WIDTHS.get(column))
+        self._fit_columns()
         self.query_one("#title", Static).update(Text.assemble(("advisor", "bold"), f" · runs in {self.data.root}"))
         self.query_one("#empty", Static).display = False
         self.set_interval(0.3, self._note_visible)
@@ -189,7 +204,7 @@ class RunsScreen(AdvisorScreen):
                 continue
             view.digest = digest
             if path in rows:
-                for column, value in zip(COLUMNS, cells(view)):
+                for column, value in zip(COLUMNS, cells(view, self.widths)):
                     if column in ("status", "samples/s", "samples/$", "top finding"):
                         table.update_cell(path, column, value)
         self.left = message.left
@@ -217,6 +232,28 @@ class RunsScreen(AdvisorScreen):
         self._status_line(message.error)
 
     # -- the table ------------------------------------------------------------------------------
+    def on_resize(self) -> None:
+        if self.widths and self._wanted_widths() != self.widths:
+            self._refill()
+
+    def _wanted_widths(self) -> dict[str, int]:
+        table = self.query_one(DataTable)
+        width = table.size.width or self.app.size.width
+        padding = 2 * table.cell_padding * len(COLUMNS)
+        available = width - padding - table.styles.scrollbar_size_vertical  # room for the scroll bar always
+        return fit_widths(natural_widths(self.views.values()), available, SHRINK)
+
+    def _fit_columns(self) -> None:
+        """Give the columns the widths the terminal has room for (the table's rows go with them)."""
+        widths = self._wanted_widths()
+        if widths == self.widths:
+            return
+        table = self.query_one(DataTable)
+        table.clear(columns=True)
+        for column in COLUMNS:
+            table.add_column(" " if column == "mark" else column, key=column, width=widths[column])
+        self.widths = widths
+
     def _ordered(self) -> list[RunView]:
         shown = [v for v in self.views.values() if self.filter.matches(v)] if self.filter else list(self.views.values())
         return sort_views(shown, self.sort_column, self.reverse)
@@ -227,6 +264,7 @@ class RunsScreen(AdvisorScreen):
         table = self.query_one(DataTable)
         current = self.current()
         table.clear()
+        self._fit_columns()
         self._generation += 1
         self._pending = self._ordered()
         self._shown = len(self._pending)
@@ -245,7 +283,7 @@ class RunsScreen(AdvisorScreen):
         table = self.query_one(DataTable)
         chunk, self._pending = self._pending[:count], self._pending[count:]
         for view in chunk:
-            table.add_row(*cells(view), key=view.key)
+            table.add_row(*cells(view, self.widths), key=view.key)
 
     def _add_more(self, generation: int) -> None:
         if generation != self._generation or not self.is_mounted:
