@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from advisor.errors import RunFormatError, RunNotFoundError, SchemaVersionError, TraceError
+from advisor.files import file_kind
 from advisor.store.limits import (
     MAX_MANIFEST_BYTES,
     MAX_WORKER_FILES,
@@ -41,13 +42,16 @@ from advisor.store.schema import (
     RECORD_TYPES,
     SCHEMA_VERSION,
     WORKER_FILE_RE,
+    EndRecord,
     Manifest,
     Record,
     Status,
     TraceRecord,
+    worker_file_name,
 )
 from advisor.store.status import WorkerState, derive_status, incomplete_reasons
 from advisor.store.trace_summary import TraceSummary, load_summary
+from advisor.store.validate import Sequence, checked_manifest, record_doubt
 
 R = TypeVar("R", bound=Record)
 
@@ -143,7 +147,7 @@ class RunReader:
                 f"{SCHEMA_VERSION}; upgrade advisor to read it"
             )
         try:
-            return Manifest.model_validate(data)
+            return Manifest.model_validate(data, strict=True)
         except ValidationError as exc:
             raise RunFormatError(f"{manifest_path}: invalid manifest ({_first_error(exc)})") from None
 
@@ -153,8 +157,15 @@ class RunReader:
         warnings: list[str] = []
         problems: list[str] = []
         unknown = torn = 0
+        manifest, doubts, notes = checked_manifest(manifest)
+        problems.extend(f"{MANIFEST_NAME}: {doubt}; read as unknown" for doubt in doubts)
+        warnings.extend(f"{MANIFEST_NAME}: {note}" for note in notes)
+        extra: list[str] = []
         for file in self._worker_files(problems):
             rank = int(WORKER_FILE_RE.match(file.name).group(1))  # type: ignore[union-attr]
+            if rank >= manifest.num_workers:
+                extra.append(file.name)
+                continue
             part = _read_worker_file(file)
             if part.records or not part.problems:  # an unreadable file is a problem, not a worker
                 records[rank] = part.records
@@ -162,7 +173,12 @@ class RunReader:
             torn += part.torn
             warnings.extend(part.warnings)
             problems.extend(part.problems)
+        if extra:
+            problems.append(f"{len(extra)} worker files beyond the manifest's num_workers "
+                            f"({manifest.num_workers}), not read: {', '.join(extra[:3])}"
+                            f"{', …' if len(extra) > 3 else ''}")
         status, workers = derive_status(manifest, records, now)
+        problems.extend(_missing_ends(manifest, records, workers))
         run = Run(self.path, manifest, records, status, warnings, unknown, problems, workers, torn)
         run.trace_summaries = _read_trace_summaries(run)
         return run
@@ -178,6 +194,21 @@ class RunReader:
             )
             names = names[:MAX_WORKER_FILES]
         return [self.path / name for name in names]
+
+
+def _missing_ends(manifest: Manifest, records: dict[int, list[Record]],
+                  workers: dict[int, WorkerState]) -> list[str]:
+    """A worker read as ended although its file has no end record: the manifest said so, but
+    the file's last lines (the end record among them) may have been lost, so what is left is
+    not the whole run."""
+    out = []
+    for rank, state in workers.items():
+        if state.status in ("finished", "failed") and not any(
+            isinstance(r, EndRecord) for r in reversed(records.get(rank, []))
+        ):
+            out.append(f"{worker_file_name(rank)}: no end record although {MANIFEST_NAME} says "
+                       f"{manifest.status!r}; its last records may be lost")
+    return out
 
 
 def _read_trace_summaries(run: Run) -> dict[str, TraceSummary]:
@@ -225,6 +256,7 @@ def _read_worker_file(file: Path) -> _FilePart:
 
 def _read_lines(file: Path) -> _FilePart:
     part = _FilePart()
+    order = Sequence()
     bad = 0
     try:
         for number, line, complete in iter_lines(file):
@@ -240,9 +272,12 @@ def _read_lines(file: Path) -> _FilePart:
                 else:
                     if record is None:
                         part.unknown += 1
-                    else:
+                        continue
+                    doubt = record_doubt(record) or order.doubt(record, line, number)
+                    if doubt is None:
                         part.records.append(record)
-                    continue
+                        continue
+                    reason = f"{record.type} record: {doubt}"
             if not complete:
                 part.torn += 1
                 part.warnings.append(f"{file.name}:{number}: truncated last line ignored")
@@ -282,7 +317,7 @@ def parse_line(line: bytes) -> Record | None:
     path that says why."""
     if plain(line):
         try:
-            record: Record = _fast_parser().validate_json(line)
+            record: Record = _fast_parser().validate_json(line, strict=True)
         except ValidationError:
             pass  # an unknown type or an invalid record: the careful path tells which
         else:
@@ -297,7 +332,7 @@ def parse_line(line: bytes) -> Record | None:
     if cls is None:
         return None
     try:
-        return cls.model_validate(payload)
+        return cls.model_validate(payload, strict=True)
     except ValidationError as exc:
         raise BadInput(f"invalid {payload['type']!r} record ({_first_error(exc)})") from None
 
@@ -319,26 +354,57 @@ def list_run_dirs(runs_dir: str | os.PathLike[str] | None = None) -> list[Path]:
     never completed (a writer that could not start, a temporary file left by a full disk) is
     not a run. Whether the manifest is *readable* is for the reader to say.
     """
+    return scan_store(runs_dir)[0]
+
+
+def scan_store(runs_dir: str | os.PathLike[str] | None = None) -> tuple[list[Path], list[tuple[Path, str]]]:
+    """The store's runs (as :func:`list_run_dirs`), and the entries that should be runs but
+    cannot be read as one, each with its reason: a link that leads nowhere (dangling, a loop), a
+    ``run.json`` that is not a regular file (a FIFO, a directory, a device) or cannot be opened.
+    Commands over a store name those instead of passing over them."""
     root = resolve_runs_dir(runs_dir)
     try:
         entries = list(os.scandir(root))
     except FileNotFoundError:
-        return []
+        return [], []
     except NotADirectoryError:
-        return []
+        return [], []
     except OSError as exc:
         raise RunFormatError(f"{root}: cannot list the store ({describe_os_error(exc)})") from None
     found: list[tuple[float, str, Path]] = []
+    bad: list[tuple[Path, str]] = []
     for entry in entries:
+        path = Path(entry.path)
         try:
+            if entry.is_symlink() and not os.path.exists(entry.path):
+                bad.append((path, _broken_link(entry.path)))
+                continue
             if not entry.is_dir():
                 continue
             info = os.stat(os.path.join(entry.path, MANIFEST_NAME))
-        except (OSError, ValueError):
+        except FileNotFoundError:
+            if os.path.islink(os.path.join(entry.path, MANIFEST_NAME)):
+                bad.append((path, f"{MANIFEST_NAME}: {_broken_link(os.path.join(entry.path, MANIFEST_NAME))}"))
             continue
-        if stat.S_ISREG(info.st_mode) and info.st_size > 0:
-            found.append((info.st_mtime, entry.name, Path(entry.path)))
-    return [path for _, _, path in sorted(found)]
+        except (OSError, ValueError) as exc:
+            reason = describe_os_error(exc) if isinstance(exc, OSError) else str(exc)
+            bad.append((path, f"{MANIFEST_NAME}: cannot be read ({reason})"))
+            continue
+        if stat.S_ISREG(info.st_mode):
+            if info.st_size > 0:
+                found.append((info.st_mtime, entry.name, path))
+        else:
+            bad.append((path, f"{MANIFEST_NAME}: not a regular file ({file_kind(info.st_mode)}); refused"))
+    return [p for _, _, p in sorted(found)], sorted(bad)
+
+
+def _broken_link(path: str) -> str:
+    try:
+        os.stat(path)
+    except OSError as exc:
+        return f"a link that leads nowhere ({describe_os_error(exc)})"
+    return "a link that leads nowhere"
+
 
 
 def resolve_run(ref: str | None, runs_dir: str | os.PathLike[str] | None = None) -> Path:

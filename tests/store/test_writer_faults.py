@@ -108,7 +108,7 @@ def test_an_empty_or_missing_manifest_is_not_a_run(runs_dir):
 
 def test_a_reused_run_id_opens_a_new_attempt(runs_dir, monkeypatch, caplog):
     monkeypatch.setenv("ADVISOR_RUN_ID", "job-42")
-    first = RunWriter(runs_dir, manifest={"tags": {"job": "first"}})
+    first = RunWriter(runs_dir, manifest={"tags": {"job": "first"}, "num_workers": 2})
     first.write(window(0))
     other_rank = RunWriter(runs_dir, rank=1)  # the same job's second worker joins the same run
     with caplog.at_level(logging.WARNING, logger="advisor"):

@@ -1,0 +1,156 @@
+"""Semantic checks of records read back: what parses but cannot be true.
+
+The schema says what a record looks like; these checks say whether its values can have been
+measured: counts and durations are never negative, a percentage stays within 0…100, a window's
+steps are its step range, a worker's clock does not jump back and its windows do not overlap,
+and no line is written twice. A record that fails is skipped and reported by the reader (the
+tolerant-reader rule: skip, count, say), so a corrupt value never turns into a confident figure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from advisor.store.schema import (
+    RUN_ID_RE,
+    BaselineRecord,
+    BudgetRecord,
+    EndRecord,
+    EpochRecord,
+    FactsRecord,
+    FirstStepRecord,
+    GpuSample,
+    HostSample,
+    Manifest,
+    Record,
+    StartRecord,
+    TraceRecord,
+    WindowRecord,
+)
+
+# A worker's wall clock may be stepped back a little (NTP); more than this is not a clock.
+CLOCK_STEP_BACK_S = 10.0
+
+_NON_NEGATIVE: dict[type[Record], tuple[str, ...]] = {
+    WindowRecord: ("epoch", "seconds", "steps", "samples", "step_begin", "step_end", "step_count",
+                   "step_time_mean", "step_time_std", "step_time_max", "step_outliers",
+                   "step_outlier_seconds", "epoch_start_seconds"),
+    EpochRecord: ("epoch", "seconds", "train_seconds", "val_seconds", "steps", "samples", "val_steps"),
+    FirstStepRecord: ("seconds",),
+    EndRecord: ("advisor_seconds", "train_seconds", "dropped_records"),
+    BaselineRecord: ("steps", "batch_size", "real_samples_per_s", "cached_samples_per_s",
+                     "data_only_samples_per_s", "source_cached_samples_per_s", "warmup_steps", "seconds",
+                     "rounds", "real_steps", "cached_steps", "measured_seconds", "target_seconds",
+                     "budget_seconds", "hooks_samples_per_s", "hooks_steps"),
+    GpuSample: ("index", "util", "mem_util", "mem_used", "mem_total", "power_w", "energy_j",
+                "sm_clock_mhz", "throttle", "pcie_tx_bps", "pcie_rx_bps"),
+    HostSample: ("iowait", "mem_used", "mem_total", "disk_read_bps", "disk_write_bps", "net_rx_bps",
+                 "net_tx_bps", "proc_cpu_percent", "proc_rss"),
+    BudgetRecord: ("wall_seconds", "steps"),
+}
+_PERCENT: dict[type[Record], tuple[str, ...]] = {
+    GpuSample: ("util", "mem_util"),
+    HostSample: ("iowait",),
+}
+# Attached later by other processes (trace, facts), or stamped when the writer opened, before
+# the records it was handed (start): these do not move a worker's clock.
+_UNORDERED = (TraceRecord, FactsRecord, StartRecord)
+_ROUNDS = ("real_rounds", "cached_rounds", "data_only_rounds", "source_cached_rounds", "hooks_rounds")
+
+
+def record_doubt(record: Record) -> str | None:
+    """Why ``record`` cannot be a measurement (a negative count, a percentage above 100, a
+    window whose steps are not its step range); None when nothing is wrong with it alone."""
+    kind = type(record)
+    for name in _NON_NEGATIVE.get(kind, ()):
+        value = getattr(record, name, None)
+        if value is not None and value < 0:
+            return f"{name} is negative ({value})"
+    for name in _PERCENT.get(kind, ()):
+        value = getattr(record, name, None)
+        if value is not None and value > 100:
+            return f"{name} is above 100% ({value})"
+    if isinstance(record, WindowRecord):
+        if record.step_end - record.step_begin != record.steps:
+            return (f"steps ({record.steps}) is not step_end - step_begin "
+                    f"({record.step_end} - {record.step_begin})")
+        for pair in record.slices or ():
+            if any(v < 0 for v in pair):
+                return "a slice is negative"
+    elif isinstance(record, HostSample):
+        if any(not 0 <= v <= 100 for v in record.cpu_percent):
+            return "a core's cpu_percent is outside 0…100"
+    elif isinstance(record, BudgetRecord):
+        negative = next((k for k, v in record.seconds.items() if v < 0 and k != "unaccounted"), None)
+        if negative is not None:
+            return f"seconds.{negative} is negative"
+    elif isinstance(record, BaselineRecord):
+        for name in _ROUNDS:
+            if any(v is not None and v < 0 for v in getattr(record, name) or ()):
+                return f"{name} holds a negative throughput"
+    return None
+
+
+@dataclass
+class Sequence:
+    """The order of one worker's records: its clock, its windows' step ranges, its lines."""
+
+    latest_t: float | None = None
+    window_end: int | None = None
+    seen: dict[int, int] | None = None  # hash of a line → its line number
+
+    def doubt(self, record: Record, line: bytes, number: int) -> str | None:
+        """Why ``record`` (line ``number``) does not follow the records before it, or None."""
+        if self.seen is None:
+            self.seen = {}
+        key = hash(line.strip())
+        first = self.seen.get(key)
+        if first is not None:
+            return f"repeats line {first}"
+        self.seen[key] = number
+        if not isinstance(record, _UNORDERED):
+            if self.latest_t is not None and record.t < self.latest_t - CLOCK_STEP_BACK_S:
+                return f"its time goes back {self.latest_t - record.t:.0f} s"
+            self.latest_t = record.t if self.latest_t is None else max(self.latest_t, record.t)
+        if isinstance(record, WindowRecord):
+            if self.window_end is not None and record.step_begin < self.window_end:
+                return (f"its steps {record.step_begin}–{record.step_end} overlap the previous "
+                        f"window's (up to {self.window_end})")
+            self.window_end = record.step_end
+        return None
+
+
+_POSITIVE_MANIFEST = ("replicas", "global_batch_size", "per_replica_batch_size", "steps_per_execution")
+
+
+def checked_manifest(manifest: Manifest) -> tuple[Manifest, list[str], list[str]]:
+    """The manifest with values that cannot be true read as unknown (None), and why: a negative
+    price, a batch or replica count below one, a run that ended before it was created (doubts
+    about the measurement); a ``num_workers`` below one reads as one. A ``sweep_id`` that is no
+    sweep id (sweep ids are run-id prefixes) only loses the sweep link: a note, not a doubt."""
+    changes: dict[str, Any] = {}
+    doubts: list[str] = []
+    notes: list[str] = []
+    if manifest.sweep_id is not None and not RUN_ID_RE.match(manifest.sweep_id):
+        changes["sweep_id"] = None
+        shown = manifest.sweep_id if len(manifest.sweep_id) <= 40 else manifest.sweep_id[:37] + "..."
+        notes.append(f"sweep_id {shown!r} is not a sweep id (letters, digits, '.', '_', '-', at most "
+                     "128); the run is read without its sweep")
+    if manifest.price_per_hour is not None and manifest.price_per_hour < 0:
+        changes["price_per_hour"] = None
+        doubts.append(f"price_per_hour is negative ({manifest.price_per_hour})")
+    for name in _POSITIVE_MANIFEST:
+        value = getattr(manifest, name)
+        if value is not None and value < 1:
+            changes[name] = None
+            doubts.append(f"{name} is below 1 ({value})")
+    if manifest.num_workers < 1:
+        changes["num_workers"] = 1
+        doubts.append(f"num_workers is below 1 ({manifest.num_workers})")
+    for name in ("updated", "ended"):
+        value = getattr(manifest, name)
+        if value is not None and value < manifest.created - CLOCK_STEP_BACK_S:
+            changes[name] = None
+            doubts.append(f"{name} is before created")
+    return (manifest.model_copy(update=changes) if changes else manifest), doubts, notes
