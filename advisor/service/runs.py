@@ -94,7 +94,7 @@ class RunStore:
         self._analyses: dict[Path, Analysis] = {}
         self._sweeps: dict[tuple[Path, str], SweepRecord | None] = {}
         self._usage: dict[Path, Any] = {}
-        self._listings: dict[Path, list[Path]] = {}
+        self._listings: dict[Path, tuple[list[Path], list[tuple[Path, str]]]] = {}
         self._members: dict[Path, dict[str, list[Path]]] = {}
 
     # -- finding runs ---------------------------------------------------------------------------
@@ -116,11 +116,19 @@ class RunStore:
 
     def run_dirs(self, root: Path | None = None) -> list[Path]:
         """Run directories under ``root`` (default: the store), oldest first; listed once."""
-        from advisor.store.reader import list_run_dirs
+        return self._scan(root)[0]
+
+    def unlisted(self, root: Path | None = None) -> list[tuple[Path, str]]:
+        """Entries under ``root`` that should be runs but cannot be read as one, with the reason
+        (a link loop, a FIFO as ``run.json``: see :func:`advisor.store.reader.scan_store`)."""
+        return self._scan(root)[1]
+
+    def _scan(self, root: Path | None) -> tuple[list[Path], list[tuple[Path, str]]]:
+        from advisor.store.reader import scan_store
 
         key = _key(root or self.root)
         if key not in self._listings:
-            self._listings[key] = list_run_dirs(key)
+            self._listings[key] = scan_store(key)
         return self._listings[key]
 
     def sweep_members(self, parent: Path, sweep_id: str) -> list[Path]:
@@ -230,16 +238,17 @@ class RunStore:
 
     def sweep(self, parent: Path, sweep_id: str | None) -> SweepRecord | None:
         """The sweep file of ``sweep_id`` in the store at ``parent`` (read once), None if there is none."""
+        from advisor.store.schema import RUN_ID_RE
         from advisor.store.sweep import SWEEP_FILE, read_sweep, sweep_dir
 
-        if not sweep_id:
+        if not sweep_id or not RUN_ID_RE.match(sweep_id):  # no sweep id: no sweep file to find
             return None
         key = (parent, sweep_id)
         if key not in self._sweeps:
             folder = sweep_dir(parent, sweep_id)
             try:
                 self._sweeps[key] = read_sweep(folder) if (folder / SWEEP_FILE).is_file() else None
-            except AdvisorError:  # a damaged sweep file: the manifests' labels still hold
+            except (AdvisorError, OSError):  # a damaged sweep file: the manifests' labels still hold
                 self._sweeps[key] = None
         return self._sweeps[key]
 
@@ -316,7 +325,8 @@ class RunStore:
         dirs = self.run_dirs()
         if limit:
             dirs = dirs[-limit:]
-        rows = []
+        rows = [RunRow(run_id=path.name, path=str(path), status="unreadable", error=reason)
+                for path, reason in self.unlisted()]
         for path in dirs:
             try:
                 analysis = self.analyse(path)
