@@ -120,11 +120,11 @@ class RunStore:
 
     def unlisted(self, root: Path | None = None) -> list[tuple[Path, str]]:
         """Entries under ``root`` that should be runs but cannot be read as one, with the reason
-        (a link loop, a FIFO as ``run.json``: see :func:`advisor.store.reader.scan_store`)."""
+        (a link loop, a FIFO as ``run.json``: see :func:`advisor.store.scan.scan_store`)."""
         return self._scan(root)[1]
 
     def _scan(self, root: Path | None) -> tuple[list[Path], list[tuple[Path, str]]]:
-        from advisor.store.reader import scan_store
+        from advisor.store.scan import scan_store
 
         key = _key(root or self.root)
         if key not in self._listings:

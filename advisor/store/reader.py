@@ -15,7 +15,6 @@ import contextlib
 import gc
 import math
 import os
-import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +23,6 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from advisor.errors import RunFormatError, RunNotFoundError, SchemaVersionError, TraceError
-from advisor.files import file_kind
 from advisor.store.limits import (
     MAX_MANIFEST_BYTES,
     MAX_WORKER_FILES,
@@ -37,6 +35,7 @@ from advisor.store.limits import (
     read_limited,
 )
 from advisor.store.paths import resolve_runs_dir
+from advisor.store.scan import list_run_dirs, scan_store  # noqa: F401 — read from here too
 from advisor.store.schema import (
     MANIFEST_NAME,
     RECORD_TYPES,
@@ -206,8 +205,12 @@ def _missing_ends(manifest: Manifest, records: dict[int, list[Record]],
         if state.status in ("finished", "failed") and not any(
             isinstance(r, EndRecord) for r in reversed(records.get(rank, []))
         ):
-            out.append(f"{worker_file_name(rank)}: no end record although {MANIFEST_NAME} says "
-                       f"{manifest.status!r}; its last records may be lost")
+            if manifest.end_record_lost:  # the writer knew, and could still say so in the manifest
+                out.append(f"{worker_file_name(rank)}: the end record was lost to a write error "
+                           f"({manifest.end_record_lost}); {MANIFEST_NAME} says {manifest.status!r}")
+            else:
+                out.append(f"{worker_file_name(rank)}: no end record although {MANIFEST_NAME} says "
+                           f"{manifest.status!r}; its last records may be lost")
     return out
 
 
@@ -345,66 +348,6 @@ def _first_error(exc: ValidationError) -> str:
 
 # ---------------------------------------------------------------------------------------------
 # The store: many runs under one directory
-
-
-def list_run_dirs(runs_dir: str | os.PathLike[str] | None = None) -> list[Path]:
-    """Run directories under the store, oldest first (by manifest time, then name).
-
-    A directory is a run when it holds a non-empty regular ``run.json``: one whose manifest was
-    never completed (a writer that could not start, a temporary file left by a full disk) is
-    not a run. Whether the manifest is *readable* is for the reader to say.
-    """
-    return scan_store(runs_dir)[0]
-
-
-def scan_store(runs_dir: str | os.PathLike[str] | None = None) -> tuple[list[Path], list[tuple[Path, str]]]:
-    """The store's runs (as :func:`list_run_dirs`), and the entries that should be runs but
-    cannot be read as one, each with its reason: a link that leads nowhere (dangling, a loop), a
-    ``run.json`` that is not a regular file (a FIFO, a directory, a device) or cannot be opened.
-    Commands over a store name those instead of passing over them."""
-    root = resolve_runs_dir(runs_dir)
-    try:
-        entries = list(os.scandir(root))
-    except FileNotFoundError:
-        return [], []
-    except NotADirectoryError:
-        return [], []
-    except OSError as exc:
-        raise RunFormatError(f"{root}: cannot list the store ({describe_os_error(exc)})") from None
-    found: list[tuple[float, str, Path]] = []
-    bad: list[tuple[Path, str]] = []
-    for entry in entries:
-        path = Path(entry.path)
-        try:
-            if entry.is_symlink() and not os.path.exists(entry.path):
-                bad.append((path, _broken_link(entry.path)))
-                continue
-            if not entry.is_dir():
-                continue
-            info = os.stat(os.path.join(entry.path, MANIFEST_NAME))
-        except FileNotFoundError:
-            if os.path.islink(os.path.join(entry.path, MANIFEST_NAME)):
-                bad.append((path, f"{MANIFEST_NAME}: {_broken_link(os.path.join(entry.path, MANIFEST_NAME))}"))
-            continue
-        except (OSError, ValueError) as exc:
-            reason = describe_os_error(exc) if isinstance(exc, OSError) else str(exc)
-            bad.append((path, f"{MANIFEST_NAME}: cannot be read ({reason})"))
-            continue
-        if stat.S_ISREG(info.st_mode):
-            if info.st_size > 0:
-                found.append((info.st_mtime, entry.name, path))
-        else:
-            bad.append((path, f"{MANIFEST_NAME}: not a regular file ({file_kind(info.st_mode)}); refused"))
-    return [p for _, _, p in sorted(found)], sorted(bad)
-
-
-def _broken_link(path: str) -> str:
-    try:
-        os.stat(path)
-    except OSError as exc:
-        return f"a link that leads nowhere ({describe_os_error(exc)})"
-    return "a link that leads nowhere"
-
 
 
 def resolve_run(ref: str | None, runs_dir: str | os.PathLike[str] | None = None) -> Path:
