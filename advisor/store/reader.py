@@ -50,7 +50,7 @@ from advisor.store.schema import (
 )
 from advisor.store.status import WorkerState, derive_status, incomplete_reasons
 from advisor.store.trace_summary import TraceSummary, load_summary
-from advisor.store.validate import Sequence, checked_manifest, record_doubt
+from advisor.store.validate import Sequence, checked_manifest, missing_records, record_doubt
 
 R = TypeVar("R", bound=Record)
 
@@ -294,6 +294,8 @@ def _read_lines(file: Path) -> _FilePart:
         part.problems.append(f"{file.name}: {exc}; records missing")
     if bad > MAX_REPORTED_LINES:
         part.problems.append(f"{file.name}: {bad - MAX_REPORTED_LINES} more bad lines skipped")
+    if not part.problems:  # a skipped line already explains a gap it leaves
+        part.problems.extend(f"{file.name}: {missing}" for missing in missing_records(part.records))
     return part
 
 

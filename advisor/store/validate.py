@@ -154,3 +154,28 @@ def checked_manifest(manifest: Manifest) -> tuple[Manifest, list[str], list[str]
             changes[name] = None
             doubts.append(f"{name} is before created")
     return (manifest.model_copy(update=changes) if changes else manifest), doubts, notes
+
+
+def missing_records(records: list[Record]) -> list[str]:
+    """Records of one worker that must have been written but are not there: a window between
+    two windows of the same epoch (their step ranges leave a gap; windows of one epoch follow
+    each other without one), an epoch record between two epochs that have theirs. The first or
+    last window of an epoch, or the last epoch record, can go missing without a trace."""
+    out: list[str] = []
+    previous: WindowRecord | None = None
+    window_epochs: set[int] = set()
+    for record in records:
+        if not isinstance(record, WindowRecord):
+            continue
+        window_epochs.add(record.epoch)
+        if previous is not None and previous.epoch == record.epoch and record.step_begin > previous.step_end:
+            out.append(f"epoch {record.epoch}: steps {previous.step_end}–{record.step_begin} are in no "
+                       "window (a window record is missing)")
+        previous = record
+    ended = {r.epoch for r in records if isinstance(r, EpochRecord)}
+    if ended:
+        gaps = sorted(e for e in window_epochs if e not in ended and e < max(ended))
+        if gaps:
+            out.append(f"epoch {gaps[0]}{' and more' if len(gaps) > 1 else ''} has windows but no epoch "
+                       "record, although later epochs have theirs (an epoch record is missing)")
+    return out

@@ -73,6 +73,33 @@ def test_overlapping_windows_are_not_counted_twice(tmp_path):
                              "window's (up to 50); line skipped"]
 
 
+def test_a_window_lost_between_two_of_its_epoch_is_said(tmp_path):
+    records = valid_records()
+    del records[4]  # the window of steps 50–75, between two windows of epoch 0
+    read = RunReader(_run(tmp_path, records)).read()
+    assert read.problems == ["worker-0.jsonl: epoch 0: steps 50–75 are in no window (a window record is missing)"]
+
+
+def _two_epochs() -> list[dict]:
+    records = valid_records()
+    end = records.pop()
+    for i in range(4):
+        records.append({**records[2 + i], "t": records[2 + i]["t"] + 5, "epoch": 1,
+                        "step_begin": 100 + 25 * i, "step_end": 125 + 25 * i, "warmup": False})
+    records.append({**records[6], "t": records[6]["t"] + 5, "epoch": 1})
+    records.append({**end, "t": end["t"] + 5})
+    return records
+
+
+def test_an_epoch_record_lost_between_two_epochs_is_said(tmp_path):
+    records = _two_epochs()
+    assert RunReader(_run(tmp_path, records, "intact")).read().problems == []
+    del records[6]  # epoch 0's record; epoch 1 has its own
+    read = RunReader(_run(tmp_path, records, "lost")).read()
+    assert read.problems == ["worker-0.jsonl: epoch 0 has windows but no epoch record, although later epochs "
+                             "have theirs (an epoch record is missing)"]
+
+
 @pytest.mark.parametrize("value", ["nan", "Infinity", "800", "1e9"])
 def test_a_quoted_number_is_not_a_number(tmp_path, value):
     records = valid_records()
