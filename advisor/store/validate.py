@@ -159,19 +159,31 @@ def checked_manifest(manifest: Manifest) -> tuple[Manifest, list[str], list[str]
 def missing_records(records: list[Record]) -> list[str]:
     """Records of one worker that must have been written but are not there: a window between
     two windows of the same epoch (their step ranges leave a gap; windows of one epoch follow
-    each other without one), an epoch record between two epochs that have theirs. The first or
-    last window of an epoch, or the last epoch record, can go missing without a trace."""
+    each other without one), windows that hold fewer steps than their epoch record counts (the
+    windows of an epoch tile it), an epoch record between two epochs that have theirs. An
+    epoch's only windows, or the last epoch record, can go missing without a trace."""
     out: list[str] = []
     previous: WindowRecord | None = None
     window_epochs: set[int] = set()
+    gapped: set[int] = set()  # epochs with a gap already said
     for record in records:
         if not isinstance(record, WindowRecord):
             continue
         window_epochs.add(record.epoch)
         if previous is not None and previous.epoch == record.epoch and record.step_begin > previous.step_end:
+            gapped.add(record.epoch)
             out.append(f"epoch {record.epoch}: steps {previous.step_end}–{record.step_begin} are in no "
                        "window (a window record is missing)")
         previous = record
+    window_steps: dict[int, int] = {}
+    for record in records:
+        if isinstance(record, WindowRecord):
+            window_steps[record.epoch] = window_steps.get(record.epoch, 0) + record.steps
+    for record in records:
+        if (isinstance(record, EpochRecord) and record.epoch not in gapped
+                and 0 < window_steps.get(record.epoch, record.steps) < record.steps):
+            out.append(f"epoch {record.epoch}: its windows hold {window_steps[record.epoch]} of its "
+                       f"{record.steps} steps (a window record is missing)")
     ended = {r.epoch for r in records if isinstance(r, EpochRecord)}
     if ended:
         gaps = sorted(e for e in window_epochs if e not in ended and e < max(ended))

@@ -2,7 +2,7 @@
 
 Unlike the syntax fuzzers beside it (garbage, deep nesting, huge numbers), every mutation here
 leaves valid JSON that a careless reader would believe: a negative count, a clock that jumps
-back, a line written twice or lost, a number or a boolean quoted as a string, a manifest value
+back, a line written twice or lost in the middle, a number or a boolean quoted as a string, a manifest value
 that cannot be true, extra worker files, the last lines cut at a line boundary. A mutated run is
 *judged as clean* when `advisor check --format json` exits 0 or 1 with no `incomplete` reason and
 no `errors`, while its facts or its verdicts differ from the intact run's: a confident, wrong
@@ -72,6 +72,11 @@ def duplicate(rng: random.Random, m: dict[str, Any], records: Records) -> int:
     return 0
 
 
+def drop(rng: random.Random, m: dict[str, Any], records: Records) -> int:
+    del records[rng.randrange(1, len(records) - 1)]  # a line in the middle: the end record stays
+    return 0
+
+
 def cut_end(rng: random.Random, m: dict[str, Any], records: Records) -> int:
     del records[len(records) - rng.randint(1, 3):]
     return 0
@@ -109,7 +114,7 @@ def extra_workers(rng: random.Random, m: dict[str, Any], records: Records) -> in
 
 
 MUTATIONS: dict[str, Callable[[random.Random, dict[str, Any], Records], int]] = {
-    "negative": negative, "time_back": time_back, "duplicate": duplicate, "cut_end": cut_end,
+    "negative": negative, "time_back": time_back, "duplicate": duplicate, "drop": drop, "cut_end": cut_end,
     "quoted_number": quoted_number, "quoted_bool": quoted_bool, "manifest_field": manifest_field,
     "extra_workers": extra_workers,
 }
@@ -154,15 +159,16 @@ def judged_as_clean(mutant: dict[str, Any], intact: dict[str, Any]) -> bool:
     return mutant.get("facts") != intact.get("facts") or mutant.get("verdicts") != intact.get("verdicts")
 
 
-def sweep(runs: int, seed: int) -> Counter[str]:
+def sweep(runs: int, seed: int, kinds: list[str] | None = None) -> Counter[str]:
     rng = random.Random(seed)
+    kinds = sorted(kinds or MUTATIONS)
     root = Path(tempfile.mkdtemp(prefix="advisor-semantic-"))
     try:
         intact = outcome(write_case((valid_manifest(), valid_records(), 0), root / "intact" / "run"))
         assert intact["code"] in (0, 1) and not intact["incomplete"], intact
         tally: Counter[str] = Counter()
         for i in range(runs):
-            kind = rng.choice(sorted(MUTATIONS))
+            kind = rng.choice(kinds)
             run = write_case(mutated(kind, rng), root / f"m{i}" / "run")
             tally[kind] += 1
             if judged_as_clean(outcome(run), intact):
@@ -178,9 +184,10 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--write-corpus", type=Path, default=None)
+    parser.add_argument("--kind", action="append", choices=sorted(MUTATIONS), help="with --write-corpus: only these")
     args = parser.parse_args()
     if args.write_corpus:
-        for kind in sorted(MUTATIONS):
+        for kind in args.kind or sorted(MUTATIONS):
             write_case(mutated(kind, random.Random(args.seed)), args.write_corpus / kind)
         return
     tally = sweep(args.runs, args.seed)

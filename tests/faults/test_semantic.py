@@ -171,10 +171,15 @@ def test_the_kept_corpus_is_never_judged_as_clean(tmp_path):
         assert not judged_as_clean(result, intact), name
 
 
+# A line dropped in the middle can be undetectable by design (the last epoch record, a context
+# record: docs/run-directory.md); the kept corpus and the tests above hold the detectable drops.
+DETECTABLE = sorted(set(MUTATIONS) - {"drop"})
+
+
 def test_fresh_mutations_are_never_judged_as_clean():
     seed = random.randrange(1 << 30)  # new mutations every run; the seed replays a failure
-    tally = sweep(runs=60, seed=seed)
-    assert sum(tally[kind] for kind in MUTATIONS) == 60
+    tally = sweep(runs=60, seed=seed, kinds=DETECTABLE)
+    assert sum(tally[kind] for kind in DETECTABLE) == 60
     assert not {k: v for k, v in tally.items() if k.endswith(":clean")}, (seed, tally)
 
 
