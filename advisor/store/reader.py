@@ -50,7 +50,7 @@ from advisor.store.schema import (
 )
 from advisor.store.status import WorkerState, derive_status, incomplete_reasons
 from advisor.store.trace_summary import TraceSummary, load_summary
-from advisor.store.validate import Sequence, checked_manifest, missing_records, record_doubt
+from advisor.store.validate import WorkerOrder, checked_manifest, missing_records, record_doubt
 
 R = TypeVar("R", bound=Record)
 
@@ -259,7 +259,7 @@ def _read_worker_file(file: Path) -> _FilePart:
 
 def _read_lines(file: Path) -> _FilePart:
     part = _FilePart()
-    order = Sequence()
+    order = WorkerOrder()
     bad = 0
     try:
         for number, line, complete in iter_lines(file):

@@ -9,7 +9,7 @@ tolerant-reader rule: skip, count, say), so a corrupt value never turns into a c
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from advisor.store.schema import (
@@ -93,17 +93,15 @@ def record_doubt(record: Record) -> str | None:
 
 
 @dataclass
-class Sequence:
+class WorkerOrder:
     """The order of one worker's records: its clock, its windows' step ranges, its lines."""
 
     latest_t: float | None = None
     window_end: int | None = None
-    seen: dict[int, int] | None = None  # hash of a line → its line number
+    seen: dict[int, int] = field(default_factory=dict)  # hash of a line → its line number
 
     def doubt(self, record: Record, line: bytes, number: int) -> str | None:
         """Why ``record`` (line ``number``) does not follow the records before it, or None."""
-        if self.seen is None:
-            self.seen = {}
         key = hash(line.strip())
         first = self.seen.get(key)
         if first is not None:
