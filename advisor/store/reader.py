@@ -41,7 +41,6 @@ from advisor.store.schema import (
     RECORD_TYPES,
     SCHEMA_VERSION,
     WORKER_FILE_RE,
-    EndRecord,
     Manifest,
     Record,
     Status,
@@ -50,7 +49,14 @@ from advisor.store.schema import (
 )
 from advisor.store.status import WorkerState, derive_status, incomplete_reasons
 from advisor.store.trace_summary import TraceSummary, load_summary
-from advisor.store.validate import WorkerOrder, checked_manifest, missing_records, record_doubt
+from advisor.store.validate import (
+    WorkerOrder,
+    checked_manifest,
+    missing_at_the_edges,
+    missing_ends,
+    missing_records,
+    record_doubt,
+)
 
 R = TypeVar("R", bound=Record)
 
@@ -177,7 +183,11 @@ class RunReader:
                             f"({manifest.num_workers}), not read: {', '.join(extra[:3])}"
                             f"{', …' if len(extra) > 3 else ''}")
         status, workers = derive_status(manifest, records, now)
-        problems.extend(_missing_ends(manifest, records, workers))
+        problems.extend(missing_ends(manifest, records, workers))
+        if not problems:  # what was skipped already explains what is missing
+            chief = min(records, default=None)
+            problems.extend(f"{worker_file_name(rank)}: {missing}" for rank, recs in records.items()
+                            for missing in missing_at_the_edges(manifest.config, recs, rank == chief))
         run = Run(self.path, manifest, records, status, warnings, unknown, problems, workers, torn)
         run.trace_summaries = _read_trace_summaries(run)
         return run
@@ -193,25 +203,6 @@ class RunReader:
             )
             names = names[:MAX_WORKER_FILES]
         return [self.path / name for name in names]
-
-
-def _missing_ends(manifest: Manifest, records: dict[int, list[Record]],
-                  workers: dict[int, WorkerState]) -> list[str]:
-    """A worker read as ended although its file has no end record: the manifest said so, but
-    the file's last lines (the end record among them) may have been lost, so what is left is
-    not the whole run."""
-    out = []
-    for rank, state in workers.items():
-        if state.status in ("finished", "failed") and not any(
-            isinstance(r, EndRecord) for r in reversed(records.get(rank, []))
-        ):
-            if manifest.end_record_lost:  # the writer knew, and could still say so in the manifest
-                out.append(f"{worker_file_name(rank)}: the end record was lost to a write error "
-                           f"({manifest.end_record_lost}); {MANIFEST_NAME} says {manifest.status!r}")
-            else:
-                out.append(f"{worker_file_name(rank)}: no end record although {MANIFEST_NAME} says "
-                           f"{manifest.status!r}; its last records may be lost")
-    return out
 
 
 def _read_trace_summaries(run: Run) -> dict[str, TraceSummary]:

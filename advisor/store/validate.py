@@ -13,9 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from advisor.store.schema import (
+    MANIFEST_NAME,
     RUN_ID_RE,
     BaselineRecord,
     BudgetRecord,
+    ContextRecord,
     EndRecord,
     EpochRecord,
     FactsRecord,
@@ -27,7 +29,9 @@ from advisor.store.schema import (
     StartRecord,
     TraceRecord,
     WindowRecord,
+    worker_file_name,
 )
+from advisor.store.status import WorkerState
 
 # A worker's wall clock may be stepped back a little (NTP); more than this is not a clock.
 CLOCK_STEP_BACK_S = 10.0
@@ -160,6 +164,8 @@ def missing_records(records: list[Record]) -> list[str]:
     each other without one), windows that hold fewer steps than their epoch record counts (the
     windows of an epoch tile it), an epoch record between two epochs that have theirs. An
     epoch's only windows, or the last epoch record, can go missing without a trace."""
+    if _dropped(records):  # the writer counted what it lost: that explains what is missing
+        return []
     out: list[str] = []
     previous: WindowRecord | None = None
     window_epochs: set[int] = set()
@@ -189,3 +195,52 @@ def missing_records(records: list[Record]) -> list[str]:
             out.append(f"epoch {gaps[0]}{' and more' if len(gaps) > 1 else ''} has windows but no epoch "
                        "record, although later epochs have theirs (an epoch record is missing)")
     return out
+
+
+def missing_at_the_edges(config: dict[str, Any], records: list[Record], chief: bool) -> list[str]:
+    """Records that the advisor's own writers always write, missing from a worker that trained
+    (it has windows): the chief's context record (train begin; the context collector is on
+    unless ``collectors`` leaves it out, and a custom loop always writes one), and, for a fit
+    that finished, the epoch record of its last epoch (Keras ends every epoch it began, also
+    when training stops early). Runs written by other tools (no ``config``, or imported) are
+    not held to this."""
+    if (not config or config.get("imported_from") or _dropped(records)
+            or not any(isinstance(r, WindowRecord) for r in records)):
+        return []
+    out: list[str] = []
+    custom = config.get("loop") == "custom"
+    collectors = config.get("collectors")
+    context_on = custom or collectors is None or (isinstance(collectors, list) and "context" in collectors)
+    if chief and context_on and not any(isinstance(r, ContextRecord) for r in records):
+        out.append("no context record, though the context collector was on (a record is missing)")
+    end = next((r for r in reversed(records) if isinstance(r, EndRecord)), None)
+    if not custom and end is not None and end.status == "finished":
+        last = max(r.epoch for r in records if isinstance(r, WindowRecord))
+        if not any(isinstance(r, EpochRecord) and r.epoch == last for r in records):
+            out.append(f"epoch {last} has windows but no epoch record, although the fit finished "
+                       "(an epoch record is missing)")
+    return out
+
+
+def missing_ends(manifest: Manifest, records: dict[int, list[Record]],
+                 workers: dict[int, WorkerState]) -> list[str]:
+    """A worker read as ended although its file has no end record: the manifest said so, but
+    the file's last lines (the end record among them) may have been lost, so what is left is
+    not the whole run."""
+    out = []
+    for rank, state in workers.items():
+        if state.status in ("finished", "failed") and not any(
+            isinstance(r, EndRecord) for r in reversed(records.get(rank, []))
+        ):
+            if manifest.end_record_lost:  # the writer knew, and could still say so in the manifest
+                out.append(f"{worker_file_name(rank)}: the end record was lost to a write error "
+                           f"({manifest.end_record_lost}); {MANIFEST_NAME} says {manifest.status!r}")
+            else:
+                out.append(f"{worker_file_name(rank)}: no end record although {MANIFEST_NAME} says "
+                           f"{manifest.status!r}; its last records may be lost")
+    return out
+
+
+def _dropped(records: list[Record]) -> bool:
+    """The worker's end record counts records lost to write errors."""
+    return any(isinstance(r, EndRecord) and r.dropped_records for r in reversed(records))

@@ -120,8 +120,14 @@ MUTATIONS: dict[str, Callable[[random.Random, dict[str, Any], Records], int]] = 
 }
 
 
+def base_manifest() -> dict[str, Any]:
+    """A valid manifest with the ``config`` a callback run records (its collectors at their
+    defaults), so that what the callback always writes is expected."""
+    return valid_manifest(config={"window_s": 1.0, "warmup_steps": 25, "collectors": None})
+
+
 def mutated(kind: str, rng: random.Random) -> Case:
-    manifest, records = valid_manifest(), valid_records()
+    manifest, records = base_manifest(), valid_records()
     extra = MUTATIONS[kind](rng, manifest, records)
     return manifest, records, extra
 
@@ -164,7 +170,7 @@ def sweep(runs: int, seed: int, kinds: list[str] | None = None) -> Counter[str]:
     kinds = sorted(kinds or MUTATIONS)
     root = Path(tempfile.mkdtemp(prefix="advisor-semantic-"))
     try:
-        intact = outcome(write_case((valid_manifest(), valid_records(), 0), root / "intact" / "run"))
+        intact = outcome(write_case((base_manifest(), valid_records(), 0), root / "intact" / "run"))
         assert intact["code"] in (0, 1) and not intact["incomplete"], intact
         tally: Counter[str] = Counter()
         for i in range(runs):
