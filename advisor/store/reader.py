@@ -4,8 +4,10 @@ Tolerant and bounded: every file is read within the limits of :mod:`advisor.stor
 (regular files only, sizes, line lengths, nesting, number ranges). A file or a line that cannot
 be read is skipped and reported with its reason (``Run.problems``) while the rest of the run is
 read; a truncated last line — what a killed writer leaves — is skipped and counted
-(``Run.warnings``). A run with problems is incomplete, never silently misread: ``advisor
-check`` exits 3 on it. Only the manifest is essential: without a readable one there is no run.
+(``Run.warnings``). What parses but cannot be true — a negative count, a clock that jumps
+back, a repeated line, worker files the manifest does not know, a record that must be there and
+is not (:mod:`advisor.store.validate`) — is skipped or said the same way. A run with problems is
+incomplete, never silently misread: ``advisor check`` exits 3 on it. Only the manifest is essential: without a readable one there is no run.
 The status comes from the records (see :mod:`advisor.store.status`).
 """
 
