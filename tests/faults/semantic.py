@@ -145,7 +145,10 @@ def write_case(case: Case, path: Path) -> Path:
 def outcome(run: Path) -> dict[str, Any]:
     """Exit code, incomplete reasons, errors, facts and verdicts of `advisor check RUN`."""
     result = cli("check", str(run), "--format", "json")
-    out: dict[str, Any] = {"code": result.exit_code}
+    exc = result.exception
+    out: dict[str, Any] = {"code": result.exit_code, "internal": (
+        (exc is not None and not isinstance(exc, SystemExit)) or result.exit_code not in (0, 1, 2, 3)
+        or "internal error" in result.output or "Traceback" in result.output)}
     try:
         report = json.loads(result.stdout)
     except ValueError:
@@ -177,8 +180,11 @@ def sweep(runs: int, seed: int, kinds: list[str] | None = None) -> Counter[str]:
             kind = rng.choice(kinds)
             run = write_case(mutated(kind, rng), root / f"m{i}" / "run")
             tally[kind] += 1
-            if judged_as_clean(outcome(run), intact):
+            result = outcome(run)
+            if judged_as_clean(result, intact):
                 tally[f"{kind}:clean"] += 1
+            if result["internal"]:
+                tally["internal errors"] += 1
             shutil.rmtree(run.parent)
         return tally
     finally:
@@ -200,7 +206,8 @@ def main() -> None:
     clean = sum(v for k, v in tally.items() if k.endswith(":clean"))
     for kind in sorted(MUTATIONS):
         print(f"{kind:16} {tally[kind]:6} runs, judged as clean {tally[kind + ':clean']:5}")
-    print(f"{'all':16} {args.runs:6} runs, judged as clean {clean:5} ({100 * clean / max(1, args.runs):.1f} %)")
+    print(f"{'all':16} {args.runs:6} runs, judged as clean {clean:5} ({100 * clean / max(1, args.runs):.1f} %); "
+          f"internal errors, tracebacks or exit codes outside 0-3: {tally['internal errors']}")
 
 
 if __name__ == "__main__":

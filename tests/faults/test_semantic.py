@@ -191,7 +191,7 @@ def test_fresh_mutations_are_never_judged_as_clean():
     seed = random.randrange(1 << 30)  # new mutations every run; the seed replays a failure
     tally = sweep(runs=60, seed=seed)
     assert sum(tally[kind] for kind in MUTATIONS) == 60
-    assert not {k: v for k, v in tally.items() if k.endswith(":clean")}, (seed, tally)
+    assert not {k: v for k, v in tally.items() if k.endswith(":clean") or k == "internal errors"}, (seed, tally)
 
 
 def test_the_generator_leaves_valid_json(tmp_path):
