@@ -10,6 +10,7 @@ tolerant-reader rule: skip, count, say), so a corrupt value never turns into a c
 from __future__ import annotations
 
 import functools
+import math
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -72,7 +73,7 @@ _PERCENT: dict[type[Record], tuple[str, ...]] = {
 }
 # Attached later by other processes (trace, facts), or stamped when the writer opened, before
 # the records it was handed (start): these do not move a worker's clock.
-_UNORDERED = (TraceRecord, FactsRecord, StartRecord)
+_UNORDERED = frozenset({TraceRecord, FactsRecord, StartRecord})
 _ROUNDS = ("real_rounds", "cached_rounds", "data_only_rounds", "source_cached_rounds", "hooks_rounds")
 
 
@@ -115,23 +116,24 @@ def record_doubt(record: Record) -> str | None:
 class WorkerOrder:
     """The order of one worker's records: its clock, its windows' step ranges, its lines."""
 
-    latest_t: float | None = None
-    window_end: int | None = None
+    latest_t: float = -math.inf
+    window_end: int = -1
     seen: dict[int, int] = field(default_factory=dict)  # hash of a line → its line number
 
     def doubt(self, record: Record, line: bytes, number: int) -> str | None:
         """Why ``record`` (line ``number``) does not follow the records before it, or None."""
-        key = hash(line)
-        first = self.seen.get(key)
-        if first is not None:
+        first = self.seen.setdefault(hash(line), number)
+        if first != number:
             return f"repeats line {first}"
-        self.seen[key] = number
-        if not isinstance(record, _UNORDERED):
-            if self.latest_t is not None and record.t < self.latest_t - CLOCK_STEP_BACK_S:
-                return f"its time goes back {self.latest_t - record.t:.0f} s"
-            self.latest_t = record.t if self.latest_t is None else max(self.latest_t, record.t)
+        kind = type(record)
+        if kind not in _UNORDERED:
+            t = record.t
+            if t < self.latest_t - CLOCK_STEP_BACK_S:
+                return f"its time goes back {self.latest_t - t:.0f} s"
+            if t > self.latest_t:
+                self.latest_t = t
         if isinstance(record, WindowRecord):
-            if self.window_end is not None and record.step_begin < self.window_end:
+            if record.step_begin < self.window_end:
                 return (f"its steps {record.step_begin}–{record.step_end} overlap the previous "
                         f"window's (up to {self.window_end})")
             self.window_end = record.step_end
