@@ -53,6 +53,7 @@ from advisor.store.status import WorkerState, derive_status, incomplete_reasons
 from advisor.store.trace_summary import TraceSummary, load_summary
 from advisor.store.validate import (
     WorkerOrder,
+    absent_workers,
     checked_manifest,
     missing_at_the_edges,
     missing_ends,
@@ -168,8 +169,10 @@ class RunReader:
         problems.extend(f"{MANIFEST_NAME}: {doubt}; read as unknown" for doubt in doubts)
         warnings.extend(f"{MANIFEST_NAME}: {note}" for note in notes)
         extra: list[str] = []
+        found: set[int] = set()
         for file in self._worker_files(problems):
             rank = int(WORKER_FILE_RE.match(file.name).group(1))  # type: ignore[union-attr]
+            found.add(rank)
             if rank >= manifest.num_workers:
                 extra.append(file.name)
                 continue
@@ -184,6 +187,7 @@ class RunReader:
             problems.append(f"{len(extra)} worker files beyond the manifest's num_workers "
                             f"({manifest.num_workers}), not read: {', '.join(extra[:3])}"
                             f"{', …' if len(extra) > 3 else ''}")
+        problems.extend(absent_workers(manifest, found))
         status, workers = derive_status(manifest, records, now)
         problems.extend(missing_ends(manifest, records, workers))
         if not problems:  # what was skipped already explains what is missing

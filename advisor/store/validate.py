@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from advisor.store.limits import MAX_WORKER_FILES
 from advisor.store.schema import (
     MANIFEST_NAME,
     RUN_ID_RE,
@@ -260,3 +261,18 @@ def missing_ends(manifest: Manifest, records: dict[int, list[Record]],
 def _dropped(records: list[Record]) -> bool:
     """The worker's end record counts records lost to write errors."""
     return any(isinstance(r, EndRecord) and r.dropped_records for r in reversed(records))
+
+
+def absent_workers(manifest: Manifest, found: set[int]) -> list[str]:
+    """The worker files a run's manifest promises but its directory lacks (every worker writes
+    its own): what the missing workers did is not in the run. A run imported from elsewhere
+    (one writer for a job of several instances) is not held to this."""
+    if manifest.config.get("imported_from") or not found:
+        return []
+    expected = min(manifest.num_workers, MAX_WORKER_FILES)
+    absent = [rank for rank in range(expected) if rank not in found]
+    if not absent:
+        return []
+    names = ", ".join(worker_file_name(rank) for rank in absent[:3]) + (", …" if len(absent) > 3 else "")
+    return [f"{len(absent)} worker file{'s' if len(absent) > 1 else ''} missing ({names}): "
+            f"{MANIFEST_NAME} says {manifest.num_workers} workers"]

@@ -167,6 +167,15 @@ def test_worker_files_beyond_the_manifest_do_not_add_up(tmp_path):
     assert payload["facts"]["throughput.samples_per_s"] == pytest.approx(800.0)  # one worker's
 
 
+def test_worker_files_the_manifest_promises_must_be_there(tmp_path):
+    read = RunReader(_run(tmp_path, valid_records(), "three", num_workers=3)).read()
+    assert read.problems == ["2 worker files missing (worker-1.jsonl, worker-2.jsonl): run.json says 3 workers"]
+    assert _check(read.path)[0] == 3
+    imported = RunReader(_run(tmp_path, valid_records(), "imported", num_workers=3,
+                              config={"imported_from": "sagemaker"})).read()
+    assert imported.problems == []  # one writer for a job of three instances
+
+
 def test_a_run_cut_at_a_line_boundary_is_not_read_as_finished_and_clean(tmp_path):
     records = valid_records()[:-2]  # the epoch and end records lost; the manifest says finished
     code, text = _check(_run(tmp_path, records))
