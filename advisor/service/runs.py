@@ -93,6 +93,7 @@ class RunStore:
         self._points: dict[Path, Point] = {}
         self._analyses: dict[Path, Analysis] = {}
         self._sweeps: dict[tuple[Path, str], SweepRecord | None] = {}
+        self._sweep_errors: dict[tuple[Path, str], str] = {}  # why a sweep file could not be read
         self._usage: dict[Path, Any] = {}
         self._listings: dict[Path, tuple[list[Path], list[tuple[Path, str]]]] = {}
         self._members: dict[Path, dict[str, list[Path]]] = {}
@@ -194,13 +195,14 @@ class RunStore:
             base, errors = self._base_facts(run)
             parent = key.parent
             sweep = self.sweep(parent, run.manifest.sweep_id)
+            unread = self._sweep_errors.get((parent, run.manifest.sweep_id or ""))
             siblings = tuple(self._points_of_sweep(parent, run.manifest.sweep_id, exclude=key))
             usage = self._store_usage(parent)
             ctx = DeriveContext(sweep=sweep, siblings=siblings,
                                 store_runs=usage.runs if usage else None,
                                 store_bytes=usage.bytes if usage else None)
             facts, more = registry().derive_rest(run, base, ctx)
-            self._analyses[key] = Analysis(run, facts, errors + more)
+            self._analyses[key] = Analysis(run, facts, errors + more + ([unread] if unread else []))
         return self._analyses[key]
 
     def facts(self, ref: Run | str | os.PathLike[str] | None) -> tuple[dict[str, Any], list[str]]:
@@ -248,8 +250,10 @@ class RunStore:
             folder = sweep_dir(parent, sweep_id)
             try:
                 self._sweeps[key] = read_sweep(folder) if (folder / SWEEP_FILE).is_file() else None
-            except (AdvisorError, OSError):  # a damaged sweep file: the manifests' labels still hold
+            except (AdvisorError, OSError) as exc:  # a damaged sweep file: the manifests' labels still hold
                 self._sweeps[key] = None
+                reason = str(exc) if isinstance(exc, AdvisorError) else f"{folder / SWEEP_FILE}: {exc.strerror or exc}"
+                self._sweep_errors[key] = f"{reason}; the run is read without its sweep file"
         return self._sweeps[key]
 
     def _store_usage(self, parent: Path) -> Any:

@@ -93,3 +93,16 @@ def test_report_leaves_out_damaged_and_unreadable_runs_and_says_why(mixed_store)
     assert failures["loop"].startswith("unreadable: a link that leads nowhere")
     kept = {run_id for row in table["rows"] for run_id in row["run_ids"]}
     assert kept == {*GOOD, "long-sweep"}
+
+
+def test_a_damaged_sweep_file_is_said_and_the_run_judged(tmp_path):
+    store = tmp_path / "store"
+    run = _run(store, "in-sweep", sweep_id="sw1")
+    (store / "sweeps" / "sw1").mkdir(parents=True)
+    (store / "sweeps" / "sw1" / "sweep.json").write_text("{not json", encoding="utf-8")
+    result = cli("check", str(run), "--format", "json")
+    assert_clean(result)
+    report = json.loads(result.stdout)
+    assert result.exit_code == 0 and report["incomplete"] == []
+    assert any(e.startswith(f"{store / 'sweeps' / 'sw1' / 'sweep.json'}: unreadable sweep file")
+               and e.endswith("the run is read without its sweep file") for e in report["errors"]), report["errors"]
