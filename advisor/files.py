@@ -31,14 +31,14 @@ def open_regular(path: str | os.PathLike[str]) -> int:
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise BadInput(f"not a regular file ({_kind(mode)}); refused")
+            raise BadInput(f"not a regular file ({file_kind(mode)}); refused")
     except BaseException:
         os.close(fd)
         raise
     return fd
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
     for test, name in (
         (stat.S_ISFIFO, "a FIFO"),
         (stat.S_ISCHR, "a character device"),

@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 
 def write_run(root: Path, hours: float) -> Path:
@@ -76,10 +77,12 @@ def write_run(root: Path, hours: float) -> Path:
             },
         )
     )
+    timeline: list[Any] = []  # written in time order, as a real run is
+    epoch_steps: dict[int, int] = {}
     step = 0
     for i in range(seconds // 10):
         steps = 18 + rng.randint(0, 4)
-        w.write(
+        timeline.append(
             WindowRecord(
                 t=t0 + 10 * (i + 1),
                 epoch=i // 18,
@@ -97,20 +100,21 @@ def write_run(root: Path, hours: float) -> Path:
             )
         )
         step += steps
+        epoch_steps[i // 18] = epoch_steps.get(i // 18, 0) + steps
     for e in range(seconds // 180):
-        w.write(
+        timeline.append(
             EpochRecord(
                 t=t0 + 180 * (e + 1),
                 epoch=e,
                 seconds=180.0,
                 train_seconds=170.0,
                 val_seconds=10.0,
-                steps=360,
-                samples=360 * 64,
+                steps=epoch_steps.get(e, 0),
+                samples=epoch_steps.get(e, 0) * 64,
             )
         )
     for s in range(seconds):
-        w.write(
+        timeline.append(
             GpuSample(
                 t=t0 + s,
                 index=0,
@@ -121,7 +125,7 @@ def write_run(root: Path, hours: float) -> Path:
                 energy_j=100.0 * s,
             )
         )
-        w.write(
+        timeline.append(
             HostSample(
                 t=t0 + s,
                 cpu_percent=[rng.uniform(50, 100) for _ in range(4)],
@@ -130,6 +134,8 @@ def write_run(root: Path, hours: float) -> Path:
                 mem_total=16 << 30,
             )
         )
+    for record in sorted(timeline, key=lambda r: r.t):
+        w.write(record)
     w.write(
         BaselineRecord(
             t=t0 + seconds,

@@ -56,8 +56,15 @@ def write_run(root: Path, run_id: str, windows: int, samples_every: float = 0.0)
     w.write(PipelineRecord(t=t0 + 1, values={
         "pipeline.inspected": True, "pipeline.prefetch": False, "pipeline.sequential_maps": 1,
     }))
-    step = 0
+    step = epoch_steps = 0
+    s = 0.0  # the next telemetry sample, written in time order with the windows (as a real run)
     for i in range(windows):
+        while samples_every > 0 and s < 10 * (i + 1):
+            w.write(GpuSample(t=t0 + s, index=0, util=rng.uniform(10, 60), mem_used=8 << 30,
+                              mem_total=24 << 30, power_w=rng.uniform(80, 150), energy_j=100.0 * s))
+            w.write(HostSample(t=t0 + s, cpu_percent=[rng.uniform(50, 100) for _ in range(4)],
+                               iowait=1.0, mem_used=8 << 30, mem_total=16 << 30))
+            s += samples_every
         steps = 18 + rng.randint(0, 4)
         w.write(WindowRecord(
             t=t0 + 10 * (i + 1), epoch=i // 180, seconds=10.0, steps=steps, samples=steps * 64,
@@ -65,17 +72,11 @@ def write_run(root: Path, run_id: str, windows: int, samples_every: float = 0.0)
             step_time_mean=0.5, step_time_std=0.05, step_time_max=0.9, step_outliers=0,
         ))
         step += steps
-        if i % 180 == 179:
-            w.write(EpochRecord(t=t0 + 10 * (i + 1), epoch=i // 180, seconds=1800.0,
-                                train_seconds=1790.0, val_seconds=10.0, steps=3600, samples=3600 * 64))
-    if samples_every > 0:
-        s = 0.0
-        while s < seconds:
-            w.write(GpuSample(t=t0 + s, index=0, util=rng.uniform(10, 60), mem_used=8 << 30,
-                              mem_total=24 << 30, power_w=rng.uniform(80, 150), energy_j=100.0 * s))
-            w.write(HostSample(t=t0 + s, cpu_percent=[rng.uniform(50, 100) for _ in range(4)],
-                               iowait=1.0, mem_used=8 << 30, mem_total=16 << 30))
-            s += samples_every
+        epoch_steps += steps
+        if i % 180 == 179:  # the epoch record counts what its windows hold
+            w.write(EpochRecord(t=t0 + 10 * (i + 1), epoch=i // 180, seconds=1800.0, train_seconds=1790.0,
+                                val_seconds=10.0, steps=epoch_steps, samples=epoch_steps * 64))
+            epoch_steps = 0
     w.write(BaselineRecord(t=t0 + seconds, steps=50, batch_size=64, real_samples_per_s=118.0,
                            cached_samples_per_s=629.0, data_only_samples_per_s=121.0))
     w.close()
@@ -131,6 +132,8 @@ def main() -> int:
             t0 = time.perf_counter()
             run = RunReader(full).read()
             t1 = time.perf_counter()
+            if run.problems:  # a synthetic run the reader doubts would time the wrong path
+                raise SystemExit(f"the synthetic run reads with problems: {run.problems[:2]}")
             registry().derive(run)
             t2 = time.perf_counter()
             store.diagnose(run)  # derives again, then diagnoses: its own time is t3 - t2 less derive

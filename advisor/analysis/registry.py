@@ -12,6 +12,7 @@ size). It never opens a file; :mod:`advisor.service` reads runs and builds the c
 from __future__ import annotations
 
 import importlib
+import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -147,11 +148,39 @@ class FactRegistry:
                 errors.append(f"facts.{area}: {type(exc).__name__}: {exc}")
                 continue
             for name, value in derived.items():
-                if name not in self._facts and self.get(name) is None:
+                fact = self.get(name)
+                if fact is None:
                     errors.append(f"facts.{area}: derived unregistered fact {name!r}")
                 elif value is not None:
-                    facts[name] = value
+                    wrong = kind_error(fact, value)
+                    if wrong:
+                        errors.append(f"facts.{area}: {name} {wrong}; left out")
+                    else:
+                        facts[name] = value
         return facts, errors
+
+
+def kind_error(fact: Fact, value: Any) -> str | None:
+    """Why ``value`` is not of ``fact``'s kind, or None. A fact is exactly its kind: a quoted
+    number, ``"no"`` for a boolean or a non-finite number (a quoted ``"nan"`` read back) would
+    turn into a confident verdict, so it is left out and said."""
+    if fact.kind == "number":
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return f"is {_shown(value)}, not a number"
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"is {value}, not a finite number"
+    elif fact.kind == "bool" and not isinstance(value, bool):
+        return f"is {_shown(value)}, not true or false"
+    elif fact.kind == "str" and not isinstance(value, str):
+        return f"is {_shown(value)}, not text"
+    elif fact.kind == "list" and not isinstance(value, (list, tuple)):
+        return f"is {_shown(value)}, not a list"
+    return None
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 _REGISTRY: FactRegistry | None = None

@@ -76,18 +76,19 @@ def is_store(target: str | None) -> bool:
     return path.is_dir() and not (path / MANIFEST_NAME).exists()
 
 
-def run_targets(target: str | None, store: Store) -> list[Path]:
-    """A run (id, prefix, path, 'latest') or every run under a store directory (or s3:// URL)."""
+def run_targets(target: str | None, store: Store) -> tuple[list[Path], list[tuple[Path, str]]]:
+    """A run (id, prefix, path, 'latest') or every run under a store directory (or s3:// URL);
+    and, for a store, the entries that should be runs but cannot be read (with the reason)."""
     from advisor.errors import RunNotFoundError
 
     target = store.localize(target)
     if is_store(target):
         assert target is not None
-        runs = store.run_dirs(Path(target))
-        if not runs:
+        runs, unlisted = store.run_dirs(Path(target)), store.unlisted(Path(target))
+        if not runs and not unlisted:
             raise RunNotFoundError(f"{target}: neither a run nor a store with runs")
-        return runs
-    return [store.resolve(target)]
+        return runs, unlisted
+    return [store.resolve(target)], []
 
 
 def _baseline(store: Store, ref: str) -> Any:
@@ -198,10 +199,12 @@ def command(
     config = load_config(config_file)
     overrides = parse_threshold_options(thresholds)
     base_run = _baseline(store, baseline) if baseline else None
-    paths = run_targets(target, store)
+    paths, unlisted = run_targets(target, store)
     store_wide = is_store(target)
     reports = []
-    unreadable = 0
+    unreadable = len(unlisted)
+    for path, reason in unlisted:
+        click.echo(f"advisor: error: run {path.name} unreadable: {one_line(reason)}", err=True)
     for path in paths:
         try:
             run = store.read(path)

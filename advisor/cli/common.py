@@ -30,8 +30,12 @@ def console(stderr: bool = False) -> Console:
 
     from rich.console import Console
 
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:  # rich exits 1 here: a closed pipe is no verdict
+            raise BrokenPipeError
+
     stream = sys.stderr if stderr else sys.stdout
-    return Console(stderr=stderr, width=None if stream.isatty() else 120)
+    return _Console(stderr=stderr, width=None if stream.isatty() else 120)
 
 
 rules_dir_option = click.option(

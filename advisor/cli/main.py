@@ -7,7 +7,8 @@ and is listed in ``COMMANDS``. Modules import what they need inside the command 
 Exit codes mean one thing in every command (docs/check.md): 0 success; 1 findings at
 ``--fail-on`` or a regression (``check`` only — what CI reads as a verdict); 2 a usage error or
 input that cannot be read, and any unexpected error, as one line on stderr (``--debug`` adds the
-traceback); 3 a run that cannot be judged (``check``); 130 interrupted.
+traceback); 3 a run that cannot be judged (``check``); 130 interrupted; 141 the output pipe
+was closed early (``advisor show RUN | head -1``).
 """
 
 from __future__ import annotations
@@ -70,7 +71,10 @@ class LazyGroup(click.Group):
             ctx.exit(INTERRUPTED)
         except AdvisorError as exc:
             fail(ctx, str(exc), exc.exit_code, exc)
-        except (BrokenPipeError, KeyboardInterrupt):
+        except BrokenPipeError:  # the reader went away (`advisor show RUN | head -1`)
+            silence_stdout()
+            ctx.exit(CLOSED_PIPE)
+        except KeyboardInterrupt:
             ctx.exit(INTERRUPTED)
         except Exception as exc:  # noqa: BLE001 — never a traceback, never exit 1
             reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
@@ -80,6 +84,18 @@ class LazyGroup(click.Group):
 
 USAGE_ERROR = 2
 INTERRUPTED = 130
+CLOSED_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a tool whose output pipe closed
+
+
+def silence_stdout() -> None:
+    """Point stdout at /dev/null, so that the flush at exit does not fail on the closed pipe."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no real stdout (captured by a test runner)
+        pass
 
 
 def one_line(text: str, limit: int = 500) -> str:

@@ -26,7 +26,8 @@ def command(ctx: click.Context, run: str | None, fmt: str, no_diagnosis: bool) -
     analysis = store.analyse(run)
     if fmt == "json":
         payload = {"manifest": analysis.run.manifest.model_dump(mode="json"), "status": analysis.run.status,
-                   "facts": analysis.facts, "errors": analysis.errors, "warnings": analysis.run.warnings}
+                   "facts": analysis.facts, "errors": analysis.errors, "warnings": analysis.run.warnings,
+                   "problems": analysis.run.problems, "incomplete": analysis.run.incomplete}
         click.echo(json.dumps(payload, indent=2, sort_keys=True, default=str))
         return
     from advisor.cli.common import console as make_console

@@ -23,7 +23,7 @@ from advisor.collectors.base import Collector, Guard, Session
 from advisor.collectors.fitinfo import find_fit_locals
 from advisor.collectors.keras_protocol import KerasCallbackProtocol
 from advisor.collectors.ledger import ADVISOR, BOUNDARY, STARTUP, TRAIN, VALIDATION
-from advisor.collectors.opening import OPEN_RUNS
+from advisor.collectors.opening import OPEN_RUNS, report_closed
 from advisor.collectors.options import (
     BASELINE_MAX_SECONDS,
     BASELINE_MIN_STEPS,
@@ -387,7 +387,7 @@ class AdvisorCallback(KerasCallbackProtocol):
             self.guard.call("on_run_closed", status)
         if self.session is not None and self.session.rank == 0 and status == "finished":
             where = f"{self.uploader.url} (uploading from {self.writer.path})" if self.uploader else self.writer.path
-            log.info("advisor: run %s written to %s", self.writer.run_id, where)
+            report_closed(self.writer, where)
 
     def _abort(self, reason: str) -> None:
         if self.writer is not None and not self.writer.closed:

@@ -54,3 +54,17 @@ def open_run(opts: AdvisorOptions, fit_locals: dict[str, Any] | None, model: Any
                       fit_callbacks=fit_callbacks, keras_flavor=flavor, backend=backend, steps_per_execution=spe,
                       train_begin_t=time.perf_counter(), price_per_hour=price, ledger=Ledger(t0, ADVISOR))
     return writer, session, url, found
+
+
+def report_closed(writer: Any, where: object) -> None:
+    """Say where a finished run was written — or, when its end record could not be written (a
+    full disk, a read-only store), that it is not complete and how it will read."""
+    import logging
+
+    log = logging.getLogger("advisor")
+    if writer.end_lost is None:
+        log.info("advisor: run %s written to %s", writer.run_id, where)
+    else:
+        log.warning("advisor: run %s in %s is not complete: its end record could not be written (%s); "
+                    "`advisor check` will not judge it (killed, or end record lost)", writer.run_id, where,
+                    writer.end_lost)

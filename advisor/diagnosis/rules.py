@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import stat
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +35,7 @@ from advisor.diagnosis.rule_model import (  # noqa: F401 — the rule vocabulary
 )
 from advisor.diagnosis.template import Template, TemplateError, compile_template
 from advisor.errors import RuleError, first_line
-from advisor.files import read_text
+from advisor.files import describe_os_error, file_kind, read_text
 
 CODE_RE = re.compile(CODE_PATTERN)
 MAX_RULE_FILE_BYTES = 1 << 20  # the shipped rule files are ~30 KB each
@@ -124,7 +125,14 @@ def fix_contexts(facts: Mapping[str, Any]) -> tuple[str, ...]:
 def rule_files(rules_dir: Path) -> list[Path]:
     if not rules_dir.is_dir():
         raise RuleError(f"{rules_dir}: not a directory of rule files")
-    files = sorted(p for p in rules_dir.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+    files = sorted(p for p in rules_dir.iterdir() if p.suffix in (".yaml", ".yml"))
+    for path in files:  # a *.yaml that is no file is a mistake to name, not a file to pass over
+        try:
+            mode = path.stat().st_mode
+        except OSError as exc:
+            raise RuleError(f"{path}: cannot be read as a rule file ({describe_os_error(exc)})") from None
+        if not stat.S_ISREG(mode):
+            raise RuleError(f"{path}: not a regular file ({file_kind(mode)}); a rule file must be one")
     if not files:
         raise RuleError(f"{rules_dir}: no *.yaml rule files")
     return files

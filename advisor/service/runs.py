@@ -94,8 +94,9 @@ class RunStore:
         self._points: dict[Path, Point] = {}
         self._analyses: dict[Path, Analysis] = {}
         self._sweeps: dict[tuple[Path, str], SweepRecord | None] = {}
+        self._sweep_errors: dict[tuple[Path, str], str] = {}  # why a sweep file could not be read
         self._usage: dict[Path, Any] = {}
-        self._listings: dict[Path, list[Path]] = {}
+        self._listings: dict[Path, tuple[list[Path], list[tuple[Path, str]]]] = {}
         self._members: dict[Path, dict[str, list[Path]]] = {}
 
     # -- finding runs ---------------------------------------------------------------------------
@@ -117,11 +118,19 @@ class RunStore:
 
     def run_dirs(self, root: Path | None = None) -> list[Path]:
         """Run directories under ``root`` (default: the store), oldest first; listed once."""
-        from advisor.store.reader import list_run_dirs
+        return self._scan(root)[0]
+
+    def unlisted(self, root: Path | None = None) -> list[tuple[Path, str]]:
+        """Entries under ``root`` that should be runs but cannot be read as one, with the reason
+        (a link loop, a FIFO as ``run.json``: see :func:`advisor.store.scan.scan_store`)."""
+        return self._scan(root)[1]
+
+    def _scan(self, root: Path | None) -> tuple[list[Path], list[tuple[Path, str]]]:
+        from advisor.store.scan import scan_store
 
         key = _key(root or self.root)
         if key not in self._listings:
-            self._listings[key] = list_run_dirs(key)
+            self._listings[key] = scan_store(key)
         return self._listings[key]
 
     def sweep_members(self, parent: Path, sweep_id: str) -> list[Path]:
@@ -187,13 +196,14 @@ class RunStore:
             base, errors = self._base_facts(run)
             parent = key.parent
             sweep = self.sweep(parent, run.manifest.sweep_id)
+            unread = self._sweep_errors.get((parent, run.manifest.sweep_id or ""))
             siblings = tuple(self._points_of_sweep(parent, run.manifest.sweep_id, exclude=key))
             usage = self._store_usage(parent)
             ctx = DeriveContext(sweep=sweep, siblings=siblings,
                                 store_runs=usage.runs if usage else None,
                                 store_bytes=usage.bytes if usage else None)
             facts, more = registry().derive_rest(run, base, ctx)
-            self._analyses[key] = Analysis(run, facts, errors + more)
+            self._analyses[key] = Analysis(run, facts, errors + more + ([unread] if unread else []))
         return self._analyses[key]
 
     def facts(self, ref: Run | str | os.PathLike[str] | None) -> tuple[dict[str, Any], list[str]]:
@@ -231,17 +241,20 @@ class RunStore:
 
     def sweep(self, parent: Path, sweep_id: str | None) -> SweepRecord | None:
         """The sweep file of ``sweep_id`` in the store at ``parent`` (read once), None if there is none."""
+        from advisor.store.schema import RUN_ID_RE
         from advisor.store.sweep import SWEEP_FILE, read_sweep, sweep_dir
 
-        if not sweep_id:
+        if not sweep_id or not RUN_ID_RE.match(sweep_id):  # no sweep id: no sweep file to find
             return None
         key = (parent, sweep_id)
         if key not in self._sweeps:
             folder = sweep_dir(parent, sweep_id)
             try:
                 self._sweeps[key] = read_sweep(folder) if (folder / SWEEP_FILE).is_file() else None
-            except AdvisorError:  # a damaged sweep file: the manifests' labels still hold
+            except (AdvisorError, OSError) as exc:  # a damaged sweep file: the manifests' labels still hold
                 self._sweeps[key] = None
+                reason = str(exc) if isinstance(exc, AdvisorError) else f"{folder / SWEEP_FILE}: {exc.strerror or exc}"
+                self._sweep_errors[key] = f"{reason}; the run is read without its sweep file"
         return self._sweeps[key]
 
     def _store_usage(self, parent: Path) -> Any:
@@ -317,7 +330,8 @@ class RunStore:
         dirs = self.run_dirs()
         if limit:
             dirs = dirs[-limit:]
-        rows = []
+        rows = [RunRow(run_id=path.name, path=str(path), status="unreadable", error=reason)
+                for path, reason in self.unlisted()]
         for path in dirs:
             try:
                 analysis = self.analyse(path)

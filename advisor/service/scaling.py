@@ -97,6 +97,9 @@ def sweep_points(store: Store, root: Path, sweep_id: str | None) -> tuple[list[P
     failures: list[Failure] = []
     seen: set[str] = set()
     sweep_ids: set[str] = set()
+    if sweep_id is None:  # every run of the store: what cannot be a run is named, not passed over
+        failures.extend(Failure("unknown", 0, path.name, None, f"unreadable: {reason}")
+                        for path, reason in store.unlisted(root))
     for path in store.run_dirs(root):
         manifest = store.manifest(path)
         if manifest is None:  # listed as a failure, the others still make the table
@@ -123,6 +126,10 @@ def sweep_points(store: Store, root: Path, sweep_id: str | None) -> tuple[list[P
                                     f"{manifest.num_workers} workers, but no records of rank(s) "
                                     f"{', '.join(map(str, missing))}: is the runs directory shared with "
                                     "every node? Rank 0's share alone is not the whole"))
+        elif run.problems:  # doubtful figures would move the table: left out, and said why
+            more = f" (and {len(run.problems) - 1} more)" if len(run.problems) > 1 else ""
+            failures.append(Failure(point.strategy, point.workers, run.run_id, point.repeat,
+                                    f"left out: damaged data: {run.problems[0]}{more}"))
         elif run.status == "finished" and (cfg is None or cfg.status != "failed"):
             found.append(point)
         else:

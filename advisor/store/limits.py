@@ -177,8 +177,11 @@ def inside(root: str | os.PathLike[str], relative: str) -> Path:
     """
     if not isinstance(relative, str) or not relative or "\x00" in relative:
         raise BadInput(f"invalid path {relative!r}")
-    base = Path(root).resolve()
-    target = (base / relative).resolve()
+    try:
+        base = Path(root).resolve()
+        target = (base / relative).resolve()
+    except (RuntimeError, OSError) as exc:  # a symlink loop (RuntimeError before Python 3.13)
+        raise BadInput(f"path {relative!r} cannot be resolved ({first_line(exc, 80)})") from None
     if target != base and base not in target.parents:
         raise BadInput(f"path {relative!r} leads outside the run directory; refused")
     return target

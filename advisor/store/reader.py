@@ -4,8 +4,10 @@ Tolerant and bounded: every file is read within the limits of :mod:`advisor.stor
 (regular files only, sizes, line lengths, nesting, number ranges). A file or a line that cannot
 be read is skipped and reported with its reason (``Run.problems``) while the rest of the run is
 read; a truncated last line — what a killed writer leaves — is skipped and counted
-(``Run.warnings``). A run with problems is incomplete, never silently misread: ``advisor
-check`` exits 3 on it. Only the manifest is essential: without a readable one there is no run.
+(``Run.warnings``). What parses but cannot be true — a negative count, a clock that jumps
+back, a repeated line, worker files the manifest does not know, a record that must be there and
+is not (:mod:`advisor.store.validate`) — is skipped or said the same way. A run with problems is
+incomplete, never silently misread: ``advisor check`` exits 3 on it. Only the manifest is essential: without a readable one there is no run.
 The status comes from the records (see :mod:`advisor.store.status`).
 """
 
@@ -15,7 +17,6 @@ import contextlib
 import gc
 import math
 import os
-import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +37,7 @@ from advisor.store.limits import (
     read_limited,
 )
 from advisor.store.paths import resolve_runs_dir
+from advisor.store.scan import list_run_dirs, scan_store  # noqa: F401 — read from here too
 from advisor.store.schema import (
     MANIFEST_NAME,
     RECORD_TYPES,
@@ -45,9 +47,19 @@ from advisor.store.schema import (
     Record,
     Status,
     TraceRecord,
+    worker_file_name,
 )
 from advisor.store.status import WorkerState, derive_status, incomplete_reasons
 from advisor.store.trace_summary import TraceSummary, load_summary
+from advisor.store.validate import (
+    WorkerOrder,
+    absent_workers,
+    checked_manifest,
+    missing_at_the_edges,
+    missing_ends,
+    missing_records,
+    record_doubt,
+)
 
 R = TypeVar("R", bound=Record)
 
@@ -143,7 +155,7 @@ class RunReader:
                 f"{SCHEMA_VERSION}; upgrade advisor to read it"
             )
         try:
-            return Manifest.model_validate(data)
+            return Manifest.model_validate(data, strict=True)
         except ValidationError as exc:
             raise RunFormatError(f"{manifest_path}: invalid manifest ({_first_error(exc)})") from None
 
@@ -153,8 +165,17 @@ class RunReader:
         warnings: list[str] = []
         problems: list[str] = []
         unknown = torn = 0
+        manifest, doubts, notes = checked_manifest(manifest)
+        problems.extend(f"{MANIFEST_NAME}: {doubt}; read as unknown" for doubt in doubts)
+        warnings.extend(f"{MANIFEST_NAME}: {note}" for note in notes)
+        extra: list[str] = []
+        found: set[int] = set()
         for file in self._worker_files(problems):
             rank = int(WORKER_FILE_RE.match(file.name).group(1))  # type: ignore[union-attr]
+            found.add(rank)
+            if rank >= manifest.num_workers:
+                extra.append(file.name)
+                continue
             part = _read_worker_file(file)
             if part.records or not part.problems:  # an unreadable file is a problem, not a worker
                 records[rank] = part.records
@@ -162,7 +183,17 @@ class RunReader:
             torn += part.torn
             warnings.extend(part.warnings)
             problems.extend(part.problems)
+        if extra:
+            problems.append(f"{len(extra)} worker files beyond the manifest's num_workers "
+                            f"({manifest.num_workers}), not read: {', '.join(extra[:3])}"
+                            f"{', …' if len(extra) > 3 else ''}")
+        problems.extend(absent_workers(manifest, found))
         status, workers = derive_status(manifest, records, now)
+        problems.extend(missing_ends(manifest, records, workers))
+        if not problems:  # what was skipped already explains what is missing
+            chief = min(records, default=None)
+            problems.extend(f"{worker_file_name(rank)}: {missing}" for rank, recs in records.items()
+                            for missing in missing_at_the_edges(manifest.config, recs, rank == chief))
         run = Run(self.path, manifest, records, status, warnings, unknown, problems, workers, torn)
         run.trace_summaries = _read_trace_summaries(run)
         return run
@@ -225,6 +256,7 @@ def _read_worker_file(file: Path) -> _FilePart:
 
 def _read_lines(file: Path) -> _FilePart:
     part = _FilePart()
+    order = WorkerOrder()
     bad = 0
     try:
         for number, line, complete in iter_lines(file):
@@ -240,9 +272,12 @@ def _read_lines(file: Path) -> _FilePart:
                 else:
                     if record is None:
                         part.unknown += 1
-                    else:
+                        continue
+                    doubt = record_doubt(record) or order.doubt(record, line, number)
+                    if doubt is None:
                         part.records.append(record)
-                    continue
+                        continue
+                    reason = f"{record.type} record: {doubt}"
             if not complete:
                 part.torn += 1
                 part.warnings.append(f"{file.name}:{number}: truncated last line ignored")
@@ -256,6 +291,8 @@ def _read_lines(file: Path) -> _FilePart:
         part.problems.append(f"{file.name}: {exc}; records missing")
     if bad > MAX_REPORTED_LINES:
         part.problems.append(f"{file.name}: {bad - MAX_REPORTED_LINES} more bad lines skipped")
+    if not part.problems:  # a skipped line already explains a gap it leaves
+        part.problems.extend(f"{file.name}: {missing}" for missing in missing_records(part.records))
     return part
 
 
@@ -282,7 +319,7 @@ def parse_line(line: bytes) -> Record | None:
     path that says why."""
     if plain(line):
         try:
-            record: Record = _fast_parser().validate_json(line)
+            record: Record = _fast_parser().validate_json(line, strict=True)
         except ValidationError:
             pass  # an unknown type or an invalid record: the careful path tells which
         else:
@@ -297,7 +334,7 @@ def parse_line(line: bytes) -> Record | None:
     if cls is None:
         return None
     try:
-        return cls.model_validate(payload)
+        return cls.model_validate(payload, strict=True)
     except ValidationError as exc:
         raise BadInput(f"invalid {payload['type']!r} record ({_first_error(exc)})") from None
 
@@ -310,35 +347,6 @@ def _first_error(exc: ValidationError) -> str:
 
 # ---------------------------------------------------------------------------------------------
 # The store: many runs under one directory
-
-
-def list_run_dirs(runs_dir: str | os.PathLike[str] | None = None) -> list[Path]:
-    """Run directories under the store, oldest first (by manifest time, then name).
-
-    A directory is a run when it holds a non-empty regular ``run.json``: one whose manifest was
-    never completed (a writer that could not start, a temporary file left by a full disk) is
-    not a run. Whether the manifest is *readable* is for the reader to say.
-    """
-    root = resolve_runs_dir(runs_dir)
-    try:
-        entries = list(os.scandir(root))
-    except FileNotFoundError:
-        return []
-    except NotADirectoryError:
-        return []
-    except OSError as exc:
-        raise RunFormatError(f"{root}: cannot list the store ({describe_os_error(exc)})") from None
-    found: list[tuple[float, str, Path]] = []
-    for entry in entries:
-        try:
-            if not entry.is_dir():
-                continue
-            info = os.stat(os.path.join(entry.path, MANIFEST_NAME))
-        except (OSError, ValueError):
-            continue
-        if stat.S_ISREG(info.st_mode) and info.st_size > 0:
-            found.append((info.st_mtime, entry.name, Path(entry.path)))
-    return [path for _, _, path in sorted(found)]
 
 
 def resolve_run(ref: str | None, runs_dir: str | os.PathLike[str] | None = None) -> Path:

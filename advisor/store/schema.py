@@ -87,6 +87,8 @@ class Manifest(SchemaModel):
     host: HostInfo = Field(default_factory=HostInfo)
     tags: dict[str, str] = Field(default_factory=dict)
     config: dict[str, Any] = Field(default_factory=dict)
+    dropped_records: int | None = None  # records the chief lost to write errors (at close)
+    end_record_lost: str | None = None  # why the chief's end record could not be written
 
 
 # ---------------------------------------------------------------------------------------------

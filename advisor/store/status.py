@@ -126,8 +126,9 @@ def derive_status(
     now = time.time() if now is None else now
     states = {rank: worker_state(rank, recs, now) for rank, recs in records.items()}
     chief = min(states) if states else None
-    if chief is not None and manifest.status != "running" and states[chief].status == "killed":
-        # The chief closed the manifest but its end record was lost (e.g. a full disk).
+    if chief is not None and manifest.status != "running" and states[chief].status in ("killed", "running"):
+        # The chief closed the manifest but its end record was lost (e.g. a full disk); its
+        # process may live on (a notebook), which does not make the closed run running.
         states[chief] = WorkerState(chief, manifest.status, states[chief].last_seen)
     if not states:
         return manifest_state(manifest, now), states

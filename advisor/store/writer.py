@@ -92,6 +92,7 @@ class RunWriter:
             )
         self.rank = rank
         self.dropped_records = 0
+        self.end_lost: str | None = None  # why the end record could not be written (close)
         self._faults: dict[int, int] = {}  # errno → how many times
         self._lock = threading.Lock()
         self._closed = False
@@ -264,17 +265,23 @@ class RunWriter:
             return
         now = time.time()
         dropped = self.dropped_records or None
+        faults_before = dict(self._faults)
         self.write(EndRecord(
             t=now, status="failed" if status == "failed" else "finished",
             dropped_records=dropped, **end_fields,
         ))
+        if self.dropped_records > (dropped or 0):
+            code = next((c for c, n in self._faults.items() if n > faults_before.get(c, 0)), 0)
+            self.end_lost = os.strerror(code) if code else "write error"
         self.sync()
         with self._lock:
             self._closed = True
             self._file.close()
         _HEARTBEAT.discard(self)
         if self.is_chief:
-            extra = {"dropped_records": self.dropped_records} if self.dropped_records else {}
+            extra: dict[str, Any] = {"dropped_records": self.dropped_records} if self.dropped_records else {}
+            if self.end_lost:  # the manifest may still be writable: the reader then knows why
+                extra["end_record_lost"] = self.end_lost
             self.update_manifest(status=status, ended=now, **extra)
 
     def _write_manifest(self) -> None:

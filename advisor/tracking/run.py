@@ -33,6 +33,7 @@ from typing import Any, TypeVar
 
 from advisor.collectors.base import Collector, DataInfo, Guard, Session
 from advisor.collectors.manifest import instance_and_price, run_manifest
+from advisor.collectors.opening import report_closed
 from advisor.collectors.options import AdvisorOptions, Pricing, check_names, renamed
 from advisor.collectors.windows import WindowClock, ensure_log_handler, interval_stats, rate_line
 from advisor.probes.distributed import detect_rank_world
@@ -210,7 +211,7 @@ class TrackedRun:
             log.warning("advisor: could not close the run: %s", exc)
         self._on = False
         if status == "finished" and self.session is not None and self.session.rank == 0:
-            log.info("advisor: run %s written to %s", self.writer.run_id, self.writer.path)
+            report_closed(self.writer, self.writer.path)
 
     # -- internals -----------------------------------------------------------------------------
     def _begin(self) -> None:

@@ -118,3 +118,18 @@ def test_real_process_exit_codes(runs_dir, cfg):
     assert missing.returncode == 2 and "Traceback" not in missing.stderr
     absent = advisor("--runs-dir", str(runs_dir), "check", "zzz")
     assert absent.returncode == 2 and absent.stderr.count("\n") == 1 and "no run 'zzz'" in absent.stderr
+
+
+@pytest.mark.slow
+def test_a_closed_output_pipe_exits_141(runs_dir):
+    """`advisor show RUN | head -1`: the reader goes away; the exit code says so (128 + SIGPIPE),
+    not a verdict (1) and not a traceback."""
+    run = write(runs_dir, "piped")
+    for args in (["show", str(run)], ["check", str(run)]):
+        process = subprocess.Popen([sys.executable, "-m", "advisor.cli.main", *args], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE)
+        assert process.stdout is not None and process.stderr is not None
+        process.stdout.close()  # closed before the first line is written
+        stderr = process.stderr.read().decode()
+        assert process.wait(timeout=120) == 141, stderr
+        assert stderr == ""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -237,3 +238,22 @@ def test_the_schema_refuses_what_the_loader_refuses(tmp_path, rule_file_schema, 
     assert text != GOOD
     assert list(rule_file_schema.iter_errors(yaml.safe_load(text))), new
     assert f"M1.yaml:{line}:" in load_error(tmp_path, text)
+
+
+@pytest.mark.parametrize(("kind", "said"), [
+    ("fifo", "not a regular file (a FIFO)"),
+    ("directory", "not a regular file (a directory)"),
+    ("dangling link", "cannot be read as a rule file (no such file or directory)"),
+])
+def test_a_rule_file_that_is_no_file_is_named_not_skipped(tmp_path, kind, said):
+    folder = write_rules(tmp_path, GOOD)
+    odd = folder / "odd.yaml"
+    if kind == "fifo":
+        os.mkfifo(odd)
+    elif kind == "directory":
+        odd.mkdir()
+    else:
+        odd.symlink_to(tmp_path / "nowhere.yaml")
+    with pytest.raises(RuleError) as caught:
+        load_rules(folder)
+    assert str(caught.value) == f"{odd}: {said}" + ("; a rule file must be one" if "regular" in said else "")

@@ -129,7 +129,8 @@ def test_corpus_configurations(good_run):
 
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero", "sparse-5gib", "line-10mb", "directory"])
 def test_special_worker_files_are_refused_and_the_rest_is_read(kind, tmp_path):
-    run = write_run_dir(tmp_path / "store" / "special", json.dumps(valid_manifest()), lines(valid_records()))
+    run = write_run_dir(tmp_path / "store" / "special", json.dumps(valid_manifest(num_workers=2)),
+                        lines(valid_records()))
     odd = run / "worker-1.jsonl"
     if kind == "fifo":
         os.mkfifo(odd)
@@ -158,4 +159,6 @@ def test_a_fifo_manifest_is_refused_without_hanging(tmp_path):
         result = cli("check", str(run))
         listing = cli("--runs-dir", str(run.parent), "runs", "--format", "json")
     assert result.exit_code == 2 and "not a regular file" in result.output
-    assert listing.exit_code == 0 and json.loads(listing.stdout) == []  # not a run: no phantom
+    assert listing.exit_code == 0  # named as what it is, never left invisible
+    assert [(r["run_id"], r["status"], r["error"]) for r in json.loads(listing.stdout)] == [
+        ("fifo", "unreadable", "run.json: not a regular file (a FIFO); refused")]

@@ -108,7 +108,7 @@ def test_an_empty_or_missing_manifest_is_not_a_run(runs_dir):
 
 def test_a_reused_run_id_opens_a_new_attempt(runs_dir, monkeypatch, caplog):
     monkeypatch.setenv("ADVISOR_RUN_ID", "job-42")
-    first = RunWriter(runs_dir, manifest={"tags": {"job": "first"}})
+    first = RunWriter(runs_dir, manifest={"tags": {"job": "first"}, "num_workers": 2})
     first.write(window(0))
     other_rank = RunWriter(runs_dir, rank=1)  # the same job's second worker joins the same run
     with caplog.at_level(logging.WARNING, logger="advisor"):
@@ -140,3 +140,47 @@ def test_non_finite_values_are_written_as_strict_json(runs_dir):
     writer.close()
     last = (writer.path / "worker-0.jsonl").read_text().splitlines()[1]
     assert "NaN" not in last and "Infinity" not in last and json.loads(last)["util"] is None
+
+
+def test_an_end_record_lost_to_a_full_disk_is_said_by_the_writer_and_the_reader(runs_dir, monkeypatch, caplog):
+    """The worker file is full when the run closes, the manifest can still be replaced: the run
+    reads as finished, with the reason its end record is missing, and training does not say
+    'run written'."""
+    from advisor.collectors.opening import report_closed
+
+    real = files._write
+
+    def records_full(fd: int, data: memoryview) -> int:
+        if os.readlink(f"/proc/self/fd/{fd}").endswith(".jsonl"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(fd, data)
+
+    writer = RunWriter(runs_dir, manifest={"global_batch_size": 32})
+    writer.write(window(0))
+    writer.write(window(1))
+    monkeypatch.setattr(files, "_write", records_full)
+    with caplog.at_level(logging.INFO, logger="advisor"):
+        writer.close()
+        report_closed(writer, writer.path)
+    assert writer.end_lost == "No space left on device"
+    messages = [r.getMessage() for r in caplog.records]
+    assert not any("written to" in m for m in messages)
+    assert any(f"run {writer.run_id} in {writer.path} is not complete: its end record could not be written "
+               "(No space left on device)" in m for m in messages)
+    run = RunReader(writer.path).read()
+    assert run.manifest.end_record_lost == "No space left on device" and run.manifest.dropped_records == 1
+    assert run.status == "finished" and run.of_type(EndRecord) == []
+    assert ("worker-0.jsonl: the end record was lost to a write error (No space left on device); "
+            "run.json says 'finished'") in run.incomplete
+
+
+def test_a_closed_run_with_its_end_record_says_where_it_was_written(runs_dir, caplog):
+    from advisor.collectors.opening import report_closed
+
+    writer = RunWriter(runs_dir, manifest={})
+    writer.write(window(0))
+    with caplog.at_level(logging.INFO, logger="advisor"):
+        writer.close()
+        report_closed(writer, writer.path)
+    assert writer.end_lost is None
+    assert [r.getMessage() for r in caplog.records] == [f"advisor: run {writer.run_id} written to {writer.path}"]
