@@ -313,6 +313,10 @@ class RunStore:
             generated_at=generated_at,
         )
         report.incomplete = list(analysis.run.incomplete)
+        if analysis.run.problems:  # a verdict on doubted records says so
+            from advisor.analysis.doubts import mark
+
+            mark(report.findings, analysis.run.problems)
         if baseline is not None:
             from advisor.diagnosis.report import Report as SavedReport
 

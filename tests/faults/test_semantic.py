@@ -209,3 +209,29 @@ def test_the_generator_leaves_valid_json(tmp_path):
         for path in run.iterdir():
             for line in path.read_text(encoding="utf-8").splitlines():
                 json.loads(line)  # semantic damage only: every line still parses
+
+
+def test_findings_whose_evidence_reads_doubted_records_are_marked(tmp_path):
+    """A skipped window record touches the throughput facts: the findings that read them carry a
+    note in every format; findings on other records (the manifest's price) are left unmarked."""
+    from advisor.analysis.doubts import FEEDS, doubted_prefixes
+    from advisor.service import Store
+
+    records = valid_records()
+    records[3]["samples"] = -800
+    run = _run(tmp_path, records)
+    report = Store(tmp_path / "store").diagnose(str(run))
+    decided = [f for f in report.findings if f.status in ("fail", "pass") and f.evidence]
+    marked = [f for f in decided if f.note and "judged on data the reader doubted" in f.note]
+    assert marked, "a finding read the doubted windows"
+    fed_by_windows = FEEDS["window"]
+    for f in decided:  # marked exactly when its evidence reads a fact the windows feed
+        assert (f in marked) == any(e.fact.startswith(fed_by_windows) for e in f.evidence), f.code
+    assert any(f not in marked for f in decided), "findings on other records stay unmarked"
+    code, text = _check(run, "--format", "json")
+    assert code == 3 and "judged on data the reader doubted" in text
+    # a problem that names no kind of record (a whole worker file missing) touches every fact
+    assert doubted_prefixes(["2 worker files missing (worker-1.jsonl): run.json says 3 workers"]) == ("",)
+    assert doubted_prefixes(["worker-0.jsonl:9: gpu record: util is above 100% (140); line skipped"]) == (
+        "gpu.", "energy.", "accelerator.")
+    assert doubted_prefixes([]) == ()
