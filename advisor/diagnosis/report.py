@@ -147,7 +147,7 @@ class RunInfo(_Model):
     status: str | None = None
     created: float | None = None
     backend: str | None = None
-    strategy: str | None = None
+    strategy: str | None = None  # as every view names it: multiworker, mirrored, jax, horovod, single
     num_workers: int | None = None
     instance_type: str | None = None
     tags: dict[str, str] = Field(default_factory=dict)

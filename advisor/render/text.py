@@ -73,7 +73,7 @@ def _report(console: Console, report: Report) -> None:
         for v in (
             run.status,
             run.backend,
-            strategy_label(run.strategy, run.tags) if run.strategy not in (None, "default") else None,
+            strategy_label(run.strategy, run.tags) if run.strategy not in (None, "default", "single") else None,
             run.instance_type,
         )
         if v

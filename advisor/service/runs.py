@@ -376,7 +376,7 @@ def run_info(run: Run) -> RunInfo:
         status=run.status,
         created=m.created,
         backend=m.framework.backend,
-        strategy=m.strategy,
+        strategy=strategy_label(m.strategy, m.tags),  # as every view names it (the class is context.strategy)
         num_workers=m.num_workers,
         instance_type=m.instance_type,
         tags=dict(m.tags),
