@@ -189,7 +189,9 @@ def test_ctrl_c_stops_the_workers_and_the_local_ray_instance(tmp_path):
     proc = subprocess.Popen(
         [sys.executable, "-m", "advisor.cli.main", "--runs-dir", str(tmp_path), "scale", "--launcher", "ray",
          "--workers", "2", "--strategy", "multiworker", "--sweep-id", sweep_id, "--no-report", "--",
-         sys.executable, TRAIN, *TINY, "--epochs", "50"],
+         # ~5 min of training, far longer than the test waits: a busy host that starts the workers
+         # late (50 epochs, ~8 s, once finished before the Ctrl-C came) cannot end the run first
+         sys.executable, TRAIN, *TINY, "--epochs", "2000"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 90
