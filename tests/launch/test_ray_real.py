@@ -23,6 +23,7 @@ from pathlib import Path
 import psutil
 import pytest
 from click.testing import CliRunner
+from stragglers import assert_healthy_workers
 
 from advisor.service import Store
 from advisor.store.reader import RunReader
@@ -100,11 +101,10 @@ def test_the_sweep_runs_to_completion_on_two_nodes(sweep):
         assert tags["ray.job_id"] == rec.job_id and tags["ray.nodes"] == ",".join(rec.nodes)
         assert tags["ray.actors"] == ",".join(rec.actors)
         assert _processes_of(rec.run_id) == []  # no worker outlives its configuration
-    # A healthy two-node run: who waits least is measured, but nobody is named a straggler (D651).
+    # A healthy two-node run: who waits least is measured, far from a deliberate straggler, and named
+    # exactly where D651 fails (a shared host can really slow one rank: tests/support/stragglers.py).
     table = Store(runs).scaling_table(SWEEP)
-    row = table.row("multiworker", 2)
-    assert row.straggler_share is not None and row.straggler is None
-    assert [f for f in table.findings if f.code == "D651"] == []
+    assert_healthy_workers(table.row("multiworker", 2), table.findings)
 
 
 def _report(runs: Path, sweep_id: str, fmt: str) -> str:
@@ -122,8 +122,10 @@ def test_the_report_has_both_rows_with_a_local_sweeps_columns(sweep, tmp_path):
     (local_row,) = csv.DictReader(io.StringIO(_report(tmp_path, LOCAL, "csv")))
     assert [(r["strategy"], r["workers"]) for r in ray_rows] == [("multiworker", "1"), ("multiworker", "2")]
     assert list(ray_rows[0]) == list(local_row)
-    filled = {k for k, v in local_row.items() if v}
-    assert {k for k, v in ray_rows[0].items() if v} == filled  # same columns measured at one worker
+    # Same columns measured at one worker ("recommended" names the goals a row wins: the local
+    # sweep's only row wins them all, the Ray sweep's ×1 row only those ×2 does not win).
+    filled = {k for k, v in local_row.items() if v} - {"recommended"}
+    assert {k for k, v in ray_rows[0].items() if v} - {"recommended"} == filled
     assert all(float(r["samples_per_s"]) > 0 and float(r["epoch_s"]) > 0 for r in ray_rows)
     header = [line for line in _report(runs, SWEEP, "text").splitlines() if line.startswith("strategy")]
     local_header = [line for line in _report(tmp_path, LOCAL, "text").splitlines()
@@ -202,10 +204,16 @@ def test_ctrl_c_stops_the_workers_and_the_local_ray_instance(tmp_path):
             time.sleep(0.3)
         started = psutil.Process(proc.pid).children(recursive=True)  # Ray's daemons, actors, workers
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
+        # Stopping the workers, the actors and the Ray instance: seconds on a quiet host, over a
+        # minute on a 2-core host whose other test worker and a busy core compete for it.
+        _, err = proc.communicate(timeout=180)
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        if proc.poll() is None:  # a failed test leaves nothing of the sweep running for the rest of the suite
+            for child in [*psutil.Process(proc.pid).children(recursive=True), psutil.Process(proc.pid)]:
+                try:
+                    child.kill()
+                except psutil.Error:
+                    pass
             proc.wait()
     assert proc.returncode == 130, err.decode(errors="replace")[-2000:]
     _, alive = psutil.wait_procs(started, timeout=15)
