@@ -204,9 +204,10 @@ def test_ctrl_c_stops_the_workers_and_the_local_ray_instance(tmp_path):
             time.sleep(0.3)
         started = psutil.Process(proc.pid).children(recursive=True)  # Ray's daemons, actors, workers
         proc.send_signal(signal.SIGINT)
-        # Stopping the workers, the actors and the Ray instance: seconds on a quiet host, over a
-        # minute on a 2-core host whose other test worker and a busy core compete for it.
-        _, err = proc.communicate(timeout=180)
+        # Stopping the workers, the actors and the Ray instance takes 5-17 s here, also beside three
+        # spinning processes. In two fresh-clone runs with one core busy and the other test worker
+        # on a heavy test it did not end within 60 s, nor 180 s: not explained yet (docs/testing.md).
+        _, err = proc.communicate(timeout=90)
     finally:
         if proc.poll() is None:  # a failed test leaves nothing of the sweep running for the rest of the suite
             for child in [*psutil.Process(proc.pid).children(recursive=True), psutil.Process(proc.pid)]:
