@@ -155,16 +155,7 @@ def test_periodic_log_line(runs_dir, caplog):
     model, _ = build()
     cb = advisor.AdvisorCallback(runs_dir=runs_dir, window_seconds=0.05, warmup_steps=0, log_every_seconds=0.0,
                                  price_per_hour=3.0)
-    import logging
-
-    logger = logging.getLogger("advisor")
-    logger.addHandler(caplog.handler)
-    try:
-        with caplog.at_level(logging.INFO, logger="advisor"):
-            model.fit(x, y, batch_size=32, epochs=1, callbacks=[cb], verbose=0)
-    finally:
-        logger.removeHandler(caplog.handler)
-    lines = [r.getMessage() for r in caplog.records if "samples/s" in r.getMessage()]
+    lines = _log_lines(caplog, lambda: model.fit(x, y, batch_size=32, epochs=1, callbacks=[cb], verbose=0))
     assert lines and "samples/$ at $3.00/h" in lines[-1]
 
 
@@ -174,18 +165,24 @@ def test_the_log_line_comes_as_often_as_asked_not_at_every_epoch(runs_dir, caplo
     model, _ = build()
     cb = advisor.AdvisorCallback(runs_dir=runs_dir, window_seconds=0.05, warmup_steps=0, log_every_seconds=60.0,
                                  baseline=None, telemetry=False)
+    lines = _log_lines(caplog, lambda: model.fit(x, y, batch_size=16, epochs=12, callbacks=[cb], verbose=0))
+    assert len(lines) == 1 and "goodput" in lines[0]
+
+
+def _log_lines(caplog, fit):
+    """The advisor's samples/s log lines while ``fit()`` runs (the advisor's logger may not
+    propagate, so caplog's handler is put on it for the fit)."""
     import logging
 
     logger = logging.getLogger("advisor")
     logger.addHandler(caplog.handler)
     try:
         with caplog.at_level(logging.INFO, logger="advisor"):
-            model.fit(x, y, batch_size=16, epochs=12, callbacks=[cb], verbose=0)
+            fit()
     finally:
         logger.removeHandler(caplog.handler)
     # caplog's handler is on the root logger too: one record may be captured twice
-    lines = list({id(r): r.getMessage() for r in caplog.records if "samples/s" in r.getMessage()}.values())
-    assert len(lines) == 1 and "goodput" in lines[0]
+    return list({id(r): r.getMessage() for r in caplog.records if "samples/s" in r.getMessage()}.values())
 
 
 def _multiworker_run(runs_dir, strategy: str):
