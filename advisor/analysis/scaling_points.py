@@ -17,7 +17,7 @@ import statistics
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from advisor.numbers import STRATEGY_LABELS  # the one name of each strategy, in every view
+from advisor.numbers import strategy_label  # the one name of each strategy, in every view
 
 if TYPE_CHECKING:
     from advisor.store.reader import Run
@@ -87,8 +87,7 @@ def label_of(run: Run, sweep: SweepRecord | None = None) -> tuple[str, int, int 
             return tags["scale.strategy"], int(tags["scale.workers"]), None
         except ValueError:
             pass
-    name = m.strategy or "default"
-    return STRATEGY_LABELS.get(name, name), int(m.replicas or m.num_workers or 1), None
+    return strategy_label(m.strategy), int(m.replicas or m.num_workers or 1), None
 
 
 def point_of(run: Run, sweep: SweepRecord | None, facts: dict[str, Any]) -> Point:
