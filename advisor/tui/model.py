@@ -286,7 +286,7 @@ def measured_gains(finding: Finding, facts: dict[str, Any]) -> list[Gain]:
             continue  # this finding's evidence does not bear on that ceiling
         row = ceiling_row(name, plain)
         if name == "input_removed" and served is not None:
-            row = {**served, "label": BASELINE_CEILINGS[name][3].replace("the cached-input baseline", "the what-if")}
+            row = {**served, "label": "the input served from memory (the what-if)"}
         if row is not None and not (m is not None and m.ceiling and m.candidate == name):
             rate = f"{readable(row['samples_per_s'], 1)} samples/s, " if row.get("samples_per_s") else ""
             gains.append(Gain(str(row["label"]), rate + measured_text(row["speedup"], row["band"], row["seconds"])))
