@@ -167,3 +167,21 @@ def test_a_measured_gain_is_written_with_its_own_sign():
                                             Evidence(fact="input.prefetch_gain", value=-0.05)])
     assert [(g.label, g.text) for g in measured_gains(finding, {})] == [
         ("input.source_cache_gain", "+25% measured"), ("input.prefetch_gain", "-5% measured")]
+
+
+def test_the_whatifs_input_served_from_memory_replaces_the_baselines(tmp_path):
+    """Measured twice (the baseline's arm and the what-if's cached_input), the screen shows one
+    figure for the ceiling: the what-if's, as `advisor check`'s what-if table does."""
+    from whatif_fixtures import input_bound_run, whatif_record
+
+    from advisor.store.schema import WhatIfCandidate
+
+    record = whatif_record()
+    record.candidates.append(WhatIfCandidate(name="cached_input", status="measured", label="one batch from memory",
+                                             batch_size=32, rounds=[r * 30.0 for r in record.unchanged_rounds],
+                                             steps=900, seconds=1.0))
+    report = Store(tmp_path).diagnose(str(input_bound_run(tmp_path, record)))
+    m108 = next(f for f in report.findings if f.code == "M108")
+    labels = [g.label for g in measured_gains(m108, report.facts)]
+    assert "the input served from memory (the what-if)" in labels
+    assert "the input served from memory (the cached-input baseline)" not in labels
