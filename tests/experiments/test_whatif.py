@@ -129,24 +129,30 @@ def test_by_default_an_input_bound_run_measures_its_fixes_and_the_findings_lead_
     assert c402.fix.startswith("Measured best on this run: ds.cache() after map #1")
 
 
-def test_by_default_a_compute_bound_fit_runs_no_whatif(tmp_path):
-    """Nothing training measured points to a change (in-memory arrays, steps of several ms): the
-    default what-if stays out of the way, even with a budget that would hold it."""
+def test_by_default_a_compute_bound_fit_runs_the_whatif_only_if_its_baseline_measured_an_input_cost(tmp_path):
+    """In-memory arrays and steps of several ms: dispatch cannot be the reason, so the default
+    what-if runs exactly when the baseline measured an input cost above 10% outside its noise band.
+    On a quiet host it measures next to nothing and the what-if stays out of the way; on a shared
+    2-core CI host the arrays' own input thread competing with the step was once measured at 34%
+    (outside the band) - then the what-if must run. Which of the two happens is the host's; that the
+    decision follows the measurement is the advisor's, and is what is asserted."""
     model = keras.Sequential([keras.Input((FEATURES,)), keras.layers.Dense(1024, activation="relu"),
                               keras.layers.Dense(1024, activation="relu"), keras.layers.Dense(CLASSES)])
     model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     x, y = arrays(2048)
-    cb = advisor.AdvisorCallback(tmp_path, whatif_max_seconds=60, log_every_seconds=None, telemetry=False,
+    cb = advisor.AdvisorCallback(tmp_path, whatif_max_seconds=8, log_every_seconds=None, telemetry=False,
                                  **QUICK_BASELINE)
     model.fit(x, y, batch_size=256, epochs=2, verbose=0, callbacks=[cb])
     run = RunReader(cb.run_path).read()
     facts = Store(tmp_path).analyse(str(cb.run_path)).facts
     step_ms = facts["steps.time_ms.mean"]
     assert step_ms > 5.0, f"the scenario needs steps of more than 5 ms, not {step_ms:.2f} ms"
+    assert not facts.get("context.run_eagerly")
     cost = facts.get("input.bound_fraction")
     assert cost is not None, "the baseline measured the input's cost"
-    assert not (cost >= 0.10 and facts.get("input.bound_outside_band")), f"the arrays cost {cost:.0%} of a step"
-    assert run.of_type(WhatIfRecord) == []
+    input_costs = cost >= 0.10 and bool(facts.get("input.bound_outside_band"))
+    ran = run.of_type(WhatIfRecord) != []
+    assert ran == input_costs, f"input cost {cost:.0%} (outside band: {facts.get('input.bound_outside_band')}), what-if ran: {ran}"
 
 
 @pytest.mark.parametrize("kind", ["arrays", "slow tf.data"])
