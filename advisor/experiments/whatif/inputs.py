@@ -216,9 +216,14 @@ def _cache(name: str, pick: Any, what: str) -> Any:
         elif card != INFINITE and s.unchanged.epoch_length:  # finite, its length seen in training
             elements, batches = None, s.unchanged.epoch_length
         else:
-            batches = max(8, min(MAX_CACHE_BATCHES, int(s.fill_seconds / step) if step > 0 else 8))
-            later = s.stages[s.stages.index(stage) + 1:]
-            elements = batches * s.batch_size if any(st.get("kind") == "batch" for st in later) else batches
+            batches = _prefix_batches(s, step)
+            elements = _prefix_elements(s, stage, batches)
+        epoch = batches if elements is None else None
+        if epoch is not None and step > 0 and epoch * step > s.fill_seconds and _prefix_batches(s, step) < epoch:
+            # A whole epoch would not fill within the time a fill may take: a prefix of the epoch
+            # is cached and repeated instead, so the cached steady state is still measured.
+            batches = _prefix_batches(s, step)
+            elements = _prefix_elements(s, stage, batches)
         dataset = _rebuilt(s, cache_after(stage["node"], elements))
         puller = GraphPuller()
 
@@ -228,10 +233,27 @@ def _cache(name: str, pick: Any, what: str) -> Any:
         where = _label(stage)
         if any(st.get("kind") == "shuffle" for st in s.stages[:s.stages.index(stage)]):
             where += ", placed before the shuffle in your code"
-        return _variant(s, name, f"ds.cache() after {where} (filled once, as the first epoch would)",
-                        dataset, fill=fill, fill_estimate=batches * step)
+        if epoch is None or elements is None:
+            return _variant(s, name, f"ds.cache() after {where} (filled once, as the first epoch would)",
+                            dataset, fill=fill, fill_estimate=batches * step)
+        base = s.unchanged
+        label = (f"ds.cache() after {where} (measured on the first {batches} of {epoch} batches of an "
+                 "epoch, cached and repeated: a whole epoch would not fill within the budget)")
+        return Trial(name, label, s.model, {**base.kwargs, "x": dataset}, finite=False, batch_size=base.batch_size,
+                     epoch_steps=epoch, spe=base.spe, fill=fill, fill_estimate=batches * step)
 
     return build
+
+
+def _prefix_batches(s: Situation, step: float) -> int:
+    """How many batches a bounded cache holds: what one fill may read, within [8, MAX_CACHE_BATCHES]."""
+    return max(8, min(MAX_CACHE_BATCHES, int(s.fill_seconds / step) if step > 0 else 8))
+
+
+def _prefix_elements(s: Situation, stage: dict[str, Any], batches: int) -> int:
+    """The elements after ``stage`` that make ``batches`` batches (per element if it is batched later)."""
+    later = s.stages[s.stages.index(stage) + 1:]
+    return batches * s.batch_size if any(st.get("kind") == "batch" for st in later) else batches
 
 
 def _fill(puller: Any, dataset: Any, batches: int, deadline: float, stop: Any) -> None:
