@@ -42,7 +42,7 @@ def whatif_heading(facts: Mapping[str, Any]) -> str | None:
         text += " and the input-removed ceiling"
     seconds, budget = _value(facts, "whatif.seconds"), _value(facts, "whatif.budget_seconds")
     if isinstance(seconds, (int, float)):
-        text += f" in {seconds:.1f} s" + (f" (budget {budget:g} s)" if isinstance(budget, (int, float)) else "")
+        text += f" in {seconds:.1f} s" + (f" (budget {round(budget, 1):g} s)" if isinstance(budget, (int, float)) else "")
     unchanged = _value(facts, "whatif.unchanged_samples_per_s")
     if isinstance(unchanged, (int, float)):
         text += f", beside {readable(unchanged, 1, compact=True)} samples/s unchanged"

@@ -61,3 +61,13 @@ def test_a_skipped_whatif_is_one_line(tmp_path):
     text = _run(["check", str(input_bound_run(tmp_path, record)), "--no-color"])
     assert "Measured what-if: skipped (2 workers: every worker would have to try each change in lockstep)" in text
     assert "measured:" not in text
+
+
+def test_the_heading_rounds_a_budget_the_fit_derived():
+    """A default budget is 10% of the fit (6.0675 s for a 60.675 s fit): one decimal, as the seconds."""
+    from advisor.render.whatif import whatif_heading
+
+    facts = {"whatif.seconds": 4.93, "whatif.budget_seconds": 6.0675, "whatif.unchanged_samples_per_s": 735.9,
+             "whatif.table": [{"candidate": "cache_map", "speedup": 53.2, "samples_per_s": 39134.0}]}
+    heading = whatif_heading(facts)
+    assert heading is not None and "in 4.9 s (budget 6.1 s)" in heading, heading

@@ -190,6 +190,21 @@ def test_a_measuring_target_ends_the_whatif_long_before_a_generous_budget():
         advisor.whatif(model, data, ["cache_map"], seconds=0)
 
 
+def test_a_cache_whose_epoch_would_not_fill_in_the_budget_is_measured_on_a_repeated_prefix():
+    """An epoch of 256 batches at ≈ 32 ms of input each (≈ 8 s) cannot fill within what a 12 s
+    budget lets one fill take (a quarter of it): the cache is measured on a cached, repeated
+    prefix of the epoch, and says so, instead of being left unprepared."""
+    model = build_model()
+    data = slow_dataset(4096)
+    model.fit(data.take(2), epochs=1, verbose=0)
+    result = advisor.whatif(model, data, ["cache_map"], max_seconds=12, seconds=1)
+    cache = result.candidates["cache_map"]
+    assert cache.status == "measured", (cache.reason, result.summary())
+    assert "of 256 batches of an epoch, cached and repeated" in cache.label, cache.label
+    gain = cache.speedup(result.unchanged_rounds)
+    assert gain is not None and gain >= 3.0, result.summary()  # ≈ 30×: the input's cost is gone
+
+
 def test_model_candidates_on_arrays_swap_their_compiled_step_in_and_out():
     model = build_model()
     x, y = arrays(2048)

@@ -206,14 +206,18 @@ class _Run:
     def prepare(self, restore: Any) -> list[Trial]:
         """Fill caches and compile each trial's step once (a short first segment), while the
         estimates fit in the preparation share of the budget (half of what is left; with a
-        measuring target, whatever the rounds do not need)."""
+        measuring target, whatever the rounds do not need). When the input is most of the step,
+        the trials with a cache to fill are prepared first: they have the most to gain."""
         ready = []
         step = self.situation.step_seconds or 0.0
         share = PREPARE_SHARE * max(0.0, self.left())
         if self.measure_seconds is not None:  # the rounds need only their target (and overheads)
             share = max(share, self.left() - self.measure_seconds / MEASURE_SHARE)
         prepare_end = time.perf_counter() + share
-        for trial in self.trials:
+        trials = self.trials
+        if self.situation.input_bound:  # a cache can take the whole input cost away: it goes first
+            trials = sorted(trials, key=lambda t: t.fill is None)
+        for trial in trials:
             entry = self.result.candidates[trial.name]
             started = time.perf_counter()
             factor = trial.batch_size / max(1, self.situation.unchanged.batch_size)
