@@ -10,10 +10,9 @@ its noise band the order-statistic interval of ``advisor.store.bands``.
 Safety: the model's weights, optimizer, metrics and fit attributes are snapshotted before and
 restored after every round and at the end (``ModelState``, bit for bit); compiled-step variants
 are swapped in and out (``whatif.model.StepSwap``); nothing of the user's input is consumed
-(tf.data pipelines are rebuilt copies, Python inputs are copied). Everything — calibration,
-cache fills, compiles, rounds, restores — stays within ``budget`` seconds: nothing is started
-whose estimate does not fit, and every segment stops at the deadline. Ctrl-C ends the what-if
-and keeps what was measured.
+(tf.data pipelines are rebuilt copies, Python inputs are copied). Everything stays within
+``budget`` seconds: nothing is started whose estimate does not fit, every segment stops at the
+deadline. Ctrl-C ends the what-if and keeps what was measured.
 """
 
 from __future__ import annotations
@@ -206,18 +205,15 @@ class _Run:
     def prepare(self, restore: Any) -> list[Trial]:
         """Fill caches and compile each trial's step once (a short first segment), while the
         estimates fit in the preparation share of the budget (half of what is left; with a
-        measuring target, whatever the rounds do not need). When the input is most of the step,
-        the trials with a cache to fill are prepared first: they have the most to gain."""
+        measuring target, whatever the rounds do not need); caches first on an input-bound run."""
         ready = []
         step = self.situation.step_seconds or 0.0
         share = PREPARE_SHARE * max(0.0, self.left())
         if self.measure_seconds is not None:  # the rounds need only their target (and overheads)
             share = max(share, self.left() - self.measure_seconds / MEASURE_SHARE)
         prepare_end = time.perf_counter() + share
-        trials = self.trials
-        if self.situation.input_bound:  # a cache can take the whole input cost away: it goes first
-            trials = sorted(trials, key=lambda t: t.fill is None)
-        for trial in trials:
+        bound = self.situation.input_bound  # a cache can take the whole input cost away: it goes first
+        for trial in sorted(self.trials, key=lambda t: bound and t.fill is None):
             entry = self.result.candidates[trial.name]
             started = time.perf_counter()
             factor = trial.batch_size / max(1, self.situation.unchanged.batch_size)

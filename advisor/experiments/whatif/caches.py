@@ -1,0 +1,137 @@
+"""The cache candidates: ``.cache()`` after the stage that reads (or generates) the data, or after
+the last deterministic map, filled once before the rounds — as the first epoch of a run with the
+cache would fill it — so that its gain is the steady state of the later epochs. An epoch too long
+to fill within the budget is measured on a cached, repeated prefix of it."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from advisor.experiments.feeds.base import INFINITE
+from advisor.experiments.whatif.edits import (
+    input_reason,
+    need_tfdata,
+    rebuilt,
+    stage_label,
+    variant,
+)
+from advisor.experiments.whatif.trials import NotApplicable, Situation, Trial
+
+MAX_CACHE_BATCHES = 256  # an endless pipeline's cache holds at most this many batches
+
+
+def reading_stage(s: Situation) -> dict[str, Any] | None:
+    """The last stage that reads files or runs a Python source, with no cache after it."""
+    found = None
+    for stage in s.stages:
+        if stage.get("reads_files") or stage.get("python_source") or stage.get("kind") == "generator":
+            found = stage
+        elif stage.get("kind") == "cache":
+            found = None
+    return found
+
+
+def deterministic_map(s: Situation) -> dict[str, Any] | None:
+    """The last map with nothing random in it or in a map before it, and no cache after it."""
+    found = None
+    for stage in s.stages:
+        if stage.get("kind") == "map":
+            if stage.get("random"):
+                break
+            found = stage
+        elif stage.get("kind") == "cache":
+            found = None
+    return found
+
+
+def cache_relevant(pick: Any, what: str) -> Any:
+    def relevant(s: Situation) -> str | None:
+        reason = need_tfdata(s)
+        stage = pick(s) if reason is None else None
+        if reason is None and stage is None:
+            reason = f"the pipeline has no {what} without a cache after it"
+        elif stage is not None and stage.get("kind") == "map" and not (
+                stage.get("py_function") or stage.get("heavy") or (stage.get("fn_ops") or 0) >= 20):
+            reason = f"{stage_label(stage)} is cheap: caching after it would save little"
+        return reason or input_reason(s)
+
+    return relevant
+
+
+def cache(name: str, pick: Any, what: str) -> Any:
+    def build(s: Situation) -> Trial:
+        if (reason := need_tfdata(s)) is not None:
+            raise NotApplicable(reason)
+        from advisor.experiments.feeds.rewrite import cache_after
+        from advisor.experiments.feeds.tfdata import GraphPuller, cardinality
+
+        stage = pick(s)
+        if stage is None:
+            raise NotApplicable(f"the pipeline has no {what} without a cache after it")
+        card = cardinality(s.dataset)
+        step = s.step_seconds or 0.0
+        if card != INFINITE and card > 0:
+            elements, batches = None, card  # the whole epoch, as `.cache()` would hold it
+        elif card != INFINITE and s.unchanged.epoch_length:  # finite, its length seen in training
+            elements, batches = None, s.unchanged.epoch_length
+        else:
+            batches = _prefix_batches(s, step)
+            elements = _prefix_elements(s, stage, batches)
+        epoch = batches if elements is None else None
+        if epoch is not None and step > 0 and epoch * step > s.fill_seconds and _prefix_batches(s, step) < epoch:
+            # A whole epoch would not fill within the time a fill may take: a prefix of the epoch
+            # is cached and repeated instead, so the cached steady state is still measured.
+            batches = _prefix_batches(s, step)
+            elements = _prefix_elements(s, stage, batches)
+        dataset = rebuilt(s, cache_after(stage["node"], elements))
+        puller = GraphPuller()
+
+        def fill(deadline: float, stop: Any) -> None:
+            _fill(puller, dataset, batches + 1, deadline, stop)
+
+        where = stage_label(stage)
+        if any(st.get("kind") == "shuffle" for st in s.stages[:s.stages.index(stage)]):
+            where += ", placed before the shuffle in your code"
+        if epoch is None or elements is None:
+            return variant(s, name, f"ds.cache() after {where} (filled once, as the first epoch would)",
+                            dataset, fill=fill, fill_estimate=batches * step)
+        base = s.unchanged
+        label = (f"ds.cache() after {where} (measured on the first {batches} of {epoch} batches of an "
+                 "epoch, cached and repeated: a whole epoch would not fill within the budget)")
+        return Trial(name, label, s.model, {**base.kwargs, "x": dataset}, finite=False, batch_size=base.batch_size,
+                     epoch_steps=epoch, spe=base.spe, fill=fill, fill_estimate=batches * step)
+
+    return build
+
+
+def _prefix_batches(s: Situation, step: float) -> int:
+    """How many batches a bounded cache holds: what one fill may read, within [8, MAX_CACHE_BATCHES]."""
+    return max(8, min(MAX_CACHE_BATCHES, int(s.fill_seconds / step) if step > 0 else 8))
+
+
+def _prefix_elements(s: Situation, stage: dict[str, Any], batches: int) -> int:
+    """The elements after ``stage`` that make ``batches`` batches (per element if it is batched later)."""
+    later = s.stages[s.stages.index(stage) + 1:]
+    return batches * s.batch_size if any(st.get("kind") == "batch" for st in later) else batches
+
+
+def _fill(puller: Any, dataset: Any, batches: int, deadline: float, stop: Any) -> None:
+    """Read ``batches`` batches of one iterator in growing chunks (the cache completes when its
+    pass ends); NotApplicable when the deadline comes first; it returns early when ``stop()``."""
+    import tensorflow as tf
+
+    iterator = iter(dataset)
+    done, chunk = 0, 1
+    try:
+        while done < batches and not stop():
+            if time.perf_counter() >= deadline:
+                raise NotApplicable(f"filling the cache took longer than the time left ({done} of {batches} batches)")
+            t0 = time.perf_counter()
+            count = min(chunk, batches - done)
+            puller.pull(iterator, count)
+            done += count
+            per = (time.perf_counter() - t0) / count
+            chunk = max(1, min(2 * chunk, int(max(0.0, deadline - time.perf_counter()) / per) if per > 0 else 2 * chunk))
+    except tf.errors.OutOfRangeError:
+        return
