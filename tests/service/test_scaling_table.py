@@ -220,3 +220,17 @@ def test_goodput_is_the_mean_over_a_configurations_runs_that_have_a_budget(tmp_p
     saved.write_text(report("json"))
     again = CliRunner().invoke(cli, ["report", str(saved), "--format", "csv"])  # a saved report keeps it
     assert float(next(csv.DictReader(io.StringIO(again.output)))["goodput"]) == pytest.approx(0.6)
+
+
+def test_the_fastest_recommendation_gives_speedup_and_efficiency_in_one_measure(sweep_dir):
+    """mirrored ×4 against ×1: the table's epoch-time speedup (5.0 / 1.6 = 3.12×) and its efficiency
+    (78%), named, not the samples/s ratio (1.31×: it counts the slow first epochs) beside an
+    efficiency from the epoch times."""
+    table = Store(sweep_dir).scaling_table("sweep-fixture")
+    fastest = next(r for r in table.recommendations if r.goal == "samples_per_s")
+    m1, m4 = table.row("mirrored", 1), table.row("mirrored", 4)
+    assert (fastest.strategy, fastest.workers) == ("mirrored", 4)
+    assert m4.samples_per_s / m1.samples_per_s == pytest.approx(1.31, abs=0.01)  # the other measure
+    assert "epoch-time speedup 3.12× over mirrored ×1, scaling efficiency 78%" in fastest.reason
+    assert m4.speedup == pytest.approx(3.125) and m4.efficiency == pytest.approx(3.125 / 4)
+    assert "1.31×" not in fastest.reason
