@@ -187,6 +187,11 @@ def test_the_table_recommends_and_carries_the_sweeps_d6_findings(tmp_path):
 
     text = render_table(table, "text")
     assert "D6 findings of the sweep" in text and "D652 poor-scaling-efficiency" in text
+    # One run for the configuration: its id, as the Markdown report gives it (it once read as
+    # console markup and vanished, leaving "on jax ×2 : …").
+    head = "D652 poor-scaling-efficiency (warning) on jax ×2 [sw-jax-n2]"
+    assert f"  {head}: " in text and " : " not in text
+    assert f"**{head}**: " in render_table(table, "md")
 
 
 def test_goodput_is_the_mean_over_a_configurations_runs_that_have_a_budget(tmp_path):
