@@ -76,14 +76,35 @@ def _best(rows: list[Row], goal: str, unit: str, value: Callable[[Row], float | 
                           unit=unit, reason="; ".join(parts))
 
 
-def project(table: ScalingTable, strategy: str) -> Recommendation | None:
-    """samples/s at twice the largest measured worker count of ``strategy``, from that size's
-    computation / exposed communication / other split; None without a split or a step time."""
+def _split(table: ScalingTable, strategy: str) -> tuple[list[Row], Row | None]:
+    """The rows of ``strategy`` with a step time and batch, and the largest of them whose step
+    was split into computation and exposed communication (None when none was)."""
     mine = [r for r in table.rows if r.strategy == strategy and r.step_ms and r.per_replica_batch]
     split = [r for r in mine if r.compute_percent is not None and r.exposed_communication_percent is not None]
-    if not split:
+    return mine, max(split, key=lambda r: r.workers) if split else None
+
+
+def advice_notes(table: ScalingTable, recommendations: list[Recommendation]) -> list[str]:
+    """What the recommendations could not give, one line each, for the table's notes: a projection
+    refused because the trace found no computation at the size it would start from."""
+    fastest = next((r for r in recommendations if r.goal == "samples_per_s"), None)
+    if fastest is None or any(r.goal == "projection" for r in recommendations):
+        return []
+    _, last = _split(table, fastest.strategy)
+    if last is None or last.compute_percent:
+        return []
+    empty = [f"×{r.workers}" for r in table.rows if r.strategy == fastest.strategy and r.compute_percent == 0]
+    return [f"no projection for {fastest.strategy}: the trace found no computation at {' and '.join(empty)} "
+            "(0 ms of the step), so its step cannot be split to project a larger size"]
+
+
+def project(table: ScalingTable, strategy: str) -> Recommendation | None:
+    """samples/s at twice the largest measured worker count of ``strategy``, from that size's
+    computation / exposed communication / other split; None without a split or a step time, or
+    when the split found no computation (a trace without compute ops: ``advice_notes`` says so)."""
+    mine, last = _split(table, strategy)
+    if last is None or not last.compute_percent:
         return None
-    last = max(split, key=lambda r: r.workers)
     assert last.step_ms is not None and last.per_replica_batch is not None
     n, n_next = last.workers, 2 * last.workers
     compute_ms = last.step_ms * (last.compute_percent or 0.0) / 100.0

@@ -239,3 +239,30 @@ def test_the_fastest_recommendation_gives_speedup_and_efficiency_in_one_measure(
     assert "epoch-time speedup 3.12× over mirrored ×1, scaling efficiency 78%" in fastest.reason
     assert m4.speedup == pytest.approx(3.125) and m4.efficiency == pytest.approx(3.125 / 4)
     assert "1.31×" not in fastest.reason
+
+
+def test_a_split_without_computation_is_not_projected(tmp_path):
+    """A JAX trace that found no compute ops (0.0% computation at ×2 and ×4, as on a CPU host)
+    gives no projection: "computation stays as measured at ×4 (0.0 ms)" would project a step of
+    communication alone. The report says why in one line, in the text, Markdown and TUI notes."""
+    from advisor.store.schema import FactsRecord
+
+    for workers, compute in ((1, 45.0), (2, 0.0), (4, 0.0)):
+        trace = FactsRecord(t=0.0, source="trace", values={
+            "trace.device_compute_percent": compute, "trace.communication_percent": 30.0 if workers > 1 else 0.0,
+            "trace.communication_overlap": 0.0})
+        write_run(tmp_path, f"z-jax-n{workers}", sweep_id="z", strategy="jax", workers=workers,
+                  manifest_strategy="DataParallel", epochs=[9.0, 8.0 / workers ** 0.5],
+                  samples_per_epoch=4096 // workers, steps_per_epoch=64 // workers, ranks=workers, extra=[trace])
+    table = Store(tmp_path).scaling_table("z")
+    assert [table.row("jax", n).compute_percent for n in (1, 2, 4)] == [45.0, 0.0, 0.0]
+    assert (table.row("jax", 4).step_ms or 0) > 0 and table.row("jax", 4).per_replica_batch
+    assert [r.goal for r in table.recommendations] == ["samples_per_s"]  # no projection
+    note = ("no projection for jax: the trace found no computation at ×2 and ×4 (0 ms of the step), so its "
+            "step cannot be split to project a larger size")
+    assert note in table.notes
+    from advisor.render.scaling import render_table
+
+    text = render_table(table, "text")
+    assert "stays as measured" not in text and f"  {note}" in text
+    assert f"- {note}" in render_table(table, "md")
