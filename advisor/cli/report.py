@@ -71,7 +71,7 @@ def _saved(path: Path) -> ScalingTable:
     recommendations existed gets them computed from its rows (its runs' D6 findings need the
     runs themselves)."""
     from advisor.analysis.scaling import ScalingTable
-    from advisor.analysis.scaling_advice import recommend
+    from advisor.analysis.scaling_advice import advice_notes, recommend
     from advisor.errors import RunFormatError
     from advisor.store.limits import load_json_file
 
@@ -82,6 +82,7 @@ def _saved(path: Path) -> ScalingTable:
         table = ScalingTable.from_dict(data)
         if not table.recommendations:
             table.recommendations = recommend(table)
+            table.notes += [n for n in advice_notes(table, table.recommendations) if n not in table.notes]
         return table
     except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError, AttributeError) as exc:
         raise RunFormatError(f"{path}: cannot read the saved report ({exc})") from None

@@ -210,7 +210,8 @@ def _text(table: ScalingTable) -> str:
     from rich.table import Table
 
     buf = io.StringIO()
-    console = Console(file=buf, width=140, force_terminal=False, color_system=None)
+    # Plain text, never markup: "[sweep-…-n2-r0]" after a D6 finding is a run id, not a style tag.
+    console = Console(file=buf, width=140, force_terminal=False, color_system=None, markup=False)
     console.print(f"Scaling report — {table.source}", highlight=False)
     if not table.rows:
         console.print("  no finished runs to compare", highlight=False)

@@ -58,9 +58,10 @@ def advise(store: Store, table: ScalingTable, root: Path | None = None) -> Scali
     in the store under ``root``, the D6 findings of each configuration's runs; a recommendation
     lists the codes found on the runs of the configuration it names."""
     from advisor.analysis.scaling import SweepFinding
-    from advisor.analysis.scaling_advice import recommend
+    from advisor.analysis.scaling_advice import advice_notes, recommend
 
     table.recommendations = recommend(table)
+    table.notes += advice_notes(table, table.recommendations)
     if root is None:
         return table
     findings: list[SweepFinding] = []

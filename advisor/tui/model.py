@@ -272,9 +272,9 @@ def measured_gains(finding: Finding, facts: dict[str, Any]) -> list[Gain]:
     values = {e.fact: e.value for e in finding.evidence}
     gains: list[Gain] = []
     m = finding.measured
-    if m is not None:  # the what-if's gain of this fix (or its measured ceiling)
-        gains.append(Gain("what-if" if not m.ceiling else "ceiling",
-                          m.text + f" — {m.candidate}" + (f": {m.label}" if m.label else "")))
+    if m is not None:  # the what-if's gain of this fix (or its measured ceiling), worded as `show` prints it:
+        label, _, text = m.text.partition(": ")  # the text names itself ("measured ceiling: 2.7× …")
+        gains.append(Gain(label, text + f" — {m.candidate}" + (f": {m.label}" if m.label else "")))
     plain = {name: _plain(facts, name) for name in facts}
     # The input served from memory is measured twice when the what-if ran: its longer rounds win,
     # as in `advisor check`'s what-if table, so the screen never shows two figures for one ceiling.

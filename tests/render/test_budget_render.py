@@ -25,7 +25,7 @@ def test_the_table_lists_the_categories_and_the_costliest_hooks():
         "goodput": 0.5, "time.wall_seconds": 20.0, "time.final": True,
         "time.table": [
             {"category": "train_steps", "label": "training steps", "seconds": 10.0, "share": 0.5, "part_of": None},
-            {"category": "input_wait", "label": "of which waiting for input (baseline)", "seconds": 2.0,
+            {"category": "input_wait", "label": "waiting for input, inside the training steps (baseline)", "seconds": 2.0,
              "share": 0.1, "part_of": "train_steps"},
             {"category": "callbacks", "label": "callbacks (other than checkpoints)", "seconds": 8.0, "share": 0.4,
              "part_of": None},
@@ -39,7 +39,7 @@ def test_the_table_lists_the_categories_and_the_costliest_hooks():
     text = _render(budget_parts(facts))
     assert "20.0 s of fit, goodput 50%" in text
     assert "training steps" in text and "50.0%" in text
-    assert "  of which waiting for input" in text  # indented: a part of the steps
+    assert "  waiting for input, inside the training steps" in text  # indented: a part of the steps
     assert "profile" not in text  # nothing spent there
     assert "Logger.on_train_batch_end: 8.00 s (8.00 ms per step, 40.0% of the fit) in 1,000 calls" in text
     assert "checkpoints: 3 saves in 0.60 s, 3.0 MB written (ModelCheckpoint.on_epoch_end ×3)" in text

@@ -187,6 +187,11 @@ def test_the_table_recommends_and_carries_the_sweeps_d6_findings(tmp_path):
 
     text = render_table(table, "text")
     assert "D6 findings of the sweep" in text and "D652 poor-scaling-efficiency" in text
+    # One run for the configuration: its id, as the Markdown report gives it (it once read as
+    # console markup and vanished, leaving "on jax ×2 : …").
+    head = "D652 poor-scaling-efficiency (warning) on jax ×2 [sw-jax-n2]"
+    assert f"  {head}: " in text and " : " not in text
+    assert f"**{head}**: " in render_table(table, "md")
 
 
 def test_goodput_is_the_mean_over_a_configurations_runs_that_have_a_budget(tmp_path):
@@ -220,3 +225,44 @@ def test_goodput_is_the_mean_over_a_configurations_runs_that_have_a_budget(tmp_p
     saved.write_text(report("json"))
     again = CliRunner().invoke(cli, ["report", str(saved), "--format", "csv"])  # a saved report keeps it
     assert float(next(csv.DictReader(io.StringIO(again.output)))["goodput"]) == pytest.approx(0.6)
+
+
+def test_the_fastest_recommendation_gives_speedup_and_efficiency_in_one_measure(sweep_dir):
+    """mirrored ×4 against ×1: the table's epoch-time speedup (5.0 / 1.6 = 3.12×) and its efficiency
+    (78%), named, not the samples/s ratio (1.31×: it counts the slow first epochs) beside an
+    efficiency from the epoch times."""
+    table = Store(sweep_dir).scaling_table("sweep-fixture")
+    fastest = next(r for r in table.recommendations if r.goal == "samples_per_s")
+    m1, m4 = table.row("mirrored", 1), table.row("mirrored", 4)
+    assert (fastest.strategy, fastest.workers) == ("mirrored", 4)
+    assert m4.samples_per_s / m1.samples_per_s == pytest.approx(1.31, abs=0.01)  # the other measure
+    assert "epoch-time speedup 3.12× over mirrored ×1, scaling efficiency 78%" in fastest.reason
+    assert m4.speedup == pytest.approx(3.125) and m4.efficiency == pytest.approx(3.125 / 4)
+    assert "1.31×" not in fastest.reason
+
+
+def test_a_split_without_computation_is_not_projected(tmp_path):
+    """A JAX trace that found no compute ops (0.0% computation at ×2 and ×4, as on a CPU host)
+    gives no projection: "computation stays as measured at ×4 (0.0 ms)" would project a step of
+    communication alone. The report says why in one line, in the text, Markdown and TUI notes."""
+    from advisor.store.schema import FactsRecord
+
+    for workers, compute in ((1, 45.0), (2, 0.0), (4, 0.0)):
+        trace = FactsRecord(t=0.0, source="trace", values={
+            "trace.device_compute_percent": compute, "trace.communication_percent": 30.0 if workers > 1 else 0.0,
+            "trace.communication_overlap": 0.0})
+        write_run(tmp_path, f"z-jax-n{workers}", sweep_id="z", strategy="jax", workers=workers,
+                  manifest_strategy="DataParallel", epochs=[9.0, 8.0 / workers ** 0.5],
+                  samples_per_epoch=4096 // workers, steps_per_epoch=64 // workers, ranks=workers, extra=[trace])
+    table = Store(tmp_path).scaling_table("z")
+    assert [table.row("jax", n).compute_percent for n in (1, 2, 4)] == [45.0, 0.0, 0.0]
+    assert (table.row("jax", 4).step_ms or 0) > 0 and table.row("jax", 4).per_replica_batch
+    assert [r.goal for r in table.recommendations] == ["samples_per_s"]  # no projection
+    note = ("no projection for jax: the trace found no computation at ×2 and ×4 (0 ms of the step), so its "
+            "step cannot be split to project a larger size")
+    assert note in table.notes
+    from advisor.render.scaling import render_table
+
+    text = render_table(table, "text")
+    assert "stays as measured" not in text and f"  {note}" in text
+    assert f"- {note}" in render_table(table, "md")

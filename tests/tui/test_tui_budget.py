@@ -52,8 +52,8 @@ def test_legend_is_largest_first_with_the_small_categories_as_other():
     view = budget_view(FACTS)
     assert view is not None
     assert view.legend().plain == "training steps 46% · callbacks 45% · start-up 6% · checkpoints 2% · other 0.8%"
-    assert view.goodput_line().plain.startswith("goodput 46% of the wall clock in training steps, of which 20% "
-                                                "waiting for input · 46% without the advisor")
+    assert view.goodput_line().plain.startswith("goodput 46% of the wall clock in training steps (20% of the wall "
+                                                "clock waiting for input) · 46% without the advisor")
     lines = plain(view, width=60)
     assert lines[0].startswith("time budget █") and len(lines[0]) == 60
     assert lines[1].startswith("training steps 46% · callbacks 45%")
@@ -68,6 +68,41 @@ def test_facts_as_the_report_holds_them_and_no_budget():
     assert view is not None and view.goodput == pytest.approx(0.46)
     assert budget_view({}) is None
     assert budget_view({"time.table": [row("train_steps", 0.0)]}) is None
+
+
+def test_the_input_wait_is_a_share_of_the_wall_clock_in_the_bar_and_in_show(tmp_path):
+    """An input-bound run (its baseline: 97% of a step waits) whose steps take 19% of a 10 s fit:
+    the 18% waiting for input is of the wall clock, and both the TUI's goodput line and `show`'s
+    table say so (they once read "goodput 19% …, of which 18% waiting", as if 18% of the 19%)."""
+    from click.testing import CliRunner
+    from scaling_fixtures import budget
+
+    from advisor.cli.main import cli
+    from advisor.service import Store
+    from advisor.store.schema import BaselineRecord, WindowRecord
+    from advisor.store.writer import RunWriter
+
+    writer = RunWriter(tmp_path, manifest={"global_batch_size": 32}, name="waits")
+    for i in range(4):
+        writer.write(WindowRecord(t=time.time() + i, epoch=0, seconds=10.0, steps=31, samples=1000,
+                                  step_begin=31 * i, step_end=31 * (i + 1)))
+    writer.write(BaselineRecord(t=time.time(), steps=100, batch_size=32, input_kind="tf.data", rounds=12,
+                                real_rounds=[100.0 + i for i in range(12)], cached_rounds=[4000.0 + i for i in range(12)],
+                                real_samples_per_s=105.5, cached_samples_per_s=4005.5))
+    writer.write(budget(0.19))
+    writer.close()
+    facts = Store(tmp_path).analyse(writer.run_id).facts
+    wait = percent(facts["time.input_wait.share"], 0, fraction=True)
+    assert wait == "18%"
+    view = budget_view(facts)
+    assert view is not None
+    line = view.goodput_line().plain
+    assert line.startswith(f"goodput 19% of the wall clock in training steps ({wait} of the wall clock waiting for input)")
+    assert "of which" not in line
+    shown = CliRunner().invoke(cli, ["--runs-dir", str(tmp_path), "show", writer.run_id], env={"COLUMNS": "200"})
+    assert "of which" not in shown.output
+    row = next(line for line in shown.output.splitlines() if "waiting for input" in line)
+    assert row.lstrip().startswith("waiting for input, inside the training steps") and f" {wait[:-1]}." in row
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from advisor.diagnosis.report import Report
 from advisor.errors import RunNotFoundError
 from advisor.service import Store
 from advisor.service.listing import digest, entries, resolve_target
@@ -131,8 +132,28 @@ def test_the_whatifs_gain_of_a_finding_is_among_its_measured_gains(tmp_path):
     report = Store(tmp_path).diagnose(str(input_bound_run(tmp_path)))
     c401 = next(f for f in report.findings if f.code == "C401")
     gains = measured_gains(c401, report.facts)
-    assert gains[0].label == "what-if"
-    assert gains[0].text.startswith("measured: 2.4× (±") and "— parallel_map: map #1 ('decode')" in gains[0].text
+    assert gains[0].label == "measured"  # once: not "what-if: measured: 2.4×"
+    assert gains[0].text.startswith("2.4× (±") and "— parallel_map: map #1 ('decode')" in gains[0].text
+    assert f"    {gains[0].label}: {gains[0].text}" in _shown(report)
+
+
+def _shown(report: Report) -> list[str]:
+    """The lines of the text report, as `advisor show` and `check` print it."""
+    from advisor.render import render
+
+    return [line.rstrip() for line in render(report, "text", width=400).splitlines()]
+
+
+def test_a_measured_ceiling_is_named_once_as_show_names_it(store):
+    """The detail pane's ceiling line reads ``measured ceiling: 5.3× …``, as `advisor show` prints it
+    for the same finding, not ``ceiling: measured ceiling: 5.3×``."""
+    report = Store(store).diagnose("run-input-bound")
+    c402 = next(f for f in report.findings if f.code == "C402")  # passes here: shown failing, as on C460
+    assert c402.measured is not None and c402.measured.ceiling
+    first = measured_gains(c402, report.facts)[0]
+    assert first.label == "measured ceiling" and not first.text.startswith(("measured", "ceiling"))
+    failing = report.model_copy(update={"findings": [c402.model_copy(update={"status": "fail"})]})
+    assert f"    {first.label}: {first.text}" in _shown(failing)
 
 
 def test_measured_best_of_a_scaling_table(store):

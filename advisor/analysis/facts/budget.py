@@ -31,7 +31,7 @@ CATEGORIES = ("startup", "train_steps", "input_wait", "callbacks", "validation",
 LABELS = {
     "startup": "start-up to the first step (tracing, compiling)",
     "train_steps": "training steps",
-    "input_wait": "of which waiting for input (baseline)",
+    "input_wait": "waiting for input, inside the training steps (baseline)",
     "callbacks": "callbacks (other than checkpoints)",
     "validation": "validation",
     "checkpoint": "checkpoint saves",

@@ -82,11 +82,14 @@ class BudgetView:
         return text
 
     def goodput_line(self) -> Text:
-        """``goodput 46%``, with the goodput had the advisor not been there and the input wait inside it."""
+        """``goodput 46% of the wall clock in training steps (20% of the wall clock waiting for input)``,
+        then the goodput had the advisor not been there."""
         text = Text.assemble(("goodput ", "bold"), (percent(self.goodput, 0, fraction=True), "bold green"))
         text.append(" of the wall clock in training steps", style="dim")
         if self.input_wait is not None and self.input_wait >= OTHER_BELOW:
-            text.append(f", of which {percent(self.input_wait, 0, fraction=True)} waiting for input", style="dim")
+            # A share of the wall clock, as goodput is (not of the goodput): as `show`'s table gives it.
+            text.append(f" ({percent(self.input_wait, 0, fraction=True)} of the wall clock waiting for input)",
+                        style="dim")
         if self.without_advisor is not None:
             text.append(f" · {percent(self.without_advisor, 0, fraction=True)} without the advisor's own time",
                         style="dim")
