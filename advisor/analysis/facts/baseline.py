@@ -100,6 +100,7 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
             out[name] = value
     if real and cached:
         out.update(_bound(record, real, cached, real_rounds))
+        out.update(_beyond_the_inputs_work(out, facts, record, real))
     planned = record.rounds is not None
     if real and record.data_only_samples_per_s:
         out.update(_paired("input.data_only_ratio", record.data_only_rounds, real_rounds, bands.ratio,
@@ -143,6 +144,34 @@ def _bound(record: BaselineRecord, real: float, cached: float, real_rounds: list
         wait = record.batch_size / real - record.batch_size / cached
         out["input.wait_ms_per_step"] = max(0.0, wait) * 1000.0
     return out
+
+
+UNEXPLAINED_FACTOR = 2.0  # margin on the most the input's own CPU work can add to a step
+
+
+def _beyond_the_inputs_work(out: dict[str, Any], facts: dict[str, Any], record: BaselineRecord,
+                            real: float) -> dict[str, Any]:
+    """A cost the input's own work cannot account for is the host's noise, not input cost.
+
+    On a CPU the input adds to a step at most its CPU time for the step's samples — one over its
+    data-only rate, on every core at once if it competes for all of them — so a cached pipeline
+    that delivers 275× the training rate on 2 cores cannot cost 19% of a step (seen beside a busy
+    core: the rounds drifted with the host's load). Not applied where an accelerator trains: a
+    cached batch there also skips the copy to the device, which the data-only rate does not see."""
+    data_only = record.data_only_samples_per_s
+    bound = out.get("input.bound_fraction")
+    if (not out.get("input.bound_outside_band") or not data_only or not isinstance(bound, (int, float))
+            or facts.get("context.device") != "cpu" or facts.get("gpu.present") is True):
+        return {}
+    cpus = facts.get("context.host_cpu_count")
+    cpus = cpus if isinstance(cpus, int) and cpus > 0 else 64
+    most = UNEXPLAINED_FACTOR * cpus * real / data_only
+    if bound <= most:
+        return {}
+    return {"input.bound_outside_band": False,
+            "input.bound_verdict": (f"more than the input's own work can cost: it alone delivers "
+                                    f"{data_only / real:,.0f}× the training rate, at most {most:.1%} of a step "
+                                    f"on {cpus} CPUs; the rest is the host's noise")}
 
 
 def _paired(name: str, arm: list[float | None] | None, real_rounds: list[float | None] | None, combine: Any,
