@@ -15,6 +15,10 @@ actors and placement group (and those the cluster ends with our job when the dri
 
 A second Ctrl-C during the stop skips what is left of it: the processes are killed at once and
 the sweep ends with 130, as an interrupted command does (docs/check.md).
+
+When ``ray.shutdown`` did not return, Ray stays half-connected in this process, and Python's exit
+crashed on it (SIGSEGV, each time it was tried): the process then ends by ``exit_now``
+(``os._exit``), after the summary when the sweep was not interrupted.
 """
 
 from __future__ import annotations
