@@ -256,7 +256,7 @@ def _assert_interrupted(runs: Path, sweep_id: str) -> None:
 def test_ctrl_c_stops_the_workers_and_the_local_ray_instance(tmp_path):
     """Without --address the sweep starts its own Ray instance; Ctrl-C (SIGINT) stops the workers,
     kills the actors and shuts that instance down: nothing the sweep started is left, within the
-    stop's deadline (1.5-17 s here, quiet or beside a busy core)."""
+    stop's deadline (1.5-3 s here, quiet or beside a busy core; a hung ray.shutdown: below)."""
     sweep_id = f"raysigint{os.getpid()}"
     code, err, seconds, started = _interrupted_sweep(
         tmp_path, sweep_id, [sys.executable, "-m", "advisor.cli.main"])
