@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
@@ -93,7 +93,9 @@ def command(
                                partition=partition, account=account, extra=list(sbatch_args))
         record = _slurm(plan, runs_dir, timeout_s, instance_type, options, wait)
     elif launcher == "ray":
-        record = _ray(plan, runs_dir, timeout_s, instance_type, address)
+        record, wedged = _ray(plan, runs_dir, timeout_s, instance_type, address)
+        if wedged:
+            _summary_then_exit(ctx, record, runs_dir, report)
     else:
         from advisor.launch.progress import Display
         from advisor.launch.sweep import new_record, run_sweep
@@ -138,8 +140,9 @@ def _summary(ctx: click.Context, record: SweepRecord, runs_dir: Path, report: bo
 
 
 def _ray(plan: Plan, runs_dir: Path, timeout_s: float, instance_type: str | None,
-         address: str | None) -> SweepRecord:
-    """Run the sweep on a Ray cluster (at ``address``, or a local one started for it)."""
+         address: str | None) -> tuple[SweepRecord, bool]:
+    """Run the sweep on a Ray cluster (at ``address``, or a local one started for it); the record,
+    and whether Ray was left wedged in this process (it did not shut down)."""
     from advisor.launch.progress import Display
     from advisor.launch.ray_cluster import (
         cluster_cpus,
@@ -152,12 +155,28 @@ def _ray(plan: Plan, runs_dir: Path, timeout_s: float, instance_type: str | None
     from advisor.launch.sweep import new_record, run_sweep
 
     record = new_record(plan, "ray", timeout_s, instance_type)
-    with ray_session(address, cluster_cpus(max(processes_of(c) for c in plan.configs))) as ray:
-        check_runs_dir(runs_dir, node_addresses(ray), lambda line: click.echo(line, err=True))
+    with ray_session(address, cluster_cpus(max(processes_of(c) for c in plan.configs))) as session:
+        check_runs_dir(runs_dir, node_addresses(session.ray), lambda line: click.echo(line, err=True))
         with Display(record, runs_dir, measured=measured_rate) as display:
             run_sweep(plan, runs_dir, timeout_s, instance_type, display=display, record=record,
-                      runner=ray_runner(ray))
-    return record
+                      runner=ray_runner(session.ray))
+    return record, session.wedged
+
+
+def _summary_then_exit(ctx: click.Context, record: SweepRecord, runs_dir: Path, report: bool) -> NoReturn:
+    """The summary, then the end of the process without Python's exit, which a Ray that did not
+    shut down would crash (advisor/launch/ray_stop.py)."""
+    from advisor.launch.ray_stop import ERROR_EXIT, exit_now
+
+    code = 0
+    try:
+        _summary(ctx, record, runs_dir, report)
+    except click.exceptions.Exit as exc:
+        code = exc.exit_code
+    except Exception as exc:  # noqa: BLE001 (the process ends below: say why, in one line)
+        click.echo(f"internal error ({type(exc).__name__}: {exc})", err=True)
+        code = ERROR_EXIT
+    exit_now(code)
 
 
 def _slurm(plan: Plan, runs_dir: Path, timeout_s: float, instance_type: str | None,

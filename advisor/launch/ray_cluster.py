@@ -9,23 +9,39 @@ that exits non-zero, or whose actor dies (killed, or its node lost), fails the c
 once; so does the timeout. Whatever happens, the workers are stopped, the actors killed and the
 placement group removed before the next configuration starts.
 
+Ctrl-C stops the sweep the same way, then the Ray session, within ``ray_stop.STOP_DEADLINE_S``
+(35 s) whatever Ray does: each Ray call on the way has a timeout, and the processes of a Ray
+instance the sweep started are killed when Ray has not ended them (``ray_stop``).
+
 Ray is an optional extra (``keras-advisor[ray]``), imported only here and only when used.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from advisor.errors import UsageError
 from advisor.launch.local import TAIL_LINES, Outcome, describe_exit, kill_group, log_tail
 from advisor.launch.plan import Config, Plan, ProcessSpec, free_ports, merged_env
+from advisor.launch.ray_stop import (
+    ACTORS_STOP_S,
+    ERROR_EXIT,
+    INTERRUPTED_EXIT,
+    OwnProcesses,
+    bounded,
+    counting_interrupts,
+    exit_now,
+    stop_session,
+)
 
 EXTRA_HINT = "pip install 'keras-advisor[ray]'"
 # Waiting for a placement group to be placed before the configuration is failed: long enough for
@@ -33,6 +49,7 @@ EXTRA_HINT = "pip install 'keras-advisor[ray]'"
 PLACEMENT_TIMEOUT_S = 120.0
 ACTOR_CALL_TIMEOUT_S = 60.0
 _PR_SET_PDEATHSIG = 1
+log = logging.getLogger("advisor")
 
 
 def require_ray() -> Any:
@@ -52,25 +69,54 @@ def check_ray_plan(plan: Plan) -> None:
                          "local or slurm for it")
 
 
+@dataclass
+class RaySession:
+    """The ``ray`` module, connected; ``wedged`` after the session when Ray did not shut down
+    (the process must then end by ``ray_stop.exit_now``)."""
+
+    ray: Any
+    wedged: bool = False
+
+
 @contextmanager
-def ray_session(address: str | None, num_cpus: int) -> Iterator[Any]:
+def ray_session(address: str | None, num_cpus: int) -> Iterator[RaySession]:
     """Connect to the cluster at ``address``, or start a local one of ``num_cpus`` CPUs for the
-    sweep; a cluster started here is shut down after (a connection is closed)."""
+    sweep; a cluster started here is shut down after (a connection is closed), within a deadline
+    and with its processes killed when Ray does not answer (``ray_stop``). Interrupted with Ray
+    wedged, the process ends here with 130 (2 for an error)."""
     ray = require_ray()
+    session = RaySession(ray)
     started_here = not ray.is_initialized()
-    if started_here:
-        options: dict[str, Any] = {"log_to_driver": False, "logging_level": "WARNING",
-                                   "configure_logging": True}
-        if address:
-            ray.init(address=address, **options)
-        else:
-            # "local": a new instance even where RAY_ADDRESS names a cluster (--address auto uses it)
-            ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, **options)
-    try:
-        yield ray
-    finally:
-        if started_here:
-            ray.shutdown()
+    own = OwnProcesses() if started_here and not address else None
+    options: dict[str, Any] = {"log_to_driver": False, "logging_level": "WARNING", "configure_logging": True}
+    failure: BaseException | None = None
+    with counting_interrupts() as interrupts:
+        try:
+            if own is not None:
+                # "local": a new instance even where RAY_ADDRESS names a cluster (--address auto uses it)
+                ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, **options)
+                own.note()
+            elif started_here:
+                ray.init(address=address, **options)
+            yield session
+        except BaseException as exc:
+            failure = exc
+            raise
+        finally:
+            if started_here:
+                session.wedged = not stop_session(ray, own, interrupts)
+                if session.wedged and failure is not None:
+                    _exit_for(failure)
+
+
+def _exit_for(failure: BaseException) -> NoReturn:
+    """End the process as the CLI would for ``failure``, by ``exit_now`` (Ray is wedged)."""
+    if isinstance(failure, KeyboardInterrupt):
+        exit_now(INTERRUPTED_EXIT)
+    if isinstance(failure, SystemExit) and isinstance(failure.code, int):
+        exit_now(failure.code)
+    log.error("%s", _first_line(failure))
+    exit_now(ERROR_EXIT)
 
 
 def node_addresses(ray: Any) -> list[str]:
@@ -234,16 +280,18 @@ def _tail(ray: Any, actor: Any) -> str:
 
 
 def _clean_up(ray: Any, actors: list[Any], pg: Any, remove: Callable[[Any], None]) -> None:
-    """Stop the workers (TERM, then KILL), kill the actors, remove the placement group."""
-    stops = [actor.stop.remote() for actor in actors]
-    if stops:
-        ray.wait(stops, num_returns=len(stops), timeout=10)
-    for actor in actors:
-        ray.kill(actor, no_restart=True)
-    try:
+    """Stop the workers (TERM, then KILL), kill the actors, remove the placement group: within
+    ``ACTORS_STOP_S`` in all, whatever the cluster does (then the session's stop goes on)."""
+
+    def clean_up() -> None:
+        stops = [actor.stop.remote() for actor in actors]
+        if stops:
+            ray.wait(stops, num_returns=len(stops), timeout=10)
+        for actor in actors:
+            ray.kill(actor, no_restart=True)
         remove(pg)
-    except Exception:  # noqa: BLE001 (already gone with its cluster)
-        pass
+
+    bounded(clean_up, ACTORS_STOP_S, "the configuration's Ray cleanup")
 
 
 def _first_line(exc: BaseException) -> str:

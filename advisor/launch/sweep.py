@@ -2,11 +2,13 @@
 
 A configuration that fails (a worker dies, or it runs past its timeout) is recorded with the
 reason, its log tail and a hint where the failure is a known one; the sweep goes on with the next.
+Ctrl-C fails the running configuration as interrupted, and the sweep ends there.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -30,6 +32,8 @@ if TYPE_CHECKING:
 DEFAULT_TIMEOUT_S = 1800.0
 # Slurm ends a job at its --time (whole minutes); the follower cancels it only if it missed that.
 SLURM_GRACE_S = 120.0
+# The reason of the configuration Ctrl-C stopped (the ones after it stay pending).
+INTERRUPTED = "interrupted (Ctrl-C): the sweep was stopped"
 log = logging.getLogger("advisor")
 
 
@@ -89,7 +93,14 @@ def run_sweep(
             horovod_timeline_path(runs_dir, plan.sweep_id, config).parent.mkdir(parents=True, exist_ok=True)
         tick = (lambda elapsed, r=rec: display.tick(r, elapsed)) if display is not None else None
         specs = partial(_processes, config, plan, runs_dir, instance_type)
-        outcome = runner(config, specs, logs_root / config.label, timeout_s, tick)
+        started = time.monotonic()
+        try:
+            outcome = runner(config, specs, logs_root / config.label, timeout_s, tick)
+        except KeyboardInterrupt:  # the runner has stopped the workers: say so before going
+            rec.status, rec.reason = "failed", INTERRUPTED
+            rec.seconds = round(time.monotonic() - started, 3)
+            write_sweep(runs_dir, record)
+            raise
         rec.status = "finished" if outcome.status == "finished" else "failed"
         rec.seconds = round(outcome.seconds, 3)
         rec.logs = outcome.logs

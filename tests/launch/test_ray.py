@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -64,3 +65,34 @@ def test_the_role_tags_the_ray_job_nodes_and_actors():
                  "ADVISOR_RAY_ACTORS": "a1,b2"}).tags()
     assert tags == {"scale.strategy": "multiworker", "scale.workers": "2", "ray.job_id": "02000000",
                     "ray.nodes": "10.0.0.5 (ab12cd34),10.0.0.6 (ef56ab78)", "ray.actors": "a1,b2"}
+
+
+def test_own_processes_are_the_children_started_after_it_and_their_descendants():
+    """What the Ray launcher kills when Ray does not shut down: a child that was there before
+    (another cluster's, say) survives; a new child and its own child are killed."""
+    import subprocess
+
+    import psutil
+
+    from advisor.launch.ray_stop import OwnProcesses
+
+    sleep = [sys.executable, "-c", "import time; time.sleep(120)"]
+    before = subprocess.Popen(sleep)
+    try:
+        own = OwnProcesses()
+        parent = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time; "
+                                   f"subprocess.Popen({sleep!r}); time.sleep(120)"])
+        deadline = time.monotonic() + 30
+        while not psutil.Process(parent.pid).children():
+            assert time.monotonic() < deadline, "the grandchild did not start"
+            time.sleep(0.05)
+        (grandchild,) = psutil.Process(parent.pid).children()
+        own.note()
+        assert sorted(p.pid for p in own.alive()) == sorted([parent.pid, grandchild.pid])
+        assert own.kill() == []
+        parent.wait(10)
+        assert not grandchild.is_running() or grandchild.status() == psutil.STATUS_ZOMBIE
+        assert before.poll() is None  # not ours: left running
+    finally:
+        before.kill()
+        before.wait()
