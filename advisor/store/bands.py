@@ -128,6 +128,17 @@ def input_cost(real: float, cached: float) -> float:
     return 1.0 - real / cached
 
 
+UNEXPLAINED_FACTOR = 2.0  # margin on the most the input's own CPU work can add to a step
+
+
+def most_input_cost(real: float, data_only: float, cpus: int | None) -> float:
+    """The largest share of a CPU step the input's own work can cost: its CPU time for the step's
+    samples (one over its data-only rate, on every core at once if it competes for all of them),
+    with a margin of UNEXPLAINED_FACTOR. A measured cost above it is the host's noise."""
+    cores = cpus if isinstance(cpus, int) and cpus > 0 else 64
+    return UNEXPLAINED_FACTOR * cores * real / data_only
+
+
 def relative_gain(faster: float, real: float) -> float:
     return faster / real - 1.0
 

@@ -146,9 +146,6 @@ def _bound(record: BaselineRecord, real: float, cached: float, real_rounds: list
     return out
 
 
-UNEXPLAINED_FACTOR = 2.0  # margin on the most the input's own CPU work can add to a step
-
-
 def _beyond_the_inputs_work(out: dict[str, Any], facts: dict[str, Any], record: BaselineRecord,
                             real: float) -> dict[str, Any]:
     """A cost the input's own work cannot account for is the host's noise, not input cost.
@@ -164,10 +161,10 @@ def _beyond_the_inputs_work(out: dict[str, Any], facts: dict[str, Any], record: 
             or facts.get("context.device") != "cpu" or facts.get("gpu.present") is True):
         return {}
     cpus = facts.get("context.host_cpu_count")
-    cpus = cpus if isinstance(cpus, int) and cpus > 0 else 64
-    most = UNEXPLAINED_FACTOR * cpus * real / data_only
+    most = bands.most_input_cost(real, data_only, cpus)
     if bound <= most:
         return {}
+    cpus = cpus if isinstance(cpus, int) and cpus > 0 else 64
     return {"input.bound_outside_band": False,
             "input.bound_verdict": (f"more than the input's own work can cost: it alone delivers "
                                     f"{data_only / real:,.0f}× the training rate, at most {most:.1%} of a step "
