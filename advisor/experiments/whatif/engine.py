@@ -131,13 +131,13 @@ class _Run:
         return self.end - self.reserve - time.perf_counter()
 
     def segment(self, trial: Trial, seconds: float, min_steps: int, deadline: float) -> Segment | None:
-        """A segment that stops early enough for its own teardown (the longest this trial had so
-        far; before its first, the longest of any) to end within the budget: the last segment's
-        teardown comes after every check. Per trial, because teardowns differ by far: a torch
-        DataLoader's worker processes take seconds to stop, a tf.data iterator milliseconds."""
+        """A segment that stops early enough for its own teardown (the longest this trial's, else any's:
+        a DataLoader's workers take seconds, a tf.data iterator ms) to end within the budget."""
         own = self.teardowns.setdefault(trial.name, [])
         expected = max(own) if own else max((max(t) for t in self.teardowns.values() if t), default=0.0)
-        stop_by = min(deadline, self.end - self.reserve - expected)
+        # two of *this* trial's steps past its stop (a batch ×4 step is four unchanged ones)
+        steps = 2.0 * (self.situation.step_seconds or 0.0) * trial.spe * trial.batch_size / max(1, self.situation.unchanged.batch_size)
+        stop_by = min(deadline, self.end - self.reserve - expected, self.end - self.end_seconds - expected - steps)
         if stop_by - time.perf_counter() <= self.fit_start:  # its start and teardown do not fit: not started
             self.stop.check()
             return None
