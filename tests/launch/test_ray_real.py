@@ -198,6 +198,35 @@ HANG_SHUTDOWN = ("import sys, time, ray._private.worker as worker\n"
 MARGIN_S = 30.0
 
 
+def _as_from_a_terminal() -> None:
+    """In the child, before exec: SIGINT deliverable and at its default, as a shell started from a
+    terminal leaves it. The suite's worker is the parent, and whatever its earlier tests left in
+    its signal mask or dispositions (it is a Ray driver in this module) must not decide whether a
+    Ctrl-C reaches the sweep: under the suite, on fresh clones only, the sweep once ignored it."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _signal_state(pid: int) -> str:
+    """The process's signal masks (/proc), for a failure's message."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            return ", ".join(line.strip() for line in status if line.startswith(("SigBlk", "SigIgn", "SigCgt")))
+    except OSError as exc:
+        return f"no signal state: {exc}"
+
+
+def _py_spy(pid: int) -> str:
+    """Where the process's threads are, if py-spy is installed (for a failure's message)."""
+    spy = shutil.which("py-spy")
+    if spy is None:
+        return "(py-spy not installed: no stacks)"
+    try:
+        return subprocess.run([spy, "dump", "--pid", str(pid)], capture_output=True, text=True, timeout=30).stdout[-4000:]
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"py-spy failed: {exc}"
+
+
 def _interrupted_sweep(runs: Path, sweep_id: str, python: list[str], again: bool = False):
     """Start a ray sweep without --address (its own Ray instance) by ``python`` (the interpreter
     and how it runs the CLI), Ctrl-C it once its two workers run (``again``: a second time once it
@@ -209,7 +238,8 @@ def _interrupted_sweep(runs: Path, sweep_id: str, python: list[str], again: bool
          # ~5 min of training, far longer than the test waits: a busy host that starts the workers
          # late (50 epochs, ~8 s, once finished before the Ctrl-C came) cannot end the run first
          sys.executable, TRAIN, *TINY, "--epochs", "2000"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+        preexec_fn=_as_from_a_terminal)
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)
     reader.start()
@@ -229,7 +259,11 @@ def _interrupted_sweep(runs: Path, sweep_id: str, python: list[str], again: bool
                 assert proc.poll() is None and time.monotonic() - t0 < 60, "".join(lines)[-2000:]
                 time.sleep(0.1)
             proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=120)
+        try:
+            proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"Ctrl-C did not end the sweep within 120 s; {_signal_state(proc.pid)}; stderr: "
+                        f"{''.join(lines)[-1500:]}\n{_py_spy(proc.pid)}")
         seconds = time.monotonic() - t0
     finally:
         if proc.poll() is None:  # a failed test leaves nothing of the sweep running for the rest of the suite
