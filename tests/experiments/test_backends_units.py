@@ -123,3 +123,22 @@ def test_whatif_backends_only_runs_the_backend_whatif(monkeypatch) -> None:
     result = advisor.whatif(model, (np.ones((64, 2)), np.ones(64)), candidates=["backends"], backends_max_seconds=42)
     assert result.backends is fake and calls[0]["max_seconds"] == 42 and not result.candidates
     assert result.summary() == "backends: no backend measured"
+
+
+def test_stopping_a_candidate_whose_process_has_gone_does_not_raise(tmp_path):
+    """A candidate's process that exited on its own (killed by a loaded host's timeout, a crash)
+    leaves the "stop" line unsent in the pipe's buffer; closing the pipe must not raise
+    BrokenPipeError out of the what-if (seen beside a busy core on a fresh clone). A real process."""
+    import subprocess
+    import sys
+
+    from advisor.experiments.backends.result import BackendCandidate, Config
+    from advisor.experiments.backends.runner import _Child
+
+    proc = subprocess.Popen([sys.executable, "-c", "pass"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            start_new_session=True)
+    proc.wait()
+    child = _Child(BackendCandidate(Config("jax", True)), proc, tmp_path / "stderr.txt")
+    child.send("stop")  # the pipe is broken: the line stays in its buffer
+    child.stop()  # no BrokenPipeError
+    assert proc.stdin is not None and proc.stdin.closed

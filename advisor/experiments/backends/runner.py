@@ -167,7 +167,10 @@ class _Child:
         self.proc.wait()
         for stream in (self.proc.stdin, self.proc.stdout):
             if stream is not None:
-                stream.close()
+                try:
+                    stream.close()
+                except OSError:  # a "stop" still buffered for a child that has gone: nobody reads it
+                    pass
 
 
 def start_child(exported: Exported, config: Config, workdir: Path, *, seconds: float, rounds: int,
