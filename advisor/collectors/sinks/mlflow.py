@@ -36,6 +36,8 @@ log = logging.getLogger("advisor")
 
 EXPORT_TIMEOUT_S = 120.0  # $ADVISOR_MLFLOW_EXPORT_TIMEOUT_S overrides
 JOIN_TIMEOUT_S = 10.0
+FLUSH_S = 5.0  # the logging thread writes what it holds at most this often (one log_batch)
+BATCH_LIMIT = 1000  # metrics per log_batch (MLflow's own limit)
 _STOP = object()
 # MLflow param name → the context fact it comes from (context.<key>)
 
@@ -93,16 +95,28 @@ class MlflowCollector(Collector):
             self._client = MlflowClient(tracking_uri=self.tracking_uri)
             self._client.set_tag(self.run_id, "advisor.run_id", self.session.writer.run_id)
             self._log_params()
+            # Points are gathered and written together every FLUSH_S: a store's write (SQLAlchemy,
+            # a transaction) costs tens of ms of this thread's CPU and GIL, which a fit of short
+            # epochs paid at every window (a 20 s fit of 0.3 s epochs ran ~19% slower on 2 cores).
+            pending: list[Any] = []
+            last = time.monotonic()
             while True:
-                record = self._queue.get()
+                wait = max(0.0, last + FLUSH_S - time.monotonic()) if pending else None
+                try:
+                    record = self._queue.get(timeout=wait)
+                except queue.Empty:
+                    record = None
+                if record is not None and record is not _STOP:
+                    point = series.add(record)
+                    if point is not None:
+                        pending += [Metric(k, float(v), point.timestamp_ms, point.step) for k, v in point.keyed().items()]
+                if pending and (record is _STOP or time.monotonic() - last >= FLUSH_S):
+                    for start in range(0, len(pending), BATCH_LIMIT):
+                        self._client.log_batch(self.run_id, metrics=pending[start:start + BATCH_LIMIT], synchronous=True)
+                    self.logged += len(pending)
+                    pending, last = [], time.monotonic()
                 if record is _STOP:
                     return
-                point = series.add(record)
-                if point is None:
-                    continue
-                metrics = [Metric(k, float(v), point.timestamp_ms, point.step) for k, v in point.keyed().items()]
-                self._client.log_batch(self.run_id, metrics=metrics, synchronous=True)
-                self.logged += len(metrics)
         except Exception as exc:
             self.error = f"{type(exc).__name__}: {exc}"
             self._note("warning", f"logging to MLflow failed ({self.error}); it is switched off, training goes on")
