@@ -111,6 +111,11 @@ class Run:
             self._index[key] = found
         return list(found)
 
+    def chief_of_type(self, cls: type[R]) -> list[R]:
+        """Records of one type from the chief (the lowest rank present): what the job reports once."""
+        ranks = self.ranks
+        return self.of_type(cls, rank=ranks[0] if ranks else None)
+
     def all_records(self) -> Iterator[tuple[int, Record]]:
         for rank in self.ranks:
             for record in self.records[rank]:

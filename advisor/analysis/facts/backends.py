@@ -49,8 +49,7 @@ def _relative_band(rounds: list[float]) -> float | None:
 def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any]:
     from advisor.store.schema import BackendsRecord
 
-    ranks = run.ranks
-    records = run.of_type(BackendsRecord, rank=ranks[0] if ranks else None)
+    records = run.chief_of_type(BackendsRecord)
     if not records:
         return {}
     record = records[-1]

@@ -59,7 +59,7 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
     from advisor.store.schema import BaselineRecord
 
     ranks = run.ranks
-    records = run.of_type(BaselineRecord, rank=ranks[0] if ranks else None)
+    records = run.chief_of_type(BaselineRecord)
     if not records:
         return {}
     record = records[-1]

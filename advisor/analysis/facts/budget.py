@@ -98,7 +98,7 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
     from advisor.store.schema import BaselineRecord, BudgetRecord
 
     ranks = run.ranks
-    records = run.of_type(BudgetRecord, rank=ranks[0] if ranks else None)
+    records = run.chief_of_type(BudgetRecord)
     out: dict[str, Any] = {}
     if records:
         chief = ranks[0] if ranks else 0
@@ -107,7 +107,7 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
         last_t = max((r.t for rank, r in run.all_records() if rank == chief and r.type not in ("end", "event")),
                      default=None)
         out.update(_budget(records[-1], facts, last_t))
-    baselines = run.of_type(BaselineRecord, rank=ranks[0] if ranks else None)
+    baselines = run.chief_of_type(BaselineRecord)
     if baselines and baselines[-1].hooks_rounds:
         out.update(_ceiling(baselines[-1]))
     return out

@@ -34,8 +34,7 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
     from advisor.store.schema import FactsRecord, PipelineRecord
 
     out: dict[str, Any] = {}
-    ranks = run.ranks
-    pipelines = run.of_type(PipelineRecord, rank=ranks[0] if ranks else None)
+    pipelines = run.chief_of_type(PipelineRecord)
     if pipelines:
         values = pipelines[-1].values
         cloud = values.get("cloud") or {}

@@ -51,8 +51,7 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
 
     names = {f.name for f in FACTS}
     out: dict[str, Any] = {}
-    ranks = run.ranks
-    for record in run.of_type(ContextRecord, rank=ranks[0] if ranks else None):
+    for record in run.chief_of_type(ContextRecord):
         for key, value in record.values.items():
             if key in names and value is not None:
                 out[key] = value

@@ -46,8 +46,7 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
     from advisor.analysis.pipeline_advice import pipeline_facts
     from advisor.store.schema import PipelineRecord
 
-    ranks = run.ranks
-    records = run.of_type(PipelineRecord, rank=ranks[0] if ranks else None)
+    records = run.chief_of_type(PipelineRecord)
     if not records:
         return {}
     return pipeline_facts(records[-1].values)

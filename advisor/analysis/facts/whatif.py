@@ -59,8 +59,7 @@ FACTS = (
 def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any]:
     from advisor.store.schema import WhatIfRecord
 
-    ranks = run.ranks
-    records = run.of_type(WhatIfRecord, rank=ranks[0] if ranks else None)
+    records = run.chief_of_type(WhatIfRecord)
     if not records:
         return {}
     record = records[-1]
