@@ -71,19 +71,18 @@ def cache(name: str, pick: Any, what: str) -> Any:
             raise NotApplicable(f"the pipeline has no {what} without a cache after it")
         card = cardinality(s.dataset)
         step = s.step_seconds or 0.0
-        if card != INFINITE and card > 0:
-            elements, batches = None, card  # the whole epoch, as `.cache()` would hold it
-        elif card != INFINITE and s.unchanged.epoch_length:  # finite, its length seen in training
-            elements, batches = None, s.unchanged.epoch_length
+        # The whole epoch, as `.cache()` would hold it (its length from the pipeline, else as seen
+        # in training); an endless pipeline, or an epoch that would not fill within the time a fill
+        # may take, is cached on a prefix that is repeated, so the cached steady state is measured.
+        epoch = card if card != INFINITE and card > 0 else (s.unchanged.epoch_length if card != INFINITE else None)
+        batches = max(8, min(MAX_CACHE_BATCHES, int(s.fill_seconds / step) if step > 0 else 8))
+        whole = epoch is not None and (batches >= epoch or epoch * step <= s.fill_seconds)
+        if whole:
+            assert epoch is not None
+            elements, batches = None, epoch
         else:
-            batches = _prefix_batches(s, step)
-            elements = _prefix_elements(s, stage, batches)
-        epoch = batches if elements is None else None
-        if epoch is not None and step > 0 and epoch * step > s.fill_seconds and _prefix_batches(s, step) < epoch:
-            # A whole epoch would not fill within the time a fill may take: a prefix of the epoch
-            # is cached and repeated instead, so the cached steady state is still measured.
-            batches = _prefix_batches(s, step)
-            elements = _prefix_elements(s, stage, batches)
+            later = s.stages[s.stages.index(stage) + 1:]
+            elements = batches * s.batch_size if any(st.get("kind") == "batch" for st in later) else batches
         dataset = rebuilt(s, cache_after(stage["node"], elements))
         puller = GraphPuller()
 
@@ -93,7 +92,7 @@ def cache(name: str, pick: Any, what: str) -> Any:
         where = stage_label(stage)
         if any(st.get("kind") == "shuffle" for st in s.stages[:s.stages.index(stage)]):
             where += ", placed before the shuffle in your code"
-        if epoch is None or elements is None:
+        if whole or epoch is None:
             return variant(s, name, f"ds.cache() after {where} (filled once, as the first epoch would)",
                             dataset, fill=fill, fill_estimate=batches * step)
         base = s.unchanged
@@ -103,17 +102,6 @@ def cache(name: str, pick: Any, what: str) -> Any:
                      epoch_steps=epoch, spe=base.spe, fill=fill, fill_estimate=batches * step)
 
     return build
-
-
-def _prefix_batches(s: Situation, step: float) -> int:
-    """How many batches a bounded cache holds: what one fill may read, within [8, MAX_CACHE_BATCHES]."""
-    return max(8, min(MAX_CACHE_BATCHES, int(s.fill_seconds / step) if step > 0 else 8))
-
-
-def _prefix_elements(s: Situation, stage: dict[str, Any], batches: int) -> int:
-    """The elements after ``stage`` that make ``batches`` batches (per element if it is batched later)."""
-    later = s.stages[s.stages.index(stage) + 1:]
-    return batches * s.batch_size if any(st.get("kind") == "batch" for st in later) else batches
 
 
 def _fill(puller: Any, dataset: Any, batches: int, deadline: float, stop: Any) -> None:
