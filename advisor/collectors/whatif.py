@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from typing import Any
 
 from advisor.collectors.base import Collector, Notes, Session
 from advisor.experiments.settings import (
@@ -35,7 +34,7 @@ from advisor.experiments.whatif import (
     run_whatif,
     unchanged_trial,
 )
-from advisor.store.bands import most_input_cost
+from advisor.store.bands import beyond_the_inputs_work
 
 log = logging.getLogger("advisor")
 BACKENDS = WHATIF_PROCESS_NAMES[0]
@@ -87,15 +86,6 @@ def _training_step_seconds(notes: Notes, batch_size: int) -> float | None:
     return batch_size / float(rate) if isinstance(rate, (int, float)) and rate > 0 and batch_size else None
 
 
-def _beyond_the_inputs_work(cost: float, baseline: Any, context: Any) -> bool:
-    """The cost is more than the input's own work can explain on a CPU (as the analysis reads it,
-    ``analysis/facts/baseline.py``): the host's noise, nothing a what-if could fix."""
-    real, data_only = getattr(baseline, "real_samples_per_s", None), getattr(baseline, "data_only_samples_per_s", None)
-    if context.get("context.device") != "cpu" or not real or not data_only:
-        return False
-    return cost > most_input_cost(real, data_only, context.get("context.host_cpu_count"))
-
-
 def needed(session: Session, budget: float) -> str | None:
     """Why the default what-if (``whatif="needed"``) should run after this fit, or None: what
     training measured points to a change it can try, the budget can hold it, one worker."""
@@ -105,7 +95,10 @@ def needed(session: Session, budget: float) -> str | None:
     baseline = notes.baseline
     cost = getattr(baseline, "bound_fraction", None)
     if (isinstance(cost, (int, float)) and cost >= NEEDED_INPUT_COST and getattr(baseline, "bound_outside_band", False)
-            and not _beyond_the_inputs_work(cost, baseline, notes.context)):
+            and beyond_the_inputs_work(cost, getattr(baseline, "real_samples_per_s", None),
+                                       getattr(baseline, "data_only_samples_per_s", None),
+                                       notes.context.get("context.host_cpu_count"),
+                                       notes.context.get("context.device")) is None):
         return f"the input costs {cost:.0%} of step time"
     if notes.context.get("context.run_eagerly"):
         return "the step runs eagerly"

@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from advisor.stats import median
 
@@ -131,12 +132,19 @@ def input_cost(real: float, cached: float) -> float:
 UNEXPLAINED_FACTOR = 2.0  # margin on the most the input's own CPU work can add to a step
 
 
-def most_input_cost(real: float, data_only: float, cpus: int | None) -> float:
-    """The largest share of a CPU step the input's own work can cost: its CPU time for the step's
-    samples (one over its data-only rate, on every core at once if it competes for all of them),
-    with a margin of UNEXPLAINED_FACTOR. A measured cost above it is the host's noise."""
+def beyond_the_inputs_work(cost: float, real: float | None, data_only: float | None, cpus: Any,
+                           device: Any) -> float | None:
+    """The largest share of a CPU step the input's own work can cost, when ``cost`` is above it
+    (a cost the host's noise made, not the input); else None. The input adds at most its CPU time
+    for the step's samples: one over its data-only rate, on every core at once if it competes for
+    all of them, with a margin of UNEXPLAINED_FACTOR (``cpus`` unknown: 64). Only on a CPU: on an
+    accelerator a cached batch also skips the copy to the device, which the data-only rate does
+    not see."""
+    if device != "cpu" or not real or not data_only:
+        return None
     cores = cpus if isinstance(cpus, int) and cpus > 0 else 64
-    return UNEXPLAINED_FACTOR * cores * real / data_only
+    most = UNEXPLAINED_FACTOR * cores * real / data_only
+    return most if cost > most else None
 
 
 def relative_gain(faster: float, real: float) -> float:

@@ -148,27 +148,21 @@ def _bound(record: BaselineRecord, real: float, cached: float, real_rounds: list
 
 def _beyond_the_inputs_work(out: dict[str, Any], facts: dict[str, Any], record: BaselineRecord,
                             real: float) -> dict[str, Any]:
-    """A cost the input's own work cannot account for is the host's noise, not input cost.
-
-    On a CPU the input adds to a step at most its CPU time for the step's samples — one over its
-    data-only rate, on every core at once if it competes for all of them — so a cached pipeline
-    that delivers 275× the training rate on 2 cores cannot cost 19% of a step (seen beside a busy
-    core: the rounds drifted with the host's load). Not applied where an accelerator trains: a
-    cached batch there also skips the copy to the device, which the data-only rate does not see."""
-    data_only = record.data_only_samples_per_s
-    bound = out.get("input.bound_fraction")
-    if (not out.get("input.bound_outside_band") or not data_only or not isinstance(bound, (int, float))
-            or facts.get("context.device") != "cpu" or facts.get("gpu.present") is True):
+    """A cost the input's own work cannot account for is the host's noise, not input cost
+    (``bands.beyond_the_inputs_work``): a cached pipeline that delivers 275× the training rate on
+    2 cores cannot cost 19% of a step (seen beside a busy core: the rounds drifted with the load)."""
+    bound, data_only = out.get("input.bound_fraction"), record.data_only_samples_per_s
+    if not out.get("input.bound_outside_band") or not isinstance(bound, (int, float)):
         return {}
     cpus = facts.get("context.host_cpu_count")
-    most = bands.most_input_cost(real, data_only, cpus)
-    if bound <= most:
+    most = bands.beyond_the_inputs_work(bound, real, data_only, cpus, facts.get("context.device"))
+    if most is None or not data_only:
         return {}
-    cpus = cpus if isinstance(cpus, int) and cpus > 0 else 64
+    on = f" on {cpus} CPUs" if isinstance(cpus, int) else ""
     return {"input.bound_outside_band": False,
             "input.bound_verdict": (f"more than the input's own work can cost: it alone delivers "
-                                    f"{data_only / real:,.0f}× the training rate, at most {most:.1%} of a step "
-                                    f"on {cpus} CPUs; the rest is the host's noise")}
+                                    f"{data_only / real:,.0f}× the training rate, at most {most:.1%} of a step"
+                                    f"{on}; the rest is the host's noise")}
 
 
 def _paired(name: str, arm: list[float | None] | None, real_rounds: list[float | None] | None, combine: Any,
