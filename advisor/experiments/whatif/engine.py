@@ -135,9 +135,9 @@ class _Run:
         a DataLoader's workers take seconds, a tf.data iterator ms) to end within the budget."""
         own = self.teardowns.setdefault(trial.name, [])
         expected = max(own) if own else max((max(t) for t in self.teardowns.values() if t), default=0.0)
-        # two of *this* trial's steps past its stop (a batch ×4 step is four unchanged ones)
-        steps = 2.0 * (self.situation.step_seconds or 0.0) * trial.spe * trial.batch_size / max(1, self.situation.unchanged.batch_size)
-        stop_by = min(deadline, self.end - self.reserve - expected, self.end - self.end_seconds - expected - steps)
+        unchanged = self.situation.unchanged  # the step reserve, in *this* trial's steps (batch ×4: four)
+        size = max(1.0, trial.spe * trial.batch_size / max(1, unchanged.spe * unchanged.batch_size))
+        stop_by = min(deadline, self.end - self.end_seconds - self.step_reserve * size - expected)
         if stop_by - time.perf_counter() <= self.fit_start:  # its start and teardown do not fit: not started
             self.stop.check()
             return None
