@@ -7,8 +7,9 @@ with an epoch every 180 windows, a context, a pipeline and a baseline record —
 ``--samples-every S``, one GPU and one host sample every S seconds. Then, alternating in fresh
 processes: ``python -c pass`` and ``advisor check RUN --format json`` on the full run and on runs
 of 1/8, 1/4 and 1/2 of its windows. Linear cost shows as time per window that stays flat (the
-ratio of the full run to the half run near 2, not 4). In process it also times reading the run
-and deriving the facts. The target is `advisor check` under 2 s on 60,000 windows.
+ratio of the full run to the half run near 2, not 4). The full run is also checked as re-serialised
+lines (``json.dumps`` with its spaces, as a hand-edited file). In process it also times reading the
+run and deriving the facts. The target is `advisor check` under 2 s on 60,000 windows.
 """
 
 from __future__ import annotations
@@ -83,6 +84,20 @@ def write_run(root: Path, run_id: str, windows: int, samples_every: float = 0.0)
     return w.path
 
 
+def reserialised(run: Path, root: Path) -> Path:
+    """A copy of ``run`` whose lines are re-serialised with spaces (``json.dumps`` defaults), as a
+    hand-edited file or another tool's rewrite would leave them: they must read as fast."""
+    import json
+    import shutil
+
+    copy = root / f"{run.name}-spaced"
+    shutil.copytree(run, copy)
+    for file in copy.glob("worker-*.jsonl"):
+        lines = file.read_bytes().splitlines()
+        file.write_bytes(b"".join(json.dumps(json.loads(line)).encode() + b"\n" for line in lines))
+    return copy
+
+
 def timed(cmd: list[str]) -> float:
     t0 = time.perf_counter()
     done = subprocess.run(cmd, check=False, capture_output=True, timeout=600)
@@ -114,6 +129,8 @@ def main() -> int:
 
         commands = {"python -c pass": [sys.executable, "-c", "pass"]}
         commands.update({f"advisor check, {n:,} windows": check_cmd(runs[n]) for n in sizes})
+        spaced = reserialised(full, Path(tmp))
+        commands[f"  the same, re-serialised ({args.windows:,})"] = check_cmd(spaced)
         times: dict[str, list[float]] = {name: [] for name in commands}
         for _ in range(args.repeats):  # alternate, so that machine noise hits every command alike
             for name, cmd in commands.items():
