@@ -142,3 +142,22 @@ def test_stopping_a_candidate_whose_process_has_gone_does_not_raise(tmp_path):
     child.send("stop")  # the pipe is broken: the line stays in its buffer
     child.stop()  # no BrokenPipeError
     assert proc.stdin is not None and proc.stdin.closed
+
+
+def test_the_warm_up_paces_segments_by_its_last_fit_not_a_second_compile() -> None:
+    """torch.compile compiles again on the second ``fit`` call: a pace that counted it made 2-step
+    segments running at half the compiled speed. A scripted ``fit`` (step 1 ms, its first call here
+    2 s slower) stands for the child's own, which needs a backend."""
+    from advisor.experiments.backends.child import warm
+
+    calls: list[int] = []
+
+    def fit(steps: int) -> tuple[int, float]:
+        calls.append(steps)
+        return steps, steps * 0.001 + (2.0 if len(calls) == 1 else 0.0)
+
+    pace, recompile = warm(fit, warmup=0.0)
+    assert calls == [3, 6]  # one fit after the slow one, even when the warm-up time is spent
+    assert pace == pytest.approx(0.001) and recompile == pytest.approx(2.0)
+    pace, recompile = warm(lambda steps: (steps, steps * 0.001), warmup=0.0)
+    assert pace == pytest.approx(0.001) and recompile == pytest.approx(0.0)
