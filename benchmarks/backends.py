@@ -2,6 +2,7 @@
 
     python benchmarks/backends.py [--families mlp,cnn,rnn] [--candidates all|jax+jit,torch,...]
                                   [--seconds 3] [--fit-seconds 3] [--passes 5] [--torch-threads 1]
+                                  [--tf-threads 1]
 
 For each model family (an MLP, a small CNN, a small LSTM) the script runs the backend what-if
 (``advisor.experiments.backends.measure_backends``: cached batches, each candidate in a fresh
@@ -17,7 +18,13 @@ Whole fits include Keras's array input (shuffling, batching; the what-if leaves 
 a gap can be the input's share; their arrays are repeated (``--fit-repeat 4``) so that an epoch
 holds 256 steps, as the what-if's segments do: on 64-step epochs TensorFlow's cost per epoch
 (~30 ms on the development VM, its iterator) is ~20% of an MLP's epoch and the what-if, which
-counts it once per 256 steps, does not see it. Timings vary by machine.
+counts it once per 256 steps, does not see it. Every process runs its framework's ops on one
+thread (``--torch-threads``, ``--tf-threads``): on the 2-vCPU development VM TensorFlow's two
+intra-op threads made some fits run at half speed, fit by fit, in the what-if and the whole fits
+alike, and a median of a few such fits decided nothing. The ranking line compares the two
+orders pair by pair: a pair ordered the other way round is a conflict when either measurement
+separates the two beyond their bands, and a tie (noise in both) otherwise. Timings vary by
+machine.
 """
 
 from __future__ import annotations
@@ -77,12 +84,22 @@ def fit_child(args: argparse.Namespace) -> None:
         x, y = found["x"], found["y"]
     x, y = np.concatenate([x] * args.fit_repeat), np.concatenate([y] * args.fit_repeat)  # epochs as long as the what-if's
     model.fit(x, y, batch_size=BATCH, epochs=1, steps_per_epoch=5, verbose=0)  # compiling
+    # Whole epochs of the repeated arrays (256 steps, as the what-if's), as many as fill a timed fit.
+    # Sized from a warm whole epoch: sized from 10 steps, which carry a fit call's own cost
+    # (TensorFlow's ~30-150 ms here), the fits were ~100 steps long and TensorFlow's own ran at
+    # 0.6x its rate in longer ones.
+    steps = len(x) // BATCH
     started = time.perf_counter()
-    model.fit(x, y, batch_size=BATCH, epochs=1, steps_per_epoch=10, verbose=0)
-    step = (time.perf_counter() - started) / 10
+    model.fit(x, y, batch_size=BATCH, epochs=1, steps_per_epoch=steps, verbose=0)
+    epoch = time.perf_counter() - started
     part = args.fit_seconds / 3  # one timed fit
-    steps = max(10, min(len(x) // BATCH, int(part / max(step, 1e-6))))
-    epochs = max(1, int(part / max(step * steps, 1e-6)))
+    if epoch > part:  # a slow candidate (JAX without jit: ~0.4 s a step of the LSTM): shorter epochs
+        steps = max(10, int(steps * part / epoch))
+        epoch *= steps / (len(x) // BATCH)
+    epochs = max(1, round(part / max(epoch, 1e-6)))
+    # One fit of that size left out: the first ran at half speed more often than not (TensorFlow's
+    # CNN: 12 k then 24 k samples/s), and an outlier in every candidate's first pass widened the bands.
+    model.fit(x, y, batch_size=BATCH, epochs=epochs, steps_per_epoch=steps, verbose=0)
     print(PREFIX + json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         if line.strip() != "fit":
@@ -125,9 +142,12 @@ def whole_fits(model_path: Path, data_path: Path, configs: dict[str, tuple[str, 
         for _ in range(args.passes):
             for name, proc in procs.items():
                 assert proc.stdin is not None
-                proc.stdin.write("fit\n")
-                proc.stdin.flush()
-                found = _answer(proc)
+                try:
+                    proc.stdin.write("fit\n")
+                    proc.stdin.flush()
+                    found = _answer(proc)
+                except OSError:  # the process has gone (its stderr is not kept: rerun it alone to see why)
+                    found = None
                 rates[name].append(float(found["samples_per_s"]) if found else float("nan"))
     finally:
         for proc in procs.values():
@@ -141,10 +161,30 @@ def paired(rates: list[float], own: list[float]) -> tuple[float | None, float | 
     from advisor.stats import median
     from advisor.store import bands
 
-    ratios = bands.paired(rates, own, lambda a, b: a / b)
+    kept = [(a, b) for a, b in zip(rates, own) if a == a and b == b]  # a pass whose process had gone: NaN
+    ratios = bands.paired([a for a, _ in kept], [b for _, b in kept], lambda a, b: a / b)
     found = bands.band(ratios)
     return (median(ratios) if ratios else None,
             found.half_width / found.value if found is not None and found.value else None)
+
+
+def ranking_conflicts(whatif: dict[str, tuple[float, float]],
+                      fits: dict[str, tuple[float, float]]) -> tuple[list[str], list[str]]:
+    """Pairs ranked the other way round by the what-if and by whole fits (each: speedup and its
+    relative band): a conflict when either measurement separates the two beyond their bands
+    (``a>b``), a tie when neither does (``a~b``: their order is noise in both)."""
+    conflicts, ties = [], []
+    names = list(whatif)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            (wa, wba), (wb, wbb) = whatif[a], whatif[b]
+            (fa, fba), (fb, fbb) = fits[a], fits[b]
+            if (wa - wb) * (fa - fb) >= 0:
+                continue  # the same order
+            apart = (abs(wa / wb - 1) > wba + wbb if wb else True) or (abs(fa / fb - 1) > fba + fbb if fb else True)
+            first, second = (a, b) if wa > wb else (b, a)
+            (conflicts if apart else ties).append(f"{first}{'>' if apart else '~'}{second}")
+    return conflicts, ties
 
 
 def main() -> int:
@@ -158,6 +198,10 @@ def main() -> int:
                         help="the whole fits' arrays repeated this many times: 4 makes 256-step epochs, as the "
                              "what-if's (1: the 64-step epochs of 4,096 rows, where TensorFlow's ~30 ms per epoch shows)")
     parser.add_argument("--torch-threads", type=int, default=1)
+    parser.add_argument("--tf-threads", type=int, default=1,
+                        help="TF_NUM_INTRAOP_THREADS for every process (0: TensorFlow's default); on the 2-vCPU "
+                             "development VM two threads made TensorFlow's CNN fits bimodal (~21 k or ~12 k samples/s, "
+                             "fit by fit), one thread ran every fit at ~24 k")
     parser.add_argument("--fit-child", action="store_true")
     parser.add_argument("--model")
     parser.add_argument("--data")
@@ -166,6 +210,8 @@ def main() -> int:
     if args.fit_child:
         fit_child(args)
         return 0
+    if args.tf_threads:  # inherited by the what-if's processes and the whole fits' alike
+        os.environ["TF_NUM_INTRAOP_THREADS"] = str(args.tf_threads)
     import numpy as np
 
     from advisor.experiments.backends import measure_backends
@@ -190,8 +236,9 @@ def main() -> int:
         for c in sorted(result.candidates.values(), key=lambda c: -(result.speedup(c) or 0.0)):
             speed, band = result.speedup(c), result.speedup_band(c)
             rates = fits.get(c.name, [])
-            fit = median(rates) if rates else None
-            fit_speed, fit_band = paired(rates, own_fits) if rates and own_fits else (None, None)
+            finite = [r for r in rates if r == r]
+            fit = median(finite) if finite else None
+            fit_speed, fit_band = paired(rates, own_fits) if finite and own_fits else (None, None)
             diff = speed / fit_speed - 1 if speed and fit_speed else None
             verdict = "-"
             if diff is not None and c.name != result.own:
@@ -207,9 +254,15 @@ def main() -> int:
                   f"{cells[4]:>7} {cells[5]:>5} {cells[6]:>6}  {verdict:<8} {status}", flush=True)
         ranked = [c.name for c in sorted(result.measured(), key=lambda c: -(result.speedup(c) or 0.0))
                   if fits.get(c.name)]
-        by_fit = sorted(ranked, key=lambda n: -(paired(fits[n], own_fits)[0] or 0.0))
-        print(f"{family:<6} ranking: what-if {' > '.join(ranked)}; fits {' > '.join(by_fit)}; "
-              f"{'same' if ranked == by_fit else 'DIFFERENT'}; gains: "
+        whatif = {n: (result.speedup(result.candidates[n]) or 0.0, result.speedup_band(result.candidates[n]) or 0.0)
+                  for n in ranked}
+        fit_speeds = {n: paired(fits[n], own_fits) for n in ranked}
+        by_fit = sorted(ranked, key=lambda n: -(fit_speeds[n][0] or 0.0))
+        conflicts, ties = ranking_conflicts(whatif, {n: (v or 0.0, b or 0.0) for n, (v, b) in fit_speeds.items()})
+        same = "same" if ranked == by_fit else ("same outside noise" if not conflicts else "DIFFERENT")
+        detail = f" (within noise: {', '.join(ties)})" if ties and ranked != by_fit else ""
+        detail += f" (conflicts: {', '.join(conflicts)})" if conflicts else ""
+        print(f"{family:<6} ranking: what-if {' > '.join(ranked)}; fits {' > '.join(by_fit)}; {same}{detail}; gains: "
               + ", ".join(f"{verdicts.count(v)} {v}" for v in ("met", "in noise", "NOT met")), flush=True)
     return 0
 

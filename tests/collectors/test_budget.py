@@ -295,3 +295,49 @@ def test_a_fit_that_fails_outside_a_hook_leaves_no_final_budget_and_a_later_save
     cb._abort("test: the fit raised")  # what the next fit or the process's exit does
     _, budgets = _budget(cb)
     assert budgets and not any(b.final for b in budgets)  # the failed run's budget ends at its last epoch end
+
+
+@pytest.mark.slow
+def test_s350_fails_on_checkpoints_that_dominate_a_fit_and_passes_on_small_ones(tmp_path):
+    """Real data both ways. A 4.5 M-parameter model saved whole (weights and Adam's slots, ~54 MB)
+    after every epoch of four small steps: a fifth to half of the wall clock here (the start-up,
+    compiling the model, is most of the rest), three times S350's 5% or more. A 16-unit model
+    saving its weights alone (~40 ms each here) after epochs that a callback keeps at 1 s: about a
+    percent, far below it (the measured shares are asserted, not only the verdicts)."""
+    pytest.importorskip("tensorflow")
+    import keras
+
+    from advisor.service.store import Store
+
+    def verdict(cb):
+        report = Store(tmp_path / "runs").diagnose(cb.run_path.name)
+        s350 = next(f for f in report.findings if f.code == "S350")
+        return s350, {name: fact.value for name, fact in report.facts.items()}
+
+    big = keras.Sequential([keras.Input((8,)), keras.layers.Dense(1500, activation="relu"),
+                            keras.layers.Dense(1500, activation="relu"), keras.layers.Dense(1)])
+    big.compile("adam", "mse")
+    x = np.random.default_rng(0).normal(size=(32, 8)).astype("float32")
+    cb = advisor_callback(tmp_path)
+    big.fit(x, x[:, :1], batch_size=8, epochs=5, verbose=0,
+            callbacks=[cb, keras.callbacks.ModelCheckpoint(str(tmp_path / "big.keras"))])
+    s350, facts = verdict(cb)
+    assert facts["checkpoint.count"] == 5 and facts["checkpoint.share"] > 0.15, {k: v for k, v in facts.items() if k.startswith(("time.", "checkpoint."))}
+    assert s350.status == "fail" and "ModelCheckpoint" in s350.message, s350.message
+
+    class Pace(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            time.sleep(1.0)
+
+    _, cb = _fit(tmp_path, [Pace(), keras.callbacks.ModelCheckpoint(str(tmp_path / "small.weights.h5"),
+                                                                     save_weights_only=True)], epochs=3)
+    s350, facts = verdict(cb)
+    assert facts["checkpoint.count"] == 3 and facts["checkpoint.share"] < 0.02, facts["checkpoint.share"]
+    assert s350.status == "pass", s350.message
+
+
+def advisor_callback(tmp_path: Path):
+    import advisor
+
+    return advisor.AdvisorCallback(tmp_path / "runs", baseline=None, telemetry=False, log_every_seconds=None,
+                                   window_seconds=0.2)

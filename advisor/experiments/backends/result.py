@@ -61,7 +61,8 @@ class BackendCandidate:
     status: str = SKIPPED
     reason: str | None = None
     rounds: list[float] = field(default_factory=list)
-    compile_seconds: float | None = None  # the first training step (tracing, compiling)
+    # the first training step (tracing, compiling), and a compile on the second fit call (torch.compile)
+    compile_seconds: float | None = None
     load_seconds: float | None = None  # rebuilding the model from its file
     import_seconds: float | None = None  # importing the backend and Keras
     seconds: float = 0.0  # the whole process, start to exit
