@@ -235,9 +235,11 @@ def _interrupted_sweep(runs: Path, sweep_id: str, python: list[str], again: bool
     proc = subprocess.Popen(
         [*python, "--runs-dir", str(runs), "scale", "--launcher", "ray", "--workers", "2",
          "--strategy", "multiworker", "--sweep-id", sweep_id, "--no-report", "--",
-         # ~5 min of training, far longer than the test waits: a busy host that starts the workers
-         # late (50 epochs, ~8 s, once finished before the Ctrl-C came) cannot end the run first
-         sys.executable, TRAIN, *TINY, "--epochs", "2000"],
+         # Workers that wait, far longer than the test does: what the stop does (TERM, then KILL,
+         # to each worker's process group; the actors killed; Ray shut down) does not depend on
+         # what they run. Training workers cost each of the three tests ~20 s of a busy host's
+         # time to start TensorFlow, and a short training could end before the Ctrl-C came.
+         sys.executable, "-c", "import time; time.sleep(600)"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
         preexec_fn=_as_from_a_terminal)
     lines: list[str] = []
