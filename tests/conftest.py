@@ -30,6 +30,8 @@ SHARED_PROCESS_FILES = frozenset({
 # The longest units of work (seconds of a busy 2-core host, `--durations`), handed out first so
 # that none of them starts last while the other worker idles; the rest keep their file order.
 LONGEST_FIRST = (
+    "tests/launch/test_ray_real.py",  # 150-165 s: a two-node cluster, five sweeps; last in file order, it was
+    # the tail of the suite, ~70 s with the other worker idle (a simulation over `--durations=0`)
     "killed-processes", "tests/experiments/test_whatif.py", "tests/backends/test_matrix.py",
     "tests/scenarios/test_scenarios.py",
     "tests/experiments/test_backends.py",  # 90-160 s: each candidate a fresh process importing its backend
