@@ -39,16 +39,20 @@ def test_the_ledger_charges_each_second_to_one_state():
 def _fit(tmp_path: Path, callbacks: list, epochs: int = 2, **options):
     import keras
 
-    import advisor
-
     model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="relu"), keras.layers.Dense(1)])
     model.compile("sgd", "mse")
     x = np.random.default_rng(0).normal(size=(256, 8)).astype("float32")
     y = x.sum(axis=1, keepdims=True)
-    cb = advisor.AdvisorCallback(tmp_path / "runs", baseline=None, telemetry=False, log_every_seconds=None,
-                                 window_seconds=0.2, **options)
+    cb = _callback(tmp_path, **options)
     model.fit(x, y, batch_size=16, epochs=epochs, validation_split=0.25, verbose=0, callbacks=[cb, *callbacks])
     return model, cb
+
+
+def _callback(tmp_path: Path, **options):
+    import advisor
+
+    return advisor.AdvisorCallback(tmp_path / "runs", baseline=None, telemetry=False, log_every_seconds=None,
+                                   window_seconds=0.2, **options)
 
 
 def _budget(cb):
@@ -318,7 +322,7 @@ def test_s350_fails_on_checkpoints_that_dominate_a_fit_and_passes_on_small_ones(
                             keras.layers.Dense(1500, activation="relu"), keras.layers.Dense(1)])
     big.compile("adam", "mse")
     x = np.random.default_rng(0).normal(size=(32, 8)).astype("float32")
-    cb = advisor_callback(tmp_path)
+    cb = _callback(tmp_path)
     big.fit(x, x[:, :1], batch_size=8, epochs=5, verbose=0,
             callbacks=[cb, keras.callbacks.ModelCheckpoint(str(tmp_path / "big.keras"))])
     s350, facts = verdict(cb)
@@ -334,10 +338,3 @@ def test_s350_fails_on_checkpoints_that_dominate_a_fit_and_passes_on_small_ones(
     s350, facts = verdict(cb)
     assert facts["checkpoint.count"] == 3 and facts["checkpoint.share"] < 0.02, facts["checkpoint.share"]
     assert s350.status == "pass", s350.message
-
-
-def advisor_callback(tmp_path: Path):
-    import advisor
-
-    return advisor.AdvisorCallback(tmp_path / "runs", baseline=None, telemetry=False, log_every_seconds=None,
-                                   window_seconds=0.2)
