@@ -237,8 +237,10 @@ def _interrupted_sweep(runs: Path, sweep_id: str, python: list[str], again: bool
          "--strategy", "multiworker", "--sweep-id", sweep_id, "--no-report", "--",
          # Workers that wait, far longer than the test does: what the stop does (TERM, then KILL,
          # to each worker's process group; the actors killed; Ray shut down) does not depend on
-         # what they run. Training workers cost each of the three tests ~20 s of a busy host's
-         # time to start TensorFlow, and a short training could end before the Ctrl-C came.
+         # what they run, and a training short enough to start fast once ended before the Ctrl-C
+         # came. (The tests' own times barely moved with training workers gone: 5.6, 20.4 and
+         # 4.9 s against 5.7, 20.8 and 5.0 s, one core busy; the workers' TensorFlow starts were
+         # CPU taken from the other test worker.)
          sys.executable, "-c", "import time; time.sleep(600)"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
         preexec_fn=_as_from_a_terminal)
