@@ -306,8 +306,9 @@ def test_s350_fails_on_checkpoints_that_dominate_a_fit_and_passes_on_small_ones(
     """Real data both ways. A 4.5 M-parameter model saved whole (weights and Adam's slots, ~54 MB)
     after every epoch of four small steps: a fifth to half of the wall clock here (the start-up,
     compiling the model, is most of the rest), three times S350's 5% or more. A 16-unit model
-    saving its weights alone (~40 ms each here) after epochs that a callback keeps at 1 s: about a
-    percent, far below it (the measured shares are asserted, not only the verdicts)."""
+    saving its weights alone (~40 ms each quiet) after epochs that a callback keeps at 2 s: under a
+    percent quiet, and under half of S350's 5% with a loaded host's slower saves (with 1 s epochs,
+    one core busy, it measured 2.1%) — the measured shares are asserted, not only the verdicts."""
     pytest.importorskip("tensorflow")
     import keras
 
@@ -331,10 +332,10 @@ def test_s350_fails_on_checkpoints_that_dominate_a_fit_and_passes_on_small_ones(
 
     class Pace(keras.callbacks.Callback):
         def on_epoch_end(self, epoch, logs=None):
-            time.sleep(1.0)
+            time.sleep(2.0)
 
     _, cb = _fit(tmp_path, [Pace(), keras.callbacks.ModelCheckpoint(str(tmp_path / "small.weights.h5"),
                                                                      save_weights_only=True)], epochs=3)
     s350, facts = verdict(cb)
-    assert facts["checkpoint.count"] == 3 and facts["checkpoint.share"] < 0.02, facts["checkpoint.share"]
+    assert facts["checkpoint.count"] == 3 and facts["checkpoint.share"] < 0.05 / 2, facts["checkpoint.share"]
     assert s350.status == "pass", s350.message
