@@ -48,10 +48,9 @@ MEASURE_SHARE = 0.6  # of the time left for the rounds, the share inside measure
 CALIBRATION_STEPS = 3
 MIN_COMPILE_ESTIMATE = 1.0  # seconds a new compiled step is assumed to take when nothing tells
 MIN_BUDGET = 1.0  # below this nothing can be measured: a nested fit alone takes a good part of it
-# A nested fit's own start (callbacks, a fresh iterator), allowed for when a calibration is
-# planned: a generous allowance, not a measurement. A cached input's start measured 6 ms median,
-# 20 ms p90 with a core busy on the 2-core development VM; a real pipeline's iterator fill adds
-# its own (benchmarks/fit_start.py; RESULTS.md, "A nested fit's start").
+# A nested fit's own start (callbacks, a fresh iterator), allowed for when a calibration is planned:
+# a generous allowance. A cached input's start measured 6 ms median, 20 ms p90 with a core busy on
+# the 2-core VM; a pipeline's iterator fill adds its own (benchmarks/fit_start.py, RESULTS.md).
 FIT_START_SECONDS = 0.3
 
 
@@ -131,10 +130,11 @@ class _Run:
         return self.end - self.reserve - time.perf_counter()
 
     def segment(self, trial: Trial, seconds: float, min_steps: int, deadline: float) -> Segment | None:
-        """A segment that stops early enough for its own teardown (the longest this trial's, else any's:
-        a DataLoader's workers take seconds, a tf.data iterator ms) to end within the budget."""
+        """A segment that stops early enough for the longest teardown of any segment so far to end in
+        the budget: destroying a tf.data iterator stalls at random (0.63 s once beside a busy core, its
+        own ≤ 0.03 s before; bounded by its own, a 12 s what-if once ended 0.18 s late)."""
         own = self.teardowns.setdefault(trial.name, [])
-        expected = max(own) if own else max((max(t) for t in self.teardowns.values() if t), default=0.0)
+        expected = max((max(t) for t in self.teardowns.values() if t), default=0.0)
         unchanged = self.situation.unchanged  # the step reserve, in *this* trial's steps (batch ×4: four)
         size = max(1.0, trial.spe * trial.batch_size / max(1, unchanged.spe * unchanged.batch_size))
         stop_by = min(deadline, self.end - self.end_seconds - self.step_reserve * size - expected)
