@@ -14,6 +14,19 @@ pytestmark = pytest.mark.slow
 boto3 = pytest.importorskip("boto3")
 
 
+def _sender_stack() -> str:
+    """Where the publisher's thread is, for a failure message (it once did not finish in 30 s on
+    a loaded host without logging a failed send)."""
+    import sys
+    import threading
+    import traceback
+
+    frames = sys._current_frames()
+    stacks = ["".join(traceback.format_stack(frames[t.ident])) for t in threading.enumerate()
+              if t.name == "advisor-cloudwatch" and t.ident in frames]
+    return "\n".join(stacks) or "no publisher thread left"
+
+
 def test_window_rates_reach_cloudwatch(aws, runs_dir):
     import keras
     import numpy as np
@@ -30,7 +43,9 @@ def test_window_rates_reach_cloudwatch(aws, runs_dir):
                                        telemetry_interval_seconds=0.1, cloudwatch_namespace="Advisor/Test")
     model.fit(x, y, batch_size=32, epochs=3, callbacks=[callback], verbose=0)
     (collector,) = [c for c in callback.collectors if c.name == "cloudwatch"]
-    assert collector.publisher.wait(30) and collector.publisher.failures == 0
+    publisher = collector.publisher
+    assert publisher.wait(30), f"the publisher did not finish: {_sender_stack()}"
+    assert publisher.failures == 0, publisher.last_error
 
     run = RunReader(callback.writer.path).read()
     rates = [w.samples / w.seconds for w in run.of_type(WindowRecord)
