@@ -35,6 +35,7 @@ from advisor.store.sweep import read_sweep, sweep_dir
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.cluster,
     pytest.mark.skipif(importlib.util.find_spec("ray") is None,
                        reason="needs Ray: pip install 'keras-advisor[ray]'"),
     pytest.mark.skipif(importlib.util.find_spec("tf_keras") is None, reason="needs tf_keras"),

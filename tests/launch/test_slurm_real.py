@@ -21,7 +21,7 @@ from advisor.store.reader import RunReader
 from advisor.store.schema import StartRecord
 from advisor.store.sweep import read_sweep, sweep_dir
 
-pytestmark = [pytest.mark.slow,
+pytestmark = [pytest.mark.slow, pytest.mark.cluster,
               pytest.mark.skipif(importlib.util.find_spec("tf_keras") is None, reason="needs tf_keras")]
 
 TRAIN = str(Path(__file__).resolve().parents[2] / "examples" / "scaling" / "train.py")
