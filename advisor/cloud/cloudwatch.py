@@ -74,6 +74,14 @@ class MetricPublisher:
     def _run(self) -> None:
         backoff = 0.0
         try:
+            # The client first, while training runs: making one reads botocore's endpoint and
+            # service files (~0.1 s quiet), and in a loaded test process it once took over 30 s;
+            # left to the first send, a short job's final values waited for it at its end.
+            if self._cloudwatch is None:
+                try:
+                    self._cloudwatch = client("cloudwatch", budget="training")
+                except Exception:  # noqa: BLE001 — the first send tries again and says why
+                    pass
             while True:
                 self._wake.wait(backoff or self.interval_s)
                 self._wake.clear()

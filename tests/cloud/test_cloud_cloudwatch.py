@@ -96,3 +96,23 @@ def test_unreachable_cloudwatch_never_stops_training(tmp_path, monkeypatch, runs
     warnings = [r.getMessage() for r in caplog.records if "CloudWatch" in r.getMessage()]
     assert len(warnings) == 1 and "cannot reach AWS" in warnings[0]
     assert advisor.Store(runs_dir).analyse(callback.writer.run_id).run.status == "finished"
+
+
+def test_the_client_is_made_while_training_runs_not_at_the_first_send(tmp_path, monkeypatch):
+    """Making a boto3 client reads botocore's data files (in a loaded test process it once took
+    over 30 s); the publisher makes it as it starts, so the final values of a short job do not wait
+    for it. No request is made for that (nothing listens on the endpoint)."""
+    import time
+
+    from aws_server import free_port, point_at
+
+    from advisor.cloud.cloudwatch import MetricPublisher
+
+    point_at(monkeypatch, f"http://127.0.0.1:{free_port()}", tmp_path)
+    publisher = MetricPublisher("Advisor/Test", {"RunId": "r", "Worker": "0"}, interval_s=60.0)
+    deadline = time.monotonic() + 30
+    while publisher._cloudwatch is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert publisher._cloudwatch is not None and publisher.sent == publisher.failures == 0
+    publisher.close()  # nothing queued: it ends without a request
+    assert publisher.wait(10) and publisher.failures == 0 and publisher.last_error is None
