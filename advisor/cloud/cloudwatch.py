@@ -75,13 +75,12 @@ class MetricPublisher:
         backoff = 0.0
         try:
             # The client first, while training runs: making one reads botocore's endpoint and
-            # service files (~0.1 s quiet), and in a loaded test process it once took over 30 s;
-            # left to the first send, a short job's final values waited for it at its end.
-            if self._cloudwatch is None:
-                try:
-                    self._cloudwatch = client("cloudwatch", budget="training")
-                except Exception:  # noqa: BLE001 — the first send tries again and says why
-                    pass
+            # service files (0.05-0.13 s quiet), and in a loaded test process it once took over
+            # 30 s; left to the first send, a short job's final values waited for it at its end.
+            try:
+                self._connect()
+            except Exception:  # noqa: BLE001 — the first send tries again and says why
+                pass
             while True:
                 self._wake.wait(backoff or self.interval_s)
                 self._wake.clear()
@@ -98,11 +97,14 @@ class MetricPublisher:
         finally:
             self.finished.set()
 
+    def _connect(self) -> Any:
+        if self._cloudwatch is None:
+            self._cloudwatch = client("cloudwatch", budget="training")
+        return self._cloudwatch
+
     def _send(self, batch: list[dict[str, Any]]) -> bool:
         try:
-            if self._cloudwatch is None:
-                self._cloudwatch = client("cloudwatch", budget="training")
-            self._cloudwatch.put_metric_data(Namespace=self.namespace, MetricData=batch)
+            self._connect().put_metric_data(Namespace=self.namespace, MetricData=batch)
         except Exception as exc:  # logged once; the values wait for the next try
             self._requeue(batch)
             self.failures += 1
