@@ -38,6 +38,7 @@ def test_sigkill_mid_window(killed_mid_window):
     assert json.loads(judged.stdout)["incomplete"] == ["the run was killed: no end record, and its writer is gone"]
 
 
+@pytest.mark.cluster  # a two-process cluster on loopback: `-m cluster` (CI's own step) runs it
 @pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="needs jax (CPU)")
 def test_a_worker_lost_in_a_two_process_fit(killed_worker_sweep):
     # JAX ×2 over gloo, worker 1 SIGKILLed at step 3 of epoch 1 (the sweep of tests/conftest.py)

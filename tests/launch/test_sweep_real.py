@@ -27,7 +27,9 @@ from advisor.store.reader import RunReader
 from advisor.store.schema import BudgetRecord
 from advisor.store.sweep import read_sweep, sweep_dir
 
-pytestmark = [pytest.mark.slow,
+# Real multi-process clusters on loopback (TensorFlow's gRPC, JAX's coordinator over gloo), like the
+# Slurm and Ray sweeps beside this file: `cluster`, run by `-m cluster` and CI's own step.
+pytestmark = [pytest.mark.slow, pytest.mark.cluster,
               pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="needs jax (CPU)")]
 
 TRAIN = str(Path(__file__).resolve().parents[2] / "examples" / "scaling" / "train.py")
