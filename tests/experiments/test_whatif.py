@@ -110,10 +110,13 @@ def test_by_default_an_input_bound_run_measures_its_fixes_and_the_findings_lead_
     model.fit(slow_dataset(), epochs=2, verbose=0, callbacks=[cb])
     store = Store(tmp_path)
     facts = store.analyse(str(cb.run_path)).facts
+    # ≈ 30× on a quiet host: the cache removes the input's cost. Beside other processes the cached
+    # arm (CPU-bound) slows and the real one (it waits) does not: a clean-clone CI run, early in the
+    # suite while the other worker ran three demos, measured 7.5×. Decisive is well above 1.
     assert facts["whatif.cache_map.status"] == "measured"
-    assert facts["whatif.cache_map.speedup"] >= 5.0  # ≈ 30× here: the cache removes the input's cost
+    assert facts["whatif.cache_map.speedup"] >= 2.0
     # the input served from memory: measured beside the fixes as their ceiling, never the best fix
-    assert facts["whatif.cached_input.status"] == "measured" and facts["whatif.cached_input.speedup"] >= 5.0
+    assert facts["whatif.cached_input.status"] == "measured" and facts["whatif.cached_input.speedup"] >= 2.0
     assert facts["whatif.best"] != "cached_input"
     assert facts["whatif.jit_compile.status"] == "not_relevant"  # the input dominates: not tried
     assert "input costs" in facts["whatif.jit_compile.reason"]
@@ -125,8 +128,12 @@ def test_by_default_an_input_bound_run_measures_its_fixes_and_the_findings_lead_
     c402 = next(f for f in store.diagnose(cb.run_path).findings if f.code == "C402")
     assert c402.measured is not None and c402.measured.candidate == "cache_map"
     assert c402.measured.text.startswith("measured: ")
-    # the fix text leads with what measured best here, whatever the general advice names first
-    assert c402.fix.startswith("Measured best on this run: ds.cache() after map #1")
+    # The fix text leads with what measured best here when its gain is beyond its noise band, whatever
+    # the general advice names first (both sides: tests/diagnosis/test_measured.py). Three rounds
+    # give a band of their whole range: that CI run's rounds spread wider than their gain (7.5× ±
+    # 161%, every one faster), and the general advice rightly stayed first. Assert what was measured.
+    lead = "Measured best on this run: ds.cache() after map #1"
+    assert c402.fix.startswith(lead) is bool(facts["whatif.cache_map.outside_band"]), (c402.fix, c402.measured)
 
 
 def test_by_default_a_compute_bound_fit_runs_the_whatif_only_if_its_baseline_measured_an_input_cost(tmp_path):
