@@ -91,8 +91,9 @@ def threads_left():
 # followed by a one-process mirrored configuration: tests/launch/test_sweep_real.py checks the
 # sweep (the failure and that it went on) and tests/faults/test_killed_runs.py the lost worker's
 # run. Both are `cluster` tests (`-m cluster`, CI's own step); the README's command, which leaves
-# them out, starts only the killed fit below. Two JAX processes started once for both; the sweep id is unique to this test process (a
-# shared CI host may run another suite, whose processes must not count as our leftovers).
+# them out, starts only the killed fit below. Two JAX processes started once for both; the sweep
+# id is unique to this test process (a shared CI host may run another suite, whose processes must
+# not count as our leftovers).
 # `advisor scale` runs as a process of its own, so that it can run beside the fit killed mid-window
 # below (see `_killed_processes`).
 class _KilledWorkerSweep:

@@ -57,8 +57,9 @@ def test_the_fix_leads_with_the_change_that_measured_best_beyond_its_noise(tmp_p
     led = c402(input_bound_run(tmp_path / "steady"))  # cache_map 40× in every round
     lead = "Measured best on this run: ds.cache() after map #1 ('decode') (40×). "
     assert led.fix is not None and led.fix.startswith(lead)
-    # Every round faster but spread 2.5-25× (a loaded host: the cached arm is CPU-bound, the real
-    # one mostly waits): the band's larger side exceeds the gain, and the general advice stays first.
+    # Every round faster but spread 2.5-25× (written rounds, as wide as a loaded host's: the cached
+    # arm is CPU-bound, the real one mostly waits): the band's larger side exceeds the gain, and the
+    # general advice stays first.
     record = whatif_record()
     cache = next(c for c in record.candidates if c.name == "cache_map")
     cache.rounds = [u * r for u, r in zip(UNCHANGED, (2.5, 7.5, 20.0, 3.0, 8.0, 25.0))]

@@ -131,7 +131,8 @@ def test_by_default_an_input_bound_run_measures_its_fixes_and_the_findings_lead_
     # The fix text leads with what measured best here when its gain is beyond its noise band, whatever
     # the general advice names first (both sides: tests/diagnosis/test_measured.py). Three rounds
     # give a band of their whole range: that CI run's rounds spread wider than their gain (7.5× ±
-    # 161%, every one faster), and the general advice rightly stayed first. Assert what was measured.
+    # 161%, its highest round ~20×), and the general advice rightly stayed first. Assert what was
+    # measured.
     lead = "Measured best on this run: ds.cache() after map #1"
     assert c402.fix.startswith(lead) is bool(facts["whatif.cache_map.outside_band"]), (c402.fix, c402.measured)
 
