@@ -24,8 +24,12 @@ def pandas() -> Any:
     return pd
 
 
-def to_frame(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], units: Mapping[str, str] | None = None,
-             **attrs: Any) -> Any:
+def to_frame(
+    rows: Sequence[Mapping[str, Any]],
+    columns: Sequence[str],
+    units: Mapping[str, str] | None = None,
+    **attrs: Any,
+) -> Any:
     """A DataFrame of ``rows`` with ``columns`` in that order; ``df.attrs["units"]`` maps column → unit.
 
     Missing values are ``None``/NaN, never zero. ``attrs`` are copied into ``df.attrs`` too.

@@ -68,7 +68,9 @@ def read_text(path: str | os.PathLike[str], limit: int, error: type[AdvisorError
     except BadInput as exc:
         raise error(f"{path}: {exc}") from None
     except (OSError, ValueError) as exc:  # ValueError: a path with a NUL byte
-        reason = describe_os_error(exc) if isinstance(exc, OSError) else str(exc) or type(exc).__name__
+        reason = (
+            describe_os_error(exc) if isinstance(exc, OSError) else str(exc) or type(exc).__name__
+        )
         raise error(f"{path}: cannot read ({reason})") from None
     try:
         return data.decode("utf-8")

@@ -40,12 +40,34 @@ StorePath = str | os.PathLike[str]
 RunRef = str | os.PathLike[str]
 
 # What a run is (from its manifest), before the fact columns.
-RUN_COLUMNS = ("run_id", "name", "status", "created", "sweep_id", "strategy", "num_workers", "backend",
-               "keras_version", "instance_type", "price_per_hour", "global_batch_size", "path", "error")
+RUN_COLUMNS = (
+    "run_id",
+    "name",
+    "status",
+    "created",
+    "sweep_id",
+    "strategy",
+    "num_workers",
+    "backend",
+    "keras_version",
+    "instance_type",
+    "price_per_hour",
+    "global_batch_size",
+    "path",
+    "error",
+)
 RUN_UNITS = {"created": "UTC", "price_per_hour": "USD/h", "global_batch_size": "samples"}
 DEFAULT_FACTS = (
-    "throughput.samples_per_s", "throughput.steps_per_s", "cost.samples_per_dollar", "time.epoch_s.mean",
-    "run.epochs", "gpu.util.p95", "host.cpu.mean", "energy.wh", "input.share", "trace.communication_percent",
+    "throughput.samples_per_s",
+    "throughput.steps_per_s",
+    "cost.samples_per_dollar",
+    "time.epoch_s.mean",
+    "run.epochs",
+    "gpu.util.p95",
+    "host.cpu.mean",
+    "energy.wh",
+    "input.share",
+    "trace.communication_percent",
     "goodput",
 )
 
@@ -69,12 +91,16 @@ def fact_names(spec: FactSpec = None) -> list[str]:
         if any(ch in pattern for ch in "*?["):
             hits = fnmatch.filter(known, pattern)
             if not hits:
-                raise UsageError(f"facts {pattern!r}: no fact matches (see `advisor rules` or docs/pandas.md)")
+                raise UsageError(
+                    f"facts {pattern!r}: no fact matches (see `advisor rules` or docs/pandas.md)"
+                )
         elif pattern in known:
             hits = [pattern]
         else:
             close = difflib.get_close_matches(pattern, known, n=1)
-            raise UsageError(f"unknown fact {pattern!r}" + (f"; did you mean {close[0]!r}?" if close else ""))
+            raise UsageError(
+                f"unknown fact {pattern!r}" + (f"; did you mean {close[0]!r}?" if close else "")
+            )
         chosen.extend(h for h in hits if h not in chosen)
     return chosen
 
@@ -105,16 +131,26 @@ def run_rows(store: Store, facts: Sequence[str], limit: int | None = None) -> li
         try:
             analysis = store.analyse(path)
         except AdvisorError as exc:
-            rows.append({"run_id": path.name, "path": str(path), "status": "unreadable", "error": str(exc)})
+            rows.append(
+                {"run_id": path.name, "path": str(path), "status": "unreadable", "error": str(exc)}
+            )
             continue
         m = analysis.run.manifest
         row: dict[str, Any] = {
-            "run_id": m.run_id, "name": m.name, "status": analysis.run.status, "created": m.created,
-            "sweep_id": m.sweep_id, "strategy": strategy_label(m.strategy, m.tags),
+            "run_id": m.run_id,
+            "name": m.name,
+            "status": analysis.run.status,
+            "created": m.created,
+            "sweep_id": m.sweep_id,
+            "strategy": strategy_label(m.strategy, m.tags),
             "num_workers": workers_label(m.num_workers, m.tags),
-            "backend": m.framework.backend, "keras_version": m.framework.keras_version,
-            "instance_type": m.instance_type, "price_per_hour": m.price_per_hour,
-            "global_batch_size": m.global_batch_size, "path": str(path), "error": None,
+            "backend": m.framework.backend,
+            "keras_version": m.framework.keras_version,
+            "instance_type": m.instance_type,
+            "price_per_hour": m.price_per_hour,
+            "global_batch_size": m.global_batch_size,
+            "path": str(path),
+            "error": None,
         }
         row.update({f"tags.{k}": v for k, v in m.tags.items()})
         row.update({name: analysis.facts.get(name) for name in facts})
@@ -143,7 +179,11 @@ def is_run_reference(value: Any) -> bool:
     text = os.fspath(value)
     if is_store_url(text):
         return False
-    return text == "latest" or os.path.isfile(os.path.join(text, "run.json")) or not os.path.isdir(text)
+    return (
+        text == "latest"
+        or os.path.isfile(os.path.join(text, "run.json"))
+        or not os.path.isdir(text)
+    )
 
 
 def run_first_still_works(run_param: str) -> Callable[[F], F]:
@@ -153,13 +193,20 @@ def run_first_still_works(run_param: str) -> Callable[[F], F]:
     def decorate(fn: F) -> F:
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            if len(args) == 1 and run_param not in kwargs and ("runs_dir" in kwargs or is_run_reference(args[0])):
+            if (
+                len(args) == 1
+                and run_param not in kwargs
+                and ("runs_dir" in kwargs or is_run_reference(args[0]))
+            ):
                 kwargs[run_param], args = args[0], ()
                 if fn.__name__ not in _warned_run_first:
                     _warned_run_first.add(fn.__name__)
-                    warnings.warn(f"{fn.__name__}(run) is deprecated: the store comes first, "
-                                  f"{fn.__name__}(runs_dir, {run_param}) or {fn.__name__}({run_param}=...)",
-                                  DeprecationWarning, stacklevel=2)
+                    warnings.warn(
+                        f"{fn.__name__}(run) is deprecated: the store comes first, "
+                        f"{fn.__name__}(runs_dir, {run_param}) or {fn.__name__}({run_param}=...)",
+                        DeprecationWarning,
+                        stacklevel=2,
+                    )
             return fn(*args, **kwargs)
 
         return wrapper  # type: ignore[return-value]
@@ -167,8 +214,13 @@ def run_first_still_works(run_param: str) -> Callable[[F], F]:
     return decorate
 
 
-def runs_frame(runs_dir: StorePath | None = None, facts: FactSpec = None, *,
-               limit: int | None = None, store: Store | None = None) -> pd.DataFrame:
+def runs_frame(
+    runs_dir: StorePath | None = None,
+    facts: FactSpec = None,
+    *,
+    limit: int | None = None,
+    store: Store | None = None,
+) -> pd.DataFrame:
     """Every run of the store as a DataFrame, oldest first, indexed by ``run_id``.
 
     ``facts``: None (a default set: throughput, cost, epoch time, utilization, energy, input and
@@ -183,20 +235,29 @@ def runs_frame(runs_dir: StorePath | None = None, facts: FactSpec = None, *,
     names = fact_names(facts)
     store = store or Store(runs_dir)
     rows = run_rows(store, names, limit)
-    frame = to_frame(rows, run_columns(rows, names), {**RUN_UNITS, **fact_units(names)},
-                     runs_dir=str(store.root))
+    frame = to_frame(
+        rows, run_columns(rows, names), {**RUN_UNITS, **fact_units(names)}, runs_dir=str(store.root)
+    )
     pd = pandas()
     frame["created"] = pd.to_datetime(frame["created"], unit="s", utc=True)
     for name in numeric_facts(names):
-        if frame[name].isna().all():  # measured by no run: NaN in a float column, as where some runs have it
+        if (
+            frame[name].isna().all()
+        ):  # measured by no run: NaN in a float column, as where some runs have it
             frame[name] = frame[name].astype(float)
     return frame.set_index("run_id", drop=False)
 
 
 @run_first_still_works("runs")
-def findings_frame(runs_dir: StorePath | None = None, runs: RunRef | Iterable[RunRef] | None = None, *,
-                   status: str | Iterable[str] | None = None, select: Iterable[str] | None = None,
-                   ignore: Iterable[str] | None = None, store: Store | None = None) -> pd.DataFrame:
+def findings_frame(
+    runs_dir: StorePath | None = None,
+    runs: RunRef | Iterable[RunRef] | None = None,
+    *,
+    status: str | Iterable[str] | None = None,
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] | None = None,
+    store: Store | None = None,
+) -> pd.DataFrame:
     """One row per finding per run: ``run_id``, ``code``, ``name``, ``status``, ``severity``, ``impact``…
 
     ``runs``: a run reference or several (default: every readable run of the store); ``status``
@@ -207,8 +268,13 @@ def findings_frame(runs_dir: StorePath | None = None, runs: RunRef | Iterable[Ru
     from advisor.service import Store
 
     store = store or Store(runs_dir)
-    refs: list[Any] = (list(store.run_dirs()) if runs is None
-                       else [runs] if isinstance(runs, (str, os.PathLike)) else list(runs))
+    refs: list[Any] = (
+        list(store.run_dirs())
+        if runs is None
+        else [runs]
+        if isinstance(runs, (str, os.PathLike))
+        else list(runs)
+    )
     wanted = None if status is None else ({status} if isinstance(status, str) else set(status))
     rows: list[dict[str, Any]] = []
     unreadable: dict[str, str] = {}
@@ -222,16 +288,24 @@ def findings_frame(runs_dir: StorePath | None = None, runs: RunRef | Iterable[Ru
             continue
         for f in report.findings:
             if wanted is None or f.status in wanted:
-                rows.append({"run_id": report.run.run_id, **f.model_dump(include=set(FINDING_COLUMNS))})
+                rows.append(
+                    {"run_id": report.run.run_id, **f.model_dump(include=set(FINDING_COLUMNS))}
+                )
     from advisor.dataframes import to_frame
 
-    return to_frame(rows, ["run_id", *FINDING_COLUMNS], {"impact": "fraction"}, runs_dir=str(store.root),
-                    unreadable=unreadable)
+    return to_frame(
+        rows,
+        ["run_id", *FINDING_COLUMNS],
+        {"impact": "fraction"},
+        runs_dir=str(store.root),
+        unreadable=unreadable,
+    )
 
 
 @run_first_still_works("run")
-def epochs_frame(runs_dir: StorePath | None = None, run: RunRef | None = None, *,
-                 store: Store | None = None) -> pd.DataFrame:
+def epochs_frame(
+    runs_dir: StorePath | None = None, run: RunRef | None = None, *, store: Store | None = None
+) -> pd.DataFrame:
     """The epochs of one run of the store (default ``latest``): time, training and validation
     time, samples/s."""
     from advisor.service import Store

@@ -11,8 +11,14 @@ from typing import Any
 MISSING = "—"
 
 
-def readable(value: Any, digits: int | None = None, *, spec: str = "", compact: bool = False,
-             missing: str = MISSING) -> str:
+def readable(
+    value: Any,
+    digits: int | None = None,
+    *,
+    spec: str = "",
+    compact: bool = False,
+    missing: str = MISSING,
+) -> str:
     """A value as text for people.
 
     - ``None`` / NaN → ``missing``; booleans → yes / no;
@@ -60,13 +66,24 @@ def count_text(value: Any) -> str:
     return readable(value, 0)
 
 
-def percent(value: Any, digits: int = 1, *, fraction: bool = False, signed: bool = False,
-            missing: str = MISSING) -> str:
+def percent(
+    value: Any,
+    digits: int = 1,
+    *,
+    fraction: bool = False,
+    signed: bool = False,
+    missing: str = MISSING,
+) -> str:
     """A share as text, the one way every view writes it: ``12.5%`` (no space before the sign).
 
     ``value`` is in percent points, or a fraction of one with ``fraction=True``; ``signed`` writes
     ``+`` before a gain; ``None``/NaN → ``missing`` (unknown is never written as 0%)."""
-    if value is None or not isinstance(value, (int, float)) or isinstance(value, bool) or math.isnan(value):
+    if (
+        value is None
+        or not isinstance(value, (int, float))
+        or isinstance(value, bool)
+        or math.isnan(value)
+    ):
         return missing
     points = 100.0 * value if fraction else float(value)
     return f"{points:{'+' if signed else ''}.{digits}f}%"
@@ -75,9 +92,13 @@ def percent(value: Any, digits: int = 1, *, fraction: bool = False, signed: bool
 # The one name of each distribution strategy in every view (the sweep's own names): manifests hold
 # the class a run reported (tf_keras reports MultiWorkerMirroredStrategy's V1 name).
 STRATEGY_LABELS = {
-    "MultiWorkerMirroredStrategy": "multiworker", "CollectiveAllReduceStrategy": "multiworker",
-    "MirroredStrategy": "mirrored", "DataParallel": "jax", "Horovod": "horovod",
-    "OneDeviceStrategy": "single", "default": "single",
+    "MultiWorkerMirroredStrategy": "multiworker",
+    "CollectiveAllReduceStrategy": "multiworker",
+    "MirroredStrategy": "mirrored",
+    "DataParallel": "jax",
+    "Horovod": "horovod",
+    "OneDeviceStrategy": "single",
+    "default": "single",
 }
 
 

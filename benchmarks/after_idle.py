@@ -60,7 +60,9 @@ def main(argv: list[str] | None = None) -> int:
             model.fit(data, epochs=1, verbose=0, callbacks=[starts])
             times += starts.t
         gaps = np.diff(times)
-        return naive.BATCH_SIZE * len(gaps) / (times[-1] - times[0]), naive.BATCH_SIZE / float(np.median(gaps))
+        return naive.BATCH_SIZE * len(gaps) / (times[-1] - times[0]), naive.BATCH_SIZE / float(
+            np.median(gaps)
+        )
 
     rows = []
     for n in range(args.rounds):
@@ -71,12 +73,17 @@ def main(argv: list[str] | None = None) -> int:
         time.sleep(args.seconds)
         after_sleep = segment(cached)
         rows.append((after_cached, after_slow, after_sleep))
-        print(f"round {n}: samples/s after cached {after_cached[0]:7.0f}  after the slow input {after_slow[0]:7.0f}  "
-              f"after idle {after_sleep[0]:7.0f}   (median step: {after_cached[1]:.0f} {after_slow[1]:.0f} "
-              f"{after_sleep[1]:.0f})", flush=True)
+        print(
+            f"round {n}: samples/s after cached {after_cached[0]:7.0f}  after the slow input {after_slow[0]:7.0f}  "
+            f"after idle {after_sleep[0]:7.0f}   (median step: {after_cached[1]:.0f} {after_slow[1]:.0f} "
+            f"{after_sleep[1]:.0f})",
+            flush=True,
+        )
     for i, name in enumerate(("after cached", "after the slow input", "after idle")):
         rates = [r[i][0] for r in rows]
-        print(f"{name}: median {statistics.median(rates):.0f} samples/s ({min(rates):.0f}-{max(rates):.0f})")
+        print(
+            f"{name}: median {statistics.median(rates):.0f} samples/s ({min(rates):.0f}-{max(rates):.0f})"
+        )
     return 0
 
 

@@ -48,18 +48,29 @@ def build(family: str):  # type: ignore[no-untyped-def]
     rng = np.random.default_rng(0)
     if family == "mlp":
         x = rng.random((ROWS, 64), dtype=np.float32)
-        layers = [keras.Input((64,)), keras.layers.Dense(256, activation="relu"), keras.layers.Dense(256, activation="relu")]
+        layers = [
+            keras.Input((64,)),
+            keras.layers.Dense(256, activation="relu"),
+            keras.layers.Dense(256, activation="relu"),
+        ]
     elif family == "cnn":
         x = rng.random((ROWS, 16, 16, 3), dtype=np.float32)
-        layers = [keras.Input((16, 16, 3)), keras.layers.Conv2D(16, 3, activation="relu"), keras.layers.MaxPooling2D(),
-                  keras.layers.Conv2D(32, 3, activation="relu"), keras.layers.GlobalAveragePooling2D()]
+        layers = [
+            keras.Input((16, 16, 3)),
+            keras.layers.Conv2D(16, 3, activation="relu"),
+            keras.layers.MaxPooling2D(),
+            keras.layers.Conv2D(32, 3, activation="relu"),
+            keras.layers.GlobalAveragePooling2D(),
+        ]
     elif family == "rnn":
         x = rng.random((ROWS, 20, 16), dtype=np.float32)
         layers = [keras.Input((20, 16)), keras.layers.LSTM(32)]
     else:
         raise SystemExit(f"unknown family {family!r}: mlp, cnn or rnn")
     model = keras.Sequential(layers + [keras.layers.Dense(10)])
-    model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.compile(
+        optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    )
     return model, x, rng.integers(0, 10, ROWS)
 
 
@@ -82,7 +93,10 @@ def fit_child(args: argparse.Namespace) -> None:
     model.compile_from_config(config)
     with np.load(args.data) as found:
         x, y = found["x"], found["y"]
-    x, y = np.concatenate([x] * args.fit_repeat), np.concatenate([y] * args.fit_repeat)  # epochs as long as the what-if's
+    x, y = (
+        np.concatenate([x] * args.fit_repeat),
+        np.concatenate([y] * args.fit_repeat),
+    )  # epochs as long as the what-if's
     model.fit(x, y, batch_size=BATCH, epochs=1, steps_per_epoch=5, verbose=0)  # compiling
     # Whole epochs of the repeated arrays (256 steps, as the what-if's), as many as fill a timed fit.
     # Sized from a warm whole epoch: sized from 10 steps, which carry a fit call's own cost
@@ -93,7 +107,9 @@ def fit_child(args: argparse.Namespace) -> None:
     model.fit(x, y, batch_size=BATCH, epochs=1, steps_per_epoch=steps, verbose=0)
     epoch = time.perf_counter() - started
     part = args.fit_seconds / 3  # one timed fit
-    if epoch > part:  # a slow candidate (JAX without jit: ~0.4 s a step of the LSTM): shorter epochs
+    if (
+        epoch > part
+    ):  # a slow candidate (JAX without jit: ~0.4 s a step of the LSTM): shorter epochs
         steps = max(10, int(steps * part / epoch))
         epoch *= steps / (len(x) // BATCH)
     epochs = max(1, round(part / max(epoch, 1e-6)))
@@ -106,8 +122,13 @@ def fit_child(args: argparse.Namespace) -> None:
             break
         started = time.perf_counter()
         model.fit(x, y, batch_size=BATCH, epochs=epochs, steps_per_epoch=steps, verbose=0)
-        print(PREFIX + json.dumps({"samples_per_s": epochs * steps * BATCH / (time.perf_counter() - started)}),
-              flush=True)
+        print(
+            PREFIX
+            + json.dumps(
+                {"samples_per_s": epochs * steps * BATCH / (time.perf_counter() - started)}
+            ),
+            flush=True,
+        )
     sys.stdout.flush()
     os._exit(0)
 
@@ -116,12 +137,17 @@ def _answer(proc: subprocess.Popen[str]) -> dict | None:
     assert proc.stdout is not None
     for line in proc.stdout:
         if line.startswith(PREFIX):
-            return json.loads(line[len(PREFIX):])
+            return json.loads(line[len(PREFIX) :])
     return None
 
 
-def whole_fits(model_path: Path, data_path: Path, configs: dict[str, tuple[str, bool]], own: str,
-               args: argparse.Namespace) -> dict[str, list[float]]:
+def whole_fits(
+    model_path: Path,
+    data_path: Path,
+    configs: dict[str, tuple[str, bool]],
+    own: str,
+    args: argparse.Namespace,
+) -> dict[str, list[float]]:
     """Samples/s of every config's whole fits, ``--passes`` each, interleaved (the own first)."""
     procs: dict[str, subprocess.Popen[str]] = {}
     rates: dict[str, list[float]] = {}
@@ -129,12 +155,32 @@ def whole_fits(model_path: Path, data_path: Path, configs: dict[str, tuple[str, 
     try:
         for name in order:
             backend, jit = configs[name]
-            command = [sys.executable, __file__, "--fit-child", "--model", str(model_path), "--data", str(data_path),
-                       "--jit", str(jit), "--fit-seconds", str(args.fit_seconds),
-                       "--torch-threads", str(args.torch_threads), "--fit-repeat", str(args.fit_repeat)]
+            command = [
+                sys.executable,
+                __file__,
+                "--fit-child",
+                "--model",
+                str(model_path),
+                "--data",
+                str(data_path),
+                "--jit",
+                str(jit),
+                "--fit-seconds",
+                str(args.fit_seconds),
+                "--torch-threads",
+                str(args.torch_threads),
+                "--fit-repeat",
+                str(args.fit_repeat),
+            ]
             env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2")
-            proc = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=subprocess.DEVNULL, text=True)
+            proc = subprocess.Popen(
+                command,
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                text=True,
+            )
             if _answer(proc) is not None:
                 procs[name], rates[name] = proc, []
             else:
@@ -146,7 +192,9 @@ def whole_fits(model_path: Path, data_path: Path, configs: dict[str, tuple[str, 
                     proc.stdin.write("fit\n")
                     proc.stdin.flush()
                     found = _answer(proc)
-                except OSError:  # the process has gone (its stderr is not kept: rerun it alone to see why)
+                except (
+                    OSError
+                ):  # the process has gone (its stderr is not kept: rerun it alone to see why)
                     found = None
                 rates[name].append(float(found["samples_per_s"]) if found else float("nan"))
     finally:
@@ -161,27 +209,34 @@ def paired(rates: list[float], own: list[float]) -> tuple[float | None, float | 
     from advisor.stats import median
     from advisor.store import bands
 
-    kept = [(a, b) for a, b in zip(rates, own) if a == a and b == b]  # a pass whose process had gone: NaN
+    kept = [
+        (a, b) for a, b in zip(rates, own) if a == a and b == b
+    ]  # a pass whose process had gone: NaN
     ratios = bands.paired([a for a, _ in kept], [b for _, b in kept], lambda a, b: a / b)
     found = bands.band(ratios)
-    return (median(ratios) if ratios else None,
-            found.half_width / found.value if found is not None and found.value else None)
+    return (
+        median(ratios) if ratios else None,
+        found.half_width / found.value if found is not None and found.value else None,
+    )
 
 
-def ranking_conflicts(whatif: dict[str, tuple[float, float]],
-                      fits: dict[str, tuple[float, float]]) -> tuple[list[str], list[str]]:
+def ranking_conflicts(
+    whatif: dict[str, tuple[float, float]], fits: dict[str, tuple[float, float]]
+) -> tuple[list[str], list[str]]:
     """Pairs ranked the other way round by the what-if and by whole fits (each: speedup and its
     relative band): a conflict when either measurement separates the two beyond their bands
     (``a>b``), a tie when neither does (``a~b``: their order is noise in both)."""
     conflicts, ties = [], []
     names = list(whatif)
     for i, a in enumerate(names):
-        for b in names[i + 1:]:
+        for b in names[i + 1 :]:
             (wa, wba), (wb, wbb) = whatif[a], whatif[b]
             (fa, fba), (fb, fbb) = fits[a], fits[b]
             if (wa - wb) * (fa - fb) >= 0:
                 continue  # the same order
-            apart = (abs(wa / wb - 1) > wba + wbb if wb else True) or (abs(fa / fb - 1) > fba + fbb if fb else True)
+            apart = (abs(wa / wb - 1) > wba + wbb if wb else True) or (
+                abs(fa / fb - 1) > fba + fbb if fb else True
+            )
             first, second = (a, b) if wa > wb else (b, a)
             (conflicts if apart else ties).append(f"{first}{'>' if apart else '~'}{second}")
     return conflicts, ties
@@ -193,15 +248,25 @@ def main() -> int:
     parser.add_argument("--candidates", default="all")
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--fit-seconds", type=float, default=3.0)
-    parser.add_argument("--passes", type=int, default=5, help="whole fits per candidate, interleaved")
-    parser.add_argument("--fit-repeat", type=int, default=4,
-                        help="the whole fits' arrays repeated this many times: 4 makes 256-step epochs, as the "
-                             "what-if's (1: the 64-step epochs of 4,096 rows, where TensorFlow's ~30 ms per epoch shows)")
+    parser.add_argument(
+        "--passes", type=int, default=5, help="whole fits per candidate, interleaved"
+    )
+    parser.add_argument(
+        "--fit-repeat",
+        type=int,
+        default=4,
+        help="the whole fits' arrays repeated this many times: 4 makes 256-step epochs, as the "
+        "what-if's (1: the 64-step epochs of 4,096 rows, where TensorFlow's ~30 ms per epoch shows)",
+    )
     parser.add_argument("--torch-threads", type=int, default=1)
-    parser.add_argument("--tf-threads", type=int, default=1,
-                        help="TF_NUM_INTRAOP_THREADS for every process (0: TensorFlow's default); on the 2-vCPU "
-                             "development VM two threads made TensorFlow's CNN fits bimodal (~21 k or ~12 k samples/s, "
-                             "fit by fit), one thread ran every fit at ~24 k")
+    parser.add_argument(
+        "--tf-threads",
+        type=int,
+        default=1,
+        help="TF_NUM_INTRAOP_THREADS for every process (0: TensorFlow's default); on the 2-vCPU "
+        "development VM two threads made TensorFlow's CNN fits bimodal (~21 k or ~12 k samples/s, "
+        "fit by fit), one thread ran every fit at ~24 k",
+    )
     parser.add_argument("--fit-child", action="store_true")
     parser.add_argument("--model")
     parser.add_argument("--data")
@@ -218,19 +283,35 @@ def main() -> int:
     from advisor.stats import median
 
     names = None if args.candidates == "all" else args.candidates.split(",")
-    print(f"{'family':<6} {'candidate':<15} {'what-if/s':>10} {'what-if×':>9} {'±':>5} {'fit/s':>10} {'fit×':>7} "
-          f"{'±':>5} {'diff':>6}  {'target':<8} status")
+    print(
+        f"{'family':<6} {'candidate':<15} {'what-if/s':>10} {'what-if×':>9} {'±':>5} {'fit/s':>10} {'fit×':>7} "
+        f"{'±':>5} {'diff':>6}  {'target':<8} status"
+    )
     for family in args.families.split(","):
         model, x, y = build(family)
-        result = measure_backends(model, (x, y), names, batch_size=BATCH, seconds=args.seconds,
-                                  torch_threads=args.torch_threads, max_seconds=1800)
+        result = measure_backends(
+            model,
+            (x, y),
+            names,
+            batch_size=BATCH,
+            seconds=args.seconds,
+            torch_threads=args.torch_threads,
+            max_seconds=1800,
+        )
         with tempfile.TemporaryDirectory() as tmp:
             model_path, data_path = Path(tmp) / "m.keras", Path(tmp) / "d.npz"
             model.save(model_path)
             np.savez(data_path, x=x, y=y)
-            configs = {c.name: (c.config.backend, c.config.jit) for c in result.candidates.values()
-                       if c.status == "measured"}
-            fits = whole_fits(model_path, data_path, configs, result.own, args) if result.own in configs else {}
+            configs = {
+                c.name: (c.config.backend, c.config.jit)
+                for c in result.candidates.values()
+                if c.status == "measured"
+            }
+            fits = (
+                whole_fits(model_path, data_path, configs, result.own, args)
+                if result.own in configs
+                else {}
+            )
         own_fits = fits.get(result.own, [])
         verdicts = []
         for c in sorted(result.candidates.values(), key=lambda c: -(result.speedup(c) or 0.0)):
@@ -243,27 +324,58 @@ def main() -> int:
             verdict = "-"
             if diff is not None and c.name != result.own:
                 noise = (band or 0.0) + (fit_band or 0.0)
-                verdict = "met" if abs(diff) <= 0.15 else ("in noise" if abs(diff) <= noise + 0.15 else "NOT met")
+                verdict = (
+                    "met"
+                    if abs(diff) <= 0.15
+                    else ("in noise" if abs(diff) <= noise + 0.15 else "NOT met")
+                )
                 verdicts.append(verdict)
-            cells = [f"{c.samples_per_s:.0f}" if c.samples_per_s else "-", f"{speed:.2f}" if speed else "-",
-                     f"{band:.0%}" if band is not None else "-", f"{fit:.0f}" if fit else "-",
-                     f"{fit_speed:.2f}" if fit_speed else "-", f"{fit_band:.0%}" if fit_band is not None else "-",
-                     f"{diff:+.0%}" if diff is not None else "-"]
-            status = c.status + (f": {c.reason[:60]}" if c.reason else "") + (" (own)" if c.name == result.own else "")
-            print(f"{family:<6} {c.name:<15} {cells[0]:>10} {cells[1]:>9} {cells[2]:>5} {cells[3]:>10} "
-                  f"{cells[4]:>7} {cells[5]:>5} {cells[6]:>6}  {verdict:<8} {status}", flush=True)
-        ranked = [c.name for c in sorted(result.measured(), key=lambda c: -(result.speedup(c) or 0.0))
-                  if fits.get(c.name)]
-        whatif = {n: (result.speedup(result.candidates[n]) or 0.0, result.speedup_band(result.candidates[n]) or 0.0)
-                  for n in ranked}
+            cells = [
+                f"{c.samples_per_s:.0f}" if c.samples_per_s else "-",
+                f"{speed:.2f}" if speed else "-",
+                f"{band:.0%}" if band is not None else "-",
+                f"{fit:.0f}" if fit else "-",
+                f"{fit_speed:.2f}" if fit_speed else "-",
+                f"{fit_band:.0%}" if fit_band is not None else "-",
+                f"{diff:+.0%}" if diff is not None else "-",
+            ]
+            status = (
+                c.status
+                + (f": {c.reason[:60]}" if c.reason else "")
+                + (" (own)" if c.name == result.own else "")
+            )
+            print(
+                f"{family:<6} {c.name:<15} {cells[0]:>10} {cells[1]:>9} {cells[2]:>5} {cells[3]:>10} "
+                f"{cells[4]:>7} {cells[5]:>5} {cells[6]:>6}  {verdict:<8} {status}",
+                flush=True,
+            )
+        ranked = [
+            c.name
+            for c in sorted(result.measured(), key=lambda c: -(result.speedup(c) or 0.0))
+            if fits.get(c.name)
+        ]
+        whatif = {
+            n: (
+                result.speedup(result.candidates[n]) or 0.0,
+                result.speedup_band(result.candidates[n]) or 0.0,
+            )
+            for n in ranked
+        }
         fit_speeds = {n: paired(fits[n], own_fits) for n in ranked}
         by_fit = sorted(ranked, key=lambda n: -(fit_speeds[n][0] or 0.0))
-        conflicts, ties = ranking_conflicts(whatif, {n: (v or 0.0, b or 0.0) for n, (v, b) in fit_speeds.items()})
-        same = "same" if ranked == by_fit else ("same outside noise" if not conflicts else "DIFFERENT")
+        conflicts, ties = ranking_conflicts(
+            whatif, {n: (v or 0.0, b or 0.0) for n, (v, b) in fit_speeds.items()}
+        )
+        same = (
+            "same" if ranked == by_fit else ("same outside noise" if not conflicts else "DIFFERENT")
+        )
         detail = f" (within noise: {', '.join(ties)})" if ties and ranked != by_fit else ""
         detail += f" (conflicts: {', '.join(conflicts)})" if conflicts else ""
-        print(f"{family:<6} ranking: what-if {' > '.join(ranked)}; fits {' > '.join(by_fit)}; {same}{detail}; gains: "
-              + ", ".join(f"{verdicts.count(v)} {v}" for v in ("met", "in noise", "NOT met")), flush=True)
+        print(
+            f"{family:<6} ranking: what-if {' > '.join(ranked)}; fits {' > '.join(by_fit)}; {same}{detail}; gains: "
+            + ", ".join(f"{verdicts.count(v)} {v}" for v in ("met", "in noise", "NOT met")),
+            flush=True,
+        )
     return 0
 
 

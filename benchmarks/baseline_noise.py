@@ -43,8 +43,14 @@ FEATURES, CLASSES, BATCH = 32, 4, 32
 def build(width: int) -> Any:
     import keras
 
-    model = keras.Sequential([keras.Input((FEATURES,)), keras.layers.Dense(width, activation="relu"),
-                              keras.layers.Dense(width, activation="relu"), keras.layers.Dense(CLASSES)])
+    model = keras.Sequential(
+        [
+            keras.Input((FEATURES,)),
+            keras.layers.Dense(width, activation="relu"),
+            keras.layers.Dense(width, activation="relu"),
+            keras.layers.Dense(CLASSES),
+        ]
+    )
     model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     return model
 
@@ -57,8 +63,13 @@ def datasets(step_s: float) -> dict[str, Any]:
     n = 64 * BATCH
     x = rng.normal(size=(n, FEATURES)).astype("float32")
     y = rng.integers(0, CLASSES, n).astype("int64")
-    healthy = tf.data.Dataset.from_tensor_slices((x, y)).cache().shuffle(n, seed=0).batch(BATCH).prefetch(
-        tf.data.AUTOTUNE)
+    healthy = (
+        tf.data.Dataset.from_tensor_slices((x, y))
+        .cache()
+        .shuffle(n, seed=0)
+        .batch(BATCH)
+        .prefetch(tf.data.AUTOTUNE)
+    )
 
     def wait(a: Any, b: Any) -> Any:
         time.sleep(step_s)
@@ -82,7 +93,9 @@ def step_seconds(model: Any, dataset: Any) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", default="0.75,1.5,3,6", help="measuring times to compare (comma-separated)")
+    parser.add_argument(
+        "--seconds", default="0.75,1.5,3,6", help="measuring times to compare (comma-separated)"
+    )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--width", type=int, default=256)
     args = parser.parse_args()
@@ -99,11 +112,17 @@ def main() -> None:
         for seconds in (float(s) for s in args.seconds.split(",")):
             for scenario, dataset in data.items():
                 for load in ("quiet", "busy core") if repeat % 2 == 0 else ("busy core", "quiet"):
-                    spin = subprocess.Popen([sys.executable, "-c", SPIN, str(os.getpid())]) if load == "busy core" else None
+                    spin = (
+                        subprocess.Popen([sys.executable, "-c", SPIN, str(os.getpid())])
+                        if load == "busy core"
+                        else None
+                    )
                     try:
                         time.sleep(0.2 if spin else 0.0)
                         t0 = time.perf_counter()
-                        result = measure_input(model, dataset, seconds=seconds, source_cache=False, data_only=False)
+                        result = measure_input(
+                            model, dataset, seconds=seconds, source_cache=False, data_only=False
+                        )
                         wall = time.perf_counter() - t0
                     finally:
                         if spin is not None:
@@ -111,20 +130,27 @@ def main() -> None:
                             spin.wait()
                     band = result.bound
                     results.setdefault((scenario, seconds, load), []).append((result, band, wall))
-                    print(f"  {scenario:10s} {seconds:4.2f} s {load:9s}: cost {band.value if band else float('nan'):+.3f} "
-                          f"± {band.half_width if band else float('nan'):.3f}  outside={result.bound_outside_band}  "
-                          f"stalled={result.stalled_rounds}  wall {wall:.1f} s", flush=True)
+                    print(
+                        f"  {scenario:10s} {seconds:4.2f} s {load:9s}: cost {band.value if band else float('nan'):+.3f} "
+                        f"± {band.half_width if band else float('nan'):.3f}  outside={result.bound_outside_band}  "
+                        f"stalled={result.stalled_rounds}  wall {wall:.1f} s",
+                        flush=True,
+                    )
     print()
-    print("| input | seconds | segment | load | median cost | median band (±) | outside the band | stalled rounds | median wall |")
+    print(
+        "| input | seconds | segment | load | median cost | median band (±) | outside the band | stalled rounds | median wall |"
+    )
     print("|---|---:|---:|---|---:|---:|---:|---:|---:|")
     for (scenario, seconds, load), rows in results.items():
         costs = [b.value for _, b, _ in rows if b]
         widths = [b.half_width for _, b, _ in rows if b]
         outside = sum(1 for r, _, _ in rows if r.bound_outside_band)
         stalled = sum(r.stalled_rounds for r, _, _ in rows)
-        print(f"| {scenario} | {seconds:g} | {seconds / 24 * 1000:.0f} ms | {load} | {statistics.median(costs):.1%} | "
-              f"{statistics.median(widths):.1%} | {outside}/{len(rows)} | {stalled} | "
-              f"{statistics.median(w for _, _, w in rows):.1f} s |")
+        print(
+            f"| {scenario} | {seconds:g} | {seconds / 24 * 1000:.0f} ms | {load} | {statistics.median(costs):.1%} | "
+            f"{statistics.median(widths):.1%} | {outside}/{len(rows)} | {stalled} | "
+            f"{statistics.median(w for _, _, w in rows):.1f} s |"
+        )
 
 
 if __name__ == "__main__":

@@ -40,12 +40,16 @@ def main(argv: list[str] | None = None) -> int:
     def augment(xi, yi):  # as examples/scenarios/heavy_augmentation/train.py
         v = xi[None, :]
         for _ in range(2):
-            v = tf.tanh(v @ tf.random.normal((WIDE, WIDE), stddev=WIDE ** -0.5))
+            v = tf.tanh(v @ tf.random.normal((WIDE, WIDE), stddev=WIDE**-0.5))
         return v[0], yi
 
     def dataset():
         ds = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(2048, seed=0)
-        return ds.map(augment, num_parallel_calls=tf.data.AUTOTUNE).batch(64).prefetch(tf.data.AUTOTUNE)
+        return (
+            ds.map(augment, num_parallel_calls=tf.data.AUTOTUNE)
+            .batch(64)
+            .prefetch(tf.data.AUTOTUNE)
+        )
 
     model = common.mlp(width=128, features=WIDE)
     model.fit(dataset(), epochs=2, verbose=0)
@@ -54,14 +58,19 @@ def main(argv: list[str] | None = None) -> int:
     print("| arm order | teardown | real samples/s | cached samples/s | input cost (band) |")
     print("|---|---|---:|---:|---:|")
     for pair in range(args.pairs):
-        for teardown in ((True, False) if pair % 2 == 0 else (False, True)):
+        for teardown in (True, False) if pair % 2 == 0 else (False, True):
             baseline.tear_down = torn if teardown else (lambda backend: None)
             try:
-                r = advisor.measure_input(model, dataset(), seconds=args.seconds, rounds=12, max_seconds=30, steps=20)
+                r = advisor.measure_input(
+                    model, dataset(), seconds=args.seconds, rounds=12, max_seconds=30, steps=20
+                )
             finally:
                 baseline.tear_down = torn
-            print(f"| pair {pair + 1} | {'yes' if teardown else 'no'} | {r.real_samples_per_s:,.0f} | "
-                  f"{r.cached_samples_per_s:,.0f} | {r.bound_fraction:.3f} (±{r.bound_band or 0:.3f}) |", flush=True)
+            print(
+                f"| pair {pair + 1} | {'yes' if teardown else 'no'} | {r.real_samples_per_s:,.0f} | "
+                f"{r.cached_samples_per_s:,.0f} | {r.bound_fraction:.3f} (±{r.bound_band or 0:.3f}) |",
+                flush=True,
+            )
     return 0
 
 

@@ -50,7 +50,11 @@ def fit(arm: str, epochs: int) -> tuple[float, float, list[float]]:
     data = scenario["base"]() if arm == "base" else scenario["fixes"][arm]()[0]
     scenario["model"]().fit(data, epochs=epochs, verbose=0, callbacks=[Clock()])
     later = rows[1:]
-    return (statistics.mean(r[0] for r in later), statistics.mean(r[1] for r in later), [r[2] for r in later])
+    return (
+        statistics.mean(r[0] for r in later),
+        statistics.mean(r[1] for r in later),
+        [r[2] for r in later],
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -65,11 +69,16 @@ def main(argv: list[str] | None = None) -> int:
             epoch, inner, firsts = fit(arm, args.epochs)
             results[arm].append((epoch, inner, firsts))
             stalls = sum(f > 0.5 for f in firsts)
-            print(f"{arm:20s} epoch {epoch:.3f} s  in-epoch step {inner * 1000:.1f} ms  "
-                  f"stalled boundaries {stalls}/{len(firsts)}  firsts {[round(f, 2) for f in firsts]}", flush=True)
+            print(
+                f"{arm:20s} epoch {epoch:.3f} s  in-epoch step {inner * 1000:.1f} ms  "
+                f"stalled boundaries {stalls}/{len(firsts)}  firsts {[round(f, 2) for f in firsts]}",
+                flush=True,
+            )
     for arm, runs in results.items():
-        print(f"{arm:20s} median epoch {statistics.median(r[0] for r in runs):.3f} s, in-epoch step "
-              f"{statistics.median(r[1] for r in runs) * 1000:.1f} ms")
+        print(
+            f"{arm:20s} median epoch {statistics.median(r[0] for r in runs):.3f} s, in-epoch step "
+            f"{statistics.median(r[1] for r in runs) * 1000:.1f} ms"
+        )
     return 0
 
 

@@ -42,11 +42,17 @@ def _spin() -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", help="scenario names (default: all)")
-    parser.add_argument("--busy", type=int, default=0, help="cores to keep busy with spin loops meanwhile")
+    parser.add_argument(
+        "--busy", type=int, default=0, help="cores to keep busy with spin loops meanwhile"
+    )
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
     parser.add_argument("--timeout", type=float, default=180.0, help="seconds per scenario")
-    parser.add_argument("--whatif", type=float, metavar="SECONDS",
-                        help="also run the measured what-if (\"auto\") within this budget in every scenario")
+    parser.add_argument(
+        "--whatif",
+        type=float,
+        metavar="SECONDS",
+        help='also run the measured what-if ("auto") within this budget in every scenario',
+    )
     args = parser.parse_args(argv)
     if args.whatif:
         os.environ["ADVISOR_SCENARIO_WHATIF_SECONDS"] = str(args.whatif)
@@ -65,9 +71,20 @@ def main(argv: list[str] | None = None) -> int:
                     result = suite.score(expected, suite.diagnose(runs))
                     result.seconds = seconds
                 except Exception as exc:  # noqa: BLE001 — a broken scenario is a row, not a crash
-                    result = suite.Score(expected.name, [], [], list(expected.must_fail), [], [], None,
-                                         False if expected.top else None, None, 0, len(expected.must_fail),
-                                         error=str(exc).splitlines()[0])
+                    result = suite.Score(
+                        expected.name,
+                        [],
+                        [],
+                        list(expected.must_fail),
+                        [],
+                        [],
+                        None,
+                        False if expected.top else None,
+                        None,
+                        0,
+                        len(expected.must_fail),
+                        error=str(exc).splitlines()[0],
+                    )
             scores.append(result)
             print(_line(result), flush=True)
     finally:
@@ -97,9 +114,11 @@ def _line(s: suite.Score) -> str:
         extra.append("order wrong")
     if os.environ.get("ADVISOR_SCENARIO_WHATIF_SECONDS") and s.top in WHATIF_RULES:
         extra.append(f"{s.top} {s.top_measured or 'NOT MEASURED'}")
-    return (f"{s.name:<30} recall {s.recall_hits}/{s.recall_total}  precision {s.precision_hits}/{len(s.flagged)}"
-            f"  top-1 {top:<10} {s.seconds:5.1f} s  failed: {' '.join(s.failed[:6])}"
-            + (f"  [{'; '.join(extra)}]" if extra else ""))
+    return (
+        f"{s.name:<30} recall {s.recall_hits}/{s.recall_total}  precision {s.precision_hits}/{len(s.flagged)}"
+        f"  top-1 {top:<10} {s.seconds:5.1f} s  failed: {' '.join(s.failed[:6])}"
+        + (f"  [{'; '.join(extra)}]" if extra else "")
+    )
 
 
 def _whatif_rules() -> frozenset[str]:
@@ -117,8 +136,10 @@ def _measured_totals(scores: list[suite.Score]) -> str:
     tops = [s for s in scores if s.top in WHATIF_RULES]
     measured = [s for s in tops if s.top_measured]
     missing = [s.name for s in tops if not s.top_measured]
-    return (f"what-if: {len(measured)}/{len(tops)} scenarios whose top finding names a fix got it measured"
-            + (f"; not measured: {' '.join(missing)}" if missing else ""))
+    return (
+        f"what-if: {len(measured)}/{len(tops)} scenarios whose top finding names a fix got it measured"
+        + (f"; not measured: {' '.join(missing)}" if missing else "")
+    )
 
 
 def _totals(scores: list[suite.Score], total: float, busy: int) -> str:
@@ -130,19 +151,26 @@ def _totals(scores: list[suite.Score], total: float, busy: int) -> str:
     top_ok = sum(1 for s in tops if s.top_ok)
     healthy = [s for s in scores if not s.recall_total]
     clean = all(not s.flagged for s in healthy)
-    return (f"overall: recall {hits}/{needed} ({hits / max(needed, 1):.0%}), precision (warning+) "
-            f"{correct}/{flagged} ({correct / max(flagged, 1):.0%}), top-1 {top_ok}/{len(tops)}, healthy without "
-            f"warnings: {'yes' if clean else 'NO'}; {len(scores)} scenarios in {total:.0f} s"
-            f"{f' with {busy} core(s) kept busy' if busy else ''}")
+    return (
+        f"overall: recall {hits}/{needed} ({hits / max(needed, 1):.0%}), precision (warning+) "
+        f"{correct}/{flagged} ({correct / max(flagged, 1):.0%}), top-1 {top_ok}/{len(tops)}, healthy without "
+        f"warnings: {'yes' if clean else 'NO'}; {len(scores)} scenarios in {total:.0f} s"
+        f"{f' with {busy} core(s) kept busy' if busy else ''}"
+    )
 
 
 def _markdown(scores: list[suite.Score], total: float, busy: int) -> str:
-    rows = ["| scenario | recall | precision (warning+) | top-1 | failed (ranked) | time |", "|---|---|---|---|---|---|"]
+    rows = [
+        "| scenario | recall | precision (warning+) | top-1 | failed (ranked) | time |",
+        "|---|---|---|---|---|---|",
+    ]
     for s in scores:
         top = "—" if s.top_ok is None else ("✓" if s.top_ok else f"✗ ({s.top})")
         failed = "error: " + (s.error or "") if s.error else " ".join(s.failed[:5])
-        rows.append(f"| {s.name} | {s.recall_hits}/{s.recall_total} | {s.precision_hits}/{len(s.flagged)} | {top} | "
-                    f"{failed} | {s.seconds:.0f} s |")
+        rows.append(
+            f"| {s.name} | {s.recall_hits}/{s.recall_total} | {s.precision_hits}/{len(s.flagged)} | {top} | "
+            f"{failed} | {s.seconds:.0f} s |"
+        )
     return "\n".join(rows) + "\n\n" + _totals(scores, total, busy)
 
 

@@ -84,13 +84,19 @@ def dropped(variant: str, epochs: int, pulls: int) -> list[float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=8)
-    parser.add_argument("--variant", default="base", choices=["base", "cache_source", "cache_map", "parallel_map"])
+    parser.add_argument(
+        "--variant", default="base", choices=["base", "cache_source", "cache_map", "parallel_map"]
+    )
     args = parser.parse_args(argv)
     show = lambda values: " ".join(f"{v:.2f}" for v in values)  # noqa: E731
     print(f"variant {args.variant}, {args.epochs} epochs of 30 batches (seconds)")
     print("plain loop, first element per epoch:      ", show(plain(args.variant, args.epochs)))
-    print("model.fit, first step per epoch:          ", show(keras_fit(args.variant, args.epochs)[1:]))
-    print("drop after 30 pulls (Keras's epoch):      ", show(dropped(args.variant, args.epochs, 30)))
+    print(
+        "model.fit, first step per epoch:          ", show(keras_fit(args.variant, args.epochs)[1:])
+    )
+    print(
+        "drop after 30 pulls (Keras's epoch):      ", show(dropped(args.variant, args.epochs, 30))
+    )
     print("drop after 2 pulls:                       ", show(dropped(args.variant, args.epochs, 2)))
     return 0
 

@@ -49,7 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fits", type=int, default=8)
     parser.add_argument("--epochs", type=int, default=60)
-    parser.add_argument("--fix", default="cache_map", help="a fix of whatif.py's input_bound scenario")
+    parser.add_argument(
+        "--fix", default="cache_map", help="a fix of whatif.py's input_bound scenario"
+    )
     args = parser.parse_args(argv)
 
     import keras
@@ -71,8 +73,10 @@ def main(argv: list[str] | None = None) -> int:
 
     model = scenario["model"]()
     rates = []
-    print(f"| fit | {args.fix} samples/s | ten-epoch stretches, ms an epoch (min–max) | Python probe | steal |\n"
-          "|---:|---:|---:|---:|---:|")
+    print(
+        f"| fit | {args.fix} samples/s | ten-epoch stretches, ms an epoch (min–max) | Python probe | steal |\n"
+        "|---:|---:|---:|---:|---:|"
+    )
     for index in range(args.fits):
         data, _ = scenario["fixes"][args.fix]()
         before, probe_s = cpu_times(), probe()
@@ -84,12 +88,19 @@ def main(argv: list[str] | None = None) -> int:
         total = sum(after) - sum(before) if before and after else 0
         steal = f"{(after[7] - before[7]) / total:.1%}" if total and len(after) > 7 else "—"
         times = [b[0] - a[0] for a, b in zip(ends.ends, ends.ends[1:], strict=False)]
-        stretches = [statistics.median(times[i:i + 10]) * 1000 for i in range(0, len(times) - 9, 10)]
+        stretches = [
+            statistics.median(times[i : i + 10]) * 1000 for i in range(0, len(times) - 9, 10)
+        ]
         within = f"{min(stretches):.1f}–{max(stretches):.1f}" if stretches else "—"
-        print(f"| {index + 1} | {rates[-1]:,.0f} | {within} | {probe_s * 1000:.0f} ms | {steal} |", flush=True)
+        print(
+            f"| {index + 1} | {rates[-1]:,.0f} | {within} | {probe_s * 1000:.0f} ms | {steal} |",
+            flush=True,
+        )
     low, high = min(rates), max(rates)
-    print(f"\nmedian {statistics.median(rates):,.0f} samples/s, range {low:,.0f}–{high:,.0f} "
-          f"({high / low:.2f}× between the slowest and the fastest fit)")
+    print(
+        f"\nmedian {statistics.median(rates):,.0f} samples/s, range {low:,.0f}–{high:,.0f} "
+        f"({high / low:.2f}× between the slowest and the fastest fit)"
+    )
     return 0
 
 

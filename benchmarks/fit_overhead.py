@@ -29,15 +29,30 @@ def main() -> int:
         runs = []
         for _ in range(5):
             started = time.perf_counter()
-            model.fit(x, y, batch_size=BATCH, epochs=epochs, steps_per_epoch=steps, shuffle=shuffle, verbose=0)
+            model.fit(
+                x,
+                y,
+                batch_size=BATCH,
+                epochs=epochs,
+                steps_per_epoch=steps,
+                shuffle=shuffle,
+                verbose=0,
+            )
             runs.append(time.perf_counter() - started)
         return sorted(runs)[2]
 
-    short, epoch, four, four_unshuffled = timed(1, 4), timed(1, 64), timed(4, 64), timed(4, 64, False)
+    short, epoch, four, four_unshuffled = (
+        timed(1, 4),
+        timed(1, 64),
+        timed(4, 64),
+        timed(4, 64, False),
+    )
     step = (epoch - short) / 60
-    print(f"{os.environ.get('KERAS_BACKEND', 'tensorflow')}: step {step * 1e3:.2f} ms; per fit call "
-          f"{(short - 4 * step) * 1e3:.0f} ms; per further epoch {((four - epoch) / 3 - 64 * step) * 1e3:.0f} ms; "
-          f"4×64 unshuffled ÷ shuffled {four_unshuffled / four:.2f}")
+    print(
+        f"{os.environ.get('KERAS_BACKEND', 'tensorflow')}: step {step * 1e3:.2f} ms; per fit call "
+        f"{(short - 4 * step) * 1e3:.0f} ms; per further epoch {((four - epoch) / 3 - 64 * step) * 1e3:.0f} ms; "
+        f"4×64 unshuffled ÷ shuffled {four_unshuffled / four:.2f}"
+    )
     return 0
 
 

@@ -30,7 +30,9 @@ def _spin() -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--fits", type=int, default=30)
-    parser.add_argument("--busy", type=int, default=0, help="other processes kept spinning meanwhile")
+    parser.add_argument(
+        "--busy", type=int, default=0, help="other processes kept spinning meanwhile"
+    )
     args = parser.parse_args(argv)
     import keras
     import numpy as np
@@ -39,7 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     x = np.random.default_rng(0).normal(size=(64, 32)).astype("float32")
     y = np.zeros((64, 1), "float32")
     cached = tf.data.Dataset.from_tensor_slices((x, y)).batch(64).take(1).cache().repeat()
-    model = keras.Sequential([keras.Input((32,)), keras.layers.Dense(256, activation="relu"), keras.layers.Dense(1)])
+    model = keras.Sequential(
+        [keras.Input((32,)), keras.layers.Dense(256, activation="relu"), keras.layers.Dense(1)]
+    )
     model.compile("adam", "mse")
     model.fit(cached, epochs=1, steps_per_epoch=20, verbose=0)  # compile and warm
     t0 = time.perf_counter()
@@ -59,8 +63,10 @@ def main(argv: list[str] | None = None) -> int:
             p.terminate()
     starts.sort()
     p90 = starts[min(len(starts) - 1, int(0.9 * len(starts)))]
-    print(f"cpus {os.cpu_count()}, busy {args.busy}, step {step * 1000:.2f} ms, fits {args.fits}: "
-          f"a nested fit's start median {statistics.median(starts) * 1000:.0f} ms, p90 {p90 * 1000:.0f} ms")
+    print(
+        f"cpus {os.cpu_count()}, busy {args.busy}, step {step * 1000:.2f} ms, fits {args.fits}: "
+        f"a nested fit's start median {statistics.median(starts) * 1000:.0f} ms, p90 {p90 * 1000:.0f} ms"
+    )
     return 0
 
 

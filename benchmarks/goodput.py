@@ -25,15 +25,31 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 SCENARIOS = HERE.parent / "examples" / "scenarios"
-DEFAULT = ("slow_callback", "checkpoint_every_epoch", "validation_dominates", "healthy_callbacks", "healthy")
+DEFAULT = (
+    "slow_callback",
+    "checkpoint_every_epoch",
+    "validation_dominates",
+    "healthy_callbacks",
+    "healthy",
+)
 FIT_LINE = re.compile(r"^fit: ([0-9.]+) s", re.MULTILINE)
 
 
 def run_one(name: str, seconds: float, store: Path) -> tuple[float, dict]:
-    env = dict(os.environ, ADVISOR_RUNS_DIR=str(store), ADVISOR_SCENARIO_SECONDS=str(seconds),
-               TF_CPP_MIN_LOG_LEVEL="3")
-    done = subprocess.run([sys.executable, str(SCENARIOS / name / "train.py")], env=env, capture_output=True,
-                          text=True, timeout=max(300.0, 10 * seconds), check=False)
+    env = dict(
+        os.environ,
+        ADVISOR_RUNS_DIR=str(store),
+        ADVISOR_SCENARIO_SECONDS=str(seconds),
+        TF_CPP_MIN_LOG_LEVEL="3",
+    )
+    done = subprocess.run(
+        [sys.executable, str(SCENARIOS / name / "train.py")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=max(300.0, 10 * seconds),
+        check=False,
+    )
     found = FIT_LINE.search(done.stdout)
     if done.returncode != 0 or found is None:
         tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-6:])
@@ -50,9 +66,13 @@ def run_one(name: str, seconds: float, store: Path) -> tuple[float, dict]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seconds", type=float, default=20.0, help="training time of each scenario")
+    parser.add_argument(
+        "--seconds", type=float, default=20.0, help="training time of each scenario"
+    )
     parser.add_argument("--only", default=None, help="comma-separated scenario names")
-    parser.add_argument("--tolerance", type=float, default=0.03, help="largest gap allowed, as a share of the fit")
+    parser.add_argument(
+        "--tolerance", type=float, default=0.03, help="largest gap allowed, as a share of the fit"
+    )
     args = parser.parse_args()
     names = args.only.split(",") if args.only else list(DEFAULT)
     worst, failed = 0.0, []
@@ -73,9 +93,13 @@ def main() -> int:
         parts = sorted(((v, k) for k, v in seconds.items() if v > 0), reverse=True)[:3]
         text = ", ".join(f"{k} {v / budget['wall_seconds']:.0%}" for v, k in parts)
         goodput = seconds.get("train_steps", 0.0) / budget["wall_seconds"]
-        print(f"{name:<24} {fit:7.2f} {accounted:9.2f} {gap:6.1%} {goodput:8.0%}  {text}"
-              f"  ({time.perf_counter() - t0:.0f} s in all)")
-    print(f"largest gap {worst:.2%} (tolerance {args.tolerance:.0%}); load average {os.getloadavg()[0]:.2f}")
+        print(
+            f"{name:<24} {fit:7.2f} {accounted:9.2f} {gap:6.1%} {goodput:8.0%}  {text}"
+            f"  ({time.perf_counter() - t0:.0f} s in all)"
+        )
+    print(
+        f"largest gap {worst:.2%} (tolerance {args.tolerance:.0%}); load average {os.getloadavg()[0]:.2f}"
+    )
     return 1 if failed or worst > args.tolerance else 0
 
 

@@ -35,8 +35,9 @@ def main() -> int:
 
     bare = UserCallback()
     ledger = Ledger(time.perf_counter(), TRAIN)
-    wrapper = BudgetCollector()._hook_wrapper(bare.on_train_batch_end, "cb:UserCallback.on_train_batch_end",
-                                              ledger, bare, False)
+    wrapper = BudgetCollector()._hook_wrapper(
+        bare.on_train_batch_end, "cb:UserCallback.on_train_batch_end", ledger, bare, False
+    )
 
     def timed(call) -> float:
         t0 = time.perf_counter()
@@ -46,13 +47,18 @@ def main() -> int:
 
     extra = []
     for r in range(args.repeats):
-        a, b = (timed(bare.on_train_batch_end), timed(wrapper)) if r % 2 == 0 else \
-            tuple(reversed((timed(wrapper), timed(bare.on_train_batch_end))))
+        a, b = (
+            (timed(bare.on_train_batch_end), timed(wrapper))
+            if r % 2 == 0
+            else tuple(reversed((timed(wrapper), timed(bare.on_train_batch_end))))
+        )
         extra.append(b - a)
         print(f"repeat {r + 1}: bare {a * 1e6:.3f} µs, wrapped {b * 1e6:.3f} µs per call")
     cost = statistics.median(extra)
-    print(f"median extra per wrapped call: {cost * 1e6:.3f} µs; five callbacks on a 1 ms step: "
-          f"{5 * cost / 1e-3:.2%} (target ≤ 1%)")
+    print(
+        f"median extra per wrapped call: {cost * 1e6:.3f} µs; five callbacks on a 1 ms step: "
+        f"{5 * cost / 1e-3:.2%} (target ≤ 1%)"
+    )
     return 0
 
 

@@ -42,44 +42,111 @@ def write_run(root: Path, run_id: str, windows: int, samples_every: float = 0.0)
     w = RunWriter(
         root,
         run_id=run_id,
-        manifest={"global_batch_size": 64, "price_per_hour": 1.006, "price_source": "table",
-                  "instance_type": "g5.xlarge"},
+        manifest={
+            "global_batch_size": 64,
+            "price_per_hour": 1.006,
+            "price_source": "table",
+            "instance_type": "g5.xlarge",
+        },
     )
     t0 = time.time() - seconds
-    w.write(ContextRecord(t=t0, values={
-        "context.run_eagerly": False, "context.jit_compile": False,
-        "context.steps_per_execution": 1, "context.mixed_precision": False,
-        "context.dtype_policy": "float32", "context.early_stopping": True,
-        "context.tracking": True, "context.tuner": False, "context.profiling_configured": False,
-        "context.graph_retraces": 1, "context.callbacks": ["AdvisorCallback", "EarlyStopping"],
-    }))
+    w.write(
+        ContextRecord(
+            t=t0,
+            values={
+                "context.run_eagerly": False,
+                "context.jit_compile": False,
+                "context.steps_per_execution": 1,
+                "context.mixed_precision": False,
+                "context.dtype_policy": "float32",
+                "context.early_stopping": True,
+                "context.tracking": True,
+                "context.tuner": False,
+                "context.profiling_configured": False,
+                "context.graph_retraces": 1,
+                "context.callbacks": ["AdvisorCallback", "EarlyStopping"],
+            },
+        )
+    )
     w.write(FirstStepRecord(t=t0 + 5, seconds=5.0))
-    w.write(PipelineRecord(t=t0 + 1, values={
-        "pipeline.inspected": True, "pipeline.prefetch": False, "pipeline.sequential_maps": 1,
-    }))
+    w.write(
+        PipelineRecord(
+            t=t0 + 1,
+            values={
+                "pipeline.inspected": True,
+                "pipeline.prefetch": False,
+                "pipeline.sequential_maps": 1,
+            },
+        )
+    )
     step = epoch_steps = 0
     s = 0.0  # the next telemetry sample, written in time order with the windows (as a real run)
     for i in range(windows):
         while samples_every > 0 and s < 10 * (i + 1):
-            w.write(GpuSample(t=t0 + s, index=0, util=rng.uniform(10, 60), mem_used=8 << 30,
-                              mem_total=24 << 30, power_w=rng.uniform(80, 150), energy_j=100.0 * s))
-            w.write(HostSample(t=t0 + s, cpu_percent=[rng.uniform(50, 100) for _ in range(4)],
-                               iowait=1.0, mem_used=8 << 30, mem_total=16 << 30))
+            w.write(
+                GpuSample(
+                    t=t0 + s,
+                    index=0,
+                    util=rng.uniform(10, 60),
+                    mem_used=8 << 30,
+                    mem_total=24 << 30,
+                    power_w=rng.uniform(80, 150),
+                    energy_j=100.0 * s,
+                )
+            )
+            w.write(
+                HostSample(
+                    t=t0 + s,
+                    cpu_percent=[rng.uniform(50, 100) for _ in range(4)],
+                    iowait=1.0,
+                    mem_used=8 << 30,
+                    mem_total=16 << 30,
+                )
+            )
             s += samples_every
         steps = 18 + rng.randint(0, 4)
-        w.write(WindowRecord(
-            t=t0 + 10 * (i + 1), epoch=i // 180, seconds=10.0, steps=steps, samples=steps * 64,
-            step_begin=step, step_end=step + steps, warmup=i == 0, step_count=steps,
-            step_time_mean=0.5, step_time_std=0.05, step_time_max=0.9, step_outliers=0,
-        ))
+        w.write(
+            WindowRecord(
+                t=t0 + 10 * (i + 1),
+                epoch=i // 180,
+                seconds=10.0,
+                steps=steps,
+                samples=steps * 64,
+                step_begin=step,
+                step_end=step + steps,
+                warmup=i == 0,
+                step_count=steps,
+                step_time_mean=0.5,
+                step_time_std=0.05,
+                step_time_max=0.9,
+                step_outliers=0,
+            )
+        )
         step += steps
         epoch_steps += steps
         if i % 180 == 179:  # the epoch record counts what its windows hold
-            w.write(EpochRecord(t=t0 + 10 * (i + 1), epoch=i // 180, seconds=1800.0, train_seconds=1790.0,
-                                val_seconds=10.0, steps=epoch_steps, samples=epoch_steps * 64))
+            w.write(
+                EpochRecord(
+                    t=t0 + 10 * (i + 1),
+                    epoch=i // 180,
+                    seconds=1800.0,
+                    train_seconds=1790.0,
+                    val_seconds=10.0,
+                    steps=epoch_steps,
+                    samples=epoch_steps * 64,
+                )
+            )
             epoch_steps = 0
-    w.write(BaselineRecord(t=t0 + seconds, steps=50, batch_size=64, real_samples_per_s=118.0,
-                           cached_samples_per_s=629.0, data_only_samples_per_s=121.0))
+    w.write(
+        BaselineRecord(
+            t=t0 + seconds,
+            steps=50,
+            batch_size=64,
+            real_samples_per_s=118.0,
+            cached_samples_per_s=629.0,
+            data_only_samples_per_s=121.0,
+        )
+    )
     w.close()
     return w.path
 
@@ -115,8 +182,12 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--windows", type=int, default=60_000)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--samples-every", type=float, default=0.0,
-                        help="seconds between GPU/host samples (0: none)")
+    parser.add_argument(
+        "--samples-every",
+        type=float,
+        default=0.0,
+        help="seconds between GPU/host samples (0: none)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         sizes = [args.windows // 8, args.windows // 4, args.windows // 2, args.windows]
@@ -153,7 +224,9 @@ def main() -> int:
                 raise SystemExit(f"the synthetic run reads with problems: {run.problems[:2]}")
             registry().derive(run)
             t2 = time.perf_counter()
-            store.diagnose(run)  # derives again, then diagnoses: its own time is t3 - t2 less derive
+            store.diagnose(
+                run
+            )  # derives again, then diagnoses: its own time is t3 - t2 less derive
             t3 = time.perf_counter()
             read_s.append(t1 - t0)
             derive_s.append(t2 - t1)
@@ -168,11 +241,15 @@ def main() -> int:
     half = statistics.median(times[f"advisor check, {args.windows // 2:,} windows"])
     whole = statistics.median(times[f"advisor check, {args.windows:,} windows"])
     start = statistics.median(times["python -c pass"])
-    print(f"\nratio full / half run, minus interpreter start: {(whole - start) / (half - start):.2f}"
-          " (2.0 is linear)")
-    print(f"in process, {args.windows:,} windows: read {statistics.median(read_s):.3f} s, "
-          f"derive facts {statistics.median(derive_s):.3f} s, "
-          f"diagnose (derive + rules) {statistics.median(diagnose_s):.3f} s")
+    print(
+        f"\nratio full / half run, minus interpreter start: {(whole - start) / (half - start):.2f}"
+        " (2.0 is linear)"
+    )
+    print(
+        f"in process, {args.windows:,} windows: read {statistics.median(read_s):.3f} s, "
+        f"derive facts {statistics.median(derive_s):.3f} s, "
+        f"diagnose (derive + rules) {statistics.median(diagnose_s):.3f} s"
+    )
     return 0
 
 

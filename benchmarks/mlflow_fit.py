@@ -38,9 +38,13 @@ def main() -> None:
     rng = np.random.default_rng(0)
     x = rng.normal(size=(8192, 32)).astype("float32")
     y = rng.integers(0, 10, 8192).astype("int64")
-    model = keras.Sequential([keras.Input((32,)), keras.layers.Dense(256, activation="relu"), keras.layers.Dense(10)])
+    model = keras.Sequential(
+        [keras.Input((32,)), keras.layers.Dense(256, activation="relu"), keras.layers.Dense(10)]
+    )
     model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    model.fit(x, y, batch_size=64, epochs=1, verbose=0)  # compiled first: the calibration is a step's time
+    model.fit(
+        x, y, batch_size=64, epochs=1, verbose=0
+    )  # compiled first: the calibration is a step's time
     t0 = time.perf_counter()
     model.fit(x, y, batch_size=64, epochs=2, verbose=0)
     epochs = max(2, round(args.seconds / ((time.perf_counter() - t0) / 2)))
@@ -71,10 +75,15 @@ def main() -> None:
         order = (False, True) if pair % 2 == 0 else (True, False)
         times = {flag: fit(flag) for flag in order}
         ratios.append(times[True] / times[False])
-        print(f"pair {pair + 1}: without {times[False]:.2f} s, with mlflow=True {times[True]:.2f} s, "
-              f"ratio {ratios[-1]:.3f}", flush=True)
+        print(
+            f"pair {pair + 1}: without {times[False]:.2f} s, with mlflow=True {times[True]:.2f} s, "
+            f"ratio {ratios[-1]:.3f}",
+            flush=True,
+        )
     median = statistics.median(ratios)
-    print(f"{epochs} epochs per fit; median ratio {median:.3f} (target ≤ 1.10): {'met' if median <= 1.10 else 'NOT met'}")
+    print(
+        f"{epochs} epochs per fit; median ratio {median:.3f} (target ≤ 1.10): {'met' if median <= 1.10 else 'NOT met'}"
+    )
 
 
 if __name__ == "__main__":

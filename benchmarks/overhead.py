@@ -25,18 +25,38 @@ import time
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--pairs", type=int, default=7)
-    parser.add_argument("--steps", type=int, default=None,
-                        help="steps per fit, 2 epochs (default: as many as last --fit-seconds)")
-    parser.add_argument("--fit-seconds", type=float, default=2.0,
-                        help="without --steps: size each fit to about this long, so that the fixed "
-                             "cost of starting a run weighs on every backend as on a 2 s fit")
-    parser.add_argument("--backend", default=None, choices=("tensorflow", "jax", "torch", "tf_keras"),
-                        help="Keras backend, or tf_keras (default: $KERAS_BACKEND or tensorflow)")
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        help="steps per fit, 2 epochs (default: as many as last --fit-seconds)",
+    )
+    parser.add_argument(
+        "--fit-seconds",
+        type=float,
+        default=2.0,
+        help="without --steps: size each fit to about this long, so that the fixed "
+        "cost of starting a run weighs on every backend as on a 2 s fit",
+    )
+    parser.add_argument(
+        "--backend",
+        default=None,
+        choices=("tensorflow", "jax", "torch", "tf_keras"),
+        help="Keras backend, or tf_keras (default: $KERAS_BACKEND or tensorflow)",
+    )
     parser.add_argument("--spe", type=int, default=1, help="steps_per_execution")
-    parser.add_argument("--user-callbacks", type=int, default=0,
-                        help="light user callbacks in both arms (their hooks are timed by the budget)")
-    parser.add_argument("--width", type=int, default=256,
-                        help="hidden width; widen it where the step is far below ~1 ms (JAX: 512)")
+    parser.add_argument(
+        "--user-callbacks",
+        type=int,
+        default=0,
+        help="light user callbacks in both arms (their hooks are timed by the budget)",
+    )
+    parser.add_argument(
+        "--width",
+        type=int,
+        default=256,
+        help="hidden width; widen it where the step is far below ~1 ms (JAX: 512)",
+    )
     args = parser.parse_args()
     if args.backend == "tf_keras":
         os.environ["TF_USE_LEGACY_KERAS"] = "1"
@@ -65,8 +85,14 @@ def main() -> None:
 
     rng = np.random.default_rng(0)
     batch = 64
-    model = keras.Sequential([keras.Input((128,)), keras.layers.Dense(args.width, activation="relu"),
-                              keras.layers.Dense(args.width, activation="relu"), keras.layers.Dense(1)])
+    model = keras.Sequential(
+        [
+            keras.Input((128,)),
+            keras.layers.Dense(args.width, activation="relu"),
+            keras.layers.Dense(args.width, activation="relu"),
+            keras.layers.Dense(1),
+        ]
+    )
     model.compile("adam", "mse", steps_per_execution=args.spe)
     if args.steps is None:  # calibrate: time 400 steps after a compiling fit
         probe = rng.normal(size=(batch * 400, 128)).astype("float32")
@@ -112,11 +138,22 @@ def main() -> None:
     def timed(with_advisor: bool) -> float:
         # baseline=None: the default baseline measures after training, on purpose; it is reported
         # as its own time (baseline.seconds), not as overhead of the training.
-        callbacks = [advisor.AdvisorCallback(runs_dir=store, log_every_seconds=None, baseline=None)] if with_advisor else []
+        callbacks = (
+            [advisor.AdvisorCallback(runs_dir=store, log_every_seconds=None, baseline=None)]
+            if with_advisor
+            else []
+        )
         epochs = 2
         t0 = time.perf_counter()
-        model.fit(x, y, batch_size=batch, epochs=epochs, callbacks=[EpochTimer(), *users, *callbacks], verbose=0,
-                  shuffle=False)
+        model.fit(
+            x,
+            y,
+            batch_size=batch,
+            epochs=epochs,
+            callbacks=[EpochTimer(), *users, *callbacks],
+            verbose=0,
+            shuffle=False,
+        )
         seconds = time.perf_counter() - t0
         if callbacks:
             from advisor.store.reader import RunReader
@@ -140,14 +177,22 @@ def main() -> None:
             with_, without = timed(True), timed(False)
             steady_ratios.append(steady[-2] / steady[-1])
         ratios.append(with_ / without)
-        print(f"pair {i + 1}: without {without:.3f} s, with {with_:.3f} s, ratio {with_ / without:.4f}")
+        print(
+            f"pair {i + 1}: without {without:.3f} s, with {with_:.3f} s, ratio {with_ / without:.4f}"
+        )
     steps = 2 * per_epoch
-    print(f"backend {name}, {steps} steps per fit, {len(users)} user callbacks, step ≈ {without / steps * 1000:.2f} ms, "
-          f"load average {os.getloadavg()[0]:.2f}")
-    print(f"median ratio (with ÷ without) over {args.pairs} pairs: {statistics.median(ratios):.4f} whole fit, "
-          f"{statistics.median(steady_ratios):.4f} second epoch only")
+    print(
+        f"backend {name}, {steps} steps per fit, {len(users)} user callbacks, step ≈ {without / steps * 1000:.2f} ms, "
+        f"load average {os.getloadavg()[0]:.2f}"
+    )
+    print(
+        f"median ratio (with ÷ without) over {args.pairs} pairs: {statistics.median(ratios):.4f} whole fit, "
+        f"{statistics.median(steady_ratios):.4f} second epoch only"
+    )
     if own:
-        print(f"advisor's own estimate (time in its hooks ÷ training time), median: {statistics.median(own):.2%}")
+        print(
+            f"advisor's own estimate (time in its hooks ÷ training time), median: {statistics.median(own):.2%}"
+        )
     sys.stdout.flush()
 
 

@@ -43,24 +43,44 @@ def main() -> None:
     rng = np.random.default_rng(0)
     x = rng.random((ROWS, FEATURES), dtype=np.float32)
     y = rng.random((ROWS, 1), dtype=np.float32)
-    model = keras.Sequential([keras.Input((FEATURES,)), keras.layers.Dense(WIDTH, activation="relu"),
-                              keras.layers.Dense(WIDTH, activation="relu"), keras.layers.Dense(1)])
+    model = keras.Sequential(
+        [
+            keras.Input((FEATURES,)),
+            keras.layers.Dense(WIDTH, activation="relu"),
+            keras.layers.Dense(WIDTH, activation="relu"),
+            keras.layers.Dense(1),
+        ]
+    )
     model.compile("adam", "mse")
     runs = tempfile.mkdtemp(prefix="advisor-overhead-")
     variants = {
         "none": lambda: [],
-        "full": lambda: [advisor.AdvisorCallback(runs_dir=runs, log_every_seconds=None, baseline=None)],
-        "no-telemetry": lambda: [advisor.AdvisorCallback(runs_dir=runs, log_every_seconds=None, telemetry=False,
-                                                         baseline=None)],
+        "full": lambda: [
+            advisor.AdvisorCallback(runs_dir=runs, log_every_seconds=None, baseline=None)
+        ],
+        "no-telemetry": lambda: [
+            advisor.AdvisorCallback(
+                runs_dir=runs, log_every_seconds=None, telemetry=False, baseline=None
+            )
+        ],
     }
     times: dict[str, list[float]] = {}
     model.fit(x, y, batch_size=BATCH, epochs=1, verbose=0)  # compile outside the comparison
     for _ in range(ROUNDS):
         for name, extra in variants.items():
-            model.fit(x, y, batch_size=BATCH, epochs=3, verbose=0, shuffle=False,
-                      callbacks=[EpochTimer(name, times), *extra()])
+            model.fit(
+                x,
+                y,
+                batch_size=BATCH,
+                epochs=3,
+                verbose=0,
+                shuffle=False,
+                callbacks=[EpochTimer(name, times), *extra()],
+            )
     for name in variants:
-        print(f"{name}: min {min(times[name]) * 1000:.1f} ms  median {statistics.median(times[name]) * 1000:.1f} ms")
+        print(
+            f"{name}: min {min(times[name]) * 1000:.1f} ms  median {statistics.median(times[name]) * 1000:.1f} ms"
+        )
 
 
 if __name__ == "__main__":

@@ -31,35 +31,79 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--epochs", type=int, default=4)
     p.add_argument("--samples", type=int, default=8192)
     p.add_argument("--timeout", type=float, default=300)
-    p.add_argument("--price-per-hour", type=float, default=1.0,
-                   help="illustrative USD per instance-hour for samples per dollar")
-    p.add_argument("--gpus-per-instance", type=int, default=1,
-                   help="price each worker as its own instance (cost grows with N)")
+    p.add_argument(
+        "--price-per-hour",
+        type=float,
+        default=1.0,
+        help="illustrative USD per instance-hour for samples per dollar",
+    )
+    p.add_argument(
+        "--gpus-per-instance",
+        type=int,
+        default=1,
+        help="price each worker as its own instance (cost grows with N)",
+    )
     p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--runs-dir", type=Path, default=None, help="keep the runs here (default: temporary)")
+    p.add_argument(
+        "--runs-dir", type=Path, default=None, help="keep the runs here (default: temporary)"
+    )
     args = p.parse_args(argv)
     strategies = args.strategy or ["mirrored", "multiworker", "jax"]
     runs = args.runs_dir or Path(tempfile.mkdtemp(prefix="advisor-scaling-"))
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     advisor = [sys.executable, "-m", "advisor.cli.main", "--runs-dir", str(runs)]
-    scale = [*advisor, "scale", "--workers", args.workers, "--repeat", str(args.repeat),
-             "--timeout", str(args.timeout), "--sweep-id", "sweep-sample", "--no-report"]
+    scale = [
+        *advisor,
+        "scale",
+        "--workers",
+        args.workers,
+        "--repeat",
+        str(args.repeat),
+        "--timeout",
+        str(args.timeout),
+        "--sweep-id",
+        "sweep-sample",
+        "--no-report",
+    ]
     for s in strategies:
         scale += ["--strategy", s]
-    scale += ["--", sys.executable, str(TRAIN), "--epochs", str(args.epochs),
-              "--samples", str(args.samples), "--profile", "20,44"]  # 25 marked steps: stable shares
+    scale += [
+        "--",
+        sys.executable,
+        str(TRAIN),
+        "--epochs",
+        str(args.epochs),
+        "--samples",
+        str(args.samples),
+        "--profile",
+        "20,44",
+    ]  # 25 marked steps: stable shares
     print("$", " ".join(scale[3:]), flush=True)
     done = subprocess.run(scale, env=env, check=False)
     args.out.mkdir(parents=True, exist_ok=True)
-    report = [*advisor, "report", "sweep-sample", "--price-per-hour", str(args.price_per_hour),
-              "--gpus-per-instance", str(args.gpus_per_instance)]
-    for fmt, name in (("text", "report.txt"), ("md", "report.md"), ("csv", "report.csv"),
-                      ("json", "report.json")):
+    report = [
+        *advisor,
+        "report",
+        "sweep-sample",
+        "--price-per-hour",
+        str(args.price_per_hour),
+        "--gpus-per-instance",
+        str(args.gpus_per_instance),
+    ]
+    for fmt, name in (
+        ("text", "report.txt"),
+        ("md", "report.md"),
+        ("csv", "report.csv"),
+        ("json", "report.json"),
+    ):
         subprocess.run([*report, "--format", fmt, "-o", str(args.out / name)], env=env, check=True)
     plots = args.out / "plots"
     shutil.rmtree(plots, ignore_errors=True)
-    subprocess.run([*report, "--format", "csv", "-o", os.devnull, "--plots", str(plots), "--svg"],
-                   env=env, check=True)
+    subprocess.run(
+        [*report, "--format", "csv", "-o", os.devnull, "--plots", str(plots), "--svg"],
+        env=env,
+        check=True,
+    )
     print((args.out / "report.txt").read_text())
     if args.runs_dir is None:
         shutil.rmtree(runs, ignore_errors=True)

@@ -29,18 +29,43 @@ STEPS = 100
 
 
 def write_run(root: Path, run_id: str, sweep_id: str | None, strategy: str, workers: int) -> None:
-    manifest = {"sweep_id": sweep_id, "strategy": "MirroredStrategy", "replicas": workers, "price_per_hour": 1.0,
-                "tags": {"scale.strategy": strategy, "scale.workers": str(workers)} if sweep_id else {}}
+    manifest = {
+        "sweep_id": sweep_id,
+        "strategy": "MirroredStrategy",
+        "replicas": workers,
+        "price_per_hour": 1.0,
+        "tags": {"scale.strategy": strategy, "scale.workers": str(workers)} if sweep_id else {},
+    }
     writer = RunWriter(root, run_id, manifest=manifest)
     t = time.time() - 100.0
     for epoch in range(EPOCHS):
         seconds = 10.0 / workers
         t += seconds
-        writer.write(WindowRecord(t=t, epoch=epoch, seconds=seconds, steps=STEPS, samples=STEPS * 64,
-                                  step_begin=epoch * STEPS, step_end=(epoch + 1) * STEPS, step_count=STEPS,
-                                  step_time_mean=seconds / STEPS, step_time_std=0.0, step_time_max=seconds / STEPS))
-        writer.write(EpochRecord(t=t, epoch=epoch, seconds=seconds, train_seconds=seconds, steps=STEPS,
-                                 samples=STEPS * 64))
+        writer.write(
+            WindowRecord(
+                t=t,
+                epoch=epoch,
+                seconds=seconds,
+                steps=STEPS,
+                samples=STEPS * 64,
+                step_begin=epoch * STEPS,
+                step_end=(epoch + 1) * STEPS,
+                step_count=STEPS,
+                step_time_mean=seconds / STEPS,
+                step_time_std=0.0,
+                step_time_max=seconds / STEPS,
+            )
+        )
+        writer.write(
+            EpochRecord(
+                t=t,
+                epoch=epoch,
+                seconds=seconds,
+                train_seconds=seconds,
+                steps=STEPS,
+                samples=STEPS * 64,
+            )
+        )
     writer.close("finished")
 
 
@@ -48,15 +73,30 @@ def build(root: Path, runs: int, sweep_size: int) -> None:
     for i in range(runs):
         if sweep_size > 1:
             sweep, point = divmod(i, sweep_size)
-            write_run(root, f"s{sweep:04d}-n{2 ** point}", f"s{sweep:04d}", "mirrored", 2 ** point)
+            write_run(root, f"s{sweep:04d}-n{2**point}", f"s{sweep:04d}", "mirrored", 2**point)
         else:
             write_run(root, f"r{i:05d}", None, "single", 1)
 
 
 def timed_cli(root: Path) -> float:
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "advisor.cli.main", "--runs-dir", str(root), "runs", "--limit", "0",
-                    "--format", "json"], check=True, capture_output=True, timeout=600)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "advisor.cli.main",
+            "--runs-dir",
+            str(root),
+            "runs",
+            "--limit",
+            "0",
+            "--format",
+            "json",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
     return time.perf_counter() - t0
 
 
@@ -102,8 +142,10 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---:|---:|---:|")
     for name in ("plain", "sweeps"):
         counts = reads[name].values()
-        print(f"| {name} | {statistics.median(times[name]):.2f} s | {min(times[name]):.2f} s | "
-              f"{min(counts)}–{max(counts)} |")
+        print(
+            f"| {name} | {statistics.median(times[name]):.2f} s | {min(times[name]):.2f} s | "
+            f"{min(counts)}–{max(counts)} |"
+        )
     ratio = statistics.median(times["sweeps"]) / statistics.median(times["plain"])
     print(f"\nsweeps ÷ plain: {ratio:.2f} (target ≤ 1.5)")
     return 0 if ratio <= 1.5 and max(reads["sweeps"].values()) == 1 else 1

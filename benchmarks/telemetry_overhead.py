@@ -39,7 +39,9 @@ def sampler_cost(interval: float, seconds: float) -> None:
                     except Exception as exc:
                         print(f"  GPU {dev.index} {name}: {exc}")
                         break
-                print(f"  GPU {dev.index} {name}: {(time.thread_time() - cpu0) / 20 * 1e3:.3f} ms CPU per read")
+                print(
+                    f"  GPU {dev.index} {name}: {(time.thread_time() - cpu0) / 20 * 1e3:.3f} ms CPU per read"
+                )
     host = HostSampler()
     host.sample(time.time(), time.monotonic())
     cpu0 = time.thread_time()
@@ -54,15 +56,19 @@ def sampler_cost(interval: float, seconds: float) -> None:
     for _ in range(n):
         sampler.sample_once()
     per_sample = (time.thread_time() - cpu0) / n
-    print(f"CPU per sample: {per_sample * 1e3:.3f} ms → {per_sample / interval:.4%} of one core at {interval} s")
+    print(
+        f"CPU per sample: {per_sample * 1e3:.3f} ms → {per_sample / interval:.4%} of one core at {interval} s"
+    )
 
     written.clear()
     sampler = TelemetrySampler(written.append, interval, gpu=gpu, host=HostSampler())
     sampler.start()
     time.sleep(seconds)
     sampler.stop()
-    print(f"thread over {sampler.wall_seconds:.1f} s: {sampler.samples} samples, CPU {sampler.cpu_seconds * 1e3:.1f} ms "
-          f"→ {sampler.cpu_seconds / sampler.wall_seconds:.4%} of one core")
+    print(
+        f"thread over {sampler.wall_seconds:.1f} s: {sampler.samples} samples, CPU {sampler.cpu_seconds * 1e3:.1f} ms "
+        f"→ {sampler.cpu_seconds / sampler.wall_seconds:.4%} of one core"
+    )
     monitor.close()
 
 
@@ -76,8 +82,14 @@ def throughput(pairs: int, interval: float) -> None:
     batch, steps = 64, 1500
     x = rng.normal(size=(batch * steps, 128)).astype("float32")
     y = rng.normal(size=(batch * steps, 1)).astype("float32")
-    model = keras.Sequential([keras.Input((128,)), keras.layers.Dense(256, activation="relu"),
-                              keras.layers.Dense(256, activation="relu"), keras.layers.Dense(1)])
+    model = keras.Sequential(
+        [
+            keras.Input((128,)),
+            keras.layers.Dense(256, activation="relu"),
+            keras.layers.Dense(256, activation="relu"),
+            keras.layers.Dense(1),
+        ]
+    )
     model.compile("adam", "mse")
     store = tempfile.mkdtemp(prefix="advisor-bench-")
 
@@ -90,8 +102,13 @@ def throughput(pairs: int, interval: float) -> None:
             self.t1, self.last = time.perf_counter(), batch
 
     def samples_per_s(telemetry: bool) -> float:
-        cb = advisor.AdvisorCallback(runs_dir=store, log_every_seconds=None, telemetry=telemetry, telemetry_interval_seconds=interval,
-                                     baseline=None)
+        cb = advisor.AdvisorCallback(
+            runs_dir=store,
+            log_every_seconds=None,
+            telemetry=telemetry,
+            telemetry_interval_seconds=interval,
+            baseline=None,
+        )
         clock = Clock()
         model.fit(x, y, batch_size=batch, epochs=1, callbacks=[cb, clock], verbose=0, shuffle=False)
         return batch * (clock.last - 100) / (clock.t1 - clock.t0)
@@ -105,8 +122,12 @@ def throughput(pairs: int, interval: float) -> None:
         else:
             on, off = samples_per_s(True), samples_per_s(False)
         ratios.append(on / off)
-        print(f"pair {i + 1}: off {off:,.0f} samples/s, on {on:,.0f} samples/s, on ÷ off {on / off:.4f}")
-    print(f"median on ÷ off over {pairs} pairs: {statistics.median(ratios):.4f} (backend {keras.backend.backend()})")
+        print(
+            f"pair {i + 1}: off {off:,.0f} samples/s, on {on:,.0f} samples/s, on ÷ off {on / off:.4f}"
+        )
+    print(
+        f"median on ÷ off over {pairs} pairs: {statistics.median(ratios):.4f} (backend {keras.backend.backend()})"
+    )
 
 
 def main() -> None:

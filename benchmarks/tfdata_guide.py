@@ -41,10 +41,15 @@ def artificial_dataset(num_samples: int) -> Any:
         time.sleep(OPEN_S)  # opening the file
         for index in range(int(n)):
             time.sleep(READ_S)  # reading one record
-            yield np.full((BATCH, FEATURES), index, "float32"), np.full((BATCH,), index % 2, "int64")
+            yield (
+                np.full((BATCH, FEATURES), index, "float32"),
+                np.full((BATCH,), index % 2, "int64"),
+            )
 
     signature = (tf.TensorSpec((BATCH, FEATURES), tf.float32), tf.TensorSpec((BATCH,), tf.int64))
-    return tf.data.Dataset.from_generator(generator, output_signature=signature, args=(num_samples,))
+    return tf.data.Dataset.from_generator(
+        generator, output_signature=signature, args=(num_samples,)
+    )
 
 
 def mapped_function(x: Any, y: Any) -> tuple[Any, Any]:
@@ -81,8 +86,13 @@ def variants(samples: int) -> list[tuple[str, Any]]:
         ds = files.interleave(lambda _: artificial_dataset(samples // 2), num_parallel_calls=auto)
         return ds.map(mapped_function, num_parallel_calls=auto).cache().prefetch(auto)
 
-    return [("naive", naive), ("+ prefetch", prefetch), ("+ parallel interleave", interleave),
-            ("+ parallel map", parallel_map), ("+ cache", cache)]
+    return [
+        ("naive", naive),
+        ("+ prefetch", prefetch),
+        ("+ parallel interleave", interleave),
+        ("+ parallel map", parallel_map),
+        ("+ cache", cache),
+    ]
 
 
 def build_model() -> Any:
@@ -107,8 +117,15 @@ def run_variant(make: Any, epochs: int, steps: int, runs_dir: str) -> dict[str, 
     from advisor.analysis.registry import registry
     from advisor.store.reader import RunReader
 
-    cb = advisor.AdvisorCallback(runs_dir=runs_dir, baseline="end", baseline_steps=steps, log_every_seconds=None,
-                                 window_seconds=1.0, warmup_steps=3, telemetry=False)
+    cb = advisor.AdvisorCallback(
+        runs_dir=runs_dir,
+        baseline="end",
+        baseline_steps=steps,
+        log_every_seconds=None,
+        window_seconds=1.0,
+        warmup_steps=3,
+        telemetry=False,
+    )
     model = build_model()
     t0 = time.perf_counter()
     model.fit(make(), epochs=epochs, verbose=0, callbacks=[cb], shuffle=False)
@@ -139,24 +156,37 @@ def main(argv: list[str] | None = None) -> int:
             result = run_variant(make, args.epochs, args.steps, runs_dir)
             rows.append((name, result))
             f = result["facts"]
-            print(f"{name:24s} real {f.get('baseline.real_samples_per_s', 0):7.1f}  cached "
-                  f"{f.get('baseline.cached_samples_per_s', 0):7.1f} samples/s  "
-                  f"bound {f.get('input.bound_fraction', float('nan')):.0%}  ({result['seconds']:.1f} s)",
-                  file=sys.stderr)
+            print(
+                f"{name:24s} real {f.get('baseline.real_samples_per_s', 0):7.1f}  cached "
+                f"{f.get('baseline.cached_samples_per_s', 0):7.1f} samples/s  "
+                f"bound {f.get('input.bound_fraction', float('nan')):.0%}  ({result['seconds']:.1f} s)",
+                file=sys.stderr,
+            )
 
-    print("| pipeline | training samples/s | baseline real samples/s | cached ceiling samples/s | "
-          "real ÷ ceiling | input.bound_fraction | failing rules (C4/M1/S3) | advisor recommends |")
+    print(
+        "| pipeline | training samples/s | baseline real samples/s | cached ceiling samples/s | "
+        "real ÷ ceiling | input.bound_fraction | failing rules (C4/M1/S3) | advisor recommends |"
+    )
     print("|---|---:|---:|---:|---:|---:|---|---|")
     for name, result in rows:
         f = result["facts"]
         real, cached = f.get("baseline.real_samples_per_s"), f.get("baseline.cached_samples_per_s")
         ratio = real / cached if real and cached else float("nan")
-        wanted = [fix for fix, needle in FIXES.items() if needle in say_changes(f.get("pipeline.advice") or [])]
-        print(f"| {name} | {f.get('throughput.samples_per_s', float('nan')):.0f} | {real or float('nan'):.0f} | "
-              f"{cached or float('nan'):.0f} | {ratio:.0%} | {f.get('input.bound_fraction', float('nan')):.0%} | "
-              f"{', '.join(result['findings']) or '—'} | {', '.join(wanted) or '—'} |")
+        wanted = [
+            fix
+            for fix, needle in FIXES.items()
+            if needle in say_changes(f.get("pipeline.advice") or [])
+        ]
+        print(
+            f"| {name} | {f.get('throughput.samples_per_s', float('nan')):.0f} | {real or float('nan'):.0f} | "
+            f"{cached or float('nan'):.0f} | {ratio:.0%} | {f.get('input.bound_fraction', float('nan')):.0%} | "
+            f"{', '.join(result['findings']) or '—'} | {', '.join(wanted) or '—'} |"
+        )
     print()
-    print("Advice for the naive pipeline (`pipeline.advice`):", say_changes(rows[0][1]["facts"].get("pipeline.advice") or []))
+    print(
+        "Advice for the naive pipeline (`pipeline.advice`):",
+        say_changes(rows[0][1]["facts"].get("pipeline.advice") or []),
+    )
     checks = evaluate(rows)
     print()
     for label, ok, detail in checks:
@@ -179,10 +209,20 @@ def evaluate(rows: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, bool, st
     named = {fix: needle in advice for fix, needle in FIXES.items()}
     prefetch_known = named["prefetch"] or bool(naive.get("pipeline.prefetch_injected"))
     bound = naive.get("input.bound_fraction", 0.0)
-    a = (bound >= 0.20 and named["parallel interleave"] and named["parallel map"] and named["cache"] and prefetch_known,
-         f"naive input.bound_fraction = {bound:.0%} (error threshold 20%); advice names "
-         + ", ".join(f"{k}: {'yes' if v else 'no'}" for k, v in named.items())
-         + ("; prefetch: TF injects one (pipeline.prefetch_injected)" if naive.get("pipeline.prefetch_injected") else ""))
+    a = (
+        bound >= 0.20
+        and named["parallel interleave"]
+        and named["parallel map"]
+        and named["cache"]
+        and prefetch_known,
+        f"naive input.bound_fraction = {bound:.0%} (error threshold 20%); advice names "
+        + ", ".join(f"{k}: {'yes' if v else 'no'}" for k, v in named.items())
+        + (
+            "; prefetch: TF injects one (pipeline.prefetch_injected)"
+            if naive.get("pipeline.prefetch_injected")
+            else ""
+        ),
+    )
     steps = []
     ok = True
     for (_, before), (name, after) in zip(rows, rows[1:]):
@@ -196,9 +236,15 @@ def evaluate(rows: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, bool, st
         steps.append(f"{fix} {'(recommended)' if recommended else '(not recommended)'} {gain:+.0%}")
     b = (ok, "baseline real samples/s per fix: " + "; ".join(steps))
     last = rows[-1][1]["facts"]
-    real, cached = last.get("baseline.real_samples_per_s", 0.0), last.get("baseline.cached_samples_per_s", 0.0)
+    real, cached = (
+        last.get("baseline.real_samples_per_s", 0.0),
+        last.get("baseline.cached_samples_per_s", 0.0),
+    )
     ratio = real / cached if cached else 0.0
-    c = (ratio >= 0.90, f"fully fixed pipeline at {ratio:.0%} of the cached-input ceiling ({real:.1f} / {cached:.1f})")
+    c = (
+        ratio >= 0.90,
+        f"fully fixed pipeline at {ratio:.0%} of the cached-input ceiling ({real:.1f} / {cached:.1f})",
+    )
     return [("a", *a), ("b", *b), ("c", *c)]
 
 

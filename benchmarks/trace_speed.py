@@ -35,8 +35,10 @@ def summarise_speed(repeats: int) -> None:
         t0 = time.perf_counter()
         summary = summarize(FIXTURE)
         times.append(time.perf_counter() - t0)
-    print(f"summarise fixture (30 marked steps, {summary.steps} found): median {statistics.median(times):.2f} s, "
-          f"max {max(times):.2f} s over {repeats}")
+    print(
+        f"summarise fixture (30 marked steps, {summary.steps} found): median {statistics.median(times):.2f} s, "
+        f"max {max(times):.2f} s over {repeats}"
+    )
 
 
 def capture_and_summarise(store: str, repeats: int) -> None:
@@ -58,13 +60,21 @@ def capture_and_summarise(store: str, repeats: int) -> None:
         t0 = time.perf_counter()
         summary = summarize(folder)
         times.append(time.perf_counter() - t0)
-    print(f"summarise fresh capture (30 marked steps, {summary.steps} found): median "
-          f"{statistics.median(times):.2f} s, max {max(times):.2f} s over {repeats}")
+    print(
+        f"summarise fresh capture (30 marked steps, {summary.steps} found): median "
+        f"{statistics.median(times):.2f} s, max {max(times):.2f} s over {repeats}"
+    )
 
 
 def _model(keras):  # type: ignore[no-untyped-def]
-    model = keras.Sequential([keras.Input((128,)), keras.layers.Dense(256, activation="relu"),
-                              keras.layers.Dense(256, activation="relu"), keras.layers.Dense(1)])
+    model = keras.Sequential(
+        [
+            keras.Input((128,)),
+            keras.layers.Dense(256, activation="relu"),
+            keras.layers.Dense(256, activation="relu"),
+            keras.layers.Dense(1),
+        ]
+    )
     model.compile("adam", "mse")
     return model
 
@@ -85,8 +95,14 @@ def window_cost(store: str, pairs: int, steps: int) -> None:
     epochs = 4
 
     def later_epochs(profile_steps):  # type: ignore[no-untyped-def]
-        options = {} if profile_steps is None else {"profile_steps": profile_steps, "profile_summary": False}
-        cb = advisor.AdvisorCallback(runs_dir=store, log_every_seconds=None, telemetry=False, baseline=None, **options)
+        options = (
+            {}
+            if profile_steps is None
+            else {"profile_steps": profile_steps, "profile_summary": False}
+        )
+        cb = advisor.AdvisorCallback(
+            runs_dir=store, log_every_seconds=None, telemetry=False, baseline=None, **options
+        )
         model.fit(x, y, batch_size=batch, epochs=epochs, callbacks=[cb], verbose=0, shuffle=False)
         records = RunReader(cb.run_path).read().of_type(EpochRecord)
         return [r.train_seconds for r in records[1:]]  # epochs after the first (the window's)
@@ -111,8 +127,10 @@ def window_cost(store: str, pairs: int, steps: int) -> None:
         # Other processes only ever slow an epoch down: the fastest epochs are the cleanest signal.
         best = min(with_all) / min(without_all)
         med = statistics.median(with_all) / statistics.median(without_all)
-        print(f"throughput cost {name}: ratio of fastest epochs {best:.3f}, of median epochs {med:.3f} "
-              f"({len(with_all)} epochs each side, {steps} steps each); target <= 1.01")
+        print(
+            f"throughput cost {name}: ratio of fastest epochs {best:.3f}, of median epochs {med:.3f} "
+            f"({len(with_all)} epochs each side, {steps} steps each); target <= 1.01"
+        )
 
 
 def hook_cost(calls: int = 200_000) -> None:
@@ -127,15 +145,19 @@ def hook_cost(calls: int = 200_000) -> None:
         begin(i)
         end(i)
     per_step = (time.perf_counter() - t0) / calls
-    print(f"batch hooks outside the window: {per_step * 1e9:.0f} ns per step "
-          f"({100 * per_step / 1e-3:.3f}% of a 1 ms step)")
+    print(
+        f"batch hooks outside the window: {per_step * 1e9:.0f} ns per step "
+        f"({100 * per_step / 1e-3:.3f}% of a 1 ms step)"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--pairs", type=int, default=7)
-    parser.add_argument("--steps", type=int, default=200, help="steps per epoch of the window-cost fits")
+    parser.add_argument(
+        "--steps", type=int, default=200, help="steps per epoch of the window-cost fits"
+    )
     args = parser.parse_args()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     sys.path.insert(0, str(ROOT))

@@ -36,13 +36,15 @@ def torch_loop(width: int, batch: int) -> tuple[Callable[[int], None], str]:
     torch.set_num_threads(1)
     torch.manual_seed(0)
     x, y = torch.randn(batch * 64, 64), torch.randn(batch * 64, 1)
-    model = torch.nn.Sequential(torch.nn.Linear(64, width), torch.nn.ReLU(), torch.nn.Linear(width, 1))
+    model = torch.nn.Sequential(
+        torch.nn.Linear(64, width), torch.nn.ReLU(), torch.nn.Linear(width, 1)
+    )
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
 
     def step(i: int) -> None:
         j = (i % 64) * batch
         opt.zero_grad()
-        torch.nn.functional.mse_loss(model(x[j:j + batch]), y[j:j + batch]).backward()
+        torch.nn.functional.mse_loss(model(x[j : j + batch]), y[j : j + batch]).backward()
         opt.step()
 
     return step, f"torch {torch.__version__}"
@@ -64,7 +66,7 @@ def jax_loop(width: int, batch: int) -> tuple[Callable[[int], None], str]:
         grads = jax.grad(loss)(p)
         return jax.tree_util.tree_map(lambda a, g: a - 1e-3 * g, p, grads)
 
-    batches = [(x[j * batch:(j + 1) * batch], y[j * batch:(j + 1) * batch]) for j in range(64)]
+    batches = [(x[j * batch : (j + 1) * batch], y[j * batch : (j + 1) * batch]) for j in range(64)]
 
     def step(i: int) -> None:
         xb, yb = batches[i % 64]
@@ -74,7 +76,9 @@ def jax_loop(width: int, batch: int) -> tuple[Callable[[int], None], str]:
     return step, f"jax {jax.__version__}"
 
 
-def run_loop(step: Callable[[int], None], steps: int, batch: int, runs_dir: str | None) -> tuple[float, float, Any]:
+def run_loop(
+    step: Callable[[int], None], steps: int, batch: int, runs_dir: str | None
+) -> tuple[float, float, Any]:
     """(whole loop seconds, second epoch seconds, run path or None): 2 epochs of steps/2 steps."""
     import advisor
 
@@ -111,7 +115,9 @@ def blocks(step: Callable[[int], None], rounds: int, size: int, batch: int, runs
         first.step()  # the first run of a process also imports the advisor's modules
     first_s = time.perf_counter() - t_first
     marker = []  # the marker alone, in a tight loop: its cost per call (in a run of its own)
-    with advisor.track(batch_size=batch, runs_dir=runs_dir, log_every_seconds=None, window_seconds=0.5) as timing:
+    with advisor.track(
+        batch_size=batch, runs_dir=runs_dir, log_every_seconds=None, window_seconds=0.5
+    ) as timing:
         for _ in range(7):
             start = time.perf_counter()
             for _ in range(100_000):
@@ -125,7 +131,7 @@ def blocks(step: Callable[[int], None], rounds: int, size: int, batch: int, runs
     i = 0
     for r in range(rounds):
         times = {}
-        for arm in (("bare", "marked") if r % 2 == 0 else ("marked", "bare")):
+        for arm in ("bare", "marked") if r % 2 == 0 else ("marked", "bare"):
             start = time.perf_counter()
             if arm == "bare":
                 for _ in range(size):
@@ -142,18 +148,33 @@ def blocks(step: Callable[[int], None], rounds: int, size: int, batch: int, runs
     t_close = time.perf_counter()
     run.__exit__(None, None, None)
     fixed += time.perf_counter() - t_close
-    records = [json.loads(line) for line in (Path(run.run_path) / "worker-0.jsonl").read_text().splitlines()]
-    sampler = [r["values"] for r in records if r["type"] == "context" and "telemetry.sampler_cpu_s" in r["values"]]
-    cpu = sampler[-1]["telemetry.sampler_cpu_s"] / max(1e-9, sampler[-1]["telemetry.sampler_wall_s"]) if sampler else None
+    records = [
+        json.loads(line)
+        for line in (Path(run.run_path) / "worker-0.jsonl").read_text().splitlines()
+    ]
+    sampler = [
+        r["values"]
+        for r in records
+        if r["type"] == "context" and "telemetry.sampler_cpu_s" in r["values"]
+    ]
+    cpu = (
+        sampler[-1]["telemetry.sampler_cpu_s"] / max(1e-9, sampler[-1]["telemetry.sampler_wall_s"])
+        if sampler
+        else None
+    )
     q = statistics.quantiles(ratios, n=4)
     step_s = loop / (2 * rounds * size)
-    print(f"run.step() alone {statistics.median(marker) * 1e6:.2f} µs a call = "
-          f"{100 * statistics.median(marker) / step_s:.2f} % of a {step_s * 1000:.3f} ms step")
-    print(f"{rounds} rounds of {size} steps ({loop / (2 * rounds * size) * 1000:.3f} ms a step): median block "
-          f"ratio marked ÷ bare {statistics.median(ratios):.4f} (quartiles {q[0]:.4f}–{q[2]:.4f}); run start + close "
-          f"{fixed * 1000:.1f} ms = {100 * fixed / loop:.2f} % of this {loop:.1f} s loop (the process's first run, "
-          f"imports included: {first_s * 1000:.0f} ms); telemetry thread "
-          f"{'—' if cpu is None else f'{100 * cpu:.2f} % of a core'}")
+    print(
+        f"run.step() alone {statistics.median(marker) * 1e6:.2f} µs a call = "
+        f"{100 * statistics.median(marker) / step_s:.2f} % of a {step_s * 1000:.3f} ms step"
+    )
+    print(
+        f"{rounds} rounds of {size} steps ({loop / (2 * rounds * size) * 1000:.3f} ms a step): median block "
+        f"ratio marked ÷ bare {statistics.median(ratios):.4f} (quartiles {q[0]:.4f}–{q[2]:.4f}); run start + close "
+        f"{fixed * 1000:.1f} ms = {100 * fixed / loop:.2f} % of this {loop:.1f} s loop (the process's first run, "
+        f"imports included: {first_s * 1000:.0f} ms); telemetry thread "
+        f"{'—' if cpu is None else f'{100 * cpu:.2f} % of a core'}"
+    )
 
 
 def main() -> None:
@@ -163,7 +184,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--width", type=int, default=256)
     parser.add_argument("--batch", type=int, default=64)
-    parser.add_argument("--blocks", type=int, default=0, help="interleaved-block mode: this many rounds")
+    parser.add_argument(
+        "--blocks", type=int, default=0, help="interleaved-block mode: this many rounds"
+    )
     parser.add_argument("--block-steps", type=int, default=50)
     args = parser.parse_args()
     step, version = (torch_loop if args.framework == "torch" else jax_loop)(args.width, args.batch)
@@ -182,22 +205,32 @@ def main() -> None:
             order = ("bare", "tracked") if pair % 2 == 0 else ("tracked", "bare")
             times: dict[str, tuple[float, float]] = {}
             for arm in order:
-                whole, second, path = run_loop(step, args.steps, args.batch, runs_dir if arm == "tracked" else None)
+                whole, second, path = run_loop(
+                    step, args.steps, args.batch, runs_dir if arm == "tracked" else None
+                )
                 times[arm] = (whole, second)
                 fastest[arm] = min(fastest[arm], whole)
                 if path is not None:
-                    end = [json.loads(line) for line in (Path(path) / "worker-0.jsonl").read_text().splitlines()][-1]
+                    end = [
+                        json.loads(line)
+                        for line in (Path(path) / "worker-0.jsonl").read_text().splitlines()
+                    ][-1]
                     own.append(end["advisor_seconds"] / end["train_seconds"])
             ratio = times["tracked"][0] / times["bare"][0]
             ratios.append(ratio)
             second_ratios.append(times["tracked"][1] / times["bare"][1])
             bare_s = times["bare"][0]
-            print(f"pair {pair + 1}: bare {times['bare'][0]:.3f} s, tracked {times['tracked'][0]:.3f} s, "
-                  f"ratio {ratio:.4f} (2nd epoch {second_ratios[-1]:.4f})", flush=True)
-    print(f"{version}: {args.steps} steps of {bare_s / args.steps * 1000:.3f} ms; median ratio "
-          f"{statistics.median(ratios):.4f} (target ≤ 1.01), 2nd epoch {statistics.median(second_ratios):.4f}, "
-          f"advisor's own estimate {100 * statistics.median(own):.2f} %; fastest tracked ÷ fastest bare "
-          f"{fastest['tracked'] / fastest['bare']:.4f}")
+            print(
+                f"pair {pair + 1}: bare {times['bare'][0]:.3f} s, tracked {times['tracked'][0]:.3f} s, "
+                f"ratio {ratio:.4f} (2nd epoch {second_ratios[-1]:.4f})",
+                flush=True,
+            )
+    print(
+        f"{version}: {args.steps} steps of {bare_s / args.steps * 1000:.3f} ms; median ratio "
+        f"{statistics.median(ratios):.4f} (target ≤ 1.01), 2nd epoch {statistics.median(second_ratios):.4f}, "
+        f"advisor's own estimate {100 * statistics.median(own):.2f} %; fastest tracked ÷ fastest bare "
+        f"{fastest['tracked'] / fastest['bare']:.4f}"
+    )
 
 
 if __name__ == "__main__":

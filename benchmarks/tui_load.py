@@ -41,19 +41,53 @@ EPOCHS, STEPS = 3, 100
 
 
 def write_run(root: Path, run_id: str, sweep_id: str | None, workers: int, created: float) -> None:
-    tags = {"scale.strategy": "mirrored", "scale.workers": str(workers)} if sweep_id else {"team": "bench"}
-    writer = RunWriter(root, run_id, manifest={"created": created, "sweep_id": sweep_id, "price_per_hour": 1.0,
-                                               "strategy": "MirroredStrategy", "replicas": workers, "tags": tags})
+    tags = (
+        {"scale.strategy": "mirrored", "scale.workers": str(workers)}
+        if sweep_id
+        else {"team": "bench"}
+    )
+    writer = RunWriter(
+        root,
+        run_id,
+        manifest={
+            "created": created,
+            "sweep_id": sweep_id,
+            "price_per_hour": 1.0,
+            "strategy": "MirroredStrategy",
+            "replicas": workers,
+            "tags": tags,
+        },
+    )
     t = created
     for epoch in range(EPOCHS):
         seconds = 10.0 / workers
         t += seconds
-        writer.write(WindowRecord(t=t, epoch=epoch, seconds=seconds, steps=STEPS, samples=STEPS * 64,
-                                  step_begin=epoch * STEPS, step_end=(epoch + 1) * STEPS, step_count=STEPS,
-                                  step_time_mean=seconds / STEPS, step_time_std=0.0, step_time_max=seconds / STEPS))
+        writer.write(
+            WindowRecord(
+                t=t,
+                epoch=epoch,
+                seconds=seconds,
+                steps=STEPS,
+                samples=STEPS * 64,
+                step_begin=epoch * STEPS,
+                step_end=(epoch + 1) * STEPS,
+                step_count=STEPS,
+                step_time_mean=seconds / STEPS,
+                step_time_std=0.0,
+                step_time_max=seconds / STEPS,
+            )
+        )
         writer.write(HostSample(t=t, cpu_percent=[40.0, 60.0]))
-        writer.write(EpochRecord(t=t, epoch=epoch, seconds=seconds, train_seconds=seconds, steps=STEPS,
-                                 samples=STEPS * 64))
+        writer.write(
+            EpochRecord(
+                t=t,
+                epoch=epoch,
+                seconds=seconds,
+                train_seconds=seconds,
+                steps=STEPS,
+                samples=STEPS * 64,
+            )
+        )
     writer.close("finished")
 
 
@@ -64,7 +98,7 @@ def build(root: Path, runs: int) -> None:
         write_run(root, f"r{i:05d}", None, 1, base + i)
     for i in range(runs - plain):
         sweep, point = divmod(i, 5)
-        write_run(root, f"s{sweep:04d}-n{2 ** point}", f"s{sweep:04d}", 2 ** point, base + plain + i)
+        write_run(root, f"s{sweep:04d}-n{2**point}", f"s{sweep:04d}", 2**point, base + plain + i)
 
 
 async def interactive(root: Path, pages: int) -> dict[str, float]:
@@ -76,8 +110,11 @@ async def interactive(root: Path, pages: int) -> dict[str, float]:
     app = make_app(runs_dir=root, config=None, export_dir=tempfile.mkdtemp())
     out: dict[str, float] = {}
     async with app.run_test(size=(160, 48)) as pilot:
-        while not (isinstance(getattr(app.screen, "views", None), dict) and app.screen.views
-                   and app.screen.query_one("#runs", DataTable).row_count > 0):
+        while not (
+            isinstance(getattr(app.screen, "views", None), dict)
+            and app.screen.views
+            and app.screen.query_one("#runs", DataTable).row_count > 0
+        ):
             await asyncio.sleep(0.005)
         out["table"] = time.perf_counter() - t0
         table = app.screen.query_one("#runs", DataTable)
@@ -126,12 +163,31 @@ def tmux_first_screen(root: Path, runs: int, attempt: int) -> float | None:
     base = ["tmux", "-L", f"advisor-bench-{os.getpid()}-{attempt}"]
     want = f"{runs:,} runs"
     t0 = time.perf_counter()
-    subprocess.run([*base, "new-session", "-d", "-s", "b", "-x", "160", "-y", "48",
-                    f"env -u COLUMNS -u LINES {exe} --runs-dir {root} tui"], check=True, timeout=20)
+    subprocess.run(
+        [
+            *base,
+            "new-session",
+            "-d",
+            "-s",
+            "b",
+            "-x",
+            "160",
+            "-y",
+            "48",
+            f"env -u COLUMNS -u LINES {exe} --runs-dir {root} tui",
+        ],
+        check=True,
+        timeout=20,
+    )
     try:
         while time.perf_counter() - t0 < 60:
-            shown = subprocess.run([*base, "capture-pane", "-p", "-t", "b"], capture_output=True, text=True,
-                                   timeout=10, check=False).stdout
+            shown = subprocess.run(
+                [*base, "capture-pane", "-p", "-t", "b"],
+                capture_output=True,
+                text=True,
+                timeout=10,
+                check=False,
+            ).stdout
             if want in shown:
                 return time.perf_counter() - t0
             time.sleep(0.02)
@@ -152,8 +208,17 @@ async def live(root: Path, seconds: float, poll_s: float) -> dict[str, float]:
         while not stop.is_set():
             i += 1
             if i % 10 == 0:
-                writer.write(WindowRecord(t=time.time(), epoch=0, seconds=1.0, steps=10, samples=640,
-                                          step_begin=i, step_end=i + 10))
+                writer.write(
+                    WindowRecord(
+                        t=time.time(),
+                        epoch=0,
+                        seconds=1.0,
+                        steps=10,
+                        samples=640,
+                        step_begin=i,
+                        step_end=i + 10,
+                    )
+                )
             else:
                 writer.write(HostSample(t=time.time(), cpu_percent=[50.0]))
             written.append(time.perf_counter())
@@ -177,8 +242,13 @@ async def live(root: Path, seconds: float, poll_s: float) -> dict[str, float]:
                 stop.set()
             await asyncio.sleep(0.005)
         thread.join()
-        out = {"records": float(len(written)), "updates": float(screen.updates), "polls": float(screen.polls),
-               "lag_median_ms": 1000 * statistics.median(lags), "lag_max_ms": 1000 * max(lags)}
+        out = {
+            "records": float(len(written)),
+            "updates": float(screen.updates),
+            "polls": float(screen.polls),
+            "lag_median_ms": 1000 * statistics.median(lags),
+            "lag_max_ms": 1000 * max(lags),
+        }
         writer.close()
         await pilot.press("q")
     return out
@@ -190,15 +260,22 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--pages", type=int, default=40)
     parser.add_argument("--live-s", type=float, default=10.0)
-    parser.add_argument("--poll", type=float, default=0.5, help="the live screen's poll interval (default of advisor tui)")
+    parser.add_argument(
+        "--poll",
+        type=float,
+        default=0.5,
+        help="the live screen's poll interval (default of advisor tui)",
+    )
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "runs"
         t0 = time.perf_counter()
         build(root, args.runs)
-        print(f"store: {args.runs:,} runs ({args.runs - args.runs // 2} in sweeps of 5) written in "
-              f"{time.perf_counter() - t0:.1f} s; load average {os.getloadavg()[0]:.1f}")
+        print(
+            f"store: {args.runs:,} runs ({args.runs - args.runs // 2} in sweeps of 5) written in "
+            f"{time.perf_counter() - t0:.1f} s; load average {os.getloadavg()[0]:.1f}"
+        )
         results = [asyncio.run(interactive(root, args.pages)) for _ in range(args.repeats)]
         tmux = [tmux_first_screen(root, args.runs, i) for i in range(args.repeats)]
         eager_s = [eager(root) for _ in range(args.repeats)]
@@ -207,29 +284,47 @@ def main() -> None:
             return statistics.median(r[key] for r in results)
 
         print("\n| what | median | worst |\n|---|---:|---:|")
-        print(f"| Runs table on screen, {args.runs:,} runs listed (headless) | {med('table'):.2f} s | "
-              f"{max(r['table'] for r in results):.2f} s |")
-        print(f"| … and a key press answered (interactive) | {med('interactive'):.2f} s | "
-              f"{max(r['interactive'] for r in results):.2f} s |")
-        print(f"| … every row in the table (added in chunks after each refresh) | {med('all_rows'):.2f} s | "
-              f"{max(r['all_rows'] for r in results):.2f} s |")
+        print(
+            f"| Runs table on screen, {args.runs:,} runs listed (headless) | {med('table'):.2f} s | "
+            f"{max(r['table'] for r in results):.2f} s |"
+        )
+        print(
+            f"| … and a key press answered (interactive) | {med('interactive'):.2f} s | "
+            f"{max(r['interactive'] for r in results):.2f} s |"
+        )
+        print(
+            f"| … every row in the table (added in chunks after each refresh) | {med('all_rows'):.2f} s | "
+            f"{max(r['all_rows'] for r in results):.2f} s |"
+        )
         got = [t for t in tmux if t is not None]
         if got:
-            print(f"| `advisor tui` in tmux until the screen shows '{args.runs:,} runs' | "
-                  f"{statistics.median(got):.2f} s | {max(got):.2f} s |")
-        print(f"| page-down while the rows fill in (per press) | {med('page_median_ms'):.1f} ms | "
-              f"{max(r['page_max_ms'] for r in results):.1f} ms |")
-        print(f"| every row's samples/s, samples/$ and top finding filled in (background) | "
-              f"{med('filled'):.1f} s | {max(r['filled'] for r in results):.1f} s |")
-        print(f"| for comparison: `Store.runs()` (eager: read and derive every run) | "
-              f"{statistics.median(eager_s):.1f} s | {max(eager_s):.1f} s |")
-        print(f"| peak RSS of this process | {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB | |")
+            print(
+                f"| `advisor tui` in tmux until the screen shows '{args.runs:,} runs' | "
+                f"{statistics.median(got):.2f} s | {max(got):.2f} s |"
+            )
+        print(
+            f"| page-down while the rows fill in (per press) | {med('page_median_ms'):.1f} ms | "
+            f"{max(r['page_max_ms'] for r in results):.1f} ms |"
+        )
+        print(
+            f"| every row's samples/s, samples/$ and top finding filled in (background) | "
+            f"{med('filled'):.1f} s | {max(r['filled'] for r in results):.1f} s |"
+        )
+        print(
+            f"| for comparison: `Store.runs()` (eager: read and derive every run) | "
+            f"{statistics.median(eager_s):.1f} s | {max(eager_s):.1f} s |"
+        )
+        print(
+            f"| peak RSS of this process | {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB | |"
+        )
 
         lv = asyncio.run(live(root, args.live_s, args.poll))
-        print(f"\nlive, a writer at 10 records/s for {args.live_s:.0f} s, poll every {args.poll} s: "
-              f"{lv['records']:.0f} records written and all shown; {lv['updates']:.0f} screen updates "
-              f"for {lv['polls']:.0f} polls; lag from write to screen median {lv['lag_median_ms']:.0f} ms, "
-              f"worst {lv['lag_max_ms']:.0f} ms")
+        print(
+            f"\nlive, a writer at 10 records/s for {args.live_s:.0f} s, poll every {args.poll} s: "
+            f"{lv['records']:.0f} records written and all shown; {lv['updates']:.0f} screen updates "
+            f"for {lv['polls']:.0f} polls; lag from write to screen median {lv['lag_median_ms']:.0f} ms, "
+            f"worst {lv['lag_max_ms']:.0f} ms"
+        )
 
 
 if __name__ == "__main__":

@@ -68,7 +68,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 MATTERS = 1.2  # a fix "matters" when its gain is at least this
 TOLERANCE = 0.15  # the what-if's gain within ±15 % of the applied gain
-STALL_LEAD = 0.5  # an epoch whose first step took this much longer than its others stalled at its start
+STALL_LEAD = (
+    0.5  # an epoch whose first step took this much longer than its others stalled at its start
+)
 
 
 class Epoch(NamedTuple):
@@ -135,7 +137,9 @@ def input_bound() -> dict[str, Any]:
 
     from examples.input_bound import naive
 
-    def dataset(parallel: bool = False, prefetch: bool = False, cache: bool = False, options: bool = False) -> Any:
+    def dataset(
+        parallel: bool = False, prefetch: bool = False, cache: bool = False, options: bool = False
+    ) -> Any:
         x, y = naive.synthetic_arrays(naive.NUM_SAMPLES)
 
         def decode(xi: Any, yi: Any) -> tuple[Any, Any]:
@@ -177,12 +181,19 @@ def guide() -> dict[str, Any]:
 
     samples = 30
 
-    def dataset(interleave: bool = False, parallel: bool = False, prefetch: bool = False, cache: bool = False,
-                cache_source: bool = False) -> Any:
+    def dataset(
+        interleave: bool = False,
+        parallel: bool = False,
+        prefetch: bool = False,
+        cache: bool = False,
+        cache_source: bool = False,
+    ) -> Any:
         files = tf.data.Dataset.range(2)
         auto = tf.data.AUTOTUNE
-        ds = files.interleave(lambda _: g.artificial_dataset(samples // 2),
-                              num_parallel_calls=auto if interleave else None)
+        ds = files.interleave(
+            lambda _: g.artificial_dataset(samples // 2),
+            num_parallel_calls=auto if interleave else None,
+        )
         if cache_source:
             ds = ds.cache()
         ds = ds.map(g.mapped_function, num_parallel_calls=auto if parallel else None)
@@ -215,9 +226,15 @@ def epoch_steps(data: Any) -> int:
     return known if known > 0 else sum(1 for _ in data)
 
 
-def full_run(scenario: dict[str, Any], data: Any, changes: dict[str, Any], epochs: int,
-             callbacks: list[Any] | None = None, steps: int | None = None,
-             min_seconds: float = 0.0) -> list[Epoch]:
+def full_run(
+    scenario: dict[str, Any],
+    data: Any,
+    changes: dict[str, Any],
+    epochs: int,
+    callbacks: list[Any] | None = None,
+    steps: int | None = None,
+    min_seconds: float = 0.0,
+) -> list[Epoch]:
     """Train a fresh model for ``epochs`` epochs, and on until its epochs after the first have
     lasted ``min_seconds``: its (seconds, steps) per epoch. With ``steps``, the data repeats and
     each epoch is ``steps`` batches of one iterator. (A fast configuration's 8 epochs are a few
@@ -234,8 +251,13 @@ def full_run(scenario: dict[str, Any], data: Any, changes: dict[str, Any], epoch
             self.model.stop_training = epoch + 1 >= epochs and later >= min_seconds
 
     extra = [] if callbacks else [_AtLeast()]  # the what-if's run trains exactly ``epochs``
-    model.fit(**kwargs, epochs=epochs if callbacks else 10**6, verbose=0, shuffle=False,
-              callbacks=[timer.callback, *(callbacks or []), *extra])
+    model.fit(
+        **kwargs,
+        epochs=epochs if callbacks else 10**6,
+        verbose=0,
+        shuffle=False,
+        callbacks=[timer.callback, *(callbacks or []), *extra],
+    )
     return timer.epochs
 
 
@@ -244,8 +266,9 @@ def written(scenario: dict[str, Any], fix: str) -> tuple[Any, dict[str, Any]]:
     return (scenario["base"](), {}) if fix == "base" else scenario["fixes"][fix]()
 
 
-def configured(scenario: dict[str, Any], data: Any, changes: dict[str, Any],
-               steps: int | None) -> tuple[Any, dict[str, Any]]:
+def configured(
+    scenario: dict[str, Any], data: Any, changes: dict[str, Any], steps: int | None
+) -> tuple[Any, dict[str, Any]]:
     """A fresh model compiled with ``changes``, and ``fit``'s input arguments for ``data``: as
     they are, or with ``steps`` repeated batches an epoch (one iterator)."""
     model = scenario["model"]()
@@ -280,21 +303,38 @@ class Applied:
                 total = sum(e.seconds for e in timer.epochs)
                 self.model.stop_training = clean >= min_seconds or total >= 10 * min_seconds
 
-        self.model.fit(**self.kwargs, epochs=10**6, verbose=0, shuffle=False, callbacks=[timer.callback, _AtLeast()])
+        self.model.fit(
+            **self.kwargs,
+            epochs=10**6,
+            verbose=0,
+            shuffle=False,
+            callbacks=[timer.callback, _AtLeast()],
+        )
         self.chunks.append(timer.epochs)
         return timer.epochs
 
 
-def whatif_run(scenario: dict[str, Any], epochs: int, budget: float, runs_dir: str) -> dict[str, Any]:
+def whatif_run(
+    scenario: dict[str, Any], epochs: int, budget: float, runs_dir: str
+) -> dict[str, Any]:
     import advisor
     from advisor.service import Store
 
-    cb = advisor.AdvisorCallback(runs_dir=runs_dir, baseline="end", whatif="auto", whatif_max_seconds=budget,
-                                 log_every_seconds=None, telemetry=False)
+    cb = advisor.AdvisorCallback(
+        runs_dir=runs_dir,
+        baseline="end",
+        whatif="auto",
+        whatif_max_seconds=budget,
+        log_every_seconds=None,
+        telemetry=False,
+    )
     run = full_run(scenario, scenario["base"](), {}, epochs, [cb])
     facts = Store(runs_dir).analyse(str(cb.run_path)).facts
-    return {"steady": pooled([run[1:]], scenario["batch"]), "train_seconds": sum(e.seconds for e in run),
-            "facts": facts}
+    return {
+        "steady": pooled([run[1:]], scenario["batch"]),
+        "train_seconds": sum(e.seconds for e in run),
+        "facts": facts,
+    }
 
 
 def ranking_agrees(rows: list[dict[str, Any]]) -> bool:
@@ -307,9 +347,16 @@ def ranking_agrees(rows: list[dict[str, Any]]) -> bool:
     return True
 
 
-def interleaved(scenario: dict[str, Any], name: str, measured: list[str], steps: int | None, turns: int,
-                chunk_seconds: float, between: Callable[[int], None],
-                finite: bool) -> tuple[dict[str, list[list[Epoch]]], dict[str, list[float]]]:
+def interleaved(
+    scenario: dict[str, Any],
+    name: str,
+    measured: list[str],
+    steps: int | None,
+    turns: int,
+    chunk_seconds: float,
+    between: Callable[[int], None],
+    finite: bool,
+) -> tuple[dict[str, list[list[Epoch]]], dict[str, list[float]]]:
     """Apply every fix and train it in chunks interleaved with the base's: each turn trains
     base, fix 1, base, fix 2, base, … (the fixes' order reversed every other turn), and each
     chunk of a fix gives one gain, its speed ÷ the mean of the two base chunks around it. This
@@ -327,10 +374,15 @@ def interleaved(scenario: dict[str, Any], name: str, measured: list[str], steps:
         for fix in measured if turn % 2 == 0 else measured[::-1]:
             configs[fix].train(chunk_seconds)
             base.train(chunk_seconds)
-            triples[fix].append((len(base.chunks) - 2, len(configs[fix].chunks) - 1, len(base.chunks) - 1))
-        print(f"[{name}] turn {turn + 1}/{turns}: "
-              + ", ".join(f"{fix} {pooled([configs[fix].chunks[-1]], batch):.0f}" for fix in measured)
-              + f" samples/s; base {pooled(base.chunks[-len(measured) - 1:], batch):.0f}", file=sys.stderr)
+            triples[fix].append(
+                (len(base.chunks) - 2, len(configs[fix].chunks) - 1, len(base.chunks) - 1)
+            )
+        print(
+            f"[{name}] turn {turn + 1}/{turns}: "
+            + ", ".join(f"{fix} {pooled([configs[fix].chunks[-1]], batch):.0f}" for fix in measured)
+            + f" samples/s; base {pooled(base.chunks[-len(measured) - 1 :], batch):.0f}",
+            file=sys.stderr,
+        )
     runs = {fix: c.chunks for fix, c in configs.items()}
     clean = {fix: without_stalls(done) if finite else done for fix, done in runs.items()}
     gains: dict[str, list[float]] = {}
@@ -338,14 +390,25 @@ def interleaved(scenario: dict[str, Any], name: str, measured: list[str], steps:
         gains[fix] = []
         for before, own, after in done:
             if clean[fix][own] and clean["base"][before] and clean["base"][after]:
-                around = (pooled([clean["base"][before]], batch) + pooled([clean["base"][after]], batch)) / 2
+                around = (
+                    pooled([clean["base"][before]], batch) + pooled([clean["base"][after]], batch)
+                ) / 2
                 gains[fix].append(pooled([clean[fix][own]], batch) / around)
     return runs, gains
 
 
-def scenario_table(name: str, epochs: int, budget: float, runs_dir: str, repeats: int,
-                   finite: bool = False, min_seconds: float = 4.0,
-                   whatif_runs: int = 3, turns: int = 0, chunk_seconds: float = 2.0) -> tuple[list[str], bool]:
+def scenario_table(
+    name: str,
+    epochs: int,
+    budget: float,
+    runs_dir: str,
+    repeats: int,
+    finite: bool = False,
+    min_seconds: float = 4.0,
+    whatif_runs: int = 3,
+    turns: int = 0,
+    chunk_seconds: float = 2.0,
+) -> tuple[list[str], bool]:
     """``turns`` > 0: applied runs interleaved in chunks (:func:`interleaved`); 0: ``repeats``
     whole runs per fix, bracketed by whole base runs."""
     scenario = SCENARIOS[name]()
@@ -357,8 +420,15 @@ def scenario_table(name: str, epochs: int, budget: float, runs_dir: str, repeats
         print(f"[{name}] base run with the what-if (budget {budget:g} s)…", file=sys.stderr)
         whatifs.append(whatif_run(scenario, epochs, budget, runs_dir))
         found = whatifs[-1]["facts"]
-        print(f"[{name}] what-if: " + ", ".join(f"{n} {found[f'whatif.{n}.speedup']:.2f}×" for n in scenario["fixes"]
-                                                 if found.get(f"whatif.{n}.status") == "measured"), file=sys.stderr)
+        print(
+            f"[{name}] what-if: "
+            + ", ".join(
+                f"{n} {found[f'whatif.{n}.speedup']:.2f}×"
+                for n in scenario["fixes"]
+                if found.get(f"whatif.{n}.status") == "measured"
+            ),
+            file=sys.stderr,
+        )
 
     measure_whatif()
     base = whatifs[0]
@@ -368,8 +438,16 @@ def scenario_table(name: str, epochs: int, budget: float, runs_dir: str, repeats
     chunk_gains: dict[str, list[float]] | None = None
     if turns:
         at = {round(k * turns / whatif_runs) for k in range(1, whatif_runs)}
-        runs, chunk_gains = interleaved(scenario, name, measured, steps, turns, chunk_seconds,
-                                        lambda turn: measure_whatif() if turn in at else None, finite)
+        runs, chunk_gains = interleaved(
+            scenario,
+            name,
+            measured,
+            steps,
+            turns,
+            chunk_seconds,
+            lambda turn: measure_whatif() if turn in at else None,
+            finite,
+        )
 
     def train(fix: str) -> None:
         data, changes = written(scenario, fix)
@@ -377,8 +455,12 @@ def scenario_table(name: str, epochs: int, budget: float, runs_dir: str, repeats
         runs[fix].append(later)
         print(f"[{name}] {fix}: {pooled([later], batch):.1f} samples/s", file=sys.stderr)
 
-    for turn in range(0 if turns else repeats):  # a base run before each turn of the fixes, one after the last
-        if 0 < turn < whatif_runs:  # the what-if's runs spread over the same time as the applied ones
+    for turn in range(
+        0 if turns else repeats
+    ):  # a base run before each turn of the fixes, one after the last
+        if (
+            0 < turn < whatif_runs
+        ):  # the what-if's runs spread over the same time as the applied ones
             measure_whatif()
         train("base")
         for fix in measured:
@@ -405,34 +487,61 @@ def scenario_table(name: str, epochs: int, budget: float, runs_dir: str, repeats
         if chunk_gains is not None:  # side by side: the median of the chunks' gains
             each = chunk_gains[fix] or [math.nan]
             applied = statistics.median(each)
-        gains = [w["facts"][f"whatif.{fix}.speedup"] for w in whatifs
-                 if w["facts"].get(f"whatif.{fix}.status") == "measured"]
-        bands = [w["facts"][f"whatif.{fix}.band"] for w in whatifs
-                 if w["facts"].get(f"whatif.{fix}.band") is not None]
+        gains = [
+            w["facts"][f"whatif.{fix}.speedup"]
+            for w in whatifs
+            if w["facts"].get(f"whatif.{fix}.status") == "measured"
+        ]
+        bands = [
+            w["facts"][f"whatif.{fix}.band"]
+            for w in whatifs
+            if w["facts"].get(f"whatif.{fix}.band") is not None
+        ]
         seconds = [w["facts"].get(f"whatif.{fix}.seconds") or 0.0 for w in whatifs]
-        rows.append({"fix": fix, "whatif": statistics.median(gains), "whatif_each": gains,
-                     "band": statistics.median(bands) if bands else None,
-                     "seconds": statistics.median(seconds), "applied": applied,
-                     "spread": (min(each), max(each)), "stalls": stalls(fix),
-                     "stalled_gain": with_stalls[fix] / with_stalls["base"]})
+        rows.append(
+            {
+                "fix": fix,
+                "whatif": statistics.median(gains),
+                "whatif_each": gains,
+                "band": statistics.median(bands) if bands else None,
+                "seconds": statistics.median(seconds),
+                "applied": applied,
+                "spread": (min(each), max(each)),
+                "stalls": stalls(fix),
+                "stalled_gain": with_stalls[fix] / with_stalls["base"],
+            }
+        )
     base_runs = [pooled([run], batch) for run in runs["base"]]
-    lines = [(f"### {name}: base {base['steady']:.1f} samples/s in the what-if's run, {speed['base']:.1f} pooled over "
-              f"the {len(base_runs)} base {'chunks' if turns else 'runs'} that bracket the applied ones "
-              f"({min(base_runs):.1f}–{max(base_runs):.1f}, "
-              f"stalled epochs {stalls('base')}); what-if {facts.get('whatif.seconds', 0):.1f} s of a "
-              f"{facts.get('whatif.budget_seconds', 0):g} s budget = "
-              f"{facts.get('whatif.seconds', 0) / base['train_seconds']:.0%} of the {base['train_seconds']:.1f} s fit "
-              f"({epochs} epochs), {facts.get('whatif.rounds', 0)} rounds; what-if runs: {len(whatifs)} (the gain is "
-              f"their median, the band the median of theirs); "
-              + (f"applied: {turns} turns of chunks (≥ {chunk_seconds:g} s of epochs each; base, fix, base, …), "
-                 "a fix's gain the median of its chunks' (÷ the two base chunks around each), "
-                 if turns else f"applied runs: {repeats} per fix, ")
-              + ("the iterator rebuilt every epoch (as the scenario's code trains)" if finite
-                 else f"one iterator ({steps} steps an epoch)")),
-             "", ("| fix | what-if gain (band) | each what-if run | measured in | applied gain "
-                  + ("(its chunks, min–max) " if turns else "(each run) ")
-                  + "| stalled epochs | applied with the stalls | what-if ÷ applied | matters | within ±15% |"),
-             "|---|---:|---:|---:|---:|---:|---:|---:|:-:|:-:|"]
+    lines = [
+        (
+            f"### {name}: base {base['steady']:.1f} samples/s in the what-if's run, {speed['base']:.1f} pooled over "
+            f"the {len(base_runs)} base {'chunks' if turns else 'runs'} that bracket the applied ones "
+            f"({min(base_runs):.1f}–{max(base_runs):.1f}, "
+            f"stalled epochs {stalls('base')}); what-if {facts.get('whatif.seconds', 0):.1f} s of a "
+            f"{facts.get('whatif.budget_seconds', 0):g} s budget = "
+            f"{facts.get('whatif.seconds', 0) / base['train_seconds']:.0%} of the {base['train_seconds']:.1f} s fit "
+            f"({epochs} epochs), {facts.get('whatif.rounds', 0)} rounds; what-if runs: {len(whatifs)} (the gain is "
+            f"their median, the band the median of theirs); "
+            + (
+                f"applied: {turns} turns of chunks (≥ {chunk_seconds:g} s of epochs each; base, fix, base, …), "
+                "a fix's gain the median of its chunks' (÷ the two base chunks around each), "
+                if turns
+                else f"applied runs: {repeats} per fix, "
+            )
+            + (
+                "the iterator rebuilt every epoch (as the scenario's code trains)"
+                if finite
+                else f"one iterator ({steps} steps an epoch)"
+            )
+        ),
+        "",
+        (
+            "| fix | what-if gain (band) | each what-if run | measured in | applied gain "
+            + ("(its chunks, min–max) " if turns else "(each run) ")
+            + "| stalled epochs | applied with the stalls | what-if ÷ applied | matters | within ±15% |"
+        ),
+        "|---|---:|---:|---:|---:|---:|---:|---:|:-:|:-:|",
+    ]
     ok = True
     for r in sorted(rows, key=lambda r: -r["applied"]):
         matters = max(r["whatif"], r["applied"]) >= MATTERS
@@ -441,22 +550,31 @@ def scenario_table(name: str, epochs: int, budget: float, runs_dir: str, repeats
         band = f" (±{r['band']:.0%})" if r["band"] is not None else ""
         low, high = r["spread"]
         each_whatif = ", ".join(f"{g:.2f}" for g in r["whatif_each"])
-        lines.append(f"| {r['fix']} | {r['whatif']:.2f}×{band} | {each_whatif} | {r['seconds'] or 0:.1f} s | "
-                     f"{r['applied']:.2f}× "
-                     f"({low:.2f}–{high:.2f}) | {r['stalls']} | "
-                     + (f"{r['stalled_gain']:.2f}× | " if finite else "— | ")
-                     + f"{r['whatif'] / r['applied']:.2f} | {'yes' if matters else 'no'} | "
-                     f"{('yes' if within else 'NO') if matters else '—'} |")
+        lines.append(
+            f"| {r['fix']} | {r['whatif']:.2f}×{band} | {each_whatif} | {r['seconds'] or 0:.1f} s | "
+            f"{r['applied']:.2f}× "
+            f"({low:.2f}–{high:.2f}) | {r['stalls']} | "
+            + (f"{r['stalled_gain']:.2f}× | " if finite else "— | ")
+            + f"{r['whatif'] / r['applied']:.2f} | {'yes' if matters else 'no'} | "
+            f"{('yes' if within else 'NO') if matters else '—'} |"
+        )
     ranked = ranking_agrees(rows)
     ok &= ranked
 
     def order(key: str) -> str:
         return " > ".join(r["fix"] for r in sorted(rows, key=lambda r: -r[key]))
 
-    lines += ["", f"ranking by the what-if: {order('whatif')}", f"ranking by applying: {order('applied')}",
-              f"ranking of the fixes that matter: {'identical' if ranked else 'DIFFERENT'}"]
-    others = [f"{n} ({facts.get(f'whatif.{n}.status')}: {facts.get(f'whatif.{n}.reason')})"
-              for n in scenario["fixes"] if n not in measured and facts.get(f"whatif.{n}.status")]
+    lines += [
+        "",
+        f"ranking by the what-if: {order('whatif')}",
+        f"ranking by applying: {order('applied')}",
+        f"ranking of the fixes that matter: {'identical' if ranked else 'DIFFERENT'}",
+    ]
+    others = [
+        f"{n} ({facts.get(f'whatif.{n}.status')}: {facts.get(f'whatif.{n}.reason')})"
+        for n in scenario["fixes"]
+        if n not in measured and facts.get(f"whatif.{n}.status")
+    ]
     if others:
         lines.append("not measured: " + "; ".join(others))
     return lines, ok
@@ -466,26 +584,59 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenario", choices=[*SCENARIOS, "all"], default="all")
     parser.add_argument("--epochs", type=int, default=8)
-    parser.add_argument("--min-seconds", type=float, default=4.0,
-                        help="applied runs train on until their epochs after the first last this long")
+    parser.add_argument(
+        "--min-seconds",
+        type=float,
+        default=4.0,
+        help="applied runs train on until their epochs after the first last this long",
+    )
     parser.add_argument("--budget", type=float, default=30.0, help="the what-if's budget, seconds")
-    parser.add_argument("--turns", type=int, default=6,
-                        help="applied side by side: turns of chunks, base, fix, base, … (0: whole runs, --repeats)")
-    parser.add_argument("--chunk-seconds", type=float, default=2.0, help="each applied chunk's epochs last this long")
-    parser.add_argument("--repeats", type=int, default=3,
-                        help="with --turns 0: whole applied runs per fix (and base runs, plus one)")
-    parser.add_argument("--whatif-runs", type=int, default=3,
-                        help="base runs with the what-if, one at the start of each turn (its gain: their median)")
-    parser.add_argument("--one-iterator", action="store_true",
-                        help="applied runs build their input iterator once (.repeat() and steps_per_epoch)")
+    parser.add_argument(
+        "--turns",
+        type=int,
+        default=6,
+        help="applied side by side: turns of chunks, base, fix, base, … (0: whole runs, --repeats)",
+    )
+    parser.add_argument(
+        "--chunk-seconds",
+        type=float,
+        default=2.0,
+        help="each applied chunk's epochs last this long",
+    )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=3,
+        help="with --turns 0: whole applied runs per fix (and base runs, plus one)",
+    )
+    parser.add_argument(
+        "--whatif-runs",
+        type=int,
+        default=3,
+        help="base runs with the what-if, one at the start of each turn (its gain: their median)",
+    )
+    parser.add_argument(
+        "--one-iterator",
+        action="store_true",
+        help="applied runs build their input iterator once (.repeat() and steps_per_epoch)",
+    )
     args = parser.parse_args(argv)
     names = list(SCENARIOS) if args.scenario == "all" else [args.scenario]
     ok = True
     with tempfile.TemporaryDirectory() as runs_dir:
         for name in names:
-            lines, passed = scenario_table(name, args.epochs, args.budget, runs_dir, args.repeats,
-                                           not args.one_iterator, args.min_seconds, args.whatif_runs,
-                                           args.turns, args.chunk_seconds)
+            lines, passed = scenario_table(
+                name,
+                args.epochs,
+                args.budget,
+                runs_dir,
+                args.repeats,
+                not args.one_iterator,
+                args.min_seconds,
+                args.whatif_runs,
+                args.turns,
+                args.chunk_seconds,
+            )
             ok &= passed
             print("\n".join(lines) + "\n", flush=True)
     print("targets:", "PASS" if ok else "FAIL")

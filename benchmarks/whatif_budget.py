@@ -48,7 +48,9 @@ def main() -> int:
         try:
             return segment(trial, seconds, min_steps, deadline, stop, teardowns, backend)
         finally:
-            overshoots.append((trial.name, time.perf_counter() - deadline, teardowns[-1] if teardowns else 0.0))
+            overshoots.append(
+                (trial.name, time.perf_counter() - deadline, teardowns[-1] if teardowns else 0.0)
+            )
 
     engine._segment = timed
     spinners = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(args.busy)]
@@ -63,13 +65,20 @@ def main() -> int:
             left = args.budget - (time.perf_counter() - t0)
             worst = min(worst, left)
             far = sorted(overshoots, key=lambda o: -o[1])[:3]
-            print(f"run {i + 1}: ended {left:+.3f} s before the {args.budget:g} s budget "
-                  f"(result.seconds {result.seconds:.3f}); furthest past their deadline: "
-                  + ", ".join(f"{name} {past:+.3f} s (teardown {down:.3f} s)" for name, past, down in far), flush=True)
+            print(
+                f"run {i + 1}: ended {left:+.3f} s before the {args.budget:g} s budget "
+                f"(result.seconds {result.seconds:.3f}); furthest past their deadline: "
+                + ", ".join(
+                    f"{name} {past:+.3f} s (teardown {down:.3f} s)" for name, past, down in far
+                ),
+                flush=True,
+            )
     finally:
         for spinner in spinners:
             spinner.kill()
-    print(f"closest to the budget's end: {worst:+.3f} s ({args.runs} runs, {args.busy} busy processes)")
+    print(
+        f"closest to the budget's end: {worst:+.3f} s ({args.runs} runs, {args.busy} busy processes)"
+    )
     return 0 if worst >= 0 else 1
 
 

@@ -34,8 +34,14 @@ def say(text: str = "") -> None:
 def probe(code: str, env: dict[str, str] | None = None) -> tuple[bool, str]:
     """Run a snippet in a fresh interpreter (a broken CUDA install must not hang or kill us)."""
     try:
-        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                              timeout=PROBE_TIMEOUT_S, env={**os.environ, **(env or {})}, check=False)
+        proc = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            timeout=PROBE_TIMEOUT_S,
+            env={**os.environ, **(env or {})},
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         return False, f"timed out after {PROBE_TIMEOUT_S} s"
     lines = (proc.stdout.strip() or proc.stderr.strip() or "").splitlines()
@@ -71,7 +77,7 @@ def choose_backend(wanted: str | None) -> str | None:
         "tensorflow": "import tensorflow as tf; g = tf.config.list_physical_devices('GPU'); print(len(g)); assert g",
         "jax": "import jax; d = [x for x in jax.devices() if x.platform == 'gpu']; print(len(d)); assert d",
     }
-    for backend in ([wanted] if wanted else ["tensorflow", "jax"]):
+    for backend in [wanted] if wanted else ["tensorflow", "jax"]:
         if importlib.util.find_spec(backend) is None:
             say(f"  {backend}: not installed")
             continue
@@ -86,8 +92,13 @@ def choose_backend(wanted: str | None) -> str | None:
 
 
 def missing_python_packages() -> list[str]:
-    needed = {"keras": "keras>=3.15", "pydantic": "pydantic>=2.6", "psutil": "psutil", "pynvml": "nvidia-ml-py",
-              "numpy": "numpy"}
+    needed = {
+        "keras": "keras>=3.15",
+        "pydantic": "pydantic>=2.6",
+        "psutil": "psutil",
+        "pynvml": "nvidia-ml-py",
+        "numpy": "numpy",
+    }
     return [pip for mod, pip in needed.items() if importlib.util.find_spec(mod) is None]
 
 
@@ -109,7 +120,9 @@ class StopAfter:
         return _Stop()
 
 
-def train(runs_dir: str, seconds: float, width: int, batch: int, features: int, policy: str, name: str) -> Any:
+def train(
+    runs_dir: str, seconds: float, width: int, batch: int, features: int, policy: str, name: str
+) -> Any:
     import keras
     import numpy as np
 
@@ -122,15 +135,27 @@ def train(runs_dir: str, seconds: float, width: int, batch: int, features: int, 
         h = keras.layers.Dense(width, activation="relu")(h)
     outputs = keras.layers.Dense(10, dtype="float32")(h)
     model = keras.Model(inputs, outputs)
-    model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                  steps_per_execution=8)
+    model.compile(
+        optimizer="adam",
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        steps_per_execution=8,
+    )
     rng = np.random.default_rng(0)
     steps = 64
     x = rng.standard_normal((batch * steps, features), dtype=np.float32)
     y = rng.integers(0, 10, batch * steps)
-    cb = AdvisorCallback(runs_dir, name=name, window_seconds=2.0, log_every_seconds=None, telemetry_interval_seconds=0.5, mfu=True)
+    cb = AdvisorCallback(
+        runs_dir,
+        name=name,
+        window_seconds=2.0,
+        log_every_seconds=None,
+        telemetry_interval_seconds=0.5,
+        mfu=True,
+    )
     t0 = time.perf_counter()
-    model.fit(x, y, batch_size=batch, epochs=1000, verbose=0, callbacks=[cb, StopAfter.make(seconds)])
+    model.fit(
+        x, y, batch_size=batch, epochs=1000, verbose=0, callbacks=[cb, StopAfter.make(seconds)]
+    )
     say(f"  trained {time.perf_counter() - t0:.1f} s, params {model.count_params():,}")
     keras.config.set_dtype_policy("float32")
     return cb.run_path
@@ -155,24 +180,59 @@ def summarise(path: Any) -> dict[str, Any]:
         mem = [s.mem_used for s in samples if s.mem_used is not None]
         say(f"  GPU {index}: {len(samples)} samples over {samples[-1].t - samples[0].t:.1f} s")
         if util:
-            say(f"    util p5/p50/p95 {percentile(util, 5):.0f}/{percentile(util, 50):.0f}/{percentile(util, 95):.0f} %")
+            say(
+                f"    util p5/p50/p95 {percentile(util, 5):.0f}/{percentile(util, 50):.0f}/{percentile(util, 95):.0f} %"
+            )
         if mem:
-            say(f"    memory used max {max(mem) / 2**30:.1f} GiB of {(samples[0].mem_total or 0) / 2**30:.0f} GiB (NVML)")
+            say(
+                f"    memory used max {max(mem) / 2**30:.1f} GiB of {(samples[0].mem_total or 0) / 2**30:.0f} GiB (NVML)"
+            )
         if power:
             say(f"    power mean {sum(power) / len(power):.0f} W, max {max(power):.0f} W")
-        for label, field in (("temperature max", "temp_c"), ("SM clock p50", "sm_clock_mhz"),
-                             ("PCIe rx p95 B/s", "pcie_rx_bps"), ("PCIe tx p95 B/s", "pcie_tx_bps")):
+        for label, field in (
+            ("temperature max", "temp_c"),
+            ("SM clock p50", "sm_clock_mhz"),
+            ("PCIe rx p95 B/s", "pcie_rx_bps"),
+            ("PCIe tx p95 B/s", "pcie_tx_bps"),
+        ):
             values = [getattr(s, field) for s in samples if getattr(s, field) is not None]
             if values:
-                value = max(values) if "max" in label else percentile(values, 95 if "p95" in label else 50)
+                value = (
+                    max(values)
+                    if "max" in label
+                    else percentile(values, 95 if "p95" in label else 50)
+                )
                 say(f"    {label}: {value:,.0f}")
         counters = [s.energy_j for s in samples if s.energy_j is not None]
-        say(f"    energy counter: {'yes' if len(counters) == len(samples) else 'no (power x time)'}")
-    keys = ["gpu.present", "gpu.count", "gpu.util.p50", "gpu.util.p95", "gpu.util.fluctuating", "gpu.mem.peak_fraction",
-            "gpu.mem.peak_source", "gpu.mem.nvml_peak_fraction", "gpu.power_w.mean", "gpu.throttled_fraction",
-            "energy.wh", "energy.j_per_sample", "energy.method", "throughput.samples_per_s", "host.cpu.mean",
-            "host.proc_cpu.mean", "telemetry.sampler_cpu_fraction", "accelerator.model", "accelerator.peak_dtype",
-            "accelerator.peak_tflops", "model.flops_per_sample", "model.flops_method", "model.achieved_tflops", "mfu"]
+        say(
+            f"    energy counter: {'yes' if len(counters) == len(samples) else 'no (power x time)'}"
+        )
+    keys = [
+        "gpu.present",
+        "gpu.count",
+        "gpu.util.p50",
+        "gpu.util.p95",
+        "gpu.util.fluctuating",
+        "gpu.mem.peak_fraction",
+        "gpu.mem.peak_source",
+        "gpu.mem.nvml_peak_fraction",
+        "gpu.power_w.mean",
+        "gpu.throttled_fraction",
+        "energy.wh",
+        "energy.j_per_sample",
+        "energy.method",
+        "throughput.samples_per_s",
+        "host.cpu.mean",
+        "host.proc_cpu.mean",
+        "telemetry.sampler_cpu_fraction",
+        "accelerator.model",
+        "accelerator.peak_dtype",
+        "accelerator.peak_tflops",
+        "model.flops_per_sample",
+        "model.flops_method",
+        "model.achieved_tflops",
+        "mfu",
+    ]
     for key in keys:
         if key in facts:
             value = facts[key]
@@ -190,7 +250,9 @@ def main() -> int:
     parser.add_argument("--backend", choices=["tensorflow", "jax"], default=None)
     parser.add_argument("--seconds", type=float, default=25.0, help="training time of the main run")
     parser.add_argument("--runs-dir", default=None)
-    parser.add_argument("--json", default=None, help="also write the facts of both runs to this file")
+    parser.add_argument(
+        "--json", default=None, help="also write the facts of both runs to this file"
+    )
     args = parser.parse_args()
 
     t_start = time.perf_counter()
@@ -204,7 +266,10 @@ def main() -> int:
     say("Keras backend with a GPU:")
     backend = choose_backend(args.backend or os.environ.get("KERAS_BACKEND") or None)
     if backend is None or not names:
-        say("MISSING: " + ("a working NVIDIA driver (NVML)" if not names else "a Keras backend with CUDA"))
+        say(
+            "MISSING: "
+            + ("a working NVIDIA driver (NVML)" if not names else "a Keras backend with CUDA")
+        )
         return 3
     os.environ["KERAS_BACKEND"] = backend
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -231,8 +296,10 @@ def main() -> int:
     if lacking:
         say(f"CHECK INCOMPLETE: missing {', '.join(lacking)}")
         return 1
-    say(f"CHECK OK: util p50 {busy['gpu.util.p50']:.0f}% vs {starved.get('gpu.util.p50', float('nan')):.0f}% starved; "
-        f"{busy['energy.wh']:.2f} Wh; MFU {busy['mfu']:.1%}")
+    say(
+        f"CHECK OK: util p50 {busy['gpu.util.p50']:.0f}% vs {starved.get('gpu.util.p50', float('nan')):.0f}% starved; "
+        f"{busy['energy.wh']:.2f} Wh; MFU {busy['mfu']:.1%}"
+    )
     return 0
 
 

@@ -47,18 +47,30 @@ def check(ok: bool, what: str, skip: bool = False) -> None:
 
 def probe(code: str) -> str:
     try:
-        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False,
-                              env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+        )
     except subprocess.TimeoutExpired:
         return ""
-    return done.stdout.strip().splitlines()[-1] if done.returncode == 0 and done.stdout.strip() else ""
+    return (
+        done.stdout.strip().splitlines()[-1] if done.returncode == 0 and done.stdout.strip() else ""
+    )
 
 
 def pick_backend() -> tuple[str, bool]:
     forced = os.environ.get("ADVISOR_CHECK_BACKEND")
     tf_gpus = probe("import tensorflow as tf; print(len(tf.config.list_physical_devices('GPU')))")
-    jax_gpus = probe("import jax\ntry:\n print(len(jax.devices('gpu')))\nexcept RuntimeError:\n print(0)")
-    say(f"TensorFlow GPUs: {tf_gpus or 'TensorFlow not importable'}; JAX GPUs: {jax_gpus or 'JAX not importable'}")
+    jax_gpus = probe(
+        "import jax\ntry:\n print(len(jax.devices('gpu')))\nexcept RuntimeError:\n print(0)"
+    )
+    say(
+        f"TensorFlow GPUs: {tf_gpus or 'TensorFlow not importable'}; JAX GPUs: {jax_gpus or 'JAX not importable'}"
+    )
     if forced:
         return forced, (tf_gpus if forced == "tensorflow" else jax_gpus) not in ("", "0")
     if tf_gpus not in ("", "0"):
@@ -85,10 +97,14 @@ def train(keras, policy: str, runs_dir: Path, name: str) -> Path:
         + [keras.layers.Dense(1, dtype="float32")]
     )
     model.compile("adam", "mse")
-    cb = AdvisorCallback(runs_dir=runs_dir, name=name, profile_steps=PROFILE, log_every_seconds=None)
+    cb = AdvisorCallback(
+        runs_dir=runs_dir, name=name, profile_steps=PROFILE, log_every_seconds=None
+    )
     t0 = time.perf_counter()
     model.fit(x, y, batch_size=256, epochs=1, verbose=0, callbacks=[cb])
-    say(f"{name}: fit of {STEPS} steps took {time.perf_counter() - t0:.1f} s (profiled steps {PROFILE[0]}..{PROFILE[1]})")
+    say(
+        f"{name}: fit of {STEPS} steps took {time.perf_counter() - t0:.1f} s (profiled steps {PROFILE[0]}..{PROFILE[1]})"
+    )
     keras.mixed_precision.set_global_policy("float32")
     return Path(cb.run_path)
 
@@ -105,10 +121,22 @@ def raw_outputs(trace_folder: Path, prefix: str, full: bool) -> None:
 
     files = [str(f) for f in find_xplanes(trace_folder)]
     with tempfile.TemporaryDirectory() as tmp:
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-        subprocess.run([sys.executable, "-m", "advisor.traces.xprof_worker", tmp, *files], timeout=300, check=False,
-                       capture_output=True, env=env)
-        tools = (("overview_page", "overview"), ("input_pipeline_analyzer", "input"), ("framework_op_stats", "ops"))
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        }
+        subprocess.run(
+            [sys.executable, "-m", "advisor.traces.xprof_worker", tmp, *files],
+            timeout=300,
+            check=False,
+            capture_output=True,
+            env=env,
+        )
+        tools = (
+            ("overview_page", "overview"),
+            ("input_pipeline_analyzer", "input"),
+            ("framework_op_stats", "ops"),
+        )
         for tool, short in (*tools, ("events", "events")) if full else ():
             src = Path(tmp) / f"{tool}.json"
             if src.is_file():
@@ -118,13 +146,19 @@ def raw_outputs(trace_folder: Path, prefix: str, full: bool) -> None:
     try:
         from xprof.convert import raw_to_tool_data
 
-        data, _ = raw_to_tool_data.xspace_to_tool_data(files, "trace_viewer", {"use_saved_result": False})
+        data, _ = raw_to_tool_data.xspace_to_tool_data(
+            files, "trace_viewer", {"use_saved_result": False}
+        )
         events = json.loads(data)["traceEvents"]
     except Exception as exc:  # noqa: BLE001 — a sketch only
         say(f"(timeline sketch skipped: {type(exc).__name__}: {exc})")
         return
     processes = {e["pid"]: e["args"]["name"] for e in events if e.get("name") == "process_name"}
-    threads = {(e["pid"], e.get("tid")): e["args"]["name"] for e in events if e.get("name") == "thread_name"}
+    threads = {
+        (e["pid"], e.get("tid")): e["args"]["name"]
+        for e in events
+        if e.get("name") == "thread_name"
+    }
     sketch: dict[str, dict[str, int]] = {}
     for e in events:
         if e.get("ph") != "X":
@@ -142,7 +176,9 @@ def main() -> int:
     say(f"python {sys.version.split()[0]} at {sys.executable}")
     backend, has_gpu = pick_backend()
     if not has_gpu and not ALLOW_CPU:
-        say("[FAIL] no GPU visible to TensorFlow or JAX (set ADVISOR_CHECK_ALLOW_CPU=1 for a dry run on CPU)")
+        say(
+            "[FAIL] no GPU visible to TensorFlow or JAX (set ADVISOR_CHECK_ALLOW_CPU=1 for a dry run on CPU)"
+        )
         return 1
     os.environ["KERAS_BACKEND"] = backend
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -156,7 +192,9 @@ def main() -> int:
     from advisor.store.trace_summary import load_summary
     from advisor.traces.summarize import xprof_available
 
-    say(f"backend {backend} (keras {keras.__version__}), GPU {'yes' if has_gpu else 'no (dry run)'}")
+    say(
+        f"backend {backend} (keras {keras.__version__}), GPU {'yes' if has_gpu else 'no (dry run)'}"
+    )
     check(xprof_available(), "xprof is importable (XProf's converter)")
     no_gpu = not has_gpu
     runs_dir = Path(tempfile.mkdtemp(prefix="advisor-gpu-check-"))
@@ -169,7 +207,10 @@ def main() -> int:
         for e in events:
             say(f"  event ({e.level}): {e.message}")
         summarised = [t for t in traces if t.summary]
-        check(bool(summarised), f"{name}: the capture was saved and summarised ({len(traces)} trace records)")
+        check(
+            bool(summarised),
+            f"{name}: the capture was saved and summarised ({len(traces)} trace records)",
+        )
         if not summarised:
             continue
         summary = load_summary(run.path / summarised[-1].summary)
@@ -178,43 +219,83 @@ def main() -> int:
         if OUT is not None:
             (OUT / f"{name}-summary.json").write_text(summary.model_dump_json(indent=1))
         facts, errors = registry().derive(run)
-        trace_facts = {k: v for k, v in facts.items() if k.startswith("trace.") and k != "trace.top_ops"}
+        trace_facts = {
+            k: v for k, v in facts.items() if k.startswith("trace.") and k != "trace.top_ops"
+        }
         say(f"{name}: trace facts {json.dumps(trace_facts, sort_keys=True)}")
-        check(not [e for e in errors if "trace" in e], f"{name}: trace facts derived without errors {errors or ''}")
+        check(
+            not [e for e in errors if "trace" in e],
+            f"{name}: trace facts derived without errors {errors or ''}",
+        )
         check(summary.steps >= 20, f"{name}: XProf found the marked steps ({summary.steps} of 30)")
-        check(summary.seconds is not None and summary.seconds < 2.0,
-              f"{name}: summarising the 30-step profile took {summary.seconds:.2f} s (< 2 s)")
-        check(summary.on_device, f"{name}: XProf sees a device (hardware {summary.hardware})", skip=no_gpu)
-        device_numbers = {k: getattr(summary, k) for k in (
-            "device_compute_percent", "device_idle_percent", "h2d_percent", "d2h_percent",
-            "compute_16bit_percent", "kernel_launch_percent")}
+        check(
+            summary.seconds is not None and summary.seconds < 2.0,
+            f"{name}: summarising the 30-step profile took {summary.seconds:.2f} s (< 2 s)",
+        )
+        check(
+            summary.on_device,
+            f"{name}: XProf sees a device (hardware {summary.hardware})",
+            skip=no_gpu,
+        )
+        device_numbers = {
+            k: getattr(summary, k)
+            for k in (
+                "device_compute_percent",
+                "device_idle_percent",
+                "h2d_percent",
+                "d2h_percent",
+                "compute_16bit_percent",
+                "kernel_launch_percent",
+            )
+        }
         say(f"{name}: device-side numbers {json.dumps(device_numbers)}")
         present = [k for k, v in device_numbers.items() if v is not None]
-        check({"device_compute_percent", "device_idle_percent"} <= set(present),
-              f"{name}: device compute and idle shares measured", skip=no_gpu)
-        check({"h2d_percent", "d2h_percent"} <= set(present), f"{name}: host↔device copy shares measured",
-              skip=no_gpu)
+        check(
+            {"device_compute_percent", "device_idle_percent"} <= set(present),
+            f"{name}: device compute and idle shares measured",
+            skip=no_gpu,
+        )
+        check(
+            {"h2d_percent", "d2h_percent"} <= set(present),
+            f"{name}: host↔device copy shares measured",
+            skip=no_gpu,
+        )
         device_ops = [op for op in summary.top_ops if op.where == "device"]
-        check(bool(device_ops), f"{name}: device ops among the top ops ({len(device_ops)} of {len(summary.top_ops)})",
-              skip=no_gpu)
+        check(
+            bool(device_ops),
+            f"{name}: device ops among the top ops ({len(device_ops)} of {len(summary.top_ops)})",
+            skip=no_gpu,
+        )
         for op in summary.top_ops[:5]:
             say(f"    {op.self_time_percent:5.1f}% {op.where:6s} {op.type[:30]:30s} {op.name[:60]}")
         for note in summary.notes:
             say(f"    note: {note}")
-        cli = subprocess.run([sys.executable, "-m", "advisor.cli.main", "trace", str(run.path)],
-                             capture_output=True, text=True, timeout=120, check=False)
+        cli = subprocess.run(
+            [sys.executable, "-m", "advisor.cli.main", "trace", str(run.path)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
         check(cli.returncode == 0, f"{name}: `advisor trace RUN` exit {cli.returncode}")
         for line in cli.stdout.splitlines()[:9]:
             say("    | " + line)
     if "fp32" in summaries and "bf16" in summaries:
         a, b = summaries["fp32"].compute_16bit_percent, summaries["bf16"].compute_16bit_percent
         if a is None and b is None and not no_gpu:
-            say("[SKIP] 16-bit share of compute: not measurable in these profiles (no per-op precision data, "
-                "e.g. CUDA command buffers under JAX); the summaries leave it out and say so")
+            say(
+                "[SKIP] 16-bit share of compute: not measurable in these profiles (no per-op precision data, "
+                "e.g. CUDA command buffers under JAX); the summaries leave it out and say so"
+            )
         else:
-            check(a is not None and b is not None and b > a and b >= 10,
-                  f"16-bit share of compute: float32 {a} % < mixed_bfloat16 {b} %", skip=no_gpu)
-    say(f"RESULT: {'all checks passed' if not failures else f'{len(failures)} failed: ' + '; '.join(failures)}")
+            check(
+                a is not None and b is not None and b > a and b >= 10,
+                f"16-bit share of compute: float32 {a} % < mixed_bfloat16 {b} %",
+                skip=no_gpu,
+            )
+    say(
+        f"RESULT: {'all checks passed' if not failures else f'{len(failures)} failed: ' + '; '.join(failures)}"
+    )
     return 1 if failures else 0
 
 

@@ -36,11 +36,17 @@ def main(argv: list[str] | None = None) -> int:
         facts = store.analyse(run_id).facts
         comm = facts.get("trace.communication_percent")
         if not (isinstance(comm, float) and 0 < comm < 100):
-            problems.append(f"trace.communication_percent of {run_id} is {comm!r}, not a share from the timeline")
+            problems.append(
+                f"trace.communication_percent of {run_id} is {comm!r}, not a share from the timeline"
+            )
         if two.get("communication_percent") != comm:
-            problems.append(f"the report's communication {two.get('communication_percent')} is not the run's {comm}")
+            problems.append(
+                f"the report's communication {two.get('communication_percent')} is not the run's {comm}"
+            )
         summaries = store.read(run_id).trace_summaries.values()
-        timeline = [s for s in summaries if s.xprof_properties.get("profiler") == "horovod-timeline"]
+        timeline = [
+            s for s in summaries if s.xprof_properties.get("profiler") == "horovod-timeline"
+        ]
         if not timeline:
             problems.append(f"{run_id} has no summary of Horovod's timeline")
         else:
@@ -49,18 +55,24 @@ def main(argv: list[str] | None = None) -> int:
             if set(dtypes) != {want}:
                 problems.append(f"the timeline sent {dtypes}, expected only {want}")
         if facts.get("context.horovod_compression") != args.compression:
-            problems.append(f"context.horovod_compression is {facts.get('context.horovod_compression')!r}, "
-                            f"not {args.compression!r} (the optimizer's)")
+            problems.append(
+                f"context.horovod_compression is {facts.get('context.horovod_compression')!r}, "
+                f"not {args.compression!r} (the optimizer's)"
+            )
         (d606,) = [f for f in store.diagnose(run_id, select=["D606"]).findings if f.code == "D606"]
         expected = "pass" if args.compression != "none" or comm < 15 else "fail"
         if d606.status != expected:
             problems.append(f"D606 is {d606.status} ({d606.message}), expected {expected}")
-        print(f"horovod-ci: ×2 communication {comm:.1f}% of training time (Horovod timeline), "
-              f"negotiation {(timeline[0].model_extra or {}).get('horovod_negotiate_percent', 0):.1f}%, "
-              f"compression {facts.get('context.horovod_compression')}, D606 {d606.status}: {d606.message}")
+        print(
+            f"horovod-ci: ×2 communication {comm:.1f}% of training time (Horovod timeline), "
+            f"negotiation {(timeline[0].model_extra or {}).get('horovod_negotiate_percent', 0):.1f}%, "
+            f"compression {facts.get('context.horovod_compression')}, D606 {d606.status}: {d606.message}"
+        )
     for n, row in sorted((k[1], r) for k, r in rows.items()):
-        print(f"horovod-ci: ×{n}: epoch {row['epoch_s']:.2f} s, {row['samples_per_s']:.0f} samples/s, "
-              f"speedup {row['speedup']:.2f}")
+        print(
+            f"horovod-ci: ×{n}: epoch {row['epoch_s']:.2f} s, {row['samples_per_s']:.0f} samples/s, "
+            f"speedup {row['speedup']:.2f}"
+        )
     for problem in problems:
         print(f"horovod-ci: FAILED: {problem}", file=sys.stderr)
     return 1 if problems else 0

@@ -22,9 +22,13 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import pytest  # noqa: E402
 
 # Files whose tests share the session's killed processes (below): one unit of work under xdist.
-SHARED_PROCESS_FILES = frozenset({
-    "tests/collectors/test_killed.py", "tests/faults/test_killed_runs.py", "tests/launch/test_sweep_real.py",
-})
+SHARED_PROCESS_FILES = frozenset(
+    {
+        "tests/collectors/test_killed.py",
+        "tests/faults/test_killed_runs.py",
+        "tests/launch/test_sweep_real.py",
+    }
+)
 
 
 # The longest units of work (seconds of a busy 2-core host, `--durations`), handed out first so
@@ -32,12 +36,17 @@ SHARED_PROCESS_FILES = frozenset({
 LONGEST_FIRST = (
     "tests/launch/test_ray_real.py",  # 150-165 s: a two-node cluster, five sweeps; last in file order, it was
     # the tail of the suite, ~70 s with the other worker idle (a simulation over `--durations=0`)
-    "killed-processes", "tests/experiments/test_whatif.py", "tests/backends/test_matrix.py",
+    "killed-processes",
+    "tests/experiments/test_whatif.py",
+    "tests/backends/test_matrix.py",
     "tests/scenarios/test_scenarios.py",
     "tests/experiments/test_backends.py",  # 90-160 s: each candidate a fresh process importing its backend
     "tests/diagnosis/test_default_coverage.py",
-    "tests/backends/test_demo_backends.py", "tests/experiments/test_baseline.py", "tests/test_ci_recipe.py",
-    "tests/diagnosis/test_end_to_end.py", "tests/collectors/test_profiler.py",
+    "tests/backends/test_demo_backends.py",
+    "tests/experiments/test_baseline.py",
+    "tests/test_ci_recipe.py",
+    "tests/diagnosis/test_end_to_end.py",
+    "tests/collectors/test_profiler.py",
     "tests/launch/test_slurm_real.py",  # ~70 s, mostly waiting on its Slurm jobs
 )
 
@@ -82,7 +91,9 @@ def threads_left():
         deadline = time.monotonic() + wait_s
         for thread in set(threading.enumerate()) - before:
             thread.join(max(0.0, deadline - time.monotonic()))
-        return sorted(t.name for t in set(threading.enumerate()) - before if t.name != "advisor-heartbeat")
+        return sorted(
+            t.name for t in set(threading.enumerate()) - before if t.name != "advisor-heartbeat"
+        )
 
     return left
 
@@ -105,21 +116,60 @@ class _KilledWorkerSweep:
         folder = tmp_path_factory.mktemp("killed-sweep")
         self.runs = folder / "runs"
         self.out, self.err = folder / "scale.out", folder / "scale.err"
-        argv = [sys.executable, "-m", "advisor.cli.main", "--runs-dir", str(self.runs), "scale",
-                "--workers", "2", "--strategy", "jax", "--strategy", "mirrored", "--timeout", "90",
-                "--sweep-id", self.sweep_id, "--no-report", "--",
-                sys.executable, train, "--epochs", "2", "--samples", "1024", "--hidden", "32",
-                "--batch-per-replica", "32", "--kill-rank", "1", "--kill-at-step", "3"]
+        argv = [
+            sys.executable,
+            "-m",
+            "advisor.cli.main",
+            "--runs-dir",
+            str(self.runs),
+            "scale",
+            "--workers",
+            "2",
+            "--strategy",
+            "jax",
+            "--strategy",
+            "mirrored",
+            "--timeout",
+            "90",
+            "--sweep-id",
+            self.sweep_id,
+            "--no-report",
+            "--",
+            sys.executable,
+            train,
+            "--epochs",
+            "2",
+            "--samples",
+            "1024",
+            "--hidden",
+            "32",
+            "--batch-per-replica",
+            "32",
+            "--kill-rank",
+            "1",
+            "--kill-at-step",
+            "3",
+        ]
         with open(self.out, "wb") as out, open(self.err, "wb") as err:
-            self.proc = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                         env={**os.environ, "PYTHONIOENCODING": "utf-8"})
+            self.proc = subprocess.Popen(
+                argv,
+                stdout=out,
+                stderr=err,
+                stdin=subprocess.DEVNULL,
+                env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+            )
 
     def result(self) -> tuple[str, Path, SimpleNamespace]:
         """Wait for the sweep (two configurations of at most 90 s each); what CliRunner would give."""
         self.proc.wait(timeout=300)
         stdout, stderr = self.out.read_text(encoding="utf-8"), self.err.read_text(encoding="utf-8")
-        return self.sweep_id, self.runs, SimpleNamespace(
-            exit_code=self.proc.returncode, stdout=stdout, stderr=stderr, output=stdout + stderr)
+        return (
+            self.sweep_id,
+            self.runs,
+            SimpleNamespace(
+                exit_code=self.proc.returncode, stdout=stdout, stderr=stderr, output=stdout + stderr
+            ),
+        )
 
     def stop(self) -> None:
         """Stop it if it still runs: SIGINT first, on which `advisor scale` ends its workers."""
@@ -203,8 +253,12 @@ def _kill_mid_window(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, in
 
     runs_dir = tmp_path_factory.mktemp("killed") / "runs"
     env = {**os.environ, "ADVISOR_RUNS_DIR": str(runs_dir)}
-    proc = subprocess.Popen([sys.executable, "-c", KILLED_SCRIPT], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILLED_SCRIPT],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 120
         windows = 0

@@ -21,8 +21,10 @@ import yaml
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
-NOT_RUN = {"install": "the suite runs in an environment where the advisor is installed",
-           "baseline": "downloads an artifact from GitHub with gh; the test puts the stored report there"}
+NOT_RUN = {
+    "install": "the suite runs in an environment where the advisor is installed",
+    "baseline": "downloads an artifact from GitHub with gh; the test puts the stored report there",
+}
 
 
 def workflow() -> dict:
@@ -39,18 +41,30 @@ def condition(expr: str | None, github: dict[str, str]) -> bool:
         if term == "always()":
             continue
         left, _, right = (part.strip() for part in term.partition("=="))
-        assert left.startswith("github.") and right[:1] == right[-1:] == "'", f"unsupported if: {expr!r}"
+        assert left.startswith("github.") and right[:1] == right[-1:] == "'", (
+            f"unsupported if: {expr!r}"
+        )
         result = result and github[left.removeprefix("github.")] == right.strip("'")
     return result
 
 
-def run_job(folder: Path, event: str, extra_env: dict[str, str]) -> dict[str, subprocess.CompletedProcess]:
+def run_job(
+    folder: Path, event: str, extra_env: dict[str, str]
+) -> dict[str, subprocess.CompletedProcess]:
     """Run the job's steps in ``folder`` as GitHub would for ``event``; returns each step's result."""
     job = workflow()["jobs"]["advisor"]
-    github = {"event_name": event, "ref": "refs/heads/main" if event == "push" else "refs/pull/1/merge"}
-    env = {**os.environ, **{k: str(v) for k, v in job["env"].items()}, **extra_env,
-           "GITHUB_SHA": "0123456789abcdef0123456789abcdef01234567", "CI": "true",
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    github = {
+        "event_name": event,
+        "ref": "refs/heads/main" if event == "push" else "refs/pull/1/merge",
+    }
+    env = {
+        **os.environ,
+        **{k: str(v) for k, v in job["env"].items()},
+        **extra_env,
+        "GITHUB_SHA": "0123456789abcdef0123456789abcdef01234567",
+        "CI": "true",
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+    }
     done: dict[str, subprocess.CompletedProcess] = {}
     failed = False
     for step in job["steps"]:
@@ -58,9 +72,18 @@ def run_job(folder: Path, event: str, extra_env: dict[str, str]) -> dict[str, su
             continue  # after a failed step only `if: always()` steps run, as on GitHub
         if "run" not in step or step.get("id") in NOT_RUN or not condition(step.get("if"), github):
             continue
-        step_env = {**env, **{k: str(v) for k, v in (step.get("env") or {}).items() if "${{" not in str(v)}}
-        result = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
-                                cwd=folder, env=step_env, capture_output=True, text=True, timeout=600)
+        step_env = {
+            **env,
+            **{k: str(v) for k, v in (step.get("env") or {}).items() if "${{" not in str(v)},
+        }
+        result = subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
+            cwd=folder,
+            env=step_env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         done[step["id"]] = result
         failed = failed or (result.returncode != 0 and not step.get("continue-on-error"))
     return done
@@ -75,9 +98,13 @@ def checkout(tmp_path: Path, name: str) -> Path:
 def test_the_recipe_names_every_step_it_needs():
     steps = workflow()["jobs"]["advisor"]["steps"]
     runs = " ".join(s.get("run", "") for s in steps)
-    for command in ("advisor check latest --format github", "--baseline baseline/advisor-report.json",
-                    "--format sarif -o advisor.sarif", "--format junit -o advisor-junit.xml",
-                    "advisor export latest -o advisor-report.json"):
+    for command in (
+        "advisor check latest --format github",
+        "--baseline baseline/advisor-report.json",
+        "--format sarif -o advisor.sarif",
+        "--format junit -o advisor-junit.xml",
+        "advisor export latest -o advisor-report.json",
+    ):
         assert command in runs
     uses = [s.get("uses", "") for s in steps]
     assert any(u.startswith("github/codeql-action/upload-sarif") for u in uses)
@@ -103,7 +130,9 @@ def test_main_stores_its_report_and_pull_requests_are_gated_against_it(tmp_path)
     stored = json.loads((main / "advisor-report.json").read_text())
     assert stored["facts"]["throughput.samples_per_s"]["value"] > 0
     (run_dir,) = (main / "advisor-runs").iterdir()
-    assert stored["run"]["run_id"] == run_dir.name and "ci-0123456" in run_dir.name  # named by the commit
+    assert (
+        stored["run"]["run_id"] == run_dir.name and "ci-0123456" in run_dir.name
+    )  # named by the commit
 
     def pull_request(name: str, slow_ms: str) -> dict[str, subprocess.CompletedProcess]:
         folder = checkout(tmp_path, name)
@@ -117,7 +146,10 @@ def test_main_stores_its_report_and_pull_requests_are_gated_against_it(tmp_path)
     # twice main's pace (main waits 20 ms a batch) even on a loaded machine, and 40 ms a batch
     # holds the other to at most half of main's pace, however busy the machine.
     with ThreadPoolExecutor(max_workers=2) as jobs:
-        started = [jobs.submit(pull_request, "pr-faster", "0"), jobs.submit(pull_request, "pr-slower", "40")]
+        started = [
+            jobs.submit(pull_request, "pr-faster", "0"),
+            jobs.submit(pull_request, "pr-slower", "40"),
+        ]
         faster, slower = (job.result() for job in started)
     # A pull request that removes the slow input: faster than main, the gate passes.
     assert faster["check"].returncode == 0, faster["check"].stdout + faster["check"].stderr
@@ -125,6 +157,8 @@ def test_main_stores_its_report_and_pull_requests_are_gated_against_it(tmp_path)
     # A pull request that doubles the input's delay (40 ms a batch): the gate fails on samples/s.
     assert slower["check"].returncode == 1, slower["check"].stdout + slower["check"].stderr
     errors = [line for line in slower["check"].stdout.splitlines() if line.startswith("::error")]
-    assert any("samples/s" in line or "samples_per_s" in line for line in errors), slower["check"].stdout
+    assert any("samples/s" in line or "samples_per_s" in line for line in errors), slower[
+        "check"
+    ].stdout
     assert slower["reports"].returncode == 0, "the reports run after a failed gate (if: always())"
     assert (tmp_path / "pr-slower" / "advisor.sarif").is_file()

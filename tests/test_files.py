@@ -30,10 +30,13 @@ def test_a_fifo_rule_file_is_refused_without_blocking(tmp_path):
     assert result and str(result[0]) == f"{fifo}: not a regular file (a FIFO); refused"
 
 
-@pytest.mark.parametrize("content, reason", [
-    (b"x" * 101, "larger than 100 bytes; refused"),
-    (b"ok \xff", "not UTF-8 text (byte 3)"),
-])
+@pytest.mark.parametrize(
+    "content, reason",
+    [
+        (b"x" * 101, "larger than 100 bytes; refused"),
+        (b"ok \xff", "not UTF-8 text (byte 3)"),
+    ],
+)
 def test_a_bad_file_is_one_error_of_the_callers_type_naming_it(tmp_path, content, reason):
     path = tmp_path / "advisor.toml"
     path.write_bytes(content)

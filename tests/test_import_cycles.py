@@ -33,7 +33,9 @@ def cycles(graph) -> list[list[str]]:
                     counter += 1
                     stack.append(child)
                     on_stack.add(child)
-                    work.append((child, iter(sorted(graph.find_modules_directly_imported_by(child)))))
+                    work.append(
+                        (child, iter(sorted(graph.find_modules_directly_imported_by(child))))
+                    )
                 elif child in on_stack:
                     low[node] = min(low[node], index[child])
                 continue
@@ -70,15 +72,31 @@ def test_the_cycle_finder_finds_a_cycle():
     """The check can fail: a graph with a two-module and a three-module cycle, and a package whose
     ``__init__`` imports a submodule that imports the package back (not excluded: it is a cycle)."""
     graph = grimp.ImportGraph()
-    for a, b in (("p.a", "p.b"), ("p.b", "p.a"), ("p.c", "p.d"), ("p.d", "p.e"), ("p.e", "p.c"),
-                 ("p.c", "p.a"), ("p.f", "p.c"), ("p.q", "p.q.r"), ("p.q.r", "p.q"), ("p.q.s", "p.q")):
+    for a, b in (
+        ("p.a", "p.b"),
+        ("p.b", "p.a"),
+        ("p.c", "p.d"),
+        ("p.d", "p.e"),
+        ("p.e", "p.c"),
+        ("p.c", "p.a"),
+        ("p.f", "p.c"),
+        ("p.q", "p.q.r"),
+        ("p.q.r", "p.q"),
+        ("p.q.s", "p.q"),
+    ):
         graph.add_import(importer=a, imported=b)
     assert sorted(cycles(graph)) == [["p.a", "p.b"], ["p.c", "p.d", "p.e"], ["p.q", "p.q.r"]]
-    assert described(graph, ["p.a", "p.b"]).splitlines() == ["p.a <-> p.b", "    p.a -> p.b  ", "    p.b -> p.a  "]
+    assert described(graph, ["p.a", "p.b"]).splitlines() == [
+        "p.a <-> p.b",
+        "    p.a -> p.b  ",
+        "    p.b -> p.a  ",
+    ]
 
 
 def test_no_module_of_advisor_is_part_of_an_import_cycle():
     graph = grimp.build_graph("advisor", exclude_type_checking_imports=False)
     assert len(graph.modules) > 150  # the whole package was read
     found = cycles(graph)
-    assert not found, f"{len(found)} import cycle(s):\n" + "\n".join(described(graph, c) for c in found)
+    assert not found, f"{len(found)} import cycle(s):\n" + "\n".join(
+        described(graph, c) for c in found
+    )

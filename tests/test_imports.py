@@ -15,7 +15,9 @@ HEAVY_OPTIONAL = ["textual", "matplotlib", "pandas", "boto3", "botocore", "moto"
 
 def loaded_after(code: str) -> set[str]:
     probe = f"{code}\nimport sys, json; print(json.dumps(sorted(sys.modules)))"
-    out = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", probe], check=True, capture_output=True, text=True
+    ).stdout
     return set(json.loads(out.strip().splitlines()[-1]))
 
 
@@ -33,7 +35,9 @@ def test_import_advisor_loads_no_rule_validation():
 
 
 def test_collectors_do_not_import_optional_libraries():
-    modules = loaded_after("import advisor; advisor.AdvisorCallback; import advisor.collectors.registry")
+    modules = loaded_after(
+        "import advisor; advisor.AdvisorCallback; import advisor.collectors.registry"
+    )
     for name in HEAVY_OPTIONAL:
         assert name not in modules, f"the collectors imported {name}"
 
@@ -51,7 +55,9 @@ def test_s3_options_and_cloud_modules_load_boto3_only_when_they_call_aws():
         "advisor.cloud.s3data, advisor.cloud.sagemaker, advisor.cloud.cloudwatch, advisor.collectors.sinks.cloudwatch"
     )
     for name in ("boto3", "botocore"):
-        assert name not in modules, f"building the callback or importing advisor.cloud imported {name}"
+        assert name not in modules, (
+            f"building the callback or importing advisor.cloud imported {name}"
+        )
 
 
 def test_integrations_load_their_libraries_only_when_used():
@@ -69,14 +75,18 @@ def test_integrations_load_their_libraries_only_when_used():
 def test_tui_headless_parts_do_not_import_textual():
     """The TUI's data door, view model and the service parts it uses load no textual (harlequin's
     habit): only the screens and widgets do, when the app is made."""
-    modules = loaded_after("import advisor.tui, advisor.tui.model, advisor.tui.data, advisor.cli.tui, "
-                           "advisor.service.listing, advisor.service.live")
+    modules = loaded_after(
+        "import advisor.tui, advisor.tui.model, advisor.tui.data, advisor.cli.tui, "
+        "advisor.service.listing, advisor.service.live"
+    )
     for name in HEAVY_OPTIONAL + ["textual_plotext", "plotext"]:
         assert name not in modules, f"a headless part of the TUI imported {name}"
 
 
 def test_backend_whatif_command_loads_no_framework():
     """``advisor backends`` measures in child processes: the parent imports no backend itself."""
-    modules = loaded_after("import advisor.cli.backends, advisor.experiments.backends, advisor.experiments.backends.files")
+    modules = loaded_after(
+        "import advisor.cli.backends, advisor.experiments.backends, advisor.experiments.backends.files"
+    )
     for name in HEAVY_OPTIONAL + ["tensorflow", "keras", "jax", "torch"]:
         assert name not in modules, f"the backend what-if's parent imported {name}"

@@ -45,27 +45,57 @@ def _gone(pids: list[int], timeout: float = 5.0) -> bool:
 
 def test_runs_pytest_with_the_arguments_and_stops_the_busy_loops():
     env = {**os.environ, "PYTHON": sys.executable, "STRESS_BUSY_CORES": "2"}
-    done = subprocess.run(["bash", str(SCRIPT), "tests/test_readme.py", "-p", "no:cacheprovider", "-n", "0"],
-                          capture_output=True, text=True, timeout=300, env=env, check=False)
+    done = subprocess.run(
+        ["bash", str(SCRIPT), "tests/test_readme.py", "-p", "no:cacheprovider", "-n", "0"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        check=False,
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "3 passed" in done.stdout
-    assert re.search(r"stress_tests: wall time \d+m\d\ds \(\d+ s\) with 2 busy core\(s\); pytest exit 0", done.stdout)
+    assert re.search(
+        r"stress_tests: wall time \d+m\d\ds \(\d+ s\) with 2 busy core\(s\); pytest exit 0",
+        done.stdout,
+    )
     pids = _pids(done.stdout)
     assert len(pids) == 2 and _gone(pids)
 
 
 def test_a_failing_run_keeps_its_exit_code():
     env = {**os.environ, "PYTHON": sys.executable}
-    done = subprocess.run(["bash", str(SCRIPT), "tests/no_such_test_file.py", "-n", "0"], capture_output=True, text=True,
-                          timeout=300, env=env, check=False)
+    done = subprocess.run(
+        ["bash", str(SCRIPT), "tests/no_such_test_file.py", "-n", "0"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        check=False,
+    )
     assert done.returncode == 4  # pytest: file not found
     assert "pytest exit 4" in done.stdout and _gone(_pids(done.stdout))
 
 
 def test_interrupting_the_script_stops_the_busy_loops():
     env = {**os.environ, "PYTHON": sys.executable}
-    script = subprocess.Popen(["bash", str(SCRIPT), "-q", "-p", "no:cacheprovider", "-n", "0", "-k", "nothing",
-                               "tests/test_readme.py"], stdout=subprocess.PIPE, text=True, env=env)
+    script = subprocess.Popen(
+        [
+            "bash",
+            str(SCRIPT),
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-n",
+            "0",
+            "-k",
+            "nothing",
+            "tests/test_readme.py",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     assert script.stdout is not None
     first = script.stdout.readline()  # printed once the busy loop runs
     pids = _pids(first)
@@ -85,8 +115,19 @@ def test_a_python_given_as_a_path_is_the_python_on_path(tmp_path):
         "    found = shutil.which('python')\n"
         "    assert found and os.path.dirname(found) == os.path.dirname(os.path.abspath(sys.executable)), found\n"
     )
-    env = {**os.environ, "PYTHON": sys.executable, "PATH": "/usr/bin:/bin", "STRESS_BUSY_CORES": "1"}
-    done = subprocess.run(["bash", str(SCRIPT), str(probe), "-p", "no:cacheprovider"], capture_output=True,
-                          text=True, timeout=300, env=env, check=False)
+    env = {
+        **os.environ,
+        "PYTHON": sys.executable,
+        "PATH": "/usr/bin:/bin",
+        "STRESS_BUSY_CORES": "1",
+    }
+    done = subprocess.run(
+        ["bash", str(SCRIPT), str(probe), "-p", "no:cacheprovider"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        check=False,
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "1 passed" in done.stdout and _gone(_pids(done.stdout))

@@ -70,7 +70,9 @@ class LiveSeries:
         """Take in new ``(rank, record)`` pairs in the order they were read."""
         for rank, record in records:
             self.records += 1
-            self.last_record_t = record.t if self.last_record_t is None else max(self.last_record_t, record.t)
+            self.last_record_t = (
+                record.t if self.last_record_t is None else max(self.last_record_t, record.t)
+            )
             if self._chief is None or rank < self._chief:
                 self._chief = rank
             if rank != self._chief:
@@ -95,8 +97,14 @@ class LiveSeries:
 
     def snapshot(self, status: str) -> LiveSnapshot:
         return LiveSnapshot(
-            run_id=self.run_id, status=status, records=self.records, epochs=self.epochs,
-            samples=self.samples, throughput=tuple(self._throughput),
-            gpu_util={i: tuple(s) for i, s in sorted(self._gpu.items())}, cpu_util=tuple(self._cpu),
-            last_record_t=self.last_record_t, warmup_windows=self.warmup_windows,
+            run_id=self.run_id,
+            status=status,
+            records=self.records,
+            epochs=self.epochs,
+            samples=self.samples,
+            throughput=tuple(self._throughput),
+            gpu_util={i: tuple(s) for i, s in sorted(self._gpu.items())},
+            cpu_util=tuple(self._cpu),
+            last_record_t=self.last_record_t,
+            warmup_windows=self.warmup_windows,
         )

@@ -23,8 +23,14 @@ class EpochRow:
     samples_per_s: float | None
 
 
-EPOCH_UNITS = {"seconds": "s", "train_seconds": "s", "val_seconds": "s", "steps": "steps",
-               "samples": "samples", "samples_per_s": "samples/s"}
+EPOCH_UNITS = {
+    "seconds": "s",
+    "train_seconds": "s",
+    "val_seconds": "s",
+    "steps": "steps",
+    "samples": "samples",
+    "samples_per_s": "samples/s",
+}
 
 
 @dataclass(frozen=True)
@@ -90,20 +96,49 @@ def overview(run: Run) -> RunOverview:
     fw = m.framework
     chief = run.ranks[0] if run.ranks else None
     epochs = tuple(
-        EpochRow(e.epoch + 1, e.seconds, e.train_seconds, e.val_seconds, e.steps, e.samples,
-                 e.samples / e.train_seconds if e.samples and e.train_seconds > 0 else None)
+        EpochRow(
+            e.epoch + 1,
+            e.seconds,
+            e.train_seconds,
+            e.val_seconds,
+            e.steps,
+            e.samples,
+            e.samples / e.train_seconds if e.samples and e.train_seconds > 0 else None,
+        )
         for e in (run.of_type(EpochRecord, rank=chief) if chief is not None else [])
     )
-    events = tuple(EventRow(e.level, e.source, e.message)
-                   for e in run.of_type(EventRecord) if e.level in ("warning", "error"))
+    events = tuple(
+        EventRow(e.level, e.source, e.message)
+        for e in run.of_type(EventRecord)
+        if e.level in ("warning", "error")
+    )
     events += tuple(EventRow("warning", "reader", w) for w in run.warnings)
-    events += tuple(EventRow("error", "reader", p) for p in run.problems)  # data that could not be read
+    events += tuple(
+        EventRow("error", "reader", p) for p in run.problems
+    )  # data that could not be read
     return RunOverview(
-        run_id=m.run_id, path=str(run.path), status=run.status, created=m.created, name=m.name,
-        keras_version=fw.keras_version, backend=fw.backend, backend_version=fw.backend_version,
-        legacy_keras=fw.legacy_keras, strategy=m.strategy, num_workers=m.num_workers, replicas=m.replicas,
-        global_batch_size=m.global_batch_size, per_replica_batch_size=m.per_replica_batch_size,
-        steps_per_execution=m.steps_per_execution, dtype_policy=m.dtype_policy, jit_compile=m.jit_compile,
-        instance_type=m.instance_type, price_per_hour=m.price_per_hour, sweep_id=m.sweep_id,
-        tags=dict(m.tags), custom_loop=m.config.get("loop") == "custom", epochs=epochs, events=events,
+        run_id=m.run_id,
+        path=str(run.path),
+        status=run.status,
+        created=m.created,
+        name=m.name,
+        keras_version=fw.keras_version,
+        backend=fw.backend,
+        backend_version=fw.backend_version,
+        legacy_keras=fw.legacy_keras,
+        strategy=m.strategy,
+        num_workers=m.num_workers,
+        replicas=m.replicas,
+        global_batch_size=m.global_batch_size,
+        per_replica_batch_size=m.per_replica_batch_size,
+        steps_per_execution=m.steps_per_execution,
+        dtype_policy=m.dtype_policy,
+        jit_compile=m.jit_compile,
+        instance_type=m.instance_type,
+        price_per_hour=m.price_per_hour,
+        sweep_id=m.sweep_id,
+        tags=dict(m.tags),
+        custom_loop=m.config.get("loop") == "custom",
+        epochs=epochs,
+        events=events,
     )

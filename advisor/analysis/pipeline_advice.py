@@ -10,9 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 AUTOTUNE = -1
-_SOURCE_NAMES = {"TensorSliceDataset": "from_tensor_slices", "TensorDataset": "from_tensors",
-                 "RangeDataset": "range", "TFRecordDatasetV2": "TFRecordDataset",
-                 "TextLineDataset": "TextLineDataset", "FixedLengthRecordDatasetV2": "FixedLengthRecordDataset"}
+_SOURCE_NAMES = {
+    "TensorSliceDataset": "from_tensor_slices",
+    "TensorDataset": "from_tensors",
+    "RangeDataset": "range",
+    "TFRecordDatasetV2": "TFRecordDataset",
+    "TextLineDataset": "TextLineDataset",
+    "FixedLengthRecordDatasetV2": "FixedLengthRecordDataset",
+}
 
 
 def stage_label(stage: dict[str, Any]) -> str:
@@ -107,9 +112,12 @@ def _tfdata_facts(summary: dict[str, Any]) -> dict[str, Any]:
         "pipeline.sequential_interleaves": sum(1 for s in interleaves if not s.get("parallel"))
         + sum(1 for s in real if s.get("kind") == "flat_map" and s.get("reads_files")),
         "pipeline.fixed_parallelism": sum(
-            1 for s in real
-            if s.get("parallel") and isinstance(s.get("num_parallel_calls"), int)
-            and s["num_parallel_calls"] > 1 and s.get("kind") in ("map", "interleave", "batch", "filter")
+            1
+            for s in real
+            if s.get("parallel")
+            and isinstance(s.get("num_parallel_calls"), int)
+            and s["num_parallel_calls"] > 1
+            and s.get("kind") in ("map", "interleave", "batch", "filter")
         ),
         "pipeline.py_function": any(s.get("py_function") for s in real),
         "pipeline.generator_source": any(s.get("python_source") for s in real),
@@ -132,11 +140,16 @@ def prefetch_injected(summary: dict[str, Any]) -> bool:
     if not stages or stages[-1].get("kind") == "prefetch":
         return False
     options = summary.get("options") or {}
-    return (options.get("autotune") is not False and options.get("inject_prefetch") is not False
-            and options.get("apply_default_optimizations") is not False)
+    return (
+        options.get("autotune") is not False
+        and options.get("inject_prefetch") is not False
+        and options.get("apply_default_optimizations") is not False
+    )
 
 
-def _cache_after_random(stages: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]] | None:
+def _cache_after_random(
+    stages: list[dict[str, Any]],
+) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """The first (random stage, cache after it) pair, or None."""
     first_random: dict[str, Any] | None = None
     for stage in stages:
@@ -157,7 +170,7 @@ def _offline_candidates(stages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if stage.get("kind") != "map" or stage.get("random") or random_seen:
             continue
         costly = stage.get("py_function") or stage.get("heavy") or (stage.get("fn_ops") or 0) >= 20
-        cached_later = any(s.get("kind") == "cache" for s in stages[index + 1:])
+        cached_later = any(s.get("kind") == "cache" for s in stages[index + 1 :])
         if costly and not cached_later:
             found.append(stage)
     return found
@@ -189,8 +202,13 @@ def tfdata_changes(summary: dict[str, Any]) -> list[dict[str, Any]]:
             items.append({"change": "generator_source"})
     for stage in stages:
         if stage.get("kind") == "flat_map" and stage.get("reads_files"):
-            items.append({"change": "parallel_reads", "stage": stage_label(stage),
-                          "reader": stage.get("reader") or "the file reader"})
+            items.append(
+                {
+                    "change": "parallel_reads",
+                    "stage": stage_label(stage),
+                    "reader": stage.get("reader") or "the file reader",
+                }
+            )
         elif stage.get("kind") == "interleave" and not stage.get("parallel"):
             items.append({"change": "parallel_calls", "stage": stage_label(stage)})
     for stage in stages:
@@ -201,7 +219,12 @@ def tfdata_changes(summary: dict[str, Any]) -> list[dict[str, Any]]:
             items.append({"change": "py_function", "stage": stage_label(stage)})
     for stage in stages:
         npc = stage.get("num_parallel_calls")
-        if stage.get("parallel") and isinstance(npc, int) and npc > 1 and stage.get("kind") in ("map", "interleave"):
+        if (
+            stage.get("parallel")
+            and isinstance(npc, int)
+            and npc > 1
+            and stage.get("kind") in ("map", "interleave")
+        ):
             items.append({"change": "autotune_calls", "stage": stage_label(stage), "calls": npc})
     if prefetch_injected(summary):
         pass  # TF prefetches after the last stage already: an explicit prefetch would not speed it up
@@ -212,12 +235,20 @@ def tfdata_changes(summary: dict[str, Any]) -> list[dict[str, Any]]:
     pair = _cache_after_random(stages)
     if pair is not None:
         random_stage, cache = pair
-        what = ".shuffle()" if random_stage.get("kind") == "shuffle" else f"the random {stage_label(random_stage)}"
+        what = (
+            ".shuffle()"
+            if random_stage.get("kind") == "shuffle"
+            else f"the random {stage_label(random_stage)}"
+        )
         items.append({"change": "cache_before_random", "random": what, "cache": stage_label(cache)})
     for stage in _offline_candidates(stages):
         shuffled_before = any(s.get("kind") == "shuffle" for s in stages[: stages.index(stage)])
-        items.append({"change": "cache_shuffled" if shuffled_before else "cache_deterministic",
-                      "stage": stage_label(stage)})
+        items.append(
+            {
+                "change": "cache_shuffled" if shuffled_before else "cache_deterministic",
+                "stage": stage_label(stage),
+            }
+        )
     for change in _disabling_options(summary.get("options") or {}):
         items.append({"change": "remove_option", "option": change})
     unique: dict[str, dict[str, Any]] = {repr(sorted(i.items())): i for i in reversed(items)}

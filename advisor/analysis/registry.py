@@ -93,8 +93,9 @@ class FactRegistry:
             if "<" in fact.name:  # a family: one fact per name the run has (a callback's class…)
                 head, _, rest = fact.name.partition("<")
                 tail = rest.partition(">")[2]
-                self._families.append((re.compile(re.escape(head) + r"[A-Za-z0-9_]+" + re.escape(tail) + r"\Z"),
-                                       fact))
+                self._families.append(
+                    (re.compile(re.escape(head) + r"[A-Za-z0-9_]+" + re.escape(tail) + r"\Z"), fact)
+                )
         if deriver is not None:
             self._derivers.append((area, deriver))
 
@@ -130,13 +131,21 @@ class FactRegistry:
         """The facts of the areas that need nothing but the run (what a sweep point is made of)."""
         return self._derive(run, {}, NO_CONTEXT, before=SIBLING_AREA)
 
-    def derive_rest(self, run: Run, base: dict[str, Any], ctx: DeriveContext = NO_CONTEXT
-                    ) -> tuple[dict[str, Any], list[str]]:
+    def derive_rest(
+        self, run: Run, base: dict[str, Any], ctx: DeriveContext = NO_CONTEXT
+    ) -> tuple[dict[str, Any], list[str]]:
         """The remaining areas, from the base facts of :meth:`derive_base` and the context."""
         return self._derive(run, dict(base), ctx, start=SIBLING_AREA)
 
-    def _derive(self, run: Run, facts: dict[str, Any], ctx: DeriveContext, *, start: str | None = None,
-                before: str | None = None) -> tuple[dict[str, Any], list[str]]:
+    def _derive(
+        self,
+        run: Run,
+        facts: dict[str, Any],
+        ctx: DeriveContext,
+        *,
+        start: str | None = None,
+        before: str | None = None,
+    ) -> tuple[dict[str, Any], list[str]]:
         errors: list[str] = []
         areas = [area for area, _ in self._derivers]
         first = areas.index(start) if start in areas else 0

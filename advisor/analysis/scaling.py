@@ -19,14 +19,33 @@ from advisor.analysis.scaling_points import Point, instances_for
 SCALING_SCHEMA_VERSION = 1
 # Units of the row fields (the columns of ``ScalingTable.to_frame()``).
 ROW_UNITS = {
-    "epoch_s": "s", "epoch_s_std": "s", "epoch_s_min": "s", "epoch_s_max": "s", "first_epoch_s": "s",
-    "speedup": "x", "efficiency": "fraction", "samples_per_s": "samples/s", "step_ms": "ms",
-    "global_batch": "samples", "per_replica_batch": "samples", "usd_per_hour": "USD/h",
-    "samples_per_dollar": "samples/USD", "usd_per_epoch": "USD", "gpu_util": "%",
-    "energy_wh_per_epoch": "Wh", "energy_j_per_sample": "J", "compute_percent": "%",
-    "communication_percent": "%", "exposed_communication_percent": "%", "other_percent": "%",
-    "communication_overlap": "fraction", "val_fraction": "fraction", "step_time_spread": "fraction",
-    "goodput": "fraction", "straggler_wait_ms": "ms", "straggler_share": "fraction",
+    "epoch_s": "s",
+    "epoch_s_std": "s",
+    "epoch_s_min": "s",
+    "epoch_s_max": "s",
+    "first_epoch_s": "s",
+    "speedup": "x",
+    "efficiency": "fraction",
+    "samples_per_s": "samples/s",
+    "step_ms": "ms",
+    "global_batch": "samples",
+    "per_replica_batch": "samples",
+    "usd_per_hour": "USD/h",
+    "samples_per_dollar": "samples/USD",
+    "usd_per_epoch": "USD",
+    "gpu_util": "%",
+    "energy_wh_per_epoch": "Wh",
+    "energy_j_per_sample": "J",
+    "compute_percent": "%",
+    "communication_percent": "%",
+    "exposed_communication_percent": "%",
+    "other_percent": "%",
+    "communication_overlap": "fraction",
+    "val_fraction": "fraction",
+    "step_time_spread": "fraction",
+    "goodput": "fraction",
+    "straggler_wait_ms": "ms",
+    "straggler_share": "fraction",
     "straggler_s_per_epoch": "s",
 }
 
@@ -84,7 +103,9 @@ class Failure:
     reason: str | None = None
     hint: str | None = None
     log_tail: str | None = None
-    state: str = "failed"  # or the sweep's state of a configuration not ended yet (submitted, running…)
+    state: str = (
+        "failed"  # or the sweep's state of a configuration not ended yet (submitted, running…)
+    )
 
 
 @dataclass
@@ -142,14 +163,25 @@ class ScalingTable:
     def from_dict(cls, data: dict[str, Any]) -> ScalingTable:
         """A table saved with ``advisor report --format json`` (unknown keys are ignored)."""
         if int(data.get("schema_version", 0) or 0) > SCALING_SCHEMA_VERSION:
-            raise ValueError(f"scaling report schema {data['schema_version']} is newer than "
-                             f"{SCALING_SCHEMA_VERSION}; upgrade advisor to read it")
+            raise ValueError(
+                f"scaling report schema {data['schema_version']} is newer than "
+                f"{SCALING_SCHEMA_VERSION}; upgrade advisor to read it"
+            )
         rows = [Row(**_known(Row, r)) for r in data.get("rows", [])]
         failures = [Failure(**_known(Failure, f)) for f in data.get("failures", [])]
-        recommendations = [Recommendation(**_known(Recommendation, r)) for r in data.get("recommendations", [])]
+        recommendations = [
+            Recommendation(**_known(Recommendation, r)) for r in data.get("recommendations", [])
+        ]
         findings = [SweepFinding(**_known(SweepFinding, f)) for f in data.get("findings", [])]
-        return cls(str(data.get("source", "")), list(data.get("sweep_ids", [])), rows, failures,
-                   list(data.get("notes", [])), recommendations, findings)
+        return cls(
+            str(data.get("source", "")),
+            list(data.get("sweep_ids", [])),
+            rows,
+            failures,
+            list(data.get("notes", [])),
+            recommendations,
+            findings,
+        )
 
     def to_frame(self) -> Any:
         """One row per strategy × workers (pandas); units in ``df.attrs["units"]``, notes joined by "; "."""
@@ -157,8 +189,14 @@ class ScalingTable:
 
         columns = [f.name for f in fields(Row)]
         rows = [{**asdict(r), "notes": "; ".join(r.notes)} for r in self.rows]
-        return to_frame(rows, columns, ROW_UNITS, source=self.source, sweep_ids=list(self.sweep_ids),
-                        notes=list(self.notes))
+        return to_frame(
+            rows,
+            columns,
+            ROW_UNITS,
+            source=self.source,
+            sweep_ids=list(self.sweep_ids),
+            notes=list(self.notes),
+        )
 
     def row(self, strategy: str, workers: int) -> Row | None:
         return next((r for r in self.rows if r.strategy == strategy and r.workers == workers), None)
@@ -179,8 +217,11 @@ def _mean(values: list[float | None]) -> float | None:
 
 
 def build_table(
-    points: list[Point], source: str = "", failures: list[Failure] | None = None,
-    price_per_hour: float | None = None, gpus_per_instance: int | None = None,
+    points: list[Point],
+    source: str = "",
+    failures: list[Failure] | None = None,
+    price_per_hour: float | None = None,
+    gpus_per_instance: int | None = None,
 ) -> ScalingTable:
     """Aggregate points (finished runs) into rows; ``price_per_hour`` (per instance) and
     ``gpus_per_instance`` override what the runs recorded."""
@@ -190,8 +231,9 @@ def build_table(
     rows = [_row(key, pts, price_per_hour, gpus_per_instance) for key, pts in groups.items()]
     rows.sort(key=lambda r: (_first_index(points, r.strategy), r.workers))
     _relative(rows)
-    table = ScalingTable(source, sorted({p.sweep_id for p in points if p.sweep_id}), rows,
-                         list(failures or []))
+    table = ScalingTable(
+        source, sorted({p.sweep_id for p in points if p.sweep_id}), rows, list(failures or [])
+    )
     table.notes = _table_notes(rows)
     return table
 
@@ -289,11 +331,23 @@ def _relative(rows: list[Row]) -> None:
 
 def _table_notes(rows: list[Row]) -> list[str]:
     notes = []
-    for note, say in (("no GPU data", "no GPU data: accelerator utilization and energy are not shown"),
-                      ("no trace data", ("no trace data: computation vs communication needs a profile "
-                                        "(AdvisorCallback(profile_steps=...))")),
-                      ("no price", ("no price: pass --instance-type to `advisor scale` or "
-                                   "--price-per-hour to `advisor report` for samples per dollar"))):
+    for note, say in (
+        ("no GPU data", "no GPU data: accelerator utilization and energy are not shown"),
+        (
+            "no trace data",
+            (
+                "no trace data: computation vs communication needs a profile "
+                "(AdvisorCallback(profile_steps=...))"
+            ),
+        ),
+        (
+            "no price",
+            (
+                "no price: pass --instance-type to `advisor scale` or "
+                "--price-per-hour to `advisor report` for samples per dollar"
+            ),
+        ),
+    ):
         if rows and all(note in r.notes for r in rows):
             notes.append(say)
     return notes

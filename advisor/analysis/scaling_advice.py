@@ -35,8 +35,13 @@ def recommend(table: ScalingTable) -> list[Recommendation]:
     return out
 
 
-def _best(rows: list[Row], goal: str, unit: str, value: Callable[[Row], float | None],
-          better: Callable[..., Row]) -> Recommendation | None:
+def _best(
+    rows: list[Row],
+    goal: str,
+    unit: str,
+    value: Callable[[Row], float | None],
+    better: Callable[..., Row],
+) -> Recommendation | None:
     measured = [r for r in rows if value(r) is not None]
     if not measured:
         return None
@@ -51,36 +56,65 @@ def _best(rows: list[Row], goal: str, unit: str, value: Callable[[Row], float | 
         assert second_value is not None
         parts.append(f"next best {second.strategy} ×{second.workers} at {_fmt(second_value)}")
     smallest = min((r for r in measured if r.strategy == best.strategy), key=lambda r: r.workers)
-    if goal == "samples_per_s" and best.speedup is not None and best.efficiency is not None \
-            and best.workers > smallest.workers:
+    if (
+        goal == "samples_per_s"
+        and best.speedup is not None
+        and best.efficiency is not None
+        and best.workers > smallest.workers
+    ):
         # The scaling table's measure (epoch time, first epoch out) for both figures: the samples/s
         # ratio counts the first epoch's compilation too and reads lower.
-        parts.append(f"epoch-time speedup {best.speedup:.2f}× over {best.strategy} ×{smallest.workers}, "
-                     f"scaling efficiency {best.efficiency:.0%}")
+        parts.append(
+            f"epoch-time speedup {best.speedup:.2f}× over {best.strategy} ×{smallest.workers}, "
+            f"scaling efficiency {best.efficiency:.0%}"
+        )
     elif smallest is not best:
         smallest_value = value(smallest)
         assert smallest_value is not None and smallest_value > 0
-        parts.append(f"{best_value / smallest_value:.2f}× the {unit} of {best.strategy} ×{smallest.workers}")
+        parts.append(
+            f"{best_value / smallest_value:.2f}× the {unit} of {best.strategy} ×{smallest.workers}"
+        )
     if goal == "samples_per_s" and best is smallest:
-        larger = [r for r in rows if r.speedup is not None and r.workers > min(
-            o.workers for o in rows if o.strategy == r.strategy)]
+        larger = [
+            r
+            for r in rows
+            if r.speedup is not None
+            and r.workers > min(o.workers for o in rows if o.strategy == r.strategy)
+        ]
         if larger:
             top = max(larger, key=lambda r: r.speedup or 0.0)
             assert top.speedup is not None
-            efficiency = "" if top.efficiency is None else f", scaling efficiency {top.efficiency:.0%}"
-            lead = ("the best speedup from more workers" if top.speedup > 1.0
-                    else "no larger size beat its own smallest; the closest")
-            parts.append(f"{lead}: {top.strategy} ×{top.workers}, epoch-time speedup {top.speedup:.2f}× over its "
-                         f"smallest size{efficiency}")
-    return Recommendation(goal=goal, strategy=best.strategy, workers=best.workers, value=best_value,
-                          unit=unit, reason="; ".join(parts))
+            efficiency = (
+                "" if top.efficiency is None else f", scaling efficiency {top.efficiency:.0%}"
+            )
+            lead = (
+                "the best speedup from more workers"
+                if top.speedup > 1.0
+                else "no larger size beat its own smallest; the closest"
+            )
+            parts.append(
+                f"{lead}: {top.strategy} ×{top.workers}, epoch-time speedup {top.speedup:.2f}× over its "
+                f"smallest size{efficiency}"
+            )
+    return Recommendation(
+        goal=goal,
+        strategy=best.strategy,
+        workers=best.workers,
+        value=best_value,
+        unit=unit,
+        reason="; ".join(parts),
+    )
 
 
 def _split(table: ScalingTable, strategy: str) -> tuple[list[Row], Row | None]:
     """The rows of ``strategy`` with a step time and batch, and the largest of them whose step
     was split into computation and exposed communication (None when none was)."""
     mine = [r for r in table.rows if r.strategy == strategy and r.step_ms and r.per_replica_batch]
-    split = [r for r in mine if r.compute_percent is not None and r.exposed_communication_percent is not None]
+    split = [
+        r
+        for r in mine
+        if r.compute_percent is not None and r.exposed_communication_percent is not None
+    ]
     return mine, max(split, key=lambda r: r.workers) if split else None
 
 
@@ -93,9 +127,15 @@ def advice_notes(table: ScalingTable, recommendations: list[Recommendation]) -> 
     _, last = _split(table, fastest.strategy)
     if last is None or last.compute_percent:
         return []
-    empty = [f"×{r.workers}" for r in table.rows if r.strategy == fastest.strategy and r.compute_percent == 0]
-    return [f"no projection for {fastest.strategy}: the trace found no computation at {' and '.join(empty)} "
-            "(0 ms of the step), so its step cannot be split to project a larger size"]
+    empty = [
+        f"×{r.workers}"
+        for r in table.rows
+        if r.strategy == fastest.strategy and r.compute_percent == 0
+    ]
+    return [
+        f"no projection for {fastest.strategy}: the trace found no computation at {' and '.join(empty)} "
+        "(0 ms of the step), so its step cannot be split to project a larger size"
+    ]
 
 
 def project(table: ScalingTable, strategy: str) -> Recommendation | None:
@@ -122,10 +162,13 @@ def project(table: ScalingTable, strategy: str) -> Recommendation | None:
         comm_next = comm_ms * grow
         assumptions.append(
             f"exposed communication ({comm_ms:.1f} ms at ×{n}) grows as a bandwidth-bound ring all-reduce: "
-            f"×{grow:.2f} to {comm_next:.1f} ms")
+            f"×{grow:.2f} to {comm_next:.1f} ms"
+        )
     else:
         comm_next = comm_ms
-        assumptions.append("one worker measured: no communication to extrapolate (projected as none)")
+        assumptions.append(
+            "one worker measured: no communication to extrapolate (projected as none)"
+        )
     assumptions.append("no new bottleneck (input, network, stragglers) appears at the larger size")
     step_next = compute_ms + comm_next + other_ms
     if step_next <= 0:
@@ -138,8 +181,16 @@ def project(table: ScalingTable, strategy: str) -> Recommendation | None:
         reason += f"; efficiency {efficiency:.0%} against ×{base.workers}"
     if last.samples_per_s:
         reason += f"; measured at ×{n}: {_fmt(last.samples_per_s)} samples/s"
-    return Recommendation(goal="projection", strategy=strategy, workers=n_next, value=samples_next,
-                          unit="samples/s", reason=reason, projected=True, assumptions=assumptions)
+    return Recommendation(
+        goal="projection",
+        strategy=strategy,
+        workers=n_next,
+        value=samples_next,
+        unit="samples/s",
+        reason=reason,
+        projected=True,
+        assumptions=assumptions,
+    )
 
 
 def _ring(n: int) -> float:

@@ -24,8 +24,12 @@ if TYPE_CHECKING:
     from advisor.store.sweep import SweepRecord
 
 # tf.distribute strategies whose workers each see the global batch (tf_keras reports the V1 name).
-GLOBAL_BATCH_MULTIWORKER = ("MultiWorkerMirroredStrategy", "CollectiveAllReduceStrategy",
-                            "ParameterServerStrategy", "ParameterServerStrategyV2")
+GLOBAL_BATCH_MULTIWORKER = (
+    "MultiWorkerMirroredStrategy",
+    "CollectiveAllReduceStrategy",
+    "ParameterServerStrategy",
+    "ParameterServerStrategyV2",
+)
 
 
 @dataclass
@@ -56,7 +60,9 @@ class Point:
     energy_wh: float | None = None
     energy_j_per_sample: float | None = None
     compute_percent: float | None = None
-    compute_includes_communication: bool = False  # a host (CPU) compute share counts collectives too
+    compute_includes_communication: bool = (
+        False  # a host (CPU) compute share counts collectives too
+    )
     communication_percent: float | None = None
     communication_overlap: float | None = None
     val_fraction: float | None = None
@@ -96,9 +102,18 @@ def point_of(run: Run, sweep: SweepRecord | None, facts: dict[str, Any]) -> Poin
 
     strategy, workers, repeat = label_of(run, sweep)
     m = run.manifest
-    p = Point(run_id=m.run_id, strategy=strategy, workers=workers, status=run.status,
-              sweep_id=m.sweep_id, repeat=repeat, ranks=max(1, len(run.ranks)),
-              price_per_hour=m.price_per_hour, instance_type=m.instance_type, replicas=m.replicas)
+    p = Point(
+        run_id=m.run_id,
+        strategy=strategy,
+        workers=workers,
+        status=run.status,
+        sweep_id=m.sweep_id,
+        repeat=repeat,
+        ranks=max(1, len(run.ranks)),
+        price_per_hour=m.price_per_hour,
+        instance_type=m.instance_type,
+        replicas=m.replicas,
+    )
     p.hosts = max(1, len({s.hostname for s in run.of_type(StartRecord) if s.hostname}))
     chief = run.ranks[0] if run.ranks else 0
     epochs = [e.seconds for e in run.of_type(EpochRecord, rank=chief)]
@@ -149,11 +164,17 @@ def _throughput(run: Run, p: Point) -> None:
 
     per_rank = {}
     for rank in run.ranks:
-        mine = [w for w in run.of_type(WindowRecord, rank=rank)
-                if not w.warmup and w.seconds > 0 and w.samples is not None]
+        mine = [
+            w
+            for w in run.of_type(WindowRecord, rank=rank)
+            if not w.warmup and w.seconds > 0 and w.samples is not None
+        ]
         if mine:
-            per_rank[rank] = (sum(w.samples or 0 for w in mine), sum(w.seconds for w in mine),
-                              sum(w.steps for w in mine))
+            per_rank[rank] = (
+                sum(w.samples or 0 for w in mine),
+                sum(w.seconds for w in mine),
+                sum(w.steps for w in mine),
+            )
     if not per_rank:
         return
     chief = per_rank[min(per_rank)]
@@ -178,11 +199,16 @@ def step_time_spread(run: Run) -> float | None:
 
     means = []
     for rank in run.ranks:
-        windows = [w for w in run.of_type(WindowRecord, rank=rank)
-                   if not w.warmup and w.step_count and w.step_time_mean is not None]
+        windows = [
+            w
+            for w in run.of_type(WindowRecord, rank=rank)
+            if not w.warmup and w.step_count and w.step_time_mean is not None
+        ]
         count = sum(w.step_count or 0 for w in windows)
         if count:
-            means.append(sum((w.step_time_mean or 0.0) * (w.step_count or 0) for w in windows) / count)
+            means.append(
+                sum((w.step_time_mean or 0.0) * (w.step_count or 0) for w in windows) / count
+            )
     if len(means) < 2 or min(means) <= 0:
         return None
     return (max(means) - min(means)) / min(means)

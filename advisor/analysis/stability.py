@@ -47,7 +47,9 @@ def robust_cv(rates: Sequence[float]) -> float | None:
     return (p90 - p10) / (DECILES_TO_SIGMA * p50)
 
 
-def stability(windows: Sequence[tuple[float, float]], slices: Sequence[tuple[float, float]]) -> Stability | None:
+def stability(
+    windows: Sequence[tuple[float, float]], slices: Sequence[tuple[float, float]]
+) -> Stability | None:
     """Stability from full windows (steps, seconds) or, for a short run, from its slices."""
     if len(windows) >= MIN_FULL_WINDOWS:
         return _judge(windows, adaptive=False)

@@ -73,10 +73,16 @@ def straggler_of(run: Run) -> Straggler | None:
     wait = max(0.0, other_in - mine.in_step_s / mine.steps)
     hosts = {s.rank: s.node or s.hostname for s in run.of_type(StartRecord) if s.node or s.hostname}
     steps_per_epoch = mine.steps / len(named)
-    return Straggler(rank=rank, host=hosts.get(rank), wait_s=wait, step_s=other_step,
-                     share=wait / other_step if other_step > 0 else 0.0,
-                     seconds_per_epoch=wait * steps_per_epoch,
-                     consistent=first == 1 and all(r == rank for r in named), epochs=len(named))
+    return Straggler(
+        rank=rank,
+        host=hosts.get(rank),
+        wait_s=wait,
+        step_s=other_step,
+        share=wait / other_step if other_step > 0 else 0.0,
+        seconds_per_epoch=wait * steps_per_epoch,
+        consistent=first == 1 and all(r == rank for r in named),
+        epochs=len(named),
+    )
 
 
 def _epochs(budgets: list[BudgetRecord]) -> list[_Span]:
@@ -85,8 +91,11 @@ def _epochs(budgets: list[BudgetRecord]) -> list[_Span]:
     spans: list[_Span] = []
     before = (0, 0.0, 0.0)
     for b in (b for b in budgets if not b.final and b.steps):
-        now = (b.steps or 0, b.seconds.get("train_steps", 0.0),
-               sum(b.seconds.get(k, 0.0) for k in OWN_OUTSIDE))
+        now = (
+            b.steps or 0,
+            b.seconds.get("train_steps", 0.0),
+            sum(b.seconds.get(k, 0.0) for k in OWN_OUTSIDE),
+        )
         steps = now[0] - before[0]
         if steps > 0 and now[1] > before[1]:
             spans.append(_Span(steps, now[1] - before[1], max(0.0, now[2] - before[2])))
@@ -95,7 +104,11 @@ def _epochs(budgets: list[BudgetRecord]) -> list[_Span]:
 
 
 def _sum(spans: list[_Span]) -> _Span:
-    return _Span(sum(s.steps for s in spans), sum(s.in_step_s for s in spans), sum(s.outside_s for s in spans))
+    return _Span(
+        sum(s.steps for s in spans),
+        sum(s.in_step_s for s in spans),
+        sum(s.outside_s for s in spans),
+    )
 
 
 def _least_in_step(spans: dict[int, _Span]) -> int:

@@ -14,8 +14,12 @@ from advisor.stats import percentile  # noqa: F401 — the facts read it from he
 UTIL_BINS = 10  # utilization histogram: ten bins of 10 points, 100 % in the last
 
 
-def trapezoid(times: Sequence[float], values: Sequence[float], t0: float | None = None,
-              t1: float | None = None) -> float:
+def trapezoid(
+    times: Sequence[float],
+    values: Sequence[float],
+    t0: float | None = None,
+    t1: float | None = None,
+) -> float:
     """∫ value dt of the piecewise-linear series over [t0, t1] ∩ [times[0], times[-1]]."""
     if len(times) < 2:
         return 0.0
@@ -60,8 +64,13 @@ class EnergySeries:
     """One GPU's energy series prepared once, so that the energy of each of many windows costs a
     binary search, not a pass over every sample (which made a long run quadratic)."""
 
-    def __init__(self, times: Sequence[float], counter: Sequence[float | None],
-                 power: Sequence[float | None], counter_ok: bool | None = None) -> None:
+    def __init__(
+        self,
+        times: Sequence[float],
+        counter: Sequence[float | None],
+        power: Sequence[float | None],
+        counter_ok: bool | None = None,
+    ) -> None:
         self.times = list(times)
         ok = counter_usable(counter) if counter_ok is None else counter_ok
         self.counter = [float(v) for v in counter] if ok else None  # type: ignore[arg-type]
@@ -76,16 +85,23 @@ class EnergySeries:
         if self.counter is not None:
             lo = self.times[0] if t0 is None else t0
             hi = self.times[-1] if t1 is None else t1
-            used = interpolate(self.times, self.counter, hi) - interpolate(self.times, self.counter, lo)
+            used = interpolate(self.times, self.counter, hi) - interpolate(
+                self.times, self.counter, lo
+            )
             return max(0.0, used), "counter"
         if len(self.power_times) < 2:
             return None
         return trapezoid(self.power_times, self.power, t0, t1), "power-integration"
 
 
-def energy_joules(times: Sequence[float], counter: Sequence[float | None], power: Sequence[float | None],
-                  t0: float | None = None, t1: float | None = None,
-                  counter_ok: bool | None = None) -> tuple[float, str] | None:
+def energy_joules(
+    times: Sequence[float],
+    counter: Sequence[float | None],
+    power: Sequence[float | None],
+    t0: float | None = None,
+    t1: float | None = None,
+    counter_ok: bool | None = None,
+) -> tuple[float, str] | None:
     """Energy of one GPU over [t0, t1]: from the counter when usable, else power × Δt.
 
     For many windows of one series, build one :class:`EnergySeries` and ask it each time.
@@ -117,7 +133,9 @@ def growth_points(percent_series: Sequence[float], window: int = 10) -> float | 
     return ma[-1] - ma[0]
 
 
-def histogram(values: Sequence[float], bins: int = UTIL_BINS, lo: float = 0.0, hi: float = 100.0) -> list[float]:
+def histogram(
+    values: Sequence[float], bins: int = UTIL_BINS, lo: float = 0.0, hi: float = 100.0
+) -> list[float]:
     """Normalised histogram over [lo, hi] with equal bins; ``hi`` itself falls in the last bin."""
     counts = [0.0] * bins
     width = (hi - lo) / bins
@@ -146,4 +164,4 @@ def max_pairwise_js(series: Sequence[Sequence[float]]) -> float | None:
     hists = [histogram(s) for s in series if s]
     if len(hists) < 2:
         return None
-    return max(js_distance(a, b) for i, a in enumerate(hists) for b in hists[i + 1:])
+    return max(js_distance(a, b) for i, a in enumerate(hists) for b in hists[i + 1 :])

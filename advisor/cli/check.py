@@ -102,14 +102,18 @@ def _baseline(store: Store, ref: str) -> Any:
             if isinstance(data, list) and len(data) == 1:
                 data = data[0]
             if int(data.get("schema_version", 0)) > REPORT_SCHEMA_VERSION:
-                raise UsageError(f"--baseline {ref}: report schema {data['schema_version']} is newer than "
-                                 f"{REPORT_SCHEMA_VERSION}; upgrade advisor")
+                raise UsageError(
+                    f"--baseline {ref}: report schema {data['schema_version']} is newer than "
+                    f"{REPORT_SCHEMA_VERSION}; upgrade advisor"
+                )
             return Report.model_validate(data)
         except UsageError:
             raise
         except (OSError, ValueError, TypeError, AttributeError) as exc:
             reason = first_line(exc)
-            raise UsageError(f"--baseline {ref}: not a readable advisor report ({reason})") from None
+            raise UsageError(
+                f"--baseline {ref}: not a readable advisor report ({reason})"
+            ) from None
     return store.read(ref)
 
 
@@ -151,7 +155,9 @@ def _use_color(color: bool | None, output: str | None) -> bool:
     help="Judge runs that were killed, are empty or lost data instead of exiting 3.",
 )
 @click.option(
-    "--baseline", default=None, metavar="RUN|REPORT.json",
+    "--baseline",
+    default=None,
+    metavar="RUN|REPORT.json",
     help="Compare samples/s and samples/$ with this run, or with a saved JSON report (advisor export).",
 )
 @click.option(
@@ -212,7 +218,9 @@ def command(
             if not store_wide:
                 raise
             unreadable += 1
-            click.echo(f"advisor: error: run {path.name} unreadable: {one_line(str(exc))}", err=True)
+            click.echo(
+                f"advisor: error: run {path.name} unreadable: {one_line(str(exc))}", err=True
+            )
             continue
         reports.append(
             store.diagnose(

@@ -88,16 +88,32 @@ def load_example(relative: str) -> ModuleType:
 
 @click.command("demo")
 @click.option("--epochs", type=int, default=3, show_default=True)
-@click.option("--backend", type=click.Choice(BACKENDS), default=None,
-              help="Keras backend to train with, or tf_keras for legacy Keras 2 "
-                   "(default: $KERAS_BACKEND or tensorflow).")
+@click.option(
+    "--backend",
+    type=click.Choice(BACKENDS),
+    default=None,
+    help="Keras backend to train with, or tf_keras for legacy Keras 2 "
+    "(default: $KERAS_BACKEND or tensorflow).",
+)
 @click.option("--no-baseline", is_flag=True, help="Skip the cached-input baseline.")
-@click.option("--no-whatif", is_flag=True, help="Skip the measured what-if (the fixes tried on the example).")
-@click.option("--instance-type", default="g5.xlarge", show_default=True,
-              help="Instance to price the run with (embedded price table).")
+@click.option(
+    "--no-whatif", is_flag=True, help="Skip the measured what-if (the fixes tried on the example)."
+)
+@click.option(
+    "--instance-type",
+    default="g5.xlarge",
+    show_default=True,
+    help="Instance to price the run with (embedded price table).",
+)
 @click.pass_context
-def command(ctx: click.Context, epochs: int, backend: str | None, no_baseline: bool, no_whatif: bool,
-            instance_type: str) -> None:
+def command(
+    ctx: click.Context,
+    epochs: int,
+    backend: str | None,
+    no_baseline: bool,
+    no_whatif: bool,
+    instance_type: str,
+) -> None:
     """Train a deliberately input-bound example and diagnose it end to end."""
     if epochs < 1:
         raise UsageError("--epochs must be at least 1")
@@ -115,8 +131,10 @@ def command(ctx: click.Context, epochs: int, backend: str | None, no_baseline: b
     runs_dir = runs_dir_option(ctx)
     example = load_example("input_bound/naive.py")
     flavor = backend or os.environ.get("KERAS_BACKEND") or "tensorflow"
-    console.print("[bold]advisor demo[/]: training examples/input_bound/naive.py "
-                  f"on {flavor} ({epochs} epochs, synthetic data, a slow Python decode per element, no prefetch)")
+    console.print(
+        "[bold]advisor demo[/]: training examples/input_bound/naive.py "
+        f"on {flavor} ({epochs} epochs, synthetic data, a slow Python decode per element, no prefetch)"
+    )
     import advisor
     from advisor.collectors.registry import FACTORIES
 
@@ -129,19 +147,29 @@ def command(ctx: click.Context, epochs: int, backend: str | None, no_baseline: b
             # The fixes the findings name, tried on the example: about 3 s of rounds; the budget
             # leaves a slow or shared host room to prepare them (the cache's fill, each change's first steps).
             options.update(whatif="auto", whatif_max_seconds=20, whatif_seconds=3, whatif_rounds=4)
-    callback = advisor.AdvisorCallback(runs_dir=runs_dir, instance_type=instance_type, name="demo",
-                                       window_seconds=2.0, log_every_seconds=None, **options)
+    callback = advisor.AdvisorCallback(
+        runs_dir=runs_dir,
+        instance_type=instance_type,
+        name="demo",
+        window_seconds=2.0,
+        log_every_seconds=None,
+        **options,
+    )
     example.train([callback], epochs=epochs, verbose=0)
     if callback.run_path is None:
         raise UsageError("the demo run was not recorded (see the warnings above)")
     from advisor.cli.show import print_run
 
     target = callback.run_path
-    if callback.uploader is not None and callback.uploader.wait(120):  # an s3:// store: read it back
+    if callback.uploader is not None and callback.uploader.wait(
+        120
+    ):  # an s3:// store: read it back
         target = callback.writer.run_id
     store = store_of(ctx)
     analysis = store.analyse(target)
     console.print()
     print_run(console, store, analysis)
-    console.print(f"\nrun stored in {analysis.run.path}; try [bold]advisor show {analysis.run_id}[/] "
-                  "or [bold]advisor check[/]")
+    console.print(
+        f"\nrun stored in {analysis.run.path}; try [bold]advisor show {analysis.run_id}[/] "
+        "or [bold]advisor check[/]"
+    )

@@ -27,18 +27,44 @@ from advisor.cli.common import rules_dir_option, store_of
     help="A pyproject.toml to read instead of the nearest one.",
 )
 @rules_dir_option
-@click.option("--to", "target", type=click.Choice(["json", "mlflow"]), default="json", show_default=True,
-              help="json: the report to --output; mlflow: metrics, report and plots into an MLflow run.")
-@click.option("--mlflow-run", default=None, help="mlflow: the MLflow run id to log into "
-              "(default: the run it was trained in, else a new run).")
-@click.option("--tracking-uri", default=None, help="mlflow: tracking URI (default: $MLFLOW_TRACKING_URI).")
-@click.option("--experiment", default=None, help="mlflow: experiment of a new MLflow run (default: MLflow's).")
-@click.option("--series/--no-series", default=True, show_default=True,
-              help="mlflow: also log the per-window series (skipped when the MLflow run has it).")
+@click.option(
+    "--to",
+    "target",
+    type=click.Choice(["json", "mlflow"]),
+    default="json",
+    show_default=True,
+    help="json: the report to --output; mlflow: metrics, report and plots into an MLflow run.",
+)
+@click.option(
+    "--mlflow-run",
+    default=None,
+    help="mlflow: the MLflow run id to log into "
+    "(default: the run it was trained in, else a new run).",
+)
+@click.option(
+    "--tracking-uri", default=None, help="mlflow: tracking URI (default: $MLFLOW_TRACKING_URI)."
+)
+@click.option(
+    "--experiment", default=None, help="mlflow: experiment of a new MLflow run (default: MLflow's)."
+)
+@click.option(
+    "--series/--no-series",
+    default=True,
+    show_default=True,
+    help="mlflow: also log the per-window series (skipped when the MLflow run has it).",
+)
 @click.pass_context
 def command(
-    ctx: click.Context, run: str | None, output: str, config_file: str | None, rules_dir: str | None,
-    target: str, mlflow_run: str | None, tracking_uri: str | None, experiment: str | None, series: bool,
+    ctx: click.Context,
+    run: str | None,
+    output: str,
+    config_file: str | None,
+    rules_dir: str | None,
+    target: str,
+    mlflow_run: str | None,
+    tracking_uri: str | None,
+    experiment: str | None,
+    series: bool,
 ) -> None:
     """Write the JSON report of RUN (default: latest); it validates against `advisor schema`.
 
@@ -51,12 +77,22 @@ def command(
     if target == "mlflow":
         from advisor.integrations.mlflow_export import export_run
 
-        result = export_run(store_of(ctx), run or "latest", mlflow_run=mlflow_run, tracking_uri=tracking_uri,
-                            experiment=experiment, series=series, config=load_config(config_file),
-                            rules_dir=rules_dir)
+        result = export_run(
+            store_of(ctx),
+            run or "latest",
+            mlflow_run=mlflow_run,
+            tracking_uri=tracking_uri,
+            experiment=experiment,
+            series=series,
+            config=load_config(config_file),
+            rules_dir=rules_dir,
+        )
         what = "new MLflow run" if result.created else "MLflow run"
-        click.echo(f"{what} {result.mlflow_run_id} at {result.tracking_uri}: {result.metrics} metrics, "
-                   f"{len(result.artifacts)} artifacts", err=True)
+        click.echo(
+            f"{what} {result.mlflow_run_id} at {result.tracking_uri}: {result.metrics} metrics, "
+            f"{len(result.artifacts)} artifacts",
+            err=True,
+        )
         for note in result.notes:
             click.echo(f"  note: {note}", err=True)
         return

@@ -78,8 +78,12 @@ class LazyGroup(click.Group):
             ctx.exit(INTERRUPTED)
         except Exception as exc:  # noqa: BLE001 — never a traceback, never exit 1
             reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-            fail(ctx, f"internal error ({reason}); run with --debug for the traceback",
-                 USAGE_ERROR, exc)
+            fail(
+                ctx,
+                f"internal error ({reason}); run with --debug for the traceback",
+                USAGE_ERROR,
+                exc,
+            )
 
 
 USAGE_ERROR = 2

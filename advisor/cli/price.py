@@ -14,12 +14,20 @@ import click
 
 @click.command("price")
 @click.argument("instance")
-@click.option("--region", default=None, help="AWS region (default: boto3's, e.g. $AWS_REGION, else us-east-1).")
+@click.option(
+    "--region",
+    default=None,
+    help="AWS region (default: boto3's, e.g. $AWS_REGION, else us-east-1).",
+)
 @click.option("--spot", is_flag=True, help="The current spot price instead of on-demand.")
 @click.option("--offline", is_flag=True, help="Only the embedded table: no AWS call.")
 @click.option("--refresh", is_flag=True, help="Ask AWS even when a fresh price is cached.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def command(instance: str, region: str | None, spot: bool, offline: bool, refresh: bool, fmt: str) -> None:
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+def command(
+    instance: str, region: str | None, spot: bool, offline: bool, refresh: bool, fmt: str
+) -> None:
     """Price of INSTANCE per hour (Linux, shared tenancy) and where the number came from."""
     from advisor.errors import AdvisorError
     from advisor.reference.prices import resolve
@@ -35,13 +43,30 @@ def command(instance: str, region: str | None, spot: bool, offline: bool, refres
     found = resolve(instance, live=not offline, region=shown_region, spot=spot, refresh=refresh)
     market = "spot" if spot else "on-demand"
     if fmt == "json":
-        click.echo(json.dumps({"instance_type": instance, "region": shown_region, "market": market,
-                               "usd_per_hour": found.usd_per_hour, "source": found.source,
-                               "detail": found.detail, "note": found.note}, indent=2))
+        click.echo(
+            json.dumps(
+                {
+                    "instance_type": instance,
+                    "region": shown_region,
+                    "market": market,
+                    "usd_per_hour": found.usd_per_hour,
+                    "source": found.source,
+                    "detail": found.detail,
+                    "note": found.note,
+                },
+                indent=2,
+            )
+        )
     elif found.usd_per_hour is not None:
-        where = f" in {shown_region}" if shown_region and not (found.source or "").startswith("table") else ""
+        where = (
+            f" in {shown_region}"
+            if shown_region and not (found.source or "").startswith("table")
+            else ""
+        )
         detail = f"; {found.detail}" if found.detail else ""
-        click.echo(f"{instance}{where}, {market}: ${found.usd_per_hour:g}/h ({found.source}{detail})")
+        click.echo(
+            f"{instance}{where}, {market}: ${found.usd_per_hour:g}/h ({found.source}{detail})"
+        )
     if found.note:
         click.echo(f"advisor: note: {found.note}", err=True)
     if found.usd_per_hour is None:

@@ -16,20 +16,51 @@ if TYPE_CHECKING:
 
 @click.command("report")
 @click.argument("source", required=False)
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "csv", "md"]), default="text",
-              show_default=True)
-@click.option("--plots", "plots_dir", type=click.Path(file_okay=False), default=None,
-              help="Write the plots (PNG) into this directory.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "csv", "md"]),
+    default="text",
+    show_default=True,
+)
+@click.option(
+    "--plots",
+    "plots_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Write the plots (PNG) into this directory.",
+)
 @click.option("--svg", is_flag=True, help="Write SVG plots as well as PNG.")
-@click.option("--price-per-hour", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="USD per instance-hour, instead of what the runs recorded.")
-@click.option("--gpus-per-instance", type=click.IntRange(min=1), default=None,
-              help="Accelerators per instance: N workers then occupy ⌈N ÷ this⌉ instances.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
-              help="Write the report to this file instead of stdout.")
+@click.option(
+    "--price-per-hour",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="USD per instance-hour, instead of what the runs recorded.",
+)
+@click.option(
+    "--gpus-per-instance",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Accelerators per instance: N workers then occupy ⌈N ÷ this⌉ instances.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write the report to this file instead of stdout.",
+)
 @click.pass_context
-def command(ctx: click.Context, source: str | None, fmt: str, plots_dir: str | None, svg: bool,
-            price_per_hour: float | None, gpus_per_instance: int | None, output: str | None) -> None:
+def command(
+    ctx: click.Context,
+    source: str | None,
+    fmt: str,
+    plots_dir: str | None,
+    svg: bool,
+    price_per_hour: float | None,
+    gpus_per_instance: int | None,
+    output: str | None,
+) -> None:
     """Scaling report of SOURCE: a sweep id (or prefix), a sweep directory, a runs directory
     (every run in it), or a report saved with --format json. Default: the latest sweep.
 
@@ -57,7 +88,9 @@ def command(ctx: click.Context, source: str | None, fmt: str, plots_dir: str | N
             click.echo(f"skipped: {note}", err=True)
 
 
-def load_table(source: str | None, runs_dir: str | None, overrides: Mapping[str, Any]) -> ScalingTable:
+def load_table(
+    source: str | None, runs_dir: str | None, overrides: Mapping[str, Any]
+) -> ScalingTable:
     """The table for a sweep id / sweep directory / runs directory / saved JSON / the latest sweep."""
     from advisor.service import Store
 
@@ -82,7 +115,9 @@ def _saved(path: Path) -> ScalingTable:
         table = ScalingTable.from_dict(data)
         if not table.recommendations:
             table.recommendations = recommend(table)
-            table.notes += [n for n in advice_notes(table, table.recommendations) if n not in table.notes]
+            table.notes += [
+                n for n in advice_notes(table, table.recommendations) if n not in table.notes
+            ]
         return table
     except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError, AttributeError) as exc:
         raise RunFormatError(f"{path}: cannot read the saved report ({exc})") from None

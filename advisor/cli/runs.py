@@ -12,11 +12,18 @@ from advisor.cli.common import store_of
 
 
 @click.command("runs")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "csv"]), default="text", show_default=True)
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json", "csv"]), default="text", show_default=True
+)
 @click.option("--limit", type=int, default=50, show_default=True, help="Newest N runs (0: all).")
-@click.option("--facts", "facts", default=None, metavar="NAMES",
-              help="csv/json: fact columns, comma-separated names or globs ('trace.*'), or 'all' "
-                   "(default for csv: throughput, cost, epoch time, utilization, energy, input, communication).")
+@click.option(
+    "--facts",
+    "facts",
+    default=None,
+    metavar="NAMES",
+    help="csv/json: fact columns, comma-separated names or globs ('trace.*'), or 'all' "
+    "(default for csv: throughput, cost, epoch time, utilization, energy, input, communication).",
+)
 @click.pass_context
 def command(ctx: click.Context, fmt: str, limit: int, facts: str | None) -> None:
     """List runs: id, date, status, strategy, workers, samples/s, samples/$."""
@@ -47,13 +54,29 @@ def command(ctx: click.Context, fmt: str, limit: int, facts: str | None) -> None
     if not rows:
         console.print(f"no runs in {store.root}")
         return
-    table = Table(title=f"runs in {store.root}", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1))
-    for col, justify in (("run", "left"), ("date", "left"), ("status", "left"), ("strategy", "left"),
-                         ("workers", "right"), ("samples/s", "right"), ("samples/$", "right")):
+    table = Table(
+        title=f"runs in {store.root}", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1)
+    )
+    for col, justify in (
+        ("run", "left"),
+        ("date", "left"),
+        ("status", "left"),
+        ("strategy", "left"),
+        ("workers", "right"),
+        ("samples/s", "right"),
+        ("samples/$", "right"),
+    ):
         table.add_column(col, justify=justify, no_wrap=col in ("run", "samples/s", "samples/$"))  # type: ignore[arg-type]
     for r in rows:
-        table.add_row(r.run_id, _date(r.created), r.status, r.strategy or "—", readable(r.workers),
-                      readable(r.samples_per_s, compact=True), count_text(r.samples_per_dollar))
+        table.add_row(
+            r.run_id,
+            _date(r.created),
+            r.status,
+            r.strategy or "—",
+            readable(r.workers),
+            readable(r.samples_per_s, compact=True),
+            count_text(r.samples_per_dollar),
+        )
     console.print(table)
     for r in rows:
         if r.error:
@@ -76,8 +99,9 @@ def _csv(store: object, facts: str | None, limit: int) -> None:
 
     names = fact_names(facts)
     rows = run_rows(store, names, limit if limit > 0 else None)  # type: ignore[arg-type]
-    writer = csv.DictWriter(sys.stdout, fieldnames=run_columns(rows, names), extrasaction="ignore",
-                            lineterminator="\n")
+    writer = csv.DictWriter(
+        sys.stdout, fieldnames=run_columns(rows, names), extrasaction="ignore", lineterminator="\n"
+    )
     writer.writeheader()
     for row in rows:
         writer.writerow({k: _cell(v) for k, v in row.items()})

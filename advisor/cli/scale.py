@@ -16,41 +16,98 @@ if TYPE_CHECKING:
 
 
 @click.command("scale", context_settings={"ignore_unknown_options": False})
-@click.option("--workers", "workers_text", default="1,2", show_default=True,
-              help="Worker counts, comma-separated (processes, or devices for mirrored).")
-@click.option("--strategy", "strategies", multiple=True,
-              type=click.Choice(["multiworker", "mirrored", "jax", "horovod", "single"]),
-              help="Repeat for several: multiworker (tf_keras, TF_CONFIG on loopback), mirrored "
-                   "(one process, N devices), jax (N processes, gloo), horovod (horovodrun). "
-                   "Default: multiworker.")
-@click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Run every configuration this many times (spread of epoch times).")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=1800.0, show_default=True,
-              help="Seconds before a configuration is stopped and marked failed.")
-@click.option("--launcher", type=click.Choice(["local", "slurm", "ray"]), default="local", show_default=True,
-              help="local processes, sbatch jobs, or Ray actors (needs keras-advisor[ray]).")
-@click.option("--address", default=None,
-              help="ray: the cluster to join (e.g. ray://head:10001, auto); default: a local one for the sweep.")
+@click.option(
+    "--workers",
+    "workers_text",
+    default="1,2",
+    show_default=True,
+    help="Worker counts, comma-separated (processes, or devices for mirrored).",
+)
+@click.option(
+    "--strategy",
+    "strategies",
+    multiple=True,
+    type=click.Choice(["multiworker", "mirrored", "jax", "horovod", "single"]),
+    help="Repeat for several: multiworker (tf_keras, TF_CONFIG on loopback), mirrored "
+    "(one process, N devices), jax (N processes, gloo), horovod (horovodrun). "
+    "Default: multiworker.",
+)
+@click.option(
+    "--repeat",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Run every configuration this many times (spread of epoch times).",
+)
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=click.FloatRange(min=1),
+    default=1800.0,
+    show_default=True,
+    help="Seconds before a configuration is stopped and marked failed.",
+)
+@click.option(
+    "--launcher",
+    type=click.Choice(["local", "slurm", "ray"]),
+    default="local",
+    show_default=True,
+    help="local processes, sbatch jobs, or Ray actors (needs keras-advisor[ray]).",
+)
+@click.option(
+    "--address",
+    default=None,
+    help="ray: the cluster to join (e.g. ray://head:10001, auto); default: a local one for the sweep.",
+)
 @click.option("--instance-type", default=None, help="Cloud instance type (price and samples/$).")
 @click.option("--sweep-id", default=None, help="Name of the sweep (default: sweep-<time>-<hex>).")
-@click.option("--gpus-per-node", type=click.IntRange(min=0), default=None,
-              help="slurm: GPUs per node; 0 for CPU tasks (default: from sinfo where it runs, else 4).")
-@click.option("--tasks-per-node", type=click.IntRange(min=1), default=None,
-              help="slurm: tasks per node (default: one per GPU, or one per node without GPUs).")
-@click.option("--wait/--no-wait", "wait", default=None,
-              help="slurm: follow the jobs until they end (default: on an interactive terminal).")
+@click.option(
+    "--gpus-per-node",
+    type=click.IntRange(min=0),
+    default=None,
+    help="slurm: GPUs per node; 0 for CPU tasks (default: from sinfo where it runs, else 4).",
+)
+@click.option(
+    "--tasks-per-node",
+    type=click.IntRange(min=1),
+    default=None,
+    help="slurm: tasks per node (default: one per GPU, or one per node without GPUs).",
+)
+@click.option(
+    "--wait/--no-wait",
+    "wait",
+    default=None,
+    help="slurm: follow the jobs until they end (default: on an interactive terminal).",
+)
 @click.option("--partition", default=None, help="slurm: partition.")
 @click.option("--account", default=None, help="slurm: account.")
 @click.option("--sbatch-arg", "sbatch_args", multiple=True, help="slurm: one more sbatch option.")
-@click.option("--report/--no-report", default=True, show_default=True,
-              help="Print the scaling report when the sweep ends.")
+@click.option(
+    "--report/--no-report",
+    default=True,
+    show_default=True,
+    help="Print the scaling report when the sweep ends.",
+)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
 @click.pass_context
 def command(
-    ctx: click.Context, workers_text: str, strategies: tuple[str, ...], repeat: int,
-    timeout_s: float, launcher: str, address: str | None, instance_type: str | None, sweep_id: str | None,
-    gpus_per_node: int | None, tasks_per_node: int | None, wait: bool | None, partition: str | None,
-    account: str | None, sbatch_args: tuple[str, ...], report: bool, command: tuple[str, ...],
+    ctx: click.Context,
+    workers_text: str,
+    strategies: tuple[str, ...],
+    repeat: int,
+    timeout_s: float,
+    launcher: str,
+    address: str | None,
+    instance_type: str | None,
+    sweep_id: str | None,
+    gpus_per_node: int | None,
+    tasks_per_node: int | None,
+    wait: bool | None,
+    partition: str | None,
+    account: str | None,
+    sbatch_args: tuple[str, ...],
+    report: bool,
+    command: tuple[str, ...],
 ) -> None:
     """Run COMMAND (after `--`) for every strategy × worker count and record a sweep.
 
@@ -63,8 +120,13 @@ def command(
 
     if sweep_id is not None and not RUN_ID_SAFE.match(sweep_id):
         raise UsageError(f"--sweep-id {sweep_id!r}: use letters, digits, '.', '_' and '-' only")
-    plan = make_plan(list(command), parse_workers(workers_text), list(strategies) or ["multiworker"],
-                     repeat, sweep_id)
+    plan = make_plan(
+        list(command),
+        parse_workers(workers_text),
+        list(strategies) or ["multiworker"],
+        repeat,
+        sweep_id,
+    )
     check_available([c.strategy for c in plan.configs], launcher)
     if address is not None and launcher != "ray":
         raise UsageError("--address is for --launcher ray")
@@ -75,13 +137,17 @@ def command(
     from advisor.store.paths import store_url
 
     if store_url(runs_dir_option(ctx)) is not None:
-        raise UsageError("advisor scale launches and watches its workers in a local store: give a local "
-                         "--runs-dir (an S3 store is for AdvisorCallback and the reading commands)")
+        raise UsageError(
+            "advisor scale launches and watches its workers in a local store: give a local "
+            "--runs-dir (an S3 store is for AdvisorCallback and the reading commands)"
+        )
     runs_dir = resolve_runs_dir(runs_dir_option(ctx))
     from advisor.store.sweep import sweep_dir as _sweep_dir
 
     if _sweep_dir(runs_dir, plan.sweep_id).exists():
-        raise UsageError(f"sweep {plan.sweep_id} already exists in {runs_dir}; choose another --sweep-id")
+        raise UsageError(
+            f"sweep {plan.sweep_id} already exists in {runs_dir}; choose another --sweep-id"
+        )
     if launcher == "slurm":
         from advisor.launch.shared import check_runs_dir
         from advisor.launch.slurm import SlurmOptions, check_horovod, node_addresses, pmix_refusal
@@ -89,8 +155,13 @@ def command(
         if any(c.strategy == "horovod" for c in plan.configs):  # before anything is written
             check_horovod([c.strategy for c in plan.configs], pmix_refusal(partition))
         check_runs_dir(runs_dir, node_addresses(partition), lambda line: click.echo(line, err=True))
-        options = SlurmOptions(gpus_per_node=gpus_per_node, tasks_per_node=tasks_per_node,
-                               partition=partition, account=account, extra=list(sbatch_args))
+        options = SlurmOptions(
+            gpus_per_node=gpus_per_node,
+            tasks_per_node=tasks_per_node,
+            partition=partition,
+            account=account,
+            extra=list(sbatch_args),
+        )
         record = _slurm(plan, runs_dir, timeout_s, instance_type, options, wait)
     elif launcher == "ray":
         record, wedged = _ray(plan, runs_dir, timeout_s, instance_type, address)
@@ -120,8 +191,11 @@ def _summary(ctx: click.Context, record: SweepRecord, runs_dir: Path, report: bo
     from advisor.store.sweep import sweep_dir
 
     failed = [c for c in record.configs if c.status == "failed"]
-    click.echo(f"sweep {record.sweep_id}: {len(record.configs) - len(failed)} finished, "
-               f"{len(failed)} failed; {sweep_dir(runs_dir.resolve(), record.sweep_id)}", err=True)
+    click.echo(
+        f"sweep {record.sweep_id}: {len(record.configs) - len(failed)} finished, "
+        f"{len(failed)} failed; {sweep_dir(runs_dir.resolve(), record.sweep_id)}",
+        err=True,
+    )
     for rec in failed:
         click.echo(f"  {rec.strategy} ×{rec.workers}: {rec.reason}", err=True)
         if rec.log_tail:
@@ -139,8 +213,9 @@ def _summary(ctx: click.Context, record: SweepRecord, runs_dir: Path, report: bo
         ctx.exit(1)
 
 
-def _ray(plan: Plan, runs_dir: Path, timeout_s: float, instance_type: str | None,
-         address: str | None) -> tuple[SweepRecord, bool]:
+def _ray(
+    plan: Plan, runs_dir: Path, timeout_s: float, instance_type: str | None, address: str | None
+) -> tuple[SweepRecord, bool]:
     """Run the sweep on a Ray cluster (at ``address``, or a local one started for it); the record,
     and whether Ray was left wedged in this process (it did not shut down)."""
     from advisor.launch.progress import Display
@@ -156,14 +231,25 @@ def _ray(plan: Plan, runs_dir: Path, timeout_s: float, instance_type: str | None
 
     record = new_record(plan, "ray", timeout_s, instance_type)
     with ray_session(address, cluster_cpus(max(processes_of(c) for c in plan.configs))) as session:
-        check_runs_dir(runs_dir, node_addresses(session.ray), lambda line: click.echo(line, err=True))
+        check_runs_dir(
+            runs_dir, node_addresses(session.ray), lambda line: click.echo(line, err=True)
+        )
         with Display(record, runs_dir, measured=measured_rate) as display:
-            run_sweep(plan, runs_dir, timeout_s, instance_type, display=display, record=record,
-                      runner=ray_runner(session.ray))
+            run_sweep(
+                plan,
+                runs_dir,
+                timeout_s,
+                instance_type,
+                display=display,
+                record=record,
+                runner=ray_runner(session.ray),
+            )
     return record, session.wedged
 
 
-def _summary_then_exit(ctx: click.Context, record: SweepRecord, runs_dir: Path, report: bool) -> NoReturn:
+def _summary_then_exit(
+    ctx: click.Context, record: SweepRecord, runs_dir: Path, report: bool
+) -> NoReturn:
     """The summary, then the end of the process without Python's exit, which a Ray that did not
     shut down would crash (advisor/launch/ray_stop.py)."""
     from advisor.launch.ray_stop import ERROR_EXIT, exit_now
@@ -179,8 +265,14 @@ def _summary_then_exit(ctx: click.Context, record: SweepRecord, runs_dir: Path, 
     exit_now(code)
 
 
-def _slurm(plan: Plan, runs_dir: Path, timeout_s: float, instance_type: str | None,
-           options: SlurmOptions, wait: bool | None) -> SweepRecord | None:
+def _slurm(
+    plan: Plan,
+    runs_dir: Path,
+    timeout_s: float,
+    instance_type: str | None,
+    options: SlurmOptions,
+    wait: bool | None,
+) -> SweepRecord | None:
     """Submit the sweep; with ``wait``, follow its jobs and return the record to summarise."""
     import sys
 
@@ -193,14 +285,19 @@ def _slurm(plan: Plan, runs_dir: Path, timeout_s: float, instance_type: str | No
         else:
             click.echo(f"{rec.strategy} ×{rec.workers}: wrote {rec.script}")
     if not any(rec.job_id for rec in record.configs):
-        click.echo("sbatch is not installed here: submit the scripts on the cluster "
-                   "(`sbatch FILE`), then `advisor report " + record.sweep_id + "`", err=True)
+        click.echo(
+            "sbatch is not installed here: submit the scripts on the cluster "
+            "(`sbatch FILE`), then `advisor report " + record.sweep_id + "`",
+            err=True,
+        )
         return None
     if wait is None:
         wait = sys.stdin.isatty() and sys.stderr.isatty()
     if not wait:
-        click.echo(f"follow the jobs with squeue; when they have ended: advisor report {record.sweep_id}",
-                   err=True)
+        click.echo(
+            f"follow the jobs with squeue; when they have ended: advisor report {record.sweep_id}",
+            err=True,
+        )
         return None
     from advisor.launch.progress import Display
 

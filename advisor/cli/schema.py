@@ -13,7 +13,12 @@ import click
 @click.option(
     "-o", "--output", type=click.Path(dir_okay=False, writable=True), default="-", show_default=True
 )
-@click.option("--rules", "rules", is_flag=True, help="The schema of a rule file (rules/*.yaml) instead of the report.")
+@click.option(
+    "--rules",
+    "rules",
+    is_flag=True,
+    help="The schema of a rule file (rules/*.yaml) instead of the report.",
+)
 def command(output: str, rules: bool) -> None:
     """Print the JSON Schema (draft 2020-12) of the diagnosis report, with its schema_version
     (``--rules``: of a rule file; facts, conditions and templates are checked when rules load)."""

@@ -17,7 +17,9 @@ if TYPE_CHECKING:
 
 @click.command("show")
 @click.argument("run", required=False)
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
 @click.option("--no-diagnosis", is_flag=True, help="Only the measurements, not the findings.")
 @click.pass_context
 def command(ctx: click.Context, run: str | None, fmt: str, no_diagnosis: bool) -> None:
@@ -25,9 +27,15 @@ def command(ctx: click.Context, run: str | None, fmt: str, no_diagnosis: bool) -
     store = store_of(ctx)
     analysis = store.analyse(run)
     if fmt == "json":
-        payload = {"manifest": analysis.run.manifest.model_dump(mode="json"), "status": analysis.run.status,
-                   "facts": analysis.facts, "errors": analysis.errors, "warnings": analysis.run.warnings,
-                   "problems": analysis.run.problems, "incomplete": analysis.run.incomplete}
+        payload = {
+            "manifest": analysis.run.manifest.model_dump(mode="json"),
+            "status": analysis.run.status,
+            "facts": analysis.facts,
+            "errors": analysis.errors,
+            "warnings": analysis.run.warnings,
+            "problems": analysis.run.problems,
+            "incomplete": analysis.run.incomplete,
+        }
         click.echo(json.dumps(payload, indent=2, sort_keys=True, default=str))
         return
     from advisor.cli.common import console as make_console
@@ -35,7 +43,9 @@ def command(ctx: click.Context, run: str | None, fmt: str, no_diagnosis: bool) -
     print_run(make_console(), store, analysis, diagnosis=not no_diagnosis)
 
 
-def print_run(console: Console, store: Store, analysis: Analysis, *, diagnosis: bool = True) -> None:
+def print_run(
+    console: Console, store: Store, analysis: Analysis, *, diagnosis: bool = True
+) -> None:
     """A run's summary, its derivation notes and its diagnosis, as ``show`` and ``demo`` print them.
 
     Text that comes from the run or the rules is printed as text, never as console markup:
@@ -51,4 +61,6 @@ def print_run(console: Console, store: Store, analysis: Analysis, *, diagnosis: 
         from advisor.render import render
 
         console.print()
-        console.print(render(store.diagnose(analysis.run), "text"), end="", markup=False, highlight=False)
+        console.print(
+            render(store.diagnose(analysis.run), "text"), end="", markup=False, highlight=False
+        )

@@ -9,14 +9,32 @@ from advisor.cli.common import runs_dir_option
 
 @click.command("tui")
 @click.argument("target", required=False)
-@click.option("--export-dir", type=click.Path(file_okay=False), default="advisor-export", show_default=True,
-              help="Where e (JSON reports) and p (plots) write.")
-@click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None,
-              help="A pyproject.toml to read [tool.advisor] from instead of the nearest one.")
-@click.option("--poll", "poll_s", type=click.FloatRange(min=0.05), default=0.5, show_default=True,
-              help="Seconds between looks at a live run's files.")
+@click.option(
+    "--export-dir",
+    type=click.Path(file_okay=False),
+    default="advisor-export",
+    show_default=True,
+    help="Where e (JSON reports) and p (plots) write.",
+)
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="A pyproject.toml to read [tool.advisor] from instead of the nearest one.",
+)
+@click.option(
+    "--poll",
+    "poll_s",
+    type=click.FloatRange(min=0.05),
+    default=0.5,
+    show_default=True,
+    help="Seconds between looks at a live run's files.",
+)
 @click.pass_context
-def command(ctx: click.Context, target: str | None, export_dir: str, config_file: str | None, poll_s: float) -> None:
+def command(
+    ctx: click.Context, target: str | None, export_dir: str, config_file: str | None, poll_s: float
+) -> None:
     """Browse runs, findings, scaling sweeps and live runs in the terminal.
 
     \b
@@ -34,7 +52,12 @@ def command(ctx: click.Context, target: str | None, export_dir: str, config_file
         raise UsageError("advisor tui needs textual: pip install 'keras-advisor[tui]'") from None
     from advisor.tui.app import make_app
 
-    app = make_app(target, runs_dir=runs_dir_option(ctx), export_dir=export_dir,
-                   config=config_file or "auto", poll_s=poll_s)
+    app = make_app(
+        target,
+        runs_dir=runs_dir_option(ctx),
+        export_dir=export_dir,
+        config=config_file or "auto",
+        poll_s=poll_s,
+    )
     app.run()
     ctx.exit(app.return_code or 0)

@@ -62,12 +62,32 @@ def error_code(exc: BaseException) -> str | None:
     return None
 
 
-ACCESS_DENIED = {"AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "Forbidden", "403"}
+ACCESS_DENIED = {
+    "AccessDenied",
+    "AccessDeniedException",
+    "UnauthorizedOperation",
+    "Forbidden",
+    "403",
+}
 # The credentials themselves were refused (a wrong secret, an unknown or expired key): no IAM
 # policy would help, so the message says to check them instead.
-CREDENTIALS_REFUSED = {"InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "ExpiredTokenException",
-                       "InvalidClientTokenId", "UnrecognizedClientException", "AuthFailure", "InvalidToken"}
-THROTTLED = {"Throttling", "ThrottlingException", "SlowDown", "RequestLimitExceeded", "TooManyRequestsException"}
+CREDENTIALS_REFUSED = {
+    "InvalidAccessKeyId",
+    "SignatureDoesNotMatch",
+    "ExpiredToken",
+    "ExpiredTokenException",
+    "InvalidClientTokenId",
+    "UnrecognizedClientException",
+    "AuthFailure",
+    "InvalidToken",
+}
+THROTTLED = {
+    "Throttling",
+    "ThrottlingException",
+    "SlowDown",
+    "RequestLimitExceeded",
+    "TooManyRequestsException",
+}
 
 
 def cloud_error(exc: BaseException, what: str, permission: str | None = None) -> CloudError:
@@ -76,18 +96,32 @@ def cloud_error(exc: BaseException, what: str, permission: str | None = None) ->
 
     code = error_code(exc)
     if isinstance(exc, (bx.NoCredentialsError, bx.PartialCredentialsError)):
-        return CloudError(f"{what}: no AWS credentials found (boto3 looks in the environment, "
-                          "~/.aws and the instance or task role)")
-    if isinstance(exc, (bx.EndpointConnectionError, bx.ConnectTimeoutError, bx.ReadTimeoutError,
-                        bx.ConnectionClosedError)):
+        return CloudError(
+            f"{what}: no AWS credentials found (boto3 looks in the environment, "
+            "~/.aws and the instance or task role)"
+        )
+    if isinstance(
+        exc,
+        (
+            bx.EndpointConnectionError,
+            bx.ConnectTimeoutError,
+            bx.ReadTimeoutError,
+            bx.ConnectionClosedError,
+        ),
+    ):
         return CloudError(f"{what}: cannot reach AWS ({type(exc).__name__}); offline or blocked?")
     if code == "NoSuchBucket":
         bucket = ((getattr(exc, "response", {}) or {}).get("Error") or {}).get("BucketName")
-        return CloudError(f"{what}: bucket {bucket!r} does not exist" if bucket
-                          else f"{what}: the bucket does not exist")
+        return CloudError(
+            f"{what}: bucket {bucket!r} does not exist"
+            if bucket
+            else f"{what}: the bucket does not exist"
+        )
     if code in CREDENTIALS_REFUSED:
-        return CloudError(f"{what}: AWS refused the credentials ({code}); check the access key, its secret "
-                          "and session token (environment, ~/.aws or the instance role) and the clock")
+        return CloudError(
+            f"{what}: AWS refused the credentials ({code}); check the access key, its secret "
+            "and session token (environment, ~/.aws or the instance role) and the clock"
+        )
     if code in ACCESS_DENIED:
         need = f"; the IAM policy needs {permission}" if permission else ""
         return CloudError(f"{what}: access denied ({code}){need}")
@@ -98,9 +132,13 @@ def cloud_error(exc: BaseException, what: str, permission: str | None = None) ->
         return CloudError(f"{what}: {first_line(message, 200)}")
     if isinstance(exc, bx.BotoCoreError):
         return CloudError(f"{what}: {one_line(exc, 200)}")
-    status = ((getattr(exc, "response", {}) or {}).get("ResponseMetadata") or {}).get("HTTPStatusCode")
+    status = ((getattr(exc, "response", {}) or {}).get("ResponseMetadata") or {}).get(
+        "HTTPStatusCode"
+    )
     if isinstance(status, int) and status >= 500:
-        return CloudError(f"{what}: the service answered HTTP {status} (a server error); try again later")
+        return CloudError(
+            f"{what}: the service answered HTTP {status} (a server error); try again later"
+        )
     if code:
         message = ((getattr(exc, "response", {}) or {}).get("Error") or {}).get("Message") or ""
         return CloudError(f"{what}: {code}{': ' + first_line(message, 200) if message else ''}")
@@ -111,13 +149,23 @@ def is_transient(exc: BaseException) -> bool:
     """Worth retrying later: no network, a timeout, throttling, a server error."""
     from botocore import exceptions as bx
 
-    if isinstance(exc, (bx.EndpointConnectionError, bx.ConnectTimeoutError, bx.ReadTimeoutError,
-                        bx.ConnectionClosedError, bx.ConnectionError)):
+    if isinstance(
+        exc,
+        (
+            bx.EndpointConnectionError,
+            bx.ConnectTimeoutError,
+            bx.ReadTimeoutError,
+            bx.ConnectionClosedError,
+            bx.ConnectionError,
+        ),
+    ):
         return True
     code = error_code(exc)
     if code in THROTTLED or code in ("InternalError", "ServiceUnavailable", "503", "500"):
         return True
-    status = ((getattr(exc, "response", {}) or {}).get("ResponseMetadata") or {}).get("HTTPStatusCode")
+    status = ((getattr(exc, "response", {}) or {}).get("ResponseMetadata") or {}).get(
+        "HTTPStatusCode"
+    )
     return isinstance(status, int) and status >= 500
 
 
@@ -125,7 +173,7 @@ def parse_s3_url(url: str) -> tuple[str, str]:
     """``s3://bucket/some/prefix/`` → ("bucket", "some/prefix"); a bad URL is a CloudError."""
     if not url.startswith("s3://"):
         raise CloudError(f"{url}: not an s3://bucket/prefix URL")
-    bucket, _, prefix = url[len("s3://"):].partition("/")
+    bucket, _, prefix = url[len("s3://") :].partition("/")
     if not bucket or any(c in bucket for c in " \\"):
         raise CloudError(f"{url}: no bucket name (expected s3://bucket/prefix)")
     return bucket, prefix.strip("/")

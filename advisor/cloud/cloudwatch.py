@@ -30,8 +30,15 @@ FINAL_WAIT_S = 10.0
 class MetricPublisher:
     """Publishes metric values to one namespace with fixed dimensions."""
 
-    def __init__(self, namespace: str, dimensions: dict[str, str], *, interval_s: float = 60.0,
-                 cloudwatch: Any = None, max_queued: int = 10_000) -> None:
+    def __init__(
+        self,
+        namespace: str,
+        dimensions: dict[str, str],
+        *,
+        interval_s: float = 60.0,
+        cloudwatch: Any = None,
+        max_queued: int = 10_000,
+    ) -> None:
         self.namespace = namespace
         self.dimensions = [{"Name": k, "Value": str(v)} for k, v in dimensions.items() if v]
         self.interval_s = interval_s
@@ -52,8 +59,15 @@ class MetricPublisher:
         """Queue one value (never blocks, never raises)."""
         stamp = datetime.fromtimestamp(time.time() if t is None else t, tz=timezone.utc)
         with self._lock:
-            self._queue.append({"MetricName": name, "Dimensions": self.dimensions, "Timestamp": stamp,
-                                "Value": float(value), "Unit": unit})
+            self._queue.append(
+                {
+                    "MetricName": name,
+                    "Dimensions": self.dimensions,
+                    "Timestamp": stamp,
+                    "Value": float(value),
+                    "Unit": unit,
+                }
+            )
 
     def close(self) -> None:
         """Send what is queued, then stop (in the background: returns at once)."""
@@ -108,7 +122,9 @@ class MetricPublisher:
         except Exception as exc:  # logged once; the values wait for the next try
             self._requeue(batch)
             self.failures += 1
-            message = str(cloud_error(exc, f"CloudWatch {self.namespace}", "cloudwatch:PutMetricData"))
+            message = str(
+                cloud_error(exc, f"CloudWatch {self.namespace}", "cloudwatch:PutMetricData")
+            )
             if message != self.last_error:
                 self.last_error = message
                 log.warning("advisor: %s; metrics are kept and sent later", message)

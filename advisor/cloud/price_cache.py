@@ -56,8 +56,13 @@ class PriceCache:
         if not isinstance(entry, dict):
             return None
         try:
-            return CachedPrice(float(entry["usd_per_hour"]), str(entry["source"]), float(entry["fetched"]),
-                               float(entry["expires"]), entry.get("detail"))
+            return CachedPrice(
+                float(entry["usd_per_hour"]),
+                str(entry["source"]),
+                float(entry["fetched"]),
+                float(entry["expires"]),
+                entry.get("detail"),
+            )
         except (KeyError, TypeError, ValueError):
             return None
 
@@ -67,8 +72,10 @@ class PriceCache:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{secrets.token_hex(3)}.tmp")
-            tmp.write_text(json.dumps({"version": 1, "entries": entries}, indent=1, sort_keys=True),
-                           encoding="utf-8")
+            tmp.write_text(
+                json.dumps({"version": 1, "entries": entries}, indent=1, sort_keys=True),
+                encoding="utf-8",
+            )
             os.replace(tmp, self.path)
         except OSError:
             pass  # a read-only home or a full disk: live prices still work, uncached

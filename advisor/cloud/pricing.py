@@ -66,8 +66,11 @@ def fetch_on_demand(instance_type: str, region: str, pricing_client: Any = None)
     """The on-demand USD/h of ``instance_type`` in ``region`` from the Pricing API."""
     sagemaker = is_sagemaker_type(instance_type)
     service = "AmazonSageMaker" if sagemaker else "AmazonEC2"
-    fields = {"instanceName": instance_type, "regionCode": region} if sagemaker else {
-        "instanceType": instance_type, "regionCode": region, **EC2_FILTERS}
+    fields = (
+        {"instanceName": instance_type, "regionCode": region}
+        if sagemaker
+        else {"instanceType": instance_type, "regionCode": region, **EC2_FILTERS}
+    )
     filters = [{"Type": "TERM_MATCH", "Field": k, "Value": v} for k, v in fields.items()]
     what = f"price of {instance_type} in {region} (pricing:GetProducts)"
     pricing_client = pricing_client or client("pricing", PRICING_REGION)
@@ -87,10 +90,20 @@ def fetch_on_demand(instance_type: str, region: str, pricing_client: Any = None)
         raise cloud_error(exc, what, "pricing:GetProducts") from None
     price, detail = pick_on_demand(items, instance_type, training=sagemaker)
     now = time.time()
-    return Quote(instance_type, region, "on-demand", price, f"aws-pricing-api:{region}:{_day(now)}", now, detail)
+    return Quote(
+        instance_type,
+        region,
+        "on-demand",
+        price,
+        f"aws-pricing-api:{region}:{_day(now)}",
+        now,
+        detail,
+    )
 
 
-def pick_on_demand(items: list[Any], instance_type: str, training: bool = False) -> tuple[float, str | None]:
+def pick_on_demand(
+    items: list[Any], instance_type: str, training: bool = False
+) -> tuple[float, str | None]:
     """The hourly USD price among Pricing API items (JSON strings); CloudError when there is none."""
     candidates: list[tuple[float, str]] = []
     for raw in items:
@@ -101,7 +114,11 @@ def pick_on_demand(items: list[Any], instance_type: str, training: bool = False)
         except (KeyError, TypeError, ValueError):
             continue
         usage = str(attrs.get("usagetype", ""))
-        if training and "train" not in usage.lower() and str(attrs.get("component", "")).lower() != "training":
+        if (
+            training
+            and "train" not in usage.lower()
+            and str(attrs.get("component", "")).lower() != "training"
+        ):
             continue
         for term in terms.values():
             for dim in (term.get("priceDimensions") or {}).values():
@@ -118,21 +135,29 @@ def pick_on_demand(items: list[Any], instance_type: str, training: bool = False)
     boxed = [c for c in candidates if "boxusage" in c[1].lower()] or candidates
     prices = sorted({round(p, 6) for p, _ in boxed})
     if len(prices) > 1:
-        return prices[0], f"{len(prices)} matching products, the lowest taken ({', '.join(map(str, prices[:4]))})"
+        return prices[
+            0
+        ], f"{len(prices)} matching products, the lowest taken ({', '.join(map(str, prices[:4]))})"
     return prices[0], None
 
 
 def fetch_spot(instance_type: str, region: str, ec2_client: Any = None) -> Quote:
     """The current spot USD/h: the median over zones of each zone's latest price."""
     if is_sagemaker_type(instance_type):
-        raise CloudError(f"{instance_type}: SageMaker instances have no spot price history "
-                         "(managed spot training bills the EC2 spot price of the same type)")
+        raise CloudError(
+            f"{instance_type}: SageMaker instances have no spot price history "
+            "(managed spot training bills the EC2 spot price of the same type)"
+        )
     what = f"spot price of {instance_type} in {region} (ec2:DescribeSpotPriceHistory)"
     ec2_client = ec2_client or client("ec2", region)
     latest: dict[str, tuple[datetime, float]] = {}
     try:
-        kwargs: dict[str, Any] = {"InstanceTypes": [instance_type], "ProductDescriptions": SPOT_PRODUCTS,
-                                  "StartTime": datetime.now(timezone.utc), "MaxResults": 100}
+        kwargs: dict[str, Any] = {
+            "InstanceTypes": [instance_type],
+            "ProductDescriptions": SPOT_PRODUCTS,
+            "StartTime": datetime.now(timezone.utc),
+            "MaxResults": 100,
+        }
         for _ in range(5):
             page = ec2_client.describe_spot_price_history(**kwargs)
             for row in page.get("SpotPriceHistory") or []:
@@ -157,12 +182,21 @@ def fetch_spot(instance_type: str, region: str, ec2_client: Any = None) -> Quote
         raise CloudError(f"no finite spot price for {instance_type} in {region}")
     detail = f"median of {len(prices)} zones; lowest {prices[0][0]:g} in {prices[0][1]}"
     now = time.time()
-    return Quote(instance_type, region, "spot", middle, f"aws-spot-history:{region}:{_day(now)}", now, detail)
+    return Quote(
+        instance_type, region, "spot", middle, f"aws-spot-history:{region}:{_day(now)}", now, detail
+    )
 
 
-def live_quote(instance_type: str, region: str | None = None, spot: bool = False, *,
-               cache: PriceCache | None = None, budget: Budget = "command", refresh: bool = False,
-               clients: dict[str, Any] | None = None) -> Quote:
+def live_quote(
+    instance_type: str,
+    region: str | None = None,
+    spot: bool = False,
+    *,
+    cache: PriceCache | None = None,
+    budget: Budget = "command",
+    refresh: bool = False,
+    clients: dict[str, Any] | None = None,
+) -> Quote:
     """A fresh cached price, else one from AWS (then cached), else a stale cached one with a note.
 
     Raises :class:`CloudError` when AWS cannot answer and nothing is cached.
@@ -177,26 +211,51 @@ def live_quote(instance_type: str, region: str | None = None, spot: bool = False
     clients = clients or {}
     try:
         if spot:
-            quote = fetch_spot(instance_type, region, clients.get("ec2") or client("ec2", region, budget))
+            quote = fetch_spot(
+                instance_type, region, clients.get("ec2") or client("ec2", region, budget)
+            )
         else:
-            quote = fetch_on_demand(instance_type, region,
-                                    clients.get("pricing") or client("pricing", PRICING_REGION, budget))
+            quote = fetch_on_demand(
+                instance_type,
+                region,
+                clients.get("pricing") or client("pricing", PRICING_REGION, budget),
+            )
     except CloudError as exc:
         if cached is not None:
             stale = _from_cache(instance_type, region, market, cached)
-            return Quote(**{**stale.__dict__, "note": f"{exc}; using the price cached on {_day(cached.fetched)}"})
+            return Quote(
+                **{
+                    **stale.__dict__,
+                    "note": f"{exc}; using the price cached on {_day(cached.fetched)}",
+                }
+            )
         raise
     ttl = SPOT_TTL_S if spot else ON_DEMAND_TTL_S
-    cache.put(key, CachedPrice(quote.usd_per_hour, quote.source, quote.fetched, quote.fetched + ttl, quote.detail))
+    cache.put(
+        key,
+        CachedPrice(
+            quote.usd_per_hour, quote.source, quote.fetched, quote.fetched + ttl, quote.detail
+        ),
+    )
     return quote
 
 
 def _from_cache(instance_type: str, region: str, market: str, cached: CachedPrice) -> Quote:
-    return Quote(instance_type, region, market, cached.usd_per_hour, cached.source, cached.fetched,
-                 cached.detail, cached=True)
+    return Quote(
+        instance_type,
+        region,
+        market,
+        cached.usd_per_hour,
+        cached.source,
+        cached.fetched,
+        cached.detail,
+        cached=True,
+    )
 
 
-def quote_within(seconds: float, instance_type: str, region: str | None = None, spot: bool = False) -> Quote:
+def quote_within(
+    seconds: float, instance_type: str, region: str | None = None, spot: bool = False
+) -> Quote:
     """:func:`live_quote` with the training budget, given up after ``seconds`` (it may finish later
     in the background and fill the cache for the next run)."""
     box: dict[str, Any] = {}
@@ -214,5 +273,9 @@ def quote_within(seconds: float, instance_type: str, region: str | None = None, 
         return box["quote"]  # type: ignore[no-any-return]
     if "error" in box:
         error = box["error"]
-        raise error if isinstance(error, CloudError) else CloudError(f"pricing: {type(error).__name__}: {error}")
+        raise (
+            error
+            if isinstance(error, CloudError)
+            else CloudError(f"pricing: {type(error).__name__}: {error}")
+        )
     raise CloudError(f"the AWS price of {instance_type} did not arrive within {seconds:g} s")

@@ -21,7 +21,9 @@ from advisor.probes.formats import HEAD_BYTES
 WILDCARDS = "*?["
 
 
-def list_objects(s3: Any, bucket: str, prefix: str, deadline: float | None = None) -> Iterator[tuple[str, int]]:
+def list_objects(
+    s3: Any, bucket: str, prefix: str, deadline: float | None = None
+) -> Iterator[tuple[str, int]]:
     """(key, size) under ``prefix``, page by page; folder markers (``.../``) skipped."""
     what = f"s3://{bucket}/{prefix}: listing"
     token: str | None = None
@@ -55,13 +57,22 @@ def head_reader(s3: Any, bucket: str) -> Any:
             finally:
                 body.close()
         except Exception as exc:
-            raise cloud_error(exc, "ranged read", f"s3:GetObject on arn:aws:s3:::{bucket}/*") from None
+            raise cloud_error(
+                exc, "ranged read", f"s3:GetObject on arn:aws:s3:::{bucket}/*"
+            ) from None
 
     return read
 
 
-def check_s3(url: str, *, sample: int = SNIFF_SAMPLE, limit: int = MAX_OBJECTS, progress: Progress | None = None,
-             budget: Budget = "command", s3: Any = None) -> DataSummary:
+def check_s3(
+    url: str,
+    *,
+    sample: int = SNIFF_SAMPLE,
+    limit: int = MAX_OBJECTS,
+    progress: Progress | None = None,
+    budget: Budget = "command",
+    s3: Any = None,
+) -> DataSummary:
     """The data check of ``s3://bucket/prefix`` (a folder; else a key prefix)."""
     bucket, prefix = parse_s3_url(url)
     s3 = s3 or client("s3", budget=budget)
@@ -81,8 +92,14 @@ def _finish(check: DataCheck, s3: Any, bucket: str) -> DataSummary:
     return summary
 
 
-def size_paths(paths: list[str], *, seconds: float = 10.0, sample: int = 8, limit: int = 100_000,
-               s3: Any = None) -> DataSummary:
+def size_paths(
+    paths: list[str],
+    *,
+    seconds: float = 10.0,
+    sample: int = 8,
+    limit: int = 100_000,
+    s3: Any = None,
+) -> DataSummary:
     """The data check of the ``s3://`` paths (keys or globs) a pipeline reads, in one bucket.
 
     Lists the longest common prefix once and keeps the objects the paths name; gives up listing

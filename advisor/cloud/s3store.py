@@ -43,9 +43,16 @@ class RemoteObject:
 def local_folder(kind: str, url: str) -> Path:
     """Where a URL's local copy lives: ``<cache>/<kind>/<bucket>/<prefix>`` (``kind``: s3 or spool)."""
     bucket, prefix = parse_s3_url(url)
-    safe = [re.sub(r"[^A-Za-z0-9._=-]", "_", part) for part in prefix.split("/") if part not in ("", ".", "..")]
-    base = Path(os.environ["ADVISOR_SPOOL_DIR"]).expanduser() if kind == "spool" and os.environ.get(
-        "ADVISOR_SPOOL_DIR") else cache_dir() / kind
+    safe = [
+        re.sub(r"[^A-Za-z0-9._=-]", "_", part)
+        for part in prefix.split("/")
+        if part not in ("", ".", "..")
+    ]
+    base = (
+        Path(os.environ["ADVISOR_SPOOL_DIR"]).expanduser()
+        if kind == "spool" and os.environ.get("ADVISOR_SPOOL_DIR")
+        else cache_dir() / kind
+    )
     return base.joinpath(bucket, *safe)
 
 
@@ -87,15 +94,24 @@ class S3Store:
             try:
                 page = self.s3.list_objects_v2(**kwargs)
             except Exception as exc:
-                raise cloud_error(exc, f"{self.url}: listing the run store",
-                                  f"s3:ListBucket on arn:aws:s3:::{self.bucket}") from None
+                raise cloud_error(
+                    exc,
+                    f"{self.url}: listing the run store",
+                    f"s3:ListBucket on arn:aws:s3:::{self.bucket}",
+                ) from None
             for obj in page.get("Contents") or []:
-                rel = obj["Key"][len(listing_prefix):]
+                rel = obj["Key"][len(listing_prefix) :]
                 if rel and not rel.endswith("/"):
                     modified = obj.get("LastModified")
                     stamp = timegm(modified.utctimetuple()) if modified is not None else 0.0
-                    out.append(RemoteObject(rel, str(obj.get("ETag", "")).strip('"'), int(obj.get("Size", 0)),
-                                            float(stamp)))
+                    out.append(
+                        RemoteObject(
+                            rel,
+                            str(obj.get("ETag", "")).strip('"'),
+                            int(obj.get("Size", 0)),
+                            float(stamp),
+                        )
+                    )
             token = page.get("NextContinuationToken")
             if not page.get("IsTruncated") or not token:
                 return out
@@ -134,8 +150,11 @@ class S3Store:
                 shutil.copyfileobj(response["Body"], fh, 1 << 20)
         except Exception as exc:
             _remove(tmp)
-            raise cloud_error(exc, f"s3://{self.bucket}/{self.key(obj.key)}: download",
-                              f"s3:GetObject on arn:aws:s3:::{self.bucket}/*") from None
+            raise cloud_error(
+                exc,
+                f"s3://{self.bucket}/{self.key(obj.key)}: download",
+                f"s3:GetObject on arn:aws:s3:::{self.bucket}/*",
+            ) from None
         os.replace(tmp, target)
         if obj.modified:
             os.utime(target, (obj.modified, obj.modified))  # staleness checks see S3's time
@@ -153,7 +172,9 @@ class S3Store:
             if size > LARGE_FILE and not whole_lines:
                 from boto3.s3.transfer import TransferConfig
 
-                self.s3.upload_file(str(path), self.bucket, key, Config=TransferConfig(use_threads=False))
+                self.s3.upload_file(
+                    str(path), self.bucket, key, Config=TransferConfig(use_threads=False)
+                )
                 return size
             data = path.read_bytes()
         except OSError as exc:
@@ -162,16 +183,23 @@ class S3Store:
             raise cloud_error(exc, what, f"s3:PutObject on arn:aws:s3:::{self.bucket}/*") from None
         if whole_lines and data and not data.endswith(b"\n"):
             data = data[: data.rfind(b"\n") + 1]
-        md5 = base64.b64encode(hashlib.md5(data).digest()).decode("ascii")  # integrity, not security
+        md5 = base64.b64encode(hashlib.md5(data).digest()).decode(
+            "ascii"
+        )  # integrity, not security
         try:
             self.s3.put_object(Bucket=self.bucket, Key=key, Body=data, ContentMD5=md5)
         except Exception as exc:
             raise cloud_error(exc, what, f"s3:PutObject on arn:aws:s3:::{self.bucket}/*") from None
         return len(data)
 
-    def upload_tree(self, folder: Path, rel_prefix: str, *, changed: Callable[[str, os.stat_result], bool]
-                    = lambda rel, st: True, done: Callable[[str, os.stat_result, int], None] | None = None
-                    ) -> list[str]:
+    def upload_tree(
+        self,
+        folder: Path,
+        rel_prefix: str,
+        *,
+        changed: Callable[[str, os.stat_result], bool] = lambda rel, st: True,
+        done: Callable[[str, os.stat_result, int], None] | None = None,
+    ) -> list[str]:
         """Upload the files of ``folder`` that ``changed`` selects, the manifest last."""
         sent: list[str] = []
         for rel in sorted(_files(folder), key=lambda r: (r == MANIFEST, r)):
@@ -182,7 +210,9 @@ class S3Store:
                 continue
             if not changed(rel, stat):
                 continue
-            size = self.upload_file(path, join_key(rel_prefix, rel), whole_lines=rel.endswith(".jsonl"))
+            size = self.upload_file(
+                path, join_key(rel_prefix, rel), whole_lines=rel.endswith(".jsonl")
+            )
             if done is not None:
                 done(rel, stat, size)
             sent.append(rel)

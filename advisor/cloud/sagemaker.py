@@ -19,10 +19,21 @@ from typing import Any
 from advisor.cloud.aws import client, cloud_error, region_name
 
 NAMESPACE = "/aws/sagemaker/TrainingJobs"
-SYSTEM_METRICS = ("CPUUtilization", "MemoryUtilization", "GPUUtilization", "GPUMemoryUtilization", "DiskUtilization")
+SYSTEM_METRICS = (
+    "CPUUtilization",
+    "MemoryUtilization",
+    "GPUUtilization",
+    "GPUMemoryUtilization",
+    "DiskUtilization",
+)
 PERIOD_S = 60
-STATUS = {"Completed": "finished", "Failed": "failed", "Stopped": "failed", "InProgress": "running",
-          "Stopping": "running"}
+STATUS = {
+    "Completed": "finished",
+    "Failed": "failed",
+    "Stopped": "failed",
+    "InProgress": "running",
+    "Stopping": "running",
+}
 TRAIN_CHANNELS = ("train", "training")
 
 
@@ -90,34 +101,50 @@ def from_description(description: dict[str, Any], region: str) -> SageMakerJob:
         instance_type = groups[0].get("InstanceType")
         count = sum(int(g.get("InstanceCount") or 0) for g in groups) or 1
     return SageMakerJob(
-        name=str(description["TrainingJobName"]), arn=description.get("TrainingJobArn"),
-        status=str(description.get("TrainingJobStatus", "Completed")), instance_type=instance_type,
-        instance_count=count, created=_ts(description.get("CreationTime")) or time.time(),
-        started=_ts(description.get("TrainingStartTime")), ended=_ts(description.get("TrainingEndTime")),
+        name=str(description["TrainingJobName"]),
+        arn=description.get("TrainingJobArn"),
+        status=str(description.get("TrainingJobStatus", "Completed")),
+        instance_type=instance_type,
+        instance_count=count,
+        created=_ts(description.get("CreationTime")) or time.time(),
+        started=_ts(description.get("TrainingStartTime")),
+        ended=_ts(description.get("TrainingEndTime")),
         training_seconds=_ts(description.get("TrainingTimeInSeconds")),
         billable_seconds=_ts(description.get("BillableTimeInSeconds")),
-        image=(description.get("AlgorithmSpecification") or {}).get("TrainingImage"), region=region,
-        channels=channels, input_mode=mode, managed_spot=bool(description.get("EnableManagedSpotTraining")),
+        image=(description.get("AlgorithmSpecification") or {}).get("TrainingImage"),
+        region=region,
+        channels=channels,
+        input_mode=mode,
+        managed_spot=bool(description.get("EnableManagedSpotTraining")),
         failure_reason=description.get("FailureReason"),
     )
 
 
-def fetch_job(job_name: str, region: str | None = None, *, metrics: bool = True, sm: Any = None,
-              cloudwatch: Any = None) -> SageMakerJob:
+def fetch_job(
+    job_name: str,
+    region: str | None = None,
+    *,
+    metrics: bool = True,
+    sm: Any = None,
+    cloudwatch: Any = None,
+) -> SageMakerJob:
     """Describe the job and read its system metrics (a missing job or permission: one line)."""
     region = region_name(region)
     sm = sm or client("sagemaker", region)
     try:
         description = sm.describe_training_job(TrainingJobName=job_name)
     except Exception as exc:
-        raise cloud_error(exc, f"SageMaker training job {job_name!r} in {region}",
-                          "sagemaker:DescribeTrainingJob") from None
+        raise cloud_error(
+            exc, f"SageMaker training job {job_name!r} in {region}", "sagemaker:DescribeTrainingJob"
+        ) from None
     job = from_description(description, region)
     if metrics:
         try:
             job.metrics = system_metrics(job, cloudwatch or client("cloudwatch", region))
         except Exception as exc:
-            job.notes.append(str(cloud_error(exc, "CloudWatch metrics", "cloudwatch:GetMetricData")))
+            job.notes.append(
+                str(cloud_error(exc, "CloudWatch metrics", "cloudwatch:GetMetricData"))
+            )
         if not job.metrics:
             job.notes.append(f"no system metrics in CloudWatch {NAMESPACE} for this job")
     return job
@@ -130,19 +157,29 @@ def system_metrics(job: SageMakerJob, cloudwatch: Any) -> dict[str, list[float]]
     queries = []
     for host in range(1, job.instance_count + 1):
         for i, metric in enumerate(SYSTEM_METRICS):
-            queries.append({
-                "Id": f"m{host}_{i}",
-                "Label": metric,
-                "MetricStat": {"Metric": {"Namespace": NAMESPACE, "MetricName": metric,
-                                          "Dimensions": [{"Name": "Host", "Value": f"{job.name}/algo-{host}"}]},
-                               "Period": PERIOD_S, "Stat": "Average"},
-                "ReturnData": True,
-            })
+            queries.append(
+                {
+                    "Id": f"m{host}_{i}",
+                    "Label": metric,
+                    "MetricStat": {
+                        "Metric": {
+                            "Namespace": NAMESPACE,
+                            "MetricName": metric,
+                            "Dimensions": [{"Name": "Host", "Value": f"{job.name}/algo-{host}"}],
+                        },
+                        "Period": PERIOD_S,
+                        "Stat": "Average",
+                    },
+                    "ReturnData": True,
+                }
+            )
     out: dict[str, list[float]] = {}
     for chunk in range(0, len(queries), 500):
-        kwargs: dict[str, Any] = {"MetricDataQueries": queries[chunk:chunk + 500],
-                                  "StartTime": datetime.fromtimestamp(start, tz=timezone.utc),
-                                  "EndTime": datetime.fromtimestamp(end, tz=timezone.utc) + timedelta(seconds=1)}
+        kwargs: dict[str, Any] = {
+            "MetricDataQueries": queries[chunk : chunk + 500],
+            "StartTime": datetime.fromtimestamp(start, tz=timezone.utc),
+            "EndTime": datetime.fromtimestamp(end, tz=timezone.utc) + timedelta(seconds=1),
+        }
         while True:
             page = cloudwatch.get_metric_data(**kwargs)
             for result in page.get("MetricDataResults") or []:
@@ -159,7 +196,10 @@ def framework_of(image: str | None) -> dict[str, Any]:
     """Backend and version from a Deep Learning Container image name (best effort)."""
     if not image:
         return {}
-    match = re.search(r"/(tensorflow|pytorch|huggingface-pytorch|huggingface-tensorflow|mxnet)[-\w]*:(\d+\.\d+)", image)
+    match = re.search(
+        r"/(tensorflow|pytorch|huggingface-pytorch|huggingface-tensorflow|mxnet)[-\w]*:(\d+\.\d+)",
+        image,
+    )
     if not match:
         return {}
     kind, version = match.group(1), match.group(2)

@@ -111,12 +111,23 @@ def fully_confirmed(folder: Path, state: SpoolState) -> bool:
 class RunUploader:
     """Background uploads of one worker's spooled run (see the module docs)."""
 
-    def __init__(self, url: str, folder: Path, run_id: str, rank: int, *, store: S3Store | None = None,
-                 note: Any = None, clock: Any = time.monotonic) -> None:
+    def __init__(
+        self,
+        url: str,
+        folder: Path,
+        run_id: str,
+        rank: int,
+        *,
+        store: S3Store | None = None,
+        note: Any = None,
+        clock: Any = time.monotonic,
+    ) -> None:
         self.url = url
         self.folder = folder
         self.store = store or S3Store(url, budget="training")
-        self.state = SpoolState.load(folder) or SpoolState(url, run_id, rank, os.getpid(), socket.gethostname())
+        self.state = SpoolState.load(folder) or SpoolState(
+            url, run_id, rank, os.getpid(), socket.gethostname()
+        )
         self.state.save(folder)
         self.note = note  # callable(message) → an event in the run while it is open
         self.clock = clock
@@ -184,8 +195,13 @@ class RunUploader:
         message = str(exc) if isinstance(exc, AdvisorError) else f"{type(exc).__name__}: {exc}"
         if message != self.last_error:
             self.last_error = message
-            log.warning("advisor: upload to %s failed (%s); the run is kept in %s and retried "
-                        "(`advisor upload` sends it later)", self.url, message, self.folder)
+            log.warning(
+                "advisor: upload to %s failed (%s); the run is kept in %s and retried "
+                "(`advisor upload` sends it later)",
+                self.url,
+                message,
+                self.folder,
+            )
             if self.note is not None:
                 try:
                     self.note(f"upload to {self.url} failed: {message}; kept in the spool, retried")
@@ -198,7 +214,9 @@ class RunUploader:
 _ACTIVE: weakref.WeakSet[RunUploader] = weakref.WeakSet()
 
 
-def start_upload(url: str, folder: Path, run_id: str, rank: int, note: Any = None) -> RunUploader | None:
+def start_upload(
+    url: str, folder: Path, run_id: str, rank: int, note: Any = None
+) -> RunUploader | None:
     """The background uploader of a run being written in ``folder``, and a late upload of what
     earlier processes left in the spool. None (and one warning) when it cannot start: the run is
     still written to the spool, so nothing is lost."""
@@ -207,7 +225,13 @@ def start_upload(url: str, folder: Path, run_id: str, rank: int, note: Any = Non
         resume_pending(url, skip=folder)
         return uploader
     except Exception as exc:
-        log.warning("advisor: no upload to %s (%s: %s); the run stays in %s", url, type(exc).__name__, exc, folder)
+        log.warning(
+            "advisor: no upload to %s (%s: %s); the run stays in %s",
+            url,
+            type(exc).__name__,
+            exc,
+            folder,
+        )
         return None
 
 
@@ -226,9 +250,15 @@ def _at_exit() -> None:
     except ValueError:
         wait_s = DEFAULT_FINAL_WAIT_S
     for uploader in wait_for_uploads(wait_s):
-        log.warning("advisor: run %s is not uploaded to %s (%s); it is kept in %s: run `advisor --runs-dir "
-                    "%s upload` to send it", uploader.state.run_id, uploader.url,
-                    uploader.last_error or "still uploading", uploader.folder, uploader.url)
+        log.warning(
+            "advisor: run %s is not uploaded to %s (%s); it is kept in %s: run `advisor --runs-dir "
+            "%s upload` to send it",
+            uploader.state.run_id,
+            uploader.url,
+            uploader.last_error or "still uploading",
+            uploader.folder,
+            uploader.url,
+        )
         uploader.stop()
 
 
@@ -257,8 +287,9 @@ def pending(url: str) -> list[Pending]:
     return sorted(found, key=lambda p: p.folder.stat().st_mtime)
 
 
-def upload_pending(url: str, store: S3Store | None = None, skip: Path | None = None
-                   ) -> list[tuple[Pending, int, bool]]:
+def upload_pending(
+    url: str, store: S3Store | None = None, skip: Path | None = None
+) -> list[tuple[Pending, int, bool]]:
     """Upload every pending run of ``url`` now; remove the spools of ended runs once confirmed.
 
     Returns (pending run, files sent, spool removed). A run still being written elsewhere on

@@ -91,21 +91,33 @@ class EpochTally:
 class Notes:
     """What the collectors of one fit leave for each other, typed; each field says who writes it."""
 
-    context: dict[str, Any] = field(default_factory=dict)  # context (a custom loop: tracking): its record
+    context: dict[str, Any] = field(
+        default_factory=dict
+    )  # context (a custom loop: tracking): its record
     graph_retraces: int | None = None  # context: the retrace count it last recorded
     pipeline: dict[str, Any] = field(default_factory=dict)  # pipeline: what the input is
-    windows: list[WindowRecord] = field(default_factory=list)  # throughput: the windows written so far
+    windows: list[WindowRecord] = field(
+        default_factory=list
+    )  # throughput: the windows written so far
     logging: bool = False  # throughput: the periodic log line is on
     last_samples_per_s: float | None = None  # throughput: the rate the last log line gave
     profiler_window: tuple[int, int] | None = None  # profiler: the steps it profiles
-    first_step_seconds: float | None = None  # epochs: time to the first step (compiling), the baseline's left out
+    first_step_seconds: float | None = (
+        None  # epochs: time to the first step (compiling), the baseline's left out
+    )
     baseline: InputBaseline | None = None  # baseline: what it measured
     baseline_seconds: float = 0.0  # baseline: how long it trained (not the user's training)
     whatif: WhatIfResult | None = None  # whatif: what it measured
     whatif_seconds: float = 0.0  # whatif: how long it trained (not the user's training)
-    slow_batch_hooks: list[tuple[str, Any]] = field(default_factory=list)  # budget: ("Class.hook", the hook)
-    own_batch_seconds: float = 0.0  # the callback: its batch hooks' sampled cost so far (budget reads it)
-    horovod_size: int | None = None  # set by tests and launchers that know Horovod's world before it starts
+    slow_batch_hooks: list[tuple[str, Any]] = field(
+        default_factory=list
+    )  # budget: ("Class.hook", the hook)
+    own_batch_seconds: float = (
+        0.0  # the callback: its batch hooks' sampled cost so far (budget reads it)
+    )
+    horovod_size: int | None = (
+        None  # set by tests and launchers that know Horovod's world before it starts
+    )
 
     @property
     def measuring_seconds(self) -> float:
@@ -134,7 +146,9 @@ class Session:
     # finished epoch's tally.
     epoch_step0: int | None = None
     tally: EpochTally | None = None
-    ledger: Ledger | None = None  # the fit's time budget (collectors/ledger.py), kept by the callback
+    ledger: Ledger | None = (
+        None  # the fit's time budget (collectors/ledger.py), kept by the callback
+    )
 
     def iterations(self) -> int | None:
         """Optimizer steps so far (``optimizer.iterations``). Read at boundaries only."""
@@ -165,8 +179,12 @@ class Session:
         own (a window's time is up), which differ between workers; a collective issued on one
         worker and not the other pairs with training's next collective and breaks it ("Collective
         instance N expected data_type 9 but got data_type 1"). Such values are not read."""
-        inner = getattr(var, "value", None)  # a Keras 3 variable's TensorFlow one (tf's own: a method)
-        synchronization = getattr(var if inner is None or callable(inner) else inner, "synchronization", None)
+        inner = getattr(
+            var, "value", None
+        )  # a Keras 3 variable's TensorFlow one (tf's own: a method)
+        synchronization = getattr(
+            var if inner is None or callable(inner) else inner, "synchronization", None
+        )
         if synchronization is None or getattr(synchronization, "name", "") != "ON_READ":
             return False
         strategy = getattr(self.model, "distribute_strategy", None)
@@ -227,7 +245,9 @@ class Session:
         self.tally = EpochTally(epoch=epoch, steps=steps, samples=samples)
         return self.tally
 
-    def event(self, source: str, message: str, level: str = "info", detail: str | None = None) -> None:
+    def event(
+        self, source: str, message: str, level: str = "info", detail: str | None = None
+    ) -> None:
         from advisor.store.schema import EventRecord
 
         self.writer.write(
@@ -316,7 +336,9 @@ class Guard:
         from advisor.store.redact import redact_text
 
         # training logs are shared too (CI output, a cluster's job log): no secret from the message
-        message = redact_text(f"{collector.name} collector failed in {hook}: {type(exc).__name__}: {exc}")
+        message = redact_text(
+            f"{collector.name} collector failed in {hook}: {type(exc).__name__}: {exc}"
+        )
         self.disabled[collector.name] = message
         log.warning("advisor: %s; it is switched off, training goes on", message)
         if self.session is not None:

@@ -45,16 +45,29 @@ class BaselineCollector(Collector):
 
     name = "baseline"
 
-    def __init__(self, mode: Any = "end", steps: int = BASELINE_MIN_STEPS, source_cache: bool = True,
-                 seconds: float | None = None, rounds: int = BASELINE_ROUNDS,
-                 max_seconds: float = BASELINE_MAX_SECONDS) -> None:
+    def __init__(
+        self,
+        mode: Any = "end",
+        steps: int = BASELINE_MIN_STEPS,
+        source_cache: bool = True,
+        seconds: float | None = None,
+        rounds: int = BASELINE_ROUNDS,
+        max_seconds: float = BASELINE_MAX_SECONDS,
+    ) -> None:
         super().__init__()
         self.mode = normalize_baseline(mode)
-        for name, value, kind in (("baseline_steps", steps, int), ("baseline_rounds", rounds, int),
-                                  ("baseline_seconds", BASELINE_SECONDS if seconds is None else seconds, float),
-                                  ("baseline_max_seconds", max_seconds, float)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or (
-                    kind is int and not isinstance(value, int)):
+        for name, value, kind in (
+            ("baseline_steps", steps, int),
+            ("baseline_rounds", rounds, int),
+            ("baseline_seconds", BASELINE_SECONDS if seconds is None else seconds, float),
+            ("baseline_max_seconds", max_seconds, float),
+        ):
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not value > 0
+                or (kind is int and not isinstance(value, int))
+            ):
                 what = "a positive integer" if kind is int else "a positive number of seconds"
                 raise UsageError(f"{name} must be {what}, got {value!r}")
         self.steps, self.rounds = steps, rounds
@@ -90,13 +103,25 @@ class BaselineCollector(Collector):
             self._skip(sizing.skipped, mode, announce=False)
             return
         t0 = time.perf_counter()
-        plan = make_plan(session.model, seconds=sizing.seconds, min_steps=self.steps, rounds=self.rounds,
-                         max_seconds=sizing.max_seconds, error=UsageError)
+        plan = make_plan(
+            session.model,
+            seconds=sizing.seconds,
+            min_steps=self.steps,
+            rounds=self.rounds,
+            max_seconds=sizing.max_seconds,
+            error=UsageError,
+        )
         try:
-            self.result = measure_fit_input(session.model, session.data, session.backend, plan,
-                                            training_done=mode != "start", need_real=mode == "auto",
-                                            source_cache=self.source_cache,
-                                            hooks=list(session.notes.slow_batch_hooks))
+            self.result = measure_fit_input(
+                session.model,
+                session.data,
+                session.backend,
+                plan,
+                training_done=mode != "start",
+                need_real=mode == "auto",
+                source_cache=self.source_cache,
+                hooks=list(session.notes.slow_batch_hooks),
+            )
         except NoRealInput:
             self._skip(ONE_SHOT, mode)
             return
@@ -111,8 +136,12 @@ class BaselineCollector(Collector):
         for note in self.result.notes:
             session.event("baseline", note, level="info")
         if session.rank == 0:
-            log.info("advisor: baseline (%d rounds, %.1f s): %s", self.result.rounds, self.result.seconds,
-                     self.result.summary())
+            log.info(
+                "advisor: baseline (%d rounds, %.1f s): %s",
+                self.result.rounds,
+                self.result.seconds,
+                self.result.summary(),
+            )
 
     def _skip(self, reason: str, mode: str, announce: bool = True) -> None:
         self._record(mode, None, 0.0, skipped=reason)
@@ -123,7 +152,16 @@ class BaselineCollector(Collector):
         from advisor.store.schema import BaselineRecord
 
         session = self.session
-        session.writer.write(BaselineRecord(
-            t=time.time(), steps=0, input_kind=session.data.kind, mode=mode, seconds=seconds,
-            warmup_steps=plan.warmup_steps if plan else None, target_seconds=plan.seconds if plan else None,
-            budget_seconds=plan.max_seconds if plan else None, **why))
+        session.writer.write(
+            BaselineRecord(
+                t=time.time(),
+                steps=0,
+                input_kind=session.data.kind,
+                mode=mode,
+                seconds=seconds,
+                warmup_steps=plan.warmup_steps if plan else None,
+                target_seconds=plan.seconds if plan else None,
+                budget_seconds=plan.max_seconds if plan else None,
+                **why,
+            )
+        )

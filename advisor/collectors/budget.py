@@ -30,16 +30,35 @@ log = logging.getLogger("advisor")
 
 # Hooks a fit calls; a callback's override of any of them is wrapped.
 FIT_HOOKS = (
-    "on_train_begin", "on_train_end", "on_epoch_begin", "on_epoch_end",
-    "on_train_batch_begin", "on_train_batch_end", "on_batch_begin", "on_batch_end",
-    "on_test_begin", "on_test_end", "on_test_batch_begin", "on_test_batch_end",
+    "on_train_begin",
+    "on_train_end",
+    "on_epoch_begin",
+    "on_epoch_end",
+    "on_train_batch_begin",
+    "on_train_batch_end",
+    "on_batch_begin",
+    "on_batch_end",
+    "on_test_begin",
+    "on_test_end",
+    "on_test_batch_begin",
+    "on_test_batch_end",
 )
-BATCH_HOOKS = frozenset({"on_train_batch_begin", "on_train_batch_end", "on_batch_begin", "on_batch_end"})
-CHECKPOINT_CLASSES = frozenset({"ModelCheckpoint", "BackupAndRestore", "BackupAndRestoreExperimental"})
+BATCH_HOOKS = frozenset(
+    {"on_train_batch_begin", "on_train_batch_end", "on_batch_begin", "on_batch_end"}
+)
+CHECKPOINT_CLASSES = frozenset(
+    {"ModelCheckpoint", "BackupAndRestore", "BackupAndRestoreExperimental"}
+)
 KERAS_CLASSES = frozenset({"History", "ProgbarLogger"})  # added by fit itself
 SAVE_METHODS = ("save", "save_weights")
-MEASURE_COLLECTORS = {"baseline": "advisor_measure", "whatif": "advisor_measure", "profiler": "profile"}
-SLOW_HOOK_SHARE = 0.10  # a batch hook above this share of the step is tried in the baseline's "hooks" arm
+MEASURE_COLLECTORS = {
+    "baseline": "advisor_measure",
+    "whatif": "advisor_measure",
+    "profiler": "profile",
+}
+SLOW_HOOK_SHARE = (
+    0.10  # a batch hook above this share of the step is tried in the baseline's "hooks" arm
+)
 MAX_WALK_FILES = 10_000  # a saved directory is sized from at most this many files
 
 
@@ -47,7 +66,9 @@ def kind_of(callback: Any) -> str:
     names = {klass.__name__ for klass in type(callback).__mro__}
     if names & CHECKPOINT_CLASSES:
         return "checkpoint"
-    if type(callback).__name__ in KERAS_CLASSES and type(callback).__module__.startswith(("keras", "tf_keras")):
+    if type(callback).__name__ in KERAS_CLASSES and type(callback).__module__.startswith(
+        ("keras", "tf_keras")
+    ):
         return "keras"
     return "callback"
 
@@ -85,7 +106,9 @@ def bytes_at(path: Any) -> int | None:
                     break
                 total += file.stat().st_size
             return total
-        parts = [p for p in target.parent.glob(target.name + ".*") if p.is_file()]  # prefix.index, prefix.data-…
+        parts = [
+            p for p in target.parent.glob(target.name + ".*") if p.is_file()
+        ]  # prefix.index, prefix.data-…
         return sum(p.stat().st_size for p in parts) if parts else None
     except OSError:
         return None
@@ -111,14 +134,20 @@ class BudgetCollector(Collector):
 
     def __init__(self, wrap: bool = True) -> None:
         super().__init__()
-        self.wrap = wrap  # False: the phases and the advisor's own time only, nothing of the user's wrapped
+        self.wrap = (
+            wrap  # False: the phases and the advisor's own time only, nothing of the user's wrapped
+        )
         self._restore: list[tuple[Any, str, Any]] = []  # (object, attribute, the wrapper put there)
-        self._keys: dict[str, tuple[str, str, str]] = {}  # ledger state → (callback name, hook, kind)
+        self._keys: dict[
+            str, tuple[str, str, str]
+        ] = {}  # ledger state → (callback name, hook, kind)
         self._originals: dict[str, Any] = {}  # ledger state → the hook it wraps
         self._saves = _Saves()
         self._last_written = 0.0
         self._lock = threading.Lock()  # the overlapped time of hooks on Keras's worker threads
-        self._fit_frame: int | None = None  # id of the fit's frame: a save outside it finds the wrappers stale
+        self._fit_frame: int | None = (
+            None  # id of the fit's frame: a save outside it finds the wrappers stale
+        )
 
     # -- hooks ---------------------------------------------------------------------------------
     def on_train_begin(self) -> None:
@@ -145,7 +174,11 @@ class BudgetCollector(Collector):
                     original = getattr(callback, hook)
                     self._keys[key] = (name, hook, kind)
                     self._originals[key] = original
-                    self._wrap(callback, hook, self._hook_wrapper(original, key, ledger, callback, kind == "checkpoint"))
+                    self._wrap(
+                        callback,
+                        hook,
+                        self._hook_wrapper(original, key, ledger, callback, kind == "checkpoint"),
+                    )
         model = self.session.model
         if model is not None:
             for method in SAVE_METHODS:
@@ -171,7 +204,9 @@ class BudgetCollector(Collector):
     # -- wrapping --------------------------------------------------------------------------------
     def _wrap(self, obj: Any, attr: str, wrapper: Any) -> None:
         before = obj.__dict__.get(attr, _MISSING) if hasattr(obj, "__dict__") else _MISSING
-        wrapper._advisor_before = before  # what a later fit puts back if this one never ends (it raised)
+        wrapper._advisor_before = (
+            before  # what a later fit puts back if this one never ends (it raised)
+        )
         try:
             object.__setattr__(obj, attr, wrapper)
         except Exception as exc:  # a class with __slots__ or a frozen object: left alone
@@ -205,9 +240,16 @@ class BudgetCollector(Collector):
             if wrapper is not None and getattr(obj, "__dict__", {}).get(attr) is wrapper:
                 _put_back(obj, attr, getattr(wrapper, "_advisor_before", _MISSING))
 
-    def _hook_wrapper(self, original: Any, key: str, ledger: Ledger, callback: Any, checkpoint: bool) -> Any:
+    def _hook_wrapper(
+        self, original: Any, key: str, ledger: Ledger, callback: Any, checkpoint: bool
+    ) -> Any:
         # Ledger.enter and .leave, inlined: this runs at every call of a user's batch hook.
-        enter, leave, clock, ident = ledger.enter, ledger.leave, time.perf_counter, threading.get_ident
+        enter, leave, clock, ident = (
+            ledger.enter,
+            ledger.leave,
+            time.perf_counter,
+            threading.get_ident,
+        )
         seconds, calls, stack, main = ledger.seconds, ledger.calls, ledger.stack, ledger.thread
         saves = self._saves
         collector = self
@@ -253,8 +295,15 @@ class BudgetCollector(Collector):
                 leave()
                 # A checkpoint callback that saved without model.save (tf_keras's BackupAndRestore
                 # writes a TensorFlow checkpoint): one save, sized by its directory.
-                folder = getattr(callback, "backup_dir", None) or getattr(callback, "_backup_dir", None)
-                if folder and ledger.saves == before and clock() - t0 > 0.001 and "epoch_end" in key:
+                folder = getattr(callback, "backup_dir", None) or getattr(
+                    callback, "_backup_dir", None
+                )
+                if (
+                    folder
+                    and ledger.saves == before
+                    and clock() - t0 > 0.001
+                    and "epoch_end" in key
+                ):
                     saves.add(key[3:], bytes_at(folder))
 
         hook.__wrapped__ = original  # type: ignore[attr-defined]
@@ -295,7 +344,11 @@ class BudgetCollector(Collector):
         train = ledger.seconds.get(TRAIN, 0.0)
         out = []
         for key, (name, hook, kind) in self._keys.items():
-            if hook not in BATCH_HOOKS or kind != "callback" or any(w.startswith(f"{name}.") for w in self._saves.by):
+            if (
+                hook not in BATCH_HOOKS
+                or kind != "callback"
+                or any(w.startswith(f"{name}.") for w in self._saves.by)
+            ):
                 continue  # checkpoints, Keras's own, and callbacks that saved: not called again in the arm
             spent = ledger.seconds.get(key, 0.0)
             step = (train + spent) / steps
@@ -315,8 +368,13 @@ class BudgetCollector(Collector):
         now = time.perf_counter()
         spent = ledger.snapshot(now)
         seconds = {phase: spent.get(phase, 0.0) for phase in PHASES}
-        seconds.update(callbacks=0.0, checkpoint=spent.get(CHECKPOINT, 0.0), advisor_hooks=spent.get(ADVISOR, 0.0),
-                       advisor_measure=0.0, profile=0.0)
+        seconds.update(
+            callbacks=0.0,
+            checkpoint=spent.get(CHECKPOINT, 0.0),
+            advisor_hooks=spent.get(ADVISOR, 0.0),
+            advisor_measure=0.0,
+            profile=0.0,
+        )
         rows = []
         for key, (name, hook, kind) in self._keys.items():
             value, overlapped = spent.get(key, 0.0), ledger.overlapped.get(key, 0.0)
@@ -324,8 +382,16 @@ class BudgetCollector(Collector):
             if not calls and not overlapped:
                 continue
             seconds["checkpoint" if kind == "checkpoint" else "callbacks"] += value
-            rows.append(CallbackTime(name=name, hook=hook, seconds=round(value, 6), calls=calls, kind=kind,
-                                     overlapped_seconds=round(overlapped, 6)))
+            rows.append(
+                CallbackTime(
+                    name=name,
+                    hook=hook,
+                    seconds=round(value, 6),
+                    calls=calls,
+                    kind=kind,
+                    overlapped_seconds=round(overlapped, 6),
+                )
+            )
         for state, value in spent.items():
             if state.startswith("advisor:"):
                 seconds[MEASURE_COLLECTORS.get(state[8:], "advisor_hooks")] += value
@@ -336,11 +402,21 @@ class BudgetCollector(Collector):
         wall = ledger.wall(now)
         seconds["unaccounted"] = wall - sum(seconds.values())
         saves = self._saves
-        checkpoint = CheckpointTime(count=saves.count, seconds=round(seconds["checkpoint"], 6), bytes=saves.bytes,
-                                    by=dict(saves.by))
-        return BudgetRecord(t=time.time(), final=final, wall_seconds=round(wall, 6),
-                            seconds={k: round(v, 6) for k, v in seconds.items()}, steps=self._steps(),
-                            callbacks=sorted(rows, key=lambda r: -r.seconds), checkpoint=checkpoint)
+        checkpoint = CheckpointTime(
+            count=saves.count,
+            seconds=round(seconds["checkpoint"], 6),
+            bytes=saves.bytes,
+            by=dict(saves.by),
+        )
+        return BudgetRecord(
+            t=time.time(),
+            final=final,
+            wall_seconds=round(wall, 6),
+            seconds={k: round(v, 6) for k, v in seconds.items()},
+            steps=self._steps(),
+            callbacks=sorted(rows, key=lambda r: -r.seconds),
+            checkpoint=checkpoint,
+        )
 
     def _write(self, final: bool) -> None:
         if self.session.ledger is None:

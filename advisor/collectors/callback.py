@@ -111,7 +111,9 @@ class AdvisorCallback(KerasCallbackProtocol):
     ``$ADVISOR_INSTANCE_METADATA``, ``$ADVISOR_PRICING``, ``$ADVISOR_TRACE_TIMEOUT_S``), then the default.
     """
 
-    _advisor_own = True  # the budget collector counts these hooks as the advisor's, not a user callback's
+    _advisor_own = (
+        True  # the budget collector counts these hooks as the advisor's, not a user callback's
+    )
 
     def __new__(cls, *args: Any, **kwargs: Any) -> AdvisorCallback:
         check_names(kwargs, cls.__name__)
@@ -156,9 +158,17 @@ class AdvisorCallback(KerasCallbackProtocol):
         mlflow: bool = False,
         **deprecated: Any,
     ) -> None:
-        given = {name: value for name, value in locals().items() if name not in ("self", "__class__", "deprecated")}
-        given.update(tags=tags or {}, collectors=tuple(collectors) if collectors is not None else None)
-        self.options = AdvisorOptions(**renamed(given, deprecated))  # each parameter is the option of its name
+        given = {
+            name: value
+            for name, value in locals().items()
+            if name not in ("self", "__class__", "deprecated")
+        }
+        given.update(
+            tags=tags or {}, collectors=tuple(collectors) if collectors is not None else None
+        )
+        self.options = AdvisorOptions(
+            **renamed(given, deprecated)
+        )  # each parameter is the option of its name
         from advisor.collectors.registry import build_collectors
 
         self.collectors: list[Collector] = build_collectors(self.options)
@@ -174,7 +184,9 @@ class AdvisorCallback(KerasCallbackProtocol):
         self._epoch: int | None = None
         self._last_batch_ended: int | None = None  # index of the epoch's last batch ended
         self._train_t0 = 0.0
-        self._switch_at = 2  # the batch whose begin ends start-up or an epoch boundary (training steps resume)
+        self._switch_at = (
+            2  # the batch whose begin ends start-up or an epoch boundary (training steps resume)
+        )
         self._in_fit = False
         self._collectors_used = False
         self.uploader: Any = None  # RunUploader when runs_dir is an s3:// store
@@ -187,8 +199,11 @@ class AdvisorCallback(KerasCallbackProtocol):
         profiler does not: its step markers must open and close on the training thread). Keras
         reads this when ``fit`` builds its callback list, before ``on_train_begin``.
         """
-        return all(getattr(c, "async_safe", False) for c in self.collectors
-                   if getattr(type(c), "batch_hook", False) or getattr(c, "batch_hook", False))
+        return all(
+            getattr(c, "async_safe", False)
+            for c in self.collectors
+            if getattr(type(c), "batch_hook", False) or getattr(c, "batch_hook", False)
+        )
 
     @property
     def run_path(self) -> Any:
@@ -202,8 +217,11 @@ class AdvisorCallback(KerasCallbackProtocol):
         try:
             self._begin(find_fit_locals(), t0)
         except Exception as exc:
-            log.warning("advisor: could not start the run (%s: %s); training goes on without it",
-                        type(exc).__name__, exc)
+            log.warning(
+                "advisor: could not start the run (%s: %s); training goes on without it",
+                type(exc).__name__,
+                exc,
+            )
             self.guard = None
             return
         assert self.guard is not None and self.session is not None
@@ -307,7 +325,9 @@ class AdvisorCallback(KerasCallbackProtocol):
     def _refresh_batch_calls(self) -> None:
         assert self.guard is not None
         self._batch_calls = [c.on_train_batch_end for c in self.guard.active("batch_hook")]
-        self._batch_begin_calls = [c.on_train_batch_begin for c in self.guard.active("batch_begin_hook")]
+        self._batch_begin_calls = [
+            c.on_train_batch_begin for c in self.guard.active("batch_begin_hook")
+        ]
 
     def _call(self, hook: str, *args: Any) -> None:
         if self.guard is None:
@@ -352,14 +372,21 @@ class AdvisorCallback(KerasCallbackProtocol):
             from advisor.cloud.spool import start_upload
 
             session = self.session
-            self.uploader = start_upload(url, self.writer.path, self.writer.run_id, rank,
-                                         note=lambda message: session.event("upload", message, level="warning"))
+            self.uploader = start_upload(
+                url,
+                self.writer.path,
+                self.writer.run_id,
+                rank,
+                note=lambda message: session.event("upload", message, level="warning"),
+            )
         if rank == 0 and opts.log_every_seconds is not None:
             ensure_log_handler()
 
     def _own_batch_estimate(self) -> float:
         """Seconds spent in the advisor's batch hooks so far, from the one call in 128 it times."""
-        per_batch = self._batch_sampled_seconds / self._batch_sampled if self._batch_sampled else 0.0
+        per_batch = (
+            self._batch_sampled_seconds / self._batch_sampled if self._batch_sampled else 0.0
+        )
         return per_batch * self._batches
 
     def _own_estimate(self) -> float:
@@ -375,7 +402,9 @@ class AdvisorCallback(KerasCallbackProtocol):
             own = max(0.0, self._own_estimate() - baseline)
             if self.session is not None and self.guard is not None:
                 self.session.notes.own_batch_seconds = self._own_batch_estimate()
-                self.guard.call("on_before_close", status)  # the budget's final record, before the end record
+                self.guard.call(
+                    "on_before_close", status
+                )  # the budget's final record, before the end record
             self.writer.close(status, advisor_seconds=own, train_seconds=train_seconds)
         except Exception as exc:
             log.warning("advisor: could not close the run: %s", exc)
@@ -386,7 +415,11 @@ class AdvisorCallback(KerasCallbackProtocol):
         if self.guard is not None:
             self.guard.call("on_run_closed", status)
         if self.session is not None and self.session.rank == 0 and status == "finished":
-            where = f"{self.uploader.url} (uploading from {self.writer.path})" if self.uploader else self.writer.path
+            where = (
+                f"{self.uploader.url} (uploading from {self.writer.path})"
+                if self.uploader
+                else self.writer.path
+            )
             report_closed(self.writer, where)
 
     def _abort(self, reason: str) -> None:

@@ -12,8 +12,17 @@ from advisor.probes.framework import device_kind, dtype_policy_of
 from advisor.store.schema import ContextRecord
 
 _EARLY_STOPPING = ("EarlyStopping",)
-_TRACKING = ("TensorBoard", "CSVLogger", "MLflowCallback", "MlflowCallback", "WandbCallback",
-             "WandbMetricsLogger", "CometCallback", "NeptuneCallback", "ClearMLCallback")
+_TRACKING = (
+    "TensorBoard",
+    "CSVLogger",
+    "MLflowCallback",
+    "MlflowCallback",
+    "WandbCallback",
+    "WandbMetricsLogger",
+    "CometCallback",
+    "NeptuneCallback",
+    "ClearMLCallback",
+)
 _TUNER_MODULES = ("keras_tuner", "optuna", "ray.tune", "kerastuner")
 
 
@@ -33,13 +42,20 @@ class ContextCollector(Collector):
             "dtype_policy": values.get("context.dtype_policy"),
             "jit_compile": values.get("context.jit_compile"),
         }
-        self.session.writer.update_manifest(**{k: v for k, v in manifest_fields.items() if v is not None})
+        self.session.writer.update_manifest(
+            **{k: v for k, v in manifest_fields.items() if v is not None}
+        )
 
     def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None) -> None:
         retraces = _retraces(self.session.model)
         if retraces is not None and retraces != self.session.notes.graph_retraces:
             self.session.notes.graph_retraces = retraces
-            self.session.writer.write(ContextRecord(t=time.time(), values={**self.session.notes.context, "context.graph_retraces": retraces}))
+            self.session.writer.write(
+                ContextRecord(
+                    t=time.time(),
+                    values={**self.session.notes.context, "context.graph_retraces": retraces},
+                )
+            )
 
 
 def introspect(session: Any) -> dict[str, Any]:
@@ -73,7 +89,9 @@ def introspect(session: Any) -> dict[str, Any]:
     if policy:
         v["context.mixed_precision"] = "16" in policy
     jit = _safe(lambda: model.jit_compile)
-    v["context.jit_compile"] = bool(jit) if jit is not None else (False if session.keras_flavor == "tf_keras" else None)
+    v["context.jit_compile"] = (
+        bool(jit) if jit is not None else (False if session.keras_flavor == "tf_keras" else None)
+    )
     v["context.jit_compile_default"] = _jit_default(model, session.keras_flavor)
     eager = getattr(model, "run_eagerly", None)
     v["context.run_eagerly"] = bool(eager) if eager is not None else None
@@ -81,7 +99,9 @@ def introspect(session: Any) -> dict[str, Any]:
     names = [n for n in names if n not in ("History", "ProgbarLogger")]
     v["context.callbacks"] = names
     v["context.early_stopping"] = any(n in _EARLY_STOPPING for n in names)
-    v["context.tracking"] = any(n in _TRACKING for n in names) or bool(getattr(session.options, "mlflow", False))
+    v["context.tracking"] = any(n in _TRACKING for n in names) or bool(
+        getattr(session.options, "mlflow", False)
+    )
     v["context.tuner"] = any(m in sys.modules for m in _TUNER_MODULES)
     profiling = session.options.profile_steps is not None
     for cb in session.fit_callbacks:
@@ -90,7 +110,9 @@ def introspect(session: Any) -> dict[str, Any]:
     v["context.profiling_configured"] = profiling
     conv = [layer for layer in _layers(model) if "Conv" in type(layer).__name__]
     v["context.conv_layers"] = len(conv)
-    v["context.conv_channels_first"] = any(getattr(layer, "data_format", "") == "channels_first" for layer in conv)
+    v["context.conv_channels_first"] = any(
+        getattr(layer, "data_format", "") == "channels_first" for layer in conv
+    )
     try:
         v["context.params"] = int(sum(_size(w) for w in model.trainable_weights))
     except Exception:
@@ -111,15 +133,23 @@ def horovod_compression(optimizer: Any) -> str | None:
     ``_allreduce_grads`` function. The compressor is ``NoneCompressor``, ``FP16Compressor`` or a
     user's subclass of Horovod's ``Compressor``; a loss-scale wrapper holds the optimizer inside.
     """
-    for opt in (optimizer, getattr(optimizer, "inner_optimizer", None), getattr(optimizer, "_optimizer", None)):
+    for opt in (
+        optimizer,
+        getattr(optimizer, "inner_optimizer", None),
+        getattr(optimizer, "_optimizer", None),
+    ):
         if opt is None:
             continue
-        candidates = [getattr(opt, "_compression", None),
-                      _free_variable(getattr(type(opt), "__init__", None), "compression"),
-                      _free_variable(getattr(opt, "_allreduce_grads", None), "compression")]
+        candidates = [
+            getattr(opt, "_compression", None),
+            _free_variable(getattr(type(opt), "__init__", None), "compression"),
+            _free_variable(getattr(opt, "_allreduce_grads", None), "compression"),
+        ]
         for compressor in candidates:
             cls = compressor if isinstance(compressor, type) else type(compressor)
-            if compressor is not None and any(c.__module__.startswith("horovod") for c in cls.__mro__):
+            if compressor is not None and any(
+                c.__module__.startswith("horovod") for c in cls.__mro__
+            ):
                 return cls.__name__.removesuffix("Compressor").lower() or "custom"
     return None
 
@@ -173,7 +203,12 @@ def _feeds_local_share(strategy: str | None, workers: int) -> bool:
 
 def _horovod_size() -> int | None:
     """Horovod's world size when Horovod is imported and initialised, else from horovodrun's env."""
-    for name in ("horovod.tensorflow.keras", "horovod.keras", "horovod.tensorflow", "horovod.torch"):
+    for name in (
+        "horovod.tensorflow.keras",
+        "horovod.keras",
+        "horovod.tensorflow",
+        "horovod.torch",
+    ):
         module = sys.modules.get(name)
         if module is not None:
             try:
@@ -261,7 +296,8 @@ def _compiled_functions(fn: Any, depth: int = 3) -> list[Any]:
             continue
         seen.add(id(obj))
         if callable(getattr(obj, "experimental_get_tracing_count", None)) or callable(
-                getattr(obj, "_cache_size", None)):
+            getattr(obj, "_cache_size", None)
+        ):
             found.append(obj)
             continue
         if level >= depth:

@@ -62,11 +62,15 @@ class EpochCollector(Collector):
     def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None) -> None:
         now = time.perf_counter()
         seconds = now - self._epoch_t0
-        windows = [
-            w for w in self.session.notes.windows if w.epoch == epoch
-        ]
-        tally = self.session.tally if self.session.tally is not None and self.session.tally.epoch == epoch else None
-        if tally is not None and tally.steps is not None:  # the callback's count (Session.close_epoch)
+        windows = [w for w in self.session.notes.windows if w.epoch == epoch]
+        tally = (
+            self.session.tally
+            if self.session.tally is not None and self.session.tally.epoch == epoch
+            else None
+        )
+        if (
+            tally is not None and tally.steps is not None
+        ):  # the callback's count (Session.close_epoch)
             steps, samples = tally.steps, tally.samples
         else:
             step = self.session.iterations()

@@ -181,8 +181,16 @@ def _draws_from_python(dataset: Any) -> bool:
     return b"GeneratorDataset" in graph or b"PyFunc" in graph
 
 
-_ONE_TO_ONE = ("_MapDataset", "_ParallelMapDataset", "PrefetchDataset", "_PrefetchDataset",
-               "_OptionsDataset", "CacheDataset", "_CacheDataset", "_AssertCardinalityDataset")
+_ONE_TO_ONE = (
+    "_MapDataset",
+    "_ParallelMapDataset",
+    "PrefetchDataset",
+    "_PrefetchDataset",
+    "_OptionsDataset",
+    "CacheDataset",
+    "_CacheDataset",
+    "_AssertCardinalityDataset",
+)
 
 
 def _tf_partial_batch(dataset: Any, batch_size: int) -> int | None:

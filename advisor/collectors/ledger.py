@@ -32,7 +32,17 @@ PHASES = (STARTUP, TRAIN, VALIDATION, BOUNDARY)
 class Ledger:
     """Charges elapsed time to the current state; see the module docs."""
 
-    __slots__ = ("seconds", "calls", "state", "last", "t0", "stack", "thread", "saves", "overlapped")
+    __slots__ = (
+        "seconds",
+        "calls",
+        "state",
+        "last",
+        "t0",
+        "stack",
+        "thread",
+        "saves",
+        "overlapped",
+    )
 
     def __init__(self, t0: float, state: str = STARTUP) -> None:
         self.t0 = t0
@@ -43,7 +53,9 @@ class Ledger:
         self.overlapped: dict[str, float] = {}  # state → seconds run off the training thread
         self.stack: list[str] = []
         self.thread = threading.get_ident()
-        self.saves = 0  # model saves so far (a checkpoint callback's own saves are told apart by it)
+        self.saves = (
+            0  # model saves so far (a checkpoint callback's own saves are told apart by it)
+        )
 
     def charge(self, now: float) -> None:
         """Charge the time since the last reading to the current state."""

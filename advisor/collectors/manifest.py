@@ -35,9 +35,17 @@ def host_facts() -> dict[str, Any]:
     }
 
 
-def run_manifest(*, framework: dict[str, Any], num_workers: int, steps_per_execution: int,
-                 instance: tuple[str | None, str | None], price: tuple[float | None, str | None],
-                 options: Any, config: dict[str, Any], **extra: Any) -> dict[str, Any]:
+def run_manifest(
+    *,
+    framework: dict[str, Any],
+    num_workers: int,
+    steps_per_execution: int,
+    instance: tuple[str | None, str | None],
+    price: tuple[float | None, str | None],
+    options: Any,
+    config: dict[str, Any],
+    **extra: Any,
+) -> dict[str, Any]:
     """The manifest fields a run begins with: versions, world, instance and price with their
     sources, the host, the user's tags, the sweep it belongs to and the recorded options;
     ``extra`` adds what the writer cannot find itself (a custom loop's strategy and batch)."""
@@ -67,6 +75,12 @@ def instance_and_price(options: Any) -> tuple[tuple[str | None, str | None], Pri
 
     instance = detect_instance_type(options.instance_type, metadata=options.instance_metadata)
     instance_type, source = instance if instance else (None, None)
-    found = resolve(instance_type, options.price_per_hour, live=options.pricing == "aws", region=options.region,
-                    spot=options.spot, wait_s=PRICE_WAIT_S)
+    found = resolve(
+        instance_type,
+        options.price_per_hour,
+        live=options.pricing == "aws",
+        region=options.region,
+        spot=options.spot,
+        wait_s=PRICE_WAIT_S,
+    )
     return (instance_type, source), found

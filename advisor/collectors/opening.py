@@ -28,8 +28,9 @@ def _close_open_runs() -> None:
 atexit.register(_close_open_runs)
 
 
-def open_run(opts: AdvisorOptions, fit_locals: dict[str, Any] | None, model: Any,
-             t0: float) -> tuple[Any, Session, str | None, Any]:
+def open_run(
+    opts: AdvisorOptions, fit_locals: dict[str, Any] | None, model: Any, t0: float
+) -> tuple[Any, Session, str | None, Any]:
     """(writer, session, the S3 store's URL or None, the price found) of a fit beginning now;
     ``t0`` is when the callback's ``on_train_begin`` began: the budget's wall clock starts there."""
     from advisor.store.paths import store_url
@@ -42,17 +43,36 @@ def open_run(opts: AdvisorOptions, fit_locals: dict[str, Any] | None, model: Any
     instance, found = instance_and_price(opts)
     url = store_url(opts.runs_dir)
     price = found.usd_per_hour
-    manifest = run_manifest(framework=framework, num_workers=world, steps_per_execution=spe, instance=instance,
-                            price=(price, found.source), options=opts, config=opts.recorded())
+    manifest = run_manifest(
+        framework=framework,
+        num_workers=world,
+        steps_per_execution=spe,
+        instance=instance,
+        price=(price, found.source),
+        options=opts,
+        config=opts.recorded(),
+    )
     runs_dir: Any = opts.runs_dir
     if url is not None:  # an S3 store: write to the local spool, upload in the background
         from advisor.cloud.spool import spool_root
 
         runs_dir = spool_root(url, rank)
     writer = RunWriter(runs_dir, rank=rank, manifest=manifest, name=opts.name)
-    session = Session(writer=writer, model=model, rank=rank, num_workers=world, options=opts, data=data,
-                      fit_callbacks=fit_callbacks, keras_flavor=flavor, backend=backend, steps_per_execution=spe,
-                      train_begin_t=time.perf_counter(), price_per_hour=price, ledger=Ledger(t0, ADVISOR))
+    session = Session(
+        writer=writer,
+        model=model,
+        rank=rank,
+        num_workers=world,
+        options=opts,
+        data=data,
+        fit_callbacks=fit_callbacks,
+        keras_flavor=flavor,
+        backend=backend,
+        steps_per_execution=spe,
+        train_begin_t=time.perf_counter(),
+        price_per_hour=price,
+        ledger=Ledger(t0, ADVISOR),
+    )
     return writer, session, url, found
 
 
@@ -65,6 +85,10 @@ def report_closed(writer: Any, where: object) -> None:
     if writer.end_lost is None:
         log.info("advisor: run %s written to %s", writer.run_id, where)
     else:
-        log.warning("advisor: run %s in %s is not complete: its end record could not be written (%s); "
-                    "`advisor check` will not judge it (killed, or end record lost)", writer.run_id, where,
-                    writer.end_lost)
+        log.warning(
+            "advisor: run %s in %s is not complete: its end record could not be written (%s); "
+            "`advisor check` will not judge it (killed, or end record lost)",
+            writer.run_id,
+            where,
+            writer.end_lost,
+        )

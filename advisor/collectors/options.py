@@ -67,10 +67,14 @@ class AdvisorOptions:
     instance_metadata: bool | None = None
     pipeline: bool = True
     budget: bool = True  # time every other callback's hooks and the model's saves (docs/goodput.md)
-    whatif: WhatIf = "needed"  # "needed" (when training points to a change), "auto", candidate names, None
+    whatif: WhatIf = (
+        "needed"  # "needed" (when training points to a change), "auto", candidate names, None
+    )
     whatif_max_seconds: float | None = None  # None: the smaller of 10% of the fit and 60 s
     whatif_rounds: int = WHATIF_ROUNDS
-    whatif_seconds: float | None = None  # measuring time of the rounds; None: what the budget leaves
+    whatif_seconds: float | None = (
+        None  # measuring time of the rounds; None: what the budget leaves
+    )
     pricing: Pricing | None = None  # None: $ADVISOR_PRICING, else "table"
     spot: bool = False
     region: str | None = None
@@ -89,7 +93,9 @@ class AdvisorOptions:
         _positive("window_seconds", self.window_seconds)
         _count("warmup_steps", self.warmup_steps, minimum=0)
         if self.log_every_seconds is not None:
-            _positive("log_every_seconds", self.log_every_seconds, allow_zero=True)  # 0: every window
+            _positive(
+                "log_every_seconds", self.log_every_seconds, allow_zero=True
+            )  # 0: every window
         if self.collectors is not None:
             put(self, "collectors", tuple(self.collectors))
         put(self, "baseline", normalize_baseline(self.baseline))
@@ -103,10 +109,14 @@ class AdvisorOptions:
         if self.profile_timeout_seconds is not None:
             _positive("profile_timeout_seconds", self.profile_timeout_seconds)
         if self.telemetry_interval_seconds < MIN_TELEMETRY_INTERVAL_S:
-            raise UsageError(f"telemetry_interval_seconds must be at least {MIN_TELEMETRY_INTERVAL_S} s "
-                             f"(got {self.telemetry_interval_seconds})")
+            raise UsageError(
+                f"telemetry_interval_seconds must be at least {MIN_TELEMETRY_INTERVAL_S} s "
+                f"(got {self.telemetry_interval_seconds})"
+            )
         if self.telemetry_devices not in TELEMETRY_DEVICES:
-            raise UsageError(f"telemetry_devices must be 'mine' or 'all' (got {self.telemetry_devices!r})")
+            raise UsageError(
+                f"telemetry_devices must be 'mine' or 'all' (got {self.telemetry_devices!r})"
+            )
         put(self, "whatif", normalize_whatif(self.whatif))
         if self.whatif_max_seconds is not None:
             _positive("whatif_max_seconds", self.whatif_max_seconds)
@@ -118,20 +128,31 @@ class AdvisorOptions:
         if self.pricing not in PRICING_SOURCES:
             raise UsageError(f"pricing must be 'table' or 'aws' (got {self.pricing!r})")
         if self.cloudwatch_namespace is not None and (
-                not isinstance(self.cloudwatch_namespace, str) or not self.cloudwatch_namespace.strip()
-                or self.cloudwatch_namespace.startswith("AWS/") or len(self.cloudwatch_namespace) > 255):
-            raise UsageError(f"cloudwatch_namespace must be a name of 1-255 characters not starting with "
-                             f"'AWS/' (got {self.cloudwatch_namespace!r})")
+            not isinstance(self.cloudwatch_namespace, str)
+            or not self.cloudwatch_namespace.strip()
+            or self.cloudwatch_namespace.startswith("AWS/")
+            or len(self.cloudwatch_namespace) > 255
+        ):
+            raise UsageError(
+                f"cloudwatch_namespace must be a name of 1-255 characters not starting with "
+                f"'AWS/' (got {self.cloudwatch_namespace!r})"
+            )
         if self.instance_metadata is None and os.environ.get("ADVISOR_INSTANCE_METADATA"):
-            put(self, "instance_metadata", os.environ["ADVISOR_INSTANCE_METADATA"].strip().lower() in _TRUE)
+            put(
+                self,
+                "instance_metadata",
+                os.environ["ADVISOR_INSTANCE_METADATA"].strip().lower() in _TRUE,
+            )
 
     def recorded(self) -> dict[str, Any]:
         """The options as plain JSON values (``run.json`` ``config``); collector objects by name."""
         out = {RECORDED_AS.get(f.name, f.name): getattr(self, f.name) for f in fields(self)}
         out["tags"] = dict(self.tags)
         if self.collectors is not None:
-            out["collectors"] = [c if isinstance(c, str) else getattr(c, "name", type(c).__name__)
-                                 for c in self.collectors]
+            out["collectors"] = [
+                c if isinstance(c, str) else getattr(c, "name", type(c).__name__)
+                for c in self.collectors
+            ]
         if isinstance(self.profile_steps, tuple):
             out["profile_steps"] = list(self.profile_steps)
         if isinstance(self.whatif, tuple):
@@ -143,14 +164,20 @@ OPTION_NAMES = tuple(f.name for f in fields(AdvisorOptions))
 # Every duration option ends in _seconds. The old spellings still work (a DeprecationWarning, once
 # per spelling and process) and stay the keys of run.json's ``config``, which readers of older runs
 # know: the run directory's contract does not change with the option names.
-DEPRECATED = {"window_s": "window_seconds", "log_every_s": "log_every_seconds",
-              "telemetry_interval_s": "telemetry_interval_seconds", "profile_timeout_s": "profile_timeout_seconds"}
+DEPRECATED = {
+    "window_s": "window_seconds",
+    "log_every_s": "log_every_seconds",
+    "telemetry_interval_s": "telemetry_interval_seconds",
+    "profile_timeout_s": "profile_timeout_seconds",
+}
 RECORDED_AS = {new: old for old, new in DEPRECATED.items()}
 _DEFAULTS = {f.name: f.default for f in fields(AdvisorOptions)}
 _warned: set[str] = set()
 
 
-def renamed(given: dict[str, Any], old_spellings: dict[str, Any], owner: str = "AdvisorCallback") -> dict[str, Any]:
+def renamed(
+    given: dict[str, Any], old_spellings: dict[str, Any], owner: str = "AdvisorCallback"
+) -> dict[str, Any]:
     """``given`` with the deprecated spellings in ``old_spellings`` moved to their new names
     (warning once per spelling); both spellings of one option is a usage error."""
     import warnings
@@ -163,8 +190,11 @@ def renamed(given: dict[str, Any], old_spellings: dict[str, Any], owner: str = "
         out[new] = value
         if old not in _warned:
             _warned.add(old)
-            warnings.warn(f"{owner}({old}=...) is deprecated: use {new}=", DeprecationWarning,
-                          stacklevel=_user_level())
+            warnings.warn(
+                f"{owner}({old}=...) is deprecated: use {new}=",
+                DeprecationWarning,
+                stacklevel=_user_level(),
+            )
     return out
 
 
@@ -176,8 +206,9 @@ def _user_level() -> int:
     return depth
 
 
-def check_names(names: Iterable[str], owner: str = "AdvisorCallback",
-                accepted: Sequence[str] = OPTION_NAMES) -> None:
+def check_names(
+    names: Iterable[str], owner: str = "AdvisorCallback", accepted: Sequence[str] = OPTION_NAMES
+) -> None:
     """A ``TypeError`` for the first option not in ``accepted`` (nor an old name of one), naming
     the closest valid one; a usage error for an option given under both its names (``renamed``
     can only compare values)."""
@@ -188,7 +219,11 @@ def check_names(names: Iterable[str], owner: str = "AdvisorCallback",
     for name in names:
         if name not in accepted and DEPRECATED.get(name) not in accepted:
             close = difflib.get_close_matches(name, accepted, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else f"; valid options: {', '.join(accepted)}"
+            hint = (
+                f"; did you mean {close[0]!r}?"
+                if close
+                else f"; valid options: {', '.join(accepted)}"
+            )
             raise TypeError(f"{owner}() got an unexpected option {name!r}{hint}")
 
 
@@ -199,8 +234,9 @@ def normalize_profile_steps(value: Any) -> tuple[int, int] | str:
     return parse_profile_steps(value)
 
 
-def auto_profile_window(warmup_steps: int, steps_per_execution: int = 1,
-                        epoch_steps: int | None = None) -> tuple[int, int]:
+def auto_profile_window(
+    warmup_steps: int, steps_per_execution: int = 1, epoch_steps: int | None = None
+) -> tuple[int, int]:
     """The steps ``profile_steps="auto"`` captures: AUTO_PROFILE_STEPS steps (trace shares need
     20 to be stable) from a few steps after the warm-up, on whole executions; earlier (but after
     the warm-up) when that keeps the window inside the first epoch."""
@@ -231,7 +267,9 @@ def parse_profile_steps(value: Any) -> tuple[int, int]:
         if isinstance(parts[0], bool) or isinstance(parts[1], bool) or len(parts) != 2:
             raise ValueError
     except (TypeError, ValueError):
-        raise UsageError(f"profile_steps={value!r}: give (start, stop), two step numbers from 1, e.g. (10, 34)") from None
+        raise UsageError(
+            f"profile_steps={value!r}: give (start, stop), two step numbers from 1, e.g. (10, 34)"
+        ) from None
     if start < 1 or stop < start:
         raise UsageError(f"profile_steps={value!r}: need 1 <= start <= stop (steps count from 1)")
     return start, stop
@@ -248,9 +286,16 @@ def normalize_baseline(value: Any) -> str | None:
 
 
 def _positive(name: str, value: Any, allow_zero: bool = False) -> None:
-    if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
-            or value < 0 or (value == 0 and not allow_zero)):
-        raise UsageError(f"{name} must be a {'non-negative' if allow_zero else 'positive'} number, got {value!r}")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value < 0
+        or (value == 0 and not allow_zero)
+    ):
+        raise UsageError(
+            f"{name} must be a {'non-negative' if allow_zero else 'positive'} number, got {value!r}"
+        )
 
 
 def _count(name: str, value: Any, minimum: int) -> None:

@@ -35,14 +35,18 @@ class PipelineCollector(Collector):
             return
         s.writer.write(PipelineRecord(t=time.time(), values=values))
         s.notes.pipeline = values
-        for problem in (values.get("storage") or {}).get("missing", []) + (values.get("storage") or {}).get(
-            "unreadable", []
-        ):
+        for problem in (values.get("storage") or {}).get("missing", []) + (
+            values.get("storage") or {}
+        ).get("unreadable", []):
             s.event("pipeline", f"data file problem: {problem}", level="warning")
         if values.get("error"):
             s.event("pipeline", f"pipeline not inspected: {values['error']}", level="warning")
         if (values.get("storage") or {}).get("remote_error"):
-            s.event("pipeline", f"s3 data not sized: {values['storage']['remote_error']}", level="warning")
+            s.event(
+                "pipeline",
+                f"s3 data not sized: {values['storage']['remote_error']}",
+                level="warning",
+            )
 
 
 def describe_input(data: Any) -> dict[str, Any]:
@@ -64,7 +68,9 @@ def describe_input(data: Any) -> dict[str, Any]:
     elif kind == "numpy":
         values["dynamic_dims"] = 0  # arrays: every batch has the same shape
     elif kind == "pydataset":
-        py = getattr(data.adapter, "py_dataset", None) or getattr(data.adapter, "_keras_sequence", None)
+        py = getattr(data.adapter, "py_dataset", None) or getattr(
+            data.adapter, "_keras_sequence", None
+        )
         if py is not None:
             values["pydataset"] = {
                 "workers": _int(getattr(py, "workers", None)),
@@ -99,10 +105,14 @@ def describe_dataset(dataset: Any) -> dict[str, Any]:
         return {"error": str(exc)}
     values: dict[str, Any] = {"summary": summary, "inspect_seconds": time.perf_counter() - t0}
     if summary.get("files") or summary.get("file_candidates"):
-        values["storage"] = file_facts(summary.get("files", []), summary.get("file_candidates", []),
-                                       summary.get("compression"))
-        remote = [p for p in list(summary.get("files", [])) + list(summary.get("file_candidates", []))
-                  if p.startswith("s3://")]
+        values["storage"] = file_facts(
+            summary.get("files", []), summary.get("file_candidates", []), summary.get("compression")
+        )
+        remote = [
+            p
+            for p in list(summary.get("files", [])) + list(summary.get("file_candidates", []))
+            if p.startswith("s3://")
+        ]
         if remote and not values["storage"].get("files"):
             values["storage"].update(size_s3(remote, summary.get("compression")))
     return values
@@ -123,8 +133,13 @@ def size_s3(paths: list[str], declared_compression: str | None = None) -> dict[s
         return {"remote_error": str(exc)}
     out: dict[str, Any] = {"location": found.location}
     if found.objects:
-        out.update(files=found.objects, total_bytes=found.total_bytes, bytes_p10=found.bytes_p10,
-                   bytes_p50=found.bytes_p50, bytes_p90=found.bytes_p90)
+        out.update(
+            files=found.objects,
+            total_bytes=found.total_bytes,
+            bytes_p10=found.bytes_p10,
+            bytes_p50=found.bytes_p50,
+            bytes_p90=found.bytes_p90,
+        )
     compression = declared_compression.lower() if declared_compression else found.compression
     if compression:
         out["compression"] = compression

@@ -145,7 +145,9 @@ class TorchProfiler:
         prof.stop()
         session = Path(self._logdir) / "plugins" / "profile" / time.strftime("%Y_%m_%d_%H_%M_%S")
         session.mkdir(parents=True, exist_ok=True)
-        prof.export_chrome_trace(str(session / f"{socket.gethostname()}.{os.getpid()}{self.trace_suffix}"))
+        prof.export_chrome_trace(
+            str(session / f"{socket.gethostname()}.{os.getpid()}{self.trace_suffix}")
+        )
 
     def marker(self, step: int) -> AbstractContextManager[Any]:
         return self._torch.profiler.record_function(f"ProfilerStep#{step}")  # type: ignore[no-any-return]
@@ -156,7 +158,11 @@ class TorchProfiler:
 
 
 # Keras backend name → profiler backend factory.
-BACKENDS: dict[str, Any] = {"tensorflow": TensorFlowProfiler, "jax": JaxProfiler, "torch": TorchProfiler}
+BACKENDS: dict[str, Any] = {
+    "tensorflow": TensorFlowProfiler,
+    "jax": JaxProfiler,
+    "torch": TorchProfiler,
+}
 
 
 class ProfilerCollector(Collector):
@@ -199,12 +205,16 @@ class ProfilerCollector(Collector):
         self._spe = max(1, int(s.steps_per_execution or 1))
         if self.auto:
             self.start_step, self.stop_step = auto_profile_window(
-                s.options.warmup_steps, self._spe, s.data.steps_per_epoch)
+                s.options.warmup_steps, self._spe, s.data.steps_per_epoch
+            )
         if self._backend is None:
             factory = BACKENDS.get(s.backend or "")
             if factory is None:
-                s.event(SOURCE, f"profiling is not supported on the {s.backend!r} backend yet; no profile taken",
-                        level="warning")
+                s.event(
+                    SOURCE,
+                    f"profiling is not supported on the {s.backend!r} backend yet; no profile taken",
+                    level="warning",
+                )
                 self._finish_hooks()
                 return
             self._backend = factory()
@@ -301,8 +311,9 @@ class ProfilerCollector(Collector):
             self._marked_steps += 1
         except Exception as exc:  # noqa: BLE001 — recorded; training goes on
             self._marker = None
-            self.session.event(SOURCE, f"could not mark step {step}: {one_line(exc)}",
-                         level="warning")
+            self.session.event(
+                SOURCE, f"could not mark step {step}: {one_line(exc)}", level="warning"
+            )
 
     def _exit_marker(self) -> None:
         marker, self._marker = self._marker, None
@@ -319,8 +330,15 @@ class ProfilerCollector(Collector):
         self._first_call = 1 << 62
 
     # -- records -------------------------------------------------------------------------------
-    def _record(self, first: int, last: int | None, marked: bool, path: Path | None = None,
-                error: str | None = None, summary: str | None = None) -> TraceRecord:
+    def _record(
+        self,
+        first: int,
+        last: int | None,
+        marked: bool,
+        path: Path | None = None,
+        error: str | None = None,
+        summary: str | None = None,
+    ) -> TraceRecord:
         run_path = Path(self.session.writer.path)
         target = path if path is not None else (self._logdir or run_path / "traces")
         record = TraceRecord(
@@ -345,8 +363,11 @@ class ProfilerCollector(Collector):
 
         run_path = Path(self.session.writer.path)
         if not xprof_available() and not find_torch_traces(run_path / record.path):
-            self.session.event(SOURCE, "the profile was saved but not summarised: xprof is not installed "
-                         f"(pip install xprof, then `advisor trace {run_path}`)")
+            self.session.event(
+                SOURCE,
+                "the profile was saved but not summarised: xprof is not installed "
+                f"(pip install xprof, then `advisor trace {run_path}`)",
+            )
             return
         folder = run_path / record.path
         try:
@@ -355,9 +376,13 @@ class ProfilerCollector(Collector):
                 _jax_input_unseen(summary)
             target = save_summary(summary, folder)
         except TraceError as exc:
-            self.session.event(SOURCE, f"the profile could not be summarised: {exc}", level="warning")
+            self.session.event(
+                SOURCE, f"the profile could not be summarised: {exc}", level="warning"
+            )
             return
-        updated = record.model_copy(update={"t": time.time(), "summary": os.path.relpath(target, run_path)})
+        updated = record.model_copy(
+            update={"t": time.time(), "summary": os.path.relpath(target, run_path)}
+        )
         self.session.writer.write(updated)
         self.records.append(updated)
 
@@ -370,8 +395,10 @@ def _jax_input_unseen(summary: Any) -> None:
         summary.input_percent = None
         summary.input_classification = None
         summary.breakdown_percent.pop("input", None)
-        summary.notes.append("input share unknown: on JAX, XProf does not see the batch fetch (it counts "
-                             "as 'all others'); the cached-input baseline measures it (baseline='end')")
+        summary.notes.append(
+            "input share unknown: on JAX, XProf does not see the batch fetch (it counts "
+            "as 'all others'); the cached-input baseline measures it (baseline='end')"
+        )
 
 
 def _sessions(logdir: Path) -> set[str]:
@@ -380,5 +407,3 @@ def _sessions(logdir: Path) -> set[str]:
         return {p.name for p in folder.iterdir() if p.is_dir()}
     except OSError:
         return set()
-
-

@@ -17,8 +17,9 @@ from advisor.errors import UsageError
 def _throughput(o: AdvisorOptions) -> Collector:
     from advisor.collectors.throughput import ThroughputCollector
 
-    return ThroughputCollector(window_s=o.window_seconds, warmup_steps=o.warmup_steps,
-                               log_every_s=o.log_every_seconds)
+    return ThroughputCollector(
+        window_s=o.window_seconds, warmup_steps=o.warmup_steps, log_every_s=o.log_every_seconds
+    )
 
 
 def _epochs(o: AdvisorOptions) -> Collector:
@@ -36,21 +37,32 @@ def _context(o: AdvisorOptions) -> Collector:
 def _profiler(o: AdvisorOptions) -> Collector:
     from advisor.collectors.profiler import ProfilerCollector
 
-    return ProfilerCollector(profile_steps=o.profile_steps or DEFAULT_PROFILE_STEPS, summarize=o.profile_summary,
-                             timeout_s=o.profile_timeout_seconds)
+    return ProfilerCollector(
+        profile_steps=o.profile_steps or DEFAULT_PROFILE_STEPS,
+        summarize=o.profile_summary,
+        timeout_s=o.profile_timeout_seconds,
+    )
 
 
 def _telemetry(o: AdvisorOptions) -> Collector:
     from advisor.collectors.telemetry.collector import TelemetryCollector
 
-    return TelemetryCollector(interval_s=o.telemetry_interval_seconds, devices=o.telemetry_devices, mfu=o.mfu)
+    return TelemetryCollector(
+        interval_s=o.telemetry_interval_seconds, devices=o.telemetry_devices, mfu=o.mfu
+    )
 
 
 def _baseline(o: AdvisorOptions) -> Collector:
     from advisor.collectors.baseline import BaselineCollector
 
-    return BaselineCollector(o.baseline or "end", steps=o.baseline_steps, source_cache=o.baseline_source_cache,
-                             seconds=o.baseline_seconds, rounds=o.baseline_rounds, max_seconds=o.baseline_max_seconds)
+    return BaselineCollector(
+        o.baseline or "end",
+        steps=o.baseline_steps,
+        source_cache=o.baseline_source_cache,
+        seconds=o.baseline_seconds,
+        rounds=o.baseline_rounds,
+        max_seconds=o.baseline_max_seconds,
+    )
 
 
 def _budget(o: AdvisorOptions) -> Collector:
@@ -68,8 +80,12 @@ def _pipeline(o: AdvisorOptions) -> Collector:
 def _whatif(o: AdvisorOptions) -> Collector:
     from advisor.collectors.whatif import WhatIfCollector
 
-    return WhatIfCollector(o.whatif if isinstance(o.whatif, (str, tuple)) else "auto", max_seconds=o.whatif_max_seconds, rounds=o.whatif_rounds,
-                           seconds=o.whatif_seconds)
+    return WhatIfCollector(
+        o.whatif if isinstance(o.whatif, (str, tuple)) else "auto",
+        max_seconds=o.whatif_max_seconds,
+        rounds=o.whatif_rounds,
+        seconds=o.whatif_seconds,
+    )
 
 
 def _cloudwatch(o: AdvisorOptions) -> Collector:
@@ -119,7 +135,9 @@ DEFAULTS: dict[str, Callable[[AdvisorOptions], bool]] = {
 def build_collectors(options: AdvisorOptions) -> list[Collector]:
     """The collectors ``options.collectors`` names (or holds), else the defaults for the options."""
     spec = options.collectors
-    names: list[str | Collector] = [n for n, on in DEFAULTS.items() if on(options)] if spec is None else list(spec)
+    names: list[str | Collector] = (
+        [n for n, on in DEFAULTS.items() if on(options)] if spec is None else list(spec)
+    )
     out: list[Collector] = []
     for item in names:
         if isinstance(item, Collector):

@@ -42,6 +42,8 @@ class ProfilerCallback(AdvisorCallback):
     the summary at train end.
     """
 
-    def __init__(self, runs_dir: Any = None, profile_steps: Any = DEFAULT_PROFILE_STEPS, **options: Any) -> None:
+    def __init__(
+        self, runs_dir: Any = None, profile_steps: Any = DEFAULT_PROFILE_STEPS, **options: Any
+    ) -> None:
         options.setdefault("log_every_seconds", None)
         super().__init__(runs_dir, collectors=["profiler"], profile_steps=profile_steps, **options)

@@ -30,7 +30,9 @@ from advisor.store.schema import WindowRecord
 
 log = logging.getLogger("advisor")
 
-SLICED_WINDOWS = 12  # windows (after warm-up) that carry slices: enough for any run too short for windows
+SLICED_WINDOWS = (
+    12  # windows (after warm-up) that carry slices: enough for any run too short for windows
+)
 
 
 class ThroughputCollector(Collector):
@@ -39,7 +41,9 @@ class ThroughputCollector(Collector):
     batch_begin_hook = True
     async_safe = True  # the batch-end hook is one list append (see the module docs)
 
-    def __init__(self, window_s: float = 10.0, warmup_steps: int = 5, log_every_s: float | None = 60.0) -> None:
+    def __init__(
+        self, window_s: float = 10.0, warmup_steps: int = 5, log_every_s: float | None = 60.0
+    ) -> None:
         super().__init__()
         if window_s <= 0:
             raise ValueError("window_s must be positive")
@@ -83,7 +87,9 @@ class ThroughputCollector(Collector):
             self._planned = True
             self._plan_boundaries()
         self._epoch = epoch
-        self._start_window(time.perf_counter(), self.session.iterations(), self._calls, self.session.samples_seen())
+        self._start_window(
+            time.perf_counter(), self.session.iterations(), self._calls, self.session.samples_seen()
+        )
         self._epoch_step0 = self._win_step0
         self._epoch_opening = True
         self._partial_counted = False
@@ -115,7 +121,9 @@ class ThroughputCollector(Collector):
         if self._in_epoch:
             self._close_window(self._calls, warmup=self._calls <= self._warmup_calls, last=True)
             self._in_epoch = False
-        self._maybe_log(force=not self._log_times)  # a first line at the first epoch end, then as often as asked
+        self._maybe_log(
+            force=not self._log_times
+        )  # a first line at the first epoch end, then as often as asked
 
     def on_train_end(self) -> None:
         """Record how often the throughput was reported (checklist M101): lines logged and the
@@ -124,8 +132,15 @@ class ThroughputCollector(Collector):
 
         marks = [self.session.train_begin_t, *self._log_times, time.perf_counter()]
         gap = max(b - a for a, b in itertools.pairwise(marks))
-        self.session.writer.write(ContextRecord(t=time.time(), values={
-            "throughput.log_lines": len(self._log_times), "throughput.log_gap_s": round(gap, 3)}))
+        self.session.writer.write(
+            ContextRecord(
+                t=time.time(),
+                values={
+                    "throughput.log_lines": len(self._log_times),
+                    "throughput.log_gap_s": round(gap, 3),
+                },
+            )
+        )
 
     # -- windows -------------------------------------------------------------------------------
     def _plan_boundaries(self) -> None:
@@ -151,9 +166,13 @@ class ThroughputCollector(Collector):
         first, last = self._profiled_calls
         return self._win_call0 < last and done >= first
 
-    def _start_window(self, now: float, step: int | None, done: int, seen: int | None = None) -> None:
+    def _start_window(
+        self, now: float, step: int | None, done: int, seen: int | None = None
+    ) -> None:
         self._win_call0 = done
-        self._win_step0 = step if step is not None else done * max(1, self.session.steps_per_execution)
+        self._win_step0 = (
+            step if step is not None else done * max(1, self.session.steps_per_execution)
+        )
         self._win_seen0 = seen
         self._clock.open(now)
 
@@ -218,12 +237,17 @@ class ThroughputCollector(Collector):
         batch = self.session.data.batch_size
         if batch is None:
             return None
-        counted = agreed_samples(steps, batch, None if self._win_seen0 is None or seen is None
-                                 else seen - self._win_seen0)
+        counted = agreed_samples(
+            steps,
+            batch,
+            None if self._win_seen0 is None or seen is None else seen - self._win_seen0,
+        )
         if counted is not None:
             self._partial_counted = self._partial_counted or counted < steps * batch
             return counted
-        short = 0 if self._partial_counted else self.session.data.short_by(step_now - self._epoch_step0)
+        short = (
+            0 if self._partial_counted else self.session.data.short_by(step_now - self._epoch_step0)
+        )
         self._partial_counted = self._partial_counted or short > 0
         return steps * batch - short
 

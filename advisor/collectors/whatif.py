@@ -57,25 +57,47 @@ def situation_from_session(session: Session) -> Situation:
             feeds.resize(2**62)  # every whole batch of the arrays: the user's epoch
         arrays = dict(feeds.real or {})
     elif kind == "pydataset":
-        py_dataset = getattr(adapter, "py_dataset", None) or getattr(adapter, "_keras_sequence", None)
+        py_dataset = getattr(adapter, "py_dataset", None) or getattr(
+            adapter, "_keras_sequence", None
+        )
     elif kind == "torch":
         loader = getattr(adapter, "_dataloader", None)
     spe = session.steps_per_execution
-    unchanged = unchanged_trial(model, kind, dataset=dataset, arrays=arrays, py_dataset=py_dataset, loader=loader,
-                                batch_size=data.batch_size, steps_per_epoch=data.steps_per_epoch, spe=spe)
+    unchanged = unchanged_trial(
+        model,
+        kind,
+        dataset=dataset,
+        arrays=arrays,
+        py_dataset=py_dataset,
+        loader=loader,
+        batch_size=data.batch_size,
+        steps_per_epoch=data.steps_per_epoch,
+        spe=spe,
+    )
     tally = session.tally  # training's last epoch: its length is known where the input's is not
     if unchanged.finite and unchanged.epoch_length is None and tally is not None and tally.steps:
         unchanged.epoch_length = tally.steps
     baseline = notes.baseline
     return Situation(
-        model=model, backend=session.backend, flavor=session.keras_flavor, kind=kind, unchanged=unchanged,
-        batch_size=unchanged.batch_size, steps_per_execution=spe, dataset=dataset, summary=summary,
-        py_dataset=py_dataset, loader=loader, jit_compile=context.get("context.jit_compile"),
-        run_eagerly=bool(context.get("context.run_eagerly")), dtype_policy=context.get("context.dtype_policy"),
+        model=model,
+        backend=session.backend,
+        flavor=session.keras_flavor,
+        kind=kind,
+        unchanged=unchanged,
+        batch_size=unchanged.batch_size,
+        steps_per_execution=spe,
+        dataset=dataset,
+        summary=summary,
+        py_dataset=py_dataset,
+        loader=loader,
+        jit_compile=context.get("context.jit_compile"),
+        run_eagerly=bool(context.get("context.run_eagerly")),
+        dtype_policy=context.get("context.dtype_policy"),
         device=context.get("context.device"),
-        input_cost=getattr(baseline, "bound_fraction", None), input_cost_outside_band=getattr(
-            baseline, "bound_outside_band", None),
-        compile_seconds=notes.first_step_seconds, cpu_count=cpu_count(),
+        input_cost=getattr(baseline, "bound_fraction", None),
+        input_cost_outside_band=getattr(baseline, "bound_outside_band", None),
+        compile_seconds=notes.first_step_seconds,
+        cpu_count=cpu_count(),
         step_seconds=_training_step_seconds(notes, unchanged.batch_size),
     )
 
@@ -83,7 +105,11 @@ def situation_from_session(session: Session) -> Situation:
 def _training_step_seconds(notes: Notes, batch_size: int) -> float | None:
     """One step's time during training (from the throughput collector's last window), if known."""
     rate = notes.last_samples_per_s
-    return batch_size / float(rate) if isinstance(rate, (int, float)) and rate > 0 and batch_size else None
+    return (
+        batch_size / float(rate)
+        if isinstance(rate, (int, float)) and rate > 0 and batch_size
+        else None
+    )
 
 
 def needed(session: Session, budget: float) -> str | None:
@@ -94,11 +120,19 @@ def needed(session: Session, budget: float) -> str | None:
     notes = session.notes
     baseline = notes.baseline
     cost = getattr(baseline, "bound_fraction", None)
-    if (isinstance(cost, (int, float)) and cost >= NEEDED_INPUT_COST and getattr(baseline, "bound_outside_band", False)
-            and beyond_the_inputs_work(cost, getattr(baseline, "real_samples_per_s", None),
-                                       getattr(baseline, "data_only_samples_per_s", None),
-                                       notes.context.get("context.host_cpu_count"),
-                                       notes.context.get("context.device")) is None):
+    if (
+        isinstance(cost, (int, float))
+        and cost >= NEEDED_INPUT_COST
+        and getattr(baseline, "bound_outside_band", False)
+        and beyond_the_inputs_work(
+            cost,
+            getattr(baseline, "real_samples_per_s", None),
+            getattr(baseline, "data_only_samples_per_s", None),
+            notes.context.get("context.host_cpu_count"),
+            notes.context.get("context.device"),
+        )
+        is None
+    ):
         return f"the input costs {cost:.0%} of step time"
     if notes.context.get("context.run_eagerly"):
         return "the step runs eagerly"
@@ -114,14 +148,21 @@ class WhatIfCollector(Collector):
 
     name = "whatif"
 
-    def __init__(self, requested: str | Sequence[str] = "auto", max_seconds: float | None = None,
-                 rounds: int = WHATIF_ROUNDS, seconds: float | None = None) -> None:
+    def __init__(
+        self,
+        requested: str | Sequence[str] = "auto",
+        max_seconds: float | None = None,
+        rounds: int = WHATIF_ROUNDS,
+        seconds: float | None = None,
+    ) -> None:
         super().__init__()
         self.seconds = seconds
         names = normalize_whatif(requested) or "auto"
         self.backends = not isinstance(names, str) and BACKENDS in names
         rest = names if isinstance(names, str) else tuple(n for n in names if n != BACKENDS)
-        self.requested: str | tuple[str, ...] | None = rest or None  # None: the backend what-if alone
+        self.requested: str | tuple[str, ...] | None = (
+            rest or None
+        )  # None: the backend what-if alone
         self.max_seconds = max_seconds
         self.rounds = rounds
         self.result: WhatIfResult | None = None
@@ -142,12 +183,17 @@ class WhatIfCollector(Collector):
         if s.rank != 0:
             return
         budget = self.max_seconds if self.max_seconds is not None else MAX_SECONDS
-        log.info("advisor: backend what-if: this model on every installed backend x compile mode, each in a "
-                 "fresh process, for up to %.0f s", budget)
+        log.info(
+            "advisor: backend what-if: this model on every installed backend x compile mode, each in a "
+            "fresh process, for up to %.0f s",
+            budget,
+        )
         now = time.perf_counter()
         try:
             data, batch_size = data_from_session(s.data)
-            result = measure_backends(s.model, data, batch_size=batch_size or s.data.batch_size, max_seconds=budget)
+            result = measure_backends(
+                s.model, data, batch_size=batch_size or s.data.batch_size, max_seconds=budget
+            )
         except (AdvisorError, OSError) as exc:
             s.event("whatif", f"backend what-if skipped: {exc}", level="info")
             return
@@ -172,14 +218,19 @@ class WhatIfCollector(Collector):
         requested = wanted if isinstance(wanted, str) else list(wanted)
         skipped = None
         if s.num_workers > 1:
-            skipped = (f"{s.num_workers} workers: every worker would have to try each change in lockstep, "
-                       "which the what-if does not coordinate; run it on a single-worker job")
+            skipped = (
+                f"{s.num_workers} workers: every worker would have to try each change in lockstep, "
+                "which the what-if does not coordinate; run it on a single-worker job"
+            )
         situation = None
         interrupted = False
         if skipped is None:
             if s.rank == 0:
-                log.info("advisor: what-if: trying changes on this model for up to %.0f s "
-                         "(Ctrl-C ends it and keeps the run)", budget)
+                log.info(
+                    "advisor: what-if: trying changes on this model for up to %.0f s "
+                    "(Ctrl-C ends it and keeps the run)",
+                    budget,
+                )
             try:
                 situation = situation_from_session(s)
             except InputError as exc:
@@ -187,20 +238,45 @@ class WhatIfCollector(Collector):
             except KeyboardInterrupt:  # inspecting the input took the Ctrl-C: the run goes on
                 skipped, interrupted = "interrupted (Ctrl-C) before it started", True
         if situation is None:
-            result = WhatIfResult("end", s.data.kind, s.data.batch_size, requested, budget, fit_seconds, skipped=skipped)
+            result = WhatIfResult(
+                "end",
+                s.data.kind,
+                s.data.batch_size,
+                requested,
+                budget,
+                fit_seconds,
+                skipped=skipped,
+            )
             if interrupted:
                 result.interrupted, result.stopped = True, skipped
             s.writer.write(result.to_record())
             s.event("whatif", f"what-if skipped: {skipped}", level="info")
             return
         try:
-            self.result = run_whatif(situation, wanted, budget=budget, rounds=self.rounds, mode="end",
-                                     fit_seconds=fit_seconds, started=now, seconds=self.seconds)
+            self.result = run_whatif(
+                situation,
+                wanted,
+                budget=budget,
+                rounds=self.rounds,
+                mode="end",
+                fit_seconds=fit_seconds,
+                started=now,
+                seconds=self.seconds,
+            )
         finally:
             s.notes.whatif_seconds = time.perf_counter() - now
         s.writer.write(self.result.to_record())
         s.notes.whatif = self.result
         if self.result.interrupted:
-            s.event("whatif", "what-if interrupted (Ctrl-C): the run and what was measured are kept", level="warning")
+            s.event(
+                "whatif",
+                "what-if interrupted (Ctrl-C): the run and what was measured are kept",
+                level="warning",
+            )
         if s.rank == 0:
-            log.info("advisor: what-if (%.1f of %.1f s): %s", self.result.seconds, budget, self.result.summary())
+            log.info(
+                "advisor: what-if (%.1f of %.1f s): %s",
+                self.result.seconds,
+                budget,
+                self.result.summary(),
+            )

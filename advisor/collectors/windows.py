@@ -49,12 +49,16 @@ class WindowClock:
         return now >= self.close_at
 
 
-def rate_line(samples_per_s: float, price_per_hour: float | None, goodput: float | None = None) -> str:
+def rate_line(
+    samples_per_s: float, price_per_hour: float | None, goodput: float | None = None
+) -> str:
     """The periodic log line: ``advisor: 1,234.5 samples/s, 4,415,000 samples/$ at $1.01/h, goodput 91%``
     (goodput: the share of the fit's wall clock so far spent in training steps)."""
     text = f"advisor: {samples_per_s:,.1f} samples/s"
     if price_per_hour:
-        text += f", {samples_per_s * 3600.0 / price_per_hour:,.0f} samples/$ at ${price_per_hour:.2f}/h"
+        text += (
+            f", {samples_per_s * 3600.0 / price_per_hour:,.0f} samples/$ at ${price_per_hour:.2f}/h"
+        )
     if goodput is not None:
         text += f", goodput {100.0 * goodput:.0f}%"
     return text

@@ -37,9 +37,13 @@ def _facts(rule: Rule) -> str:
 
 
 FIX_CONTEXTS = {
-    "fit:tensorflow": "a Keras fit on TensorFlow", "fit:jax": "a Keras fit on JAX", "fit:torch": "a Keras fit on torch",
-    "track": "a custom loop (`advisor.track`)", "track:tensorflow": "a custom TensorFlow loop (`advisor.track`)",
-    "track:jax": "a custom JAX loop (`advisor.track`)", "track:torch": "a custom PyTorch loop (`advisor.track`)",
+    "fit:tensorflow": "a Keras fit on TensorFlow",
+    "fit:jax": "a Keras fit on JAX",
+    "fit:torch": "a Keras fit on torch",
+    "track": "a custom loop (`advisor.track`)",
+    "track:tensorflow": "a custom TensorFlow loop (`advisor.track`)",
+    "track:jax": "a custom JAX loop (`advisor.track`)",
+    "track:torch": "a custom PyTorch loop (`advisor.track`)",
 }
 
 
@@ -69,11 +73,22 @@ def rule_markdown(rule: Rule) -> str:
     if rule.impact is not None:
         rows.append(("Impact", _code(rule.impact.source)))
     if rule.whatif:
-        rows.append(("Fix tried by", "the what-if candidates " + ", ".join(_code(c) for c in rule.whatif)
-                     + " ([whatif.md](../whatif.md))"))
+        rows.append(
+            (
+                "Fix tried by",
+                "the what-if candidates "
+                + ", ".join(_code(c) for c in rule.whatif)
+                + " ([whatif.md](../whatif.md))",
+            )
+        )
     if rule.ceiling:
-        rows.append(("Measured ceiling", ", then ".join(_code(c) for c in rule.ceiling)
-                     + ": the most the fix can gain ([whatif.md](../whatif.md))"))
+        rows.append(
+            (
+                "Measured ceiling",
+                ", then ".join(_code(c) for c in rule.ceiling)
+                + ": the most the fix can gain ([whatif.md](../whatif.md))",
+            )
+        )
     if rule.symptom:
         rows.append(("Ranking", "a symptom: on a tie, the rules that name its cause come first"))
     if rule.gated:

@@ -92,7 +92,9 @@ def _unknown(
     withheld = withheld_reasons(missing, facts)
     measure = rule.measure or withheld or hints_for(missing, reg, track=custom_loop(facts))
     names = ", ".join(missing)
-    message = f"not measured: {names}" if missing else "could not be decided from the measured facts"
+    message = (
+        f"not measured: {names}" if missing else "could not be decided from the measured facts"
+    )
     if withheld:
         message = f"not decided: {names} withheld ({withheld})"
     return _finding(
@@ -147,8 +149,12 @@ def _evaluate(
     reg: FactRegistry,
 ) -> Finding:
     if rule.fit_only and custom_loop(facts):
-        return _finding(rule, "n/a", f"does not apply to a custom loop: {rule.fit_only}",
-                        evidence=_evidence(rule, facts, reg))
+        return _finding(
+            rule,
+            "n/a",
+            f"does not apply to a custom loop: {rule.fit_only}",
+            evidence=_evidence(rule, facts, reg),
+        )
     if rule.applies is not None:
         applies = rule.applies.evaluate(facts, params)
         if applies is None:
@@ -254,15 +260,25 @@ def rank(findings: Sequence[Finding], rules: Mapping[str, Rule] | None = None) -
     def key(f: Finding) -> tuple[Any, ...]:
         if f.status == "fail":
             credited = saving(f, rules.get(f.code))
-            return (0, -bucket(credited), -SEVERITY_RANK[f.severity], -bucket(f.impact or 0.0),
-                    f.code in symptom, f.code)
+            return (
+                0,
+                -bucket(credited),
+                -SEVERITY_RANK[f.severity],
+                -bucket(f.impact or 0.0),
+                f.code in symptom,
+                f.code,
+            )
         return (STATUS_ORDER[f.status], 0, 0, 0, False, f.code)
 
     return sorted(findings, key=key)
 
 
-def coverage(findings: Sequence[Finding], rules: Mapping[str, Rule] | None = None,
-             reg: FactRegistry | None = None, track: bool = False) -> Coverage:
+def coverage(
+    findings: Sequence[Finding],
+    rules: Mapping[str, Rule] | None = None,
+    reg: FactRegistry | None = None,
+    track: bool = False,
+) -> Coverage:
     """Decided (pass or fail), n/a and unknown per section, and what would decide the unknowns
     (``track``: in the words of a custom loop)."""
     reg = reg or registry()

@@ -63,7 +63,9 @@ class Expr:
             raise
         except (ArithmeticError, TypeError, ValueError, RecursionError) as exc:
             raise ExprError(f"cannot evaluate: {type(exc).__name__}: {exc}") from None
-        if isinstance(value, (tuple, list, dict, set)):  # a rule compares one value, never a collection
+        if isinstance(
+            value, (tuple, list, dict, set)
+        ):  # a rule compares one value, never a collection
             raise ExprError("gives a list, not one value: compare it, or test membership with `in`")
         return value
 

@@ -33,27 +33,39 @@ HINTS: dict[str, str] = {
 TRACK_HINTS: dict[str, str] = {
     "throughput": "call run.step(batch_size) after every training step inside advisor.track",
     "epochs": "call run.epoch() at every epoch's end inside advisor.track",
-    "context": ("a custom loop's model settings are not read: advisor.track sees only its markers (a Keras "
-                "fit's are read when it begins)"),
+    "context": (
+        "a custom loop's model settings are not read: advisor.track sees only its markers (a Keras "
+        "fit's are read when it begins)"
+    ),
     "guard": "record the loop with advisor.track",
     "store": "record the loop with advisor.track",
     "prices": 'give the price: advisor.track(instance_type="g5.xlarge") or price_per_hour=..., or set ADVISOR_INSTANCE_TYPE',
     "psutil": "keep telemetry on (the default; advisor.track(telemetry=False) turns it off)",
-    "baseline": ("the cached-input ceiling replays a Keras fit's input and is not measured in a custom loop: "
-                 "time a few hundred steps on one batch held in memory and compare with the loop's samples/s"),
-    "pipeline": ("the input pipeline is inspected only when a Keras fit is given a tf.data.Dataset, a "
-                 "PyDataset or a torch DataLoader; advisor.track does not see the loop's loader"),
-    "trace": ("profile some steps with the backend's profiler (torch.profiler or jax.profiler.trace) and "
-              "attach it: `advisor trace PROFILE_DIR --into RUN` (keras-advisor[profile])"),
+    "baseline": (
+        "the cached-input ceiling replays a Keras fit's input and is not measured in a custom loop: "
+        "time a few hundred steps on one batch held in memory and compare with the loop's samples/s"
+    ),
+    "pipeline": (
+        "the input pipeline is inspected only when a Keras fit is given a tf.data.Dataset, a "
+        "PyDataset or a torch DataLoader; advisor.track does not see the loop's loader"
+    ),
+    "trace": (
+        "profile some steps with the backend's profiler (torch.profiler or jax.profiler.trace) and "
+        "attach it: `advisor trace PROFILE_DIR --into RUN` (keras-advisor[profile])"
+    ),
     "instance": "name the cloud instance: advisor.track(instance_type=...) or ADVISOR_INSTANCE_TYPE",
     "budget": "record the loop with advisor.track (its markers give the time budget)",
     "storage": "`advisor data PATH --into RUN` inspects the files the loop reads",
 }
 TRACK_FACT_HINTS: dict[str, str] = {
-    "context.graph_retraces": ("retracing is counted in a Keras fit (its train function); a custom loop's "
-                               "compiled step is not watched"),
-    "time.epoch_start_fraction": ("a custom loop's epoch start is part of its first step (advisor.track has no "
-                                  "epoch-begin marker); step outliers (M150) show long ones"),
+    "context.graph_retraces": (
+        "retracing is counted in a Keras fit (its train function); a custom loop's "
+        "compiled step is not watched"
+    ),
+    "time.epoch_start_fraction": (
+        "a custom loop's epoch start is part of its first step (advisor.track has no "
+        "epoch-begin marker); step outliers (M150) show long ones"
+    ),
 }
 
 # Facts whose measurement depends on more than switching a collector on.
@@ -65,32 +77,76 @@ FACT_HINTS: dict[str, str] = {
 # What to enable to decide an unknown rule, by the source of the first fact it misses:
 # (label, how). The coverage line groups the unknown rules by label.
 ENABLERS: dict[str, tuple[str, str]] = {
-    "baseline": ("baseline", ('keep AdvisorCallback(baseline="auto") (the default; it skips fits shorter than '
-                              'about 10 s) or pass baseline="end"')),
-    "trace": ("profile_steps", 'AdvisorCallback(profile_steps="auto") with keras-advisor[profile] installed'),
+    "baseline": (
+        "baseline",
+        (
+            'keep AdvisorCallback(baseline="auto") (the default; it skips fits shorter than '
+            'about 10 s) or pass baseline="end"'
+        ),
+    ),
+    "trace": (
+        "profile_steps",
+        'AdvisorCallback(profile_steps="auto") with keras-advisor[profile] installed',
+    ),
     "nvml": ("a GPU", "train on an NVIDIA GPU (telemetry on, the default)"),
-    "hardware": ("a GPU", "train on a known accelerator (see the hardware table) with telemetry on"),
-    "instance": ("instance_type", 'AdvisorCallback(instance_type="g5.xlarge") or ADVISOR_INSTANCE_TYPE'),
-    "prices": ("instance_type", 'AdvisorCallback(instance_type=...) or price_per_hour=...'),
+    "hardware": (
+        "a GPU",
+        "train on a known accelerator (see the hardware table) with telemetry on",
+    ),
+    "instance": (
+        "instance_type",
+        'AdvisorCallback(instance_type="g5.xlarge") or ADVISOR_INSTANCE_TYPE',
+    ),
+    "prices": ("instance_type", "AdvisorCallback(instance_type=...) or price_per_hour=..."),
     "scaling": ("a sweep", "`advisor scale --workers 1,2,4 -- python train.py`"),
-    "cloud": ("cloud facts", "train on SageMaker, or attach them: `advisor data s3://… --into RUN` (keras-advisor[cloud])"),
-    "storage": ("data files", "read the training data from files through tf.data (their sizes are inspected)"),
+    "cloud": (
+        "cloud facts",
+        "train on SageMaker, or attach them: `advisor data s3://… --into RUN` (keras-advisor[cloud])",
+    ),
+    "storage": (
+        "data files",
+        "read the training data from files through tf.data (their sizes are inspected)",
+    ),
     "pipeline": ("a tf.data input", "feed fit() a tf.data.Dataset (its graph is inspected)"),
     "psutil": ("telemetry", "keep telemetry on (the default)"),
-    "context": ("AdvisorCallback", "train with advisor.AdvisorCallback (its context collector is on by default)"),
-    "throughput": ("AdvisorCallback", "train with advisor.AdvisorCallback (its throughput collector is on by default)"),
-    "epochs": ("AdvisorCallback", "train with advisor.AdvisorCallback (its epoch collector is on by default)"),
-    "backends": ("the backend what-if", 'AdvisorCallback(whatif=["backends"]), advisor.whatif(model, data, '
-                                        'candidates=["backends"]) or `advisor backends MODEL.keras --data XY.npz`'),
-    "budget": ("the time budget", "train with advisor.AdvisorCallback(budget=True) (the default; runs written "
-                                  "before the budget existed have none)"),
+    "context": (
+        "AdvisorCallback",
+        "train with advisor.AdvisorCallback (its context collector is on by default)",
+    ),
+    "throughput": (
+        "AdvisorCallback",
+        "train with advisor.AdvisorCallback (its throughput collector is on by default)",
+    ),
+    "epochs": (
+        "AdvisorCallback",
+        "train with advisor.AdvisorCallback (its epoch collector is on by default)",
+    ),
+    "backends": (
+        "the backend what-if",
+        'AdvisorCallback(whatif=["backends"]), advisor.whatif(model, data, '
+        'candidates=["backends"]) or `advisor backends MODEL.keras --data XY.npz`',
+    ),
+    "budget": (
+        "the time budget",
+        "train with advisor.AdvisorCallback(budget=True) (the default; runs written "
+        "before the budget existed have none)",
+    ),
 }
 TRACK_ENABLERS: dict[str, tuple[str, str]] = {
     "baseline": ("a Keras fit", "the cached-input ceiling is measured only in a Keras fit"),
-    "trace": ("a profile", "`advisor trace PROFILE_DIR --into RUN` with a torch.profiler or jax.profiler trace"),
-    "instance": ("instance_type", 'advisor.track(instance_type="g5.xlarge") or ADVISOR_INSTANCE_TYPE'),
+    "trace": (
+        "a profile",
+        "`advisor trace PROFILE_DIR --into RUN` with a torch.profiler or jax.profiler trace",
+    ),
+    "instance": (
+        "instance_type",
+        'advisor.track(instance_type="g5.xlarge") or ADVISOR_INSTANCE_TYPE',
+    ),
     "prices": ("instance_type", "advisor.track(instance_type=...) or price_per_hour=..."),
-    "pipeline": ("a Keras fit", "the input pipeline is inspected in a Keras fit (tf.data, PyDataset, DataLoader)"),
+    "pipeline": (
+        "a Keras fit",
+        "the input pipeline is inspected in a Keras fit (tf.data, PyDataset, DataLoader)",
+    ),
     "context": ("a Keras fit", "model settings are read only in a Keras fit"),
     "throughput": ("run.step()", "call run.step() after every step inside advisor.track"),
     "epochs": ("run.epoch()", "call run.epoch() at every epoch's end inside advisor.track"),
@@ -101,8 +157,9 @@ HUMAN = ("a human decision", "advice rules list the evidence; the decision is yo
 OTHER = ("a measurement", "see each rule's `measure` hint")
 
 
-def enabler(missing: Sequence[str], facts: FactRegistry, advice: bool = False,
-            track: bool = False) -> tuple[str, str]:
+def enabler(
+    missing: Sequence[str], facts: FactRegistry, advice: bool = False, track: bool = False
+) -> tuple[str, str]:
     """(label, how) of what would decide a rule that misses ``missing``; ``track``: in the words of
     a custom loop recorded with advisor.track."""
     if advice:
@@ -112,7 +169,9 @@ def enabler(missing: Sequence[str], facts: FactRegistry, advice: bool = False,
             return ("a Keras fit", TRACK_FACT_HINTS[name])
         fact = facts.get(name)
         for source in (fact.source if fact else "derived").split("+"):
-            found = (TRACK_ENABLERS.get(source.strip()) if track else None) or ENABLERS.get(source.strip())
+            found = (TRACK_ENABLERS.get(source.strip()) if track else None) or ENABLERS.get(
+                source.strip()
+            )
             if found:
                 return found
     return OTHER

@@ -40,13 +40,24 @@ def measured_text(speedup: float, band: float | None, seconds: float | None) -> 
 # name -> (speedup fact, its band, samples/s with the cost removed, what was removed). A gain
 # fact ("source cache gain": 0.8 = 1.8×) is read as 1 + gain.
 BASELINE_CEILINGS: dict[str, tuple[str, str, str, str]] = {
-    "input_removed": ("input.removed_speedup", "input.removed_speedup_band", "baseline.cached_samples_per_s",
-                      "the input served from memory (the cached-input baseline)"),
-    "reads_removed": ("input.source_cache_gain", "input.source_cache_gain_band", "baseline.source_cached_samples_per_s",
-                      "the files' reads cached after the first pass (the baseline's source-cache arm)"),
-    "callback_hooks_removed": ("callbacks.removed_speedup", "callbacks.removed_speedup_band",
-                               "baseline.cached_samples_per_s",
-                               "the slow callbacks' batch hooks left out (the baseline's hooks arm)"),
+    "input_removed": (
+        "input.removed_speedup",
+        "input.removed_speedup_band",
+        "baseline.cached_samples_per_s",
+        "the input served from memory (the cached-input baseline)",
+    ),
+    "reads_removed": (
+        "input.source_cache_gain",
+        "input.source_cache_gain_band",
+        "baseline.source_cached_samples_per_s",
+        "the files' reads cached after the first pass (the baseline's source-cache arm)",
+    ),
+    "callback_hooks_removed": (
+        "callbacks.removed_speedup",
+        "callbacks.removed_speedup_band",
+        "baseline.cached_samples_per_s",
+        "the slow callbacks' batch hooks left out (the baseline's hooks arm)",
+    ),
 }
 CEILING_NOTE = "the fix can approach it, not pass it"
 
@@ -60,7 +71,11 @@ def _rows(names: Sequence[str], facts: Mapping[str, Any]) -> list[dict[str, Any]
     table = facts.get("whatif.table")
     if not names or not isinstance(table, list):
         return []
-    return [r for r in table if isinstance(r, dict) and r.get("candidate") in names and _number(r.get("speedup"))]
+    return [
+        r
+        for r in table
+        if isinstance(r, dict) and r.get("candidate") in names and _number(r.get("speedup"))
+    ]
 
 
 def ceiling_row(name: str, facts: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -69,12 +84,20 @@ def ceiling_row(name: str, facts: Mapping[str, Any]) -> dict[str, Any] | None:
     speedup, band = _number(facts.get(speedup_fact)), _number(facts.get(band_fact))
     if speedup is None:
         return None
-    if name == "reads_removed":  # a relative gain with an absolute band: as a speedup and a share of it
+    if (
+        name == "reads_removed"
+    ):  # a relative gain with an absolute band: as a speedup and a share of it
         speedup = 1.0 + speedup
         band = None if band is None else band / speedup
-    return {"candidate": name, "label": label, "speedup": speedup, "band": band,
-            "seconds": _number(facts.get("baseline.measured_seconds")), "samples_per_s": _number(facts.get(rate_fact)),
-            "outside_band": None if band is None else speedup * (1.0 - band) > 1.0}
+    return {
+        "candidate": name,
+        "label": label,
+        "speedup": speedup,
+        "band": band,
+        "seconds": _number(facts.get("baseline.measured_seconds")),
+        "samples_per_s": _number(facts.get(rate_fact)),
+        "outside_band": None if band is None else speedup * (1.0 - band) > 1.0,
+    }
 
 
 def lead_with_measured(fix: str | None, measured: Measured | None) -> str | None:
@@ -88,14 +111,18 @@ def lead_with_measured(fix: str | None, measured: Measured | None) -> str | None
     return f"Measured best on this run: {measured.label} ({speedup_text(measured.speedup)}{per_sample}). {fix}"
 
 
-def measured_for(candidates: Sequence[str], facts: Mapping[str, Any], ceiling: Sequence[str] = ()) -> Measured | None:
+def measured_for(
+    candidates: Sequence[str], facts: Mapping[str, Any], ceiling: Sequence[str] = ()
+) -> Measured | None:
     """The largest measured gain among ``candidates``; failing that, the first measured
     ``ceiling`` (a what-if candidate or a baseline ceiling); None when nothing was measured."""
     rows = _rows(candidates, facts)
     is_ceiling = False
     if not rows:
         for name in ceiling:
-            found = [ceiling_row(name, facts)] if name in BASELINE_CEILINGS else _rows([name], facts)
+            found = (
+                [ceiling_row(name, facts)] if name in BASELINE_CEILINGS else _rows([name], facts)
+            )
             rows = [r for r in found if r is not None]
             if rows:
                 is_ceiling = True
@@ -105,11 +132,21 @@ def measured_for(candidates: Sequence[str], facts: Mapping[str, Any], ceiling: S
     best = max(rows, key=lambda r: float(r["speedup"]))
     band, seconds = _number(best.get("band")), _number(best.get("seconds"))
     text = measured_text(float(best["speedup"]), band, seconds)
-    if is_ceiling:  # what was taken away is the row's label, shown beside the text as a candidate's is
+    if (
+        is_ceiling
+    ):  # what was taken away is the row's label, shown beside the text as a candidate's is
         text = text.replace("measured:", "measured ceiling:", 1) + f" ({CEILING_NOTE})"
     if best.get("changes_optimisation"):
         text += ", per sample; it changes optimisation"
-    return Measured(candidate=str(best["candidate"]), label=best.get("label"), speedup=float(best["speedup"]),
-                    band=band, outside_band=best.get("outside_band"), seconds=seconds,
-                    samples_per_s=best.get("samples_per_s"), changes_optimisation=bool(best.get("changes_optimisation")),
-                    ceiling=is_ceiling, text=text)
+    return Measured(
+        candidate=str(best["candidate"]),
+        label=best.get("label"),
+        speedup=float(best["speedup"]),
+        band=band,
+        outside_band=best.get("outside_band"),
+        seconds=seconds,
+        samples_per_s=best.get("samples_per_s"),
+        changes_optimisation=bool(best.get("changes_optimisation")),
+        ceiling=is_ceiling,
+        text=text,
+    )

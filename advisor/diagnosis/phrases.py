@@ -42,7 +42,9 @@ def phrasebook() -> tuple[str, dict[str, str]]:
 
 
 def is_changes(value: Any) -> bool:
-    return isinstance(value, (list, tuple)) and all(isinstance(v, Mapping) and "change" in v for v in value)
+    return isinstance(value, (list, tuple)) and all(
+        isinstance(v, Mapping) and "change" in v for v in value
+    )
 
 
 def say_change(item: Mapping[str, Any]) -> str:
@@ -51,8 +53,10 @@ def say_change(item: Mapping[str, Any]) -> str:
     if phrase is None:
         return str(item.get("change"))
     values = {k: str(v) for k, v in item.items()}
-    return "".join(lit + (values.get(field, "?") if field is not None else "")
-                   for lit, field, _, _ in _FORMATTER.parse(phrase))
+    return "".join(
+        lit + (values.get(field, "?") if field is not None else "")
+        for lit, field, _, _ in _FORMATTER.parse(phrase)
+    )
 
 
 def say_changes(items: Sequence[Mapping[str, Any]]) -> str:

@@ -38,14 +38,23 @@ class Measured(_Model):
 
     candidate: str = Field(description="the what-if candidate, e.g. parallel_map")
     label: str | None = Field(default=None, description="what was changed, in words")
-    speedup: float = Field(description="samples/s with the change ÷ unchanged (median of paired rounds)")
-    band: float | None = Field(default=None, description="± noise band of the speedup, as a share of it")
+    speedup: float = Field(
+        description="samples/s with the change ÷ unchanged (median of paired rounds)"
+    )
+    band: float | None = Field(
+        default=None, description="± noise band of the speedup, as a share of it"
+    )
     outside_band: bool | None = Field(default=None, description="the gain is larger than its band")
     seconds: float | None = Field(default=None, description="what trying it cost, seconds")
     samples_per_s: float | None = None
-    changes_optimisation: bool = Field(default=False, description="the change alters training (a larger batch)")
-    ceiling: bool = Field(default=False, description="not the fix itself but the most it can gain: the same model with "
-                          "the cost it removes taken away (docs/whatif.md)")
+    changes_optimisation: bool = Field(
+        default=False, description="the change alters training (a larger batch)"
+    )
+    ceiling: bool = Field(
+        default=False,
+        description="not the fix itself but the most it can gain: the same model with "
+        "the cost it removes taken away (docs/whatif.md)",
+    )
     text: str = Field(description="e.g. 'measured: 2.4× (±4%) in 3.1 s'")
 
     @property
@@ -109,7 +118,9 @@ class SectionCoverage(_Model):
 class ToDecide(_Model):
     """What would decide some of the unknown rules, and which."""
 
-    enable: str = Field(description="what to enable: baseline, profile_steps, a GPU, instance_type, a sweep, …")
+    enable: str = Field(
+        description="what to enable: baseline, profile_steps, a GPU, instance_type, a sweep, …"
+    )
     how: str
     rules: list[str]
 
@@ -125,7 +136,8 @@ class Coverage(_Model):
     unknown: int = 0
     sections: dict[str, SectionCoverage]
     to_decide: list[ToDecide] = Field(
-        default_factory=list, description="for the unknown rules: what would decide them, most rules first"
+        default_factory=list,
+        description="for the unknown rules: what would decide them, most rules first",
     )
 
 
@@ -147,7 +159,9 @@ class RunInfo(_Model):
     status: str | None = None
     created: float | None = None
     backend: str | None = None
-    strategy: str | None = None  # as every view names it: multiworker, mirrored, jax, horovod, single
+    strategy: str | None = (
+        None  # as every view names it: multiworker, mirrored, jax, horovod, single
+    )
     num_workers: int | None = None
     instance_type: str | None = None
     tags: dict[str, str] = Field(default_factory=dict)
@@ -191,8 +205,20 @@ class Settings(_Model):
 
 
 # The columns of a findings frame (``Report.to_frame``, ``advisor.findings_frame``), in order.
-FINDING_COLUMNS = ("code", "name", "section", "status", "severity", "impact", "message", "fix", "missing",
-                   "measure", "error", "docs")
+FINDING_COLUMNS = (
+    "code",
+    "name",
+    "section",
+    "status",
+    "severity",
+    "impact",
+    "message",
+    "fix",
+    "missing",
+    "measure",
+    "error",
+    "docs",
+)
 
 
 class Report(_Model):
@@ -241,9 +267,17 @@ class Report(_Model):
         """One row per finding (pandas), with the run's id; ``impact`` is a fraction (0..1)."""
         from advisor.dataframes import to_frame
 
-        rows = [{"run_id": self.run.run_id, **f.model_dump(include=set(FINDING_COLUMNS))} for f in self.findings]
-        return to_frame(rows, ["run_id", *FINDING_COLUMNS], {"impact": "fraction"},
-                        run_id=self.run.run_id, generated_at=self.generated_at)
+        rows = [
+            {"run_id": self.run.run_id, **f.model_dump(include=set(FINDING_COLUMNS))}
+            for f in self.findings
+        ]
+        return to_frame(
+            rows,
+            ["run_id", *FINDING_COLUMNS],
+            {"impact": "fraction"},
+            run_id=self.run.run_id,
+            generated_at=self.generated_at,
+        )
 
     def exit_code(self, fail_on: str, allow_incomplete: bool = False) -> int:
         """0 clean, 1 findings at or above ``fail_on`` or a regression, 2 a rule that errored,

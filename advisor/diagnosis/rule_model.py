@@ -50,10 +50,21 @@ Severity = Literal["info", "warning", "error"]
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 Expression = Annotated[
     Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)] | int | float,
-    Field(description="an expression in the rule language (docs/rules.md); a number is a constant")]
+    Field(description="an expression in the rule language (docs/rules.md); a number is a constant"),
+]
 ParamName = Annotated[str, StringConstraints(pattern=PARAM_PATTERN)]
-FixContext = Literal["fit:tensorflow", "fit:jax", "fit:torch", "track", "track:tensorflow", "track:jax", "track:torch"]
-Omitted = SkipJsonSchema[None]  # a field left out; written empty it is refused, and the schema says so
+FixContext = Literal[
+    "fit:tensorflow",
+    "fit:jax",
+    "fit:torch",
+    "track",
+    "track:tensorflow",
+    "track:jax",
+    "track:torch",
+]
+Omitted = SkipJsonSchema[
+    None
+]  # a field left out; written empty it is refused, and the schema says so
 
 
 class _Strict(BaseModel):
@@ -73,13 +84,17 @@ class RuleDocs(_Strict):
 class RuleEntry(_Strict):
     """One checklist item."""
 
-    code: Annotated[str, StringConstraints(pattern=CODE_PATTERN)] = Field(description="e.g. M101; its section's prefix")
+    code: Annotated[str, StringConstraints(pattern=CODE_PATTERN)] = Field(
+        description="e.g. M101; its section's prefix"
+    )
     name: Annotated[str, StringConstraints(pattern=NAME_PATTERN)] = Field(description="kebab-case")
     summary: Text
     severity: Severity
     severity_when: dict[Severity, Expression] = Field(default_factory=dict)
     requires: list[str] = Field(default_factory=list, description="facts that must be known")
-    requires_any: list[str] = Field(default_factory=list, description="facts of which one must be known")
+    requires_any: list[str] = Field(
+        default_factory=list, description="facts of which one must be known"
+    )
     optional: list[str] = Field(default_factory=list, description="facts read when known")
     applies: Expression | Omitted = None
     condition: Expression | Omitted = None
@@ -90,24 +105,32 @@ class RuleEntry(_Strict):
     fix_for: dict[FixContext, Text] = Field(
         default_factory=dict,
         description="the fix in the words of another loop or backend: fit:jax, fit:torch, fit:tensorflow, "
-                    "track, track:torch, track:jax, track:tensorflow (the most specific one that matches wins)")
+        "track, track:torch, track:jax, track:tensorflow (the most specific one that matches wins)",
+    )
     fit_only: Text | Omitted = None
     impact: Expression | Omitted = None
     gated: bool = False
     symptom: bool = False
     measure: Text | Omitted = None
     params: dict[ParamName, int | float | str] = Field(
-        default_factory=dict, json_schema_extra={"additionalProperties": False})
+        default_factory=dict, json_schema_extra={"additionalProperties": False}
+    )
     docs: RuleDocs
-    whatif: list[str] = Field(default_factory=list, description="what-if candidates that try the fix")
-    ceiling: list[str] = Field(default_factory=list, description="baseline ceilings or what-if candidates")
+    whatif: list[str] = Field(
+        default_factory=list, description="what-if candidates that try the fix"
+    )
+    ceiling: list[str] = Field(
+        default_factory=list, description="baseline ceilings or what-if candidates"
+    )
 
     @field_validator("params")
     @classmethod
     def _finite(cls, params: dict[str, Any]) -> dict[str, Any]:
         for name, value in params.items():
             if not isinstance(value, str) and not finite_number(value):
-                raise ValueError(f"parameter {name!r} must be a finite number, not {number_text(value)}")
+                raise ValueError(
+                    f"parameter {name!r} must be a finite number, not {number_text(value)}"
+                )
         return params
 
     @model_validator(mode="after")
@@ -119,7 +142,9 @@ class RuleEntry(_Strict):
             if key in self.model_fields_set and getattr(self, key) is None:
                 raise ValueError(f"{key} must be a non-empty string")
         if self.condition is None and not self.advice:
-            raise ValueError("missing field 'condition' (or 'advice: true' for a rule that needs a human decision)")
+            raise ValueError(
+                "missing field 'condition' (or 'advice: true' for a rule that needs a human decision)"
+            )
         return self
 
 
@@ -131,8 +156,13 @@ class RuleFile(_Strict):
     rules: Annotated[list[RuleEntry], Field(min_length=1)]
 
 
-_LISTS = {"requires": "fact names", "requires_any": "fact names", "optional": "fact names",
-          "whatif": "what-if candidate names", "ceiling": "names: baseline ceilings or what-if candidates"}
+_LISTS = {
+    "requires": "fact names",
+    "requires_any": "fact names",
+    "optional": "fact names",
+    "whatif": "what-if candidate names",
+    "ceiling": "names: baseline ceilings or what-if candidates",
+}
 _FLAGS = ("advice", "gated", "symptom")
 _EXPRESSIONS = ("condition", "applies", "impact")
 _TEXTS = ("pass_message", "measure", "fit_only")  # optional texts: left out, or written non-empty
@@ -216,6 +246,8 @@ def json_schema() -> dict[str, Any]:
         entry[key].pop("default", None)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "advisor rule file"
-    schema["description"] = ("One checklist section of advisor's rules (docs/rules.md). Facts, condition "
-                             "syntax and template fields are checked when the rules load.")
+    schema["description"] = (
+        "One checklist section of advisor's rules (docs/rules.md). Facts, condition "
+        "syntax and template fields are checked when the rules load."
+    )
     return schema

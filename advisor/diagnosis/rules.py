@@ -71,10 +71,18 @@ class Rule:
     line: int = 0
     field_lines: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
     whatif: tuple[str, ...] = ()  # what-if candidates that try this rule's fix (docs/whatif.md)
-    ceiling: tuple[str, ...] = ()  # what measures the most the fix can gain, where it cannot be tried
-    symptom: bool = False  # measures a cost other rules name the cause of: ranks after them on a tie
-    fix_for: tuple[tuple[str, Template], ...] = ()  # ("track:torch", the fix in that loop's words), …
-    fit_only: str | None = None  # why the rule cannot apply to a custom loop: n/a there, with this reason
+    ceiling: tuple[
+        str, ...
+    ] = ()  # what measures the most the fix can gain, where it cannot be tried
+    symptom: bool = (
+        False  # measures a cost other rules name the cause of: ranks after them on a tie
+    )
+    fix_for: tuple[
+        tuple[str, Template], ...
+    ] = ()  # ("track:torch", the fix in that loop's words), …
+    fit_only: str | None = (
+        None  # why the rule cannot apply to a custom loop: n/a there, with this reason
+    )
 
     def fix_in(self, facts: Mapping[str, Any]) -> Template:
         """The fix in the words of the run's loop and backend (``fix_for``), else the general one."""
@@ -130,9 +138,13 @@ def rule_files(rules_dir: Path) -> list[Path]:
         try:
             mode = path.stat().st_mode
         except OSError as exc:
-            raise RuleError(f"{path}: cannot be read as a rule file ({describe_os_error(exc)})") from None
+            raise RuleError(
+                f"{path}: cannot be read as a rule file ({describe_os_error(exc)})"
+            ) from None
         if not stat.S_ISREG(mode):
-            raise RuleError(f"{path}: not a regular file ({file_kind(mode)}); a rule file must be one")
+            raise RuleError(
+                f"{path}: not a regular file ({file_kind(mode)}); a rule file must be one"
+            )
     if not files:
         raise RuleError(f"{rules_dir}: no *.yaml rule files")
     return files
@@ -214,7 +226,9 @@ def _check_tree(path: Path, root: Any) -> None:
         node, depth = stack.pop()
         line = node.start_mark.line + 1
         if id(node) in seen:
-            raise RuleError(f"{path}:{line}: YAML anchors and aliases are not allowed in rule files")
+            raise RuleError(
+                f"{path}:{line}: YAML anchors and aliases are not allowed in rule files"
+            )
         seen.add(id(node))
         if len(seen) > MAX_YAML_NODES:
             raise RuleError(f"{path}: more than {MAX_YAML_NODES} YAML nodes; refused")
@@ -254,7 +268,12 @@ def load_file(path: Path, fact_names: Iterable[str]) -> list[Rule]:
     except ValidationError as exc:
         error: dict[str, Any] = dict(exc.errors()[0])
         loc = tuple(error.get("loc", ()))
-        if len(loc) >= 2 and loc[0] == "rules" and isinstance(loc[1], int) and loc[1] < len(entries):
+        if (
+            len(loc) >= 2
+            and loc[0] == "rules"
+            and isinstance(loc[1], int)
+            and loc[1] < len(entries)
+        ):
             item, entry = data["rules"][loc[1]], entries[loc[1]]
             section = str(data.get("section")) if isinstance(data.get("section"), str) else "?"
             key, why = reason({**error, "loc": loc[2:]}, section)
@@ -262,18 +281,24 @@ def load_file(path: Path, fact_names: Iterable[str]) -> list[Rule]:
         key, why = file_reason(error)
         raise RuleError(f"{path}:{top.get(key, 1) if key else 1}: {why}") from None
     known_facts = set(fact_names)
-    return [_build(path, parsed.section, rule, item, entry, known_facts)
-            for rule, item, entry in zip(parsed.rules, data["rules"], entries)]
+    return [
+        _build(path, parsed.section, rule, item, entry, known_facts)
+        for rule, item, entry in zip(parsed.rules, data["rules"], entries)
+    ]
 
 
 def _at(path: Path, node: Any, item: Any, key: str | None, why: str) -> RuleError:
     """A rule's error at the line of ``key`` (the rule's first line without one)."""
     line = _lines(node).get(key, node.start_mark.line + 1) if key else node.start_mark.line + 1
     code = item.get("code") if isinstance(item, dict) else None
-    return RuleError(f"{path}:{line}: {'rule ' + code + ': ' if isinstance(code, str) else ''}{why}")
+    return RuleError(
+        f"{path}:{line}: {'rule ' + code + ': ' if isinstance(code, str) else ''}{why}"
+    )
 
 
-def _build(path: Path, section: str, entry: RuleEntry, item: dict[str, Any], node: Any, facts: set[str]) -> Rule:
+def _build(
+    path: Path, section: str, entry: RuleEntry, item: dict[str, Any], node: Any, facts: set[str]
+) -> Rule:
     """The rule of a validated entry, once what the model cannot know is checked: its section,
     its facts, its expressions and templates, its what-if candidates and ceilings."""
 
@@ -283,7 +308,9 @@ def _build(path: Path, section: str, entry: RuleEntry, item: dict[str, Any], nod
     code = entry.code
     if code[:2] != section:
         if not code.startswith(section[0]):
-            raise fail("code", f"code must look like {section[0]}123 and belong to section {section}")
+            raise fail(
+                "code", f"code must look like {section[0]}123 and belong to section {section}"
+            )
         raise fail("code", f"code {code} is not in section {section}")
     for key in ("requires", "requires_any", "optional"):
         unknown = next((f for f in getattr(entry, key) if f not in facts), None)
@@ -305,13 +332,21 @@ def _build(path: Path, section: str, entry: RuleEntry, item: dict[str, Any], nod
             raise fail(key, f"{key}: {exc}") from None
         undeclared = sorted(compiled.facts - declared)
         if undeclared:
-            raise fail(key, f"{key} reads {undeclared[0]!r}, which is not listed in requires, requires_any or optional")
+            raise fail(
+                key,
+                f"{key} reads {undeclared[0]!r}, which is not listed in requires, requires_any or optional",
+            )
         return compiled
 
-    condition, applies, impact = expr("condition", entry.condition), expr("applies", entry.applies), expr(
-        "impact", entry.impact)
-    severity_when = sorted(((level, expr("severity_when", source)) for level, source in entry.severity_when.items()),
-                           key=lambda pair: -SEVERITIES.index(pair[0]))  # error first
+    condition, applies, impact = (
+        expr("condition", entry.condition),
+        expr("applies", entry.applies),
+        expr("impact", entry.impact),
+    )
+    severity_when = sorted(
+        ((level, expr("severity_when", source)) for level, source in entry.severity_when.items()),
+        key=lambda pair: -SEVERITIES.index(pair[0]),
+    )  # error first
 
     def template(key: str, text: str | None) -> Template | None:
         if text is None:
@@ -319,7 +354,9 @@ def _build(path: Path, section: str, entry: RuleEntry, item: dict[str, Any], nod
         try:
             return compile_template(text, declared | set(params))
         except TemplateError as exc:
-            raise fail(key, f"{key}: {exc} (fields must be facts listed in requires/optional, or params)") from None
+            raise fail(
+                key, f"{key}: {exc} (fields must be facts listed in requires/optional, or params)"
+            ) from None
 
     message, fix = template("message", entry.message), template("fix", entry.fix)
     for candidate in entry.whatif:
@@ -328,16 +365,39 @@ def _build(path: Path, section: str, entry: RuleEntry, item: dict[str, Any], nod
     for bound in entry.ceiling:
         if bound not in BASELINE_CEILINGS and f"whatif.{bound}.speedup" not in facts:
             known = ", ".join(BASELINE_CEILINGS)
-            raise fail("ceiling", f"unknown ceiling {bound!r}: {known} or a what-if candidate (see docs/whatif.md)")
+            raise fail(
+                "ceiling",
+                f"unknown ceiling {bound!r}: {known} or a what-if candidate (see docs/whatif.md)",
+            )
     fix_for = tuple((key, template("fix_for", text)) for key, text in entry.fix_for.items())
     assert message is not None and fix is not None
     return Rule(
-        code=code, name=entry.name, section=section, summary=entry.summary, severity=entry.severity,
-        requires=tuple(entry.requires), requires_any=tuple(entry.requires_any), optional=tuple(entry.optional),
-        condition=condition, applies=applies, severity_when=tuple((lvl, e) for lvl, e in severity_when if e),
-        impact=impact, message=message, pass_message=template("pass_message", entry.pass_message), fix=fix,
-        advice=entry.advice, gated=entry.gated, symptom=entry.symptom, measure=entry.measure, params=params,
-        docs=entry.docs.model_dump(), file=str(path), line=node.start_mark.line + 1, field_lines=_lines(node),
-        whatif=tuple(entry.whatif), ceiling=tuple(entry.ceiling),
-        fix_for=tuple((key, t) for key, t in fix_for if t is not None), fit_only=entry.fit_only,
+        code=code,
+        name=entry.name,
+        section=section,
+        summary=entry.summary,
+        severity=entry.severity,
+        requires=tuple(entry.requires),
+        requires_any=tuple(entry.requires_any),
+        optional=tuple(entry.optional),
+        condition=condition,
+        applies=applies,
+        severity_when=tuple((lvl, e) for lvl, e in severity_when if e),
+        impact=impact,
+        message=message,
+        pass_message=template("pass_message", entry.pass_message),
+        fix=fix,
+        advice=entry.advice,
+        gated=entry.gated,
+        symptom=entry.symptom,
+        measure=entry.measure,
+        params=params,
+        docs=entry.docs.model_dump(),
+        file=str(path),
+        line=node.start_mark.line + 1,
+        field_lines=_lines(node),
+        whatif=tuple(entry.whatif),
+        ceiling=tuple(entry.ceiling),
+        fix_for=tuple((key, t) for key, t in fix_for if t is not None),
+        fit_only=entry.fit_only,
     )

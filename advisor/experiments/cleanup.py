@@ -75,8 +75,11 @@ def release_loader_workers(backend: str | None) -> int:
         return 0
     shut = 0
     for obj in _made_here():
-        if type(obj) is kind and not getattr(obj, "_persistent_workers", False) \
-                and not getattr(obj, "_shutdown", True):
+        if (
+            type(obj) is kind
+            and not getattr(obj, "_persistent_workers", False)
+            and not getattr(obj, "_shutdown", True)
+        ):
             try:
                 obj._shutdown_workers()
                 shut += 1

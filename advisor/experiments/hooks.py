@@ -39,7 +39,9 @@ def hooks_callback(model: Any, hooks: Sequence[tuple[str, Any]]) -> Any:
             try:
                 item[1](batch, logs)
             except Exception as exc:  # noqa: BLE001 — the user's hook: never the measurement's failure
-                log.debug("advisor: %s raised in the hooks arm (%s); not called again", item[0], exc)
+                log.debug(
+                    "advisor: %s raised in the hooks arm (%s); not called again", item[0], exc
+                )
                 calls.remove(item)
 
     class _SlowHooks(base):  # type: ignore[misc, valid-type]

@@ -78,8 +78,10 @@ class ModelState:
         """True when every captured variable still holds its captured value (bit for bit)."""
         import numpy as np
 
-        return all(np.array_equal(_value(v), value, equal_nan=value.dtype.kind == "f")
-                   for v, value in zip(self.variables, self.values))
+        return all(
+            np.array_equal(_value(v), value, equal_nan=value.dtype.kind == "f")
+            for v, value in zip(self.variables, self.values)
+        )
 
 
 def ensure_built(model: Any, first_batch: Any) -> None:

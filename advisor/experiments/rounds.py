@@ -62,8 +62,13 @@ def round_up(value: int, multiple: int) -> int:
     return -(-value // multiple) * multiple
 
 
-def run_rounds(arms: list[Arm], plan: Plan, deadline: float, restore: Callable[[], None],
-               overhead_s: float = 0.0) -> Outcome:
+def run_rounds(
+    arms: list[Arm],
+    plan: Plan,
+    deadline: float,
+    restore: Callable[[], None],
+    overhead_s: float = 0.0,
+) -> Outcome:
     """Measure every arm once per round, alternating the order, until ``plan.rounds`` rounds are
     done or the budget (``deadline``, a ``perf_counter`` time) would be exceeded.
 
@@ -82,17 +87,23 @@ def run_rounds(arms: list[Arm], plan: Plan, deadline: float, restore: Callable[[
     for index in range(plan.rounds):
         now = time.perf_counter()
         if index >= MIN_ROUNDS and round_times and now + max(round_times) > deadline:
-            outcome.stopped = f"the time budget ({plan.max_seconds:g} s) allowed {index} of {plan.rounds} rounds"
+            outcome.stopped = (
+                f"the time budget ({plan.max_seconds:g} s) allowed {index} of {plan.rounds} rounds"
+            )
             break
         if now >= deadline:
-            outcome.stopped = f"the time budget ({plan.max_seconds:g} s) ran out after {index} rounds"
+            outcome.stopped = (
+                f"the time budget ({plan.max_seconds:g} s) ran out after {index} rounds"
+            )
             break
         started = now
         order = arms if index % 2 == 0 else arms[::-1]
         try:
             for position, arm in enumerate(order):
                 now = time.perf_counter()
-                if now >= deadline:  # nothing could be measured: the round's other arms get no segment
+                if (
+                    now >= deadline
+                ):  # nothing could be measured: the round's other arms get no segment
                     arm.segments.append(None)
                     continue
                 left = (max(MIN_ROUNDS - index, 1) * len(arms)) - position
@@ -100,7 +111,9 @@ def run_rounds(arms: list[Arm], plan: Plan, deadline: float, restore: Callable[[
                 share = max(0.0, deadline - now - left * overhead) / left
                 planned = (plan.rounds - index) * len(arms) - position
                 target = min(segment_s, max(0.0, deadline - now - planned * overhead) / planned)
-                segment = arm.measure(target, plan.segment_min_steps(1), min(now + overhead + share, deadline))
+                segment = arm.measure(
+                    target, plan.segment_min_steps(1), min(now + overhead + share, deadline)
+                )
                 arm.segments.append(segment)
                 measured = segment.seconds if segment is not None else 0.0
                 overheads.append(max(0.0, time.perf_counter() - now - measured))

@@ -29,14 +29,29 @@ class Segment:
     restart: float = 0.0  # seconds of its epoch's start charged to these steps (``segment_clock``)
 
     def rate(self, batch_size: int) -> float | None:
-        return self.steps * batch_size / self.seconds if self.seconds > 0 and self.steps > 0 else None
+        return (
+            self.steps * batch_size / self.seconds if self.seconds > 0 and self.steps > 0 else None
+        )
 
 
-def fit_segment(model: Any, kwargs: dict[str, Any], *, finite: bool, warm: int, seconds: float,
-                min_steps: int, deadline: float, what: str, error: Callable[[str], Exception],
-                epoch_steps: int | None = None, whole_epochs: bool = False,
-                stop: Callable[[], bool] | None = None, first_tick: list[float] | None = None,
-                epoch_length: int | None = None, extra: tuple[Any, ...] = ()) -> Segment | None:
+def fit_segment(
+    model: Any,
+    kwargs: dict[str, Any],
+    *,
+    finite: bool,
+    warm: int,
+    seconds: float,
+    min_steps: int,
+    deadline: float,
+    what: str,
+    error: Callable[[str], Exception],
+    epoch_steps: int | None = None,
+    whole_epochs: bool = False,
+    stop: Callable[[], bool] | None = None,
+    first_tick: list[float] | None = None,
+    epoch_length: int | None = None,
+    extra: tuple[Any, ...] = (),
+) -> Segment | None:
     """Train ``model`` on ``kwargs`` (a nested ``fit``) for one segment and time it.
 
     Finite feeds (arrays, PyDataset, DataLoader) run whole epochs, as training does, until the
@@ -47,7 +62,9 @@ def fit_segment(model: Any, kwargs: dict[str, Any], *, finite: bool, warm: int, 
     ``first_tick``, when given, receives the time the first execution ended (after compiling).
     ``extra``: callbacks trained with it, after the clock (the baseline's hooks arm).
     """
-    clock = segment_clock(model, warm, seconds, min_steps, deadline, whole_epochs, stop, epoch_length)
+    clock = segment_clock(
+        model, warm, seconds, min_steps, deadline, whole_epochs, stop, epoch_length
+    )
     if finite:
         shape: dict[str, Any] = {"epochs": ENDLESS_EPOCHS}
     elif epoch_steps:
@@ -65,9 +82,16 @@ def fit_segment(model: Any, kwargs: dict[str, Any], *, finite: bool, warm: int, 
     return clock.segment()
 
 
-def segment_clock(model: Any, warm: int, seconds: float, min_steps: int, deadline: float,
-                  whole_epochs: bool = False, stop: Callable[[], bool] | None = None,
-                  epoch_length: int | None = None) -> Any:
+def segment_clock(
+    model: Any,
+    warm: int,
+    seconds: float,
+    min_steps: int,
+    deadline: float,
+    whole_epochs: bool = False,
+    stop: Callable[[], bool] | None = None,
+    epoch_length: int | None = None,
+) -> Any:
     """A callback of the model's own Keras flavour that times the steps after the warm-up and
     stops training when the segment has lasted ``seconds`` and ``min_steps`` (or at ``deadline``).
     Steps are counted from the batch indices, so ``steps_per_execution`` is exact.
@@ -106,7 +130,9 @@ def segment_clock(model: Any, warm: int, seconds: float, min_steps: int, deadlin
             self.epoch_start: tuple[float, int] | None = None
             self.epoch_end: tuple[float, int] | None = None
             self.cut = False  # this clock stopped training inside an epoch: that epoch is not whole
-            self.first_begin: float | None = None  # when the first epoch began (before its iterator)
+            self.first_begin: float | None = (
+                None  # when the first epoch began (before its iterator)
+            )
 
         def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
             self.begin = None
@@ -122,8 +148,10 @@ def segment_clock(model: Any, warm: int, seconds: float, min_steps: int, deadlin
                 return
             now = time.perf_counter()
             self.epoch_end = (now, self.steps)
-            if (now - self.epoch_start[0] >= seconds and self.steps - self.epoch_start[1] >= min_steps) \
-                    or now >= deadline:
+            if (
+                now - self.epoch_start[0] >= seconds
+                and self.steps - self.epoch_start[1] >= min_steps
+            ) or now >= deadline:
                 self.model.stop_training = True
 
         def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
@@ -145,8 +173,11 @@ def segment_clock(model: Any, warm: int, seconds: float, min_steps: int, deadlin
                 return
             self.end = (now, self.steps)
             measured = self.steps - self.start[1]
-            if now >= deadline or (measured >= min_steps and now - self.start[0] >= seconds
-                                   and (self.epoch_end is None or not whole_epochs)):
+            if now >= deadline or (
+                measured >= min_steps
+                and now - self.start[0] >= seconds
+                and (self.epoch_end is None or not whole_epochs)
+            ):
                 self.halt()
 
         def halt(self) -> None:
@@ -156,8 +187,11 @@ def segment_clock(model: Any, warm: int, seconds: float, min_steps: int, deadlin
 
         def segment(self) -> Segment | None:
             if self.epoch_start is not None and self.epoch_end is not None:
-                return Segment(self.epoch_end[1] - self.epoch_start[1], self.epoch_end[0] - self.epoch_start[0],
-                               self.epoch_end[0])
+                return Segment(
+                    self.epoch_end[1] - self.epoch_start[1],
+                    self.epoch_end[0] - self.epoch_start[0],
+                    self.epoch_end[0],
+                )
             if self.start is None or self.end is None:
                 return None
             steps, timed = self.end[1] - self.start[1], self.end[0] - self.start[0]
@@ -171,7 +205,9 @@ def segment_clock(model: Any, warm: int, seconds: float, min_steps: int, deadlin
     return _SegmentClock()
 
 
-def pull_segment(iterator: Any, warm: int, seconds: float, min_batches: int, deadline: float) -> Segment | None:
+def pull_segment(
+    iterator: Any, warm: int, seconds: float, min_batches: int, deadline: float
+) -> Segment | None:
     """Time ``next(iterator)`` for a segment after ``warm`` pulls (Python-side inputs)."""
     try:
         for _ in range(warm):
@@ -189,8 +225,9 @@ def pull_segment(iterator: Any, warm: int, seconds: float, min_batches: int, dea
     return Segment(n, now - t0, now)
 
 
-def chunked_segment(pull: Callable[[int], None], warm: int, seconds: float, min_batches: int,
-                    deadline: float) -> Segment | None:
+def chunked_segment(
+    pull: Callable[[int], None], warm: int, seconds: float, min_batches: int, deadline: float
+) -> Segment | None:
     """Time ``pull(k)`` calls (each pulls k batches, e.g. in a graph loop) for a segment. The
     chunk grows towards what the remaining time needs, at most doubling each call."""
     pull(warm)
@@ -206,5 +243,8 @@ def chunked_segment(pull: Callable[[int], None], warm: int, seconds: float, min_
         per_batch = elapsed / n
         wanted = max(seconds - elapsed, (min_batches - n) * per_batch, 0.0)
         remaining = max(deadline - now, 0.0)
-        chunk = max(1, min(2 * chunk, int(min(wanted, remaining) / per_batch) if per_batch > 0 else 2 * chunk))
+        chunk = max(
+            1,
+            min(2 * chunk, int(min(wanted, remaining) / per_batch) if per_batch > 0 else 2 * chunk),
+        )
     return Segment(n, now - t0, now)

@@ -63,7 +63,9 @@ def normalize_whatif(value: Any) -> str | tuple[str, ...] | None:
     try:
         names = tuple(str(n) for n in names)
     except TypeError:
-        raise UsageError(f"whatif must be 'needed', 'auto', a list of candidate names or None, got {value!r}") from None
+        raise UsageError(
+            f"whatif must be 'needed', 'auto', a list of candidate names or None, got {value!r}"
+        ) from None
     known = WHATIF_NAMES + WHATIF_PROCESS_NAMES
     for name in names:
         if name not in known:
@@ -71,5 +73,7 @@ def normalize_whatif(value: Any) -> str | tuple[str, ...] | None:
             hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(known)}"
             raise UsageError(f"whatif: unknown candidate {name!r}; {hint}")
     if not names:
-        raise UsageError("whatif: an empty list names no candidate; use None to switch the what-if off")
+        raise UsageError(
+            "whatif: an empty list names no candidate; use None to switch the what-if off"
+        )
     return tuple(dict.fromkeys(names))

@@ -31,10 +31,24 @@ if TYPE_CHECKING:
     from advisor.service import Analysis, Store
 
 SUMMARY_FACTS = (
-    "throughput.samples_per_s", "throughput.samples_per_s.p50", "throughput.steps_per_s",
-    "cost.samples_per_dollar", "cost.usd_per_epoch", "time.epoch_s.mean", "time.first_step_s",
-    "time.val_fraction", "gpu.util.mean", "gpu.util.p95", "host.cpu.mean", "energy.wh", "energy.j_per_sample",
-    "input.share", "trace.communication_percent", "mfu", "advisor.overhead_fraction", "goodput",
+    "throughput.samples_per_s",
+    "throughput.samples_per_s.p50",
+    "throughput.steps_per_s",
+    "cost.samples_per_dollar",
+    "cost.usd_per_epoch",
+    "time.epoch_s.mean",
+    "time.first_step_s",
+    "time.val_fraction",
+    "gpu.util.mean",
+    "gpu.util.p95",
+    "host.cpu.mean",
+    "energy.wh",
+    "energy.j_per_sample",
+    "input.share",
+    "trace.communication_percent",
+    "mfu",
+    "advisor.overhead_fraction",
+    "goodput",
 )
 
 
@@ -52,16 +66,27 @@ class ExportResult:
     notes: list[str] = field(default_factory=list)
 
 
-def export_run(store: Store, ref: Any, *, mlflow_run: str | None = None, tracking_uri: str | None = None,
-               experiment: str | None = None, series: bool = True, plots: bool = True,
-               config: Any = None, rules_dir: Any = None) -> ExportResult:
+def export_run(
+    store: Store,
+    ref: Any,
+    *,
+    mlflow_run: str | None = None,
+    tracking_uri: str | None = None,
+    experiment: str | None = None,
+    series: bool = True,
+    plots: bool = True,
+    config: Any = None,
+    rules_dir: Any = None,
+) -> ExportResult:
     """Log run ``ref`` of ``store`` into MLflow (see the module docs); returns what was logged."""
     try:
         import mlflow
         from mlflow.entities import Metric, Param
         from mlflow.tracking import MlflowClient
     except ImportError:
-        raise MlflowExportError("MLflow is not installed: pip install 'keras-advisor[mlflow]'") from None
+        raise MlflowExportError(
+            "MLflow is not installed: pip install 'keras-advisor[mlflow]'"
+        ) from None
     from advisor.render import render
 
     analysis = store.analyse(ref)
@@ -73,31 +98,41 @@ def export_run(store: Store, ref: Any, *, mlflow_run: str | None = None, trackin
     try:
         if run_id is None:
             experiment_id = _experiment_id(client, experiment)
-            run_id = client.create_run(experiment_id, run_name=analysis.run_id,
-                                       tags={"advisor.run_id": analysis.run_id}).info.run_id
+            run_id = client.create_run(
+                experiment_id, run_name=analysis.run_id, tags={"advisor.run_id": analysis.run_id}
+            ).info.run_id
         result = ExportResult(run_id, uri, created)
         now = int(time.time() * 1000)
         last_step = _last_step(analysis)
         metrics: list[Any] = []
         if series and not client.get_metric_history(run_id, "advisor.samples_per_s"):
             for point in _series(analysis):
-                metrics += [Metric(k, float(v), point.timestamp_ms, point.step) for k, v in point.keyed().items()]
+                metrics += [
+                    Metric(k, float(v), point.timestamp_ms, point.step)
+                    for k, v in point.keyed().items()
+                ]
         for name in SUMMARY_FACTS:
             value = analysis.facts.get(name)
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 key = name if name.startswith("advisor.") else f"advisor.{name}"
                 metrics.append(Metric(key, float(value), now, last_step))
         counts = report.summary
-        for status, count in (("fail", counts.fail), ("pass", counts.passed), ("unknown", counts.unknown)):
+        for status, count in (
+            ("fail", counts.fail),
+            ("pass", counts.passed),
+            ("unknown", counts.unknown),
+        ):
             metrics.append(Metric(f"advisor.findings.{status}", float(count), now, last_step))
         for i in range(0, len(metrics), 1000):  # MLflow takes at most 1000 metrics a batch
-            client.log_batch(run_id, metrics=metrics[i:i + 1000], synchronous=True)
+            client.log_batch(run_id, metrics=metrics[i : i + 1000], synchronous=True)
         result.metrics = len(metrics)
         client.set_tag(run_id, "advisor.run_id", analysis.run_id)
         manifest = analysis.run.manifest
         logged = client.get_run(run_id).data.params
         params = run_params(analysis.facts, workers=manifest.num_workers, tags=manifest.tags)
-        new = [Param(k, v) for k, v in params.items() if k not in logged]  # an MLflow param is written once
+        new = [
+            Param(k, v) for k, v in params.items() if k not in logged
+        ]  # an MLflow param is written once
         if new:
             client.log_batch(run_id, params=new, synchronous=True)
         top = report.failures[0].code if report.failures else "none"
@@ -113,9 +148,13 @@ def export_run(store: Store, ref: Any, *, mlflow_run: str | None = None, trackin
             if plots:
                 result.notes += _plots(store, analysis, folder / "plots")
             client.log_artifacts(run_id, str(folder), artifact_path="advisor")
-            result.artifacts = sorted(str(p.relative_to(Path(tmp))) for p in folder.rglob("*") if p.is_file())
+            result.artifacts = sorted(
+                str(p.relative_to(Path(tmp))) for p in folder.rglob("*") if p.is_file()
+            )
         if created:
-            client.set_terminated(run_id, "FINISHED" if analysis.run.status == "finished" else "FAILED")
+            client.set_terminated(
+                run_id, "FINISHED" if analysis.run.status == "finished" else "FAILED"
+            )
     except AdvisorError:
         raise
     except Exception as exc:  # the tracking store's own errors, in one line
@@ -155,7 +194,9 @@ def _series(analysis: Analysis) -> list[Any]:
 def _last_step(analysis: Analysis) -> int:
     from advisor.store.schema import WindowRecord
 
-    windows = analysis.run.of_type(WindowRecord, rank=analysis.run.ranks[0]) if analysis.run.ranks else []
+    windows = (
+        analysis.run.of_type(WindowRecord, rank=analysis.run.ranks[0]) if analysis.run.ranks else []
+    )
     return max((w.step_end for w in windows), default=0)
 
 
@@ -179,4 +220,3 @@ def _plots(store: Store, analysis: Analysis, folder: Path) -> list[str]:
         except AdvisorError as exc:
             notes.append(f"no scaling plots: {exc}")
     return notes
-

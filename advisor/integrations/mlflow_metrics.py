@@ -29,23 +29,43 @@ from advisor.numbers import strategy_label, workers_label
 from advisor.store.schema import GpuSample, HostSample, Record, WindowRecord
 
 PREFIX = "advisor."
-SERIES = ("samples_per_s", "samples_per_dollar", "step_time_ms", "gpu_util", "cpu_util", "energy_wh")
+SERIES = (
+    "samples_per_s",
+    "samples_per_dollar",
+    "step_time_ms",
+    "gpu_util",
+    "cpu_util",
+    "energy_wh",
+)
 PARAMS = {
-    "advisor.batch_size": "global_batch_size", "advisor.strategy": "strategy", "advisor.backend": "backend",
-    "advisor.dtype_policy": "dtype_policy", "advisor.steps_per_execution": "steps_per_execution",
-    "advisor.jit_compile": "jit_compile", "advisor.replicas": "replicas",
+    "advisor.batch_size": "global_batch_size",
+    "advisor.strategy": "strategy",
+    "advisor.backend": "backend",
+    "advisor.dtype_policy": "dtype_policy",
+    "advisor.steps_per_execution": "steps_per_execution",
+    "advisor.jit_compile": "jit_compile",
+    "advisor.replicas": "replicas",
 }
 
 
-def run_params(context: Mapping[str, Any], *, workers: int | None, tags: Mapping[str, str] | None = None,
-               backend: str | None = None) -> dict[str, str]:
+def run_params(
+    context: Mapping[str, Any],
+    *,
+    workers: int | None,
+    tags: Mapping[str, str] | None = None,
+    backend: str | None = None,
+) -> dict[str, str]:
     """A run's settings as MLflow params, from its ``context.*`` values (the fit's introspection or
     the analysed facts): the strategy and worker count as every view gives them (``single``, not
     the class the run reported; a sweep point's configuration, ``mirrored`` × 2)."""
     params = {name: context.get(f"context.{key}") for name, key in PARAMS.items()}
     params["advisor.backend"] = params["advisor.backend"] or backend
-    params["advisor.strategy"] = strategy_label(params["advisor.strategy"], dict(tags) if tags else None)
-    params["advisor.workers"] = workers_label(workers, dict(tags) if tags else None) if workers is not None else None
+    params["advisor.strategy"] = strategy_label(
+        params["advisor.strategy"], dict(tags) if tags else None
+    )
+    params["advisor.workers"] = (
+        workers_label(workers, dict(tags) if tags else None) if workers is not None else None
+    )
     return {name: str(value) for name, value in params.items() if value is not None}
 
 
@@ -99,7 +119,9 @@ class MetricSeries:
         elif s.power_w is not None:
             last = self._power_last.get(s.index)
             if last is not None and s.t > last[0]:
-                self._power_j[s.index] = self._power_j.get(s.index, 0.0) + (last[1] + s.power_w) / 2 * (s.t - last[0])
+                self._power_j[s.index] = self._power_j.get(s.index, 0.0) + (
+                    last[1] + s.power_w
+                ) / 2 * (s.t - last[0])
             self._power_last[s.index] = (s.t, float(s.power_w))
 
     def _window(self, w: WindowRecord) -> WindowPoint | None:
@@ -124,10 +146,16 @@ class MetricSeries:
             values["energy_wh"] = energy
         self._gpu_util.clear()
         self._cpu.clear()
-        return WindowPoint(step=w.step_end, timestamp_ms=int(w.t * 1000), values=values) if values else None
+        return (
+            WindowPoint(step=w.step_end, timestamp_ms=int(w.t * 1000), values=values)
+            if values
+            else None
+        )
 
 
-def series_of(records: list[Any], scale: float = 1.0, price_per_hour: float | None = None) -> list[WindowPoint]:
+def series_of(
+    records: list[Any], scale: float = 1.0, price_per_hour: float | None = None
+) -> list[WindowPoint]:
     """Every window's metrics of one worker's records (in file order)."""
     series = MetricSeries(scale, price_per_hour)
     return [p for r in records if (p := series.add(r)) is not None]

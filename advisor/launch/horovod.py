@@ -10,8 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 
-def horovodrun_argv(workers: int, command: Sequence[str], hosts: str | None = None,
-                    gloo: bool = True, timeline: str | None = None) -> list[str]:
+def horovodrun_argv(
+    workers: int,
+    command: Sequence[str],
+    hosts: str | None = None,
+    gloo: bool = True,
+    timeline: str | None = None,
+) -> list[str]:
     """``horovodrun -np N -H localhost:N --gloo CMD...`` (``hosts``: e.g. ``"a:4,b:4"``)."""
     argv = ["horovodrun", "-np", str(workers), "-H", hosts or f"localhost:{workers}"]
     if gloo:

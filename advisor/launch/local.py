@@ -86,12 +86,20 @@ def run_local(
             group = _group_kwargs(pgid)
             try:
                 proc = subprocess.Popen(
-                    spec.argv, env=merged_env(spec.env), stdout=handle, stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL, **group,  # type: ignore[call-overload]
+                    spec.argv,
+                    env=merged_env(spec.env),
+                    stdout=handle,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    **group,  # type: ignore[call-overload]
                 )
             except OSError as exc:
-                return Outcome("failed", time.monotonic() - t0, f"cannot start {spec.argv[0]!r}: {exc}",
-                               logs=[str(log_dir / s.log_name) for s in specs])
+                return Outcome(
+                    "failed",
+                    time.monotonic() - t0,
+                    f"cannot start {spec.argv[0]!r}: {exc}",
+                    logs=[str(log_dir / s.log_name) for s in specs],
+                )
             if pgid is None:
                 pgid = proc.pid
             procs.append((spec, proc))
@@ -115,8 +123,12 @@ def _group_kwargs(pgid: int | None) -> dict[str, Any]:
 
 
 def _wait(
-    procs: list[tuple[ProcessSpec, subprocess.Popen[bytes]]], log_dir: Path, timeout_s: float | None,
-    on_tick: Callable[[float], None] | None, poll_s: float, t0: float,
+    procs: list[tuple[ProcessSpec, subprocess.Popen[bytes]]],
+    log_dir: Path,
+    timeout_s: float | None,
+    on_tick: Callable[[float], None] | None,
+    poll_s: float,
+    t0: float,
 ) -> Outcome:
     logs = [str(log_dir / spec.log_name) for spec, _ in procs]
     while True:
@@ -125,22 +137,35 @@ def _wait(
         bad = [(spec, proc.returncode) for spec, proc in procs if proc.returncode not in (None, 0)]
         if bad:
             spec, code = bad[0]
-            return Outcome("failed", elapsed, describe_exit(spec.rank, code),
-                           log_tail(log_dir / spec.log_name), codes, logs)
+            return Outcome(
+                "failed",
+                elapsed,
+                describe_exit(spec.rank, code),
+                log_tail(log_dir / spec.log_name),
+                codes,
+                logs,
+            )
         if all(code == 0 for code in codes.values()):
             return Outcome("finished", elapsed, returncodes=codes, logs=logs)
         if timeout_s is not None and elapsed > timeout_s:
             waiting = [spec.rank for spec, proc in procs if proc.returncode is None]
             chief = procs[0][0]
-            return Outcome("failed", elapsed,
-                           f"timed out after {timeout_s:g} s (workers still running: {waiting})",
-                           log_tail(log_dir / chief.log_name), codes, logs)
+            return Outcome(
+                "failed",
+                elapsed,
+                f"timed out after {timeout_s:g} s (workers still running: {waiting})",
+                log_tail(log_dir / chief.log_name),
+                codes,
+                logs,
+            )
         if on_tick is not None:
             on_tick(elapsed)
         time.sleep(poll_s)
 
 
-def kill_group(pgid: int, procs: Sequence[subprocess.Popen[bytes]], grace_s: float = TERM_GRACE_S) -> None:
+def kill_group(
+    pgid: int, procs: Sequence[subprocess.Popen[bytes]], grace_s: float = TERM_GRACE_S
+) -> None:
     """SIGTERM the group, give it ``grace_s`` to exit, then SIGKILL it; reap our children."""
     if _signal_group(pgid, signal.SIGTERM):
         deadline = time.monotonic() + grace_s

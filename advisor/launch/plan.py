@@ -22,13 +22,26 @@ from advisor.launch.role import STRATEGIES, tf_config
 RUN_ID_SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,80}$")
 # Variables the launcher owns: never inherited from the shell that runs `advisor scale`.
 OWNED_ENV = (
-    "TF_CONFIG", "ADVISOR_RANK", "ADVISOR_WORLD_SIZE", "ADVISOR_RUN_ID", "ADVISOR_SWEEP_ID",
-    "ADVISOR_SCALE_STRATEGY", "ADVISOR_SCALE_WORKERS", "ADVISOR_LOGICAL_DEVICES",
-    "ADVISOR_COORDINATOR", "TF_USE_LEGACY_KERAS", "KERAS_BACKEND",
+    "TF_CONFIG",
+    "ADVISOR_RANK",
+    "ADVISOR_WORLD_SIZE",
+    "ADVISOR_RUN_ID",
+    "ADVISOR_SWEEP_ID",
+    "ADVISOR_SCALE_STRATEGY",
+    "ADVISOR_SCALE_WORKERS",
+    "ADVISOR_LOGICAL_DEVICES",
+    "ADVISOR_COORDINATOR",
+    "TF_USE_LEGACY_KERAS",
+    "KERAS_BACKEND",
 )
 # Strategies the launcher can run, and what each needs installed.
-NEEDS = {"multiworker": "tf_keras", "mirrored": "tensorflow", "jax": "jax", "horovod": "horovod",
-         "single": None}
+NEEDS = {
+    "multiworker": "tf_keras",
+    "mirrored": "tensorflow",
+    "jax": "jax",
+    "horovod": "horovod",
+    "single": None,
+}
 
 
 @dataclass(frozen=True)
@@ -76,20 +89,27 @@ def parse_workers(text: str) -> list[int]:
     try:
         counts = sorted({int(part) for part in text.split(",") if part.strip()})
     except ValueError:
-        raise UsageError(f"--workers {text!r}: expected comma-separated integers such as 1,2,4") from None
+        raise UsageError(
+            f"--workers {text!r}: expected comma-separated integers such as 1,2,4"
+        ) from None
     if not counts or counts[0] < 1:
         raise UsageError(f"--workers {text!r}: worker counts must be 1 or more")
     return counts
 
 
 def make_plan(
-    command: Sequence[str], workers: Sequence[int], strategies: Sequence[str], repeat: int = 1,
+    command: Sequence[str],
+    workers: Sequence[int],
+    strategies: Sequence[str],
+    repeat: int = 1,
     sweep_id: str | None = None,
 ) -> Plan:
     """Configurations in run order: repeats outermost (drift spreads over all points), then
     strategies, then worker counts ascending."""
     if not command:
-        raise UsageError("no training command: put it after `--`, e.g. `advisor scale -- python train.py`")
+        raise UsageError(
+            "no training command: put it after `--`, e.g. `advisor scale -- python train.py`"
+        )
     for s in strategies:
         if s not in STRATEGIES:
             raise UsageError(f"unknown strategy {s!r}; choose from {', '.join(STRATEGIES)}")
@@ -129,8 +149,13 @@ def base_env(config: Config, sweep_id: str, runs_dir: Path) -> dict[str, str]:
 
 
 def local_processes(
-    config: Config, command: Sequence[str], sweep_id: str, runs_dir: Path, gpus: int = 0,
-    ports: Sequence[int] | None = None, hosts: Sequence[str] | None = None,
+    config: Config,
+    command: Sequence[str],
+    sweep_id: str,
+    runs_dir: Path,
+    gpus: int = 0,
+    ports: Sequence[int] | None = None,
+    hosts: Sequence[str] | None = None,
 ) -> list[ProcessSpec]:
     """The processes of one configuration (``ports``: for tests, or a launcher's own; else free
     ones on this host; ``hosts``: each rank's address, loopback when None)."""
@@ -149,8 +174,14 @@ def local_processes(
 
         env.pop("ADVISOR_RANK", None)
         timeline = str(horovod_timeline_path(runs_dir, sweep_id, config))
-        return [ProcessSpec(horovodrun_argv(n, argv, timeline=timeline), env, log_name="horovodrun.log")]
-    ports = list(ports) if ports is not None else free_ports(n if config.strategy == "multiworker" else 1)
+        return [
+            ProcessSpec(horovodrun_argv(n, argv, timeline=timeline), env, log_name="horovodrun.log")
+        ]
+    ports = (
+        list(ports)
+        if ports is not None
+        else free_ports(n if config.strategy == "multiworker" else 1)
+    )
     addresses = [f"{hosts[i] if hosts else '127.0.0.1'}:{p}" for i, p in enumerate(ports)]
     specs = []
     for rank in range(n):
@@ -174,7 +205,9 @@ def horovod_timeline_path(runs_dir: Path, sweep_id: str, config: Config) -> Path
 
 def merged_env(extra: Mapping[str, str], parent: Mapping[str, str] | None = None) -> dict[str, str]:
     """The parent environment without the launcher-owned variables, plus ``extra``."""
-    env = {k: v for k, v in (os.environ if parent is None else parent).items() if k not in OWNED_ENV}
+    env = {
+        k: v for k, v in (os.environ if parent is None else parent).items() if k not in OWNED_ENV
+    }
     env.update(extra)
     return env
 
@@ -194,9 +227,11 @@ def check_available(strategies: Sequence[str], launcher: str = "local") -> None:
                     "TensorFlow (see docs/scaling.md, 'Horovod') or sweep another strategy"
                 )
         elif need and importlib.util.find_spec(need) is None:
-            hint = {"tf_keras": "pip install tf_keras (multi-worker training uses tf_keras: Keras 3 "
-                                "cannot fit under MultiWorkerMirroredStrategy)",
-                    "jax": "pip install jax"}.get(need, f"pip install {need}")
+            hint = {
+                "tf_keras": "pip install tf_keras (multi-worker training uses tf_keras: Keras 3 "
+                "cannot fit under MultiWorkerMirroredStrategy)",
+                "jax": "pip install jax",
+            }.get(need, f"pip install {need}")
             raise UsageError(f"strategy {s}: {need} is not installed; {hint}")
 
 

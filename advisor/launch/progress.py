@@ -42,8 +42,12 @@ def _last_window(file: Path) -> dict[str, Any] | None:
             continue
         try:
             rec = parse_json(line)
-            if (isinstance(rec, dict) and rec.get("type") == "window" and not rec.get("warmup")
-                    and float(rec.get("seconds") or 0) > 0):
+            if (
+                isinstance(rec, dict)
+                and rec.get("type") == "window"
+                and not rec.get("warmup")
+                and float(rec.get("seconds") or 0) > 0
+            ):
                 windows.append(rec)
         except (BadInput, TypeError, ValueError):
             continue
@@ -71,8 +75,13 @@ def last_throughput(run_dir: Path, strategy: str) -> float | None:
 class Display:
     """Shows a sweep as it runs. ``live=None`` picks a live table only on a terminal."""
 
-    def __init__(self, record: SweepRecord, runs_dir: Path, live: bool | None = None,
-                 measured: Callable[[Path], float | None] | None = None) -> None:
+    def __init__(
+        self,
+        record: SweepRecord,
+        runs_dir: Path,
+        live: bool | None = None,
+        measured: Callable[[Path], float | None] | None = None,
+    ) -> None:
         self.record = record
         self.measured = measured
         self.runs_dir = runs_dir
@@ -90,11 +99,16 @@ class Display:
         if self.live_mode:
             from rich.live import Live
 
-            self._live = Live(self._table(), console=self._console, refresh_per_second=4, transient=False)
+            self._live = Live(
+                self._table(), console=self._console, refresh_per_second=4, transient=False
+            )
             self._live.__enter__()
         else:
-            self._console.print(f"advisor scale: sweep {self.record.sweep_id}, "
-                                f"{len(self.record.configs)} configuration(s)", highlight=False)
+            self._console.print(
+                f"advisor scale: sweep {self.record.sweep_id}, "
+                f"{len(self.record.configs)} configuration(s)",
+                highlight=False,
+            )
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -152,23 +166,32 @@ class Display:
 
     @staticmethod
     def _name(rec: ConfigRecord) -> str:
-        return f"{rec.strategy} ×{rec.workers}" + (f" (repeat {rec.repeat + 1})" if rec.repeat else "")
+        return f"{rec.strategy} ×{rec.workers}" + (
+            f" (repeat {rec.repeat + 1})" if rec.repeat else ""
+        )
 
     def _table(self) -> Any:
         from rich.table import Table
 
         style = {"finished": "green", "failed": "red", "running": "yellow"}
         table = Table(title=f"advisor scale · {self.record.sweep_id}", title_justify="left")
-        for col, just in (("configuration", "left"), ("state", "left"), ("elapsed", "right"),
-                          ("samples/s", "right"), ("note", "left")):
+        for col, just in (
+            ("configuration", "left"),
+            ("state", "left"),
+            ("elapsed", "right"),
+            ("samples/s", "right"),
+            ("note", "left"),
+        ):
             table.add_column(col, justify=just)  # type: ignore[arg-type]
         for rec in self.record.configs:
             elapsed = self._elapsed.get(rec.run_id)
             rate = self._rate.get(rec.run_id)
             note = rec.reason or ""
             table.add_row(
-                self._name(rec), f"[{style.get(rec.status, 'dim')}]{rec.status}[/]",
+                self._name(rec),
+                f"[{style.get(rec.status, 'dim')}]{rec.status}[/]",
                 f"{elapsed:.1f} s" if elapsed is not None else "",
-                f"{rate:,.0f}" if rate is not None else "", note[:60],
+                f"{rate:,.0f}" if rate is not None else "",
+                note[:60],
             )
         return table

@@ -57,7 +57,9 @@ def require_ray() -> Any:
     try:
         import ray
     except ImportError:
-        raise UsageError(f"--launcher ray needs Ray, which is not installed: {EXTRA_HINT}") from None
+        raise UsageError(
+            f"--launcher ray needs Ray, which is not installed: {EXTRA_HINT}"
+        ) from None
     return ray
 
 
@@ -65,8 +67,10 @@ def check_ray_plan(plan: Plan) -> None:
     """Fail before the sweep when Ray is missing or a strategy cannot run under it."""
     require_ray()
     if any(c.strategy == "horovod" for c in plan.configs):
-        raise UsageError("strategy horovod runs through horovodrun, not Ray actors: use --launcher "
-                         "local or slurm for it")
+        raise UsageError(
+            "strategy horovod runs through horovodrun, not Ray actors: use --launcher "
+            "local or slurm for it"
+        )
 
 
 @dataclass
@@ -88,7 +92,11 @@ def ray_session(address: str | None, num_cpus: int) -> Iterator[RaySession]:
     session = RaySession(ray)
     started_here = not ray.is_initialized()
     own = OwnProcesses() if started_here and not address else None
-    options: dict[str, Any] = {"log_to_driver": False, "logging_level": "WARNING", "configure_logging": True}
+    options: dict[str, Any] = {
+        "log_to_driver": False,
+        "logging_level": "WARNING",
+        "configure_logging": True,
+    }
     failure: BaseException | None = None
     with counting_interrupts() as interrupts:
         try:
@@ -121,8 +129,13 @@ def _exit_for(failure: BaseException) -> NoReturn:
 
 def node_addresses(ray: Any) -> list[str]:
     """The addresses of the cluster's live nodes."""
-    return sorted({str(n.get("NodeManagerAddress")) for n in ray.nodes()
-                   if n.get("Alive") and n.get("NodeManagerAddress")})
+    return sorted(
+        {
+            str(n.get("NodeManagerAddress"))
+            for n in ray.nodes()
+            if n.get("Alive") and n.get("NodeManagerAddress")
+        }
+    )
 
 
 class Worker:
@@ -146,8 +159,12 @@ class Worker:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log, "wb") as handle:
             self.proc = subprocess.Popen(
-                argv, env=merged_env(env), stdout=handle, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, preexec_fn=_own_group_dying_with_parent,
+                argv,
+                env=merged_env(env),
+                stdout=handle,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                preexec_fn=_own_group_dying_with_parent,
             )
 
     def poll(self) -> int | None:
@@ -181,8 +198,13 @@ def cluster_cpus(processes: int) -> int:
 def ray_runner(ray: Any, poll_s: float = 0.5) -> Callable[..., Outcome]:
     """A ``run_sweep`` runner that places each configuration on the Ray cluster of ``ray``."""
 
-    def run(config: Config, specs: Callable[..., list[ProcessSpec]], log_dir: Path,
-            timeout_s: float | None, on_tick: Callable[[float], None] | None) -> Outcome:
+    def run(
+        config: Config,
+        specs: Callable[..., list[ProcessSpec]],
+        log_dir: Path,
+        timeout_s: float | None,
+        on_tick: Callable[[float], None] | None,
+    ) -> Outcome:
         return run_on_ray(ray, config, specs, log_dir, timeout_s, on_tick, poll_s)
 
     return run
@@ -193,8 +215,13 @@ def processes_of(config: Config) -> int:
 
 
 def run_on_ray(
-    ray: Any, config: Config, specs: Callable[..., list[ProcessSpec]], log_dir: Path,
-    timeout_s: float | None, on_tick: Callable[[float], None] | None = None, poll_s: float = 0.5,
+    ray: Any,
+    config: Config,
+    specs: Callable[..., list[ProcessSpec]],
+    log_dir: Path,
+    timeout_s: float | None,
+    on_tick: Callable[[float], None] | None = None,
+    poll_s: float = 0.5,
 ) -> Outcome:
     """Run one configuration in a placement group; never raises for a failure of the job itself
     (only ``KeyboardInterrupt`` passes, after the cleanup)."""
@@ -209,18 +236,29 @@ def run_on_ray(
         ready, _ = ray.wait([pg.ready()], timeout=PLACEMENT_TIMEOUT_S)
         if not ready:
             cpus = ray.cluster_resources().get("CPU", 0)
-            return Outcome("failed", time.monotonic() - t0,
-                           f"Ray could not place {n} worker(s) of one CPU each within "
-                           f"{PLACEMENT_TIMEOUT_S:g} s (the cluster has {cpus:g} CPUs)")
+            return Outcome(
+                "failed",
+                time.monotonic() - t0,
+                f"Ray could not place {n} worker(s) of one CPU each within "
+                f"{PLACEMENT_TIMEOUT_S:g} s (the cluster has {cpus:g} CPUs)",
+            )
         remote = ray.remote(num_cpus=1, max_restarts=0)(Worker)
-        actors = [remote.options(scheduling_strategy=PlacementGroupSchedulingStrategy(
-            placement_group=pg, placement_group_bundle_index=i)).remote() for i in range(n)]
+        actors = [
+            remote.options(
+                scheduling_strategy=PlacementGroupSchedulingStrategy(
+                    placement_group=pg, placement_group_bundle_index=i
+                )
+            ).remote()
+            for i in range(n)
+        ]
         hosts: list[str] = []
         nodes: list[str] = []
         ports: list[int] = []
         ids: list[str] = []
         for actor in actors:  # one after the other: two simulated nodes of one host share its ports
-            host, node, port, actor_id = ray.get(actor.where.remote(ports), timeout=ACTOR_CALL_TIMEOUT_S)
+            host, node, port, actor_id = ray.get(
+                actor.where.remote(ports), timeout=ACTOR_CALL_TIMEOUT_S
+            )
             hosts.append(host)
             nodes.append(f"{host} ({node[:8]})")
             ports.append(port)
@@ -228,11 +266,19 @@ def run_on_ray(
         job_id = ray.get_runtime_context().get_job_id()
         procs = specs(hosts=hosts, ports=ports)
         for spec, node in zip(procs, nodes):  # what the run records: the Ray job, nodes and actors
-            spec.env.update({"ADVISOR_RAY_JOB_ID": job_id, "ADVISOR_RAY_NODES": ",".join(nodes),
-                             "ADVISOR_RAY_ACTORS": ",".join(ids), "ADVISOR_NODE": node})
+            spec.env.update(
+                {
+                    "ADVISOR_RAY_JOB_ID": job_id,
+                    "ADVISOR_RAY_NODES": ",".join(nodes),
+                    "ADVISOR_RAY_ACTORS": ",".join(ids),
+                    "ADVISOR_NODE": node,
+                }
+            )
         logs = [str(log_dir / spec.log_name) for spec in procs]
-        ray.get([a.start.remote(s.argv, s.env, log) for a, s, log in zip(actors, procs, logs)],
-                timeout=ACTOR_CALL_TIMEOUT_S)
+        ray.get(
+            [a.start.remote(s.argv, s.env, log) for a, s, log in zip(actors, procs, logs)],
+            timeout=ACTOR_CALL_TIMEOUT_S,
+        )
         outcome = _wait(ray, actors, timeout_s, on_tick, poll_s, t0)
         outcome.logs, outcome.nodes, outcome.job_id, outcome.actors = logs, nodes, job_id, ids
         return outcome
@@ -242,8 +288,14 @@ def run_on_ray(
         _clean_up(ray, actors, pg, remove_placement_group)
 
 
-def _wait(ray: Any, actors: list[Any], timeout_s: float | None,
-          on_tick: Callable[[float], None] | None, poll_s: float, t0: float) -> Outcome:
+def _wait(
+    ray: Any,
+    actors: list[Any],
+    timeout_s: float | None,
+    on_tick: Callable[[float], None] | None,
+    poll_s: float,
+    t0: float,
+) -> Outcome:
     codes: dict[int, int | None] = dict.fromkeys(range(len(actors)))
     while True:
         for rank, actor in enumerate(actors):
@@ -252,20 +304,34 @@ def _wait(ray: Any, actors: list[Any], timeout_s: float | None,
             try:
                 codes[rank] = ray.get(actor.poll.remote(), timeout=ACTOR_CALL_TIMEOUT_S)
             except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError) as exc:
-                return Outcome("failed", time.monotonic() - t0,
-                               f"worker {rank}'s Ray actor died: {_first_line(exc)}",
-                               _tail(ray, actors[0]), codes)
+                return Outcome(
+                    "failed",
+                    time.monotonic() - t0,
+                    f"worker {rank}'s Ray actor died: {_first_line(exc)}",
+                    _tail(ray, actors[0]),
+                    codes,
+                )
             code = codes[rank]
             if code not in (None, 0):
-                return Outcome("failed", time.monotonic() - t0, describe_exit(rank, code),
-                               _tail(ray, actor), codes)
+                return Outcome(
+                    "failed",
+                    time.monotonic() - t0,
+                    describe_exit(rank, code),
+                    _tail(ray, actor),
+                    codes,
+                )
         elapsed = time.monotonic() - t0
         if all(code == 0 for code in codes.values()):
             return Outcome("finished", elapsed, returncodes=codes)
         if timeout_s is not None and elapsed > timeout_s:
             waiting = [rank for rank, code in codes.items() if code is None]
-            return Outcome("failed", elapsed, f"timed out after {timeout_s:g} s (workers still running: "
-                           f"{waiting})", _tail(ray, actors[0]), codes)
+            return Outcome(
+                "failed",
+                elapsed,
+                f"timed out after {timeout_s:g} s (workers still running: {waiting})",
+                _tail(ray, actors[0]),
+                codes,
+            )
         if on_tick is not None:
             on_tick(elapsed)
         time.sleep(poll_s)

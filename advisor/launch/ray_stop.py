@@ -137,8 +137,11 @@ class Interrupts:
     def __call__(self, signum: int, frame: FrameType | None) -> None:
         self.count += 1
         if self.count == 1:
-            log.warning("stopping the sweep: workers, Ray actors and Ray (at most %g s; Ctrl-C again "
-                        "to kill them now)", STOP_DEADLINE_S)
+            log.warning(
+                "stopping the sweep: workers, Ray actors and Ray (at most %g s; Ctrl-C again "
+                "to kill them now)",
+                STOP_DEADLINE_S,
+            )
         raise KeyboardInterrupt
 
     @property
@@ -152,8 +155,10 @@ def counting_interrupts() -> Iterator[Interrupts]:
     where SIGINT is ignored, as for a command started with ``&`` in a script, nor off the main
     thread)."""
     interrupts = Interrupts()
-    installed = (threading.current_thread() is threading.main_thread()
-                 and signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+    installed = (
+        threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    )
     if installed:
         signal.signal(signal.SIGINT, interrupts)
     try:
@@ -185,11 +190,15 @@ def stop_session(ray: Any, own: OwnProcesses | None, interrupts: Interrupts) -> 
     if own is not None:
         left = own.alive()
         if left:
-            log.warning("killing the %d process(es) left of the Ray instance this sweep started", len(left))
+            log.warning(
+                "killing the %d process(es) left of the Ray instance this sweep started", len(left)
+            )
             stuck = own.kill()
             if stuck:
-                log.warning("Ray processes still running after SIGKILL: %s",
-                            ", ".join(str(p.pid) for p in stuck))
+                log.warning(
+                    "Ray processes still running after SIGKILL: %s",
+                    ", ".join(str(p.pid) for p in stuck),
+                )
     return finished
 
 

@@ -61,8 +61,11 @@ class Role:
             tags["slurm.job_id"] = self.job_id
         if self.nodes:
             tags["slurm.nodes"] = self.nodes
-        for key, value in (("ray.job_id", self.ray_job_id), ("ray.nodes", self.ray_nodes),
-                           ("ray.actors", self.ray_actors)):
+        for key, value in (
+            ("ray.job_id", self.ray_job_id),
+            ("ray.nodes", self.ray_nodes),
+            ("ray.actors", self.ray_actors),
+        ):
             if value:
                 tags[key] = value
         return tags

@@ -21,7 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 LOCAL_ONLY_FS = frozenset({"tmpfs", "ramfs", "devtmpfs"})
-LOCAL_DISK_FS = frozenset({"ext2", "ext3", "ext4", "xfs", "btrfs", "overlay", "f2fs", "vfat", "zfs"})
+LOCAL_DISK_FS = frozenset(
+    {"ext2", "ext3", "ext4", "xfs", "btrfs", "overlay", "f2fs", "vfat", "zfs"}
+)
 NODE_LOCAL_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run")
 
 
@@ -58,7 +60,9 @@ def local_addresses() -> set[str]:
 
     found = {"localhost", socket.gethostname(), socket.getfqdn()}
     for addrs in psutil.net_if_addrs().values():
-        found |= {a.address.split("%")[0] for a in addrs if a.family in (socket.AF_INET, socket.AF_INET6)}
+        found |= {
+            a.address.split("%")[0] for a in addrs if a.family in (socket.AF_INET, socket.AF_INET6)
+        }
     for name in (socket.gethostname(), "localhost"):
         try:
             found |= {str(info[4][0]) for info in socket.getaddrinfo(name, None)}
@@ -77,7 +81,9 @@ def remote_nodes(addresses: Iterable[str], mine: set[str] | None = None) -> list
     return [a for a in addresses if a and not is_local(a, here)]
 
 
-def check_runs_dir(runs_dir: Path, node_addresses: Iterable[str], warn: Callable[[str], None]) -> None:
+def check_runs_dir(
+    runs_dir: Path, node_addresses: Iterable[str], warn: Callable[[str], None]
+) -> None:
     """Refuse (``UsageError``) or warn about a runs directory the cluster's nodes evidently cannot
     write to."""
     from advisor.errors import UsageError
@@ -89,7 +95,9 @@ def check_runs_dir(runs_dir: Path, node_addresses: Iterable[str], warn: Callable
         warn(f"warning: {verdict.message}")
 
 
-def runs_dir_verdict(runs_dir: Path, remote: list[str], mounts_text: str | None = None) -> Verdict | None:
+def runs_dir_verdict(
+    runs_dir: Path, remote: list[str], mounts_text: str | None = None
+) -> Verdict | None:
     """What to say about ``runs_dir`` for a sweep with workers on the ``remote`` hosts (see the
     module docstring); None when there is nothing evident to say."""
     if not remote:
@@ -97,14 +105,22 @@ def runs_dir_verdict(runs_dir: Path, remote: list[str], mounts_text: str | None 
     mount = mount_of(runs_dir, mounts_text)
     resolved = str(runs_dir.resolve())
     nodes = ", ".join(remote[:3]) + (" …" if len(remote) > 3 else "")
-    under = next((d for d in NODE_LOCAL_DIRS if resolved == d or resolved.startswith(d + "/")), None)
+    under = next(
+        (d for d in NODE_LOCAL_DIRS if resolved == d or resolved.startswith(d + "/")), None
+    )
     if (mount and mount[1] in LOCAL_ONLY_FS) or under:
         where = f"{mount[1]} at {mount[0]}" if mount and mount[1] in LOCAL_ONLY_FS else under
-        return Verdict(True, f"the runs directory {resolved} is on this host only ({where}), but workers "
-                             f"run on other hosts ({nodes}): their records would stay there. Give a "
-                             "--runs-dir on a file system every node mounts")
+        return Verdict(
+            True,
+            f"the runs directory {resolved} is on this host only ({where}), but workers "
+            f"run on other hosts ({nodes}): their records would stay there. Give a "
+            "--runs-dir on a file system every node mounts",
+        )
     if mount and mount[1] in LOCAL_DISK_FS:
-        return Verdict(False, f"the runs directory {resolved} is on a local disk ({mount[1]} at {mount[0]}) "
-                              f"and workers run on other hosts ({nodes}): unless it is exported to them, "
-                              "their records stay on their nodes and their configurations fail")
+        return Verdict(
+            False,
+            f"the runs directory {resolved} is on a local disk ({mount[1]} at {mount[0]}) "
+            f"and workers run on other hosts ({nodes}): unless it is exported to them, "
+            "their records stay on their nodes and their configurations fail",
+        )
     return None

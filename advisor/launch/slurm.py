@@ -69,8 +69,13 @@ def exit_file(log_dir: Path, job_id: str) -> Path:
 
 
 def sbatch_script(
-    config: Config, command: Sequence[str], sweep_id: str, runs_dir: Path, log_dir: Path,
-    timeout_s: float | None = None, options: SlurmOptions | None = None,
+    config: Config,
+    command: Sequence[str],
+    sweep_id: str,
+    runs_dir: Path,
+    log_dir: Path,
+    timeout_s: float | None = None,
+    options: SlurmOptions | None = None,
     instance_type: str | None = None,
 ) -> str:
     """The text of the sbatch script of one configuration."""
@@ -83,15 +88,20 @@ def sbatch_script(
     ]
     if config.strategy in ("mirrored", "single"):
         if opts.gpus and n > opts.gpus:
-            raise UsageError(f"{config.label}: mirrored runs on one node, which has only "
-                             f"{opts.gpus} GPUs (--gpus-per-node)")
+            raise UsageError(
+                f"{config.label}: mirrored runs on one node, which has only "
+                f"{opts.gpus} GPUs (--gpus-per-node)"
+            )
         lines += ["#SBATCH --nodes=1", "#SBATCH --ntasks=1"]
         if opts.gpus:
             lines.append(f"#SBATCH --gpus-per-task={n}")
     else:
         per_node = min(n, opts.per_node)
-        lines += [f"#SBATCH --nodes={-(-n // per_node)}", f"#SBATCH --ntasks={n}",
-                  f"#SBATCH --ntasks-per-node={per_node}"]
+        lines += [
+            f"#SBATCH --nodes={-(-n // per_node)}",
+            f"#SBATCH --ntasks={n}",
+            f"#SBATCH --ntasks-per-node={per_node}",
+        ]
         if opts.gpus:
             lines.append("#SBATCH --gpus-per-task=1")
     lines.append(f"#SBATCH --output={log_dir}/slurm-%j.log")
@@ -118,8 +128,12 @@ def sbatch_script(
     if config.strategy == "horovod":  # needs Slurm with PMIx and Horovod built with MPI
         srun.append("--mpi=pmix")
     wrapper = [_python_of(command), "-m", "advisor.launch.task", "--"]
-    lines += ["code=0", shlex.join(srun + wrapper + list(command)) + " || code=$?",
-              f'echo "$code" > {shlex.quote(str(log_dir))}/exit-"$SLURM_JOB_ID"', 'exit "$code"']
+    lines += [
+        "code=0",
+        shlex.join(srun + wrapper + list(command)) + " || code=$?",
+        f'echo "$code" > {shlex.quote(str(log_dir))}/exit-"$SLURM_JOB_ID"',
+        'exit "$code"',
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -135,8 +149,13 @@ def submit(script: Path, after: str | None = None) -> str | None:
     if after:
         argv.append(f"--dependency=afterany:{after}")
     try:
-        done = subprocess.run(argv + [str(script)], capture_output=True, text=True,
-                              timeout=SUBMIT_TIMEOUT_S, check=False)
+        done = subprocess.run(
+            argv + [str(script)],
+            capture_output=True,
+            text=True,
+            timeout=SUBMIT_TIMEOUT_S,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         raise UsageError(f"sbatch did not answer within {SUBMIT_TIMEOUT_S} s ({script})") from None
     if done.returncode != 0:
@@ -155,8 +174,9 @@ def pmix_refusal(partition: str | None = None) -> str | None:
         return None
     argv = [srun, "--mpi=pmix", "--test-only", "-n", "1"] + (["-p", partition] if partition else [])
     try:
-        done = subprocess.run(argv + ["true"], capture_output=True, text=True, timeout=QUERY_TIMEOUT_S,
-                              check=False)
+        done = subprocess.run(
+            argv + ["true"], capture_output=True, text=True, timeout=QUERY_TIMEOUT_S, check=False
+        )
     except (subprocess.TimeoutExpired, OSError):
         return None
     errors = [line.strip() for line in done.stderr.splitlines() if "MPI" in line or "pmix" in line]
@@ -178,7 +198,8 @@ def check_horovod(strategies: Sequence[str], refusal: str | None) -> None:
         return
     raise UsageError(
         f"strategy horovod under --launcher slurm needs srun --mpi=pmix, which this Slurm refuses "
-        f"({refusal}): sweep horovod with --launcher local (horovodrun --gloo) or choose another strategy")
+        f"({refusal}): sweep horovod with --launcher local (horovodrun --gloo) or choose another strategy"
+    )
 
 
 def node_addresses(partition: str | None = None) -> list[str]:
@@ -188,10 +209,16 @@ def node_addresses(partition: str | None = None) -> list[str]:
         return []
     argv = [sinfo, "-h", "-N", "-o", "%o"] + (["-p", partition] if partition else [])
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=QUERY_TIMEOUT_S, check=False)
+        done = subprocess.run(
+            argv, capture_output=True, text=True, timeout=QUERY_TIMEOUT_S, check=False
+        )
     except (subprocess.TimeoutExpired, OSError):
         return []
-    return sorted({line.strip() for line in done.stdout.splitlines() if line.strip()}) if done.returncode == 0 else []
+    return (
+        sorted({line.strip() for line in done.stdout.splitlines() if line.strip()})
+        if done.returncode == 0
+        else []
+    )
 
 
 def gpus_in_gres(text: str) -> int:
@@ -207,7 +234,9 @@ def detect_gpus_per_node(partition: str | None = None) -> int | None:
         return None
     argv = [sinfo, "-h", "-o", "%G"] + (["-p", partition] if partition else [])
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=QUERY_TIMEOUT_S, check=False)
+        done = subprocess.run(
+            argv, capture_output=True, text=True, timeout=QUERY_TIMEOUT_S, check=False
+        )
     except (subprocess.TimeoutExpired, OSError):
         return None
     if done.returncode != 0 or not done.stdout.strip():

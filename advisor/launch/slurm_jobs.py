@@ -18,9 +18,23 @@ from pathlib import Path
 
 from advisor.launch.slurm import QUERY_TIMEOUT_S, exit_file
 
-ACTIVE = frozenset({"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED",
-                    "RESIZING", "SIGNALING", "STAGE_OUT", "REQUEUE_FED", "REQUEUE_HOLD", "RESV_DEL_HOLD",
-                    "STOPPED"})
+ACTIVE = frozenset(
+    {
+        "PENDING",
+        "CONFIGURING",
+        "RUNNING",
+        "COMPLETING",
+        "SUSPENDED",
+        "REQUEUED",
+        "RESIZING",
+        "SIGNALING",
+        "STAGE_OUT",
+        "REQUEUE_FED",
+        "REQUEUE_HOLD",
+        "RESV_DEL_HOLD",
+        "STOPPED",
+    }
+)
 STARTED = frozenset({"RUNNING", "COMPLETING", "SIGNALING", "STAGE_OUT"})
 
 
@@ -69,8 +83,9 @@ def _run(argv: Sequence[str]) -> str | None:
     if exe is None:
         return None
     try:
-        done = subprocess.run([exe, *argv[1:]], capture_output=True, text=True,
-                              timeout=QUERY_TIMEOUT_S, check=False)
+        done = subprocess.run(
+            [exe, *argv[1:]], capture_output=True, text=True, timeout=QUERY_TIMEOUT_S, check=False
+        )
     except (subprocess.TimeoutExpired, OSError):
         return None
     return done.stdout if done.returncode == 0 else None
@@ -90,7 +105,7 @@ def run_seconds(text: str) -> float | None:
     days, _, clock = text.strip().rpartition("-")
     try:
         parts = [int(p) for p in clock.split(":")]
-        seconds = sum(v * 60 ** i for i, v in enumerate(reversed(parts)))
+        seconds = sum(v * 60**i for i, v in enumerate(reversed(parts)))
         return float(seconds + 86400 * int(days or 0))
     except ValueError:
         return None
@@ -104,14 +119,31 @@ def _hostnames(nodelist: str, run: Runner) -> list[str]:
 
 
 def from_sacct(job_id: str, run: Runner = _run) -> JobState | None:
-    out = run(["sacct", "-n", "-P", "-X", "-j", job_id, "-o",
-               "JobIDRaw,State,ExitCode,NodeList,ElapsedRaw,Reason"])
+    out = run(
+        [
+            "sacct",
+            "-n",
+            "-P",
+            "-X",
+            "-j",
+            job_id,
+            "-o",
+            "JobIDRaw,State,ExitCode,NodeList,ElapsedRaw,Reason",
+        ]
+    )
     for line in (out or "").splitlines():
         parts = line.split("|")
         if len(parts) >= 5 and parts[0] == job_id:
             code, sig = _exit_code(parts[2])
-            return JobState(parts[1].split()[0], code, sig, parts[5] if len(parts) > 5 else None,
-                            _hostnames(parts[3], run), "sacct", run_seconds(parts[4]))
+            return JobState(
+                parts[1].split()[0],
+                code,
+                sig,
+                parts[5] if len(parts) > 5 else None,
+                _hostnames(parts[3], run),
+                "sacct",
+                run_seconds(parts[4]),
+            )
     return None
 
 
@@ -131,8 +163,14 @@ def from_scontrol(job_id: str, run: Runner = _run) -> JobState | None:
         return None
     f = parse_scontrol(out.splitlines()[0])
     code, sig = _exit_code(f.get("ExitCode", ""))
-    return JobState(f["JobState"], code, sig, f.get("Reason"), _hostnames(f.get("NodeList", ""), run),
-                    seconds=run_seconds(f.get("RunTime", "")))
+    return JobState(
+        f["JobState"],
+        code,
+        sig,
+        f.get("Reason"),
+        _hostnames(f.get("NodeList", ""), run),
+        seconds=run_seconds(f.get("RunTime", "")),
+    )
 
 
 def from_squeue(job_id: str, log_dir: Path | None, run: Runner = _run) -> JobState:
@@ -149,13 +187,19 @@ def from_squeue(job_id: str, log_dir: Path | None, run: Runner = _run) -> JobSta
         except ValueError:
             code = 1
         return JobState("COMPLETED" if code == 0 else "FAILED", code, source="exit-file")
-    return JobState("UNKNOWN", reason="the job left the queue without an exit file "
-                    "(cancelled before its step ended, or the log directory is not shared)", source="none")
+    return JobState(
+        "UNKNOWN",
+        reason="the job left the queue without an exit file "
+        "(cancelled before its step ended, or the log directory is not shared)",
+        source="none",
+    )
 
 
 def job_state(job_id: str, log_dir: Path | None = None, run: Runner = _run) -> JobState:
     """The job's state from the best source this cluster has (module docstring)."""
-    return from_sacct(job_id, run) or from_scontrol(job_id, run) or from_squeue(job_id, log_dir, run)
+    return (
+        from_sacct(job_id, run) or from_scontrol(job_id, run) or from_squeue(job_id, log_dir, run)
+    )
 
 
 def cancel(job_id: str, run: Runner = _run) -> None:
@@ -172,9 +216,14 @@ class Ended:
 
 
 def follow(
-    job_id: str, log_dir: Path | None, timeout_s: float | None = None,
-    on_start: Callable[[JobState], None] | None = None, on_tick: Callable[[float], None] | None = None,
-    poll_s: float = 1.0, run: Runner = _run, clock: Callable[[], float] = time.monotonic,
+    job_id: str,
+    log_dir: Path | None,
+    timeout_s: float | None = None,
+    on_start: Callable[[JobState], None] | None = None,
+    on_tick: Callable[[float], None] | None = None,
+    poll_s: float = 1.0,
+    run: Runner = _run,
+    clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Ended:
     """Poll the job until it ends. Once running, a job still running ``timeout_s`` later (Slurm's

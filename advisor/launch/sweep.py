@@ -37,38 +37,67 @@ INTERRUPTED = "interrupted (Ctrl-C): the sweep was stopped"
 log = logging.getLogger("advisor")
 
 
-def new_record(plan: Plan, launcher: str, timeout_s: float | None, instance_type: str | None) -> SweepRecord:
+def new_record(
+    plan: Plan, launcher: str, timeout_s: float | None, instance_type: str | None
+) -> SweepRecord:
     return SweepRecord(
-        sweep_id=plan.sweep_id, launcher=launcher, command=plan.command,
-        strategies=sorted({c.strategy for c in plan.configs}, key=[c.strategy for c in plan.configs].index),
+        sweep_id=plan.sweep_id,
+        launcher=launcher,
+        command=plan.command,
+        strategies=sorted(
+            {c.strategy for c in plan.configs}, key=[c.strategy for c in plan.configs].index
+        ),
         workers=sorted({c.workers for c in plan.configs}),
         repeat=max((c.repeat for c in plan.configs), default=0) + 1,
-        timeout_s=timeout_s, instance_type=instance_type,
-        configs=[ConfigRecord(strategy=c.strategy, workers=c.workers, repeat=c.repeat,
-                              run_id=c.run_id(plan.sweep_id)) for c in plan.configs],
+        timeout_s=timeout_s,
+        instance_type=instance_type,
+        configs=[
+            ConfigRecord(
+                strategy=c.strategy,
+                workers=c.workers,
+                repeat=c.repeat,
+                run_id=c.run_id(plan.sweep_id),
+            )
+            for c in plan.configs
+        ],
     )
 
 
 class Runner(Protocol):
     """Runs one configuration's processes to their end (``run_local``, or a Ray placement group)."""
 
-    def __call__(self, config: Config, specs: Callable[..., list[ProcessSpec]], log_dir: Path,
-                 timeout_s: float | None, on_tick: Callable[[float], None] | None) -> Outcome: ...
+    def __call__(
+        self,
+        config: Config,
+        specs: Callable[..., list[ProcessSpec]],
+        log_dir: Path,
+        timeout_s: float | None,
+        on_tick: Callable[[float], None] | None,
+    ) -> Outcome: ...
 
 
 def _local_runner(gpus: int) -> Runner:
     from advisor.launch.local import run_local
 
-    def run(config: Config, specs: Callable[..., list[ProcessSpec]], log_dir: Path,
-            timeout_s: float | None, on_tick: Callable[[float], None] | None) -> Outcome:
+    def run(
+        config: Config,
+        specs: Callable[..., list[ProcessSpec]],
+        log_dir: Path,
+        timeout_s: float | None,
+        on_tick: Callable[[float], None] | None,
+    ) -> Outcome:
         return run_local(specs(gpus=gpus), log_dir, timeout_s, on_tick=on_tick)
 
     return run
 
 
 def run_sweep(
-    plan: Plan, runs_dir: Path, timeout_s: float | None = DEFAULT_TIMEOUT_S,
-    instance_type: str | None = None, display: Any = None, record: SweepRecord | None = None,
+    plan: Plan,
+    runs_dir: Path,
+    timeout_s: float | None = DEFAULT_TIMEOUT_S,
+    instance_type: str | None = None,
+    display: Any = None,
+    record: SweepRecord | None = None,
     runner: Runner | None = None,
 ) -> SweepRecord:
     """Run every configuration, locally or by ``runner``; returns the final sweep record (also
@@ -90,7 +119,9 @@ def run_sweep(
         if display is not None:
             display.start(rec)
         if config.strategy == "horovod":
-            horovod_timeline_path(runs_dir, plan.sweep_id, config).parent.mkdir(parents=True, exist_ok=True)
+            horovod_timeline_path(runs_dir, plan.sweep_id, config).parent.mkdir(
+                parents=True, exist_ok=True
+            )
         tick = (lambda elapsed, r=rec: display.tick(r, elapsed)) if display is not None else None
         specs = partial(_processes, config, plan, runs_dir, instance_type)
         started = time.monotonic()
@@ -110,16 +141,22 @@ def run_sweep(
         run_dir = runs_dir / rec.run_id
         if outcome.status == "finished" and not (run_dir / MANIFEST_NAME).is_file():
             rec.status = "failed"
-            outcome.reason = ("the job finished but wrote no run: does the script pass "
-                              "advisor.AdvisorCallback() to fit?")
+            outcome.reason = (
+                "the job finished but wrote no run: does the script pass "
+                "advisor.AdvisorCallback() to fit?"
+            )
             outcome.log_tail = log_tail(Path(outcome.logs[0])) if outcome.logs else ""
         elif outcome.status == "finished" and outcome.nodes and missing_ranks(run_dir, rec):
             rec.status = "failed"
-            outcome.reason = (f"the job finished, but {run_dir} lacks the records of rank(s) "
-                              f"{', '.join(map(str, missing_ranks(run_dir, rec)))}: is the runs "
-                              f"directory shared with every node ({', '.join(outcome.nodes)})?")
+            outcome.reason = (
+                f"the job finished, but {run_dir} lacks the records of rank(s) "
+                f"{', '.join(map(str, missing_ranks(run_dir, rec)))}: is the runs "
+                f"directory shared with every node ({', '.join(outcome.nodes)})?"
+            )
         if rec.status == "finished" and config.strategy == "horovod":
-            _attach_timeline(horovod_timeline_path(runs_dir, plan.sweep_id, config), runs_dir / rec.run_id)
+            _attach_timeline(
+                horovod_timeline_path(runs_dir, plan.sweep_id, config), runs_dir / rec.run_id
+            )
         if rec.status == "failed":
             rec.reason = outcome.reason
             rec.log_tail = outcome.log_tail or None
@@ -130,8 +167,9 @@ def run_sweep(
     return record
 
 
-def _processes(config: Config, plan: Plan, runs_dir: Path, instance_type: str | None,
-               **where: Any) -> list[ProcessSpec]:
+def _processes(
+    config: Config, plan: Plan, runs_dir: Path, instance_type: str | None, **where: Any
+) -> list[ProcessSpec]:
     specs = local_processes(config, plan.command, plan.sweep_id, runs_dir, **where)
     if instance_type:
         for spec in specs:
@@ -154,7 +192,10 @@ def _attach_timeline(timeline: Path, run_path: Path) -> None:
 
 
 def submit_sweep(
-    plan: Plan, runs_dir: Path, timeout_s: float | None, options: Any = None,
+    plan: Plan,
+    runs_dir: Path,
+    timeout_s: float | None,
+    options: Any = None,
     instance_type: str | None = None,
 ) -> SweepRecord:
     """Write one sbatch script per configuration and submit each where ``sbatch`` exists, each
@@ -173,8 +214,19 @@ def submit_sweep(
         log_dir = root / "logs" / config.label
         log_dir.mkdir(parents=True, exist_ok=True)
         script.parent.mkdir(parents=True, exist_ok=True)
-        script.write_text(sbatch_script(config, plan.command, plan.sweep_id, runs_dir, log_dir,
-                                        timeout_s, options, instance_type), encoding="utf-8")
+        script.write_text(
+            sbatch_script(
+                config,
+                plan.command,
+                plan.sweep_id,
+                runs_dir,
+                log_dir,
+                timeout_s,
+                options,
+                instance_type,
+            ),
+            encoding="utf-8",
+        )
         script.chmod(0o755)
         rec.script = str(script)
         job = submit(script, after=previous)
@@ -185,8 +237,13 @@ def submit_sweep(
     return record
 
 
-def follow_sweep(record: SweepRecord, runs_dir: Path, timeout_s: float | None, display: Any = None,
-                 poll_s: float = 1.0) -> SweepRecord:
+def follow_sweep(
+    record: SweepRecord,
+    runs_dir: Path,
+    timeout_s: float | None,
+    display: Any = None,
+    poll_s: float = 1.0,
+) -> SweepRecord:
     """Follow the submitted jobs in turn until each ends; every configuration ends finished or
     failed (with Slurm's reason and its log's tail), never ``submitted``."""
     from advisor.launch.local import log_tail
@@ -197,7 +254,10 @@ def follow_sweep(record: SweepRecord, runs_dir: Path, timeout_s: float | None, d
     for rec in record.configs:
         if not rec.job_id:
             continue
-        job_id, log_dir = rec.job_id, root / "logs" / Config(rec.strategy, rec.workers, rec.repeat).label
+        job_id, log_dir = (
+            rec.job_id,
+            root / "logs" / Config(rec.strategy, rec.workers, rec.repeat).label,
+        )
 
         def started(state: JobState, rec: ConfigRecord = rec) -> None:
             rec.status, rec.nodes = "running", state.nodes
@@ -219,15 +279,21 @@ def follow_sweep(record: SweepRecord, runs_dir: Path, timeout_s: float | None, d
         else:
             rec.status = "failed"
             if ended.timed_out:
-                rec.reason = f"Slurm job {job_id} still running {grace:g} s after it started: cancelled"
+                rec.reason = (
+                    f"Slurm job {job_id} still running {grace:g} s after it started: cancelled"
+                )
             elif ended.state.succeeded and missing and (run_dir / MANIFEST_NAME).is_file():
-                rec.reason = (f"Slurm job {job_id} finished, but {run_dir} lacks the records of rank(s) "
-                              f"{', '.join(map(str, missing))}: is the runs directory shared with every "
-                              f"node ({', '.join(rec.nodes) or 'unknown'})? Rank 0's share is not the whole")
+                rec.reason = (
+                    f"Slurm job {job_id} finished, but {run_dir} lacks the records of rank(s) "
+                    f"{', '.join(map(str, missing))}: is the runs directory shared with every "
+                    f"node ({', '.join(rec.nodes) or 'unknown'})? Rank 0's share is not the whole"
+                )
             elif ended.state.succeeded:
-                rec.reason = (f"Slurm job {job_id} finished but wrote no run in {runs_dir}: is the runs "
-                              "directory shared with the nodes, and does the script pass "
-                              "advisor.AdvisorCallback() to fit?")
+                rec.reason = (
+                    f"Slurm job {job_id} finished but wrote no run in {runs_dir}: is the runs "
+                    "directory shared with the nodes, and does the script pass "
+                    "advisor.AdvisorCallback() to fit?"
+                )
             else:
                 rec.reason = ended.state.describe(job_id)
             tail = log_tail(log_dir / f"slurm-{job_id}.log")

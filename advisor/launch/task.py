@@ -48,7 +48,8 @@ def task_env(env: Mapping[str, str]) -> dict[str, str]:
     rank = int(env.get("SLURM_PROCID", "0"))
     ntasks = int(env.get("SLURM_NTASKS", "1"))
     hosts = [h for h in env.get("ADVISOR_SLURM_HOSTS", "").split(",") if h] or [
-        env.get("SLURMD_NODENAME", "127.0.0.1")]
+        env.get("SLURMD_NODENAME", "127.0.0.1")
+    ]
     counts = tasks_per_node(env.get("SLURM_STEP_TASKS_PER_NODE", ""))
     if sum(counts) != ntasks or len(counts) > len(hosts):
         per = int(env.get("ADVISOR_TASKS_PER_NODE", "0")) or max(1, -(-ntasks // len(hosts)))

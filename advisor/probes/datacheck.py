@@ -69,12 +69,23 @@ class DataSummary:
         """``storage.*`` facts (and ``cloud.data_*`` for object stores); absent when unmeasured."""
         out: dict[str, Any] = {}
         if self.objects:
-            out.update({"storage.files": self.objects, "storage.total_bytes": self.total_bytes,
-                        "storage.file_bytes.p10": self.bytes_p10, "storage.file_bytes.p50": self.bytes_p50,
-                        "storage.file_bytes.p90": self.bytes_p90})
+            out.update(
+                {
+                    "storage.files": self.objects,
+                    "storage.total_bytes": self.total_bytes,
+                    "storage.file_bytes.p10": self.bytes_p10,
+                    "storage.file_bytes.p50": self.bytes_p50,
+                    "storage.file_bytes.p90": self.bytes_p90,
+                }
+            )
             if self.remote:
-                out.update({"cloud.data_object_bytes.p50": self.bytes_p50, "cloud.data_objects": self.objects,
-                            "cloud.data_location": self.location})
+                out.update(
+                    {
+                        "cloud.data_object_bytes.p50": self.bytes_p50,
+                        "cloud.data_objects": self.objects,
+                        "cloud.data_location": self.location,
+                    }
+                )
         if self.compression:
             out["storage.compression"] = self.compression
         if self.format:
@@ -85,8 +96,15 @@ class DataSummary:
 class DataCheck:
     """Accumulates (name, size) pairs; :meth:`finish` reads the sampled heads and summarises."""
 
-    def __init__(self, location: str, sample: int = SNIFF_SAMPLE, limit: int = MAX_OBJECTS,
-                 progress: Progress | None = None, progress_every_s: float = 1.0, seed: int = 0) -> None:
+    def __init__(
+        self,
+        location: str,
+        sample: int = SNIFF_SAMPLE,
+        limit: int = MAX_OBJECTS,
+        progress: Progress | None = None,
+        progress_every_s: float = 1.0,
+        seed: int = 0,
+    ) -> None:
         self.location = location
         self.sample_size = sample
         self.limit = limit
@@ -134,8 +152,12 @@ class DataCheck:
 
     def finish(self, read_head: Callable[[str], bytes]) -> DataSummary:
         """Read the sampled objects' first bytes and build the summary."""
-        summary = DataSummary(self.location, objects=len(self.sizes), total_bytes=self._total,
-                              truncated=self.truncated)
+        summary = DataSummary(
+            self.location,
+            objects=len(self.sizes),
+            total_bytes=self._total,
+            truncated=self.truncated,
+        )
         if self.sizes:
             values = np.frombuffer(self.sizes, dtype=np.int64)
             p10, p50, p90 = percentiles(values, (10, 50, 90))
@@ -202,8 +224,12 @@ def read_local_head(path: str, nbytes: int = 1024) -> bytes:
         return fh.read(nbytes)
 
 
-def check_local(root: str, sample: int = SNIFF_SAMPLE, limit: int = MAX_OBJECTS,
-                progress: Progress | None = None) -> DataSummary:
+def check_local(
+    root: str,
+    sample: int = SNIFF_SAMPLE,
+    limit: int = MAX_OBJECTS,
+    progress: Progress | None = None,
+) -> DataSummary:
     """The data check of a local folder (or one file)."""
     check = DataCheck(root, sample=sample, limit=limit, progress=progress)
     check.add_all(walk_local(root))

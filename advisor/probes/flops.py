@@ -41,8 +41,9 @@ class FlopsEstimate:
     by_op: dict[str, float] | None = None  # per op type, per sample (tf method)
 
 
-def estimate_flops_per_sample(model: Any, data: Any = None, backend: str | None = None,
-                              batch: int = TRACE_BATCH) -> FlopsEstimate | None:
+def estimate_flops_per_sample(
+    model: Any, data: Any = None, backend: str | None = None, batch: int = TRACE_BATCH
+) -> FlopsEstimate | None:
     """FLOPs of one training sample, or None for a backend or model this cannot trace."""
     if backend is None:
         import keras
@@ -133,7 +134,9 @@ def tf_flops_per_sample(model: Any, specs: Any, batch: int = TRACE_BATCH) -> Flo
     variables = list(model.trainable_variables)
 
     def outputs_sum(outputs: Any) -> Any:  # TF ops only: the model may be a tf_keras one
-        return tf.add_n([tf.reduce_sum(tf.square(tf.cast(out, tf.float32))) for out in tf.nest.flatten(outputs)])
+        return tf.add_n(
+            [tf.reduce_sum(tf.square(tf.cast(out, tf.float32))) for out in tf.nest.flatten(outputs)]
+        )
 
     @tf.function(autograph=False)
     def grad_step(x: Any) -> Any:
@@ -144,15 +147,29 @@ def tf_flops_per_sample(model: Any, specs: Any, batch: int = TRACE_BATCH) -> Flo
     concrete = grad_step.get_concrete_function(tf_specs)
     by_op = count_graph_flops(concrete.graph, [t.op for t in concrete.outputs])
     total = sum(by_op.values())
-    return FlopsEstimate(total / batch, "tf-graph-op-count", batch, {k: v / batch for k, v in by_op.items()})
+    return FlopsEstimate(
+        total / batch, "tf-graph-op-count", batch, {k: v / batch for k, v in by_op.items()}
+    )
 
 
-DOT_OPS = frozenset({
-    "MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3", "Einsum",
-    "Conv2D", "Conv3D", "DepthwiseConv2dNative",
-    "Conv2DBackpropInput", "Conv2DBackpropFilter", "Conv3DBackpropInputV2", "Conv3DBackpropFilterV2",
-    "DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter",
-})
+DOT_OPS = frozenset(
+    {
+        "MatMul",
+        "BatchMatMul",
+        "BatchMatMulV2",
+        "BatchMatMulV3",
+        "Einsum",
+        "Conv2D",
+        "Conv3D",
+        "DepthwiseConv2dNative",
+        "Conv2DBackpropInput",
+        "Conv2DBackpropFilter",
+        "Conv3DBackpropInputV2",
+        "Conv3DBackpropFilterV2",
+        "DepthwiseConv2dNativeBackpropInput",
+        "DepthwiseConv2dNativeBackpropFilter",
+    }
+)
 
 
 def count_graph_flops(graph: Any, targets: list[Any]) -> dict[str, float]:
@@ -205,7 +222,12 @@ def _prod(values: list[int]) -> int:
 def _own_flops(op: Any) -> float | None:
     """Exact counts where TensorFlow's estimate is wrong or missing."""
     kind = op.type
-    if kind in ("Conv2DBackpropInput", "Conv2DBackpropFilter", "Conv3DBackpropInputV2", "Conv3DBackpropFilterV2"):
+    if kind in (
+        "Conv2DBackpropInput",
+        "Conv2DBackpropFilter",
+        "Conv3DBackpropInputV2",
+        "Conv3DBackpropFilterV2",
+    ):
         # Same multiply-adds as the forward convolution: 2 × output elements × kernel volume × C_in.
         grad_out = _shape(op.inputs[2])
         kernel = _shape(op.inputs[1]) if "Input" in kind else _shape(op.outputs[0])
@@ -258,8 +280,13 @@ def jax_flops_per_sample(model: Any, specs: Any, batch: int = TRACE_BATCH) -> Fl
     import jax.numpy as jnp
 
     x = _map(lambda leaf: jax.ShapeDtypeStruct((batch, *leaf[0]), jnp.dtype(leaf[1])), specs)
-    trainable = [jax.ShapeDtypeStruct(tuple(v.shape), jnp.dtype(v.dtype)) for v in model.trainable_variables]
-    frozen = [jax.ShapeDtypeStruct(tuple(v.shape), jnp.dtype(v.dtype)) for v in model.non_trainable_variables]
+    trainable = [
+        jax.ShapeDtypeStruct(tuple(v.shape), jnp.dtype(v.dtype)) for v in model.trainable_variables
+    ]
+    frozen = [
+        jax.ShapeDtypeStruct(tuple(v.shape), jnp.dtype(v.dtype))
+        for v in model.non_trainable_variables
+    ]
 
     def loss(tv: Any, ntv: Any, inputs: Any) -> Any:
         outputs, _ = model.stateless_call(tv, ntv, inputs, training=True)
@@ -271,7 +298,9 @@ def jax_flops_per_sample(model: Any, specs: Any, batch: int = TRACE_BATCH) -> Fl
     total = sum(by_op.values())
     if total <= 0:
         return None
-    return FlopsEstimate(total / batch, "jaxpr-op-count", batch, {k: v / batch for k, v in by_op.items()})
+    return FlopsEstimate(
+        total / batch, "jaxpr-op-count", batch, {k: v / batch for k, v in by_op.items()}
+    )
 
 
 def count_jaxpr_flops(jaxpr: Any, by_op: dict[str, float], times: float = 1.0) -> None:
@@ -281,7 +310,9 @@ def count_jaxpr_flops(jaxpr: Any, by_op: dict[str, float], times: float = 1.0) -
         if name == "dot_general":
             (lhs_contract, _), _ = eqn.params["dimension_numbers"]
             lhs = eqn.invars[0].aval.shape
-            flops = 2.0 * _prod(list(eqn.outvars[0].aval.shape)) * _prod([lhs[d] for d in lhs_contract])
+            flops = (
+                2.0 * _prod(list(eqn.outvars[0].aval.shape)) * _prod([lhs[d] for d in lhs_contract])
+            )
             by_op[name] = by_op.get(name, 0.0) + flops * times
         elif name == "conv_general_dilated":
             rhs = eqn.invars[1].aval.shape
@@ -292,7 +323,9 @@ def count_jaxpr_flops(jaxpr: Any, by_op: dict[str, float], times: float = 1.0) -
         repeat = float(eqn.params.get("length", 1)) if name == "scan" else 1.0
         for value in eqn.params.values():
             branches = value if isinstance(value, (tuple, list)) else [value]
-            inner = [b.jaxpr if hasattr(b, "jaxpr") and hasattr(b.jaxpr, "eqns") else b for b in branches]
+            inner = [
+                b.jaxpr if hasattr(b, "jaxpr") and hasattr(b.jaxpr, "eqns") else b for b in branches
+            ]
             inner = [j for j in inner if hasattr(j, "eqns")]
             if not inner:
                 continue
@@ -313,7 +346,9 @@ def count_jaxpr_flops(jaxpr: Any, by_op: dict[str, float], times: float = 1.0) -
 # torch: FlopCounterMode over one stateless forward and backward pass
 
 
-def torch_flops_per_sample(model: Any, specs: Any, batch: int = TRACE_BATCH) -> FlopsEstimate | None:
+def torch_flops_per_sample(
+    model: Any, specs: Any, batch: int = TRACE_BATCH
+) -> FlopsEstimate | None:
     import torch
     from keras.src.backend.torch.core import get_device
     from torch.utils.flop_counter import FlopCounterMode
@@ -325,7 +360,9 @@ def torch_flops_per_sample(model: Any, specs: Any, batch: int = TRACE_BATCH) -> 
         if any(d is None for d in shape):
             raise ValueError(f"input shape {shape} is not fully known")
         torch_dtype = getattr(torch, dtype, None)
-        if torch_dtype is None or not torch_dtype.is_floating_point:  # token ids, labels: zeros are valid
+        if (
+            torch_dtype is None or not torch_dtype.is_floating_point
+        ):  # token ids, labels: zeros are valid
             return torch.zeros((batch, *shape), dtype=torch_dtype or torch.int64, device=device)
         return torch.rand((batch, *shape), dtype=torch_dtype, device=device)
 
@@ -337,7 +374,9 @@ def torch_flops_per_sample(model: Any, specs: Any, batch: int = TRACE_BATCH) -> 
     with counter:
         outputs, _ = model.stateless_call(trainable, frozen, x, training=True)
         loss = _outputs_sum(outputs)
-        torch.autograd.grad(loss, [t for t in trainable if t.is_floating_point()], allow_unused=True)
+        torch.autograd.grad(
+            loss, [t for t in trainable if t.is_floating_point()], allow_unused=True
+        )
     by_op: dict[str, float] = {}
     for op, flops in counter.get_flop_counts().get("Global", {}).items():
         name = str(getattr(op, "__name__", op)).split(".")[0]
@@ -345,4 +384,6 @@ def torch_flops_per_sample(model: Any, specs: Any, batch: int = TRACE_BATCH) -> 
     total = sum(by_op.values())
     if total <= 0:
         return None
-    return FlopsEstimate(total / batch, "torch-flop-counter", batch, {k: v / batch for k, v in by_op.items()})
+    return FlopsEstimate(
+        total / batch, "torch-flop-counter", batch, {k: v / batch for k, v in by_op.items()}
+    )

@@ -36,8 +36,17 @@ _FORMAT_MAGIC = (
     (b"II*\x00", "tiff"),
     (b"MM\x00*", "tiff"),
 )
-COMPRESSION_EXTENSIONS = {".gz": "gzip", ".gzip": "gzip", ".zst": "zstd", ".zstd": "zstd", ".zlib": "zlib",
-                          ".bz2": "bzip2", ".xz": "xz", ".lz4": "lz4", ".snappy": "snappy"}
+COMPRESSION_EXTENSIONS = {
+    ".gz": "gzip",
+    ".gzip": "gzip",
+    ".zst": "zstd",
+    ".zstd": "zstd",
+    ".zlib": "zlib",
+    ".bz2": "bzip2",
+    ".xz": "xz",
+    ".lz4": "lz4",
+    ".snappy": "snappy",
+}
 TEXT_EXTENSIONS = {".csv": "csv", ".tsv": "csv", ".json": "json", ".jsonl": "jsonl", ".txt": "text"}
 IMAGE_FORMATS = frozenset({"jpeg", "png", "gif", "webp", "tiff"})
 
@@ -80,8 +89,13 @@ def _compression_of(head: bytes) -> str | None:
     for magic, name in _COMPRESSION_MAGIC:
         if head.startswith(magic):
             return name
-    if (len(head) >= 2 and head[0] == 0x78 and head[1] in (0x01, 0x5E, 0x9C, 0xDA)
-            and ((head[0] << 8) | head[1]) % 31 == 0 and not is_tfrecord(head)):
+    if (
+        len(head) >= 2
+        and head[0] == 0x78
+        and head[1] in (0x01, 0x5E, 0x9C, 0xDA)
+        and ((head[0] << 8) | head[1]) % 31 == 0
+        and not is_tfrecord(head)
+    ):
         try:  # a real zlib stream inflates; a record that merely starts with 0x78 does not
             zlib.decompressobj().decompress(head, HEAD_BYTES)
         except zlib.error:
@@ -126,7 +140,9 @@ def _inner_extension(name: str) -> str:
 
 def _printable(head: bytes) -> bool:
     sample = head[:512]
-    return bool(sample) and sum(32 <= b < 127 or b in (9, 10, 13) for b in sample) >= 0.95 * len(sample)
+    return bool(sample) and sum(32 <= b < 127 or b in (9, 10, 13) for b in sample) >= 0.95 * len(
+        sample
+    )
 
 
 def classify(head: bytes, name: str = "") -> tuple[str | None, str | None]:

@@ -89,7 +89,11 @@ def device_kind(backend: str | None) -> tuple[str | None, int | None]:
             torch = sys.modules["torch"]
             core = sys.modules.get("keras.src.backend.torch.core")
             if core is None:
-                return ("gpu", int(torch.cuda.device_count())) if torch.cuda.is_available() else ("cpu", 1)
+                return (
+                    ("gpu", int(torch.cuda.device_count()))
+                    if torch.cuda.is_available()
+                    else ("cpu", 1)
+                )
             name = str(core.get_device()).split(":")[0]
             return ("gpu", int(torch.cuda.device_count())) if name == "cuda" else (name, 1)
     except Exception:

@@ -24,8 +24,12 @@ _AWS_TYPE_RE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9-]+$")
 def instance_from_dmi(dmi_dir: str | os.PathLike[str] = DMI_DIR) -> str | None:
     """AWS Nitro instances name their type in the DMI product name; reading it needs no network."""
     try:
-        vendor = (Path(dmi_dir) / "sys_vendor").read_text(encoding="ascii", errors="replace").strip()
-        product = (Path(dmi_dir) / "product_name").read_text(encoding="ascii", errors="replace").strip()
+        vendor = (
+            (Path(dmi_dir) / "sys_vendor").read_text(encoding="ascii", errors="replace").strip()
+        )
+        product = (
+            (Path(dmi_dir) / "product_name").read_text(encoding="ascii", errors="replace").strip()
+        )
     except OSError:
         return None
     if vendor == "Amazon EC2" and _AWS_TYPE_RE.match(product):
@@ -34,7 +38,9 @@ def instance_from_dmi(dmi_dir: str | os.PathLike[str] = DMI_DIR) -> str | None:
 
 
 def _request(url: str, method: str, headers: dict[str, str], timeout: float) -> str:
-    req = urllib.request.Request(url, method=method, headers=headers, data=b"" if method == "PUT" else None)
+    req = urllib.request.Request(
+        url, method=method, headers=headers, data=b"" if method == "PUT" else None
+    )
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never through a proxy
     with opener.open(req, timeout=timeout) as resp:
         return resp.read(256).decode("ascii", "replace").strip()
@@ -46,8 +52,18 @@ def _ask_metadata(base: str, timeout: float) -> str | None:
 
     base = base.rstrip("/")
     try:
-        token = _request(f"{base}/latest/api/token", "PUT", {"X-aws-ec2-metadata-token-ttl-seconds": "60"}, timeout)
-        value = _request(f"{base}/latest/meta-data/instance-type", "GET", {"X-aws-ec2-metadata-token": token}, timeout)
+        token = _request(
+            f"{base}/latest/api/token",
+            "PUT",
+            {"X-aws-ec2-metadata-token-ttl-seconds": "60"},
+            timeout,
+        )
+        value = _request(
+            f"{base}/latest/meta-data/instance-type",
+            "GET",
+            {"X-aws-ec2-metadata-token": token},
+            timeout,
+        )
         if _AWS_TYPE_RE.match(value):
             return value
     except urllib.error.HTTPError:
@@ -55,7 +71,12 @@ def _ask_metadata(base: str, timeout: float) -> str | None:
     except (OSError, ValueError):
         return None  # nothing there (refused, unreachable, timed out)
     try:
-        value = _request(f"{base}/computeMetadata/v1/instance/machine-type", "GET", {"Metadata-Flavor": "Google"}, timeout)
+        value = _request(
+            f"{base}/computeMetadata/v1/instance/machine-type",
+            "GET",
+            {"Metadata-Flavor": "Google"},
+            timeout,
+        )
         if value:
             return value.rsplit("/", 1)[-1]
     except urllib.error.HTTPError:
@@ -63,14 +84,20 @@ def _ask_metadata(base: str, timeout: float) -> str | None:
     except (OSError, ValueError):
         return None
     try:
-        value = _request(f"{base}/metadata/instance/compute/vmSize?api-version=2021-02-01&format=text", "GET",
-                         {"Metadata": "true"}, timeout)
+        value = _request(
+            f"{base}/metadata/instance/compute/vmSize?api-version=2021-02-01&format=text",
+            "GET",
+            {"Metadata": "true"},
+            timeout,
+        )
         return value or None
     except (OSError, ValueError):
         return None
 
 
-def instance_from_metadata(url: str = METADATA_URL, timeout: float = METADATA_TIMEOUT_S) -> str | None:
+def instance_from_metadata(
+    url: str = METADATA_URL, timeout: float = METADATA_TIMEOUT_S
+) -> str | None:
     """Ask the cloud metadata service; returns within ``timeout`` seconds whatever happens."""
     result: list[str | None] = [None]
 

@@ -45,7 +45,9 @@ def channel_modes(environ: dict[str, str] | None = None) -> dict[str, str]:
     return modes
 
 
-def input_mode(paths: Sequence[str] = (), environ: dict[str, str] | None = None) -> tuple[str, str] | None:
+def input_mode(
+    paths: Sequence[str] = (), environ: dict[str, str] | None = None
+) -> tuple[str, str] | None:
     """(mode, source) for the data the pipeline reads; None when nothing says.
 
     In a SageMaker job, the mode of the channel the pipeline's files lie in (or the one mode all

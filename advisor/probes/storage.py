@@ -20,7 +20,10 @@ REMOTE_PREFIXES = ("s3://", "gs://", "hdfs://", "http://", "https://", "az://", 
 MAX_FILES = 100_000  # stat at most this many (listing huge datasets must stay quick)
 SNIFF_FILES = 8  # files whose first bytes are read to recognise compression
 
-def resolve_files(declared: Sequence[str], candidates: Sequence[str] = ()) -> tuple[list[str], list[str], list[str]]:
+
+def resolve_files(
+    declared: Sequence[str], candidates: Sequence[str] = ()
+) -> tuple[list[str], list[str], list[str]]:
     """Split path strings into (local files, remote paths, missing declared paths).
 
     Declared paths (fed to a file reader) that do not exist are reported as missing; a glob
@@ -58,8 +61,9 @@ def sniff_compression(path: str) -> str | None:
     return sniff(path)[0]
 
 
-def file_facts(declared: Sequence[str], candidates: Sequence[str] = (),
-               declared_compression: str | None = None) -> dict[str, Any]:
+def file_facts(
+    declared: Sequence[str], candidates: Sequence[str] = (), declared_compression: str | None = None
+) -> dict[str, Any]:
     """Storage facts for the files a pipeline reads.
 
     Returns keys ``files``, ``total_bytes``, ``bytes_p10/p50/p90``, ``compression``, ``remote``,

@@ -54,7 +54,9 @@ def serialized_graph(dataset: Any) -> Any:
         graph = tf.compat.v1.GraphDef()
         graph.ParseFromString(raw.numpy())
     except Exception as exc:  # serialization fails for a few exotic stateful sources
-        raise PipelineInspectionError(f"cannot serialize the dataset graph: {one_line(exc, 200)}") from None
+        raise PipelineInspectionError(
+            f"cannot serialize the dataset graph: {one_line(exc, 200)}"
+        ) from None
     return graph
 
 
@@ -115,8 +117,15 @@ def _stage(node: Any, nodes: dict[str, Any], analyser: FunctionAnalyser) -> dict
     fns = fn_names(node)
     if fns:
         stage["fn"] = fn_label(fns[0])
-        info: dict[str, Any] = {"ops": 0, "py": False, "random": False, "reads": False, "heavy": False,
-                                "reader": None, "generator": False}
+        info: dict[str, Any] = {
+            "ops": 0,
+            "py": False,
+            "random": False,
+            "reads": False,
+            "heavy": False,
+            "reader": None,
+            "generator": False,
+        }
         for name in fns:
             sub = analyser.ops(name)
             info["ops"] += sub["ops"]
@@ -182,12 +191,21 @@ def _kind(op: str, node: Any, inputs: list[str], nodes: dict[str, Any]) -> str:
 def _parallel_calls(node: Any, nodes: dict[str, Any], inputs: list[str]) -> int | None:
     """num_parallel_calls of a parallel op (-1 = AUTOTUNE); 1 for sequential maps/interleaves."""
     op = node.op
-    if op in ("MapDataset", "InterleaveDataset", "FilterDataset", "BatchDataset", "BatchDatasetV2",
-              "PaddedBatchDataset", "PaddedBatchDatasetV2"):
-        return 1
-    if op in ("ParallelMapDataset", "ParallelMapDatasetV2", "ParallelFilterDataset") or op.startswith(
-        "ParallelInterleaveDataset"
+    if op in (
+        "MapDataset",
+        "InterleaveDataset",
+        "FilterDataset",
+        "BatchDataset",
+        "BatchDatasetV2",
+        "PaddedBatchDataset",
+        "PaddedBatchDatasetV2",
     ):
+        return 1
+    if op in (
+        "ParallelMapDataset",
+        "ParallelMapDatasetV2",
+        "ParallelFilterDataset",
+    ) or op.startswith("ParallelInterleaveDataset"):
         value = const(nodes, inputs[-1] if inputs else None)
         return int(value) if isinstance(value, int) else None
     if op == "ParallelBatchDataset":
@@ -208,7 +226,16 @@ def _number(stages: list[dict[str, Any]]) -> None:
     for index, stage in enumerate(stages):
         stage["index"] = index
         kind = stage["kind"]
-        if kind in ("map", "interleave", "flat_map", "batch", "filter", "cache", "prefetch", "shuffle"):
+        if kind in (
+            "map",
+            "interleave",
+            "flat_map",
+            "batch",
+            "filter",
+            "cache",
+            "prefetch",
+            "shuffle",
+        ):
             counters[kind] = counters.get(kind, 0) + 1
             stage["ordinal"] = counters[kind]
 
@@ -241,7 +268,12 @@ def _options(option_nodes: Any) -> dict[str, Any]:
     if threading.HasField("private_threadpool_size"):
         out["private_threadpool_size"] = int(threading.private_threadpool_size)
     opt = merged.optimization_options
-    for field in ("map_parallelization", "parallel_batch", "inject_prefetch", "apply_default_optimizations"):
+    for field in (
+        "map_parallelization",
+        "parallel_batch",
+        "inject_prefetch",
+        "apply_default_optimizations",
+    ):
         try:
             if opt.HasField(field):
                 out[field] = bool(getattr(opt, field))
@@ -250,4 +282,3 @@ def _options(option_nodes: Any) -> dict[str, Any]:
     if merged.HasField("deterministic"):
         out["deterministic"] = bool(merged.deterministic)
     return out
-

@@ -11,32 +11,85 @@ from typing import Any
 # Op families, by GraphDef op name.
 MAP_OPS = {"MapDataset", "ParallelMapDataset", "ParallelMapDatasetV2", "MapAndBatchDataset"}
 INTERLEAVE_OPS = {
-    "InterleaveDataset", "ParallelInterleaveDataset", "ParallelInterleaveDatasetV2",
-    "ParallelInterleaveDatasetV3", "ParallelInterleaveDatasetV4", "LegacyParallelInterleaveDatasetV2",
+    "InterleaveDataset",
+    "ParallelInterleaveDataset",
+    "ParallelInterleaveDatasetV2",
+    "ParallelInterleaveDatasetV3",
+    "ParallelInterleaveDatasetV4",
+    "LegacyParallelInterleaveDatasetV2",
 }
-BATCH_OPS = {"BatchDataset", "BatchDatasetV2", "ParallelBatchDataset", "PaddedBatchDataset",
-             "PaddedBatchDatasetV2", "MapAndBatchDataset"}
+BATCH_OPS = {
+    "BatchDataset",
+    "BatchDatasetV2",
+    "ParallelBatchDataset",
+    "PaddedBatchDataset",
+    "PaddedBatchDatasetV2",
+    "MapAndBatchDataset",
+}
 FILE_READER_OPS = {
-    "TFRecordDataset", "TFRecordDatasetV2", "TextLineDataset", "FixedLengthRecordDataset",
-    "FixedLengthRecordDatasetV2", "CSVDataset", "CSVDatasetV2", "ReadFile", "MatchingFiles",
-    "LMDBDataset", "SqlDataset", "ExperimentalCSVDataset", "ExperimentalLMDBDataset",
+    "TFRecordDataset",
+    "TFRecordDatasetV2",
+    "TextLineDataset",
+    "FixedLengthRecordDataset",
+    "FixedLengthRecordDatasetV2",
+    "CSVDataset",
+    "CSVDatasetV2",
+    "ReadFile",
+    "MatchingFiles",
+    "LMDBDataset",
+    "SqlDataset",
+    "ExperimentalCSVDataset",
+    "ExperimentalLMDBDataset",
 }
 PY_OPS = {"EagerPyFunc", "PyFunc", "PyFuncStateless"}
-HEAVY_PREFIXES = ("Decode", "Parse", "Resize", "CropAndResize", "ImageProjectiveTransform",
-                  "ExtractJpegShape", "StringSplit", "RegexReplace", "Substr", "Unicode")
+HEAVY_PREFIXES = (
+    "Decode",
+    "Parse",
+    "Resize",
+    "CropAndResize",
+    "ImageProjectiveTransform",
+    "ExtractJpegShape",
+    "StringSplit",
+    "RegexReplace",
+    "Substr",
+    "Unicode",
+)
 # Stages that do not change what the pipeline computes; skipped when asking "what is last?".
-PASSIVE_OPS = {"OptionsDataset", "ModelDataset", "MaxIntraOpParallelismDataset",
-               "PrivateThreadPoolDataset", "AssertCardinalityDataset", "AssertNextDataset",
-               "NonSerializableDataset", "OptimizeDataset", "OptimizeDatasetV2"}
+PASSIVE_OPS = {
+    "OptionsDataset",
+    "ModelDataset",
+    "MaxIntraOpParallelismDataset",
+    "PrivateThreadPoolDataset",
+    "AssertCardinalityDataset",
+    "AssertNextDataset",
+    "NonSerializableDataset",
+    "OptimizeDataset",
+    "OptimizeDatasetV2",
+}
 KIND_BY_OP = {
-    "PrefetchDataset": "prefetch", "CacheDataset": "cache", "CacheDatasetV2": "cache",
-    "ShuffleDataset": "shuffle", "ShuffleDatasetV2": "shuffle", "ShuffleDatasetV3": "shuffle",
-    "ShuffleAndRepeatDataset": "shuffle", "ShuffleAndRepeatDatasetV2": "shuffle",
-    "RepeatDataset": "repeat", "TakeDataset": "take", "SkipDataset": "skip",
-    "FilterDataset": "filter", "ParallelFilterDataset": "filter", "FlatMapDataset": "flat_map",
-    "UnbatchDataset": "unbatch", "RebatchDataset": "rebatch", "RebatchDatasetV2": "rebatch",
-    "ShardDataset": "shard", "ZipDataset": "zip", "ConcatenateDataset": "concatenate",
-    "GeneratorDataset": "generator", "SnapshotDatasetV2": "snapshot", "WindowDataset": "window",
+    "PrefetchDataset": "prefetch",
+    "CacheDataset": "cache",
+    "CacheDatasetV2": "cache",
+    "ShuffleDataset": "shuffle",
+    "ShuffleDatasetV2": "shuffle",
+    "ShuffleDatasetV3": "shuffle",
+    "ShuffleAndRepeatDataset": "shuffle",
+    "ShuffleAndRepeatDatasetV2": "shuffle",
+    "RepeatDataset": "repeat",
+    "TakeDataset": "take",
+    "SkipDataset": "skip",
+    "FilterDataset": "filter",
+    "ParallelFilterDataset": "filter",
+    "FlatMapDataset": "flat_map",
+    "UnbatchDataset": "unbatch",
+    "RebatchDataset": "rebatch",
+    "RebatchDatasetV2": "rebatch",
+    "ShardDataset": "shard",
+    "ZipDataset": "zip",
+    "ConcatenateDataset": "concatenate",
+    "GeneratorDataset": "generator",
+    "SnapshotDatasetV2": "snapshot",
+    "WindowDataset": "window",
 }
 
 
@@ -79,7 +132,9 @@ def tensor_value(tensor: Any) -> Any:
     scalar = len(tensor.tensor_shape.dim) == 0
     if tensor.string_val:
         values: list[Any] = [v.decode("utf-8", "replace") for v in tensor.string_val]
-    elif tensor.dtype == 7 and tensor.tensor_content:  # DT_STRING packed: varint lengths, then bytes
+    elif (
+        tensor.dtype == 7 and tensor.tensor_content
+    ):  # DT_STRING packed: varint lengths, then bytes
         values = decode_packed_strings(tensor.tensor_content, size)
     elif tensor.int64_val:
         values = list(tensor.int64_val)
@@ -118,7 +173,7 @@ def decode_packed_strings(content: bytes, count: int) -> list[str]:
         lengths.append(value)
     out = []
     for length in lengths:
-        out.append(content[pos:pos + length].decode("utf-8", "replace"))
+        out.append(content[pos : pos + length].decode("utf-8", "replace"))
         pos += length
     return out
 
@@ -152,8 +207,15 @@ class FunctionAnalyser:
         if name in self._memo:
             return self._memo[name]
         fn = self.functions.get(name)
-        result: dict[str, Any] = {"ops": 0, "py": False, "random": False, "reads": False, "heavy": False,
-                                  "reader": None, "generator": False}
+        result: dict[str, Any] = {
+            "ops": 0,
+            "py": False,
+            "random": False,
+            "reads": False,
+            "heavy": False,
+            "reader": None,
+            "generator": False,
+        }
         if fn is None or name in stack:
             return result
         for nd in fn.node_def:
@@ -179,17 +241,27 @@ class FunctionAnalyser:
 
 
 def is_random(op: str) -> bool:
-    return (
-        op.startswith(("Random", "StatelessRandom", "StatefulRandom", "StatefulUniform",
-                       "StatefulStandardNormal", "StatefulTruncatedNormal", "StatelessTruncatedNormal",
-                       "StatelessMultinomial", "SampleDistortedBoundingBox", "RngReadAndSkip",
-                       "RngBitGenerator", "StatelessParameterizedTruncatedNormal"))
-        or op in ("TruncatedNormal", "Multinomial", "ParameterizedTruncatedNormal")
-    )
+    return op.startswith(
+        (
+            "Random",
+            "StatelessRandom",
+            "StatefulRandom",
+            "StatefulUniform",
+            "StatefulStandardNormal",
+            "StatefulTruncatedNormal",
+            "StatelessTruncatedNormal",
+            "StatelessMultinomial",
+            "SampleDistortedBoundingBox",
+            "RngReadAndSkip",
+            "RngBitGenerator",
+            "StatelessParameterizedTruncatedNormal",
+        )
+    ) or op in ("TruncatedNormal", "Multinomial", "ParameterizedTruncatedNormal")
 
 
-def files_of(graph: Any, nodes: dict[str, Any], functions: dict[str, Any],
-           stages: list[dict[str, Any]]) -> tuple[list[str], list[str], str | None]:
+def files_of(
+    graph: Any, nodes: dict[str, Any], functions: dict[str, Any], stages: list[dict[str, Any]]
+) -> tuple[list[str], list[str], str | None]:
     """Files of a file-reading pipeline and the compression declared to a TFRecord reader.
 
     ``declared`` are string constants fed to a reader or a file list (``is_files``);
@@ -210,15 +282,21 @@ def files_of(graph: Any, nodes: dict[str, Any], functions: dict[str, Any],
             if isinstance(comp, str) and comp:
                 compression = comp.upper()
     if not reads:  # a custom reader (py_function, generator) may still name object-store URLs
-        urls = [v for node in graph.node if node.op == "Const" and node.attr["dtype"].type == 7
-                for v in _strings(node) if v.startswith(OBJECT_STORE_SCHEMES)]
+        urls = [
+            v
+            for node in graph.node
+            if node.op == "Const" and node.attr["dtype"].type == 7
+            for v in _strings(node)
+            if v.startswith(OBJECT_STORE_SCHEMES)
+        ]
         return [], list(dict.fromkeys(urls)), compression
     declared: list[str] = []
     candidates: list[str] = []
     feeding = {
         clean(i)
         for node in graph.node
-        if node.op in FILE_READER_OPS or (node.op == "TensorSliceDataset" and node.attr["is_files"].b)
+        if node.op in FILE_READER_OPS
+        or (node.op == "TensorSliceDataset" and node.attr["is_files"].b)
         for i in node.input
     }
     for node in graph.node:

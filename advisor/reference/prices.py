@@ -44,8 +44,14 @@ def lookup(instance_type: str | None) -> InstancePrice | None:
     for key, row in price_table()["instances"].items():
         provider, name = key.split("/", 1)
         if wanted in (key.lower(), name.lower()):
-            return InstancePrice(provider, name, float(row["usd_per_hour"]), int(row["vcpus"]),
-                                 int(row["gpus"]), str(row["gpu"]))
+            return InstancePrice(
+                provider,
+                name,
+                float(row["usd_per_hour"]),
+                int(row["vcpus"]),
+                int(row["gpus"]),
+                str(row["gpu"]),
+            )
     return None
 
 
@@ -59,9 +65,16 @@ class PriceResolution:
     detail: str | None = None  # how a live price was chosen (e.g. the median of several zones)
 
 
-def resolve(instance_type: str | None, price_per_hour: float | None = None, *, live: bool = False,
-            region: str | None = None, spot: bool = False, wait_s: float | None = None,
-            refresh: bool = False) -> PriceResolution:
+def resolve(
+    instance_type: str | None,
+    price_per_hour: float | None = None,
+    *,
+    live: bool = False,
+    region: str | None = None,
+    spot: bool = False,
+    wait_s: float | None = None,
+    refresh: bool = False,
+) -> PriceResolution:
     """The price of a run: ``price_per_hour`` wins; with ``live``, the AWS price (cached on disk;
     ``wait_s`` bounds the wait inside training); else the embedded on-demand table.
 
@@ -81,8 +94,11 @@ def resolve(instance_type: str | None, price_per_hour: float | None = None, *, l
         try:
             from advisor.cloud import pricing
 
-            quote = (pricing.quote_within(wait_s, instance_type, region, spot) if wait_s is not None
-                     else pricing.live_quote(instance_type, region, spot, refresh=refresh))
+            quote = (
+                pricing.quote_within(wait_s, instance_type, region, spot)
+                if wait_s is not None
+                else pricing.live_quote(instance_type, region, spot, refresh=refresh)
+            )
             return PriceResolution(quote.usd_per_hour, quote.source, quote.note, quote.detail)
         except AdvisorError as exc:
             note = str(exc)
@@ -92,19 +108,33 @@ def resolve(instance_type: str | None, price_per_hour: float | None = None, *, l
 def _from_table(instance_type: str, spot: bool, note: str | None) -> PriceResolution:
     prefix = f"{note}; " if note else ""
     if spot:
-        return PriceResolution(None, None, f"{prefix}the embedded table has no spot prices: "
-                               "give price_per_hour or let the advisor ask AWS (pricing='aws')")
+        return PriceResolution(
+            None,
+            None,
+            f"{prefix}the embedded table has no spot prices: "
+            "give price_per_hour or let the advisor ask AWS (pricing='aws')",
+        )
     if instance_type.strip().lower().startswith("ml."):
-        return PriceResolution(None, None, f"{prefix}{instance_type} is a SageMaker type, priced "
-                               "above EC2: give price_per_hour or let the advisor ask AWS (pricing='aws')")
+        return PriceResolution(
+            None,
+            None,
+            f"{prefix}{instance_type} is a SageMaker type, priced "
+            "above EC2: give price_per_hour or let the advisor ask AWS (pricing='aws')",
+        )
     row = lookup(instance_type)
     if row is None:
-        return PriceResolution(None, None, note and f"{note}; {instance_type} is not in the embedded table")
+        return PriceResolution(
+            None, None, note and f"{note}; {instance_type} is not in the embedded table"
+        )
     source = f"table:{price_table()['date']}"
-    return PriceResolution(row.usd_per_hour, source, note and f"{note}; using the embedded table ({source})")
+    return PriceResolution(
+        row.usd_per_hour, source, note and f"{note}; using the embedded table ({source})"
+    )
 
 
-def resolve_price(instance_type: str | None, price_per_hour: float | None) -> tuple[float | None, str | None]:
+def resolve_price(
+    instance_type: str | None, price_per_hour: float | None
+) -> tuple[float | None, str | None]:
     """(USD/h, source): an explicit price wins; else the table; else unknown (no network)."""
     found = resolve(instance_type, price_per_hour)
     return found.usd_per_hour, found.source

@@ -30,9 +30,15 @@ def budget_heading(facts: dict[str, Any]) -> str | None:
     goodput, wall = facts.get("goodput"), facts.get("time.wall_seconds")
     if goodput is None or wall is None:
         return None
-    final = "" if facts.get("time.final", True) else " (up to the last epoch end: the job did not end normally)"
-    return (f"Where the time went: {readable(wall, 1)} s of fit{final}, goodput {percent(goodput, 0, fraction=True)}"
-            f" (training steps ÷ wall clock)")
+    final = (
+        ""
+        if facts.get("time.final", True)
+        else " (up to the last epoch end: the job did not end normally)"
+    )
+    return (
+        f"Where the time went: {readable(wall, 1)} s of fit{final}, goodput {percent(goodput, 0, fraction=True)}"
+        f" (training steps ÷ wall clock)"
+    )
 
 
 def budget_table(facts: dict[str, Any]) -> Table | None:
@@ -52,8 +58,12 @@ def budget_table(facts: dict[str, Any]) -> Table | None:
         label = str(row.get("label", row.get("category")))
         inside = row.get("part_of") is not None
         style = "dim" if inside else ("green" if row.get("category") == "train_steps" else "")
-        table.add_row(Text(("  " if inside else "") + label, style=style), f"{float(row.get('seconds', 0.0)):.2f}",
-                      percent(share, 1, fraction=True), Text(bar(share), style=style or "yellow"))
+        table.add_row(
+            Text(("  " if inside else "") + label, style=style),
+            f"{float(row.get('seconds', 0.0)):.2f}",
+            percent(share, 1, fraction=True),
+            Text(bar(share), style=style or "yellow"),
+        )
     return table
 
 
@@ -62,19 +72,29 @@ def callbacks_lines(facts: dict[str, Any]) -> list[str]:
     lines = []
     rows = facts.get("callbacks.table")
     if isinstance(rows, list):
-        shown = [r for r in rows if float(r.get("share") or 0.0) >= MIN_CALLBACK_SHARE][:CALLBACK_ROWS]
+        shown = [r for r in rows if float(r.get("share") or 0.0) >= MIN_CALLBACK_SHARE][
+            :CALLBACK_ROWS
+        ]
         for r in shown:
             per_step = r.get("ms_per_step")
             cost = f"{per_step:.2f} ms per step, " if isinstance(per_step, (int, float)) else ""
-            lines.append(f"  {r['name']}.{r['hook']}: {float(r['seconds']):.2f} s ({cost}"
-                         f"{percent(r.get('share'), 1, fraction=True)} of the fit) in {r['calls']:,} calls"
-                         + (" · checkpoint" if r.get("kind") == "checkpoint" else ""))
+            lines.append(
+                f"  {r['name']}.{r['hook']}: {float(r['seconds']):.2f} s ({cost}"
+                f"{percent(r.get('share'), 1, fraction=True)} of the fit) in {r['calls']:,} calls"
+                + (" · checkpoint" if r.get("kind") == "checkpoint" else "")
+            )
     count = facts.get("checkpoint.count")
     if count:
         written = facts.get("checkpoint.bytes")
-        size = f", {readable(written / 1e6, 1)} MB written" if isinstance(written, (int, float)) else ""
-        lines.append(f"  checkpoints: {count} saves in {float(facts.get('checkpoint.seconds', 0.0)):.2f} s{size}"
-                     + (f" ({facts['checkpoint.by']})" if facts.get("checkpoint.by") else ""))
+        size = (
+            f", {readable(written / 1e6, 1)} MB written"
+            if isinstance(written, (int, float))
+            else ""
+        )
+        lines.append(
+            f"  checkpoints: {count} saves in {float(facts.get('checkpoint.seconds', 0.0)):.2f} s{size}"
+            + (f" ({facts['checkpoint.by']})" if facts.get("checkpoint.by") else "")
+        )
     return lines
 
 

@@ -23,22 +23,34 @@ def size(n: float | None) -> str:
 
 
 def _counted(counts: dict[str, int], of: int) -> str:
-    return ", ".join(f"{k} ({v} of {of} sampled)" for k, v in sorted(counts.items(), key=lambda kv: -kv[1]))
+    return ", ".join(
+        f"{k} ({v} of {of} sampled)" for k, v in sorted(counts.items(), key=lambda kv: -kv[1])
+    )
 
 
 def render_data(summary: dict[str, Any], findings: Sequence[Finding] = ()) -> str:
-    lines = [(f"{summary['location']}: {readable(summary['objects'])} objects, {size(summary['total_bytes'])} "
-             f"in total (checked in {summary.get('seconds', 0):.1f} s)")]
+    lines = [
+        (
+            f"{summary['location']}: {readable(summary['objects'])} objects, {size(summary['total_bytes'])} "
+            f"in total (checked in {summary.get('seconds', 0):.1f} s)"
+        )
+    ]
     if summary.get("truncated"):
-        lines.append(f"  (stopped at {readable(summary['objects'])} objects: the statistics cover those)")
+        lines.append(
+            f"  (stopped at {readable(summary['objects'])} objects: the statistics cover those)"
+        )
     if summary["objects"]:
-        lines.append(f"  size:        median {size(summary['bytes_p50'])}, p10 {size(summary['bytes_p10'])}, "
-                     f"p90 {size(summary['bytes_p90'])} (smallest {size(summary['bytes_min'])}, "
-                     f"largest {size(summary['bytes_max'])})")
+        lines.append(
+            f"  size:        median {size(summary['bytes_p50'])}, p10 {size(summary['bytes_p10'])}, "
+            f"p90 {size(summary['bytes_p90'])} (smallest {size(summary['bytes_min'])}, "
+            f"largest {size(summary['bytes_max'])})"
+        )
     sniffed = int(summary.get("sniffed") or 0)
     if summary.get("compressions"):
         lines.append(f"  compression: {_counted(summary['compressions'], sniffed)}")
-    lines.append(f"  formats:     {_counted(summary['formats'], sniffed) if summary.get('formats') else 'not recognised'}")
+    lines.append(
+        f"  formats:     {_counted(summary['formats'], sniffed) if summary.get('formats') else 'not recognised'}"
+    )
     if summary.get("extensions"):
         ext = ", ".join(f"{k} {readable(v)}" for k, v in summary["extensions"].items())
         lines.append(f"  extensions:  {ext}")

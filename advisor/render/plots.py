@@ -41,7 +41,9 @@ def _log2_x(ax: Any, workers: Sequence[int]) -> None:
     ax.set_xlabel("workers")
 
 
-def _series(table: ScalingTable, value: Callable[[Row], float | None]) -> dict[str, tuple[list[int], list[float]]]:
+def _series(
+    table: ScalingTable, value: Callable[[Row], float | None]
+) -> dict[str, tuple[list[int], list[float]]]:
     out: dict[str, tuple[list[int], list[float]]] = {}
     for strategy in table.strategies:
         xs, ys = [], []
@@ -55,7 +57,9 @@ def _series(table: ScalingTable, value: Callable[[Row], float | None]) -> dict[s
     return out
 
 
-def _line_figure(table: ScalingTable, title: str, ylabel: str, value: Callable[[Row], float | None]) -> Any:
+def _line_figure(
+    table: ScalingTable, title: str, ylabel: str, value: Callable[[Row], float | None]
+) -> Any:
     series = _series(table, value)
     if not series:
         return None
@@ -107,12 +111,20 @@ def speedup_figure(table: ScalingTable) -> Any:
 
 
 def efficiency_figure(table: ScalingTable) -> Any:
-    fig = _line_figure(table, "Scaling efficiency", "efficiency (%)",
-                       lambda r: None if r.efficiency is None else 100.0 * r.efficiency)
+    fig = _line_figure(
+        table,
+        "Scaling efficiency",
+        "efficiency (%)",
+        lambda r: None if r.efficiency is None else 100.0 * r.efficiency,
+    )
     if fig is not None:
         ax = fig.axes[0]
-        ax.axhline(100.0 * EFFICIENCY_THRESHOLD, linestyle=":", color="red",
-                   label=f"poor below {percent(EFFICIENCY_THRESHOLD, 0, fraction=True)}")
+        ax.axhline(
+            100.0 * EFFICIENCY_THRESHOLD,
+            linestyle=":",
+            color="red",
+            label=f"poor below {percent(EFFICIENCY_THRESHOLD, 0, fraction=True)}",
+        )
         ax.set_ylim(0, max(110.0, ax.get_ylim()[1]))
         ax.legend()
     return fig
@@ -134,17 +146,34 @@ def computation_figure(table: ScalingTable) -> Any:
         groups.setdefault(r.strategy, []).append(pos)
         pos += 1.0
     bottom = [0.0] * len(rows)
-    parts = {"computation": [r.compute_percent or 0.0 for r in rows],
-             "communication (not overlapped)": [r.exposed_communication_percent or 0.0 for r in rows],
-             "other": [r.other_percent or 0.0 for r in rows]}
+    parts = {
+        "computation": [r.compute_percent or 0.0 for r in rows],
+        "communication (not overlapped)": [r.exposed_communication_percent or 0.0 for r in rows],
+        "other": [r.other_percent or 0.0 for r in rows],
+    }
     for name, values in parts.items():
-        ax.bar(x, values, bottom=bottom, label=name, hatch=HATCHES[name], edgecolor="black", linewidth=0.5)
+        ax.bar(
+            x,
+            values,
+            bottom=bottom,
+            label=name,
+            hatch=HATCHES[name],
+            edgecolor="black",
+            linewidth=0.5,
+        )
         bottom = [b + v for b, v in zip(bottom, values)]
     ax.set_xticks(x)
     ax.set_xticklabels([f"×{r.workers}" for r in rows])
     for strategy, xs in groups.items():
-        ax.annotate(strategy, xy=(sum(xs) / len(xs), 0), xycoords=("data", "axes fraction"),
-                    xytext=(0, -22), textcoords="offset points", ha="center", va="top")
+        ax.annotate(
+            strategy,
+            xy=(sum(xs) / len(xs), 0),
+            xycoords=("data", "axes fraction"),
+            xytext=(0, -22),
+            textcoords="offset points",
+            ha="center",
+            va="top",
+        )
     ax.set_ylabel("% of step time")
     ax.set_ylim(0, 100)
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3, frameon=False)
@@ -152,7 +181,9 @@ def computation_figure(table: ScalingTable) -> Any:
 
 
 def energy_figure(table: ScalingTable) -> Any:
-    return _line_figure(table, "GPU energy per epoch", "Wh per epoch", lambda r: r.energy_wh_per_epoch)
+    return _line_figure(
+        table, "GPU energy per epoch", "Wh per epoch", lambda r: r.energy_wh_per_epoch
+    )
 
 
 def cost_figure(table: ScalingTable) -> Any:
@@ -169,7 +200,9 @@ PLOTS: dict[str, tuple[Callable[[ScalingTable], Any], str]] = {
 }
 
 
-def write_plots(table: ScalingTable, out_dir: Path, formats: Sequence[str] = ("png",)) -> tuple[list[Path], list[str]]:
+def write_plots(
+    table: ScalingTable, out_dir: Path, formats: Sequence[str] = ("png",)
+) -> tuple[list[Path], list[str]]:
     """Save every plot the table has data for; returns (written files, notes on skipped plots)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
@@ -181,6 +214,8 @@ def write_plots(table: ScalingTable, out_dir: Path, formats: Sequence[str] = ("p
             continue
         for fmt in formats:
             path = out_dir / f"{name}.{fmt}"
-            fig.savefig(path, format=fmt, metadata={"Software": None} if fmt == "png" else {"Date": None})
+            fig.savefig(
+                path, format=fmt, metadata={"Software": None} if fmt == "png" else {"Date": None}
+            )
             written.append(path)
     return written, skipped

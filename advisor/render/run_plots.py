@@ -24,14 +24,22 @@ def epochs_figure(view: RunOverview) -> Any:
     xs = [e.epoch for e in view.epochs]
     train = [e.train_seconds for e in view.epochs]
     ax.bar(xs, train, label="training", color="#4C72B0")
-    ax.bar(xs, [e.val_seconds for e in view.epochs], bottom=train, label="validation", color="#DD8452")
+    ax.bar(
+        xs, [e.val_seconds for e in view.epochs], bottom=train, label="validation", color="#DD8452"
+    )
     ax.set_xlabel("epoch")
     ax.set_ylabel("seconds")
     ax.set_xticks(xs)
     rates = [(e.epoch, e.samples_per_s) for e in view.epochs if e.samples_per_s is not None]
     if rates:
         right = ax.twinx()
-        right.plot([x for x, _ in rates], [r for _, r in rates], marker="o", color="#55A868", label="samples/s")
+        right.plot(
+            [x for x, _ in rates],
+            [r for _, r in rates],
+            marker="o",
+            color="#55A868",
+            label="samples/s",
+        )
         right.set_ylabel("samples/s (training)")
         right.set_ylim(bottom=0)
         right.legend(loc="upper right")

@@ -48,45 +48,86 @@ def _epoch(row: Row) -> str:
 
 # (section, [(header, value of a row)]), and the rows' notes that mean "this section is empty".
 SECTIONS: list[tuple[str, str | None, list[tuple[str, Callable[[Row], str]]]]] = [
-    ("Epoch time and speedup", None, [
-        ("epoch time", _epoch),
-        ("repeats", lambda r: str(r.runs)),
-        ("speedup", lambda r: "—" if r.speedup is None else f"{r.speedup:.2f}×"),
-        ("efficiency", lambda r: _frac_pct(r.efficiency)),
-        ("samples/s", lambda r: _num(0)(r.samples_per_s)),
-        ("goodput", lambda r: percent(r.goodput, 0, fraction=True, missing="n/a")),
-        ("step", lambda r: "—" if r.step_ms is None else f"{r.step_ms:.1f} ms"),
-        ("batch / replica", lambda r: _num(0)(r.per_replica_batch)),
-        ("first epoch", lambda r: "—" if r.first_epoch_s is None else f"{r.first_epoch_s:.2f} s"),
-    ]),
-    ("Cost", "no price", [
-        ("instances", lambda r: str(r.instances) if r.instances else "—"),
-        ("$/h", lambda r: "—" if r.usd_per_hour is None else f"{r.usd_per_hour:.2f}"),
-        ("samples/$", lambda r: _num(0)(r.samples_per_dollar)),
-        ("$/epoch", lambda r: "—" if r.usd_per_epoch is None else f"{r.usd_per_epoch:.5f}"),
-    ]),
-    ("Accelerators and energy", "no GPU data", [
-        ("GPU util", lambda r: _pct(r.gpu_util)),
-        ("Wh/epoch", lambda r: _num(3)(r.energy_wh_per_epoch)),
-        ("J/sample", lambda r: _num(4)(r.energy_j_per_sample)),
-    ]),
-    ("Computation vs other (share of step time)", "no trace data", [
-        ("computation", lambda r: _pct(r.compute_percent)),
-        ("communication", lambda r: _pct(r.communication_percent)),
-        ("of it overlapped", lambda r: _frac_pct(r.communication_overlap)),
-        ("exposed comm.", lambda r: _pct(r.exposed_communication_percent)),
-        ("other", lambda r: _pct(r.other_percent)),
-    ]),
-    ("Workers: who the others wait for", "no worker data", [
-        ("straggler", lambda r: r.straggler or ("none" if r.straggler_share is not None else "—")),
-        ("waited-for rank", lambda r: "—" if r.straggler_rank is None else str(r.straggler_rank)),
-        ("others wait", lambda r: "—" if r.straggler_wait_ms is None else f"{r.straggler_wait_ms:.1f} ms/step"),
-        ("of the step", lambda r: _frac_pct(r.straggler_share)),
-        ("per epoch", lambda r: "—" if r.straggler_s_per_epoch is None else f"{r.straggler_s_per_epoch:.2f} s"),
-    ]),
+    (
+        "Epoch time and speedup",
+        None,
+        [
+            ("epoch time", _epoch),
+            ("repeats", lambda r: str(r.runs)),
+            ("speedup", lambda r: "—" if r.speedup is None else f"{r.speedup:.2f}×"),
+            ("efficiency", lambda r: _frac_pct(r.efficiency)),
+            ("samples/s", lambda r: _num(0)(r.samples_per_s)),
+            ("goodput", lambda r: percent(r.goodput, 0, fraction=True, missing="n/a")),
+            ("step", lambda r: "—" if r.step_ms is None else f"{r.step_ms:.1f} ms"),
+            ("batch / replica", lambda r: _num(0)(r.per_replica_batch)),
+            (
+                "first epoch",
+                lambda r: "—" if r.first_epoch_s is None else f"{r.first_epoch_s:.2f} s",
+            ),
+        ],
+    ),
+    (
+        "Cost",
+        "no price",
+        [
+            ("instances", lambda r: str(r.instances) if r.instances else "—"),
+            ("$/h", lambda r: "—" if r.usd_per_hour is None else f"{r.usd_per_hour:.2f}"),
+            ("samples/$", lambda r: _num(0)(r.samples_per_dollar)),
+            ("$/epoch", lambda r: "—" if r.usd_per_epoch is None else f"{r.usd_per_epoch:.5f}"),
+        ],
+    ),
+    (
+        "Accelerators and energy",
+        "no GPU data",
+        [
+            ("GPU util", lambda r: _pct(r.gpu_util)),
+            ("Wh/epoch", lambda r: _num(3)(r.energy_wh_per_epoch)),
+            ("J/sample", lambda r: _num(4)(r.energy_j_per_sample)),
+        ],
+    ),
+    (
+        "Computation vs other (share of step time)",
+        "no trace data",
+        [
+            ("computation", lambda r: _pct(r.compute_percent)),
+            ("communication", lambda r: _pct(r.communication_percent)),
+            ("of it overlapped", lambda r: _frac_pct(r.communication_overlap)),
+            ("exposed comm.", lambda r: _pct(r.exposed_communication_percent)),
+            ("other", lambda r: _pct(r.other_percent)),
+        ],
+    ),
+    (
+        "Workers: who the others wait for",
+        "no worker data",
+        [
+            (
+                "straggler",
+                lambda r: r.straggler or ("none" if r.straggler_share is not None else "—"),
+            ),
+            (
+                "waited-for rank",
+                lambda r: "—" if r.straggler_rank is None else str(r.straggler_rank),
+            ),
+            (
+                "others wait",
+                lambda r: (
+                    "—" if r.straggler_wait_ms is None else f"{r.straggler_wait_ms:.1f} ms/step"
+                ),
+            ),
+            ("of the step", lambda r: _frac_pct(r.straggler_share)),
+            (
+                "per epoch",
+                lambda r: (
+                    "—" if r.straggler_s_per_epoch is None else f"{r.straggler_s_per_epoch:.2f} s"
+                ),
+            ),
+        ],
+    ),
 ]
 # Sections whose emptiness is read from the rows' values rather than from a note they carry.
-EMPTY_WHEN: dict[str, Callable[[Row], bool]] = {"no worker data": lambda r: r.straggler_share is None}
+EMPTY_WHEN: dict[str, Callable[[Row], bool]] = {
+    "no worker data": lambda r: r.straggler_share is None
+}
 
 
 def render_table(table: ScalingTable, fmt: str = "text") -> str:
@@ -109,19 +150,32 @@ def _csv(table: ScalingTable) -> str:
     measured = [r for r in table.recommendations if not r.projected]
     for row in table.rows:
         values = [getattr(row, n) for n in names]
-        goals = " ".join(r.goal for r in measured if r.strategy == row.strategy and r.workers == row.workers)
-        writer.writerow(["" if v is None else (f"{v:.6g}" if isinstance(v, float) else v) for v in values]
-                        + ["; ".join(row.notes), " ".join(row.run_ids), goals, "false"])
+        goals = " ".join(
+            r.goal for r in measured if r.strategy == row.strategy and r.workers == row.workers
+        )
+        writer.writerow(
+            ["" if v is None else (f"{v:.6g}" if isinstance(v, float) else v) for v in values]
+            + ["; ".join(row.notes), " ".join(row.run_ids), goals, "false"]
+        )
     for rec in (r for r in table.recommendations if r.projected):
-        projected: dict[str, object] = {"strategy": rec.strategy, "workers": rec.workers,
-                  "samples_per_s": "" if rec.value is None else f"{rec.value:.6g}"}
-        writer.writerow([projected.get(n, "") for n in names]
-                        + ["PROJECTION: " + "; ".join([rec.reason, *rec.assumptions]), "", "", "true"])
+        projected: dict[str, object] = {
+            "strategy": rec.strategy,
+            "workers": rec.workers,
+            "samples_per_s": "" if rec.value is None else f"{rec.value:.6g}",
+        }
+        writer.writerow(
+            [projected.get(n, "") for n in names]
+            + ["PROJECTION: " + "; ".join([rec.reason, *rec.assumptions]), "", "", "true"]
+        )
     return out.getvalue()
 
 
-GOALS = {"samples_per_s": "fastest (samples/s)", "samples_per_dollar": "cheapest (samples/$)",
-         "energy": "least energy (J/sample)", "projection": "PROJECTION, not measured"}
+GOALS = {
+    "samples_per_s": "fastest (samples/s)",
+    "samples_per_dollar": "cheapest (samples/$)",
+    "energy": "least energy (J/sample)",
+    "projection": "PROJECTION, not measured",
+}
 
 
 def advice_lines(table: ScalingTable, md: bool) -> list[str]:
@@ -184,7 +238,9 @@ def _markdown(table: ScalingTable) -> str:
         lines.append("| strategy | workers | " + " | ".join(h for h, _ in cols) + " |")
         lines.append("|---|---:|" + "---:|" * len(cols))
         for r in table.rows:
-            lines.append(f"| {r.strategy} | {r.workers} | " + " | ".join(f(r) for _, f in cols) + " |")
+            lines.append(
+                f"| {r.strategy} | {r.workers} | " + " | ".join(f(r) for _, f in cols) + " |"
+            )
         lines.append("")
     lines += _failure_lines(table, md=True)
     if table.notes:
@@ -195,11 +251,16 @@ def _markdown(table: ScalingTable) -> str:
 def _failure_lines(table: ScalingTable, md: bool) -> list[str]:
     if not table.failures:
         return []
-    title = ("Failed configurations" if all(f.state == "failed" for f in table.failures)
-             else "Failed or unfinished configurations")
+    title = (
+        "Failed configurations"
+        if all(f.state == "failed" for f in table.failures)
+        else "Failed or unfinished configurations"
+    )
     lines = [f"## {title}" if md else title, ""]
     for f in table.failures:
-        lines.append(f"{'- ' if md else '  '}{f.strategy} ×{f.workers} ({f.run_id}): {f.reason or 'failed'}")
+        lines.append(
+            f"{'- ' if md else '  '}{f.strategy} ×{f.workers} ({f.run_id}): {f.reason or 'failed'}"
+        )
         if f.hint:
             lines.append(f"{'  ' if md else '    '}hint: {f.hint}")
     return lines + [""]

@@ -21,64 +21,87 @@ if TYPE_CHECKING:
 def fmt_number(value: Any, digits: int = 1) -> str:
     return readable(value, digits, compact=True)
 
+
 # (heading, [(label, fact, format)]) — the headline facts of each area, in reading order.
 SECTIONS: list[tuple[str, list[tuple[str, str, str]]]] = [
-    ("Throughput", [
-        ("samples/s", "throughput.samples_per_s", "num"),
-        ("samples/s p10 · p50 · p90", "throughput.samples_per_s.p50", "pct3"),
-        ("steps/s", "throughput.steps_per_s", "num"),
-        ("stability (CV over windows)", "throughput.cv", "pct"),
-        ("step time mean ± σ", "steps.time_ms.mean", "step"),
-        ("step outliers (> mean + 3σ)", "steps.outliers", "num"),
-        ("time to first step", "time.first_step_s", "s"),
-        ("epoch time (mean, first epoch out)", "time.epoch_s.mean", "s"),
-        ("first epoch", "time.first_epoch_s", "s"),
-        ("validation share of epoch", "time.val_fraction", "pct"),
-    ]),
-    ("Cost", [
-        ("price", "cost.price_per_hour", "usd_h"),
-        ("samples per dollar", "cost.samples_per_dollar", "num"),
-        ("cost per epoch", "cost.usd_per_epoch", "usd"),
-    ]),
-    ("Input", [
-        ("real input samples/s", "baseline.real_samples_per_s", "num"),
-        ("cached input samples/s (ceiling)", "baseline.cached_samples_per_s", "num"),
-        ("data only samples/s", "baseline.data_only_samples_per_s", "num"),
-        ("input share of step time", "input.bound_fraction", "band"),
-        ("pipeline advice", "pipeline.advice", "changes"),
-    ]),
-    ("Accelerator", [
-        ("GPUs sampled", "gpu.count", "num"),
-        ("utilization p5 · p50 · p95", "gpu.util.p50", "util3"),
-        ("memory peak", "gpu.mem.peak_fraction", "mem"),
-        ("load imbalance (JS distance)", "gpu.load_imbalance", "num3"),
-        ("mean power", "gpu.power_w.mean", "w"),
-        ("energy", "energy.wh", "wh"),
-        ("energy per sample", "energy.j_per_sample", "j"),
-        ("model FLOPs per sample", "model.flops_per_sample", "num"),
-        ("MFU", "mfu", "mfu"),
-        ("accelerator", "accelerator.model", "accel"),
-    ]),
-    ("Host", [
-        ("CPU mean", "host.cpu.mean", "pctv"),
-        ("busiest core p95", "host.cpu.max_core_p95", "pctv"),
-        ("samples with a core > 90%", "host.cpu.saturated_fraction", "pct"),
-        ("iowait p95", "host.iowait.p95", "pctv"),
-        ("memory peak", "host.mem.peak_fraction", "pct"),
-    ]),
-    ("Profile", [
-        ("steps in trace", "trace.steps", "num"),
-        ("input share (trace)", "trace.input_percent", "pctv"),
-        ("device idle", "trace.device_idle_percent", "pctv"),
-        ("communication share", "trace.communication_percent", "pctv"),
-    ]),
+    (
+        "Throughput",
+        [
+            ("samples/s", "throughput.samples_per_s", "num"),
+            ("samples/s p10 · p50 · p90", "throughput.samples_per_s.p50", "pct3"),
+            ("steps/s", "throughput.steps_per_s", "num"),
+            ("stability (CV over windows)", "throughput.cv", "pct"),
+            ("step time mean ± σ", "steps.time_ms.mean", "step"),
+            ("step outliers (> mean + 3σ)", "steps.outliers", "num"),
+            ("time to first step", "time.first_step_s", "s"),
+            ("epoch time (mean, first epoch out)", "time.epoch_s.mean", "s"),
+            ("first epoch", "time.first_epoch_s", "s"),
+            ("validation share of epoch", "time.val_fraction", "pct"),
+        ],
+    ),
+    (
+        "Cost",
+        [
+            ("price", "cost.price_per_hour", "usd_h"),
+            ("samples per dollar", "cost.samples_per_dollar", "num"),
+            ("cost per epoch", "cost.usd_per_epoch", "usd"),
+        ],
+    ),
+    (
+        "Input",
+        [
+            ("real input samples/s", "baseline.real_samples_per_s", "num"),
+            ("cached input samples/s (ceiling)", "baseline.cached_samples_per_s", "num"),
+            ("data only samples/s", "baseline.data_only_samples_per_s", "num"),
+            ("input share of step time", "input.bound_fraction", "band"),
+            ("pipeline advice", "pipeline.advice", "changes"),
+        ],
+    ),
+    (
+        "Accelerator",
+        [
+            ("GPUs sampled", "gpu.count", "num"),
+            ("utilization p5 · p50 · p95", "gpu.util.p50", "util3"),
+            ("memory peak", "gpu.mem.peak_fraction", "mem"),
+            ("load imbalance (JS distance)", "gpu.load_imbalance", "num3"),
+            ("mean power", "gpu.power_w.mean", "w"),
+            ("energy", "energy.wh", "wh"),
+            ("energy per sample", "energy.j_per_sample", "j"),
+            ("model FLOPs per sample", "model.flops_per_sample", "num"),
+            ("MFU", "mfu", "mfu"),
+            ("accelerator", "accelerator.model", "accel"),
+        ],
+    ),
+    (
+        "Host",
+        [
+            ("CPU mean", "host.cpu.mean", "pctv"),
+            ("busiest core p95", "host.cpu.max_core_p95", "pctv"),
+            ("samples with a core > 90%", "host.cpu.saturated_fraction", "pct"),
+            ("iowait p95", "host.iowait.p95", "pctv"),
+            ("memory peak", "host.mem.peak_fraction", "pct"),
+        ],
+    ),
+    (
+        "Profile",
+        [
+            ("steps in trace", "trace.steps", "num"),
+            ("input share (trace)", "trace.input_percent", "pctv"),
+            ("device idle", "trace.device_idle_percent", "pctv"),
+            ("communication share", "trace.communication_percent", "pctv"),
+        ],
+    ),
 ]
 
 
 def _fmt(kind: str, name: str, facts: dict[str, Any]) -> str | None:
     value = facts.get(name)
     if kind == "pct3":
-        keys = ("throughput.samples_per_s.p10", "throughput.samples_per_s.p50", "throughput.samples_per_s.p90")
+        keys = (
+            "throughput.samples_per_s.p10",
+            "throughput.samples_per_s.p50",
+            "throughput.samples_per_s.p90",
+        )
         if not all(k in facts for k in keys):
             return None
         return " · ".join(fmt_number(facts[k]) for k in keys)
@@ -100,7 +123,9 @@ def _fmt(kind: str, name: str, facts: dict[str, Any]) -> str | None:
             return None
         band, verdict = facts.get("input.bound_band"), facts.get("input.bound_verdict")
         rounds = facts.get("baseline.rounds")
-        text = percent(float(value), fraction=True) + (f" ± {percent(float(band), fraction=True)}" if band is not None else "")
+        text = percent(float(value), fraction=True) + (
+            f" ± {percent(float(band), fraction=True)}" if band is not None else ""
+        )
         details = [str(v) for v in (verdict, f"{rounds} rounds" if rounds else None) if v]
         return text + (f" ({', '.join(details)})" if details else "")
     if value is None:
@@ -146,29 +171,43 @@ def header(view: RunOverview) -> Table:
     status_style = {"finished": "green", "running": "cyan"}.get(view.status, "red")
     table.add_row("run", Text.assemble(f"{view.run_id}  ", (view.status, status_style)))
     table.add_row("created", created)
-    framework = f"Keras {view.keras_version or '?'} ({view.backend or '?'}" + (
-        f" {view.backend_version}" if view.backend_version else "") + ")"
+    framework = (
+        f"Keras {view.keras_version or '?'} ({view.backend or '?'}"
+        + (f" {view.backend_version}" if view.backend_version else "")
+        + ")"
+    )
     if view.legacy_keras:
         framework = f"tf_keras {view.keras_version or '?'}"
     elif view.custom_loop:
-        framework = f"custom loop ({view.backend or '?'}" + (f" {view.backend_version})" if view.backend_version else ")")
+        framework = f"custom loop ({view.backend or '?'}" + (
+            f" {view.backend_version})" if view.backend_version else ")"
+        )
     table.add_row("framework", framework)
     processes = view.num_workers
-    table.add_row("strategy", f"{strategy_label(view.strategy, view.tags)} ×{workers_label(processes, view.tags)} · "
-                  f"{processes} process{'es' if processes != 1 else ''} · {view.replicas or 1} "
-                  f"replica{'s' if (view.replicas or 1) != 1 else ''}")
+    table.add_row(
+        "strategy",
+        f"{strategy_label(view.strategy, view.tags)} ×{workers_label(processes, view.tags)} · "
+        f"{processes} process{'es' if processes != 1 else ''} · {view.replicas or 1} "
+        f"replica{'s' if (view.replicas or 1) != 1 else ''}",
+    )
     batch = fmt_number(view.global_batch_size)
     if view.per_replica_batch_size and view.per_replica_batch_size != view.global_batch_size:
         batch += f" (per replica {fmt_number(view.per_replica_batch_size)})"
-    if view.custom_loop:  # a custom loop has no compile settings: its batch is all the advisor is told
+    if (
+        view.custom_loop
+    ):  # a custom loop has no compile settings: its batch is all the advisor is told
         table.add_row("batch", batch)
     else:
         table.add_row("batch", f"{batch} · steps_per_execution {view.steps_per_execution or 1}")
-        table.add_row("precision · XLA", f"{view.dtype_policy or '?'} · jit_compile={view.jit_compile}")
+        table.add_row(
+            "precision · XLA", f"{view.dtype_policy or '?'} · jit_compile={view.jit_compile}"
+        )
     if view.instance_type or view.price_per_hour:
         table.add_row("instance", f"{view.instance_type or '?'}")
     if view.tags:
-        table.add_row("tags", Text(", ".join(f"{k}={v}" for k, v in sorted(view.tags.items()))))  # text, not markup
+        table.add_row(
+            "tags", Text(", ".join(f"{k}={v}" for k, v in sorted(view.tags.items())))
+        )  # text, not markup
     table.add_row("path", Text(view.path))
     return table
 
@@ -198,8 +237,15 @@ def epochs_table(view: RunOverview) -> Table | None:
     for col in ("epoch", "time", "train", "validation", "steps", "samples", "samples/s"):
         table.add_column(col, justify="right")
     for e in view.epochs:
-        table.add_row(str(e.epoch), f"{e.seconds:.2f} s", f"{e.train_seconds:.2f} s", f"{e.val_seconds:.2f} s",
-                      fmt_number(e.steps), fmt_number(e.samples), fmt_number(e.samples_per_s))
+        table.add_row(
+            str(e.epoch),
+            f"{e.seconds:.2f} s",
+            f"{e.train_seconds:.2f} s",
+            f"{e.val_seconds:.2f} s",
+            fmt_number(e.steps),
+            fmt_number(e.samples),
+            fmt_number(e.samples_per_s),
+        )
     return table
 
 

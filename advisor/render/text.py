@@ -73,7 +73,9 @@ def _report(console: Console, report: Report) -> None:
         for v in (
             run.status,
             run.backend,
-            strategy_label(run.strategy, run.tags) if run.strategy not in (None, "default", "single") else None,
+            strategy_label(run.strategy, run.tags)
+            if run.strategy not in (None, "default", "single")
+            else None,
             run.instance_type,
         )
         if v
@@ -89,8 +91,10 @@ def _report(console: Console, report: Report) -> None:
     console.print()
     if report.incomplete:
         console.print(
-            Text("Not judgeable: advisor check exits 3 (--allow-incomplete judges it anyway)",
-                 style="bold red")
+            Text(
+                "Not judgeable: advisor check exits 3 (--allow-incomplete judges it anyway)",
+                style="bold red",
+            )
         )
         for reason in report.incomplete:
             console.print(Padding(Text(f"- {reason}"), (0, 0, 0, 2)))
@@ -149,7 +153,9 @@ def _report(console: Console, report: Report) -> None:
     if sections:
         console.print(Padding(Text(f"decided per section: {sections}", style="dim"), (0, 0, 0, 2)))
     if cov.to_decide:
-        parts = "; ".join(f"{g.enable} ({len(g.rules)}: {' '.join(g.rules)})" for g in cov.to_decide)
+        parts = "; ".join(
+            f"{g.enable} ({len(g.rules)}: {' '.join(g.rules)})" for g in cov.to_decide
+        )
         console.print(Padding(Text(f"to decide the unknown: {parts}", style="dim"), (0, 0, 0, 2)))
     counts = report.summary.by_severity
     tally = ", ".join(f"{counts[k]} {k}" for k in ("error", "warning", "info") if counts.get(k))
@@ -160,8 +166,10 @@ def _report(console: Console, report: Report) -> None:
 def coverage_line(report: Report) -> str:
     """``29/55 rules decided (53%: passed or failed) · 18 n/a · 8 unknown``."""
     cov = report.coverage
-    return (f"{cov.decided}/{cov.total} rules decided ({percent(cov.fraction, 0, fraction=True)}: passed or failed) · "
-            f"{cov.not_applicable} n/a · {cov.unknown} unknown")
+    return (
+        f"{cov.decided}/{cov.total} rules decided ({percent(cov.fraction, 0, fraction=True)}: passed or failed) · "
+        f"{cov.not_applicable} n/a · {cov.unknown} unknown"
+    )
 
 
 def _failure(console: Console, rank: int, f: Finding) -> None:
@@ -177,7 +185,9 @@ def _failure(console: Console, rank: int, f: Finding) -> None:
     console.print(Padding(Text(f.message), (0, 0, 0, 4)))
     if f.measured is not None:
         m = f.measured
-        gain = Text.assemble((m.text, "bold"), f" — {m.candidate}" + (f": {m.label}" if m.label else ""))
+        gain = Text.assemble(
+            (m.text, "bold"), f" — {m.candidate}" + (f": {m.label}" if m.label else "")
+        )
         console.print(Padding(gain, (0, 0, 0, 4)))
     if f.fix:
         console.print(Padding(Text.assemble(("fix: ", "bold"), f.fix), (0, 0, 0, 4)))

@@ -21,18 +21,30 @@ def render_text(s: TraceSummary, where: str) -> str:
     took = f", summarised in {s.seconds:.2f} s" if s.seconds is not None else ""
     extra = s.model_extra or {}
     if s.xprof_properties.get("profiler") == "horovod-timeline":
-        lines.append(f"  Horovod timeline · {extra.get('horovod_tensors', '?')} tensors · shares of "
-                     f"{s.xprof_properties.get('basis', 'its span')}{took}")
+        lines.append(
+            f"  Horovod timeline · {extra.get('horovod_tensors', '?')} tensors · shares of "
+            f"{s.xprof_properties.get('basis', 'its span')}{took}"
+        )
         if extra.get("horovod_negotiate_percent") is not None:
-            lines.append(f"  negotiation (waiting for every rank) {_pct(extra['horovod_negotiate_percent'])}")
+            lines.append(
+                f"  negotiation (waiting for every rank) {_pct(extra['horovod_negotiate_percent'])}"
+            )
         if extra.get("horovod_wire_dtypes"):
-            lines.append("  sent as " + ", ".join(f"{k} ×{v}" for k, v in sorted(extra["horovod_wire_dtypes"].items())))
+            lines.append(
+                "  sent as "
+                + ", ".join(f"{k} ×{v}" for k, v in sorted(extra["horovod_wire_dtypes"].items()))
+            )
     else:
         lines.append(f"  hosts {host} · {s.hardware} · XProf {s.xprof_version or '?'}{took}")
     if s.steps:
-        lines.append(f"  steps found {s.steps} · step time {s.step_time_ms_mean:.2f} ms ± {s.step_time_ms_std:.2f}")
-        parts = [f"{name.replace('_', ' ')} {_pct(value)}" for name, value in
-                 sorted(s.breakdown_percent.items(), key=lambda kv: -kv[1]) if value >= 0.05]
+        lines.append(
+            f"  steps found {s.steps} · step time {s.step_time_ms_mean:.2f} ms ± {s.step_time_ms_std:.2f}"
+        )
+        parts = [
+            f"{name.replace('_', ' ')} {_pct(value)}"
+            for name, value in sorted(s.breakdown_percent.items(), key=lambda kv: -kv[1])
+            if value >= 0.05
+        ]
         if parts:
             lines.append("  step time: " + " · ".join(parts))
     else:
@@ -51,9 +63,16 @@ def render_text(s: TraceSummary, where: str) -> str:
     if s.communication_percent is not None:
         comm = f"  communication {_pct(s.communication_percent)} of step time"
         if s.collective_ops:
-            overlap = "" if s.communication_overlap is None else f", {percent(s.communication_overlap, 0, fraction=True)} overlapped"
-            end = {True: ", bunched at the end of the step", False: ", spread over the step", None: ""}[
-                s.communication_at_end]
+            overlap = (
+                ""
+                if s.communication_overlap is None
+                else f", {percent(s.communication_overlap, 0, fraction=True)} overlapped"
+            )
+            end = {
+                True: ", bunched at the end of the step",
+                False: ", spread over the step",
+                None: "",
+            }[s.communication_at_end]
             comm += f" ({', '.join(s.collective_ops[:4])}{overlap}{end})"
         lines.append(comm)
     if s.top_ops:  # without an op table (e.g. JAX on CPU) py-funcs are unknown, not absent
@@ -62,7 +81,9 @@ def render_text(s: TraceSummary, where: str) -> str:
         lines.append("  top ops by self time (share of their side's time):")
         for i, op in enumerate(s.top_ops, 1):
             name = op.name if len(op.name) <= 70 else "…" + op.name[-69:]
-            lines.append(f"    {i:2d}. {_pct(op.self_time_percent):>6}  {op.where:6s} {op.type:24.24s} {name}")
+            lines.append(
+                f"    {i:2d}. {_pct(op.self_time_percent):>6}  {op.where:6s} {op.type:24.24s} {name}"
+            )
     for note in s.notes:
         lines.append(f"  note: {note}")
     return "\n".join(lines)

@@ -12,8 +12,12 @@ from rich.text import Text
 from advisor.diagnosis.measured import speedup_text
 from advisor.numbers import percent, readable
 
-STATUS_WORDS = {"failed": "failed", "not_applicable": "does not apply", "not_relevant": "not tried",
-                "skipped": "skipped"}
+STATUS_WORDS = {
+    "failed": "failed",
+    "not_applicable": "does not apply",
+    "not_relevant": "not tried",
+    "skipped": "skipped",
+}
 
 
 def whatif_rows(facts: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -42,7 +46,9 @@ def whatif_heading(facts: Mapping[str, Any]) -> str | None:
         text += " and the input-removed ceiling"
     seconds, budget = _value(facts, "whatif.seconds"), _value(facts, "whatif.budget_seconds")
     if isinstance(seconds, (int, float)):
-        text += f" in {seconds:.1f} s" + (f" (budget {round(budget, 1):g} s)" if isinstance(budget, (int, float)) else "")
+        text += f" in {seconds:.1f} s" + (
+            f" (budget {round(budget, 1):g} s)" if isinstance(budget, (int, float)) else ""
+        )
     unchanged = _value(facts, "whatif.unchanged_samples_per_s")
     if isinstance(unchanged, (int, float)):
         text += f", beside {readable(unchanged, 1, compact=True)} samples/s unchanged"
@@ -59,8 +65,14 @@ def whatif_table(facts: Mapping[str, Any], *, all_rows: bool = False) -> Table |
     if not shown:
         return None
     table = Table(show_edge=False, pad_edge=False, box=None, padding=(0, 1))
-    for column, justify in (("candidate", "left"), ("samples/s", "right"), ("gain", "right"), ("band", "right"),
-                            ("cost", "right"), ("change / note", "left")):
+    for column, justify in (
+        ("candidate", "left"),
+        ("samples/s", "right"),
+        ("gain", "right"),
+        ("band", "right"),
+        ("cost", "right"),
+        ("change / note", "left"),
+    ):
         table.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]
     for row in shown:
         speed = row.get("speedup")
@@ -78,8 +90,12 @@ def whatif_table(facts: Mapping[str, Any], *, all_rows: bool = False) -> Table |
         table.add_row(
             str(row.get("candidate")),
             readable(rate, 1, compact=True) if isinstance(rate, (int, float)) else "—",
-            Text(speedup_text(float(speed)), style="bold" if speed >= 1.2 and not row.get("ceiling") else "")
-            if speed is not None else "—",
+            Text(
+                speedup_text(float(speed)),
+                style="bold" if speed >= 1.2 and not row.get("ceiling") else "",
+            )
+            if speed is not None
+            else "—",
             f"±{percent(band, 0, fraction=True)}" if isinstance(band, (int, float)) else "—",
             f"{seconds:.1f} s" if isinstance(seconds, (int, float)) and seconds > 0 else "—",
             note,

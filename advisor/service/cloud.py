@@ -15,11 +15,19 @@ if TYPE_CHECKING:
     from advisor.probes.datacheck import DataSummary, Progress
     from advisor.service.store import Store
 
-DATA_RULES = ("S301", "S305")  # the rules a data check can decide on its own (or say what is missing)
+DATA_RULES = (
+    "S301",
+    "S305",
+)  # the rules a data check can decide on its own (or say what is missing)
 
 
-def check_data(path: str, *, limit: int | None = None, sample: int | None = None,
-               progress: Progress | None = None) -> DataSummary:
+def check_data(
+    path: str,
+    *,
+    limit: int | None = None,
+    sample: int | None = None,
+    progress: Progress | None = None,
+) -> DataSummary:
     """The data check of a local folder or file, or of ``s3://bucket/prefix``."""
     from advisor.probes.datacheck import MAX_OBJECTS, SNIFF_SAMPLE, check_local
 
@@ -44,7 +52,11 @@ def data_findings(summary: DataSummary) -> list[Finding]:
     from advisor.diagnosis import evaluate, load_rules
 
     facts = summary.facts()
-    return [evaluate(rule, facts, min_measured_steps=0) for rule in load_rules() if rule.code in DATA_RULES]
+    return [
+        evaluate(rule, facts, min_measured_steps=0)
+        for rule in load_rules()
+        if rule.code in DATA_RULES
+    ]
 
 
 def attach_data(store: Store, summary: DataSummary, into: str) -> Path:
@@ -56,24 +68,38 @@ def attach_data(store: Store, summary: DataSummary, into: str) -> Path:
 
     run = store.read(into)
     if run.status == "running":
-        raise RunFormatError(f"{run.path}: the run is still being written; attach the data check when it has ended")
+        raise RunFormatError(
+            f"{run.path}: the run is still being written; attach the data check when it has ended"
+        )
     values: dict[str, Any] = dict(summary.facts())
     values["summary"] = summary.to_dict()
-    append_record(run.path, FactsRecord(t=time.time(), source="data", values=values),
-                  rank=run.ranks[0] if run.ranks else 0)
+    append_record(
+        run.path,
+        FactsRecord(t=time.time(), source="data", values=values),
+        rank=run.ranks[0] if run.ranks else 0,
+    )
     store.push(run.path)
     return Path(run.path)
 
 
-def import_sagemaker(store: Store, job_name: str, region: str | None = None, *, metrics: bool = True,
-                     name: str | None = None, price_per_hour: float | None = None,
-                     live_price: bool = False) -> tuple[Path, list[str]]:
+def import_sagemaker(
+    store: Store,
+    job_name: str,
+    region: str | None = None,
+    *,
+    metrics: bool = True,
+    name: str | None = None,
+    price_per_hour: float | None = None,
+    live_price: bool = False,
+) -> tuple[Path, list[str]]:
     """A run made from a SageMaker training job (its description and CloudWatch metrics)."""
     from advisor.cloud.sagemaker import fetch_job
     from advisor.service.sagemaker import write_run
 
     job = fetch_job(job_name, region, metrics=metrics)
-    path = write_run(job, store.root, name=name, price_per_hour=price_per_hour, live_price=live_price)
+    path = write_run(
+        job, store.root, name=name, price_per_hour=price_per_hour, live_price=live_price
+    )
     store.push(path)
     return path, job.notes
 

@@ -62,11 +62,19 @@ def entries(store: Store) -> list[RunRow]:
             rows.append(RunRow(run_id=path.name, path=str(path), status="unreadable", error=reason))
             continue
         strategy, workers = _configuration(manifest.tags, manifest.strategy, manifest.num_workers)
-        rows.append(RunRow(
-            run_id=manifest.run_id, path=str(path), status=manifest_state(manifest, now),
-            created=manifest.created, name=manifest.name, strategy=strategy, workers=workers,
-            sweep_id=manifest.sweep_id, tags=dict(manifest.tags),
-        ))
+        rows.append(
+            RunRow(
+                run_id=manifest.run_id,
+                path=str(path),
+                status=manifest_state(manifest, now),
+                created=manifest.created,
+                name=manifest.name,
+                strategy=strategy,
+                workers=workers,
+                sweep_id=manifest.sweep_id,
+                tags=dict(manifest.tags),
+            )
+        )
     return rows
 
 
@@ -168,8 +176,9 @@ def resolve_target(arg: str | None, runs_dir: str | os.PathLike[str] | None = No
     except RunNotFoundError as exc:
         if list(sweeps.values()) and "matches" in str(exc):
             raise
-        raise RunNotFoundError(f"{arg!r} is neither a runs directory nor a run or sweep in {root} "
-                               "(see `advisor runs`)") from None
+        raise RunNotFoundError(
+            f"{arg!r} is neither a runs directory nor a run or sweep in {root} (see `advisor runs`)"
+        ) from None
     return Target("sweep", root, found.name)
 
 
@@ -178,4 +187,6 @@ def _manifest_sweep_ids(root: Path) -> set[str]:
     from advisor.service.store import Store
 
     store = Store(root)
-    return {m.sweep_id for p in store.run_dirs() if (m := store.manifest(p)) is not None and m.sweep_id}
+    return {
+        m.sweep_id for p in store.run_dirs() if (m := store.manifest(p)) is not None and m.sweep_id
+    }

@@ -21,7 +21,9 @@ class Mirrors:
         self._by_folder[path] = (remote, prefix)
         return path
 
-    def localize(self, target: str | None, *, store_url: str | None, store_root: Path) -> str | None:
+    def localize(
+        self, target: str | None, *, store_url: str | None, store_root: Path
+    ) -> str | None:
         """``target`` unchanged unless it is an ``s3://`` URL: then its mirror folder, up to date."""
         from advisor.cloud.s3store import S3Store
         from advisor.store.paths import is_store_url
@@ -40,8 +42,14 @@ class Mirrors:
         from advisor.cloud.s3store import MIRROR_INDEX
 
         path = Path(os.path.abspath(run_path))
-        owner = next(((folder, entry) for folder, entry in self._by_folder.items()
-                      if path == folder or folder in path.parents), None)
+        owner = next(
+            (
+                (folder, entry)
+                for folder, entry in self._by_folder.items()
+                if path == folder or folder in path.parents
+            ),
+            None,
+        )
         if owner is None:
             return []
         folder, (remote, rel_prefix) = owner

@@ -199,9 +199,12 @@ class RunStore:
             unread = self._sweep_errors.get((parent, run.manifest.sweep_id or ""))
             siblings = tuple(self._points_of_sweep(parent, run.manifest.sweep_id, exclude=key))
             usage = self._store_usage(parent)
-            ctx = DeriveContext(sweep=sweep, siblings=siblings,
-                                store_runs=usage.runs if usage else None,
-                                store_bytes=usage.bytes if usage else None)
+            ctx = DeriveContext(
+                sweep=sweep,
+                siblings=siblings,
+                store_runs=usage.runs if usage else None,
+                store_bytes=usage.bytes if usage else None,
+            )
             facts, more = registry().derive_rest(run, base, ctx)
             self._analyses[key] = Analysis(run, facts, errors + more + ([unread] if unread else []))
         return self._analyses[key]
@@ -228,7 +231,9 @@ class RunStore:
             self._points[key] = point_of(run, sweep, self._base_facts(run)[0])
         return self._points[key]
 
-    def _points_of_sweep(self, parent: Path, sweep_id: str | None, exclude: Path | None = None) -> list[Point]:
+    def _points_of_sweep(
+        self, parent: Path, sweep_id: str | None, exclude: Path | None = None
+    ) -> list[Point]:
         points = []
         for key in self.sweep_members(parent, sweep_id) if sweep_id else []:
             if key == exclude:
@@ -251,9 +256,16 @@ class RunStore:
             folder = sweep_dir(parent, sweep_id)
             try:
                 self._sweeps[key] = read_sweep(folder) if (folder / SWEEP_FILE).is_file() else None
-            except (AdvisorError, OSError) as exc:  # a damaged sweep file: the manifests' labels still hold
+            except (
+                AdvisorError,
+                OSError,
+            ) as exc:  # a damaged sweep file: the manifests' labels still hold
                 self._sweeps[key] = None
-                reason = str(exc) if isinstance(exc, AdvisorError) else f"{folder / SWEEP_FILE}: {exc.strerror or exc}"
+                reason = (
+                    str(exc)
+                    if isinstance(exc, AdvisorError)
+                    else f"{folder / SWEEP_FILE}: {exc.strerror or exc}"
+                )
                 self._sweep_errors[key] = f"{reason}; the run is read without its sweep file"
         return self._sweeps[key]
 
@@ -291,8 +303,15 @@ class RunStore:
 
         analysis = self.analyse(ref)
         rules = load_rules(rules_dir)
-        resolved = resolve_settings(rules, config, select=select, extend_select=extend_select,
-                                    ignore=ignore, fail_on=fail_on, thresholds=thresholds)
+        resolved = resolve_settings(
+            rules,
+            config,
+            select=select,
+            extend_select=extend_select,
+            ignore=ignore,
+            fail_on=fail_on,
+            thresholds=thresholds,
+        )
         chosen = [r for r in rules if r.code in set(resolved.codes)]
         report = diagnose_facts(
             analysis.facts,
@@ -320,12 +339,18 @@ class RunStore:
         if baseline is not None:
             from advisor.diagnosis.report import Report as SavedReport
 
-            if isinstance(baseline, SavedReport):  # a report saved as JSON: its facts are the baseline
+            if isinstance(
+                baseline, SavedReport
+            ):  # a report saved as JSON: its facts are the baseline
                 saved = {name: fact.value for name, fact in baseline.facts.items()}
-                report.regression = compare(analysis.facts, saved, baseline.run.run_id, max_regression_pct)
+                report.regression = compare(
+                    analysis.facts, saved, baseline.run.run_id, max_regression_pct
+                )
             else:
                 base = self.analyse(baseline)
-                report.regression = compare(analysis.facts, base.facts, base.run_id, max_regression_pct)
+                report.regression = compare(
+                    analysis.facts, base.facts, base.run_id, max_regression_pct
+                )
         return report
 
     # -- the whole store ------------------------------------------------------------------------
@@ -334,23 +359,35 @@ class RunStore:
         dirs = self.run_dirs()
         if limit:
             dirs = dirs[-limit:]
-        rows = [RunRow(run_id=path.name, path=str(path), status="unreadable", error=reason)
-                for path, reason in self.unlisted()]
+        rows = [
+            RunRow(run_id=path.name, path=str(path), status="unreadable", error=reason)
+            for path, reason in self.unlisted()
+        ]
         for path in dirs:
             try:
                 analysis = self.analyse(path)
             except Exception as exc:  # noqa: BLE001 — an unreadable run is listed; the others still are
                 reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-                rows.append(RunRow(run_id=path.name, path=str(path), status="unreadable", error=reason))
+                rows.append(
+                    RunRow(run_id=path.name, path=str(path), status="unreadable", error=reason)
+                )
                 continue
             m = analysis.run.manifest
-            rows.append(RunRow(
-                run_id=m.run_id, path=str(path), status=analysis.run.status, created=m.created, name=m.name,
-                strategy=strategy_label(m.strategy, m.tags), workers=workers_label(m.num_workers, m.tags),
-                samples_per_s=analysis.facts.get("throughput.samples_per_s"),
-                samples_per_dollar=analysis.facts.get("cost.samples_per_dollar"),
-                sweep_id=m.sweep_id, tags=dict(m.tags),
-            ))
+            rows.append(
+                RunRow(
+                    run_id=m.run_id,
+                    path=str(path),
+                    status=analysis.run.status,
+                    created=m.created,
+                    name=m.name,
+                    strategy=strategy_label(m.strategy, m.tags),
+                    workers=workers_label(m.num_workers, m.tags),
+                    samples_per_s=analysis.facts.get("throughput.samples_per_s"),
+                    samples_per_dollar=analysis.facts.get("cost.samples_per_dollar"),
+                    sweep_id=m.sweep_id,
+                    tags=dict(m.tags),
+                )
+            )
         return rows
 
 
@@ -376,7 +413,9 @@ def run_info(run: Run) -> RunInfo:
         status=run.status,
         created=m.created,
         backend=m.framework.backend,
-        strategy=strategy_label(m.strategy, m.tags),  # as every view names it (the class is context.strategy)
+        strategy=strategy_label(
+            m.strategy, m.tags
+        ),  # as every view names it (the class is context.strategy)
         num_workers=m.num_workers,
         instance_type=m.instance_type,
         tags=dict(m.tags),

@@ -14,13 +14,20 @@ if TYPE_CHECKING:
     from advisor.service.runs import RunStore as Store
 
 
-def scaling_table(store: Store, source: str | os.PathLike[str] | None = None,
-                  price_per_hour: float | None = None, gpus_per_instance: int | None = None) -> ScalingTable:
+def scaling_table(
+    store: Store,
+    source: str | os.PathLike[str] | None = None,
+    price_per_hour: float | None = None,
+    gpus_per_instance: int | None = None,
+) -> ScalingTable:
     """The scaling table of a sweep id / sweep directory / runs directory / the latest sweep."""
     from advisor.analysis.scaling import build_table
     from advisor.store.sweep import SWEEP_FILE, list_sweeps, read_sweep, resolve_sweep
 
-    overrides: dict[str, Any] = {"price_per_hour": price_per_hour, "gpus_per_instance": gpus_per_instance}
+    overrides: dict[str, Any] = {
+        "price_per_hour": price_per_hour,
+        "gpus_per_instance": gpus_per_instance,
+    }
     ref = None if source is None else str(source)
     if ref and Path(ref).is_dir():
         path = Path(ref)
@@ -33,11 +40,17 @@ def scaling_table(store: Store, source: str | os.PathLike[str] | None = None,
         return advise(store, build_table(points, f"runs in {path}", failures, **overrides), path)
     if ref is None and not list_sweeps(store.root):
         if not store.run_dirs():
-            raise RunNotFoundError(f"{store.root}: no runs and no sweeps (run `advisor scale` first)")
+            raise RunNotFoundError(
+                f"{store.root}: no runs and no sweeps (run `advisor scale` first)"
+            )
         points, failures = sweep_points(store, store.root, None)
-        return advise(store, build_table(points, f"runs in {store.root}", failures, **overrides), store.root)
+        return advise(
+            store, build_table(points, f"runs in {store.root}", failures, **overrides), store.root
+        )
     try:
-        return _sweep_table(store, store.root, read_sweep(resolve_sweep(ref, store.root)).sweep_id, overrides)
+        return _sweep_table(
+            store, store.root, read_sweep(resolve_sweep(ref, store.root)).sweep_id, overrides
+        )
     except RunNotFoundError:
         # A sweep made by hand (ADVISOR_SWEEP_ID set by the user) has runs but no sweep file.
         ids = {m.sweep_id for p in store.run_dirs() if (m := store.manifest(p)) is not None}
@@ -46,7 +59,9 @@ def scaling_table(store: Store, source: str | os.PathLike[str] | None = None,
         raise
 
 
-def _sweep_table(store: Store, root: Path, sweep_id: str, overrides: dict[str, Any]) -> ScalingTable:
+def _sweep_table(
+    store: Store, root: Path, sweep_id: str, overrides: dict[str, Any]
+) -> ScalingTable:
     from advisor.analysis.scaling import build_table
 
     points, failures = sweep_points(store, root, sweep_id)
@@ -72,16 +87,30 @@ def advise(store: Store, table: ScalingTable, root: Path | None = None) -> Scali
                 continue
             report = store.diagnose(path, select=["D6"])
             for f in report.failures:
-                findings.append(SweepFinding(
-                    code=f.code, name=f.name, severity=f.severity, strategy=row.strategy, workers=row.workers,
-                    run_id=run_id, message=f.message, impact=f.impact,
-                    evidence={e.fact: e.value for e in f.evidence}))
+                findings.append(
+                    SweepFinding(
+                        code=f.code,
+                        name=f.name,
+                        severity=f.severity,
+                        strategy=row.strategy,
+                        workers=row.workers,
+                        run_id=run_id,
+                        message=f.message,
+                        impact=f.impact,
+                        evidence={e.fact: e.value for e in f.evidence},
+                    )
+                )
     table.findings = findings
     for row in table.rows:
-        if any(f.code == "D651" and f.strategy == row.strategy and f.workers == row.workers for f in findings):
+        if any(
+            f.code == "D651" and f.strategy == row.strategy and f.workers == row.workers
+            for f in findings
+        ):
             row.straggler = _straggler_name(row)
     for rec in table.recommendations:
-        rec.findings = sorted({f.code for f in findings if f.strategy == rec.strategy and f.workers == rec.workers})
+        rec.findings = sorted(
+            {f.code for f in findings if f.strategy == rec.strategy and f.workers == rec.workers}
+        )
     return table
 
 
@@ -90,7 +119,9 @@ def _straggler_name(row: Any) -> str:
     return f"rank {row.straggler_rank}{where}"
 
 
-def sweep_points(store: Store, root: Path, sweep_id: str | None) -> tuple[list[Point], list[Failure]]:
+def sweep_points(
+    store: Store, root: Path, sweep_id: str | None
+) -> tuple[list[Point], list[Failure]]:
     """Finished runs under ``root`` (of one sweep when ``sweep_id``) as points, and the failures."""
     from advisor.analysis.scaling import Failure
 
@@ -99,8 +130,10 @@ def sweep_points(store: Store, root: Path, sweep_id: str | None) -> tuple[list[P
     seen: set[str] = set()
     sweep_ids: set[str] = set()
     if sweep_id is None:  # every run of the store: what cannot be a run is named, not passed over
-        failures.extend(Failure("unknown", 0, path.name, None, f"unreadable: {reason}")
-                        for path, reason in store.unlisted(root))
+        failures.extend(
+            Failure("unknown", 0, path.name, None, f"unreadable: {reason}")
+            for path, reason in store.unlisted(root)
+        )
     for path in store.run_dirs(root):
         manifest = store.manifest(path)
         if manifest is None:  # listed as a failure, the others still make the table
@@ -123,20 +156,42 @@ def sweep_points(store: Store, root: Path, sweep_id: str | None) -> tuple[list[P
         cfg = record.config(run.run_id) if record is not None else None
         missing = [r for r in range(manifest.num_workers or 1) if r not in run.ranks]
         if run.status == "finished" and (cfg is None or cfg.status != "failed") and missing:
-            failures.append(Failure(point.strategy, point.workers, run.run_id, point.repeat,
-                                    f"{manifest.num_workers} workers, but no records of rank(s) "
-                                    f"{', '.join(map(str, missing))}: is the runs directory shared with "
-                                    "every node? Rank 0's share alone is not the whole"))
+            failures.append(
+                Failure(
+                    point.strategy,
+                    point.workers,
+                    run.run_id,
+                    point.repeat,
+                    f"{manifest.num_workers} workers, but no records of rank(s) "
+                    f"{', '.join(map(str, missing))}: is the runs directory shared with "
+                    "every node? Rank 0's share alone is not the whole",
+                )
+            )
         elif run.problems:  # doubtful figures would move the table: left out, and said why
             more = f" (and {len(run.problems) - 1} more)" if len(run.problems) > 1 else ""
-            failures.append(Failure(point.strategy, point.workers, run.run_id, point.repeat,
-                                    f"left out: damaged data: {run.problems[0]}{more}"))
+            failures.append(
+                Failure(
+                    point.strategy,
+                    point.workers,
+                    run.run_id,
+                    point.repeat,
+                    f"left out: damaged data: {run.problems[0]}{more}",
+                )
+            )
         elif run.status == "finished" and (cfg is None or cfg.status != "failed"):
             found.append(point)
         else:
-            failures.append(Failure(point.strategy, point.workers, run.run_id, point.repeat,
-                                    (cfg.reason if cfg else None) or f"run {run.status}",
-                                    cfg.hint if cfg else None, cfg.log_tail if cfg else None))
+            failures.append(
+                Failure(
+                    point.strategy,
+                    point.workers,
+                    run.run_id,
+                    point.repeat,
+                    (cfg.reason if cfg else None) or f"run {run.status}",
+                    cfg.hint if cfg else None,
+                    cfg.log_tail if cfg else None,
+                )
+            )
     if sweep_id is not None:
         sweep_ids.add(sweep_id)
     for sid in sorted(sweep_ids):  # configurations that failed before writing a run
@@ -145,13 +200,32 @@ def sweep_points(store: Store, root: Path, sweep_id: str | None) -> tuple[list[P
             if cfg.run_id in seen:
                 continue
             if cfg.status == "failed":
-                failures.append(Failure(cfg.strategy, cfg.workers, cfg.run_id, cfg.repeat,
-                                        cfg.reason, cfg.hint, cfg.log_tail))
+                failures.append(
+                    Failure(
+                        cfg.strategy,
+                        cfg.workers,
+                        cfg.run_id,
+                        cfg.repeat,
+                        cfg.reason,
+                        cfg.hint,
+                        cfg.log_tail,
+                    )
+                )
             elif cfg.status != "finished":  # not ended yet, or never submitted: said, not left out
-                engine = "Ray job" if record is not None and record.launcher == "ray" else "Slurm job"
+                engine = (
+                    "Ray job" if record is not None and record.launcher == "ray" else "Slurm job"
+                )
                 job = f"{engine} {cfg.job_id} " if cfg.job_id else ""
-                failures.append(Failure(cfg.strategy, cfg.workers, cfg.run_id, cfg.repeat,
-                                        f"{job}{cfg.status}: no run yet", state=cfg.status))
+                failures.append(
+                    Failure(
+                        cfg.strategy,
+                        cfg.workers,
+                        cfg.run_id,
+                        cfg.repeat,
+                        f"{job}{cfg.status}: no run yet",
+                        state=cfg.status,
+                    )
+                )
     return found, failures
 
 

@@ -11,9 +11,15 @@ if TYPE_CHECKING:
     from advisor.store.trace_summary import TraceSummary
 
 
-def summarize_traces(store: Store, path: str | os.PathLike[str], *, into: str | None = None, force: bool = False,
-                 timeout_s: float | None = None, memory_mb: int | None = None,
-                 ) -> tuple[list[tuple[str, TraceSummary]], list[str]]:
+def summarize_traces(
+    store: Store,
+    path: str | os.PathLike[str],
+    *,
+    into: str | None = None,
+    force: bool = False,
+    timeout_s: float | None = None,
+    memory_mb: int | None = None,
+) -> tuple[list[tuple[str, TraceSummary]], list[str]]:
     """Summaries of a profile (a file, session, log dir or run); ``into`` attaches it to a run.
 
     Returns ``[(where, summary)]`` and notes for people. A run's captures that already have a

@@ -18,7 +18,9 @@ def append_record(run_path: str | os.PathLike[str], record: Record, rank: int = 
     path = Path(run_path) / worker_file_name(rank)
     line = record.model_dump_json(exclude_none=True) + "\n"
     if os.path.lexists(path) and not path.is_file():  # a FIFO would block the open below
-        raise RunFormatError(f"{path}: not a regular file; the {record.type} record cannot be added")
+        raise RunFormatError(
+            f"{path}: not a regular file; the {record.type} record cannot be added"
+        )
     try:
         with open(path, "a+b") as fh:
             fh.seek(0, os.SEEK_END)
@@ -28,11 +30,15 @@ def append_record(run_path: str | os.PathLike[str], record: Record, rank: int = 
                 tail = fh.read()
                 if not tail.endswith(b"\n"):
                     cut = tail.rfind(b"\n")
-                    fh.truncate(size - len(tail) + cut + 1 if cut >= 0 else max(0, size - len(tail)))
+                    fh.truncate(
+                        size - len(tail) + cut + 1 if cut >= 0 else max(0, size - len(tail))
+                    )
             fh.seek(0, os.SEEK_END)
             fh.write(line.encode("utf-8"))
             fh.flush()
             os.fsync(fh.fileno())
     except OSError as exc:
-        raise RunFormatError(f"{path}: cannot add the {record.type} record ({exc.strerror or exc})") from None
+        raise RunFormatError(
+            f"{path}: cannot add the {record.type} record ({exc.strerror or exc})"
+        ) from None
     return path

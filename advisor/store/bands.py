@@ -90,12 +90,18 @@ def band(values: Sequence[float]) -> Band | None:
     return Band(value=median(data) or 0.0, low=data[k - 1], high=data[n - k], rounds=n)
 
 
-def paired(numerators: Sequence[float | None], denominators: Sequence[float | None],
-           combine: Callable[[float, float], float]) -> list[float]:
+def paired(
+    numerators: Sequence[float | None],
+    denominators: Sequence[float | None],
+    combine: Callable[[float, float], float],
+) -> list[float]:
     """``combine(a, b)`` for every steady round: both arms measured a positive rate and neither
     stalled (see ``steady_rounds``)."""
-    rounds = [(a, b) for a, b in zip(numerators, denominators)
-              if a is not None and b is not None and a > 0 and b > 0]
+    rounds = [
+        (a, b)
+        for a, b in zip(numerators, denominators)
+        if a is not None and b is not None and a > 0 and b > 0
+    ]
     return [combine(a, b) for a, b in steady_rounds(rounds)]
 
 
@@ -119,8 +125,11 @@ def steady_rounds(rounds: Sequence[tuple[float, float]]) -> list[tuple[float, fl
 
 def stalled_count(numerators: Sequence[float | None], denominators: Sequence[float | None]) -> int:
     """How many measured rounds ``paired`` sets aside as stalled."""
-    rounds = [(a, b) for a, b in zip(numerators, denominators)
-              if a is not None and b is not None and a > 0 and b > 0]
+    rounds = [
+        (a, b)
+        for a, b in zip(numerators, denominators)
+        if a is not None and b is not None and a > 0 and b > 0
+    ]
     return len(rounds) - len(steady_rounds(rounds))
 
 
@@ -132,8 +141,9 @@ def input_cost(real: float, cached: float) -> float:
 UNEXPLAINED_FACTOR = 2.0  # margin on the most the input's own CPU work can add to a step
 
 
-def beyond_the_inputs_work(cost: float, real: float | None, data_only: float | None, cpus: Any,
-                           device: Any) -> float | None:
+def beyond_the_inputs_work(
+    cost: float, real: float | None, data_only: float | None, cpus: Any, device: Any
+) -> float | None:
     """The largest share of a CPU step the input's own work can cost, when ``cost`` is above it
     (a cost the host's noise made, not the input); else None. The input adds at most its CPU time
     for the step's samples: one over its data-only rate, on every core at once if it competes for

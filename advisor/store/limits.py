@@ -187,8 +187,9 @@ def inside(root: str | os.PathLike[str], relative: str) -> Path:
     return target
 
 
-def load_versioned(file: Path, model: type[M], *, what: str, version_key: str, known: int,
-                   error: type[Exception]) -> M:
+def load_versioned(
+    file: Path, model: type[M], *, what: str, version_key: str, known: int, error: type[Exception]
+) -> M:
     """A versioned JSON file (a sweep, a trace summary) read within the size and depth limits and
     validated by ``model``. Every problem is one ``error`` naming the file: unreadable, not a JSON
     object, a version that is not an integer, written by a newer advisor (``version_key`` above
@@ -207,10 +208,14 @@ def load_versioned(file: Path, model: type[M], *, what: str, version_key: str, k
     if not isinstance(version, int) or isinstance(version, bool):
         raise error(f"{file}: {version_key} is not an integer")
     if version > known:
-        raise error(f"{file}: written by a newer advisor ({what} {version_key} {version}); upgrade advisor")
+        raise error(
+            f"{file}: written by a newer advisor ({what} {version_key} {version}); upgrade advisor"
+        )
     try:
         return model.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err.get("loc", ()))
-        raise error(f"{file}: invalid {what} ({where + ': ' if where else ''}{err.get('msg', 'invalid')})") from None
+        raise error(
+            f"{file}: invalid {what} ({where + ': ' if where else ''}{err.get('msg', 'invalid')})"
+        ) from None

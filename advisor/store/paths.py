@@ -31,7 +31,9 @@ def store_url(runs_dir: str | os.PathLike[str] | None = None) -> str | None:
     if chosen is None:
         return None
     if chosen.startswith(UNSUPPORTED_SCHEMES):
-        raise UsageError(f"runs store {chosen!r}: only local folders and s3://bucket/prefix are supported")
+        raise UsageError(
+            f"runs store {chosen!r}: only local folders and s3://bucket/prefix are supported"
+        )
     return chosen.rstrip("/") if chosen.startswith(REMOTE_SCHEMES) else None
 
 

@@ -99,7 +99,9 @@ class Run:
         unreadable data); empty when it is complete."""
         records = (r for _, r in self.all_records())
         imported = bool(self.manifest.config.get("imported_from"))  # e.g. a SageMaker job
-        return incomplete_reasons(self.status, self.workers, records, self.problems, expects_throughput=not imported)
+        return incomplete_reasons(
+            self.status, self.workers, records, self.problems, expects_throughput=not imported
+        )
 
     def of_type(self, cls: type[R], rank: int | None = None) -> list[R]:
         """Records of one type, from one worker or (``rank=None``) all workers in rank order."""
@@ -162,7 +164,9 @@ class RunReader:
         try:
             return Manifest.model_validate(data, strict=True)
         except ValidationError as exc:
-            raise RunFormatError(f"{manifest_path}: invalid manifest ({_first_error(exc)})") from None
+            raise RunFormatError(
+                f"{manifest_path}: invalid manifest ({_first_error(exc)})"
+            ) from None
 
     def read(self, now: float | None = None) -> Run:
         manifest = self.read_manifest()
@@ -189,16 +193,21 @@ class RunReader:
             warnings.extend(part.warnings)
             problems.extend(part.problems)
         if extra:
-            problems.append(f"{len(extra)} worker files beyond the manifest's num_workers "
-                            f"({manifest.num_workers}), not read: {', '.join(extra[:3])}"
-                            f"{', …' if len(extra) > 3 else ''}")
+            problems.append(
+                f"{len(extra)} worker files beyond the manifest's num_workers "
+                f"({manifest.num_workers}), not read: {', '.join(extra[:3])}"
+                f"{', …' if len(extra) > 3 else ''}"
+            )
         problems.extend(absent_workers(manifest, found))
         status, workers = derive_status(manifest, records, now)
         problems.extend(missing_ends(manifest, records, workers))
         if not problems:  # what was skipped already explains what is missing
             chief = min(records, default=None)
-            problems.extend(f"{worker_file_name(rank)}: {missing}" for rank, recs in records.items()
-                            for missing in missing_at_the_edges(manifest.config, recs, rank == chief))
+            problems.extend(
+                f"{worker_file_name(rank)}: {missing}"
+                for rank, recs in records.items()
+                for missing in missing_at_the_edges(manifest.config, recs, rank == chief)
+            )
         run = Run(self.path, manifest, records, status, warnings, unknown, problems, workers, torn)
         run.trace_summaries = _read_trace_summaries(run)
         return run
@@ -207,7 +216,9 @@ class RunReader:
         try:
             names = sorted(e.name for e in os.scandir(self.path) if WORKER_FILE_RE.match(e.name))
         except OSError as exc:
-            raise RunFormatError(f"{self.path}: cannot list the run ({describe_os_error(exc)})") from None
+            raise RunFormatError(
+                f"{self.path}: cannot list the run ({describe_os_error(exc)})"
+            ) from None
         if len(names) > MAX_WORKER_FILES:
             problems.append(
                 f"{len(names)} worker files: only the first {MAX_WORKER_FILES} are read"
@@ -222,7 +233,11 @@ def _read_trace_summaries(run: Run) -> dict[str, TraceSummary]:
     summaries: dict[str, TraceSummary] = {}
     for rank in run.ranks:
         for record in run.records[rank]:
-            if not isinstance(record, TraceRecord) or not record.summary or record.summary in summaries:
+            if (
+                not isinstance(record, TraceRecord)
+                or not record.summary
+                or record.summary in summaries
+            ):
                 continue
             try:
                 summaries[record.summary] = load_summary(run.resolve(record.summary))
@@ -291,7 +306,9 @@ def _read_lines(file: Path) -> _FilePart:
             if bad <= MAX_REPORTED_LINES:
                 part.problems.append(f"{file.name}:{number}: {reason}; line skipped")
     except OSError as exc:
-        part.problems.append(f"{file.name}: cannot read ({describe_os_error(exc)}); records missing")
+        part.problems.append(
+            f"{file.name}: cannot read ({describe_os_error(exc)}); records missing"
+        )
     except BadInput as exc:
         part.problems.append(f"{file.name}: {exc}; records missing")
     if bad > MAX_REPORTED_LINES:

@@ -36,7 +36,9 @@ _ASSIGNMENT = re.compile(
     r"""(?P<value>(?![A-Za-z][A-Za-z0-9_.-]{0,80}["']?\s*[=:]\s)[^\s"',;&}]+)"""
 )
 # --flag value (a command line printed in a log)
-_FLAG_VALUE = re.compile(r"(?P<flag>--?[A-Za-z][A-Za-z0-9_.-]{0,80})(?P<sep>\s+)(?P<value>[^\s-]\S*)")
+_FLAG_VALUE = re.compile(
+    r"(?P<flag>--?[A-Za-z][A-Za-z0-9_.-]{0,80})(?P<sep>\s+)(?P<value>[^\s-]\S*)"
+)
 _URL_CREDENTIALS = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]{0,20}://)[^\s/@:]*:[^\s/@]*@")
 _AUTH_HEADER = re.compile(
     r"""(?i)\b(?P<head>(?:proxy-)?authorization["']?\s*[:=]\s*["']?)"""
@@ -90,7 +92,11 @@ def _assignment(m: re.Match[str]) -> str:
         # "unrecognized arguments: --api-key=sk-…": the outer name is harmless, but its value may
         # hold an assignment of its own; matches never overlap, so look inside it.
         head = m[0][: m.start("value") - m.start()]
-        inner = _ASSIGNMENT.sub(_assignment, m["value"]) if _ASSIGNMENT.search(m["value"]) else m["value"]
+        inner = (
+            _ASSIGNMENT.sub(_assignment, m["value"])
+            if _ASSIGNMENT.search(m["value"])
+            else m["value"]
+        )
         return head + inner
     return f"{m['name']}{m['q1']}{m['sep']}{m['q2']}{REDACTED}"
 
@@ -122,7 +128,9 @@ def redact_argv(argv: Sequence[str]) -> list[str]:
 
 
 # Records made of numbers and fixed names, written often: nothing of the user's text to hide.
-NUMERIC_RECORDS = frozenset({"window", "heartbeat", "epoch", "first_step", "gpu", "host", "budget", "start", "end"})
+NUMERIC_RECORDS = frozenset(
+    {"window", "heartbeat", "epoch", "first_step", "gpu", "host", "budget", "start", "end"}
+)
 
 
 def redact_payload(payload: dict[str, Any]) -> dict[str, Any]:
@@ -140,8 +148,15 @@ def redact_value(value: Any) -> Any:
     if isinstance(value, str):
         return redact_text(value) if len(value) > 3 else value
     if isinstance(value, dict):
-        return {k: REDACTED if isinstance(k, str) and v and not isinstance(v, (bool, int, float, dict, list))
-                and is_secret_name(k) else redact_value(v) for k, v in value.items()}
+        return {
+            k: REDACTED
+            if isinstance(k, str)
+            and v
+            and not isinstance(v, (bool, int, float, dict, list))
+            and is_secret_name(k)
+            else redact_value(v)
+            for k, v in value.items()
+        }
     if isinstance(value, list):
         return [redact_value(v) for v in value]
     return value

@@ -27,7 +27,9 @@ def list_run_dirs(runs_dir: str | os.PathLike[str] | None = None) -> list[Path]:
     return scan_store(runs_dir)[0]
 
 
-def scan_store(runs_dir: str | os.PathLike[str] | None = None) -> tuple[list[Path], list[tuple[Path, str]]]:
+def scan_store(
+    runs_dir: str | os.PathLike[str] | None = None,
+) -> tuple[list[Path], list[tuple[Path, str]]]:
     """The store's runs (as :func:`list_run_dirs`), and the entries that should be runs but
     cannot be read as one, each with its reason: a link that leads nowhere (dangling, a loop), a
     ``run.json`` that is not a regular file (a FIFO, a directory, a device) or cannot be opened.
@@ -54,7 +56,12 @@ def scan_store(runs_dir: str | os.PathLike[str] | None = None) -> tuple[list[Pat
             info = os.stat(os.path.join(entry.path, MANIFEST_NAME))
         except FileNotFoundError:
             if os.path.islink(os.path.join(entry.path, MANIFEST_NAME)):
-                bad.append((path, f"{MANIFEST_NAME}: {_broken_link(os.path.join(entry.path, MANIFEST_NAME))}"))
+                bad.append(
+                    (
+                        path,
+                        f"{MANIFEST_NAME}: {_broken_link(os.path.join(entry.path, MANIFEST_NAME))}",
+                    )
+                )
             continue
         except (OSError, ValueError) as exc:
             reason = describe_os_error(exc) if isinstance(exc, OSError) else str(exc)
@@ -64,7 +71,9 @@ def scan_store(runs_dir: str | os.PathLike[str] | None = None) -> tuple[list[Pat
             if info.st_size > 0:
                 found.append((info.st_mtime, entry.name, path))
         else:
-            bad.append((path, f"{MANIFEST_NAME}: not a regular file ({file_kind(info.st_mode)}); refused"))
+            bad.append(
+                (path, f"{MANIFEST_NAME}: not a regular file ({file_kind(info.st_mode)}); refused")
+            )
     return [p for _, _, p in sorted(found)], sorted(bad)
 
 

@@ -244,7 +244,9 @@ class BaselineRecord(Record):
     target_seconds: float | None = None  # the time asked for (``seconds=``)
     budget_seconds: float | None = None  # the budget the baseline had to stay within
     stopped: str | None = None  # why it ended before its planned rounds (e.g. the budget)
-    skipped: str | None = None  # why baseline="auto" did not measure (too short a fit, multi-worker…)
+    skipped: str | None = (
+        None  # why baseline="auto" did not measure (too short a fit, multi-worker…)
+    )
     # The slow callbacks' batch hooks (newer writers): the cached input trained with those hooks
     # called as in the fit ("hooks" arm), beside the cached input without them. Their ratio is the
     # ceiling "without the slow callbacks' batch hooks" (docs/goodput.md).
@@ -281,8 +283,12 @@ class CallbackTime(SchemaModel):
     hook: str  # on_train_batch_end, on_epoch_end, ...
     seconds: float
     calls: int
-    kind: str = "callback"  # callback | keras (History, ProgbarLogger) | checkpoint (ModelCheckpoint…)
-    overlapped_seconds: float = 0.0  # time on Keras's worker threads (async dispatch), beside training
+    kind: str = (
+        "callback"  # callback | keras (History, ProgbarLogger) | checkpoint (ModelCheckpoint…)
+    )
+    overlapped_seconds: float = (
+        0.0  # time on Keras's worker threads (async dispatch), beside training
+    )
 
 
 class CheckpointTime(SchemaModel):
@@ -291,7 +297,9 @@ class CheckpointTime(SchemaModel):
     count: int = 0
     seconds: float = 0.0
     bytes: int | None = None  # bytes of the files the saves wrote (None: not measurable)
-    by: dict[str, int] = Field(default_factory=dict)  # who saved ("ModelCheckpoint.on_epoch_end") → count
+    by: dict[str, int] = Field(
+        default_factory=dict
+    )  # who saved ("ModelCheckpoint.on_epoch_end") → count
 
 
 class BudgetRecord(Record):
@@ -344,5 +352,13 @@ RECORD_TYPES: dict[str, type[Record]] = {
     )
 }
 
-__all__ = ["WHATIF_CANDIDATES", "WHATIF_CEILINGS", "BackendRun", "BackendsRecord", "Record", "Timestamp",
-           "WhatIfCandidate", "WhatIfRecord"]
+__all__ = [
+    "WHATIF_CANDIDATES",
+    "WHATIF_CEILINGS",
+    "BackendRun",
+    "BackendsRecord",
+    "Record",
+    "Timestamp",
+    "WhatIfCandidate",
+    "WhatIfRecord",
+]

@@ -12,9 +12,22 @@ from advisor.store.schema_base import Record, SchemaModel
 # Every what-if candidate, in the order "auto" prepares them (input changes first); the engine's
 # candidate list (advisor.experiments.whatif) is checked against it when it is built.
 WHATIF_CANDIDATES = (
-    "parallel_map", "parallel_interleave", "prefetch", "cache_source", "cache_map", "tfdata_options",
-    "pydataset_workers", "pydataset_multiprocessing", "torch_workers", "cached_input",
-    "steps_per_execution_8", "steps_per_execution_32", "jit_compile", "mixed_precision", "batch_x2", "batch_x4",
+    "parallel_map",
+    "parallel_interleave",
+    "prefetch",
+    "cache_source",
+    "cache_map",
+    "tfdata_options",
+    "pydataset_workers",
+    "pydataset_multiprocessing",
+    "torch_workers",
+    "cached_input",
+    "steps_per_execution_8",
+    "steps_per_execution_32",
+    "jit_compile",
+    "mixed_precision",
+    "batch_x2",
+    "batch_x4",
 )
 # What-if candidates that measure a bound, not a fix (the input served from memory): no input
 # change can pass it. Writers and readers both mark them (docs/whatif.md).
@@ -30,7 +43,9 @@ class WhatIfCandidate(SchemaModel):
     label: str | None = None  # what was changed, in words
     batch_size: int | None = None  # samples per step with the change
     changes_optimisation: bool = False  # the change alters what training computes (a larger batch)
-    rounds: list[float | None] | None = None  # samples/s per round, aligned with the unchanged arm's
+    rounds: list[float | None] | None = (
+        None  # samples/s per round, aligned with the unchanged arm's
+    )
     steps: int | None = None  # measured steps, all rounds
     seconds: float | None = None  # wall time the candidate cost: its setup and its segments
 
@@ -45,7 +60,9 @@ class WhatIfRecord(Record):
     batch_size: int | None = None  # samples per step, unchanged
     requested: list[str] | str | None = None  # "auto" or the names asked for
     rounds: int | None = None
-    unchanged_rounds: list[float | None] | None = None  # samples/s per round, unchanged configuration
+    unchanged_rounds: list[float | None] | None = (
+        None  # samples/s per round, unchanged configuration
+    )
     candidates: list[WhatIfCandidate] = Field(default_factory=list)
     seconds: float | None = None  # wall time of the whole what-if
     budget_seconds: float | None = None  # the budget it had to stay within
@@ -54,7 +71,6 @@ class WhatIfRecord(Record):
     interrupted: bool = False  # Ctrl-C ended it; what was measured until then is kept
     skipped: str | None = None  # why no candidate was tried at all (multi-worker, no input, …)
     error: str | None = None
-
 
 
 class BackendRun(SchemaModel):

@@ -126,7 +126,11 @@ def derive_status(
     now = time.time() if now is None else now
     states = {rank: worker_state(rank, recs, now) for rank, recs in records.items()}
     chief = min(states) if states else None
-    if chief is not None and manifest.status != "running" and states[chief].status in ("killed", "running"):
+    if (
+        chief is not None
+        and manifest.status != "running"
+        and states[chief].status in ("killed", "running")
+    ):
         # The chief closed the manifest but its end record was lost (e.g. a full disk); its
         # process may live on (a notebook), which does not make the closed run running.
         states[chief] = WorkerState(chief, manifest.status, states[chief].last_seen)
@@ -168,7 +172,9 @@ def incomplete_reasons(
             if not (record.warmup or record.profiled) and record.seconds > 0 and record.steps > 0:
                 measured = True
         elif (
-            isinstance(record, EventRecord) and record.level == "error" and record.source != "advisor"
+            isinstance(record, EventRecord)
+            and record.level == "error"
+            and record.source != "advisor"
         ):
             failures.append(f"collector {record.source!r} failed: {record.message}")
     if not measured and expects_throughput:

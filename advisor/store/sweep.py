@@ -99,8 +99,14 @@ def read_sweep(path: Path) -> SweepRecord:
     file = path / SWEEP_FILE if path.is_dir() else path
     if not file.exists():
         raise RunNotFoundError(f"{file}: no sweep file")
-    return load_versioned(file, SweepRecord, what="sweep file", version_key="schema_version",
-                          known=SWEEP_SCHEMA_VERSION, error=RunFormatError)
+    return load_versioned(
+        file,
+        SweepRecord,
+        what="sweep file",
+        version_key="schema_version",
+        known=SWEEP_SCHEMA_VERSION,
+        error=RunFormatError,
+    )
 
 
 def list_sweeps(runs_dir: Path) -> list[Path]:
@@ -119,7 +125,9 @@ def resolve_sweep(ref: str | None, runs_dir: Path) -> Path:
     sweeps = list_sweeps(runs_dir)
     if not ref or ref in ("latest", "last"):
         if not sweeps:
-            raise RunNotFoundError(f"{runs_dir}: no sweeps in this store (run `advisor scale` first)")
+            raise RunNotFoundError(
+                f"{runs_dir}: no sweeps in this store (run `advisor scale` first)"
+            )
         return sweeps[-1]
     from advisor.store.reader import pick_by_name
 

@@ -31,7 +31,9 @@ class RecordTail:
         self._manifest: Manifest | None = None
         self._manifest_stamp: tuple[int, int] | None = None
         self._records: dict[int, list[Record]] = {}
-        self.problems: list[str] = []  # lines skipped (malformed, too long), as the reader says them
+        self.problems: list[
+            str
+        ] = []  # lines skipped (malformed, too long), as the reader says them
 
     def manifest(self) -> Manifest:
         """The manifest, read again only when ``run.json`` was replaced."""

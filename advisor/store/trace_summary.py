@@ -98,5 +98,11 @@ def load_summary(path: str | os.PathLike[str]) -> TraceSummary:
     """A saved summary, read within the store's size and depth limits; a newer version is refused."""
     from advisor.store.limits import load_versioned
 
-    return load_versioned(Path(path), TraceSummary, what="trace summary", version_key="summary_version",
-                          known=SUMMARY_VERSION, error=TraceError)
+    return load_versioned(
+        Path(path),
+        TraceSummary,
+        what="trace summary",
+        version_key="summary_version",
+        known=SUMMARY_VERSION,
+        error=TraceError,
+    )

@@ -30,7 +30,9 @@ def store_usage(store: str | os.PathLike[str]) -> StoreUsage | None:
         return None
     for entry in entries:
         try:
-            if not entry.is_dir(follow_symlinks=False) or not os.path.isfile(os.path.join(entry.path, MANIFEST_NAME)):
+            if not entry.is_dir(follow_symlinks=False) or not os.path.isfile(
+                os.path.join(entry.path, MANIFEST_NAME)
+            ):
                 continue
         except OSError:
             continue

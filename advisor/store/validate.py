@@ -42,20 +42,74 @@ from advisor.store.status import WorkerState
 CLOCK_STEP_BACK_S = 10.0
 
 _NON_NEGATIVE: dict[type[Record], tuple[str, ...]] = {
-    WindowRecord: ("epoch", "seconds", "steps", "samples", "step_begin", "step_end", "step_count",
-                   "step_time_mean", "step_time_std", "step_time_max", "step_outliers",
-                   "step_outlier_seconds", "epoch_start_seconds"),
-    EpochRecord: ("epoch", "seconds", "train_seconds", "val_seconds", "steps", "samples", "val_steps"),
+    WindowRecord: (
+        "epoch",
+        "seconds",
+        "steps",
+        "samples",
+        "step_begin",
+        "step_end",
+        "step_count",
+        "step_time_mean",
+        "step_time_std",
+        "step_time_max",
+        "step_outliers",
+        "step_outlier_seconds",
+        "epoch_start_seconds",
+    ),
+    EpochRecord: (
+        "epoch",
+        "seconds",
+        "train_seconds",
+        "val_seconds",
+        "steps",
+        "samples",
+        "val_steps",
+    ),
     FirstStepRecord: ("seconds",),
     EndRecord: ("advisor_seconds", "train_seconds", "dropped_records"),
-    BaselineRecord: ("steps", "batch_size", "real_samples_per_s", "cached_samples_per_s",
-                     "data_only_samples_per_s", "source_cached_samples_per_s", "warmup_steps", "seconds",
-                     "rounds", "real_steps", "cached_steps", "measured_seconds", "target_seconds",
-                     "budget_seconds", "hooks_samples_per_s", "hooks_steps"),
-    GpuSample: ("index", "util", "mem_util", "mem_used", "mem_total", "power_w", "energy_j",
-                "sm_clock_mhz", "throttle", "pcie_tx_bps", "pcie_rx_bps"),
-    HostSample: ("iowait", "mem_used", "mem_total", "disk_read_bps", "disk_write_bps", "net_rx_bps",
-                 "net_tx_bps", "proc_cpu_percent", "proc_rss"),
+    BaselineRecord: (
+        "steps",
+        "batch_size",
+        "real_samples_per_s",
+        "cached_samples_per_s",
+        "data_only_samples_per_s",
+        "source_cached_samples_per_s",
+        "warmup_steps",
+        "seconds",
+        "rounds",
+        "real_steps",
+        "cached_steps",
+        "measured_seconds",
+        "target_seconds",
+        "budget_seconds",
+        "hooks_samples_per_s",
+        "hooks_steps",
+    ),
+    GpuSample: (
+        "index",
+        "util",
+        "mem_util",
+        "mem_used",
+        "mem_total",
+        "power_w",
+        "energy_j",
+        "sm_clock_mhz",
+        "throttle",
+        "pcie_tx_bps",
+        "pcie_rx_bps",
+    ),
+    HostSample: (
+        "iowait",
+        "mem_used",
+        "mem_total",
+        "disk_read_bps",
+        "disk_write_bps",
+        "net_rx_bps",
+        "net_tx_bps",
+        "proc_cpu_percent",
+        "proc_rss",
+    ),
     BudgetRecord: ("wall_seconds", "steps"),
 }
 
@@ -75,7 +129,13 @@ _PERCENT: dict[type[Record], tuple[str, ...]] = {
 # Attached later by other processes (trace, facts), or stamped when the writer opened, before
 # the records it was handed (start): these do not move a worker's clock.
 _UNORDERED = frozenset({TraceRecord, FactsRecord, StartRecord})
-_ROUNDS = ("real_rounds", "cached_rounds", "data_only_rounds", "source_cached_rounds", "hooks_rounds")
+_ROUNDS = (
+    "real_rounds",
+    "cached_rounds",
+    "data_only_rounds",
+    "source_cached_rounds",
+    "hooks_rounds",
+)
 
 
 def record_doubt(record: Record) -> str | None:
@@ -85,8 +145,11 @@ def record_doubt(record: Record) -> str | None:
     names = _NON_NEGATIVE.get(kind)
     # min over the written values in C (a week-long run has 60,000 windows); names only on failure
     if names and min(filter(_KNOWN, _GETTERS[kind](record.__dict__)), default=0) < 0:
-        name, value = next((n, v) for n, v in zip(names, _GETTERS[kind](record.__dict__), strict=True)
-                           if v is not None and v < 0)
+        name, value = next(
+            (n, v)
+            for n, v in zip(names, _GETTERS[kind](record.__dict__), strict=True)
+            if v is not None and v < 0
+        )
         return f"{name} is negative ({value})"
     for name in _PERCENT.get(kind, ()):
         value = getattr(record, name, None)
@@ -94,8 +157,10 @@ def record_doubt(record: Record) -> str | None:
             return f"{name} is above 100% ({value})"
     if isinstance(record, WindowRecord):
         if record.step_end - record.step_begin != record.steps:
-            return (f"steps ({record.steps}) is not step_end - step_begin "
-                    f"({record.step_end} - {record.step_begin})")
+            return (
+                f"steps ({record.steps}) is not step_end - step_begin "
+                f"({record.step_end} - {record.step_begin})"
+            )
         for pair in record.slices or ():
             if any(v < 0 for v in pair):
                 return "a slice is negative"
@@ -103,7 +168,9 @@ def record_doubt(record: Record) -> str | None:
         if any(not 0 <= v <= 100 for v in record.cpu_percent):
             return "a core's cpu_percent is outside 0…100"
     elif isinstance(record, BudgetRecord):
-        negative = next((k for k, v in record.seconds.items() if v < 0 and k != "unaccounted"), None)
+        negative = next(
+            (k for k, v in record.seconds.items() if v < 0 and k != "unaccounted"), None
+        )
         if negative is not None:
             return f"seconds.{negative} is negative"
     elif isinstance(record, BaselineRecord):
@@ -135,13 +202,20 @@ class WorkerOrder:
                 self.latest_t = t
         if isinstance(record, WindowRecord):
             if record.step_begin < self.window_end:
-                return (f"its steps {record.step_begin}–{record.step_end} overlap the previous "
-                        f"window's (up to {self.window_end})")
+                return (
+                    f"its steps {record.step_begin}–{record.step_end} overlap the previous "
+                    f"window's (up to {self.window_end})"
+                )
             self.window_end = record.step_end
         return None
 
 
-_POSITIVE_MANIFEST = ("replicas", "global_batch_size", "per_replica_batch_size", "steps_per_execution")
+_POSITIVE_MANIFEST = (
+    "replicas",
+    "global_batch_size",
+    "per_replica_batch_size",
+    "steps_per_execution",
+)
 
 
 def checked_manifest(manifest: Manifest) -> tuple[Manifest, list[str], list[str]]:
@@ -154,9 +228,13 @@ def checked_manifest(manifest: Manifest) -> tuple[Manifest, list[str], list[str]
     notes: list[str] = []
     if manifest.sweep_id is not None and not RUN_ID_RE.match(manifest.sweep_id):
         changes["sweep_id"] = None
-        shown = manifest.sweep_id if len(manifest.sweep_id) <= 40 else manifest.sweep_id[:37] + "..."
-        notes.append(f"sweep_id {shown!r} is not a sweep id (letters, digits, '.', '_', '-', at most "
-                     "128); the run is read without its sweep")
+        shown = (
+            manifest.sweep_id if len(manifest.sweep_id) <= 40 else manifest.sweep_id[:37] + "..."
+        )
+        notes.append(
+            f"sweep_id {shown!r} is not a sweep id (letters, digits, '.', '_', '-', at most "
+            "128); the run is read without its sweep"
+        )
     if manifest.price_per_hour is not None and manifest.price_per_hour < 0:
         changes["price_per_hour"] = None
         doubts.append(f"price_per_hour is negative ({manifest.price_per_hour})")
@@ -195,22 +273,35 @@ def missing_records(records: list[Record]) -> list[str]:
         if not isinstance(record, WindowRecord):
             continue
         window_steps[record.epoch] = window_steps.get(record.epoch, 0) + record.steps
-        if previous is not None and previous.epoch == record.epoch and record.step_begin > previous.step_end:
+        if (
+            previous is not None
+            and previous.epoch == record.epoch
+            and record.step_begin > previous.step_end
+        ):
             gapped.add(record.epoch)
-            out.append(f"epoch {record.epoch}: steps {previous.step_end}–{record.step_begin} are in no "
-                       "window (a window record is missing)")
+            out.append(
+                f"epoch {record.epoch}: steps {previous.step_end}–{record.step_begin} are in no "
+                "window (a window record is missing)"
+            )
         previous = record
     for epoch in epochs:
-        if epoch.epoch not in gapped and 0 < window_steps.get(epoch.epoch, epoch.steps) < epoch.steps:
-            out.append(f"epoch {epoch.epoch}: its windows hold {window_steps[epoch.epoch]} of its "
-                       f"{epoch.steps} steps (a window record is missing)")
+        if (
+            epoch.epoch not in gapped
+            and 0 < window_steps.get(epoch.epoch, epoch.steps) < epoch.steps
+        ):
+            out.append(
+                f"epoch {epoch.epoch}: its windows hold {window_steps[epoch.epoch]} of its "
+                f"{epoch.steps} steps (a window record is missing)"
+            )
     window_epochs = set(window_steps)
     ended = {e.epoch for e in epochs}
     if ended:
         gaps = sorted(e for e in window_epochs if e not in ended and e < max(ended))
         if gaps:
-            out.append(f"epoch {gaps[0]}{' and more' if len(gaps) > 1 else ''} has windows but no epoch "
-                       "record, although later epochs have theirs (an epoch record is missing)")
+            out.append(
+                f"epoch {gaps[0]}{' and more' if len(gaps) > 1 else ''} has windows but no epoch "
+                "record, although later epochs have theirs (an epoch record is missing)"
+            )
     return out
 
 
@@ -221,26 +312,35 @@ def missing_at_the_edges(config: dict[str, Any], records: list[Record], chief: b
     that finished, the epoch record of its last epoch (Keras ends every epoch it began, also
     when training stops early). Runs written by other tools (no ``config``, or imported) are
     not held to this."""
-    if (not config or config.get("imported_from") or _dropped(records)
-            or not any(isinstance(r, WindowRecord) for r in records)):
+    if (
+        not config
+        or config.get("imported_from")
+        or _dropped(records)
+        or not any(isinstance(r, WindowRecord) for r in records)
+    ):
         return []
     out: list[str] = []
     custom = config.get("loop") == "custom"
     collectors = config.get("collectors")
-    context_on = custom or collectors is None or (isinstance(collectors, list) and "context" in collectors)
+    context_on = (
+        custom or collectors is None or (isinstance(collectors, list) and "context" in collectors)
+    )
     if chief and context_on and not any(isinstance(r, ContextRecord) for r in records):
         out.append("no context record, though the context collector was on (a record is missing)")
     end = next((r for r in reversed(records) if isinstance(r, EndRecord)), None)
     if not custom and end is not None and end.status == "finished":
         last = max(r.epoch for r in records if isinstance(r, WindowRecord))
         if not any(isinstance(r, EpochRecord) and r.epoch == last for r in records):
-            out.append(f"epoch {last} has windows but no epoch record, although the fit finished "
-                       "(an epoch record is missing)")
+            out.append(
+                f"epoch {last} has windows but no epoch record, although the fit finished "
+                "(an epoch record is missing)"
+            )
     return out
 
 
-def missing_ends(manifest: Manifest, records: dict[int, list[Record]],
-                 workers: dict[int, WorkerState]) -> list[str]:
+def missing_ends(
+    manifest: Manifest, records: dict[int, list[Record]], workers: dict[int, WorkerState]
+) -> list[str]:
     """A worker read as ended although its file has no end record: the manifest said so, but
     the file's last lines (the end record among them) may have been lost, so what is left is
     not the whole run."""
@@ -250,11 +350,15 @@ def missing_ends(manifest: Manifest, records: dict[int, list[Record]],
             isinstance(r, EndRecord) for r in reversed(records.get(rank, []))
         ):
             if manifest.end_record_lost:  # the writer knew, and could still say so in the manifest
-                out.append(f"{worker_file_name(rank)}: the end record was lost to a write error "
-                           f"({manifest.end_record_lost}); {MANIFEST_NAME} says {manifest.status!r}")
+                out.append(
+                    f"{worker_file_name(rank)}: the end record was lost to a write error "
+                    f"({manifest.end_record_lost}); {MANIFEST_NAME} says {manifest.status!r}"
+                )
             else:
-                out.append(f"{worker_file_name(rank)}: no end record although {MANIFEST_NAME} says "
-                           f"{manifest.status!r}; its last records may be lost")
+                out.append(
+                    f"{worker_file_name(rank)}: no end record although {MANIFEST_NAME} says "
+                    f"{manifest.status!r}; its last records may be lost"
+                )
     return out
 
 
@@ -273,6 +377,10 @@ def absent_workers(manifest: Manifest, found: set[int]) -> list[str]:
     absent = [rank for rank in range(expected) if rank not in found]
     if not absent:
         return []
-    names = ", ".join(worker_file_name(rank) for rank in absent[:3]) + (", …" if len(absent) > 3 else "")
-    return [f"{len(absent)} worker file{'s' if len(absent) > 1 else ''} missing ({names}): "
-            f"{MANIFEST_NAME} says {manifest.num_workers} workers"]
+    names = ", ".join(worker_file_name(rank) for rank in absent[:3]) + (
+        ", …" if len(absent) > 3 else ""
+    )
+    return [
+        f"{len(absent)} worker file{'s' if len(absent) > 1 else ''} missing ({names}): "
+        f"{MANIFEST_NAME} says {manifest.num_workers} workers"
+    ]

@@ -118,13 +118,20 @@ class RunWriter:
                 fields["run_id"] = self.run_id
                 self._manifest = Manifest.model_validate(fields)
                 manifest = self._manifest.model_dump(mode="json")
-                for key in ("tags", "config"):  # the user's labels and options: a URL may carry credentials
+                for key in (
+                    "tags",
+                    "config",
+                ):  # the user's labels and options: a URL may carry credentials
                     manifest[key] = redact_value(manifest.get(key) or {})
                 write_json_atomic(self.path / MANIFEST_NAME, manifest)
                 self._wrote_manifest = True
             start = StartRecord(
-                t=time.time(), rank=rank, pid=os.getpid(), hostname=socket.gethostname(),
-                scope=local_scope(), node=os.environ.get("ADVISOR_NODE") or os.environ.get("SLURMD_NODENAME"),
+                t=time.time(),
+                rank=rank,
+                pid=os.getpid(),
+                hostname=socket.gethostname(),
+                scope=local_scope(),
+                node=os.environ.get("ADVISOR_NODE") or os.environ.get("SLURMD_NODENAME"),
             )
             self._file.append(dumps_line(start.model_dump(mode="json", exclude_none=True)))
         except BaseException:
@@ -151,7 +158,10 @@ class RunWriter:
                 log.warning(
                     "advisor: run %s already has records of worker %d from another job (%s); "
                     "this job is recorded as run %s instead of merging into it",
-                    base, self.rank, why, run_id,
+                    base,
+                    self.rank,
+                    why,
+                    run_id,
                 )
             return run_id, path, record_file
         raise UsageError(f"run id {base!r}: {MAX_ATTEMPTS} attempts already exist; choose a new id")
@@ -266,10 +276,14 @@ class RunWriter:
         now = time.time()
         dropped = self.dropped_records or None
         faults_before = dict(self._faults)
-        self.write(EndRecord(
-            t=now, status="failed" if status == "failed" else "finished",
-            dropped_records=dropped, **end_fields,
-        ))
+        self.write(
+            EndRecord(
+                t=now,
+                status="failed" if status == "failed" else "finished",
+                dropped_records=dropped,
+                **end_fields,
+            )
+        )
         if self.dropped_records > (dropped or 0):
             code = next((c for c, n in self._faults.items() if n > faults_before.get(c, 0)), 0)
             self.end_lost = os.strerror(code) if code else "write error"
@@ -279,7 +293,9 @@ class RunWriter:
             self._file.close()
         _HEARTBEAT.discard(self)
         if self.is_chief:
-            extra: dict[str, Any] = {"dropped_records": self.dropped_records} if self.dropped_records else {}
+            extra: dict[str, Any] = (
+                {"dropped_records": self.dropped_records} if self.dropped_records else {}
+            )
             if self.end_lost:  # the manifest may still be writable: the reader then knows why
                 extra["end_record_lost"] = self.end_lost
             self.update_manifest(status=status, ended=now, **extra)
@@ -289,7 +305,10 @@ class RunWriter:
         with self._lock:
             try:
                 manifest = self._manifest.model_dump(mode="json")
-                for key in ("tags", "config"):  # the user's labels and options: a URL may carry credentials
+                for key in (
+                    "tags",
+                    "config",
+                ):  # the user's labels and options: a URL may carry credentials
                     manifest[key] = redact_value(manifest.get(key) or {})
                 write_json_atomic(self.path / MANIFEST_NAME, manifest)
             except OSError as exc:
@@ -305,7 +324,10 @@ class RunWriter:
             log.warning(
                 "advisor: cannot write %s of run %s: %s%s; training goes on, and records are "
                 "kept again once writing works (warned once)",
-                what, self.run_id, reason, hint,
+                what,
+                self.run_id,
+                reason,
+                hint,
             )
 
 

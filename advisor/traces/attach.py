@@ -20,7 +20,10 @@ from advisor.traces.summarize import find_xplanes, summarize
 
 
 def summarize_run(
-    run_path: str | os.PathLike[str], *, force: bool = False, timeout_s: float | None = None,
+    run_path: str | os.PathLike[str],
+    *,
+    force: bool = False,
+    timeout_s: float | None = None,
     memory_mb: int | None = None,
 ) -> list[tuple[TraceRecord, TraceSummary]]:
     """Summarise the run's captures that have no summary yet (all of them with ``force``)."""
@@ -30,7 +33,9 @@ def summarize_run(
         if record.error is None:
             latest[record.path] = record
     if not latest:
-        raise TraceError(f"{run.path}: the run has no profile (train with profile_steps=(start, stop))")
+        raise TraceError(
+            f"{run.path}: the run has no profile (train with profile_steps=(start, stop))"
+        )
     done: list[tuple[TraceRecord, TraceSummary]] = []
     for record in latest.values():
         # Paths come from the records: they must stay inside the run (never write elsewhere).
@@ -39,14 +44,19 @@ def summarize_run(
         folder = run.resolve(record.path)
         summary = summarize(folder, timeout_s=timeout_s, memory_mb=memory_mb)
         target = save_summary(summary, folder)
-        updated = record.model_copy(update={"t": time.time(), "summary": os.path.relpath(target, run.path)})
+        updated = record.model_copy(
+            update={"t": time.time(), "summary": os.path.relpath(target, run.path)}
+        )
         append_record(run, updated)
         done.append((updated, summary))
     return done
 
 
 def attach(
-    profile: str | os.PathLike[str], run_path: str | os.PathLike[str], *, timeout_s: float | None = None,
+    profile: str | os.PathLike[str],
+    run_path: str | os.PathLike[str],
+    *,
+    timeout_s: float | None = None,
     memory_mb: int | None = None,
 ) -> tuple[TraceRecord, TraceSummary]:
     """Copy an outside profile into ``<run>/traces/`` and record its summary there."""
@@ -64,7 +74,9 @@ def attach(
         for f in files:
             shutil.copy2(f, folder / f.name)
     except OSError as exc:
-        raise TraceError(f"{folder}: cannot copy the profile into the run ({exc.strerror or exc})") from None
+        raise TraceError(
+            f"{folder}: cannot copy the profile into the run ({exc.strerror or exc})"
+        ) from None
     target = save_summary(summary, folder)
     record = TraceRecord(
         t=time.time(),
@@ -76,8 +88,9 @@ def attach(
     return record, summary
 
 
-def attach_timeline(timeline: str | os.PathLike[str], run_path: str | os.PathLike[str]
-                    ) -> tuple[TraceRecord, TraceSummary]:
+def attach_timeline(
+    timeline: str | os.PathLike[str], run_path: str | os.PathLike[str]
+) -> tuple[TraceRecord, TraceSummary]:
     """A Horovod timeline into ``<run>/traces/horovod/``: its communication share over the run's
     own training windows (the chief's measured windows, warm-up and profiled ones excluded)."""
     from advisor.store.schema import WindowRecord
@@ -85,18 +98,27 @@ def attach_timeline(timeline: str | os.PathLike[str], run_path: str | os.PathLik
 
     run = _finished_run(run_path)
     chief = run.ranks[0] if run.ranks else 0
-    windows = [(w.t - w.seconds, w.t) for w in run.of_type(WindowRecord, rank=chief)
-               if not w.warmup and not w.profiled and w.seconds > 0]
+    windows = [
+        (w.t - w.seconds, w.t)
+        for w in run.of_type(WindowRecord, rank=chief)
+        if not w.warmup and not w.profiled and w.seconds > 0
+    ]
     summary = summarize_timeline(timeline, windows)
     folder = run.path / TRACES_DIR / "horovod" / time.strftime("%Y%m%d-%H%M%S")
     try:
         folder.mkdir(parents=True, exist_ok=False)
         shutil.copy2(timeline, folder / "timeline.json")
     except OSError as exc:
-        raise TraceError(f"{folder}: cannot copy the timeline into the run ({exc.strerror or exc})") from None
+        raise TraceError(
+            f"{folder}: cannot copy the timeline into the run ({exc.strerror or exc})"
+        ) from None
     target = save_summary(summary, folder)
-    record = TraceRecord(t=time.time(), path=os.path.relpath(folder, run.path), steps_marked=summary.steps > 0,
-                         summary=os.path.relpath(target, run.path))
+    record = TraceRecord(
+        t=time.time(),
+        path=os.path.relpath(folder, run.path),
+        steps_marked=summary.steps > 0,
+        summary=os.path.relpath(target, run.path),
+    )
     append_record(run, record)
     return record, summary
 
@@ -104,7 +126,9 @@ def attach_timeline(timeline: str | os.PathLike[str], run_path: str | os.PathLik
 def _finished_run(run_path: str | os.PathLike[str]) -> Run:
     run = RunReader(run_path).read()
     if run.status == "running":
-        raise TraceError(f"{run.path}: the run is still being written; summarise its profile when it has ended")
+        raise TraceError(
+            f"{run.path}: the run is still being written; summarise its profile when it has ended"
+        )
     return run
 
 

@@ -28,15 +28,24 @@ COMMUNICATION_RE = re.compile(
     re.IGNORECASE,
 )
 # Copies between host and device, as device-side events name them.
-H2D_RE = re.compile(r"memcpy.*(h2d|htod)|(h2d|htod).*memcpy|host[-_ ]?to[-_ ]?device", re.IGNORECASE)
-D2H_RE = re.compile(r"memcpy.*(d2h|dtoh)|(d2h|dtoh).*memcpy|device[-_ ]?to[-_ ]?host", re.IGNORECASE)
+H2D_RE = re.compile(
+    r"memcpy.*(h2d|htod)|(h2d|htod).*memcpy|host[-_ ]?to[-_ ]?device", re.IGNORECASE
+)
+D2H_RE = re.compile(
+    r"memcpy.*(d2h|dtoh)|(d2h|dtoh).*memcpy|device[-_ ]?to[-_ ]?host", re.IGNORECASE
+)
 # Kernels computing in 16 bits, by the names CUDA libraries and XLA give them (bf16/fp16 GEMMs,
 # half-precision tensor-core MMA). Used when XProf has no per-op precision data (e.g. JAX with
 # CUDA command buffers, where XProf sees one opaque op per step).
 KERNEL_16BIT_RE = re.compile(r"bf16|fp16|f16|half|hmma|h\d{3,5}gemm", re.IGNORECASE)
 TOP_KERNELS = 10
 # TraceMe bookkeeping of TF's collective executor: not ops, never counted as time.
-_BOOKKEEPING = ("CollectiveExecutor::", "BaseCollectiveExecutor::", "CollectiveOpV2Kernel::", "ExecutorState::")
+_BOOKKEEPING = (
+    "CollectiveExecutor::",
+    "BaseCollectiveExecutor::",
+    "CollectiveOpV2Kernel::",
+    "ExecutorState::",
+)
 _EAGER_PREFIX = "EagerLocalExecute: "
 # Backward-pass ops: TF gradient tapes, JAX transposed JVPs, torch autograd.
 BACKWARD_RE = re.compile(r"gradient_tape/|gradients/|transpose\(jvp|backward", re.IGNORECASE)
@@ -110,7 +119,7 @@ def analyse_events(trace: dict[str, Any]) -> dict[str, Any]:
             tf_events = True
         if name.startswith(_EAGER_PREFIX):
             tf_events = True
-            if not name[len(_EAGER_PREFIX):].startswith("__inference_"):
+            if not name[len(_EAGER_PREFIX) :].startswith("__inference_"):
                 eager.append((start, end))
             continue
         if name.startswith(_BOOKKEEPING):

@@ -30,7 +30,16 @@ from advisor.errors import TraceError
 from advisor.traces.intervals import Interval, intersect, measure, merge
 from advisor.traces.reading import read_trace_text
 
-OPS = ("ALLREDUCE", "BROADCAST", "ALLGATHER", "ALLTOALL", "REDUCESCATTER", "ADASUM", "JOIN", "BARRIER")
+OPS = (
+    "ALLREDUCE",
+    "BROADCAST",
+    "ALLGATHER",
+    "ALLTOALL",
+    "REDUCESCATTER",
+    "ADASUM",
+    "JOIN",
+    "BARRIER",
+)
 SNIFF_BYTES = 65536
 
 
@@ -44,14 +53,20 @@ def is_horovod_timeline(path: str | os.PathLike[str]) -> bool:
             head = fh.read(SNIFF_BYTES)
     except OSError:
         return False
-    return head.lstrip().startswith("[") and ("NEGOTIATE_" in head or "start_time_since_epoch_in_micros" in head)
+    return head.lstrip().startswith("[") and (
+        "NEGOTIATE_" in head or "start_time_since_epoch_in_micros" in head
+    )
 
 
 def load_events(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """The events of a timeline, complete or cut short (a job still running, or killed)."""
     p = Path(path)
-    text = read_trace_text(p, what="timeline", empty_hint="did the job start training?",
-                           large_hint="trace a shorter job")
+    text = read_trace_text(
+        p,
+        what="timeline",
+        empty_hint="did the job start training?",
+        large_hint="trace a shorter job",
+    )
     start = text.find("[")
     if start < 0:
         raise TraceError(f"{p}: not a Horovod timeline (no JSON array of events)")
@@ -74,7 +89,9 @@ def load_events(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     return events
 
 
-def activities(events: list[dict[str, Any]]) -> tuple[dict[str, list[Interval]], Counter[str], float, dict[Any, list[Interval]]]:
+def activities(
+    events: list[dict[str, Any]],
+) -> tuple[dict[str, list[Interval]], Counter[str], float, dict[Any, list[Interval]]]:
     """Intervals per activity name (absolute µs since the epoch), the ops' wire dtypes, the start
     µs, and each tensor's (pid's) all-reduce intervals."""
     start_us = 0.0
@@ -109,7 +126,9 @@ def activities(events: list[dict[str, Any]]) -> tuple[dict[str, list[Interval]],
     return spans, dtypes, start_us, per_tensor
 
 
-def summarize_timeline(path: str | os.PathLike[str], windows_s: list[tuple[float, float]] | None = None) -> Any:
+def summarize_timeline(
+    path: str | os.PathLike[str], windows_s: list[tuple[float, float]] | None = None
+) -> Any:
     """Summarise a Horovod timeline; ``windows_s``: the run's training windows (wall seconds)."""
     from advisor.store.trace_summary import TraceSummary
 
@@ -118,7 +137,9 @@ def summarize_timeline(path: str | os.PathLike[str], windows_s: list[tuple[float
     spans, dtypes, start_us, per_tensor = activities(load_events(p))
     ops = merge(i for name in OPS for i in spans.get(name, []))
     if not ops:
-        raise TraceError(f"{p}: the timeline holds no collective op (did training reach its first step?)")
+        raise TraceError(
+            f"{p}: the timeline holds no collective op (did training reach its first step?)"
+        )
     negotiate = merge(i for name, v in spans.items() if name.startswith("NEGOTIATE_") for i in v)
     notes: list[str] = []
     windows = merge((a * 1e6, b * 1e6) for a, b in windows_s or [])
@@ -126,19 +147,27 @@ def summarize_timeline(path: str | os.PathLike[str], windows_s: list[tuple[float
         basis = "the run's training windows"
     else:
         if windows:
-            notes.append("the timeline does not overlap the run's training windows: shares are of its own span")
+            notes.append(
+                "the timeline does not overlap the run's training windows: shares are of its own span"
+            )
         reduces = sorted(spans.get("ALLREDUCE", [])) or ops
         windows = [(reduces[0][0], max(e for _, e in reduces))]
         basis = "the span from the first to the last all-reduce"
     span = measure(windows)
     rounds = _rounds(per_tensor, windows)
     fields: dict[str, Any] = {
-        "files": [p.name], "hardware": "unknown", "on_device": False, "steps": len(rounds),
+        "files": [p.name],
+        "hardware": "unknown",
+        "on_device": False,
+        "steps": len(rounds),
         "communication_percent": 100.0 * measure(intersect(ops, windows)) / span,
         "collective_ops": sorted(name for name in OPS if spans.get(name)),
         "xprof_properties": {"profiler": "horovod-timeline", "basis": basis},
-        "notes": notes + ["Horovod overlaps all-reduce with the backward pass; the timeline has no compute, "
-                          "so the overlap is not measured"],
+        "notes": notes
+        + [
+            "Horovod overlaps all-reduce with the backward pass; the timeline has no compute, "
+            "so the overlap is not measured"
+        ],
         "horovod_negotiate_percent": 100.0 * measure(intersect(negotiate, windows)) / span,
         "horovod_wire_dtypes": dict(dtypes),
         "horovod_tensors": len(per_tensor),

@@ -50,7 +50,9 @@ def find_xplanes(path: str | os.PathLike[str]) -> list[Path]:
         raise TraceError(f"{p}: no such file or directory")
     if p.is_file():
         if not p.name.endswith(XPLANE_SUFFIX):
-            raise TraceError(f"{p}: not an XProf profile (expected a *{XPLANE_SUFFIX} file or a profile folder)")
+            raise TraceError(
+                f"{p}: not an XProf profile (expected a *{XPLANE_SUFFIX} file or a profile folder)"
+            )
         return [p]
     try:
         files = sorted(f for f in p.rglob(f"*{XPLANE_SUFFIX}") if f.is_file())
@@ -75,7 +77,9 @@ def _check_files(files: list[Path]) -> None:
         except OSError as exc:
             raise TraceError(f"{f}: cannot read ({exc.strerror or exc})") from None
         if size == 0:
-            raise TraceError(f"{f}: the profile file is empty (was the profiler stopped before it saved?)")
+            raise TraceError(
+                f"{f}: the profile file is empty (was the profiler stopped before it saved?)"
+            )
         if not os.access(f, os.R_OK):
             raise TraceError(f"{f}: permission denied")
 
@@ -109,8 +113,14 @@ def summarize(
     t0 = time.perf_counter()
     files = find_xplanes(path)
     _check_files(files)
-    timeout = timeout_s if timeout_s is not None else float(os.environ.get(TIMEOUT_ENV, DEFAULT_TIMEOUT_S))
-    memory = memory_mb if memory_mb is not None else int(os.environ.get(MEMORY_ENV, DEFAULT_MEMORY_MB))
+    timeout = (
+        timeout_s
+        if timeout_s is not None
+        else float(os.environ.get(TIMEOUT_ENV, DEFAULT_TIMEOUT_S))
+    )
+    memory = (
+        memory_mb if memory_mb is not None else int(os.environ.get(MEMORY_ENV, DEFAULT_MEMORY_MB))
+    )
     where = files[0] if len(files) == 1 else files[0].parent
     with tempfile.TemporaryDirectory(prefix="advisor-trace-") as tmp:
         inputs = _stage(files, Path(tmp) / "in")
@@ -120,7 +130,9 @@ def summarize(
         tools = {p.stem: p.read_text(encoding="utf-8") for p in out_dir.glob("*.json")}
     summary = build_summary(tools, files)
     if result.returncode != 0 and "events" not in tools:
-        summary.notes.append(f"timeline analysis failed: {_last_line(result.stderr) or f'exit {result.returncode}'}")
+        summary.notes.append(
+            f"timeline analysis failed: {_last_line(result.stderr) or f'exit {result.returncode}'}"
+        )
     summary.seconds = time.perf_counter() - t0
     return summary
 
@@ -152,7 +164,13 @@ def _run_worker(
     cmd = [sys.executable, "-m", "advisor.traces.xprof_worker", str(out_dir), *map(str, inputs)]
     try:
         result = subprocess.run(
-            cmd, capture_output=True, text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL, check=False
+            cmd,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            check=False,
         )
     except subprocess.TimeoutExpired:
         raise TraceError(
@@ -163,16 +181,27 @@ def _run_worker(
 
     produced = {p.stem for p in out_dir.glob("*.json")}
     if result.returncode == EXIT_UNREADABLE:
-        raise TraceError(f"{where}: not a readable XProf profile (truncated or not an XSpace protobuf)")
+        raise TraceError(
+            f"{where}: not a readable XProf profile (truncated or not an XSpace protobuf)"
+        )
     if result.returncode == EXIT_NO_XPROF:
-        raise TraceError(f"reading profiles needs XProf's converter: pip install xprof ({_last_line(result.stderr)})")
-    if result.returncode != 0 and not {"overview_page", "input_pipeline_analyzer", "framework_op_stats"} <= produced:
-        if result.returncode < 0 or any(m in result.stderr for m in ("MemoryError", "bad_alloc", "allocate memory")):
+        raise TraceError(
+            f"reading profiles needs XProf's converter: pip install xprof ({_last_line(result.stderr)})"
+        )
+    if (
+        result.returncode != 0
+        and not {"overview_page", "input_pipeline_analyzer", "framework_op_stats"} <= produced
+    ):
+        if result.returncode < 0 or any(
+            m in result.stderr for m in ("MemoryError", "bad_alloc", "allocate memory")
+        ):
             raise TraceError(
                 f"{where}: XProf's converter stopped (exit {result.returncode}), probably at the memory "
                 f"limit of {memory_mb} MB (raise it with --memory-mb or {MEMORY_ENV})"
             )
-        raise TraceError(f"{where}: XProf's converter failed: {_last_line(result.stderr) or f'exit {result.returncode}'}")
+        raise TraceError(
+            f"{where}: XProf's converter failed: {_last_line(result.stderr) or f'exit {result.returncode}'}"
+        )
     return result
 
 
@@ -217,8 +246,14 @@ def build_summary(tools: dict[str, str], files: list[Path]) -> TraceSummary:
     fields.pop("compute_32bit_percent", None)
     fields.pop("device_duty_cycle_percent", None)
     if events:
-        for key in ("communication_percent", "communication_overlap", "communication_at_end", "h2d_percent",
-                    "d2h_percent", "eager_percent"):
+        for key in (
+            "communication_percent",
+            "communication_overlap",
+            "communication_at_end",
+            "h2d_percent",
+            "d2h_percent",
+            "eager_percent",
+        ):
             if key in events:
                 fields[key] = events[key]
         fields["collective_ops"] = list(events.get("collective_ops", []))
@@ -229,7 +264,10 @@ def build_summary(tools: dict[str, str], files: list[Path]) -> TraceSummary:
     if fields.get("steps", 0) == 0:
         # No step markers: per-step shares are meaningless. Say why.
         for key in list(fields):
-            if key.endswith("_percent") and key not in ("compute_16bit_percent", "device_idle_percent"):
+            if key.endswith("_percent") and key not in (
+                "compute_16bit_percent",
+                "device_idle_percent",
+            ):
                 fields.pop(key)
         fields["breakdown_percent"] = {}
         fields.pop("communication_at_end", None)
@@ -273,11 +311,20 @@ def _device_fallbacks(fields: dict[str, Any], events: dict[str, Any]) -> None:
         + (f" (kernel names show at least {found:.1f}% in 16-bit kernels)" if found > 0 else "")
     )
     ops = [
-        {"name": k["name"], "type": "kernel", "where": "device", "occurrences": k["occurrences"],
-         "self_time_ms": k["time_us"] / 1000.0, "self_time_percent": k["percent"], "eager": False}
+        {
+            "name": k["name"],
+            "type": "kernel",
+            "where": "device",
+            "occurrences": k["occurrences"],
+            "self_time_ms": k["time_us"] / 1000.0,
+            "self_time_percent": k["percent"],
+            "eager": False,
+        }
         for k in kernels
     ]
-    merged = sorted(ops + list(fields.get("top_ops", [])), key=lambda op: -op["self_time_ms"])[:TOP_OPS]
+    merged = sorted(ops + list(fields.get("top_ops", [])), key=lambda op: -op["self_time_ms"])[
+        :TOP_OPS
+    ]
     fields["top_ops"] = merged
     fields["top_ops_host"] = count_host_ops(merged)
     fields["top_ops_copies"] = sum(1 for op in merged if is_copy(op["name"]) or is_copy(op["type"]))

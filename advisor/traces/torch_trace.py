@@ -69,15 +69,21 @@ def summarize_torch(path: str | os.PathLike[str]) -> Any:
     fields = summarize_events(trace.get("traceEvents") or [])
     fields["files"] = [f.name for f in files]
     fields["hosts"] = [f.name[: -len(TORCH_SUFFIX)] for f in files]
-    fields["xprof_properties"] = {"profiler": "torch.profiler", "torch_schema": str(trace.get("schemaVersion", ""))}
+    fields["xprof_properties"] = {
+        "profiler": "torch.profiler",
+        "torch_schema": str(trace.get("schemaVersion", "")),
+    }
     summary = TraceSummary.model_validate(fields)
     summary.seconds = time.perf_counter() - t0
     return summary
 
 
 def _load(file: Path) -> dict[str, Any]:
-    text = read_trace_text(file, empty_hint="was the profiler stopped before it saved?",
-                           large_hint="profile fewer steps")
+    text = read_trace_text(
+        file,
+        empty_hint="was the profiler stopped before it saved?",
+        large_hint="profile fewer steps",
+    )
     try:
         data = json.loads(text)
     except ValueError:
@@ -97,21 +103,31 @@ def summarize_events(events: list[dict[str, Any]]) -> dict[str, Any]:
 
     spans = [e for e in events if e.get("ph") == "X" and isinstance(e.get("dur"), (int, float))]
     steps = sorted(
-        ((int(m.group(1)), float(e["ts"]), float(e["ts"]) + float(e["dur"]), e.get("pid"))
-         for e in spans if e.get("cat") == "user_annotation" and (m := STEP_RE.match(str(e.get("name", ""))))),
+        (
+            (int(m.group(1)), float(e["ts"]), float(e["ts"]) + float(e["dur"]), e.get("pid"))
+            for e in spans
+            if e.get("cat") == "user_annotation" and (m := STEP_RE.match(str(e.get("name", ""))))
+        ),
         key=lambda s: s[1],
     )
     device = [e for e in spans if e.get("cat") in DEVICE_CATS]
     on_device = bool(device)
-    fields: dict[str, Any] = {"hardware": "GPU" if on_device else "CPU_ONLY", "on_device": on_device,
-                              "device_type": "GPU" if on_device else None, "steps": len(steps), "notes": []}
+    fields: dict[str, Any] = {
+        "hardware": "GPU" if on_device else "CPU_ONLY",
+        "on_device": on_device,
+        "device_type": "GPU" if on_device else None,
+        "steps": len(steps),
+        "notes": [],
+    }
     host_ops = [e for e in spans if e.get("cat") == "cpu_op"]
     self_us = _self_times(host_ops)
     fields.update(_top_ops(host_ops, self_us, device, TOP_OPS, on_device))
     if on_device:
         # An aten op on a CUDA tensor only launches kernels: its host time is dispatch, and its
         # work is in the kernel rows. Which ops ran on host tensors the trace does not say.
-        fields["notes"].append("top ops are the GPU kernels; host ops that ran on the CPU are not told apart")
+        fields["notes"].append(
+            "top ops are the GPU kernels; host ops that ran on the CPU are not told apart"
+        )
     fields["top_ops_copies"] = sum(1 for op in fields["top_ops"] if is_copy(op["name"]))
     if len(steps) < 2:
         fields["notes"].append(
@@ -126,18 +142,29 @@ def summarize_events(events: list[dict[str, Any]]) -> dict[str, Any]:
     fields["step_time_ms_mean"] = mean
     fields["step_time_ms_std"] = (sum((d - mean) ** 2 for d in durations) / len(durations)) ** 0.5
     main_pid = steps[0][3]  # ops of every thread of the training process (autograd runs its own)
-    inputs = [(float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in spans
-              if e.get("cat") == "user_annotation" and "DataLoader" in str(e.get("name")) and "__next__" in str(e.get("name"))]
+    inputs = [
+        (float(e["ts"]), float(e["ts"]) + float(e["dur"]))
+        for e in spans
+        if e.get("cat") == "user_annotation"
+        and "DataLoader" in str(e.get("name"))
+        and "__next__" in str(e.get("name"))
+    ]
     input_us = overlap(merge(inputs), cycles)
-    outer = [(float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in host_ops
-             if e.get("pid") == main_pid and id(e) in self_us.outermost]
+    outer = [
+        (float(e["ts"]), float(e["ts"]) + float(e["dur"]))
+        for e in host_ops
+        if e.get("pid") == main_pid and id(e) in self_us.outermost
+    ]
     op_us = overlap(subtract(merge(outer), merge(inputs)), cycles)
     pct = 100.0 / total if total > 0 else 0.0
     fields["input_percent"] = input_us * pct
     fields["host_compute_percent"] = op_us * pct
     fields["all_others_percent"] = max(0.0, total - input_us - op_us) * pct
-    fields["breakdown_percent"] = {"input": fields["input_percent"], "host_compute": fields["host_compute_percent"],
-                                   "all_others": fields["all_others_percent"]}
+    fields["breakdown_percent"] = {
+        "input": fields["input_percent"],
+        "host_compute": fields["host_compute_percent"],
+        "all_others": fields["all_others_percent"],
+    }
     if on_device:
         fields.update(_device_shares(spans, device, cycles, total))
     return fields
@@ -173,8 +200,13 @@ def _self_times(ops: list[dict[str, Any]]) -> _SelfTimes:
     return out
 
 
-def _top_ops(host_ops: list[dict[str, Any]], self_us: dict[int, float], device: list[dict[str, Any]],
-             limit: int, on_device: bool) -> dict[str, Any]:
+def _top_ops(
+    host_ops: list[dict[str, Any]],
+    self_us: dict[int, float],
+    device: list[dict[str, Any]],
+    limit: int,
+    on_device: bool,
+) -> dict[str, Any]:
     """Host ops by self time on a CPU-only trace; the GPU's kernels and copies on a GPU trace."""
     host: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
     for e in host_ops:
@@ -187,12 +219,20 @@ def _top_ops(host_ops: list[dict[str, Any]], self_us: dict[int, float], device: 
         entry[0] += 1
         entry[1] += float(e["dur"])
     rows: list[dict[str, Any]] = []
-    for where, table in ((("device", dev),) if on_device else (("host", host),)):
+    for where, table in (("device", dev),) if on_device else (("host", host),):
         side_total = sum(v[1] for v in table.values()) or 1.0
         for name, (count, us) in table.items():
-            rows.append({"name": name, "type": _op_type(name), "where": where, "occurrences": int(count),
-                         "self_time_ms": us / 1000.0, "self_time_percent": 100.0 * us / side_total,
-                         "eager": False})
+            rows.append(
+                {
+                    "name": name,
+                    "type": _op_type(name),
+                    "where": where,
+                    "occurrences": int(count),
+                    "self_time_ms": us / 1000.0,
+                    "self_time_percent": 100.0 * us / side_total,
+                    "eager": False,
+                }
+            )
     rows.sort(key=lambda r: -r["self_time_ms"])
     return {"top_ops": rows[:limit]}
 
@@ -202,8 +242,12 @@ def _op_type(name: str) -> str:
     return name.split("::", 1)[1] if "::" in name else name
 
 
-def _device_shares(spans: list[dict[str, Any]], device: list[dict[str, Any]],
-                   cycles: list[tuple[float, float]], total: float) -> dict[str, Any]:
+def _device_shares(
+    spans: list[dict[str, Any]],
+    device: list[dict[str, Any]],
+    cycles: list[tuple[float, float]],
+    total: float,
+) -> dict[str, Any]:
     def ranges(pred: Any) -> list[tuple[float, float]]:
         return [(float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in spans if pred(e)]
 
@@ -213,7 +257,9 @@ def _device_shares(spans: list[dict[str, Any]], device: list[dict[str, Any]],
     nccl = ranges(lambda e: e.get("cat") == "kernel" and "nccl" in str(e.get("name")).lower())
     h2d = ranges(lambda e: e.get("cat") == "gpu_memcpy" and "htod" in str(e.get("name")).lower())
     d2h = ranges(lambda e: e.get("cat") == "gpu_memcpy" and "dtoh" in str(e.get("name")).lower())
-    launch = ranges(lambda e: e.get("cat") == "cuda_runtime" and "launch" in str(e.get("name")).lower())
+    launch = ranges(
+        lambda e: e.get("cat") == "cuda_runtime" and "launch" in str(e.get("name")).lower()
+    )
     comm = overlap(merge(nccl), cycles)
     compute = overlap(subtract(merge(kernels), merge(nccl)), cycles)
     out: dict[str, Any] = {
@@ -223,6 +269,8 @@ def _device_shares(spans: list[dict[str, Any]], device: list[dict[str, Any]],
         "d2h_percent": overlap(merge(d2h), cycles) * pct,
         "kernel_launch_percent": overlap(merge(launch), cycles) * pct,
         "communication_percent": comm * pct,
-        "collective_ops": sorted({str(e.get("name")) for e in device if "nccl" in str(e.get("name")).lower()})[:20],
+        "collective_ops": sorted(
+            {str(e.get("name")) for e in device if "nccl" in str(e.get("name")).lower()}
+        )[:20],
     }
     return out

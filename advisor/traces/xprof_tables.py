@@ -18,11 +18,23 @@ import statistics
 from typing import Any
 
 PY_FUNC_TYPES = frozenset({"PyFunc", "PyFuncStateless", "EagerPyFunc"})
-COPY_MARKERS = ("memcpy", "copytodevice", "copyfromdevice", "_send", "_recv", "h2d", "d2h", "htod", "dtoh")
+COPY_MARKERS = (
+    "memcpy",
+    "copytodevice",
+    "copyfromdevice",
+    "_send",
+    "_recv",
+    "h2d",
+    "d2h",
+    "htod",
+    "dtoh",
+)
 TOP_OPS = 10
 # Host-side rows that are not model ops falling back to the CPU: the input pipeline (host by
 # design, judged by the input rules) and runtime plumbing (PJRT's host callbacks under JAX).
-HOST_PLUMBING_TYPES = frozenset({"Dataset", "IDLE", "ThenExecuteCallback", "GetEventForComputeStreamSyncPoint"})
+HOST_PLUMBING_TYPES = frozenset(
+    {"Dataset", "IDLE", "ThenExecuteCallback", "GetEventForComputeStreamSyncPoint"}
+)
 
 # Per-step columns of XProf's step-time table → our names.
 STEP_COLUMNS = {
@@ -108,7 +120,9 @@ def step_fields(input_tables: list[dict[str, Any]], on_device: bool) -> dict[str
             continue
         shares[name] = 100.0 * sum(v or 0.0 for v in values) / total
     device_only = {"device_compute", "device_to_device", "device_collectives", "kernel_launch"}
-    out["breakdown_percent"] = {k: v for k, v in shares.items() if on_device or k not in device_only}
+    out["breakdown_percent"] = {
+        k: v for k, v in shares.items() if on_device or k not in device_only
+    }
     return out
 
 
@@ -119,8 +133,13 @@ def input_fields(input_tables: list[dict[str, Any]]) -> dict[str, Any]:
         if props.get(key):
             out["input_statement" if key == "input_conclusion" else "input_next_step"] = props[key]
     breakdown = {}
-    for key in ("demanded_file_read_us", "advanced_file_read_us", "preprocessing_us", "enqueue_us",
-                "unclassified_nonequeue_us"):
+    for key in (
+        "demanded_file_read_us",
+        "advanced_file_read_us",
+        "preprocessing_us",
+        "enqueue_us",
+        "unclassified_nonequeue_us",
+    ):
         value = number(props.get(key))
         if value is not None:
             breakdown[key[:-3]] = value
@@ -141,8 +160,13 @@ def overview_fields(overview_tables: list[dict[str, Any]]) -> dict[str, Any]:
     classification = props.get("bottleneck") or props.get("input_classification")
     if isinstance(classification, str) and classification:
         out["input_classification"] = classification.upper()
-    for key in ("statement", "all_other_statement", "kernel_launch_statement", "precision_statement",
-                "device_collectives_statement"):
+    for key in (
+        "statement",
+        "all_other_statement",
+        "kernel_launch_statement",
+        "precision_statement",
+        "device_collectives_statement",
+    ):
         if props.get(key):
             out.setdefault("statements", {})[key] = props[key]
     if on_device:
@@ -160,7 +184,9 @@ def overview_fields(overview_tables: list[dict[str, Any]]) -> dict[str, Any]:
     if value is not None:
         out["host_eager_op_percent"] = value
     # Everything XProf said, for people who want to look further (and for later rules).
-    out["xprof_properties"] = {k: v for k, v in props.items() if isinstance(v, str) and len(v) < 400}
+    out["xprof_properties"] = {
+        k: v for k, v in props.items() if isinstance(v, str) and len(v) < 400
+    }
     return out
 
 
@@ -177,8 +203,12 @@ def op_fields(op_tables: list[dict[str, Any]], on_device: bool) -> dict[str, Any
     all_rows = [r for r in rows(table) if r.get("type") != "IDLE" and r.get("operation") != "IDLE"]
     all_rows.sort(key=lambda r: number(r.get("rank")) or math.inf)
     out["op_count"] = len(all_rows)
-    host_total = sum(number(r.get("total_self_time")) or 0.0 for r in all_rows if _where(r) == "host")
-    device_total = sum(number(r.get("total_self_time")) or 0.0 for r in all_rows if _where(r) == "device")
+    host_total = sum(
+        number(r.get("total_self_time")) or 0.0 for r in all_rows if _where(r) == "host"
+    )
+    device_total = sum(
+        number(r.get("total_self_time")) or 0.0 for r in all_rows if _where(r) == "device"
+    )
     top: list[dict[str, Any]] = []
     for r in all_rows[:TOP_OPS]:
         where = _where(r)
@@ -196,9 +226,13 @@ def op_fields(op_tables: list[dict[str, Any]], on_device: bool) -> dict[str, Any
             }
         )
     out["top_ops"] = top
-    out["py_func_ops"] = sorted({str(r.get("operation")) for r in all_rows if r.get("type") in PY_FUNC_TYPES})
+    out["py_func_ops"] = sorted(
+        {str(r.get("operation")) for r in all_rows if r.get("type") in PY_FUNC_TYPES}
+    )
     out["top_ops_host"] = count_host_ops(top) if on_device else None
-    out["top_ops_copies"] = sum(1 for op in top if is_copy(str(op["type"])) or is_copy(str(op["name"])))
+    out["top_ops_copies"] = sum(
+        1 for op in top if is_copy(str(op["type"])) or is_copy(str(op["name"]))
+    )
     return out
 
 
@@ -209,8 +243,11 @@ def _where(row: dict[str, Any]) -> str:
 def count_host_ops(top: list[dict[str, Any]]) -> int:
     """Host-side model ops among the top ops (input pipeline and runtime plumbing left out)."""
     return sum(
-        1 for op in top
-        if op["where"] == "host" and op["type"] not in HOST_PLUMBING_TYPES and op["name"] not in HOST_PLUMBING_TYPES
+        1
+        for op in top
+        if op["where"] == "host"
+        and op["type"] not in HOST_PLUMBING_TYPES
+        and op["name"] not in HOST_PLUMBING_TYPES
         and not str(op["name"]).startswith("Iterator::")
     )
 

@@ -48,7 +48,10 @@ def _as_text(data: object) -> str | None:
 
 def main(argv: list[str]) -> int:
     if len(argv) < 2:
-        print("usage: python -m advisor.traces.xprof_worker OUT_DIR FILE.xplane.pb...", file=sys.stderr)
+        print(
+            "usage: python -m advisor.traces.xprof_worker OUT_DIR FILE.xplane.pb...",
+            file=sys.stderr,
+        )
         return 2
     out = Path(argv[0])
     paths = argv[1:]
@@ -72,7 +75,10 @@ def main(argv: list[str]) -> int:
         data, _ = raw_to_tool_data.xspace_to_tool_data(paths, tool, params)
         text = _as_text(data)
         if not text:
-            print(f"XProf could not read {', '.join(paths)} (not a complete XSpace profile)", file=sys.stderr)
+            print(
+                f"XProf could not read {', '.join(paths)} (not a complete XSpace profile)",
+                file=sys.stderr,
+            )
             return EXIT_UNREADABLE
         (out / f"{tool}.json").write_text(text, encoding="utf-8")
         meta["tools_s"][tool] = time.perf_counter() - t1  # type: ignore[index]

@@ -16,17 +16,27 @@ from advisor.probes.framework import device_kind
 BACKENDS = ("jax", "torch", "tensorflow")
 
 
-def loop_context(backend: str | None, world: int, batch_size: int | None, logging: bool) -> dict[str, Any]:
+def loop_context(
+    backend: str | None, world: int, batch_size: int | None, logging: bool
+) -> dict[str, Any]:
     """The ``context.*`` values of a custom loop (absent where unknown)."""
     device, count = device_kind(backend)
     values: dict[str, Any] = {
-        "context.backend": backend, "context.framework": "custom", "context.legacy_keras": False,
-        "context.device": device, "context.device_count": count,
-        "context.strategy": "default" if world == 1 else "custom", "context.replicas": world,
-        "context.num_workers": world, "context.per_replica_batch_size": batch_size,
+        "context.backend": backend,
+        "context.framework": "custom",
+        "context.legacy_keras": False,
+        "context.device": device,
+        "context.device_count": count,
+        "context.strategy": "default" if world == 1 else "custom",
+        "context.replicas": world,
+        "context.num_workers": world,
+        "context.per_replica_batch_size": batch_size,
         "context.global_batch_size": batch_size * world if batch_size else None,
-        "context.steps_per_execution": 1, "context.input_kind": "custom", "context.callbacks": [],
-        "context.host_cpu_count": os.cpu_count(), "context.profiling_configured": False,
+        "context.steps_per_execution": 1,
+        "context.input_kind": "custom",
+        "context.callbacks": [],
+        "context.host_cpu_count": os.cpu_count(),
+        "context.profiling_configured": False,
         "throughput.logging": logging,
     }
     return {k: v for k, v in values.items() if v is not None}

@@ -43,7 +43,9 @@ from advisor.tracking.context import BACKENDS, detect_backend, loop_context
 log = logging.getLogger("advisor")
 
 F = TypeVar("F", bound=Callable[..., Any])
-_CURRENT: contextvars.ContextVar[TrackedRun | None] = contextvars.ContextVar("advisor_tracked_run", default=None)
+_CURRENT: contextvars.ContextVar[TrackedRun | None] = contextvars.ContextVar(
+    "advisor_tracked_run", default=None
+)
 
 
 def current_run() -> TrackedRun | None:
@@ -54,15 +56,29 @@ def current_run() -> TrackedRun | None:
 class TrackedRun:
     """One custom-loop run; use through :func:`track`. Markers: ``step``, ``epoch``, ``validation``."""
 
-    def __init__(self, batch_size: int | None = None, runs_dir: str | os.PathLike[str] | None = None, *,
-                 name: str | None = None, tags: dict[str, str] | None = None, backend: str | None = None,
-                 instance_type: str | None = None, price_per_hour: float | None = None,
-                 window_seconds: float = 10.0, warmup_steps: int = 5, log_every_seconds: float | None = 60.0,
-                 telemetry: bool = True, telemetry_interval_seconds: float = 1.0, mlflow: bool = False,
-                 pricing: Pricing | None = None, **deprecated: Any) -> None:
+    def __init__(
+        self,
+        batch_size: int | None = None,
+        runs_dir: str | os.PathLike[str] | None = None,
+        *,
+        name: str | None = None,
+        tags: dict[str, str] | None = None,
+        backend: str | None = None,
+        instance_type: str | None = None,
+        price_per_hour: float | None = None,
+        window_seconds: float = 10.0,
+        warmup_steps: int = 5,
+        log_every_seconds: float | None = 60.0,
+        telemetry: bool = True,
+        telemetry_interval_seconds: float = 1.0,
+        mlflow: bool = False,
+        pricing: Pricing | None = None,
+        **deprecated: Any,
+    ) -> None:
         check_names(deprecated, "advisor.track", accepted=TRACK_OPTIONS)
-        if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int)
-                                       or batch_size < 1):
+        if batch_size is not None and (
+            isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1
+        ):
             from advisor.errors import UsageError
 
             raise UsageError(f"batch_size must be a positive integer, got {batch_size!r}")
@@ -74,11 +90,23 @@ class TrackedRun:
         self._batch = batch_size or 0  # without a batch size, steps are counted and samples unknown
         self.backend = backend
         # The callback's typed options validate and record the shared settings.
-        given = dict(runs_dir=None if runs_dir is None else os.fspath(runs_dir), name=name, tags=tags or {},
-                     instance_type=instance_type, price_per_hour=price_per_hour, window_seconds=window_seconds,
-                     warmup_steps=warmup_steps, log_every_seconds=log_every_seconds, telemetry=telemetry,
-                     telemetry_interval_seconds=telemetry_interval_seconds, mlflow=mlflow, pricing=pricing)
-        self.options = AdvisorOptions(**renamed(given, deprecated, "advisor.track"), mfu=False, pipeline=False)
+        given = dict(
+            runs_dir=None if runs_dir is None else os.fspath(runs_dir),
+            name=name,
+            tags=tags or {},
+            instance_type=instance_type,
+            price_per_hour=price_per_hour,
+            window_seconds=window_seconds,
+            warmup_steps=warmup_steps,
+            log_every_seconds=log_every_seconds,
+            telemetry=telemetry,
+            telemetry_interval_seconds=telemetry_interval_seconds,
+            mlflow=mlflow,
+            pricing=pricing,
+        )
+        self.options = AdvisorOptions(
+            **renamed(given, deprecated, "advisor.track"), mfu=False, pipeline=False
+        )
         self.writer: Any = None
         self.session: Session | None = None
         self.guard: Guard | None = None
@@ -97,7 +125,9 @@ class TrackedRun:
         self._epochs_marked = 0
         self._val_t0: float | None = None
         self._val_seconds = 0.0
-        self._warmup_end = self.options.warmup_steps  # steps 1..warmup_steps form a window of their own
+        self._warmup_end = (
+            self.options.warmup_steps
+        )  # steps 1..warmup_steps form a window of their own
         self._t0 = 0.0
         self._own_seconds = 0.0
         self._sampled = 0
@@ -105,7 +135,9 @@ class TrackedRun:
         self._log_t = 0.0
         self._log_samples = 0
         self._log_seconds = 0.0
-        self._window_seconds = 0.0  # all windows' time: the steps (start-up included) and our work in them
+        self._window_seconds = (
+            0.0  # all windows' time: the steps (start-up included) and our work in them
+        )
         self._val_total = 0.0
         self._first_step_s: float | None = None
 
@@ -178,8 +210,11 @@ class TrackedRun:
         try:
             self._begin()
         except Exception as exc:
-            log.warning("advisor: could not start the run (%s: %s); training goes on without it",
-                        type(exc).__name__, exc)
+            log.warning(
+                "advisor: could not start the run (%s: %s); training goes on without it",
+                type(exc).__name__,
+                exc,
+            )
             self._on = False
         return self
 
@@ -187,8 +222,10 @@ class TrackedRun:
         if self._token is not None:
             _CURRENT.reset(self._token)
             self._token = None
-        self.close("failed" if exc_type is not None else "finished",
-                   None if exc_type is None else f"training raised {exc_type.__name__}: {exc}")
+        self.close(
+            "failed" if exc_type is not None else "finished",
+            None if exc_type is None else f"training raised {exc_type.__name__}: {exc}",
+        )
 
     def close(self, status: str = "finished", reason: str | None = None) -> None:
         """End the run (``__exit__`` does this); safe to call twice."""
@@ -205,7 +242,9 @@ class TrackedRun:
             self._call("on_train_end")
             self._write_budget(final=True)
             own = self._own_estimate()
-            self.writer.close(status, advisor_seconds=own, train_seconds=time.perf_counter() - self._t0)
+            self.writer.close(
+                status, advisor_seconds=own, train_seconds=time.perf_counter() - self._t0
+            )
             self._call("on_run_closed", status)
         except Exception as exc:
             log.warning("advisor: could not close the run: %s", exc)
@@ -229,16 +268,32 @@ class TrackedRun:
             framework["backend_version"] = getattr(module, "__version__", None)
         config = opts.recorded()
         config.update(batch_size=self.batch_size, loop="custom")
-        manifest = run_manifest(framework=framework, num_workers=world, steps_per_execution=1,
-                                instance=instance, price=(price, price_source),
-                                options=opts, config=config,
-                                strategy="default" if world == 1 else "custom", replicas=world,
-                                per_replica_batch_size=self.batch_size,
-                                global_batch_size=self.batch_size * world if self.batch_size else None)
+        manifest = run_manifest(
+            framework=framework,
+            num_workers=world,
+            steps_per_execution=1,
+            instance=instance,
+            price=(price, price_source),
+            options=opts,
+            config=config,
+            strategy="default" if world == 1 else "custom",
+            replicas=world,
+            per_replica_batch_size=self.batch_size,
+            global_batch_size=self.batch_size * world if self.batch_size else None,
+        )
         self.writer = RunWriter(opts.runs_dir, rank=rank, manifest=manifest, name=opts.name)
-        self.session = Session(writer=self.writer, model=None, rank=rank, num_workers=world, options=opts,
-                               data=DataInfo(kind="custom", batch_size=self.batch_size), keras_flavor="custom",
-                               backend=backend, train_begin_t=time.perf_counter(), price_per_hour=price)
+        self.session = Session(
+            writer=self.writer,
+            model=None,
+            rank=rank,
+            num_workers=world,
+            options=opts,
+            data=DataInfo(kind="custom", batch_size=self.batch_size),
+            keras_flavor="custom",
+            backend=backend,
+            train_begin_t=time.perf_counter(),
+            price_per_hour=price,
+        )
         wanted = tuple(n for n in ("telemetry", "mlflow") if getattr(opts, n))
         collectors: list[Collector] = build_collectors(dataclasses.replace(opts, collectors=wanted))
         for collector in collectors:
@@ -279,9 +334,14 @@ class TrackedRun:
                     self.writer.write(FirstStepRecord(t=time.time(), seconds=self._first_step_s))
                 samples = self._samples - self._win_samples0
                 record = WindowRecord(
-                    t=time.time(), epoch=self._epoch, seconds=now - self._clock.t0, steps=steps,
+                    t=time.time(),
+                    epoch=self._epoch,
+                    seconds=now - self._clock.t0,
+                    steps=steps,
                     samples=samples if self.batch_size is not None or samples else None,
-                    step_begin=self._win_step0, step_end=self._steps, warmup=warmup,
+                    step_begin=self._win_step0,
+                    step_end=self._steps,
+                    warmup=warmup,
                     **interval_stats(self._clock.stamps),
                 )
                 self.writer.write(record)
@@ -300,14 +360,22 @@ class TrackedRun:
     def _write_epoch(self) -> None:
         seconds = time.perf_counter() - self._epoch_t0
         samples = self._samples - self._epoch_samples0
-        self.writer.write(EpochRecord(
-            t=time.time(), epoch=self._epoch, seconds=seconds, train_seconds=seconds - self._val_seconds,
-            val_seconds=self._val_seconds, steps=self._steps - self._epoch_step0,
-            samples=samples if self.batch_size is not None or samples else None,
-        ))
+        self.writer.write(
+            EpochRecord(
+                t=time.time(),
+                epoch=self._epoch,
+                seconds=seconds,
+                train_seconds=seconds - self._val_seconds,
+                val_seconds=self._val_seconds,
+                steps=self._steps - self._epoch_step0,
+                samples=samples if self.batch_size is not None or samples else None,
+            )
+        )
 
     def _own_estimate(self) -> float:
-        return self._own_seconds + (self._sampled_seconds / self._sampled * self._steps if self._sampled else 0.0)
+        return self._own_seconds + (
+            self._sampled_seconds / self._sampled * self._steps if self._sampled else 0.0
+        )
 
     def _write_budget(self, final: bool) -> None:
         """Where the loop's time went, as its markers tell: start-up (to the first step's end),
@@ -318,12 +386,23 @@ class TrackedRun:
         wall = time.perf_counter() - self._t0
         own = min(self._own_estimate(), self._window_seconds)
         startup = min(self._first_step_s or 0.0, self._window_seconds - own)
-        seconds = {"startup": startup, "train_steps": max(0.0, self._window_seconds - own - startup),
-                   "validation": self._val_total, "advisor_hooks": own}
+        seconds = {
+            "startup": startup,
+            "train_steps": max(0.0, self._window_seconds - own - startup),
+            "validation": self._val_total,
+            "advisor_hooks": own,
+        }
         seconds["unaccounted"] = wall - sum(seconds.values())
-        self.writer.write(BudgetRecord(t=time.time(), final=final, wall_seconds=round(wall, 6),
-                                       seconds={k: round(v, 6) for k, v in seconds.items()}, steps=self._steps,
-                                       source="track"))
+        self.writer.write(
+            BudgetRecord(
+                t=time.time(),
+                final=final,
+                wall_seconds=round(wall, 6),
+                seconds={k: round(v, 6) for k, v in seconds.items()},
+                steps=self._steps,
+                source="track",
+            )
+        )
 
     def _end_validation(self) -> None:
         if self._val_t0 is None:
@@ -363,7 +442,9 @@ class TrackedRun:
 
 
 # What ``advisor.track`` accepts: a subset of the callback's options, plus the loop's own.
-TRACK_OPTIONS = tuple(p for p in inspect.signature(TrackedRun.__init__).parameters if p not in ("self", "deprecated"))
+TRACK_OPTIONS = tuple(
+    p for p in inspect.signature(TrackedRun.__init__).parameters if p not in ("self", "deprecated")
+)
 
 
 class _Validation:

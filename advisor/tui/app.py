@@ -33,8 +33,13 @@ if TYPE_CHECKING:
     from advisor.diagnosis.config import Config
     from advisor.service.listing import Target
 
-TITLES = {RunsScreen: "Runs", FindingsScreen: "Findings", ScalingScreen: "Scaling", LiveScreen: "Live",
-          CompareScreen: "Compare"}
+TITLES = {
+    RunsScreen: "Runs",
+    FindingsScreen: "Findings",
+    ScalingScreen: "Scaling",
+    LiveScreen: "Live",
+    CompareScreen: "Compare",
+}
 
 
 class AdvisorApp(App[int]):
@@ -54,10 +59,14 @@ class AdvisorApp(App[int]):
         self.data = data
         self.target = target
         self.poll_s = poll_s
-        self.last_input = 0.0  # monotonic time of the last key or mouse event (background work yields)
+        self.last_input = (
+            0.0  # monotonic time of the last key or mouse event (background work yields)
+        )
 
     async def on_event(self, event: events.Event) -> None:
-        if isinstance(event, (events.Key, events.MouseDown, events.MouseScrollDown, events.MouseScrollUp)):
+        if isinstance(
+            event, (events.Key, events.MouseDown, events.MouseScrollDown, events.MouseScrollUp)
+        ):
             self.last_input = time.monotonic()
         await super().on_event(event)
 
@@ -113,13 +122,22 @@ class AdvisorApp(App[int]):
             if binding.action == "command_palette":
                 continue
             target = screen if binding in screen.BINDINGS else self
-            yield SystemCommand(binding.description, f"key: {key_label(binding.key)}", partial(target.run_action, binding.action))
+            yield SystemCommand(
+                binding.description,
+                f"key: {key_label(binding.key)}",
+                partial(target.run_action, binding.action),
+            )
         yield SystemCommand("Keys and help", "what each key does on this screen", self.action_help)
 
 
-def make_app(target: str | None = None, *, runs_dir: str | os.PathLike[str] | None = None,
-             export_dir: str | os.PathLike[str] | None = None, config: Config | str | None = "auto",
-             poll_s: float = 0.5) -> AdvisorApp:
+def make_app(
+    target: str | None = None,
+    *,
+    runs_dir: str | os.PathLike[str] | None = None,
+    export_dir: str | os.PathLike[str] | None = None,
+    config: Config | str | None = "auto",
+    poll_s: float = 0.5,
+) -> AdvisorApp:
     """The app on a store (``target`` None or a runs directory), a run or a sweep.
 
     ``config``: ``"auto"`` reads ``[tool.advisor]`` from the nearest pyproject.toml (as
@@ -133,4 +151,6 @@ def make_app(target: str | None = None, *, runs_dir: str | os.PathLike[str] | No
         settings = config
     else:
         settings = load_config(None if config == "auto" else config)
-    return AdvisorApp(TuiData(found.runs_dir, config=settings, export_dir=export_dir), found, poll_s=poll_s)
+    return AdvisorApp(
+        TuiData(found.runs_dir, config=settings, export_dir=export_dir), found, poll_s=poll_s
+    )

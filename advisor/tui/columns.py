@@ -12,7 +12,9 @@ from collections.abc import Mapping, Sequence
 ELLIPSIS = "…"
 
 
-def fit_widths(natural: Mapping[str, int], available: int, shrink: Sequence[tuple[str, int]]) -> dict[str, int]:
+def fit_widths(
+    natural: Mapping[str, int], available: int, shrink: Sequence[tuple[str, int]]
+) -> dict[str, int]:
     """The width of each column: its ``natural`` width, less what the columns of ``shrink``
     (``(name, minimum)``, in the order they give way) lose until the total fits ``available``.
 
@@ -40,4 +42,4 @@ def shorten(text: str, width: int, *, keep_end: bool = False) -> str:
     if not keep_end:
         return text[: width - 1] + ELLIPSIS
     head = (width - 1) // 3
-    return text[:head] + ELLIPSIS + text[len(text) - (width - 1 - head):]
+    return text[:head] + ELLIPSIS + text[len(text) - (width - 1 - head) :]

@@ -48,8 +48,13 @@ def attempt(call: Callable[[], T]) -> T:
 class TuiData:
     """The store the TUI shows, its diagnosis settings, and where exports go."""
 
-    def __init__(self, runs_dir: str | os.PathLike[str] | None = None, *,
-                 config: Config | None = None, export_dir: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self,
+        runs_dir: str | os.PathLike[str] | None = None,
+        *,
+        config: Config | None = None,
+        export_dir: str | os.PathLike[str] | None = None,
+    ) -> None:
         from advisor.service import Store
 
         self.store = Store(runs_dir)
@@ -106,7 +111,9 @@ class TuiData:
     def table(self, sweep: str | None) -> ScalingTable:
         """The scaling table of a sweep id (None: every run of the store)."""
         with self.lock:
-            return attempt(lambda: self.store.scaling_table(sweep if sweep else str(self.store.root)))
+            return attempt(
+                lambda: self.store.scaling_table(sweep if sweep else str(self.store.root))
+            )
 
     def run_status(self, path: str) -> str:
         """A run's status now (running, finished, failed, killed or unreadable)."""
@@ -142,8 +149,9 @@ class TuiData:
         _write(path, render_table(table, "json"))
         return ExportResult([str(path)])
 
-    def export_plots(self, name: str, text_plots: Mapping[str, str], table: ScalingTable | None = None
-                     ) -> ExportResult:
+    def export_plots(
+        self, name: str, text_plots: Mapping[str, str], table: ScalingTable | None = None
+    ) -> ExportResult:
         """The screen's plots as text (what the terminal shows) and, for a scaling table, as PNG
         when matplotlib is installed (the ``report`` extra)."""
         result = ExportResult()
@@ -162,7 +170,9 @@ class TuiData:
             try:
                 written, skipped = write_plots(table, folder)
             except ImportError:
-                result.skipped.append("PNG plots need matplotlib: pip install 'keras-advisor[report]'")
+                result.skipped.append(
+                    "PNG plots need matplotlib: pip install 'keras-advisor[report]'"
+                )
             else:
                 result.written += [str(p) for p in written]
                 result.skipped += skipped
@@ -172,7 +182,9 @@ class TuiData:
         try:
             self.export_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise TuiError(f"{self.export_dir}: cannot create the export directory ({exc})") from None
+            raise TuiError(
+                f"{self.export_dir}: cannot create the export directory ({exc})"
+            ) from None
         return self.export_dir / name
 
 

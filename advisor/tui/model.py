@@ -18,9 +18,18 @@ if TYPE_CHECKING:
     from advisor.service.store import RunRow
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
-STATUS_STYLE = {"fail": "bold", "pass": "green", "unknown": "dim", "n/a": "dim", "error": "bold magenta",
-                "running": "bold green", "finished": "", "failed": "red", "killed": "red",
-                "unreadable": "bold magenta"}
+STATUS_STYLE = {
+    "fail": "bold",
+    "pass": "green",
+    "unknown": "dim",
+    "n/a": "dim",
+    "error": "bold magenta",
+    "running": "bold green",
+    "finished": "",
+    "failed": "red",
+    "killed": "red",
+    "unreadable": "bold magenta",
+}
 
 
 @dataclass
@@ -65,12 +74,23 @@ class RunView:
 
     @property
     def date(self) -> str:
-        return time.strftime("%m-%d %H:%M", time.localtime(self.row.created)) if self.row.created else "—"
+        return (
+            time.strftime("%m-%d %H:%M", time.localtime(self.row.created))
+            if self.row.created
+            else "—"
+        )
 
 
 def _text_of(view: RunView) -> str:
     r = view.row
-    parts = [r.run_id, r.name or "", r.strategy or "", r.sweep_id or "", view.status, view.top_finding]
+    parts = [
+        r.run_id,
+        r.name or "",
+        r.strategy or "",
+        r.sweep_id or "",
+        view.status,
+        view.top_finding,
+    ]
     parts += [f"{k}={v}" for k, v in r.tags.items()]
     return " ".join(parts).lower()
 
@@ -115,9 +135,15 @@ class RunFilter:
             if key not in r.tags or (value is not None and r.tags[key] != value):
                 return False
         for name, value in self.fields:
-            actual = {"strategy": r.strategy, "status": view.status, "sweep": r.sweep_id,
-                      "workers": None if r.workers is None else str(r.workers)}[name]
-            if actual is None or (value not in actual.lower() if name != "workers" else value != actual):
+            actual = {
+                "strategy": r.strategy,
+                "status": view.status,
+                "sweep": r.sweep_id,
+                "workers": None if r.workers is None else str(r.workers),
+            }[name]
+            if actual is None or (
+                value not in actual.lower() if name != "workers" else value != actual
+            ):
                 return False
         text = _text_of(view)
         return all(w in text for w in self.words)
@@ -178,18 +204,24 @@ def compare(reports: list[Report]) -> Comparison:
         ("instance", lambda r: r.run.instance_type or "—"),
     ):
         metrics.append((label, [get(r) for r in reports]))
-    for label, name, show in (("samples/s", "throughput.samples_per_s", lambda v: readable(v, 1)),
-                              ("samples/$", "cost.samples_per_dollar", count_text),
-                              ("step time (ms)", "steps.time_ms.mean", lambda v: readable(v, 2)),
-                              ("epoch time (s, first out)", "time.epoch_s.mean", lambda v: readable(v, 2)),
-                              ("measured steps", "throughput.measured_steps", lambda v: readable(v, 0))):
+    for label, name, show in (
+        ("samples/s", "throughput.samples_per_s", lambda v: readable(v, 1)),
+        ("samples/$", "cost.samples_per_dollar", count_text),
+        ("step time (ms)", "steps.time_ms.mean", lambda v: readable(v, 2)),
+        ("epoch time (s, first out)", "time.epoch_s.mean", lambda v: readable(v, 2)),
+        ("measured steps", "throughput.measured_steps", lambda v: readable(v, 0)),
+    ):
         base = _fact(first, name)
-        values = [show(_fact(r, name)) + (_relative(_fact(r, name), base) if i else "")
-                  for i, r in enumerate(reports)]
+        values = [
+            show(_fact(r, name)) + (_relative(_fact(r, name), base) if i else "")
+            for i, r in enumerate(reports)
+        ]
         if any(v != "—" for v in values):
             metrics.append((label, values))
     metrics.append(("findings", [str(len(r.failures)) for r in reports]))
-    tops = [next(iter(r.failing("warning")), None) for r in reports]  # the costliest warning or error
+    tops = [
+        next(iter(r.failing("warning")), None) for r in reports
+    ]  # the costliest warning or error
     metrics.append(("top finding", [f"{t.code} {t.name}" if t else "—" for t in tops]))
     by_code: dict[str, dict[int, Finding]] = {}
     for i, r in enumerate(reports):
@@ -248,8 +280,13 @@ class Counts:
 
     def line(self) -> str:
         share = f" ({percent(self.decided / self.total, 0, fraction=True)})" if self.total else ""
-        parts = [f"decided {self.decided}/{self.total}{share}", f"fail {self.fail}",
-                 f"pass {self.passed}", f"n/a {self.not_applicable}", f"unknown {self.unknown}"]
+        parts = [
+            f"decided {self.decided}/{self.total}{share}",
+            f"fail {self.fail}",
+            f"pass {self.passed}",
+            f"n/a {self.not_applicable}",
+            f"unknown {self.unknown}",
+        ]
         if self.error:
             parts.append(f"error {self.error}")
         return " · ".join(parts)
@@ -257,8 +294,15 @@ class Counts:
 
 def counts(report: Report) -> Counts:
     s = report.summary
-    return Counts(report.coverage.decided, report.coverage.total, s.fail, s.passed, s.not_applicable,
-                  s.unknown, s.error)
+    return Counts(
+        report.coverage.decided,
+        report.coverage.total,
+        s.fail,
+        s.passed,
+        s.not_applicable,
+        s.unknown,
+        s.error,
+    )
 
 
 @dataclass(frozen=True)
@@ -272,27 +316,57 @@ def measured_gains(finding: Finding, facts: dict[str, Any]) -> list[Gain]:
     values = {e.fact: e.value for e in finding.evidence}
     gains: list[Gain] = []
     m = finding.measured
-    if m is not None:  # the what-if's gain of this fix (or its measured ceiling), worded as `show` prints it:
-        label, _, text = m.text.partition(": ")  # the text names itself ("measured ceiling: 2.7× …")
+    if (
+        m is not None
+    ):  # the what-if's gain of this fix (or its measured ceiling), worded as `show` prints it:
+        label, _, text = m.text.partition(
+            ": "
+        )  # the text names itself ("measured ceiling: 2.7× …")
         gains.append(Gain(label, text + f" — {m.candidate}" + (f": {m.label}" if m.label else "")))
     plain = {name: _plain(facts, name) for name in facts}
     # The input served from memory is measured twice when the what-if ran: its longer rounds win,
     # as in `advisor check`'s what-if table, so the screen never shows two figures for one ceiling.
     table = plain.get("whatif.table")
-    served = next((r for r in table if isinstance(r, dict) and r.get("candidate") == "cached_input"
-                   and isinstance(r.get("speedup"), (int, float))), None) if isinstance(table, list) else None
-    for name, facts_of_ceiling in BASELINE_CEILINGS.items():  # as `advisor check` and `show` give them
+    served = (
+        next(
+            (
+                r
+                for r in table
+                if isinstance(r, dict)
+                and r.get("candidate") == "cached_input"
+                and isinstance(r.get("speedup"), (int, float))
+            ),
+            None,
+        )
+        if isinstance(table, list)
+        else None
+    )
+    for (
+        name,
+        facts_of_ceiling,
+    ) in BASELINE_CEILINGS.items():  # as `advisor check` and `show` give them
         if not values.keys() & set(facts_of_ceiling[:3]):
             continue  # this finding's evidence does not bear on that ceiling
         row = ceiling_row(name, plain)
         if name == "input_removed" and served is not None:
             row = {**served, "label": "the input served from memory (the what-if)"}
         if row is not None and not (m is not None and m.ceiling and m.candidate == name):
-            rate = f"{readable(row['samples_per_s'], 1)} samples/s, " if row.get("samples_per_s") else ""
-            gains.append(Gain(str(row["label"]), rate + measured_text(row["speedup"], row["band"], row["seconds"])))
+            rate = (
+                f"{readable(row['samples_per_s'], 1)} samples/s, "
+                if row.get("samples_per_s")
+                else ""
+            )
+            gains.append(
+                Gain(
+                    str(row["label"]),
+                    rate + measured_text(row["speedup"], row["band"], row["seconds"]),
+                )
+            )
     data_only = values.get("baseline.data_only_samples_per_s")
     if isinstance(data_only, (int, float)):
-        gains.append(Gain("input pipeline alone (data-only)", f"{readable(data_only, 1)} samples/s"))
+        gains.append(
+            Gain("input pipeline alone (data-only)", f"{readable(data_only, 1)} samples/s")
+        )
     for name, value in values.items():
         if name.endswith("_gain") and isinstance(value, (int, float)):
             gains.append(Gain(name, f"{percent(value, 0, fraction=True, signed=True)} measured"))
@@ -338,12 +412,22 @@ class ExportResult:
 
     def message(self) -> str:
         if not self.written:
-            return "nothing written: " + "; ".join(self.skipped) if self.skipped else "nothing to write"
-        where = self.written[0] if len(self.written) == 1 else f"{len(self.written)} files in {_common_dir(self.written)}"
+            return (
+                "nothing written: " + "; ".join(self.skipped)
+                if self.skipped
+                else "nothing to write"
+            )
+        where = (
+            self.written[0]
+            if len(self.written) == 1
+            else f"{len(self.written)} files in {_common_dir(self.written)}"
+        )
         return f"wrote {where}" + (f" (skipped: {'; '.join(self.skipped)})" if self.skipped else "")
 
 
 def _common_dir(paths: list[str]) -> str:
     import os
 
-    return os.path.dirname(os.path.commonpath(paths)) if len(paths) == 1 else os.path.commonpath(paths)
+    return (
+        os.path.dirname(os.path.commonpath(paths)) if len(paths) == 1 else os.path.commonpath(paths)
+    )

@@ -24,8 +24,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--samples", type=int, default=4096)
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--name", default="ci")
-    p.add_argument("--slow-input-ms", type=float, default=float(os.environ.get("CI_SLOW_INPUT_MS", "0")),
-                   help="sleep this long per batch in the input (default $CI_SLOW_INPUT_MS or 0)")
+    p.add_argument(
+        "--slow-input-ms",
+        type=float,
+        default=float(os.environ.get("CI_SLOW_INPUT_MS", "0")),
+        help="sleep this long per batch in the input (default $CI_SLOW_INPUT_MS or 0)",
+    )
     args = p.parse_args(argv)
 
     import keras
@@ -47,14 +51,26 @@ def main(argv: list[str] | None = None) -> None:
 
         # one batch after the other: the delay is the input's cost per batch, whatever the cores
         ds = ds.map(lambda a, b: tf.numpy_function(slow, [a, b], (tf.float32, tf.float32)))
-    ds = ds.map(lambda a, b: (tf.ensure_shape(a, [None, 32]), tf.ensure_shape(b, [None, 1])),
-                num_parallel_calls=tf.data.AUTOTUNE)
+    ds = ds.map(
+        lambda a, b: (tf.ensure_shape(a, [None, 32]), tf.ensure_shape(b, [None, 1])),
+        num_parallel_calls=tf.data.AUTOTUNE,
+    )
     ds = ds.prefetch(tf.data.AUTOTUNE)
-    model = keras.Sequential([keras.Input((32,)), keras.layers.Dense(128, activation="relu"),
-                              keras.layers.Dense(128, activation="relu"), keras.layers.Dense(1)])
+    model = keras.Sequential(
+        [
+            keras.Input((32,)),
+            keras.layers.Dense(128, activation="relu"),
+            keras.layers.Dense(128, activation="relu"),
+            keras.layers.Dense(1),
+        ]
+    )
     model.compile("adam", keras.losses.BinaryCrossentropy(from_logits=True))
-    callback = advisor.AdvisorCallback(name=args.name, window_seconds=1.0, log_every_seconds=None,
-                                       tags={"git_sha": os.environ.get("GITHUB_SHA", "local")[:12]})
+    callback = advisor.AdvisorCallback(
+        name=args.name,
+        window_seconds=1.0,
+        log_every_seconds=None,
+        tags={"git_sha": os.environ.get("GITHUB_SHA", "local")[:12]},
+    )
     model.fit(ds, epochs=args.epochs, verbose=0, callbacks=[callback])
     print(f"run {callback.writer.run_id} in {callback.writer.runs_dir}")
 

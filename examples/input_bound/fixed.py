@@ -28,7 +28,9 @@ def make_dataset(n: int = NUM_SAMPLES) -> Any:
 
 def train(callbacks: list[Any] | None = None, epochs: int = 3, verbose: int = 0) -> Any:
     model = build_model()
-    model.fit(make_dataset(), epochs=epochs, callbacks=callbacks or [], verbose=verbose, shuffle=False)
+    model.fit(
+        make_dataset(), epochs=epochs, callbacks=callbacks or [], verbose=verbose, shuffle=False
+    )
     return model
 
 
@@ -40,8 +42,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--runs-dir", default=None)
     parser.add_argument("--instance-type", default="g5.xlarge")
     args = parser.parse_args(argv)
-    cb = advisor.AdvisorCallback(runs_dir=args.runs_dir, instance_type=args.instance_type,
-                                 name="input-bound-fixed", window_seconds=2.0, baseline="end")
+    cb = advisor.AdvisorCallback(
+        runs_dir=args.runs_dir,
+        instance_type=args.instance_type,
+        name="input-bound-fixed",
+        window_seconds=2.0,
+        baseline="end",
+    )
     train([cb], epochs=args.epochs, verbose=2)
 
 

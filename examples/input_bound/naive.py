@@ -92,7 +92,9 @@ def build_model() -> Any:
 def train(callbacks: list[Any] | None = None, epochs: int = 3, verbose: int = 0) -> Any:
     model = build_model()
     # shuffle=False: the dataset shuffles itself (Keras would only warn that it ignores the flag).
-    model.fit(make_dataset(), epochs=epochs, callbacks=callbacks or [], verbose=verbose, shuffle=False)
+    model.fit(
+        make_dataset(), epochs=epochs, callbacks=callbacks or [], verbose=verbose, shuffle=False
+    )
     return model
 
 
@@ -104,8 +106,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--runs-dir", default=None)
     parser.add_argument("--instance-type", default="g5.xlarge")
     args = parser.parse_args(argv)
-    cb = advisor.AdvisorCallback(runs_dir=args.runs_dir, instance_type=args.instance_type,
-                                 name="input-bound-naive", window_seconds=2.0, baseline="end")
+    cb = advisor.AdvisorCallback(
+        runs_dir=args.runs_dir,
+        instance_type=args.instance_type,
+        name="input-bound-naive",
+        window_seconds=2.0,
+        baseline="end",
+    )
     train([cb], epochs=args.epochs, verbose=2)
 
 

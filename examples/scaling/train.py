@@ -35,12 +35,14 @@ def synthetic(n: int, features: int, classes: int, seed: int = 0) -> tuple[np.nd
 
 
 def build(keras: Any, features: int, hidden: int, classes: int) -> Any:
-    model = keras.Sequential([
-        keras.Input(shape=(features,)),
-        keras.layers.Dense(hidden, activation="relu"),
-        keras.layers.Dense(hidden, activation="relu"),
-        keras.layers.Dense(classes),
-    ])
+    model = keras.Sequential(
+        [
+            keras.Input(shape=(features,)),
+            keras.layers.Dense(hidden, activation="relu"),
+            keras.layers.Dense(hidden, activation="relu"),
+            keras.layers.Dense(classes),
+        ]
+    )
     return model
 
 
@@ -54,15 +56,29 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--classes", type=int, default=10)
     p.add_argument("--runs-dir", default=None)
     p.add_argument("--window-s", type=float, default=1.0)
-    p.add_argument("--profile", default=None, metavar="START,STOP",
-                   help="profile these training steps (computation vs communication in the report)")
-    p.add_argument("--compression", choices=("none", "fp16"), default="none",
-                   help="horovod: gradient compression of hvd.DistributedOptimizer")
-    p.add_argument("--slow-rank", type=int, default=None,
-                   help="(tests) this rank sleeps after every step: a straggler the others wait for")
+    p.add_argument(
+        "--profile",
+        default=None,
+        metavar="START,STOP",
+        help="profile these training steps (computation vs communication in the report)",
+    )
+    p.add_argument(
+        "--compression",
+        choices=("none", "fp16"),
+        default="none",
+        help="horovod: gradient compression of hvd.DistributedOptimizer",
+    )
+    p.add_argument(
+        "--slow-rank",
+        type=int,
+        default=None,
+        help="(tests) this rank sleeps after every step: a straggler the others wait for",
+    )
     p.add_argument("--slow-ms", type=float, default=20.0, help="(tests) ... this many milliseconds")
     p.add_argument("--kill-rank", type=int, default=None, help="(tests) this rank kills itself ...")
-    p.add_argument("--kill-at-step", type=int, default=5, help="(tests) ... at this step of epoch 1")
+    p.add_argument(
+        "--kill-at-step", type=int, default=5, help="(tests) ... at this step of epoch 1"
+    )
     return p.parse_args(argv)
 
 
@@ -85,10 +101,17 @@ def main(argv: list[str] | None = None) -> None:
     if args.profile:
         start, stop = (int(v) for v in args.profile.split(","))
         options["profile_steps"] = (start, stop)
-    callbacks: list[Any] = [advisor.AdvisorCallback(
-        runs_dir=args.runs_dir, name=f"{role.strategy}-{role.workers}", tags=role.tags(),
-        window_seconds=args.window_s, warmup_steps=5, log_every_seconds=None, **options,
-    )]
+    callbacks: list[Any] = [
+        advisor.AdvisorCallback(
+            runs_dir=args.runs_dir,
+            name=f"{role.strategy}-{role.workers}",
+            tags=role.tags(),
+            window_seconds=args.window_s,
+            warmup_steps=5,
+            log_every_seconds=None,
+            **options,
+        )
+    ]
     if args.slow_rank is not None and args.slow_rank == role.rank:
         callbacks.append(_sleeper(keras, args.slow_ms / 1000.0))
     if args.kill_rank is not None and args.kill_rank == role.rank:
@@ -105,7 +128,9 @@ def main(argv: list[str] | None = None) -> None:
 
         ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(args.batch_per_replica * replicas)
         options = tf.data.Options()
-        options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
+        options.experimental_distribute.auto_shard_policy = (
+            tf.data.experimental.AutoShardPolicy.DATA
+        )
         data = {"x": ds.with_options(options).prefetch(2)}
     if role.strategy == "horovod":
         if keras.__name__ == "tf_keras":  # TF >= 2.16: Horovod's callbacks import `keras.backend`
@@ -130,8 +155,9 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _compile(keras: Any, model: Any, optimizer: Any) -> None:
-    model.compile(optimizer=optimizer,
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.compile(
+        optimizer=optimizer, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    )
 
 
 def _sleeper(keras: Any, seconds: float) -> Any:

@@ -46,8 +46,11 @@ def mlp(width: int = 256, depth: int = 2, features: int = FEATURES, **compile_kw
     layers += [keras.layers.Dense(width, activation="relu") for _ in range(depth)]
     layers.append(keras.layers.Dense(CLASSES))
     model = keras.Sequential(layers)
-    model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                  **compile_kwargs)
+    model.compile(
+        optimizer="adam",
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        **compile_kwargs,
+    )
     return model
 
 
@@ -78,11 +81,20 @@ def time_budget(seconds: float) -> Any:
     return TimeBudget()
 
 
-def fit(model: Any, data: Any, seconds: float = SECONDS, callbacks: list[Any] | None = None,
-        **kwargs: Any) -> Any:
+def fit(
+    model: Any,
+    data: Any,
+    seconds: float = SECONDS,
+    callbacks: list[Any] | None = None,
+    **kwargs: Any,
+) -> Any:
     """``model.fit`` with the default advisor (and any extra callbacks) for about ``seconds``,
     quietly; prints the time and the epochs it took."""
-    every = [advisor_callback(), *(callbacks or []), time_budget(seconds)]  # made before the clock starts
+    every = [
+        advisor_callback(),
+        *(callbacks or []),
+        time_budget(seconds),
+    ]  # made before the clock starts
     t0 = time.perf_counter()
     history = model.fit(data, epochs=10_000, verbose=0, callbacks=every, **kwargs)
     print(f"fit: {time.perf_counter() - t0:.2f} s, {len(history.epoch)} epochs")

@@ -63,7 +63,9 @@ class Score:
     seconds: float = 0.0
     error: str | None = None
     top_measured: str | None = None  # the top finding's measured gain (with the what-if on)
-    why_missed: dict[str, str] = field(default_factory=dict)  # missed rule -> its status and message
+    why_missed: dict[str, str] = field(
+        default_factory=dict
+    )  # missed rule -> its status and message
 
     @property
     def precision_hits(self) -> int:
@@ -71,8 +73,14 @@ class Score:
 
     @property
     def ok(self) -> bool:
-        return (self.error is None and not self.missed and not self.unexpected and not self.fired_forbidden
-                and self.top_ok is not False and self.ranked_ok is not False)
+        return (
+            self.error is None
+            and not self.missed
+            and not self.unexpected
+            and not self.fired_forbidden
+            and self.top_ok is not False
+            and self.ranked_ok is not False
+        )
 
 
 def scenarios(only: list[str] | None = None) -> list[Expected]:
@@ -83,14 +91,24 @@ def scenarios(only: list[str] | None = None) -> list[Expected]:
         name = path.parent.name
         if only and name not in only:
             continue
-        found.append(Expected(name=name, cause=str(data["cause"]), must_fail=list(data.get("must_fail", [])),
-                              may_fail=list(data.get("may_fail", [])), top=data.get("top"),
-                              ranked=list(data.get("ranked", [])), must_not_fire=list(data.get("must_not_fire", [])),
-                              backend=data.get("backend")))
+        found.append(
+            Expected(
+                name=name,
+                cause=str(data["cause"]),
+                must_fail=list(data.get("must_fail", [])),
+                may_fail=list(data.get("may_fail", [])),
+                top=data.get("top"),
+                ranked=list(data.get("ranked", [])),
+                must_not_fire=list(data.get("must_not_fire", [])),
+                backend=data.get("backend"),
+            )
+        )
     return found
 
 
-def run(expected: Expected, runs_dir: Path, timeout_s: float = 180.0, python: str = sys.executable) -> float:
+def run(
+    expected: Expected, runs_dir: Path, timeout_s: float = 180.0, python: str = sys.executable
+) -> float:
     """Run the scenario's script into ``runs_dir`` (default advisor options); returns its wall time.
     Raises ``RuntimeError`` with the output's tail when it fails or times out."""
     env = dict(os.environ, ADVISOR_RUNS_DIR=str(runs_dir), TF_CPP_MIN_LOG_LEVEL="3")
@@ -99,8 +117,14 @@ def run(expected: Expected, runs_dir: Path, timeout_s: float = 180.0, python: st
         env["KERAS_BACKEND"] = expected.backend
     t0 = time.perf_counter()
     try:
-        done = subprocess.run([python, str(expected.script)], env=env, capture_output=True, text=True,
-                              timeout=timeout_s, check=False)
+        done = subprocess.run(
+            [python, str(expected.script)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         raise RuntimeError(f"{expected.name}: no result within {timeout_s:.0f} s") from None
     if done.returncode != 0:
@@ -131,11 +155,19 @@ def score(expected: Expected, report: Any) -> Score:
         positions = [failed.index(code) for code in expected.ranked if code in failed]
         ranked_ok = len(positions) == len(expected.ranked) and positions == sorted(positions)
     return Score(
-        name=expected.name, failed=failed, flagged=flagged, missed=missed,
+        name=expected.name,
+        failed=failed,
+        flagged=flagged,
+        missed=missed,
         unexpected=[code for code in flagged if code not in allowed],
         fired_forbidden=[code for code in expected.must_not_fire if code in failed],
-        top=top, top_ok=None if expected.top is None else top == expected.top, ranked_ok=ranked_ok,
-        recall_hits=len(expected.must_fail) - len(missed), recall_total=len(expected.must_fail),
+        top=top,
+        top_ok=None if expected.top is None else top == expected.top,
+        ranked_ok=ranked_ok,
+        recall_hits=len(expected.must_fail) - len(missed),
+        recall_total=len(expected.must_fail),
         top_measured=top_measured,
-        why_missed={f.code: f"{f.status}: {f.message}" for f in report.findings if f.code in missed},
+        why_missed={
+            f.code: f"{f.status}: {f.message}" for f in report.findings if f.code in missed
+        },
     )

@@ -24,16 +24,29 @@ from advisor.store.writer import RunWriter
 def _result(own: str, rates: dict[str, list[float]]) -> BackendsResult:
     result = BackendsResult(own, 64, 32, seconds=40.0)
     for name, rounds in rates.items():
-        result.candidates[name] = BackendCandidate(Config.parse(name), MEASURED, rounds=rounds, compile_seconds=0.6)
-    result.candidates["torch"] = BackendCandidate(Config("torch", False), FAILED, "cannot rebuild the model on torch: X")
+        result.candidates[name] = BackendCandidate(
+            Config.parse(name), MEASURED, rounds=rounds, compile_seconds=0.6
+        )
+    result.candidates["torch"] = BackendCandidate(
+        Config("torch", False), FAILED, "cannot rebuild the model on torch: X"
+    )
     return result
 
 
 def _facts(tmp_path, result: BackendsResult) -> dict:
     writer = RunWriter(tmp_path, manifest={"global_batch_size": 64}, name="backends")
     for i in range(4):
-        writer.write(WindowRecord(t=time.time() + i, epoch=0, seconds=10.0, steps=31, samples=1984,
-                                  step_begin=31 * i, step_end=31 * (i + 1)))
+        writer.write(
+            WindowRecord(
+                t=time.time() + i,
+                epoch=0,
+                seconds=10.0,
+                steps=31,
+                samples=1984,
+                step_begin=31 * i,
+                step_end=31 * (i + 1),
+            )
+        )
     writer.write(result.to_record())
     writer.close()
     facts, errors = registry().derive(RunReader(writer.path).read())
@@ -47,20 +60,34 @@ def _g560(facts: dict):
 
 
 def test_a_faster_backend_outside_its_band_fails_g560(tmp_path):
-    facts = _facts(tmp_path, _result("tensorflow", {"tensorflow": [100, 101, 99, 100, 100],
-                                                    "jax+jit": [200, 202, 198, 200, 200]}))
+    facts = _facts(
+        tmp_path,
+        _result(
+            "tensorflow",
+            {"tensorflow": [100, 101, 99, 100, 100], "jax+jit": [200, 202, 198, 200, 200]},
+        ),
+    )
     assert facts["backends.own"] == "tensorflow" and facts["backends.best"] == "jax+jit"
     assert facts["backends.best_speedup"] == pytest.approx(2.0)
-    assert facts["backends.best_band"] == pytest.approx(0.0)  # the paired ratios: 2.0 in every round
+    assert facts["backends.best_band"] == pytest.approx(
+        0.0
+    )  # the paired ratios: 2.0 in every round
     assert facts["backends.best_change"] == "KERAS_BACKEND=jax, jit_compile=True"
     assert facts["backends.measured"] == 2
-    assert [row["candidate"] for row in facts["backends.table"]] == ["jax+jit", "tensorflow", "torch"]
+    assert [row["candidate"] for row in facts["backends.table"]] == [
+        "jax+jit",
+        "tensorflow",
+        "torch",
+    ]
     finding = _g560(facts)
     assert finding.status == "fail" and "jax+jit" in finding.message and "2.00×" in finding.message
 
 
 def test_the_own_fastest_or_within_noise_passes(tmp_path):
-    facts = _facts(tmp_path, _result("jax+jit", {"jax+jit": [200, 201, 199, 200], "tensorflow": [150, 151, 149, 150]}))
+    facts = _facts(
+        tmp_path,
+        _result("jax+jit", {"jax+jit": [200, 201, 199, 200], "tensorflow": [150, 151, 149, 150]}),
+    )
     assert facts["backends.best_speedup"] == pytest.approx(0.75)
     assert _g560(facts).status == "pass"
 
@@ -68,12 +95,18 @@ def test_the_own_fastest_or_within_noise_passes(tmp_path):
 def test_a_machine_slowing_down_in_some_rounds_does_not_widen_the_paired_band(tmp_path):
     own, jax = [100, 60, 100, 60, 100, 60], [130, 78, 130, 78, 130, 78]  # 1.3× in every pass
     facts = _facts(tmp_path, _result("tensorflow", {"tensorflow": own, "jax+jit": jax}))
-    assert facts["backends.best_speedup"] == pytest.approx(1.3) and facts["backends.best_band"] == pytest.approx(0.0)
+    assert facts["backends.best_speedup"] == pytest.approx(1.3) and facts[
+        "backends.best_band"
+    ] == pytest.approx(0.0)
     assert _g560(facts).status == "fail"  # unpaired, the two 25% bands added would hide the 1.3×
 
 
 def test_rounds_that_do_not_pair_up_add_the_two_bands(tmp_path):
-    facts = _facts(tmp_path, _result("tensorflow", {"tensorflow": [100, 101, 99, 100, 100],
-                                                    "jax+jit": [200, 202, 198, 200]}))
+    facts = _facts(
+        tmp_path,
+        _result(
+            "tensorflow", {"tensorflow": [100, 101, 99, 100, 100], "jax+jit": [200, 202, 198, 200]}
+        ),
+    )
     assert facts["backends.best_speedup"] == pytest.approx(2.0)
     assert facts["backends.best_band"] == pytest.approx(0.01 + 0.01)

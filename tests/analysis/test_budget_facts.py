@@ -17,21 +17,43 @@ def _run(tmp_path, budget: BudgetRecord, after: float = 0.0):
     writer = RunWriter(tmp_path, manifest=Manifest(run_id="x", created=time.time()))
     writer.write(budget)
     if after:  # a record written after the budget (the job went on, then was killed)
-        writer.write(WindowRecord(t=budget.t + after, epoch=1, seconds=after, steps=10, step_begin=100,
-                                  step_end=110))
+        writer.write(
+            WindowRecord(
+                t=budget.t + after, epoch=1, seconds=after, steps=10, step_begin=100, step_end=110
+            )
+        )
     writer.close("finished") if budget.final else writer.sync()
     return RunReader(writer.path).read()
 
 
 def _budget(final: bool = True, t: float | None = None) -> BudgetRecord:
     return BudgetRecord(
-        t=t or time.time(), final=final, wall_seconds=20.0, steps=1000,
-        seconds={"startup": 1.0, "train_steps": 10.0, "validation": 2.0, "epoch_boundary": 0.5, "callbacks": 4.0,
-                 "checkpoint": 2.0, "advisor_hooks": 0.2, "advisor_measure": 0.3, "profile": 0.0, "unaccounted": 0.0},
-        callbacks=[CallbackTime(name="Logger", hook="on_train_batch_end", seconds=3.5, calls=1000),
-                   CallbackTime(name="Logger", hook="on_epoch_end", seconds=0.5, calls=5),
-                   CallbackTime(name="ModelCheckpoint", hook="on_epoch_end", seconds=2.0, calls=5, kind="checkpoint")],
-        checkpoint=CheckpointTime(count=5, seconds=2.0, bytes=5_000_000, by={"ModelCheckpoint.on_epoch_end": 5}),
+        t=t or time.time(),
+        final=final,
+        wall_seconds=20.0,
+        steps=1000,
+        seconds={
+            "startup": 1.0,
+            "train_steps": 10.0,
+            "validation": 2.0,
+            "epoch_boundary": 0.5,
+            "callbacks": 4.0,
+            "checkpoint": 2.0,
+            "advisor_hooks": 0.2,
+            "advisor_measure": 0.3,
+            "profile": 0.0,
+            "unaccounted": 0.0,
+        },
+        callbacks=[
+            CallbackTime(name="Logger", hook="on_train_batch_end", seconds=3.5, calls=1000),
+            CallbackTime(name="Logger", hook="on_epoch_end", seconds=0.5, calls=5),
+            CallbackTime(
+                name="ModelCheckpoint", hook="on_epoch_end", seconds=2.0, calls=5, kind="checkpoint"
+            ),
+        ],
+        checkpoint=CheckpointTime(
+            count=5, seconds=2.0, bytes=5_000_000, by={"ModelCheckpoint.on_epoch_end": 5}
+        ),
     )
 
 
@@ -50,7 +72,9 @@ def test_shares_goodput_and_costs_per_step(tmp_path):
     assert facts["checkpoint.count"] == 5 and facts["checkpoint.share"] == pytest.approx(0.1)
     assert facts["checkpoint.mb_per_s"] == pytest.approx(2.5)
     assert facts["time.final"] is True and facts["time.unaccounted.seconds"] == 0
-    assert "input_wait" not in {row["category"] for row in facts["time.table"]}  # no baseline: not claimed
+    assert "input_wait" not in {
+        row["category"] for row in facts["time.table"]
+    }  # no baseline: not claimed
 
 
 def test_a_budget_cut_short_leaves_the_rest_unaccounted(tmp_path):

@@ -14,14 +14,37 @@ from advisor.analysis.scaling_advice import recommend
 from advisor.render.scaling import render_table
 
 
-def _point(strategy: str, workers: int, step_s: float, *, price: float | None = 1.0, compute: float | None = None,
-           comm: float | None = None, overlap: float | None = None, energy: float | None = None) -> Point:
+def _point(
+    strategy: str,
+    workers: int,
+    step_s: float,
+    *,
+    price: float | None = 1.0,
+    compute: float | None = None,
+    comm: float | None = None,
+    overlap: float | None = None,
+    energy: float | None = None,
+) -> Point:
     batch = 64.0 * workers
-    return Point(run_id=f"{strategy}-{workers}", strategy=strategy, workers=workers, status="finished", epochs=1,
-                 epoch_s=100 / workers * step_s, samples_per_s=batch / step_s, step_s=step_s, global_batch=batch,
-                 per_replica_batch=64.0, replicas=workers, price_per_hour=price, compute_percent=compute,
-                 communication_percent=comm, communication_overlap=overlap, energy_j_per_sample=energy,
-                 gpu_present=energy is not None)
+    return Point(
+        run_id=f"{strategy}-{workers}",
+        strategy=strategy,
+        workers=workers,
+        status="finished",
+        epochs=1,
+        epoch_s=100 / workers * step_s,
+        samples_per_s=batch / step_s,
+        step_s=step_s,
+        global_batch=batch,
+        per_replica_batch=64.0,
+        replicas=workers,
+        price_per_hour=price,
+        compute_percent=compute,
+        communication_percent=comm,
+        communication_overlap=overlap,
+        energy_j_per_sample=energy,
+        gpu_present=energy is not None,
+    )
 
 
 @pytest.fixture
@@ -62,7 +85,11 @@ def test_projection_of_the_next_worker_count_is_labelled_with_its_assumptions(ta
     assert projection.value == pytest.approx(8 * 64 / (step / 1000))
     assert projection.unit == "samples/s" and "projected" in projection.reason
     text = " | ".join(projection.assumptions)
-    assert "per-replica batch stays 64" in text and "ring all-reduce" in text and "no new bottleneck" in text
+    assert (
+        "per-replica batch stays 64" in text
+        and "ring all-reduce" in text
+        and "no new bottleneck" in text
+    )
 
 
 def test_goals_without_measurements_are_left_out():
@@ -81,7 +108,12 @@ def test_rendered_in_every_format(table):
     lines = render_table(table, "csv").splitlines()
     header = lines[0].split(",")
     assert header[-2:] == ["recommended", "projected"]
-    assert "samples_per_s" in lines[3] and lines[-1].startswith("mirrored,8,") and lines[-1].endswith("true")
+    assert (
+        "samples_per_s" in lines[3]
+        and lines[-1].startswith("mirrored,8,")
+        and lines[-1].endswith("true")
+    )
     saved = ScalingTable.from_dict(json.loads(render_table(table, "json")))
     assert [(r.goal, r.projected) for r in saved.recommendations] == [
-        (r.goal, r.projected) for r in table.recommendations]
+        (r.goal, r.projected) for r in table.recommendations
+    ]

@@ -49,10 +49,26 @@ def test_stragglers_and_baseline(runs):
 def test_shrinking_per_replica_batch(tmp_path):
     root = tmp_path / "runs"
     # Fixed global batch 128: 64 steps at N=1, still 64 steps at N=2 (64 per replica).
-    write_run(root, "a", sweep_id="s", strategy="mirrored", workers=1, epochs=[2.0, 2.0],
-              samples_per_epoch=8192, steps_per_epoch=64)
-    write_run(root, "b", sweep_id="s", strategy="mirrored", workers=2, epochs=[2.0, 1.5],
-              samples_per_epoch=8192, steps_per_epoch=64)
+    write_run(
+        root,
+        "a",
+        sweep_id="s",
+        strategy="mirrored",
+        workers=1,
+        epochs=[2.0, 2.0],
+        samples_per_epoch=8192,
+        steps_per_epoch=64,
+    )
+    write_run(
+        root,
+        "b",
+        sweep_id="s",
+        strategy="mirrored",
+        workers=2,
+        epochs=[2.0, 1.5],
+        samples_per_epoch=8192,
+        steps_per_epoch=64,
+    )
     f = facts_of(root / "b")
     assert f["scaling.per_replica_batch_shrinks"] is True
     assert f["scaling.strategies"] == 1 and f["scaling.efficiency"] == pytest.approx(2.0 / 1.5 / 2)
@@ -60,8 +76,16 @@ def test_shrinking_per_replica_batch(tmp_path):
 
 def test_run_outside_a_sweep_has_no_sweep_facts(tmp_path):
     root = tmp_path / "runs"
-    write_run(root, "lone", sweep_id=None, strategy="mirrored", workers=1, epochs=[1.0],
-              samples_per_epoch=64, steps_per_epoch=1)
+    write_run(
+        root,
+        "lone",
+        sweep_id=None,
+        strategy="mirrored",
+        workers=1,
+        epochs=[1.0],
+        samples_per_epoch=64,
+        steps_per_epoch=1,
+    )
     f = facts_of(root / "lone")
     assert not any(k.startswith("scaling.") for k in f if k != "scaling.keras3_multiworker")
     assert f["scaling.keras3_multiworker"] is False
@@ -77,7 +101,16 @@ def test_every_derived_name_is_declared(runs):
 @pytest.mark.parametrize("legacy,expected", [(False, True), (True, False)])
 def test_keras3_under_multiworker_mirrored(tmp_path, legacy, expected):
     root = tmp_path / "runs"
-    write_run(root, "k", sweep_id=None, strategy="multiworker", workers=1,
-              manifest_strategy="CollectiveAllReduceStrategy", epochs=[1.0], samples_per_epoch=64,
-              steps_per_epoch=1, manifest_extra={"framework": {"backend": "tensorflow", "legacy_keras": legacy}})
+    write_run(
+        root,
+        "k",
+        sweep_id=None,
+        strategy="multiworker",
+        workers=1,
+        manifest_strategy="CollectiveAllReduceStrategy",
+        epochs=[1.0],
+        samples_per_epoch=64,
+        steps_per_epoch=1,
+        manifest_extra={"framework": {"backend": "tensorflow", "legacy_keras": legacy}},
+    )
     assert facts_of(root / "k")["scaling.keras3_multiworker"] is expected

@@ -14,7 +14,9 @@ def test_the_spread_reads_as_a_coefficient_of_variation_and_ignores_one_stall():
     normal = np.random.default_rng(0).normal(100.0, 10.0, 4000)
     assert robust_cv(list(normal)) == pytest.approx(0.10, abs=0.01)
     assert robust_cv([100.0] * 9 + [10.0]) < 0.05  # one stalled window in ten
-    assert robust_cv([100.0] * 7 + [50.0] * 3) > 0.15  # a slow stretch: 30% of the run at half speed
+    assert (
+        robust_cv([100.0] * 7 + [50.0] * 3) > 0.15
+    )  # a slow stretch: 30% of the run at half speed
 
 
 def test_a_short_run_is_judged_on_windows_joined_from_its_slices():

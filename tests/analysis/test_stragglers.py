@@ -24,17 +24,32 @@ def _run(tmp_path, in_step_ms: list[list[float]], callbacks_ms: list[list[float]
     ``callbacks_ms[r][e]`` per step in callbacks)."""
     ranks = len(in_step_ms)
     manifest = {"strategy": "MultiWorkerMirroredStrategy", "num_workers": ranks, "replicas": ranks}
-    writers = [RunWriter(tmp_path, "run", rank=r, manifest=manifest if r == 0 else None) for r in range(ranks)]
+    writers = [
+        RunWriter(tmp_path, "run", rank=r, manifest=manifest if r == 0 else None)
+        for r in range(ranks)
+    ]
     for rank, w in enumerate(writers):
         train = outside = 0.0
         for epoch, ms in enumerate(in_step_ms[rank]):
             train += ms / 1000 * STEPS
             outside += (callbacks_ms[rank][epoch] if callbacks_ms else 0.0) / 1000 * STEPS
-            w.write(BudgetRecord(t=time.time(), wall_seconds=1.0 + train + outside, steps=STEPS * (epoch + 1),
-                                 seconds={"startup": 1.0, "train_steps": train, "callbacks": outside}))
-        w.write(BudgetRecord(t=time.time(), final=True, wall_seconds=1.0 + train + outside,
-                             steps=STEPS * len(in_step_ms[rank]),
-                             seconds={"startup": 1.0, "train_steps": train, "callbacks": outside}))
+            w.write(
+                BudgetRecord(
+                    t=time.time(),
+                    wall_seconds=1.0 + train + outside,
+                    steps=STEPS * (epoch + 1),
+                    seconds={"startup": 1.0, "train_steps": train, "callbacks": outside},
+                )
+            )
+        w.write(
+            BudgetRecord(
+                t=time.time(),
+                final=True,
+                wall_seconds=1.0 + train + outside,
+                steps=STEPS * len(in_step_ms[rank]),
+                seconds={"startup": 1.0, "train_steps": train, "callbacks": outside},
+            )
+        )
     for w in reversed(writers):
         w.close("finished")
     return RunReader(tmp_path / "run").read()
@@ -42,8 +57,11 @@ def _run(tmp_path, in_step_ms: list[list[float]], callbacks_ms: list[list[float]
 
 def test_a_rank_busy_outside_its_steps_is_the_one_the_others_wait_for(tmp_path):
     # rank 2 sleeps 30 ms per step in a callback: ranks 0, 1 and 3 wait for it inside their steps
-    run = _run(tmp_path, [[40, 40, 41], [41, 41, 40], [10, 10, 10], [40, 40, 40]],
-               callbacks_ms=[[0, 0, 0], [0, 0, 0], [30, 30, 30], [0, 0, 0]])
+    run = _run(
+        tmp_path,
+        [[40, 40, 41], [41, 41, 40], [10, 10, 10], [40, 40, 40]],
+        callbacks_ms=[[0, 0, 0], [0, 0, 0], [30, 30, 30], [0, 0, 0]],
+    )
     found = straggler_of(run)
     assert found is not None and found.rank == 2 and found.consistent and found.epochs == 2
     assert found.host == socket.gethostname()
@@ -76,8 +94,10 @@ def test_noise_that_moves_between_ranks_is_not_consistent(tmp_path):
 @pytest.mark.parametrize("in_step_ms", [[[10, 10]], []])
 def test_one_rank_or_no_budget_has_no_candidate(tmp_path, in_step_ms):
     if not in_step_ms:  # two ranks that kept no budget (AdvisorCallback(budget=False))
-        writers = [RunWriter(tmp_path, "run", rank=r, manifest={"num_workers": 2} if r == 0 else None)
-                   for r in range(2)]
+        writers = [
+            RunWriter(tmp_path, "run", rank=r, manifest={"num_workers": 2} if r == 0 else None)
+            for r in range(2)
+        ]
         for w in reversed(writers):
             w.close("finished")
         run = RunReader(tmp_path / "run").read()

@@ -47,8 +47,14 @@ def test_energy_prefers_the_counter_and_falls_back_to_power() -> None:
     # Interpolated counter over [0.5, 1.5]: 1125 → 1425.
     assert energy_joules(times, counter, power, 0.5, 1.5) == (pytest.approx(300.0), "counter")
     # A missing reading or a reset (driver reload) makes the counter unusable: power × Δt instead.
-    assert energy_joules(times, [1000.0, None, 1600.0], [100.0, 200.0, 300.0]) == (pytest.approx(400.0), "power-integration")
-    assert energy_joules(times, [1000.0, 10.0, 20.0], [100.0, 100.0, 100.0]) == (pytest.approx(200.0), "power-integration")
+    assert energy_joules(times, [1000.0, None, 1600.0], [100.0, 200.0, 300.0]) == (
+        pytest.approx(400.0),
+        "power-integration",
+    )
+    assert energy_joules(times, [1000.0, 10.0, 20.0], [100.0, 100.0, 100.0]) == (
+        pytest.approx(200.0),
+        "power-integration",
+    )
     assert energy_joules(times, [None] * 3, [None] * 3) is None
     assert not counter_usable([5.0])
 

@@ -54,7 +54,11 @@ from advisor.experiments.model_state import ModelState  # noqa: E402
 FEATURES = 8
 N = 200  # 200 = 6 × 32 + 8: every epoch ends in a partial batch
 BATCH = 32
-RESULTS: dict[str, Any] = {"flavor": FLAVOR, "backend": BACKEND, "main_thread": threading.get_ident()}
+RESULTS: dict[str, Any] = {
+    "flavor": FLAVOR,
+    "backend": BACKEND,
+    "main_thread": threading.get_ident(),
+}
 
 
 def counter_layer() -> Any:
@@ -62,8 +66,9 @@ def counter_layer() -> Any:
 
     class SampleCounter(keras.layers.Layer):
         def build(self, input_shape: Any) -> None:
-            self.count = self.add_weight(name="count", shape=(), initializer="zeros", trainable=False,
-                                         dtype="int32")
+            self.count = self.add_weight(
+                name="count", shape=(), initializer="zeros", trainable=False, dtype="int32"
+            )
 
         def call(self, x: Any, training: Any = None) -> Any:
             if training:
@@ -80,8 +85,12 @@ def build(spe: int = 1, counter: Any = None) -> Any:
     layers = [keras.Input((FEATURES,))]
     if counter is not None:
         layers.append(counter)
-    layers += [keras.layers.Dense(16, activation="relu"), keras.layers.BatchNormalization(),
-               keras.layers.Dropout(0.1), keras.layers.Dense(1)]
+    layers += [
+        keras.layers.Dense(16, activation="relu"),
+        keras.layers.BatchNormalization(),
+        keras.layers.Dropout(0.1),
+        keras.layers.Dense(1),
+    ]
     model = keras.Sequential(layers)
     model.compile(optimizer="adam", loss="mse", steps_per_execution=spe)
     return model
@@ -89,11 +98,15 @@ def build(spe: int = 1, counter: Any = None) -> Any:
 
 def arrays(n: int = N) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(0)
-    return rng.normal(size=(n, FEATURES)).astype("float32"), rng.normal(size=(n, 1)).astype("float32")
+    return rng.normal(size=(n, FEATURES)).astype("float32"), rng.normal(size=(n, 1)).astype(
+        "float32"
+    )
 
 
 def count(layer: Any) -> int:
-    return int(np.asarray(keras.ops.convert_to_numpy(layer.count) if not LEGACY else layer.count.numpy()))
+    return int(
+        np.asarray(keras.ops.convert_to_numpy(layer.count) if not LEGACY else layer.count.numpy())
+    )
 
 
 class ThreadSpy(Collector):
@@ -111,8 +124,13 @@ class ThreadSpy(Collector):
         self.threads.add(threading.get_ident())
 
 
-def callback(runs: Path, name: str, extra: list[Collector] | None = None, collectors: Any = None,
-             **options: Any) -> Any:
+def callback(
+    runs: Path,
+    name: str,
+    extra: list[Collector] | None = None,
+    collectors: Any = None,
+    **options: Any,
+) -> Any:
     options = {"window_seconds": 0.05, "warmup_steps": 2, "log_every_seconds": None, **options}
     if extra:
         collectors = build_collectors(AdvisorOptions(**options)) + extra
@@ -125,7 +143,10 @@ def record(key: str, fn: Any) -> None:
     try:
         RESULTS[key] = fn()
     except Exception as exc:  # noqa: BLE001
-        RESULTS[key] = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()[-3000:]}
+        RESULTS[key] = {
+            "error": f"{type(exc).__name__}: {exc}",
+            "traceback": traceback.format_exc()[-3000:],
+        }
     RESULTS.setdefault("seconds", {})[key] = round(time.perf_counter() - t0, 2)
 
 
@@ -144,9 +165,16 @@ def check_counts(runs: Path) -> dict[str, Any]:
     async_safe = bool(getattr(cb, "async_safe", False))
     model.fit(x, y, batch_size=BATCH, epochs=2, callbacks=[cb], verbose=0, shuffle=False)
     return {
-        "run": str(cb.run_path), "spe": spe, "trained": count(layer),
-        "iterations": int(np.asarray(keras.ops.convert_to_numpy(model.optimizer.iterations)
-                                     if not LEGACY else model.optimizer.iterations.numpy())),
+        "run": str(cb.run_path),
+        "spe": spe,
+        "trained": count(layer),
+        "iterations": int(
+            np.asarray(
+                keras.ops.convert_to_numpy(model.optimizer.iterations)
+                if not LEGACY
+                else model.optimizer.iterations.numpy()
+            )
+        ),
         "async_safe": async_safe,
         "hook_threads_off_main": sorted({t != RESULTS["main_thread"] for t in spy.threads}),
     }
@@ -166,7 +194,7 @@ def check_unknown_length(runs: Path) -> dict[str, Any]:
         data = tf.data.Dataset.from_tensor_slices((x, y)).batch(BATCH).filter(lambda a, b: True)
         epochs = 2
     else:
-        data = ((x[i:i + BATCH], y[i:i + BATCH]) for i in range(0, N, BATCH))
+        data = ((x[i : i + BATCH], y[i : i + BATCH]) for i in range(0, N, BATCH))
         epochs = 1  # a generator runs out once
     model.fit(data, epochs=epochs, callbacks=[cb], verbose=0, validation_data=(x[:40], y[:40]))
     return {"run": str(cb.run_path), "trained": count(layer), "epochs": epochs}
@@ -190,8 +218,12 @@ def check_whatif_loader_workers() -> dict[str, Any]:
     t0 = time.perf_counter()
     result = advisor.whatif(model, loader, ["torch_workers"], max_seconds=30, seconds=3, rounds=3)
     candidate = result.candidates["torch_workers"]
-    return {"status": candidate.status, "reason": candidate.reason, "rounds": candidate.rounds,
-            "seconds": round(time.perf_counter() - t0, 2)}
+    return {
+        "status": candidate.status,
+        "reason": candidate.reason,
+        "rounds": candidate.rounds,
+        "seconds": round(time.perf_counter() - t0, 2),
+    }
 
 
 def check_baseline_kinds(runs: Path, model: Any, layer: Any) -> dict[str, Any]:
@@ -205,13 +237,25 @@ def check_baseline_kinds(runs: Path, model: Any, layer: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     x, y = arrays()
     for kind, make in input_kinds(x, y).items():
-        cb = callback(runs, f"baseline-{kind}", baseline="end", baseline_steps=6, baseline_seconds=0.3,
-                      baseline_rounds=2, telemetry=False)
+        cb = callback(
+            runs,
+            f"baseline-{kind}",
+            baseline="end",
+            baseline_steps=6,
+            baseline_seconds=0.3,
+            baseline_rounds=2,
+            telemetry=False,
+        )
         data, kwargs = make()
         before = count(layer)
         model.fit(data, **kwargs, epochs=1, callbacks=[cb], verbose=0)
-        out[kind] = {"run": str(cb.run_path), "trained": count(layer) - before,
-                     "expected": kwargs.get("steps_per_epoch", -(-N // BATCH)) * BATCH if kind == "generator" else N}
+        out[kind] = {
+            "run": str(cb.run_path),
+            "trained": count(layer) - before,
+            "expected": kwargs.get("steps_per_epoch", -(-N // BATCH)) * BATCH
+            if kind == "generator"
+            else N,
+        }
     return out
 
 
@@ -234,7 +278,7 @@ def input_kinds(x: np.ndarray, y: np.ndarray) -> dict[str, Any]:
             return -(-N // BATCH)
 
         def __getitem__(self, i: int) -> Any:
-            return x[i * BATCH:(i + 1) * BATCH], y[i * BATCH:(i + 1) * BATCH]
+            return x[i * BATCH : (i + 1) * BATCH], y[i * BATCH : (i + 1) * BATCH]
 
     kinds["pydataset"] = lambda: (Batches(), {"shuffle": False})
 
@@ -242,18 +286,23 @@ def input_kinds(x: np.ndarray, y: np.ndarray) -> dict[str, Any]:
         def batches() -> Any:
             while True:
                 for i in range(0, N - BATCH + 1, BATCH):  # full batches only
-                    yield x[i:i + BATCH], y[i:i + BATCH]
+                    yield x[i : i + BATCH], y[i : i + BATCH]
 
         return batches(), {"steps_per_epoch": 5, "shuffle": False}
 
     kinds["generator"] = generator
     if BACKEND in ("torch", "jax") and importlib.util.find_spec("torch") is not None:
+
         def loader() -> Any:
             import torch
             from torch.utils.data import DataLoader, TensorDataset
 
-            return (DataLoader(TensorDataset(torch.from_numpy(x), torch.from_numpy(y)), batch_size=BATCH),
-                    {"shuffle": False})
+            return (
+                DataLoader(
+                    TensorDataset(torch.from_numpy(x), torch.from_numpy(y)), batch_size=BATCH
+                ),
+                {"shuffle": False},
+            )
 
         kinds["torch"] = loader
     return kinds
@@ -270,8 +319,12 @@ def check_measure_input(model: Any) -> dict[str, Any]:
     model.fit(x, y, batch_size=BATCH, epochs=1, verbose=0)
     before = ModelState(model)
     result = measure_input(model, (x, y), steps=6, batch_size=BATCH, seconds=0.3, rounds=2)
-    return {"unchanged": before.unchanged(), "real": result.real_samples_per_s,
-            "cached": result.cached_samples_per_s, "variables": len(before.variables)}
+    return {
+        "unchanged": before.unchanged(),
+        "real": result.real_samples_per_s,
+        "cached": result.cached_samples_per_s,
+        "variables": len(before.variables),
+    }
 
 
 def check_profile(runs: Path) -> dict[str, Any]:
@@ -321,9 +374,21 @@ def check_budget(runs: Path) -> dict[str, Any]:
     x, y = arrays()
     busy, saver = Busy(), Saver(runs / "budget.weights.h5")
     cb = callback(runs, "budget")
-    model.fit(x, y, batch_size=BATCH, epochs=2, callbacks=[cb, busy, saver], verbose=0, validation_split=0.2)
-    left = sorted(k for obj in (busy, saver, model) for k in ("on_train_batch_end", "on_epoch_end", "save",
-                                                                "save_weights") if k in vars(obj))
+    model.fit(
+        x,
+        y,
+        batch_size=BATCH,
+        epochs=2,
+        callbacks=[cb, busy, saver],
+        verbose=0,
+        validation_split=0.2,
+    )
+    left = sorted(
+        k
+        for obj in (busy, saver, model)
+        for k in ("on_train_batch_end", "on_epoch_end", "save", "save_weights")
+        if k in vars(obj)
+    )
     return {"run": str(cb.run_path), "busy_calls": Busy.calls, "wrappers_left": left}
 
 
@@ -356,7 +421,9 @@ def main(argv: list[str]) -> int:
     record("profile", lambda: check_profile(runs))
     record("mixed_precision", lambda: check_mixed_precision(runs))
     record("budget", lambda: check_budget(runs))
-    RESULTS["modules"] = sorted(m for m in ("keras.src", "tf_keras", "torch", "jax") if m in sys.modules)
+    RESULTS["modules"] = sorted(
+        m for m in ("keras.src", "tf_keras", "torch", "jax") if m in sys.modules
+    )
     RESULTS["total_seconds"] = round(time.perf_counter() - t0, 2)
     tmp = out / "results.json.tmp"
     tmp.write_text(json.dumps(RESULTS, indent=1, default=str))

@@ -41,12 +41,25 @@ def main() -> int:
     rng = np.random.default_rng(0)
     x = rng.normal(size=(n, features)).astype("float32")
     y = rng.normal(size=(n, 1)).astype("float32")
-    model = keras.Sequential([keras.Input((features,)), keras.layers.Dense(2048, activation="relu"),
-                              keras.layers.Dense(2048, activation="relu"), keras.layers.Dense(1)])
+    model = keras.Sequential(
+        [
+            keras.Input((features,)),
+            keras.layers.Dense(2048, activation="relu"),
+            keras.layers.Dense(2048, activation="relu"),
+            keras.layers.Dense(1),
+        ]
+    )
     model.compile("adam", "mse")
     runs = tempfile.mkdtemp(prefix="advisor-gpu-")
-    cb = advisor.AdvisorCallback(runs_dir=runs, profile_steps=(10, 34), mfu=True, telemetry_interval_seconds=0.2,
-                                 baseline="end", window_seconds=0.5, log_every_seconds=None)
+    cb = advisor.AdvisorCallback(
+        runs_dir=runs,
+        profile_steps=(10, 34),
+        mfu=True,
+        telemetry_interval_seconds=0.2,
+        baseline="end",
+        window_seconds=0.5,
+        log_every_seconds=None,
+    )
     t0 = time.perf_counter()
     model.fit(x, y, batch_size=batch, epochs=2, callbacks=[cb], verbose=0, shuffle=False)
     print(f"{backend}: fit {time.perf_counter() - t0:.1f} s", flush=True)
@@ -62,21 +75,34 @@ def main() -> int:
     layers = [features * 2048, 2048 * 2048, 2048 * 1]  # multiply-adds per sample, forward
     expected = 2 * (2 * layers[0] + 3 * layers[1] + 3 * layers[2])  # first layer: no input gradient
     flops = values.get("model.flops_per_sample")
-    check(flops is not None and abs(flops / expected - 1) < 0.02, f"FLOPs/sample {flops} vs {expected}")
-    check(bool(values.get("telemetry.framework_mem")), f"framework memory {values.get('telemetry.framework_mem')}")
+    check(
+        flops is not None and abs(flops / expected - 1) < 0.02,
+        f"FLOPs/sample {flops} vs {expected}",
+    )
+    check(
+        bool(values.get("telemetry.framework_mem")),
+        f"framework memory {values.get('telemetry.framework_mem')}",
+    )
     check(facts.get("trace.present") is True, "trace summarised")
     check(facts.get("trace.hardware") == "GPU", f"trace.hardware = {facts.get('trace.hardware')}")
     for key in ("trace.device_idle_percent", "trace.device_compute_percent", "trace.input_percent"):
         print(f"  {key} = {facts.get(key)}")
     check(facts.get("trace.device_idle_percent") is not None, "device idle share measured")
     check(bool(facts.get("baseline.cached_samples_per_s")), "baseline measured")
-    keep = {k: v for k, v in facts.items() if k.startswith(("trace.", "context.device", "baseline.",
-                                                              "throughput.samples_per_s", "model.", "gpu."))}
+    keep = {
+        k: v
+        for k, v in facts.items()
+        if k.startswith(
+            ("trace.", "context.device", "baseline.", "throughput.samples_per_s", "model.", "gpu.")
+        )
+    }
     print(json.dumps(keep, indent=1, default=str)[:6000])
     out = os.environ.get("OUT")
     if out:
         with open(os.path.join(out, f"gpu-{backend}.json"), "w") as fh:
-            json.dump({"facts": keep, "context": values, "errors": errors}, fh, indent=1, default=str)
+            json.dump(
+                {"facts": keep, "context": values, "errors": errors}, fh, indent=1, default=str
+            )
         if backend == "torch":  # the chrome trace, as a fixture for the summariser's GPU path
             import gzip
             from pathlib import Path

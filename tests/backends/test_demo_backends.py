@@ -64,8 +64,12 @@ def fresh_demos(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
     not pipes, which nobody reads until they end."""
     import importlib.util
 
-    selected = {item.callspec.params["backend"] for item in request.session.items
-                if item.path == request.path and "backend" in getattr(getattr(item, "callspec", None), "params", {})}
+    selected = {
+        item.callspec.params["backend"]
+        for item in request.session.items
+        if item.path == request.path
+        and "backend" in getattr(getattr(item, "callspec", None), "params", {})
+    }
     env = {k: v for k, v in os.environ.items() if k not in ("KERAS_BACKEND", "TF_USE_LEGACY_KERAS")}
     deadline = time.monotonic() + DEMO_TIMEOUT_S
     demos: dict[str, Demo] = {}
@@ -77,9 +81,22 @@ def fresh_demos(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
             runs, stdout, stderr = folder / "runs", folder / "stdout.txt", folder / "stderr.txt"
             with stdout.open("wb") as out, stderr.open("wb") as err:
                 proc = subprocess.Popen(
-                    [sys.executable, "-m", "advisor.cli.main", "--runs-dir", str(runs), "demo", "--backend", backend,
-                     "--epochs", "1"],
-                    stdout=out, stderr=err, stdin=subprocess.DEVNULL, env={**env, "COLUMNS": "120"},
+                    [
+                        sys.executable,
+                        "-m",
+                        "advisor.cli.main",
+                        "--runs-dir",
+                        str(runs),
+                        "demo",
+                        "--backend",
+                        backend,
+                        "--epochs",
+                        "1",
+                    ],
+                    stdout=out,
+                    stderr=err,
+                    stdin=subprocess.DEVNULL,
+                    env={**env, "COLUMNS": "120"},
                 )
             demos[backend] = Demo(runs, stdout, stderr, proc, deadline)
         yield demos
@@ -95,7 +112,9 @@ def test_demo_reruns_itself_when_keras_is_already_loaded(tmp_path, capfd):
     runs = tmp_path / "runs"
     from advisor.cli.main import cli
 
-    result = CliRunner().invoke(cli, ["--runs-dir", str(runs), "demo", "--backend", "jax", "--epochs", "1"])
+    result = CliRunner().invoke(
+        cli, ["--runs-dir", str(runs), "demo", "--backend", "jax", "--epochs", "1"]
+    )
     assert result.exit_code in (0, 1), result.output
     assert keras.backend.backend() != "jax"  # this process was left alone
     _check_demo_output(capfd.readouterr().out, runs, "jax")
@@ -108,8 +127,10 @@ def test_demo_in_a_fresh_process(backend, fresh_demos):
     try:
         returncode = demo.proc.wait(timeout=max(1.0, demo.deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
-        pytest.fail(f"the {backend} demo did not end within {DEMO_TIMEOUT_S} s:\n"
-                    + demo.stderr.read_text(errors="replace")[-3000:])
+        pytest.fail(
+            f"the {backend} demo did not end within {DEMO_TIMEOUT_S} s:\n"
+            + demo.stderr.read_text(errors="replace")[-3000:]
+        )
     stderr = demo.stderr.read_text(errors="replace")
     assert returncode in (0, 1), stderr[-3000:]  # 1: findings at the fail level
     _check_demo_output(demo.stdout.read_text(errors="replace"), demo.runs, backend)

@@ -51,7 +51,9 @@ FLAVORS: dict[str, dict[str, str]] = {
     "tf_keras": {"KERAS_BACKEND": "tensorflow", "TF_USE_LEGACY_KERAS": "1"},
 }
 AVAILABLE = {"jax": "jax", "torch": "torch", "tf_keras": "tf_keras", "tensorflow": "tensorflow"}
-DRIVER_TIMEOUT_S = 600  # from the start of all drivers together; one alone takes 15–30 s on 2 idle cores
+DRIVER_TIMEOUT_S = (
+    600  # from the start of all drivers together; one alone takes 15–30 s on 2 idle cores
+)
 N, BATCH = 200, 32  # as in driver.py
 FLOPS_PER_SAMPLE = 2 * (2 * 8 * 16) + 3 * (2 * 16 * 1)  # Dense 8→16 (no input gradient), Dense 16→1
 
@@ -93,7 +95,9 @@ def _start(flavor: str, out: Path, deadline: float) -> Driver:
     env.update({"TF_CPP_MIN_LOG_LEVEL": "3", "ADVISOR_RUNS_DIR": str(out / "unused")})
     args = [sys.executable, str(DRIVER), str(out)] + (["--kill"] if flavor == "jax" else [])
     log = (out / "driver.log").open("w")
-    proc = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        args, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+    )
     return Driver(out, proc, log, deadline)
 
 
@@ -101,14 +105,20 @@ def _start(flavor: str, out: Path, deadline: float) -> Driver:
 def drivers(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
     """Every selected, installed backend's driver, all started at once (see the module's
     docstring); a backend whose tests were deselected (``-k torch``) is not started."""
-    selected = {item.callspec.params["matrix"] for item in request.session.items
-                if item.path == request.path and "matrix" in getattr(getattr(item, "callspec", None), "params", {})}
+    selected = {
+        item.callspec.params["matrix"]
+        for item in request.session.items
+        if item.path == request.path
+        and "matrix" in getattr(getattr(item, "callspec", None), "params", {})
+    }
     deadline = time.monotonic() + DRIVER_TIMEOUT_S
     started: dict[str, Driver] = {}
     try:
         for flavor in FLAVORS:
             if flavor in selected and _installed(AVAILABLE[flavor]):
-                started[flavor] = _start(flavor, tmp_path_factory.mktemp(f"matrix-{flavor}"), deadline)
+                started[flavor] = _start(
+                    flavor, tmp_path_factory.mktemp(f"matrix-{flavor}"), deadline
+                )
         yield started
     finally:
         kill_leftovers(driver.proc for driver in started.values())
@@ -129,8 +139,10 @@ def matrix(request: pytest.FixtureRequest, drivers: dict[str, Driver]) -> Any:
     try:
         while not (out / "results.json").exists():
             if proc.poll() is not None or time.monotonic() > driver.deadline:
-                pytest.fail(f"{flavor} driver ended without results (exit {proc.poll()}):\n"
-                            + (out / "driver.log").read_text()[-4000:])
+                pytest.fail(
+                    f"{flavor} driver ended without results (exit {proc.poll()}):\n"
+                    + (out / "driver.log").read_text()[-4000:]
+                )
             time.sleep(0.2)
         if flavor == "jax":
             killed = _kill_mid_epoch(proc, out / "killed", driver.deadline)
@@ -169,8 +181,12 @@ def test_sample_counts_are_exact(matrix: Matrix) -> None:
     windows, epochs = run.of_type(WindowRecord), run.of_type(EpochRecord)
     assert sum(w.samples for w in windows) == entry["trained"]
     assert [e.samples for e in epochs] == [N, N]
-    assert sum(w.steps for w in windows) == sum(e.steps for e in epochs) == entry["iterations"] == 14
-    assert run.manifest.steps_per_execution == entry["spe"] == (1 if matrix.flavor == "torch" else 4)
+    assert (
+        sum(w.steps for w in windows) == sum(e.steps for e in epochs) == entry["iterations"] == 14
+    )
+    assert (
+        run.manifest.steps_per_execution == entry["spe"] == (1 if matrix.flavor == "torch" else 4)
+    )
     assert len(run.of_type(FirstStepRecord)) == 1 and run.status == "finished"
     assert len(windows) >= 2  # each epoch's end closes a window: else there is no seam to check
     for before, after in itertools.pairwise(windows):
@@ -226,14 +242,19 @@ def test_context_names_framework_backend_and_defaults(matrix: Matrix) -> None:
     if matrix.flavor == "tf_keras":  # a tf_keras job never loads Keras 3 because of us
         assert "keras.src" not in matrix.results["modules"]
     mixed, _ = registry().derive(matrix.run("mixed_precision"))
-    assert mixed["context.dtype_policy"] == "mixed_bfloat16" and mixed["context.mixed_precision"] is True
+    assert (
+        mixed["context.dtype_policy"] == "mixed_bfloat16"
+        and mixed["context.mixed_precision"] is True
+    )
 
 
 def test_baseline_on_every_input_kind_restores_the_model(matrix: Matrix) -> None:
     kinds = matrix.results["baseline"]
     assert "error" not in kinds, kinds.get("traceback")
     with_loader = matrix.flavor in ("jax", "torch") and _installed("torch")
-    expected = {"numpy", "tf.data", "pydataset", "generator"} | ({"torch"} if with_loader else set())
+    expected = {"numpy", "tf.data", "pydataset", "generator"} | (
+        {"torch"} if with_loader else set()
+    )
     assert set(kinds) == expected
     for kind, entry in kinds.items():
         run = matrix.run("baseline", kind)
@@ -276,7 +297,11 @@ def test_profile_capture_and_summary(matrix: Matrix) -> None:
     else:
         assert facts["trace.top_ops"] and 0 <= facts["trace.input_percent"] <= 100
     if matrix.flavor == "torch":  # shares of the step cycle add up
-        parts = facts["trace.input_percent"] + facts["trace.host_compute_percent"] + facts["trace.all_others_percent"]
+        parts = (
+            facts["trace.input_percent"]
+            + facts["trace.host_compute_percent"]
+            + facts["trace.all_others_percent"]
+        )
         assert parts == pytest.approx(100, abs=0.1)
         assert any(op["name"].startswith("aten::") for op in facts["trace.top_ops"])
     windows = run.of_type(WindowRecord)
@@ -290,8 +315,12 @@ def test_telemetry_and_flops(matrix: Matrix) -> None:
     for record in run.of_type(ContextRecord):
         values.update(record.values)
     assert values["telemetry.samples"] >= 2 and values["telemetry.gpu_present"] is False
-    method = {"tensorflow": "tf-graph-op-count", "tf_keras": "tf-graph-op-count", "jax": "jaxpr-op-count",
-              "torch": "torch-flop-counter"}[matrix.flavor]
+    method = {
+        "tensorflow": "tf-graph-op-count",
+        "tf_keras": "tf-graph-op-count",
+        "jax": "jaxpr-op-count",
+        "torch": "torch-flop-counter",
+    }[matrix.flavor]
     assert values["model.flops_method"] == method
     assert values["model.flops_per_sample"] == pytest.approx(FLOPS_PER_SAMPLE)
 
@@ -307,7 +336,9 @@ def test_the_budget_times_callbacks_and_saves_and_puts_them_back(matrix: Matrix)
     assert budget.seconds["unaccounted"] <= 0.01 * budget.wall_seconds
     rows = {(r.name, r.hook): r for r in budget.callbacks}
     busy = rows[("Busy", "on_train_batch_end")]
-    assert busy.calls == entry["busy_calls"] > 0  # Busy is not async-safe: every call on the training thread
+    assert (
+        busy.calls == entry["busy_calls"] > 0
+    )  # Busy is not async-safe: every call on the training thread
     assert busy.seconds >= 0.002 * busy.calls
     assert budget.checkpoint.count == 2 and budget.checkpoint.by == {"Saver.on_epoch_end": 2}
     assert budget.checkpoint.bytes and budget.checkpoint.bytes > 0

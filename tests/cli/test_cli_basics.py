@@ -22,12 +22,29 @@ def advisor(*args: str, env_runs: str | None = None) -> subprocess.CompletedProc
 
 
 def write_run(runs_dir, samples_per_window: int = 6400, price: float | None = 2.0) -> RunWriter:
-    w = RunWriter(runs_dir, manifest={"global_batch_size": 64, "price_per_hour": price,
-                                      "price_source": "argument" if price else None}, name="cli")
+    w = RunWriter(
+        runs_dir,
+        manifest={
+            "global_batch_size": 64,
+            "price_per_hour": price,
+            "price_source": "argument" if price else None,
+        },
+        name="cli",
+    )
     t = time.time()
     for i in range(4):
-        w.write(WindowRecord(t=t + i, epoch=0, seconds=2.0, steps=100, samples=samples_per_window,
-                             step_begin=i * 100, step_end=(i + 1) * 100, warmup=i == 0))
+        w.write(
+            WindowRecord(
+                t=t + i,
+                epoch=0,
+                seconds=2.0,
+                steps=100,
+                samples=samples_per_window,
+                step_begin=i * 100,
+                step_end=(i + 1) * 100,
+                warmup=i == 0,
+            )
+        )
     w.write(EpochRecord(t=t + 5, epoch=0, seconds=8.0, train_seconds=8.0, steps=400, samples=25600))
     w.close()
     return w
@@ -54,7 +71,9 @@ def test_show_summary_text_and_json(runs_dir):
     w = write_run(runs_dir)
     out = advisor("--runs-dir", str(runs_dir), "show", w.run_id, "--no-diagnosis")
     assert out.returncode == 0, out.stderr
-    assert "samples/s" in out.stdout and "3,200.0" in out.stdout and "samples per dollar" in out.stdout
+    assert (
+        "samples/s" in out.stdout and "3,200.0" in out.stdout and "samples per dollar" in out.stdout
+    )
     payload = json.loads(advisor("--runs-dir", str(runs_dir), "show", "--format", "json").stdout)
     assert payload["facts"]["throughput.samples_per_s"] == 3200.0
     assert payload["status"] == "finished"
@@ -65,7 +84,10 @@ def test_show_prints_install_hints_with_their_extra(runs_dir):
     w = write_run(runs_dir)
     out = advisor("--runs-dir", str(runs_dir), "show", w.run_id)
     assert out.returncode == 0, out.stderr
-    assert "keras-advisor[profile] installed" in out.stdout and "keras-advisor installed" not in out.stdout
+    assert (
+        "keras-advisor[profile] installed" in out.stdout
+        and "keras-advisor installed" not in out.stdout
+    )
 
 
 def test_unknown_run_is_a_one_line_error_with_exit_2(runs_dir):

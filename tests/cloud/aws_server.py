@@ -68,20 +68,29 @@ class MotoServer:
     def start(self) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
         with self.log.open("ab") as log:  # never a pipe: nothing reads it, and a full pipe blocks
-            self._process = subprocess.Popen([sys.executable, "-c", SERVER, "127.0.0.1", str(self.port)],
-                                             stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env)
+            self._process = subprocess.Popen(
+                [sys.executable, "-c", SERVER, "127.0.0.1", str(self.port)],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                env=env,
+            )
         deadline = time.monotonic() + self.START_TIMEOUT_S
         while True:
             if self._process.poll() is not None:
-                raise RuntimeError(f"the moto server exited with {self._process.returncode}: "
-                                   f"{self.log.read_text(errors='replace')[-2000:]}")
+                raise RuntimeError(
+                    f"the moto server exited with {self._process.returncode}: "
+                    f"{self.log.read_text(errors='replace')[-2000:]}"
+                )
             try:
                 urllib.request.urlopen(f"{self.url}/moto-api/data.json", timeout=2).read()
                 return
             except OSError:
                 if time.monotonic() > deadline:
                     self.stop()
-                    raise RuntimeError(f"the moto server did not answer within {self.START_TIMEOUT_S:g} s") from None
+                    raise RuntimeError(
+                        f"the moto server did not answer within {self.START_TIMEOUT_S:g} s"
+                    ) from None
                 time.sleep(0.05)
 
     def stop(self) -> None:
@@ -105,8 +114,12 @@ class MotoServer:
         self._post("reset-auth", b"inf" if after is None else str(after).encode())
 
     def _post(self, path: str, data: bytes = b"") -> None:
-        request = urllib.request.Request(f"{self.url}/moto-api/{path}", data=data, method="POST",
-                                         headers={"Content-Type": "text/plain"})  # a form's body is not ``data``
+        request = urllib.request.Request(
+            f"{self.url}/moto-api/{path}",
+            data=data,
+            method="POST",
+            headers={"Content-Type": "text/plain"},
+        )  # a form's body is not ``data``
         urllib.request.urlopen(request, timeout=10).read()
 
 
@@ -125,7 +138,14 @@ def point_at(monkeypatch: pytest.MonkeyPatch, url: str, tmp_path) -> None:
     monkeypatch.setenv("ADVISOR_CACHE_DIR", str(tmp_path / "advisor-cache"))
     # The server is on loopback: no proxy of the host may stand between (a proxy can rewrite the
     # request, and moto's IAM check then sees a signature that does not match).
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+    for name in (
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")

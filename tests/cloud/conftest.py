@@ -23,5 +23,3 @@ def aws(moto_server: MotoServer, monkeypatch: pytest.MonkeyPatch, tmp_path) -> M
     moto_server.reset()
     point_at(monkeypatch, moto_server.url, tmp_path)
     return moto_server
-
-

@@ -22,8 +22,11 @@ def _sender_stack() -> str:
     import traceback
 
     frames = sys._current_frames()
-    stacks = ["".join(traceback.format_stack(frames[t.ident])) for t in threading.enumerate()
-              if t.name == "advisor-cloudwatch" and t.ident in frames]
+    stacks = [
+        "".join(traceback.format_stack(frames[t.ident]))
+        for t in threading.enumerate()
+        if t.name == "advisor-cloudwatch" and t.ident in frames
+    ]
     return "\n".join(stacks) or "no publisher thread left"
 
 
@@ -37,10 +40,18 @@ def test_window_rates_reach_cloudwatch(aws, runs_dir):
 
     rng = np.random.default_rng(0)
     x, y = rng.random((4096, 8), dtype=np.float32), rng.random((4096, 1), dtype=np.float32)
-    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(32, activation="relu"), keras.layers.Dense(1)])
+    model = keras.Sequential(
+        [keras.Input((8,)), keras.layers.Dense(32, activation="relu"), keras.layers.Dense(1)]
+    )
     model.compile("sgd", "mse")
-    callback = advisor.AdvisorCallback(window_seconds=0.2, warmup_steps=2, log_every_seconds=None, instance_type="g5.xlarge",
-                                       telemetry_interval_seconds=0.1, cloudwatch_namespace="Advisor/Test")
+    callback = advisor.AdvisorCallback(
+        window_seconds=0.2,
+        warmup_steps=2,
+        log_every_seconds=None,
+        instance_type="g5.xlarge",
+        telemetry_interval_seconds=0.1,
+        cloudwatch_namespace="Advisor/Test",
+    )
     model.fit(x, y, batch_size=32, epochs=3, callbacks=[callback], verbose=0)
     (collector,) = [c for c in callback.collectors if c.name == "cloudwatch"]
     publisher = collector.publisher
@@ -52,22 +63,37 @@ def test_window_rates_reach_cloudwatch(aws, runs_dir):
     assert publisher.failures == 0, publisher.last_error
 
     run = RunReader(callback.writer.path).read()
-    rates = [w.samples / w.seconds for w in run.of_type(WindowRecord)
-             if not w.warmup and not w.profiled and w.samples and w.seconds > 0]
+    rates = [
+        w.samples / w.seconds
+        for w in run.of_type(WindowRecord)
+        if not w.warmup and not w.profiled and w.samples and w.seconds > 0
+    ]
     assert len(rates) >= 3
     cw = boto3.client("cloudwatch")
     names = {m["MetricName"] for m in cw.list_metrics(Namespace="Advisor/Test")["Metrics"]}
     assert {"SamplesPerSecond", "SamplesPerDollar", "CPUUtilization"} <= names
     dims = [{"Name": "RunId", "Value": run.run_id}, {"Name": "Worker", "Value": "0"}]
     now = datetime.now(timezone.utc)
-    stats = cw.get_metric_statistics(Namespace="Advisor/Test", MetricName="SamplesPerSecond", Dimensions=dims,
-                                     StartTime=now - timedelta(hours=1), EndTime=now + timedelta(minutes=5),
-                                     Period=7200, Statistics=["SampleCount", "Sum"])["Datapoints"]
+    stats = cw.get_metric_statistics(
+        Namespace="Advisor/Test",
+        MetricName="SamplesPerSecond",
+        Dimensions=dims,
+        StartTime=now - timedelta(hours=1),
+        EndTime=now + timedelta(minutes=5),
+        Period=7200,
+        Statistics=["SampleCount", "Sum"],
+    )["Datapoints"]
     assert sum(d["SampleCount"] for d in stats) == len(rates)
     assert sum(d["Sum"] for d in stats) == pytest.approx(sum(rates), rel=1e-6)
-    per_dollar = cw.get_metric_statistics(Namespace="Advisor/Test", MetricName="SamplesPerDollar", Dimensions=dims,
-                                          StartTime=now - timedelta(hours=1), EndTime=now + timedelta(minutes=5),
-                                          Period=7200, Statistics=["Sum"])["Datapoints"]
+    per_dollar = cw.get_metric_statistics(
+        Namespace="Advisor/Test",
+        MetricName="SamplesPerDollar",
+        Dimensions=dims,
+        StartTime=now - timedelta(hours=1),
+        EndTime=now + timedelta(minutes=5),
+        Period=7200,
+        Statistics=["Sum"],
+    )["Datapoints"]
     price = run.manifest.price_per_hour
     assert sum(d["Sum"] for d in per_dollar) == pytest.approx(sum(rates) * 3600 / price, rel=1e-6)
     assert_no_secrets(runs_dir, Path(os.environ["ADVISOR_CACHE_DIR"]))
@@ -90,8 +116,12 @@ def test_unreachable_cloudwatch_never_stops_training(tmp_path, monkeypatch, runs
     x, y = np.random.rand(512, 4).astype("float32"), np.random.rand(512, 1).astype("float32")
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
     model.compile("sgd", "mse")
-    callback = advisor.AdvisorCallback(window_seconds=0.1, log_every_seconds=None, telemetry=False,
-                                       cloudwatch_namespace="Advisor/Test")
+    callback = advisor.AdvisorCallback(
+        window_seconds=0.1,
+        log_every_seconds=None,
+        telemetry=False,
+        cloudwatch_namespace="Advisor/Test",
+    )
     with caplog.at_level(logging.WARNING, logger="advisor"):
         history = model.fit(x, y, batch_size=16, epochs=2, callbacks=[callback], verbose=0)
         (collector,) = [c for c in callback.collectors if c.name == "cloudwatch"]

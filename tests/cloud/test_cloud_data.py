@@ -30,8 +30,12 @@ def tfrecord_bytes(payloads: list[bytes]) -> bytes:
     out = io.BytesIO()
     for data in payloads:
         length = struct.pack("<Q", len(data))
-        out.write(length + struct.pack("<I", masked_crc32c(length)) + data
-                  + struct.pack("<I", masked_crc32c(data)))
+        out.write(
+            length
+            + struct.pack("<I", masked_crc32c(length))
+            + data
+            + struct.pack("<I", masked_crc32c(data))
+        )
     return out.getvalue()
 
 
@@ -59,9 +63,14 @@ def tfrecords_of_sizes(sizes: list[int]) -> list[bytes]:
     records = []
     for n in lengths:
         length = struct.pack("<Q", n)
-        records.append(length + struct.pack("<I", masked_crc32c(length)) + data[:n] + struct.pack("<I", masked[n]))
+        records.append(
+            length
+            + struct.pack("<I", masked_crc32c(length))
+            + data[:n]
+            + struct.pack("<I", masked[n])
+        )
     shortest = lengths.index(min(lengths))
-    assert records[shortest] == tfrecord_bytes([data[:lengths[shortest]]])  # the same framing
+    assert records[shortest] == tfrecord_bytes([data[: lengths[shortest]]])  # the same framing
     return records
 
 
@@ -87,8 +96,12 @@ def test_formats_and_compression_from_real_files(tmp_path):
     np.save(tmp_path / "a.npy", np.zeros(3))
     with tarfile.open(tmp_path / "shard-000.tar", "w") as tar:
         tar.add(tmp_path / "i.jpg", arcname="0.jpg")
-    for name, expected in (("i.jpg", ("none", "jpeg")), ("i.png", ("none", "png")), ("a.npy", ("none", "npy")),
-                           ("shard-000.tar", ("none", "tar"))):
+    for name, expected in (
+        ("i.jpg", ("none", "jpeg")),
+        ("i.png", ("none", "png")),
+        ("a.npy", ("none", "npy")),
+        ("shard-000.tar", ("none", "tar")),
+    ):
         assert classify(head(tmp_path / name), name) == expected, name
     assert classify(gzip.compress(b"a,b\n1,2\n" * 50), "t.csv.gz") == ("gzip", "csv")
     assert classify(b"\x28\xb5\x2f\xfd" + b"\0" * 60, "x.bin")[0] == "zstd"
@@ -143,7 +156,9 @@ def test_data_command_on_a_local_folder_decides_s301(tmp_path):
     write_shards(tmp_path / "zipped", [20 * KB] * 4, compress=True)
     zipped = CliRunner().invoke(cli, ["data", str(tmp_path / "zipped"), "--quiet"])
     assert "compression: gzip (4 of 4 sampled)" in zipped.output
-    assert "S305 unknown" in zipped.output  # compressed: whether it costs needs a training run's CPU
+    assert (
+        "S305 unknown" in zipped.output
+    )  # compressed: whether it costs needs a training run's CPU
     big = CliRunner().invoke(cli, ["data", str(tmp_path / "nowhere")])
     assert big.exit_code == 2 and big.output.strip().endswith("no such file or folder")
 
@@ -201,14 +216,21 @@ def test_s3_compressed_objects_attached_to_a_run(aws, tmp_path, runs_dir):
     writer = RunWriter(runs_dir, manifest={})
     writer.close()
     runner = CliRunner()
-    out = runner.invoke(cli, ["data", "s3://zdata/shards", "--into", writer.run_id, "--format", "json"])
+    out = runner.invoke(
+        cli, ["data", "s3://zdata/shards", "--into", writer.run_id, "--format", "json"]
+    )
     assert out.exit_code == 0, out.output
     payload = json.loads(out.stdout)
-    assert payload["summary"]["compression"] == "zlib" and payload["facts"]["storage.format"] == "tfrecord"
+    assert (
+        payload["summary"]["compression"] == "zlib"
+        and payload["facts"]["storage.format"] == "tfrecord"
+    )
     facts = Store(runs_dir).analyse(writer.run_id).facts
     assert facts["storage.compression"] == "zlib" and facts["cloud.data_objects"] == 40
     assert facts["cloud.data_location"] == "s3://zdata/shards"
-    check = runner.invoke(cli, ["check", writer.run_id, "--select", "S301", "--format", "json", "--exit-zero"])
+    check = runner.invoke(
+        cli, ["check", writer.run_id, "--select", "S301", "--format", "json", "--exit-zero"]
+    )
     finding = json.loads(check.stdout)["findings"][0]
     assert finding["code"] == "S301" and finding["status"] == "fail"
     assert_no_secrets(runs_dir, Path(os.environ["ADVISOR_CACHE_DIR"]), out.output, check.output)
@@ -221,7 +243,8 @@ def test_missing_bucket_and_denied_access_are_one_line(aws, tmp_path):
     out = runner.invoke(cli, ["data", "s3://no-such-bucket/x"])
     assert out.exit_code == 2
     assert out.output.strip().splitlines() == [
-        "advisor: error: s3://no-such-bucket/x/: listing: bucket 'no-such-bucket' does not exist"]
+        "advisor: error: s3://no-such-bucket/x/: listing: bucket 'no-such-bucket' does not exist"
+    ]
 
     s3 = boto3.client("s3")
     s3.create_bucket(Bucket="locked")
@@ -230,8 +253,11 @@ def test_missing_bucket_and_denied_access_are_one_line(aws, tmp_path):
     iam.create_user(UserName="nobody")
     key = iam.create_access_key(UserName="nobody")["AccessKey"]
     aws.enforce_iam()  # moto now checks IAM: this user has no policy (the fixture's reset ends it)
-    env = {"AWS_ACCESS_KEY_ID": key["AccessKeyId"], "AWS_SECRET_ACCESS_KEY": key["SecretAccessKey"],
-           "AWS_SESSION_TOKEN": ""}
+    env = {
+        "AWS_ACCESS_KEY_ID": key["AccessKeyId"],
+        "AWS_SECRET_ACCESS_KEY": key["SecretAccessKey"],
+        "AWS_SESSION_TOKEN": "",
+    }
     os.environ.pop("AWS_SESSION_TOKEN", None)
     denied = runner.invoke(cli, ["data", "s3://locked/d"], env=env)
     aws.enforce_iam(after=None)
@@ -241,8 +267,11 @@ def test_missing_bucket_and_denied_access_are_one_line(aws, tmp_path):
     # moto enforces IAM: a user without a policy is denied. (On one CI host moto answered
     # SignatureDoesNotMatch to the same request; the advisor then says the credentials were
     # refused, which the test below pins down on its own.)
-    assert ("access denied (AccessDenied); the IAM policy needs s3:ListBucket on arn:aws:s3:::locked" in lines[0]
-            or "AWS refused the credentials (SignatureDoesNotMatch)" in lines[0]), lines[0]
+    assert (
+        "access denied (AccessDenied); the IAM policy needs s3:ListBucket on arn:aws:s3:::locked"
+        in lines[0]
+        or "AWS refused the credentials (SignatureDoesNotMatch)" in lines[0]
+    ), lines[0]
     assert key["SecretAccessKey"] not in denied.output
 
 
@@ -254,11 +283,17 @@ def test_refused_credentials_and_denied_permissions_say_different_things():
 
     def error(code: str) -> str:
         exc = ClientError({"Error": {"Code": code, "Message": "x"}}, "ListObjectsV2")
-        return str(cloud_error(exc, "s3://b/p/: listing", permission="s3:ListBucket on arn:aws:s3:::b"))
+        return str(
+            cloud_error(exc, "s3://b/p/: listing", permission="s3:ListBucket on arn:aws:s3:::b")
+        )
 
-    assert error("AccessDenied") == ("s3://b/p/: listing: access denied (AccessDenied); "
-                                     "the IAM policy needs s3:ListBucket on arn:aws:s3:::b")
+    assert error("AccessDenied") == (
+        "s3://b/p/: listing: access denied (AccessDenied); "
+        "the IAM policy needs s3:ListBucket on arn:aws:s3:::b"
+    )
     for code in ("SignatureDoesNotMatch", "InvalidAccessKeyId", "ExpiredToken"):
         message = error(code)
-        assert message.startswith(f"s3://b/p/: listing: AWS refused the credentials ({code}); check the access key")
+        assert message.startswith(
+            f"s3://b/p/: listing: AWS refused the credentials ({code}); check the access key"
+        )
         assert "IAM policy" not in message

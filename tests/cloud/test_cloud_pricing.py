@@ -23,32 +23,60 @@ from advisor.reference.prices import lookup, price_table, resolve  # noqa: E402
 def price_item(instance: str, usd: str, usage: str | None = None, region: str = "us-east-1") -> str:
     """One PriceList entry as the Pricing API returns it (a JSON string)."""
     sku = "Q5KJSQ8D6YCWXG4R"
-    return json.dumps({
-        "product": {
-            "productFamily": "Compute Instance",
-            "attributes": {
-                "instanceType": instance, "regionCode": region, "location": "US East (N. Virginia)",
-                "operatingSystem": "Linux", "tenancy": "Shared", "preInstalledSw": "NA",
-                "capacitystatus": "Used", "licenseModel": "No License required", "vcpu": "4",
-                "gpu": "1", "memory": "16 GiB", "usagetype": usage or f"BoxUsage:{instance}",
-                "operation": "RunInstances", "servicecode": "AmazonEC2",
+    return json.dumps(
+        {
+            "product": {
+                "productFamily": "Compute Instance",
+                "attributes": {
+                    "instanceType": instance,
+                    "regionCode": region,
+                    "location": "US East (N. Virginia)",
+                    "operatingSystem": "Linux",
+                    "tenancy": "Shared",
+                    "preInstalledSw": "NA",
+                    "capacitystatus": "Used",
+                    "licenseModel": "No License required",
+                    "vcpu": "4",
+                    "gpu": "1",
+                    "memory": "16 GiB",
+                    "usagetype": usage or f"BoxUsage:{instance}",
+                    "operation": "RunInstances",
+                    "servicecode": "AmazonEC2",
+                },
+                "sku": sku,
             },
-            "sku": sku,
-        },
-        "serviceCode": "AmazonEC2",
-        "terms": {"OnDemand": {f"{sku}.JRTCKXETXF": {
-            "offerTermCode": "JRTCKXETXF", "sku": sku, "effectiveDate": "2026-11-01T00:00:00Z",
-            "priceDimensions": {f"{sku}.JRTCKXETXF.6YS6EN2CT7": {
-                "unit": "Hrs", "endRange": "Inf", "beginRange": "0", "appliesTo": [],
-                "description": f"${usd} per On Demand Linux {instance} Instance Hour",
-                "rateCode": f"{sku}.JRTCKXETXF.6YS6EN2CT7", "pricePerUnit": {"USD": usd}}},
-            "termAttributes": {}}}},
-        "version": "20261101000000", "publicationDate": "2026-11-01T00:00:00Z",
-    })
+            "serviceCode": "AmazonEC2",
+            "terms": {
+                "OnDemand": {
+                    f"{sku}.JRTCKXETXF": {
+                        "offerTermCode": "JRTCKXETXF",
+                        "sku": sku,
+                        "effectiveDate": "2026-11-01T00:00:00Z",
+                        "priceDimensions": {
+                            f"{sku}.JRTCKXETXF.6YS6EN2CT7": {
+                                "unit": "Hrs",
+                                "endRange": "Inf",
+                                "beginRange": "0",
+                                "appliesTo": [],
+                                "description": f"${usd} per On Demand Linux {instance} Instance Hour",
+                                "rateCode": f"{sku}.JRTCKXETXF.6YS6EN2CT7",
+                                "pricePerUnit": {"USD": usd},
+                            }
+                        },
+                        "termAttributes": {},
+                    }
+                }
+            },
+            "version": "20261101000000",
+            "publicationDate": "2026-11-01T00:00:00Z",
+        }
+    )
 
 
 def stubbed(service: str, region: str = "us-east-1"):
-    client = boto3.client(service, region_name=region, aws_access_key_id="x", aws_secret_access_key="y")
+    client = boto3.client(
+        service, region_name=region, aws_access_key_id="x", aws_secret_access_key="y"
+    )
     return client, Stubber(client)
 
 
@@ -60,13 +88,26 @@ def filters_for(instance: str, region: str) -> list[dict[str, str]]:
 def test_on_demand_price_from_real_shaped_items(tmp_path):
     client, stub = stubbed("pricing")
     # Two products match loosely; the BoxUsage one is the shared-tenancy on-demand price.
-    items = [price_item("g5.xlarge", "1.0060000000"), price_item("g5.xlarge", "0.0000000000", "HostUsage:g5")]
-    stub.add_response("get_products", {"PriceList": items, "FormatVersion": "aws_v1"},
-                      {"ServiceCode": "AmazonEC2", "Filters": filters_for("g5.xlarge", "us-east-1"),
-                       "MaxResults": 100})
+    items = [
+        price_item("g5.xlarge", "1.0060000000"),
+        price_item("g5.xlarge", "0.0000000000", "HostUsage:g5"),
+    ]
+    stub.add_response(
+        "get_products",
+        {"PriceList": items, "FormatVersion": "aws_v1"},
+        {
+            "ServiceCode": "AmazonEC2",
+            "Filters": filters_for("g5.xlarge", "us-east-1"),
+            "MaxResults": 100,
+        },
+    )
     with stub:
-        quote = pricing.live_quote("g5.xlarge", "us-east-1", cache=PriceCache(tmp_path / "p.json"),
-                                   clients={"pricing": client})
+        quote = pricing.live_quote(
+            "g5.xlarge",
+            "us-east-1",
+            cache=PriceCache(tmp_path / "p.json"),
+            clients={"pricing": client},
+        )
     stub.assert_no_pending_responses()
     assert quote.usd_per_hour == pytest.approx(1.006)
     assert quote.source.startswith("aws-pricing-api:us-east-1:") and not quote.cached
@@ -79,15 +120,28 @@ def test_cached_price_is_used_until_it_expires(tmp_path):
     cache.put(key, CachedPrice(1.123, "aws-pricing-api:eu-west-1:2026-11-30", now - 60, now + 3600))
     client, stub = stubbed("pricing")
     with stub:  # no response queued: a call would fail the test
-        quote = pricing.live_quote("g5.xlarge", "eu-west-1", cache=cache, clients={"pricing": client})
+        quote = pricing.live_quote(
+            "g5.xlarge", "eu-west-1", cache=cache, clients={"pricing": client}
+        )
     assert quote.cached and quote.usd_per_hour == 1.123
 
-    cache.put(key, CachedPrice(1.123, "aws-pricing-api:eu-west-1:2026-11-01", now - 8 * 86400, now - 86400))
-    stub.add_response("get_products", {"PriceList": [price_item("g5.xlarge", "1.2", region="eu-west-1")]},
-                      {"ServiceCode": "AmazonEC2", "Filters": filters_for("g5.xlarge", "eu-west-1"),
-                       "MaxResults": 100})
+    cache.put(
+        key,
+        CachedPrice(1.123, "aws-pricing-api:eu-west-1:2026-11-01", now - 8 * 86400, now - 86400),
+    )
+    stub.add_response(
+        "get_products",
+        {"PriceList": [price_item("g5.xlarge", "1.2", region="eu-west-1")]},
+        {
+            "ServiceCode": "AmazonEC2",
+            "Filters": filters_for("g5.xlarge", "eu-west-1"),
+            "MaxResults": 100,
+        },
+    )
     with stub:
-        fresh = pricing.live_quote("g5.xlarge", "eu-west-1", cache=cache, clients={"pricing": client})
+        fresh = pricing.live_quote(
+            "g5.xlarge", "eu-west-1", cache=cache, clients={"pricing": client}
+        )
     assert fresh.usd_per_hour == 1.2 and not fresh.cached
     stored = cache.get(key)
     assert stored is not None and stored.usd_per_hour == 1.2 and stored.fresh()
@@ -101,26 +155,49 @@ def test_throttling_falls_back_to_a_stale_cache_then_raises_without_one(tmp_path
     with stub, pytest.raises(CloudError, match="throttling"):
         pricing.live_quote("g5.xlarge", "us-east-1", cache=cache, clients={"pricing": client})
     old = time.time() - 30 * 86400
-    cache.put(cache_key("on-demand", "us-east-1", "g5.xlarge"),
-              CachedPrice(0.99, "aws-pricing-api:us-east-1:2026-10-01", old, old + 7 * 86400))
+    cache.put(
+        cache_key("on-demand", "us-east-1", "g5.xlarge"),
+        CachedPrice(0.99, "aws-pricing-api:us-east-1:2026-10-01", old, old + 7 * 86400),
+    )
     stub.add_client_error("get_products", "ThrottlingException", "Rate exceeded", 400)
     with stub:
-        quote = pricing.live_quote("g5.xlarge", "us-east-1", cache=cache, clients={"pricing": client})
+        quote = pricing.live_quote(
+            "g5.xlarge", "us-east-1", cache=cache, clients={"pricing": client}
+        )
     assert quote.usd_per_hour == 0.99 and "throttling" in quote.note and "cached on" in quote.note
 
 
 def test_spot_price_is_the_median_of_the_latest_price_per_zone(tmp_path):
     client, stub = stubbed("ec2")
     now = datetime.now(timezone.utc)
-    rows = [("us-east-1a", "0.40", now), ("us-east-1a", "0.90", now - timedelta(hours=2)),
-            ("us-east-1b", "0.45", now), ("us-east-1c", "0.60", now)]
-    history = [{"AvailabilityZone": z, "InstanceType": "g5.xlarge", "ProductDescription": "Linux/UNIX",
-                "SpotPrice": p, "Timestamp": t} for z, p, t in rows]
+    rows = [
+        ("us-east-1a", "0.40", now),
+        ("us-east-1a", "0.90", now - timedelta(hours=2)),
+        ("us-east-1b", "0.45", now),
+        ("us-east-1c", "0.60", now),
+    ]
+    history = [
+        {
+            "AvailabilityZone": z,
+            "InstanceType": "g5.xlarge",
+            "ProductDescription": "Linux/UNIX",
+            "SpotPrice": p,
+            "Timestamp": t,
+        }
+        for z, p, t in rows
+    ]
     stub.add_response("describe_spot_price_history", {"SpotPriceHistory": history})
     with stub:
-        quote = pricing.live_quote("g5.xlarge", "us-east-1", spot=True, cache=PriceCache(tmp_path / "p.json"),
-                                   clients={"ec2": client})
-    assert quote.usd_per_hour == pytest.approx(0.45)  # median of 0.40, 0.45, 0.60 (the old 0.90 is not latest)
+        quote = pricing.live_quote(
+            "g5.xlarge",
+            "us-east-1",
+            spot=True,
+            cache=PriceCache(tmp_path / "p.json"),
+            clients={"ec2": client},
+        )
+    assert quote.usd_per_hour == pytest.approx(
+        0.45
+    )  # median of 0.40, 0.45, 0.60 (the old 0.90 is not latest)
     assert quote.source.startswith("aws-spot-history:us-east-1:") and "3 zones" in quote.detail
 
 
@@ -130,8 +207,13 @@ def test_unpriced_instance_is_a_clear_error():
 
 
 def test_no_credentials_gives_the_table_and_a_one_line_note(tmp_path, monkeypatch):
-    for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
-                "AWS_ENDPOINT_URL"):
+    for var in (
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
+        "AWS_ENDPOINT_URL",
+    ):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
@@ -162,18 +244,25 @@ def test_price_command_offline_and_from_the_cache(tmp_path, monkeypatch):
     out = runner.invoke(cli, ["price", "g5.xlarge", "--offline"])
     assert out.exit_code == 0 and "table:" in out.output and "$1.006/h" in out.output
     now = time.time()
-    PriceCache().put(cache_key("on-demand", "eu-west-1", "g5.xlarge"),
-                     CachedPrice(1.23, "aws-pricing-api:eu-west-1:2026-12-01", now, now + 3600))
+    PriceCache().put(
+        cache_key("on-demand", "eu-west-1", "g5.xlarge"),
+        CachedPrice(1.23, "aws-pricing-api:eu-west-1:2026-12-01", now, now + 3600),
+    )
     out = runner.invoke(cli, ["price", "g5.xlarge", "--region", "eu-west-1", "--format", "json"])
     assert out.exit_code == 0, out.output
     payload = json.loads(out.stdout)
-    assert payload["usd_per_hour"] == 1.23 and payload["source"] == "aws-pricing-api:eu-west-1:2026-12-01"
+    assert (
+        payload["usd_per_hour"] == 1.23
+        and payload["source"] == "aws-pricing-api:eu-west-1:2026-12-01"
+    )
     missing = runner.invoke(cli, ["price", "nope.large", "--offline"])
     assert missing.exit_code == 2 and "no on-demand price known" in missing.output
 
 
 @pytest.mark.slow
-def test_callback_with_aws_pricing_offline_uses_the_table_and_records_why(tmp_path, monkeypatch, runs_dir):
+def test_callback_with_aws_pricing_offline_uses_the_table_and_records_why(
+    tmp_path, monkeypatch, runs_dir
+):
     import keras
     import numpy as np
     from aws_server import SENTINELS, free_port, point_at
@@ -185,8 +274,9 @@ def test_callback_with_aws_pricing_offline_uses_the_table_and_records_why(tmp_pa
     x, y = np.random.rand(256, 4).astype("float32"), np.random.rand(256, 1).astype("float32")
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
     model.compile("sgd", "mse")
-    callback = advisor.AdvisorCallback(instance_type="g5.xlarge", pricing="aws", log_every_seconds=None,
-                                       telemetry=False)
+    callback = advisor.AdvisorCallback(
+        instance_type="g5.xlarge", pricing="aws", log_every_seconds=None, telemetry=False
+    )
     started = time.monotonic()
     model.fit(x, y, batch_size=32, epochs=1, callbacks=[callback], verbose=0)
     assert time.monotonic() - started < 60
@@ -204,9 +294,19 @@ def test_aws_errors_stay_one_line():
 
     from advisor.cloud.aws import cloud_error
 
-    html = ClientError({"Error": {"Code": "500", "Message": "<!doctype html>\n<html>\n<h1>Internal</h1>"},
-                        "ResponseMetadata": {"HTTPStatusCode": 500}}, "GetProducts")
-    assert str(cloud_error(html, "price")) == "price: the service answered HTTP 500 (a server error); try again later"
-    long = ClientError({"Error": {"Code": "ValidationException", "Message": "x" * 500 + "\nmore"}}, "Op")
+    html = ClientError(
+        {
+            "Error": {"Code": "500", "Message": "<!doctype html>\n<html>\n<h1>Internal</h1>"},
+            "ResponseMetadata": {"HTTPStatusCode": 500},
+        },
+        "GetProducts",
+    )
+    assert (
+        str(cloud_error(html, "price"))
+        == "price: the service answered HTTP 500 (a server error); try again later"
+    )
+    long = ClientError(
+        {"Error": {"Code": "ValidationException", "Message": "x" * 500 + "\nmore"}}, "Op"
+    )
     message = str(cloud_error(long, "op"))
     assert "\n" not in message and len(message) < 220

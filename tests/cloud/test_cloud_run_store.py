@@ -31,10 +31,18 @@ def train(runs_dir: str, epochs: int = 3, extra_callbacks: tuple = (), **options
     rng = np.random.default_rng(0)
     x = rng.random((2048, 8), dtype=np.float32)
     y = rng.random((2048, 1), dtype=np.float32)
-    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="relu"), keras.layers.Dense(1)])
+    model = keras.Sequential(
+        [keras.Input((8,)), keras.layers.Dense(16, activation="relu"), keras.layers.Dense(1)]
+    )
     model.compile("sgd", "mse")
-    callback = advisor.AdvisorCallback(runs_dir=runs_dir, window_seconds=0.2, warmup_steps=2, log_every_seconds=None,
-                                       telemetry=False, **options)
+    callback = advisor.AdvisorCallback(
+        runs_dir=runs_dir,
+        window_seconds=0.2,
+        warmup_steps=2,
+        log_every_seconds=None,
+        telemetry=False,
+        **options,
+    )
     model.fit(x, y, batch_size=32, epochs=epochs, callbacks=[callback, *extra_callbacks], verbose=0)
     return callback
 
@@ -62,14 +70,21 @@ def test_train_upload_and_check_from_s3(aws, tmp_path, caplog):
     report = json.loads(check.stdout)
     assert report["run"]["run_id"] == run_id and report["run"]["status"] == "finished"
     m102 = next(f for f in report["findings"] if f["code"] == "M102")
-    assert m102["status"] == "pass"  # samples per dollar is known: throughput and the g5.xlarge price
+    assert (
+        m102["status"] == "pass"
+    )  # samples per dollar is known: throughput and the g5.xlarge price
     whole = runner.invoke(cli, ["check", url, "--format", "json", "--exit-zero"])
     assert whole.exit_code == 0 and run_id in whole.output
     shown = runner.invoke(cli, ["--runs-dir", url, "show", run_id, "--format", "json"])
     facts = json.loads(shown.stdout)["facts"]
     assert facts["throughput.samples_per_s"] > 0 and facts["cost.samples_per_dollar"] > 0
-    assert_no_secrets(Path(os.environ["ADVISOR_CACHE_DIR"]), listed.output, check.output, shown.output,
-                      caplog.text)
+    assert_no_secrets(
+        Path(os.environ["ADVISOR_CACHE_DIR"]),
+        listed.output,
+        check.output,
+        shown.output,
+        caplog.text,
+    )
 
 
 def test_s3_outage_mid_training_keeps_the_spool_and_retries(tmp_path, monkeypatch):
@@ -98,7 +113,9 @@ def test_s3_outage_mid_training_keeps_the_spool_and_retries(tmp_path, monkeypatc
         while callback.uploader.failures < 1 and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not callback.uploader.wait(1)
-        assert callback.uploader.failures >= 1 and "cannot reach AWS" in callback.uploader.last_error
+        assert (
+            callback.uploader.failures >= 1 and "cannot reach AWS" in callback.uploader.last_error
+        )
         run = RunReader(callback.writer.path).read()  # the spool holds the whole run
         assert run.status == "finished" and len(run.of_type(EpochRecord)) == 4
 
@@ -108,8 +125,18 @@ def test_s3_outage_mid_training_keeps_the_spool_and_retries(tmp_path, monkeypatc
         boto3.client("s3").create_bucket(Bucket="flaky-runs")
         assert callback.uploader.wait(60), callback.uploader.last_error
         assert not callback.writer.path.exists()
-        check = CliRunner().invoke(cli, ["--runs-dir", "s3://flaky-runs/r", "show", callback.writer.run_id,
-                                         "--format", "json", "--no-diagnosis"])
+        check = CliRunner().invoke(
+            cli,
+            [
+                "--runs-dir",
+                "s3://flaky-runs/r",
+                "show",
+                callback.writer.run_id,
+                "--format",
+                "json",
+                "--no-diagnosis",
+            ],
+        )
         assert check.exit_code == 0, check.output
         assert json.loads(check.stdout)["facts"]["run.epochs"] == 4
     finally:
@@ -137,7 +164,9 @@ def test_missing_bucket_warns_once_and_advisor_upload_sends_it_later(aws, tmp_pa
     # At exit the uploader waits ADVISOR_UPLOAD_WAIT_S for the bucket (120 s by default); the
     # script waits for its first failure before it exits, so the warning is there on a busy host.
     env = {**os.environ, "ADVISOR_UPLOAD_WAIT_S": "1", "TF_CPP_MIN_LOG_LEVEL": "3"}
-    proc = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     run_id = proc.stdout.strip().splitlines()[-1]
     warnings = [line for line in proc.stderr.splitlines() if line.startswith("advisor: upload to")]

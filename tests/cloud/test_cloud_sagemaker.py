@@ -20,23 +20,37 @@ ROLE = "arn:aws:iam::123456789012:role/SageMakerRole"
 IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/tensorflow-training:2.16-gpu-py310"
 
 
-def create_job(name: str, mode: str, instance: str = "ml.g5.12xlarge", count: int = 2, channel_mode: str | None = None):
+def create_job(
+    name: str,
+    mode: str,
+    instance: str = "ml.g5.12xlarge",
+    count: int = 2,
+    channel_mode: str | None = None,
+):
     sm = boto3.client("sagemaker")
-    channel = {"ChannelName": "train", "DataSource": {"S3DataSource": {
-        "S3DataType": "S3Prefix", "S3Uri": "s3://data-bucket/train/"}}}
+    channel = {
+        "ChannelName": "train",
+        "DataSource": {
+            "S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": "s3://data-bucket/train/"}
+        },
+    }
     if channel_mode:
         channel["InputMode"] = channel_mode
     sm.create_training_job(
-        TrainingJobName=name, RoleArn=ROLE,
+        TrainingJobName=name,
+        RoleArn=ROLE,
         AlgorithmSpecification={"TrainingImage": IMAGE, "TrainingInputMode": mode},
-        InputDataConfig=[channel], OutputDataConfig={"S3OutputPath": "s3://data-bucket/out"},
+        InputDataConfig=[channel],
+        OutputDataConfig={"S3OutputPath": "s3://data-bucket/out"},
         ResourceConfig={"InstanceType": instance, "InstanceCount": count, "VolumeSizeInGB": 50},
         StoppingCondition={"MaxRuntimeInSeconds": 3600},
     )
     return sm.describe_training_job(TrainingJobName=name)
 
 
-def put_system_metrics(job: str, per_host: list[tuple[float, float, float]], points: int = 10) -> None:
+def put_system_metrics(
+    job: str, per_host: list[tuple[float, float, float]], points: int = 10
+) -> None:
     """What SageMaker publishes for each host: GPU and CPU utilization summed over the instance's
     GPUs / vCPUs, and memory, per minute. Each host's values are constant here, so the one-minute
     averages CloudWatch returns do not depend on where the minute boundaries fall."""
@@ -47,9 +61,26 @@ def put_system_metrics(job: str, per_host: list[tuple[float, float, float]], poi
         data = []
         for i in range(points):
             stamp = datetime.fromtimestamp(now - 50 + 5 * i, tz=timezone.utc)
-            data += [{"MetricName": "GPUUtilization", "Dimensions": dims, "Timestamp": stamp, "Value": gpu},
-                     {"MetricName": "CPUUtilization", "Dimensions": dims, "Timestamp": stamp, "Value": cpu},
-                     {"MetricName": "MemoryUtilization", "Dimensions": dims, "Timestamp": stamp, "Value": mem}]
+            data += [
+                {
+                    "MetricName": "GPUUtilization",
+                    "Dimensions": dims,
+                    "Timestamp": stamp,
+                    "Value": gpu,
+                },
+                {
+                    "MetricName": "CPUUtilization",
+                    "Dimensions": dims,
+                    "Timestamp": stamp,
+                    "Value": cpu,
+                },
+                {
+                    "MetricName": "MemoryUtilization",
+                    "Dimensions": dims,
+                    "Timestamp": stamp,
+                    "Value": mem,
+                },
+            ]
         cw.put_metric_data(Namespace="/aws/sagemaker/TrainingJobs", MetricData=data)
 
 
@@ -67,10 +98,18 @@ def test_file_mode_job_is_imported_and_fails_s302(aws, runs_dir):
     out = runner.invoke(cli, ["import", "sagemaker", "resnet-file"])
     assert out.exit_code == 0, out.output
     assert "imported resnet-file as run sagemaker-resnet-file" in out.stdout
-    facts = json.loads(runner.invoke(cli, ["show", "sagemaker-resnet-file", "--format", "json"]).stdout)
+    facts = json.loads(
+        runner.invoke(cli, ["show", "sagemaker-resnet-file", "--format", "json"]).stdout
+    )
     m, f = facts["manifest"], facts["facts"]
-    assert m["instance_type"] == "ml.g5.12xlarge" and m["num_workers"] == 2 and m["status"] == "finished"
-    assert m["framework"]["backend"] == "tensorflow" and m["framework"]["tensorflow_version"] == "2.16"
+    assert (
+        m["instance_type"] == "ml.g5.12xlarge"
+        and m["num_workers"] == 2
+        and m["status"] == "finished"
+    )
+    assert (
+        m["framework"]["backend"] == "tensorflow" and m["framework"]["tensorflow_version"] == "2.16"
+    )
     assert m["price_per_hour"] is None  # SageMaker prices are not in the EC2 table
     assert f["cloud.input_mode"] == "File" and f["cloud.input_mode_source"] == "sagemaker-job"
     assert f["gpu.count"] == 8 and f["gpu.util.p95"] == pytest.approx(35.0)  # 140 % over 4 GPUs
@@ -88,10 +127,22 @@ def test_file_mode_job_is_imported_and_fails_s302(aws, runs_dir):
 
 def test_fastfile_channel_passes_s302_into_an_s3_store(aws, tmp_path):
     boto3.client("s3").create_bucket(Bucket="runs-bucket")
-    create_job("bert-fastfile", "File", instance="ml.p4d.24xlarge", count=1, channel_mode="FastFile")
+    create_job(
+        "bert-fastfile", "File", instance="ml.p4d.24xlarge", count=1, channel_mode="FastFile"
+    )
     runner = CliRunner()
-    out = runner.invoke(cli, ["--runs-dir", "s3://runs-bucket/advisor", "import", "sagemaker", "bert-fastfile",
-                              "--price-per-hour", "37.69"])
+    out = runner.invoke(
+        cli,
+        [
+            "--runs-dir",
+            "s3://runs-bucket/advisor",
+            "import",
+            "sagemaker",
+            "bert-fastfile",
+            "--price-per-hour",
+            "37.69",
+        ],
+    )
     assert out.exit_code == 0, out.output
     assert "no system metrics" in out.output  # nothing was published for this job
     keys = {o["Key"] for o in boto3.client("s3").list_objects_v2(Bucket="runs-bucket")["Contents"]}

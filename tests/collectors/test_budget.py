@@ -34,25 +34,39 @@ def test_the_ledger_charges_each_second_to_one_state():
     assert ledger.calls == {"cb:A.on_train_begin": 1, "checkpoint": 1}
 
 
-
-
 def _fit(tmp_path: Path, callbacks: list, epochs: int = 2, **options):
     import keras
 
-    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="relu"), keras.layers.Dense(1)])
+    model = keras.Sequential(
+        [keras.Input((8,)), keras.layers.Dense(16, activation="relu"), keras.layers.Dense(1)]
+    )
     model.compile("sgd", "mse")
     x = np.random.default_rng(0).normal(size=(256, 8)).astype("float32")
     y = x.sum(axis=1, keepdims=True)
     cb = _callback(tmp_path, **options)
-    model.fit(x, y, batch_size=16, epochs=epochs, validation_split=0.25, verbose=0, callbacks=[cb, *callbacks])
+    model.fit(
+        x,
+        y,
+        batch_size=16,
+        epochs=epochs,
+        validation_split=0.25,
+        verbose=0,
+        callbacks=[cb, *callbacks],
+    )
     return model, cb
 
 
 def _callback(tmp_path: Path, **options):
     import advisor
 
-    return advisor.AdvisorCallback(tmp_path / "runs", baseline=None, telemetry=False, log_every_seconds=None,
-                                   window_seconds=0.2, **options)
+    return advisor.AdvisorCallback(
+        tmp_path / "runs",
+        baseline=None,
+        telemetry=False,
+        log_every_seconds=None,
+        window_seconds=0.2,
+        **options,
+    )
 
 
 def _budget(cb):
@@ -95,14 +109,22 @@ def test_a_real_fit_is_accounted_for_and_its_callbacks_are_left_as_they_were(tmp
     for obj in (busy, first, second, checkpoint, model):  # and the originals are back
         assert not {"on_train_batch_end", "on_epoch_end", "save", "save_weights"} & set(vars(obj))
     run, budgets = _budget(cb)
-    assert [b.final for b in budgets] == [False, False, True]  # one per epoch end, then the final one
+    assert [b.final for b in budgets] == [
+        False,
+        False,
+        True,
+    ]  # one per epoch end, then the final one
     final = budgets[-1]
-    assert sum(final.seconds.values()) == pytest.approx(final.wall_seconds, abs=1e-4)  # each value rounded to the microsecond
+    assert sum(final.seconds.values()) == pytest.approx(
+        final.wall_seconds, abs=1e-4
+    )  # each value rounded to the microsecond
     assert final.seconds["unaccounted"] < 0.01 * final.wall_seconds
     rows = {(r.name, r.hook): r for r in final.callbacks}
     assert rows[("Busy", "on_train_batch_end")].calls == Busy.calls == final.steps
     assert rows[("Busy", "on_train_batch_end")].seconds >= 0.003 * Busy.calls
-    assert rows[("Recorder", "on_epoch_end")].calls == rows[("Recorder#2", "on_epoch_end")].calls == 2
+    assert (
+        rows[("Recorder", "on_epoch_end")].calls == rows[("Recorder#2", "on_epoch_end")].calls == 2
+    )
     assert rows[("ModelCheckpoint", "on_epoch_end")].kind == "checkpoint"
     saved = final.checkpoint
     assert saved.count == 2 and saved.by == {"ModelCheckpoint.on_epoch_end": 2}
@@ -116,7 +138,9 @@ def test_a_real_fit_is_accounted_for_and_its_callbacks_are_left_as_they_were(tmp
     assert facts["callbacks.slowest"] == "Busy.on_train_batch_end"
     assert facts["callbacks.Busy.ms_per_step"] >= 3.0
     assert facts["checkpoint.count"] == 2 and facts["checkpoint.bytes"] == saved.bytes
-    assert facts["goodput"] == pytest.approx(final.seconds["train_steps"] / final.wall_seconds, rel=1e-3)
+    assert facts["goodput"] == pytest.approx(
+        final.seconds["train_steps"] / final.wall_seconds, rel=1e-3
+    )
 
 
 @pytest.mark.slow
@@ -153,7 +177,9 @@ def test_budget_false_wraps_nothing(tmp_path):
     _, budgets = _budget(cb)
     final = budgets[-1]
     assert final.callbacks == [] and final.seconds["callbacks"] == 0.0  # phases only
-    assert sum(final.seconds.values()) == pytest.approx(final.wall_seconds, abs=1e-4)  # each value rounded to the microsecond
+    assert sum(final.seconds.values()) == pytest.approx(
+        final.wall_seconds, abs=1e-4
+    )  # each value rounded to the microsecond
 
 
 HUNG = textwrap.dedent("""
@@ -178,6 +204,7 @@ HUNG = textwrap.dedent("""
     model.fit(x, y, batch_size=8, epochs=3, callbacks=[cb, SlowAfterEpoch0()], verbose=0)
 """)
 
+
 @pytest.mark.slow
 def test_a_job_killed_after_its_last_epoch_end_leaves_the_rest_unaccounted(tmp_path):
     """Real data on which M171 fails: the budget ends at the last epoch end, the job ran on."""
@@ -185,8 +212,12 @@ def test_a_job_killed_after_its_last_epoch_end_leaves_the_rest_unaccounted(tmp_p
     from advisor.service.store import Store
 
     runs = tmp_path / "runs"
-    proc = subprocess.Popen([sys.executable, "-c", HUNG], env={**os.environ, "ADVISOR_RUNS_DIR": str(runs)},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HUNG],
+        env={**os.environ, "ADVISOR_RUNS_DIR": str(runs)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
@@ -197,7 +228,9 @@ def test_a_job_killed_after_its_last_epoch_end_leaves_the_rest_unaccounted(tmp_p
             time.sleep(0.1)
         else:
             pytest.fail("no budget record in time")
-        time.sleep(3.0)  # three seconds into the slow epoch: its windows are written, its budget is not
+        time.sleep(
+            3.0
+        )  # three seconds into the slow epoch: its windows are written, its budget is not
         os.kill(proc.pid, signal.SIGKILL)
     finally:
         if proc.poll() is None:
@@ -217,8 +250,13 @@ def test_a_custom_loop_budget_comes_from_its_markers(tmp_path):
     from advisor.store.reader import RunReader
     from advisor.store.schema import BudgetRecord
 
-    with advisor.track(batch_size=4, runs_dir=tmp_path, telemetry=False, log_every_seconds=None,
-                       window_seconds=0.05) as run:
+    with advisor.track(
+        batch_size=4,
+        runs_dir=tmp_path,
+        telemetry=False,
+        log_every_seconds=None,
+        window_seconds=0.05,
+    ) as run:
         for _ in range(2):
             for _ in range(20):
                 time.sleep(0.002)
@@ -229,7 +267,9 @@ def test_a_custom_loop_budget_comes_from_its_markers(tmp_path):
     budgets = RunReader(run.run_path).read().of_type(BudgetRecord)
     assert [b.final for b in budgets] == [False, False, True] and budgets[-1].source == "track"
     final = budgets[-1]
-    assert sum(final.seconds.values()) == pytest.approx(final.wall_seconds, abs=1e-4)  # each value rounded to the microsecond
+    assert sum(final.seconds.values()) == pytest.approx(
+        final.wall_seconds, abs=1e-4
+    )  # each value rounded to the microsecond
     assert final.seconds["validation"] >= 0.1 and final.seconds["train_steps"] >= 40 * 0.002
     assert final.steps == 40
     assert json.loads(final.model_dump_json())["checkpoint"]["count"] == 0
@@ -288,17 +328,25 @@ def test_a_fit_that_fails_outside_a_hook_leaves_no_final_budget_and_a_later_save
     model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(1)])
     model.compile("sgd", "mse")
     hook = EpochHook()
-    cb = advisor.AdvisorCallback(tmp_path / "runs", baseline=None, telemetry=False, log_every_seconds=None)
+    cb = advisor.AdvisorCallback(
+        tmp_path / "runs", baseline=None, telemetry=False, log_every_seconds=None
+    )
     with pytest.raises(Exception, match="the input broke"):  # TensorFlow wraps it (UnknownError)
         model.fit(batches(), steps_per_epoch=10, epochs=5, verbose=0, callbacks=[cb, hook])
     # Keras skipped on_train_end: the wrappers are still there, until the next save outside the fit.
     assert "save" in vars(model) and "on_epoch_end" in vars(hook)
     model.save_weights(str(tmp_path / "after.weights.h5"))
-    assert "save" not in vars(model) and "save_weights" not in vars(model) and "on_epoch_end" not in vars(hook)
+    assert (
+        "save" not in vars(model)
+        and "save_weights" not in vars(model)
+        and "on_epoch_end" not in vars(hook)
+    )
     assert (tmp_path / "after.weights.h5").stat().st_size > 0
     cb._abort("test: the fit raised")  # what the next fit or the process's exit does
     _, budgets = _budget(cb)
-    assert budgets and not any(b.final for b in budgets)  # the failed run's budget ends at its last epoch end
+    assert budgets and not any(
+        b.final for b in budgets
+    )  # the failed run's budget ends at its last epoch end
 
 
 @pytest.mark.slow
@@ -319,23 +367,47 @@ def test_s350_fails_on_checkpoints_that_dominate_a_fit_and_passes_on_small_ones(
         s350 = next(f for f in report.findings if f.code == "S350")
         return s350, {name: fact.value for name, fact in report.facts.items()}
 
-    big = keras.Sequential([keras.Input((8,)), keras.layers.Dense(1500, activation="relu"),
-                            keras.layers.Dense(1500, activation="relu"), keras.layers.Dense(1)])
+    big = keras.Sequential(
+        [
+            keras.Input((8,)),
+            keras.layers.Dense(1500, activation="relu"),
+            keras.layers.Dense(1500, activation="relu"),
+            keras.layers.Dense(1),
+        ]
+    )
     big.compile("adam", "mse")
     x = np.random.default_rng(0).normal(size=(32, 8)).astype("float32")
     cb = _callback(tmp_path)
-    big.fit(x, x[:, :1], batch_size=8, epochs=5, verbose=0,
-            callbacks=[cb, keras.callbacks.ModelCheckpoint(str(tmp_path / "big.keras"))])
+    big.fit(
+        x,
+        x[:, :1],
+        batch_size=8,
+        epochs=5,
+        verbose=0,
+        callbacks=[cb, keras.callbacks.ModelCheckpoint(str(tmp_path / "big.keras"))],
+    )
     s350, facts = verdict(cb)
-    assert facts["checkpoint.count"] == 5 and facts["checkpoint.share"] > 0.15, {k: v for k, v in facts.items() if k.startswith(("time.", "checkpoint."))}
+    assert facts["checkpoint.count"] == 5 and facts["checkpoint.share"] > 0.15, {
+        k: v for k, v in facts.items() if k.startswith(("time.", "checkpoint."))
+    }
     assert s350.status == "fail" and "ModelCheckpoint" in s350.message, s350.message
 
     class Pace(keras.callbacks.Callback):
         def on_epoch_end(self, epoch, logs=None):
             time.sleep(2.0)
 
-    _, cb = _fit(tmp_path, [Pace(), keras.callbacks.ModelCheckpoint(str(tmp_path / "small.weights.h5"),
-                                                                     save_weights_only=True)], epochs=3)
+    _, cb = _fit(
+        tmp_path,
+        [
+            Pace(),
+            keras.callbacks.ModelCheckpoint(
+                str(tmp_path / "small.weights.h5"), save_weights_only=True
+            ),
+        ],
+        epochs=3,
+    )
     s350, facts = verdict(cb)
-    assert facts["checkpoint.count"] == 3 and facts["checkpoint.share"] < 0.05 / 2, facts["checkpoint.share"]
+    assert facts["checkpoint.count"] == 3 and facts["checkpoint.share"] < 0.05 / 2, facts[
+        "checkpoint.share"
+    ]
     assert s350.status == "pass", s350.message

@@ -21,8 +21,11 @@ class _Model:
     def __init__(self, strategy):
         self.distribute_strategy = strategy
         with strategy.scope():
-            self.count = tf.Variable(64.0, synchronization=tf.VariableSynchronization.ON_READ,
-                                     aggregation=tf.VariableAggregation.SUM)
+            self.count = tf.Variable(
+                64.0,
+                synchronization=tf.VariableSynchronization.ON_READ,
+                aggregation=tf.VariableAggregation.SUM,
+            )
             self.mirrored = tf.Variable(3, dtype=tf.int64)
 
 

@@ -49,7 +49,10 @@ def test_raising_collectors_do_not_stop_fit(runs_dir):
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
     model.compile("sgd", "mse")
     batch, epoch = BrokenInBatch(), BrokenInEpoch()
-    collectors = build_collectors(AdvisorOptions(window_seconds=0.05, log_every_seconds=None)) + [batch, epoch]
+    collectors = build_collectors(AdvisorOptions(window_seconds=0.05, log_every_seconds=None)) + [
+        batch,
+        epoch,
+    ]
     cb = advisor.AdvisorCallback(runs_dir=runs_dir, collectors=collectors, log_every_seconds=None)
     history = model.fit(x, y, batch_size=32, epochs=3, callbacks=[cb], verbose=0)
 

@@ -17,7 +17,14 @@ def test_normal_series_with_units_converted() -> None:
     fake = FakeNvml([FakeGpu(util=[10.0, 20.0, 30.0])])
     mon = NvmlMonitor(nvml=fake, env={})
     assert mon.open() is True
-    assert mon.info() == [{"index": 0, "name": "NVIDIA H100 80GB HBM3", "uuid": fake.gpus[0].uuid, "mem_total": 80 * 2**30}]
+    assert mon.info() == [
+        {
+            "index": 0,
+            "name": "NVIDIA H100 80GB HBM3",
+            "uuid": fake.gpus[0].uuid,
+            "mem_total": 80 * 2**30,
+        }
+    ]
     series = []
     for k in range(3):
         samples, notes = mon.sample(100.0 + 0.5 * k)
@@ -32,7 +39,9 @@ def test_normal_series_with_units_converted() -> None:
     assert first.mem_used == 40 * 2**30 and first.mem_total == 80 * 2**30
     assert first.temp_c == 60 and first.sm_clock_mhz == 1755
     assert first.pcie_tx_bps == 1000 * 1024 and first.pcie_rx_bps == 2000 * 1024  # KB/s → B/s
-    assert series[1].pcie_tx_bps is None  # PCIe is read at most once a second (each read blocks ~20 ms)
+    assert (
+        series[1].pcie_tx_bps is None
+    )  # PCIe is read at most once a second (each read blocks ~20 ms)
     assert series[2].pcie_tx_bps == 1000 * 1024
     mon.close()
     assert fake.shutdowns == 1
@@ -50,12 +59,22 @@ def test_energy_counter_not_supported_is_noted_once_and_power_remains() -> None:
 
 
 def test_unsupported_fields_are_dropped_one_by_one() -> None:
-    gpu = FakeGpu(unsupported={"nvmlDeviceGetTemperature", "nvmlDeviceGetPcieThroughput", "nvmlDeviceGetClockInfo"})
+    gpu = FakeGpu(
+        unsupported={
+            "nvmlDeviceGetTemperature",
+            "nvmlDeviceGetPcieThroughput",
+            "nvmlDeviceGetClockInfo",
+        }
+    )
     mon = NvmlMonitor(nvml=FakeNvml([gpu]), env={})
     assert mon.open()
     samples, notes = mon.sample(1.0)
     assert len(notes) == 3
-    assert samples[0].temp_c is None and samples[0].sm_clock_mhz is None and samples[0].pcie_rx_bps is None
+    assert (
+        samples[0].temp_c is None
+        and samples[0].sm_clock_mhz is None
+        and samples[0].pcie_rx_bps is None
+    )
     assert samples[0].util == 50.0 and samples[0].energy_j is not None
     assert mon.sample(2.0)[1] == []
 
@@ -96,11 +115,16 @@ def test_no_nvml_is_no_gpu_data_without_raising() -> None:
 
 def test_which_device_each_worker_uses() -> None:
     assert visible_devices(4, [None] * 4, {}) == ([0, 1, 2, 3], None)
-    assert visible_devices(4, [None] * 4, {"CUDA_VISIBLE_DEVICES": "1,7,2"}) == ([1], None)  # CUDA stops at 7
+    assert visible_devices(4, [None] * 4, {"CUDA_VISIBLE_DEVICES": "1,7,2"}) == (
+        [1],
+        None,
+    )  # CUDA stops at 7
     assert visible_devices(2, [None] * 2, {"CUDA_VISIBLE_DEVICES": "MIG-xyz"})[1] is not None
     # One process per GPU, all visible: the local rank picks the GPU.
     assert worker_device_indices([0, 1, 2, 3], 4, {"LOCAL_RANK": "2"}) == [2]
-    assert worker_device_indices([0, 1, 2, 3], 8, {"OMPI_COMM_WORLD_LOCAL_RANK": "1", "OMPI_COMM_WORLD_LOCAL_SIZE": "4"}) == [1]
+    assert worker_device_indices(
+        [0, 1, 2, 3], 8, {"OMPI_COMM_WORLD_LOCAL_RANK": "1", "OMPI_COMM_WORLD_LOCAL_SIZE": "4"}
+    ) == [1]
     # One process using every GPU (MirroredStrategy), or one GPU visible per process.
     assert worker_device_indices([0, 1, 2, 3], 1, {}) == [0, 1, 2, 3]
     assert worker_device_indices([3], 4, {"LOCAL_RANK": "3"}) == [3]

@@ -19,9 +19,14 @@ def test_a_misspelled_option_names_the_closest():
 
 
 def test_bad_values_are_usage_errors_naming_the_option():
-    for kwargs, name in (({"window_seconds": 0}, "window_seconds"), ({"baseline": "middle"}, "baseline"),
-                         ({"profile_steps": (5, 2)}, "profile_steps"), ({"price_per_hour": -1.0}, "price_per_hour"),
-                         ({"telemetry_devices": "some"}, "telemetry_devices"), ({"warmup_steps": 1.5}, "warmup_steps")):
+    for kwargs, name in (
+        ({"window_seconds": 0}, "window_seconds"),
+        ({"baseline": "middle"}, "baseline"),
+        ({"profile_steps": (5, 2)}, "profile_steps"),
+        ({"price_per_hour": -1.0}, "price_per_hour"),
+        ({"telemetry_devices": "some"}, "telemetry_devices"),
+        ({"warmup_steps": 1.5}, "warmup_steps"),
+    ):
         with pytest.raises(UsageError, match=name):
             advisor.AdvisorCallback(**kwargs)
 
@@ -29,7 +34,9 @@ def test_bad_values_are_usage_errors_naming_the_option():
 def test_the_signature_and_the_options_model_agree():
     import inspect
 
-    params = [p for p in inspect.signature(advisor.AdvisorCallback.__init__).parameters if p != "self"]
+    params = [
+        p for p in inspect.signature(advisor.AdvisorCallback.__init__).parameters if p != "self"
+    ]
     assert tuple(params) == (*OPTION_NAMES, "deprecated")  # **deprecated: the old spellings
 
 
@@ -40,10 +47,22 @@ def test_options_are_recorded_in_the_manifest(tmp_path):
 
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
     model.compile("sgd", "mse")
-    cb = advisor.AdvisorCallback(tmp_path, log_every_seconds=None, telemetry=False, profile_steps="3,4", tags={"a": 1})
-    model.fit(np.zeros((64, 2), "float32"), np.zeros((64, 1), "float32"), epochs=1, verbose=0, callbacks=[cb])
+    cb = advisor.AdvisorCallback(
+        tmp_path, log_every_seconds=None, telemetry=False, profile_steps="3,4", tags={"a": 1}
+    )
+    model.fit(
+        np.zeros((64, 2), "float32"),
+        np.zeros((64, 1), "float32"),
+        epochs=1,
+        verbose=0,
+        callbacks=[cb],
+    )
     config = json.loads((cb.run_path / "run.json").read_text())["config"]
-    assert config["profile_steps"] == [3, 4] and config["telemetry"] is False and config["tags"] == {"a": "1"}
+    assert (
+        config["profile_steps"] == [3, 4]
+        and config["telemetry"] is False
+        and config["tags"] == {"a": "1"}
+    )
     # run.json's keys stay what older readers know: the old names of the renamed durations
     assert set(config) == {RECORDED_AS.get(name, name) for name in OPTION_NAMES}
     assert config["log_every_s"] is None and "log_every_seconds" not in config
@@ -58,7 +77,9 @@ def test_recorded_options_name_collector_objects():
 
 # An explicit argument beats its environment variable, and the variable beats the default: one case
 # per variable an option reads (docs/collectors.md, "Where settings come from").
-@pytest.mark.parametrize("make", [advisor.AdvisorCallback, advisor.track], ids=["callback", "track"])
+@pytest.mark.parametrize(
+    "make", [advisor.AdvisorCallback, advisor.track], ids=["callback", "track"]
+)
 def test_runs_dir_argument_beats_advisor_runs_dir(tmp_path, monkeypatch, make):
     from advisor.store.paths import resolve_runs_dir, store_url
 
@@ -69,7 +90,9 @@ def test_runs_dir_argument_beats_advisor_runs_dir(tmp_path, monkeypatch, make):
     assert store_url(make().options.runs_dir) == "s3://bucket/from-env"
 
 
-@pytest.mark.parametrize("make", [advisor.AdvisorCallback, advisor.track], ids=["callback", "track"])
+@pytest.mark.parametrize(
+    "make", [advisor.AdvisorCallback, advisor.track], ids=["callback", "track"]
+)
 def test_instance_type_argument_beats_advisor_instance_type(monkeypatch, make):
     from advisor.probes.instance import detect_instance_type
 
@@ -81,7 +104,9 @@ def test_instance_type_argument_beats_advisor_instance_type(monkeypatch, make):
     assert detect_instance_type(None, env=env) == ("p4d.24xlarge", "env")
 
 
-@pytest.mark.parametrize("make", [advisor.AdvisorCallback, advisor.track], ids=["callback", "track"])
+@pytest.mark.parametrize(
+    "make", [advisor.AdvisorCallback, advisor.track], ids=["callback", "track"]
+)
 def test_pricing_argument_beats_advisor_pricing(monkeypatch, make):
     monkeypatch.setenv("ADVISOR_PRICING", "aws")
     assert make(pricing="table").options.pricing == "table"
@@ -119,12 +144,16 @@ def test_profile_timeout_argument_beats_advisor_trace_timeout(tmp_path, monkeypa
     from advisor.collectors.options import AdvisorOptions
     from advisor.collectors.registry import build_collectors
 
-    profiler = build_collectors(AdvisorOptions(collectors=("profiler",), profile_steps=(1, 2),
-                                               profile_timeout_seconds=30.0))[0]
+    profiler = build_collectors(
+        AdvisorOptions(collectors=("profiler",), profile_steps=(1, 2), profile_timeout_seconds=30.0)
+    )[0]
     assert profiler.timeout_s == 30.0
 
 
 def test_true_is_auto_for_baseline_and_whatif():
     options = AdvisorOptions(baseline=True, whatif=True)
     assert (options.baseline, options.whatif) == ("auto", "auto")
-    assert AdvisorOptions(baseline=False).baseline is None and AdvisorOptions(baseline="end").baseline == "end"
+    assert (
+        AdvisorOptions(baseline=False).baseline is None
+        and AdvisorOptions(baseline="end").baseline == "end"
+    )

@@ -60,19 +60,37 @@ def slow_dataset() -> tf.data.Dataset:
 
 def fast_dataset() -> tf.data.Dataset:
     x, y = _data()
-    return tf.data.Dataset.from_tensor_slices((x, y)).batch(32).cache().repeat().prefetch(tf.data.AUTOTUNE)
+    return (
+        tf.data.Dataset.from_tensor_slices((x, y))
+        .batch(32)
+        .cache()
+        .repeat()
+        .prefetch(tf.data.AUTOTUNE)
+    )
 
 
 def model(spe: int = 1, width: int = 256) -> keras.Model:
-    m = keras.Sequential([keras.Input((FEATURES,)), keras.layers.Dense(width, activation="relu"),
-                          keras.layers.Dense(width, activation="relu"), keras.layers.Dense(1)])
+    m = keras.Sequential(
+        [
+            keras.Input((FEATURES,)),
+            keras.layers.Dense(width, activation="relu"),
+            keras.layers.Dense(width, activation="relu"),
+            keras.layers.Dense(1),
+        ]
+    )
     m.compile("adam", "mse", steps_per_execution=spe)
     return m
 
 
 def fit(cb, ds=None, steps: int = 20, epochs: int = 1, spe: int = 1):
     m = model(spe)
-    m.fit(fast_dataset() if ds is None else ds, steps_per_epoch=steps, epochs=epochs, verbose=0, callbacks=[cb])
+    m.fit(
+        fast_dataset() if ds is None else ds,
+        steps_per_epoch=steps,
+        epochs=epochs,
+        verbose=0,
+        callbacks=[cb],
+    )
     return RunReader(cb.run_path).read()
 
 
@@ -85,19 +103,33 @@ def trace_facts(run) -> dict:
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory):
     runs = tmp_path_factory.mktemp("runs")
-    slow = fit(advisor.AdvisorCallback(runs_dir=runs, profile_steps=(4, 33), log_every_seconds=None), slow_dataset(),
-               steps=36)
-    fast = fit(advisor.AdvisorCallback(runs_dir=runs, profile_steps=(4, 33), log_every_seconds=None), fast_dataset(),
-               steps=36)
+    slow = fit(
+        advisor.AdvisorCallback(runs_dir=runs, profile_steps=(4, 33), log_every_seconds=None),
+        slow_dataset(),
+        steps=36,
+    )
+    fast = fit(
+        advisor.AdvisorCallback(runs_dir=runs, profile_steps=(4, 33), log_every_seconds=None),
+        fast_dataset(),
+        steps=36,
+    )
     return slow, fast
 
 
 def test_capture_is_recorded_and_summarised(pair):
     slow, _ = pair
     records = slow.of_type(TraceRecord)
-    assert [r.summary is not None for r in records] == [False, True]  # saved at window end, summary at train end
+    assert [r.summary is not None for r in records] == [
+        False,
+        True,
+    ]  # saved at window end, summary at train end
     last = records[-1]
-    assert (last.step_begin, last.step_end, last.steps_marked, last.marked_steps) == (4, 33, True, 30)
+    assert (last.step_begin, last.step_end, last.steps_marked, last.marked_steps) == (
+        4,
+        33,
+        True,
+        30,
+    )
     assert (slow.path / last.path).is_dir() and list((slow.path / last.path).glob("*.xplane.pb"))
     assert (slow.path / last.summary).is_file()
     assert last.path.startswith("traces/worker-0/plugins/profile/")
@@ -147,7 +179,9 @@ def test_a_running_profiler_is_recorded_and_training_goes_on(runs_dir, tmp_path)
     run = RunReader(cb.run_path).read()
     (record,) = run.of_type(TraceRecord)
     assert record.error and "already running" in record.error and record.summary is None
-    assert any(e.level == "warning" and "no profile taken" in e.message for e in run.of_type(EventRecord))
+    assert any(
+        e.level == "warning" and "no profile taken" in e.message for e in run.of_type(EventRecord)
+    )
     assert trace_facts(run) == {"trace.present": False}
 
 
@@ -163,7 +197,11 @@ def test_window_past_the_end_of_training(runs_dir):
     assert "trace.input_percent" not in facts and "trace.all_others_percent" not in facts
     assert "profile_steps=(10, 34)" in facts["trace.withheld"] and facts["trace.top_ops"]
     m110 = next(f for f in diagnose(run.path).findings if f.code == "M110")
-    assert m110.status == "unknown" and "withheld" in m110.message and "profile_steps=(10, 34)" in m110.measure
+    assert (
+        m110.status == "unknown"
+        and "withheld" in m110.message
+        and "profile_steps=(10, 34)" in m110.measure
+    )
     # Entirely after the end: nothing captured, nothing wrong.
     run = fit(ProfilerCallback(runs_dir=runs_dir, profile_steps=(50, 60)), steps=6)
     assert run.of_type(TraceRecord) == [] and run.status == "finished"
@@ -182,7 +220,10 @@ def test_later_summary_with_advisor_trace_run(runs_dir):
 
 def test_plain_tf_profile_attached_to_a_run(runs_dir, tmp_path):
     # A profile taken by hand with tf.profiler (no advisor), attached with --into.
-    run = fit(advisor.AdvisorCallback(runs_dir=runs_dir, log_every_seconds=None, name="noprofile"), steps=4)
+    run = fit(
+        advisor.AdvisorCallback(runs_dir=runs_dir, log_every_seconds=None, name="noprofile"),
+        steps=4,
+    )
     assert "trace.present" not in trace_facts(run)
     m = model()
     ds = iter(fast_dataset())
@@ -192,12 +233,16 @@ def test_plain_tf_profile_attached_to_a_run(runs_dir, tmp_path):
         with tf.profiler.experimental.Trace("train", step_num=step, _r=1):
             m.train_on_batch(*next(ds))
     tf.profiler.experimental.stop()
-    result = CliRunner().invoke(cli, ["--runs-dir", str(runs_dir), "trace", str(logdir), "--into", run.path.name])
+    result = CliRunner().invoke(
+        cli, ["--runs-dir", str(runs_dir), "trace", str(logdir), "--into", run.path.name]
+    )
     assert result.exit_code == 0, result.output
     facts = trace_facts(RunReader(run.path).read())
     assert facts["trace.present"] is True and facts["trace.steps"] > 0
     copied = RunReader(run.path).read().of_type(TraceRecord)[-1]
-    assert copied.path.startswith("traces/imported/") and list((run.path / copied.path).glob("*.xplane.pb"))
+    assert copied.path.startswith("traces/imported/") and list(
+        (run.path / copied.path).glob("*.xplane.pb")
+    )
 
 
 def test_profile_steps_option_is_checked():

@@ -38,8 +38,16 @@ class SlowSecondHalf(keras.callbacks.Callback):
 def test_a_throughput_that_drops_for_half_the_run_fails_m103(tmp_path):
     x = np.random.default_rng(0).normal(size=(2048, 16)).astype("float32")
     y = np.zeros((2048,), "int64")
-    ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(32).cache().repeat().prefetch(tf.data.AUTOTUNE)
-    model = keras.Sequential([keras.Input((16,)), keras.layers.Dense(64, activation="relu"), keras.layers.Dense(2)])
+    ds = (
+        tf.data.Dataset.from_tensor_slices((x, y))
+        .batch(32)
+        .cache()
+        .repeat()
+        .prefetch(tf.data.AUTOTUNE)
+    )
+    model = keras.Sequential(
+        [keras.Input((16,)), keras.layers.Dense(64, activation="relu"), keras.layers.Dense(2)]
+    )
     model.compile("sgd", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     cb = advisor.AdvisorCallback(tmp_path, baseline=None, telemetry=False, log_every_seconds=None)
     model.fit(ds, steps_per_epoch=1_000_000, epochs=1, verbose=0, callbacks=[cb, SlowSecondHalf()])
@@ -72,7 +80,9 @@ WAIT_S = 1.0  # beside ~0.3 s of steps an epoch (~1 s on a busy host): a share f
 
 
 def _fit(tmp_path, ds, callbacks, **kwargs):
-    model = keras.Sequential([keras.Input((16,)), keras.layers.Dense(512, activation="relu"), keras.layers.Dense(2)])
+    model = keras.Sequential(
+        [keras.Input((16,)), keras.layers.Dense(512, activation="relu"), keras.layers.Dense(2)]
+    )
     model.compile("sgd", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     cb = advisor.AdvisorCallback(tmp_path, baseline=None, telemetry=False, log_every_seconds=None)
     model.fit(ds, verbose=0, callbacks=[cb, *callbacks], **kwargs)
@@ -99,17 +109,24 @@ def test_slow_epoch_starts_fail_m154_and_leave_stability_alone(tmp_path):
     assert facts["time.epoch_start_fraction"] > 0.2
 
     run = RunReader(next(p for p in tmp_path.iterdir() if p.is_dir())).read()
-    windows = [w for w in run.of_type(WindowRecord, rank=run.ranks[0])
-               if not (w.warmup or w.profiled) and w.seconds > 0 and w.steps > 0]
+    windows = [
+        w
+        for w in run.of_type(WindowRecord, rank=run.ranks[0])
+        if not (w.warmup or w.profiled) and w.seconds > 0 and w.steps > 0
+    ]
     waited = [w for w in windows if (w.epoch_start_seconds or 0.0) >= WAIT_S]
     assert len(windows) >= 6 and len(waited) >= 3  # one window an epoch; every other one waited
     stepping = [w.steps / (w.seconds - (w.epoch_start_seconds or 0.0)) for w in windows]
     walled = [w.steps / w.seconds for w in windows]
     # counted in, each wait cuts its window's rate by far (1 s beside ~0.3 s of steps)
-    assert all(w.steps / w.seconds < 0.8 * w.steps / (w.seconds - w.epoch_start_seconds) for w in waited)
+    assert all(
+        w.steps / w.seconds < 0.8 * w.steps / (w.seconds - w.epoch_start_seconds) for w in waited
+    )
     m103 = {e.fact: e.value for e in findings["M103"].evidence}
     assert m103["throughput.stability_windows"] == len(windows)
-    assert m103["throughput.cv"] == pytest.approx(robust_cv(stepping), rel=1e-6), findings["M103"].message
+    assert m103["throughput.cv"] == pytest.approx(robust_cv(stepping), rel=1e-6), findings[
+        "M103"
+    ].message
     assert robust_cv(walled) != pytest.approx(m103["throughput.cv"], rel=0.05)
 
 
@@ -118,7 +135,13 @@ def test_one_iterator_for_all_epochs_passes_m154(tmp_path):
     at once."""
     x = np.random.default_rng(0).normal(size=(6400, 16)).astype("float32")
     y = np.zeros((6400,), "int64")
-    ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(32).cache().repeat().prefetch(tf.data.AUTOTUNE)
+    ds = (
+        tf.data.Dataset.from_tensor_slices((x, y))
+        .batch(32)
+        .cache()
+        .repeat()
+        .prefetch(tf.data.AUTOTUNE)
+    )
     findings = _fit(tmp_path, ds, [], epochs=12, steps_per_epoch=200)
     m154 = findings["M154"]
     assert m154.status == "pass", m154.message

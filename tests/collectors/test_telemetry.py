@@ -97,8 +97,9 @@ class _Exploding:
 def test_a_failing_source_is_recorded_once_and_the_rest_goes_on() -> None:
     records: list[Record] = []
     notes: list[tuple[str, str, str]] = []
-    sampler = TelemetrySampler(records.append, 0.1, gpu=_Exploding(), host=HostSampler(),
-                               note=lambda *n: notes.append(n))
+    sampler = TelemetrySampler(
+        records.append, 0.1, gpu=_Exploding(), host=HostSampler(), note=lambda *n: notes.append(n)
+    )
     sampler.start()
     time.sleep(0.35)
     wait_for(lambda: sum(isinstance(r, HostSample) for r in records) >= 3)
@@ -128,11 +129,20 @@ def _fit(runs_dir: Path, collectors: list[Any] | None = None, **options: Any) ->
     from advisor.collectors.callback import AdvisorCallback
 
     keras.utils.set_random_seed(0)
-    model = keras.Sequential([keras.Input((16,)), keras.layers.Dense(32, activation="relu"), keras.layers.Dense(1)])
+    model = keras.Sequential(
+        [keras.Input((16,)), keras.layers.Dense(32, activation="relu"), keras.layers.Dense(1)]
+    )
     model.compile("sgd", "mse")
     x = np.random.rand(512, 16).astype("float32")
     y = np.random.rand(512, 1).astype("float32")
-    cb = AdvisorCallback(runs_dir, collectors=collectors, window_seconds=0.2, warmup_steps=2, log_every_seconds=None, **options)
+    cb = AdvisorCallback(
+        runs_dir,
+        collectors=collectors,
+        window_seconds=0.2,
+        warmup_steps=2,
+        log_every_seconds=None,
+        **options,
+    )
     history = model.fit(x, y, batch_size=16, epochs=3, verbose=0, callbacks=[cb])
     assert len(history.history["loss"]) == 3  # training finished whatever telemetry did
     run = RunReader(cb.run_path).read()
@@ -143,7 +153,12 @@ def _fit(runs_dir: Path, collectors: list[Any] | None = None, **options: Any) ->
 
 @pytest.fixture(scope="module")
 def fake_gpu_run(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    fake = FakeNvml([FakeGpu(uuid="GPU-a", util=[90.0, 100.0]), FakeGpu(uuid="GPU-b", util=[85.0], energy_mj_per_read=None)])
+    fake = FakeNvml(
+        [
+            FakeGpu(uuid="GPU-a", util=[90.0, 100.0]),
+            FakeGpu(uuid="GPU-b", util=[85.0], energy_mj_per_read=None),
+        ]
+    )
     collector = TelemetryCollector(interval_s=0.1, nvml=fake, mfu=True)
     run, facts = _fit(tmp_path_factory.mktemp("fake-gpu"), [*DEFAULTS, collector])
     return run, facts, fake, collector
@@ -165,7 +180,9 @@ def test_training_with_fake_gpus_records_series_energy_and_mfu(fake_gpu_run: Any
     assert context["model.flops_per_sample"] == pytest.approx(analytic, rel=0.05)
     assert fake.shutdowns == 1  # NVML closed at train end
     # The default strategy trains on one replica: the second GPU is left out of the statistics.
-    assert facts["gpu.present"] is True and facts["gpu.count"] == 1 and facts["gpu.extra_visible"] == 1
+    assert (
+        facts["gpu.present"] is True and facts["gpu.count"] == 1 and facts["gpu.extra_visible"] == 1
+    )
     assert facts["energy.method"] == "counter+power-integration"
     assert facts["energy.wh"] > 0 and facts["energy.j_per_sample"] > 0
     assert facts["accelerator.model"] == "H100 80GB HBM3"
@@ -175,11 +192,15 @@ def test_training_with_fake_gpus_records_series_energy_and_mfu(fake_gpu_run: Any
 
 
 def test_without_nvml_the_run_says_no_gpu_data_quietly(tmp_path: Path) -> None:
-    run, facts = _fit(tmp_path, telemetry_interval_seconds=0.1)  # default collectors, real pynvml, no GPU
+    run, facts = _fit(
+        tmp_path, telemetry_interval_seconds=0.1
+    )  # default collectors, real pynvml, no GPU
     assert facts["gpu.present"] is False and facts["gpu.absent_reason"]
     assert run.of_type(GpuSample) == [] and run.of_type(EventRecord) == []
     assert facts["telemetry.samples"] >= 1 and "host.cpu.mean" in facts
-    assert not any(k.startswith("model.flops") for r in run.of_type(ContextRecord) for k in r.values)
+    assert not any(
+        k.startswith("model.flops") for r in run.of_type(ContextRecord) for k in r.values
+    )
     assert sampler_threads() == []
 
 
@@ -203,11 +224,15 @@ def test_sampler_failures_never_reach_fit(tmp_path: Path) -> None:
         def nvmlDeviceGetUtilizationRates(self, h: Any) -> Any:
             raise ZeroDivisionError("weird driver")
 
-    collector = TelemetryCollector(interval_s=0.1, nvml=Weird([FakeGpu()]), psutil_module=_BrokenPsutil)
+    collector = TelemetryCollector(
+        interval_s=0.1, nvml=Weird([FakeGpu()]), psutil_module=_BrokenPsutil
+    )
     run, facts = _fit(tmp_path, [*DEFAULTS, collector])
     messages = [e.message for e in run.of_type(EventRecord) if e.source == "telemetry"]
     assert len(messages) == 2, messages  # one for the GPU field, one for host sampling
-    assert any("utilization" in m for m in messages) and any("host sampling failed" in m for m in messages)
+    assert any("utilization" in m for m in messages) and any(
+        "host sampling failed" in m for m in messages
+    )
     assert run.of_type(HostSample) == []
     assert all(s.util is None for s in run.of_type(GpuSample)) and run.of_type(GpuSample)
     assert facts["gpu.present"] is True and "gpu.util.p50" not in facts

@@ -23,7 +23,9 @@ class SampleCounter(keras.layers.Layer):
     """Identity layer that adds the batch size to a counter on every training call."""
 
     def build(self, input_shape):
-        self.count = self.add_weight(shape=(), initializer="zeros", trainable=False, dtype="int64", name="count")
+        self.count = self.add_weight(
+            shape=(), initializer="zeros", trainable=False, dtype="int64", name="count"
+        )
 
     def call(self, x, training=None):
         if training:
@@ -33,14 +35,23 @@ class SampleCounter(keras.layers.Layer):
 
 def build(spe: int = 1):
     counter = SampleCounter()
-    model = keras.Sequential([keras.Input((8,)), counter, keras.layers.Dense(4, activation="relu"), keras.layers.Dense(1)])
+    model = keras.Sequential(
+        [
+            keras.Input((8,)),
+            counter,
+            keras.layers.Dense(4, activation="relu"),
+            keras.layers.Dense(1),
+        ]
+    )
     model.compile(optimizer="sgd", loss="mse", steps_per_execution=spe)
     counter.count.assign(0)
     return model, counter
 
 
 def fit_and_read(model, runs_dir, *args, **kwargs):
-    cb = advisor.AdvisorCallback(runs_dir=runs_dir, window_seconds=0.05, warmup_steps=3, log_every_seconds=None)
+    cb = advisor.AdvisorCallback(
+        runs_dir=runs_dir, window_seconds=0.05, warmup_steps=3, log_every_seconds=None
+    )
     if not isinstance(args[0], np.ndarray):
         kwargs.setdefault("shuffle", False)  # a tf.data input is shuffled by its own pipeline
     model.fit(*args, callbacks=[cb], verbose=0, **kwargs)
@@ -113,7 +124,9 @@ def test_context_and_manifest(runs_dir):
     x, y = data(1280)
     model, _ = build(spe=2)
     es = keras.callbacks.EarlyStopping(monitor="loss", patience=5)
-    cb = advisor.AdvisorCallback(runs_dir=runs_dir, instance_type="g5.xlarge", tags={"team": "ml"}, log_every_seconds=None)
+    cb = advisor.AdvisorCallback(
+        runs_dir=runs_dir, instance_type="g5.xlarge", tags={"team": "ml"}, log_every_seconds=None
+    )
     model.fit(x, y, batch_size=32, epochs=1, callbacks=[es, cb], verbose=0)
     run = RunReader(cb.run_path).read()
     m = run.manifest
@@ -126,13 +139,17 @@ def test_context_and_manifest(runs_dir):
     assert "EarlyStopping" in values["context.callbacks"]
     facts, errors = registry().derive(run)
     assert errors == []
-    assert facts["cost.samples_per_dollar"] == pytest.approx(facts["throughput.samples_per_s"] * 3600 / 1.006)
+    assert facts["cost.samples_per_dollar"] == pytest.approx(
+        facts["throughput.samples_per_s"] * 3600 / 1.006
+    )
 
 
 def test_explicit_price_wins(runs_dir):
     x, y = data(64)
     model, _ = build()
-    cb = advisor.AdvisorCallback(runs_dir=runs_dir, instance_type="g5.xlarge", price_per_hour=2.0, log_every_seconds=None)
+    cb = advisor.AdvisorCallback(
+        runs_dir=runs_dir, instance_type="g5.xlarge", price_per_hour=2.0, log_every_seconds=None
+    )
     model.fit(x, y, batch_size=32, epochs=1, callbacks=[cb], verbose=0)
     m = RunReader(cb.run_path).read().manifest
     assert (m.price_per_hour, m.price_source) == (2.0, "argument")
@@ -153,9 +170,16 @@ def test_each_fit_is_a_new_run(runs_dir):
 def test_periodic_log_line(runs_dir, caplog):
     x, y = data(256)
     model, _ = build()
-    cb = advisor.AdvisorCallback(runs_dir=runs_dir, window_seconds=0.05, warmup_steps=0, log_every_seconds=0.0,
-                                 price_per_hour=3.0)
-    lines = _log_lines(caplog, lambda: model.fit(x, y, batch_size=32, epochs=1, callbacks=[cb], verbose=0))
+    cb = advisor.AdvisorCallback(
+        runs_dir=runs_dir,
+        window_seconds=0.05,
+        warmup_steps=0,
+        log_every_seconds=0.0,
+        price_per_hour=3.0,
+    )
+    lines = _log_lines(
+        caplog, lambda: model.fit(x, y, batch_size=32, epochs=1, callbacks=[cb], verbose=0)
+    )
     assert lines and "samples/$ at $3.00/h" in lines[-1]
 
 
@@ -163,9 +187,17 @@ def test_the_log_line_comes_as_often_as_asked_not_at_every_epoch(runs_dir, caplo
     # Many short epochs with a line asked for once a minute: one line, at the first epoch end.
     x, y = data(64)
     model, _ = build()
-    cb = advisor.AdvisorCallback(runs_dir=runs_dir, window_seconds=0.05, warmup_steps=0, log_every_seconds=60.0,
-                                 baseline=None, telemetry=False)
-    lines = _log_lines(caplog, lambda: model.fit(x, y, batch_size=16, epochs=12, callbacks=[cb], verbose=0))
+    cb = advisor.AdvisorCallback(
+        runs_dir=runs_dir,
+        window_seconds=0.05,
+        warmup_steps=0,
+        log_every_seconds=60.0,
+        baseline=None,
+        telemetry=False,
+    )
+    lines = _log_lines(
+        caplog, lambda: model.fit(x, y, batch_size=16, epochs=12, callbacks=[cb], verbose=0)
+    )
     assert len(lines) == 1 and "goodput" in lines[0]
 
 
@@ -182,7 +214,9 @@ def _log_lines(caplog, fit):
     finally:
         logger.removeHandler(caplog.handler)
     # caplog's handler is on the root logger too: one record may be captured twice
-    return list({id(r): r.getMessage() for r in caplog.records if "samples/s" in r.getMessage()}.values())
+    return list(
+        {id(r): r.getMessage() for r in caplog.records if "samples/s" in r.getMessage()}.values()
+    )
 
 
 def _multiworker_run(runs_dir, strategy: str):
@@ -192,12 +226,23 @@ def _multiworker_run(runs_dir, strategy: str):
     from advisor.store.schema import WindowRecord as W
     from advisor.store.writer import RunWriter
 
-    chief = RunWriter(runs_dir, run_id=f"mw-{strategy}", manifest={"strategy": strategy, "num_workers": 2})
+    chief = RunWriter(
+        runs_dir, run_id=f"mw-{strategy}", manifest={"strategy": strategy, "num_workers": 2}
+    )
     other = RunWriter(runs_dir, run_id=f"mw-{strategy}", rank=1)
     for writer in (chief, other):
         for i in range(3):
-            writer.write(W(t=_t.time(), epoch=0, seconds=1.0, steps=10, samples=640, step_begin=i * 10,
-                           step_end=(i + 1) * 10))
+            writer.write(
+                W(
+                    t=_t.time(),
+                    epoch=0,
+                    seconds=1.0,
+                    steps=10,
+                    samples=640,
+                    step_begin=i * 10,
+                    step_end=(i + 1) * 10,
+                )
+            )
         writer.close()
     return RunReader(chief.path).read()
 
@@ -226,7 +271,9 @@ class SlowEpochStart(keras.callbacks.Callback):
 def test_an_epoch_start_stall_is_in_the_window_time_but_is_not_a_step(runs_dir):
     x, y = data(64 * 40)
     model, _ = build()
-    cb = advisor.AdvisorCallback(runs_dir=runs_dir, window_seconds=60, warmup_steps=0, log_every_seconds=None, baseline=None)
+    cb = advisor.AdvisorCallback(
+        runs_dir=runs_dir, window_seconds=60, warmup_steps=0, log_every_seconds=None, baseline=None
+    )
     model.fit(x, y, batch_size=64, epochs=3, verbose=0, callbacks=[cb, SlowEpochStart()])
     run = RunReader(cb.run_path).read()
     windows = run.of_type(WindowRecord)
@@ -263,14 +310,23 @@ def test_an_input_of_unknown_length_is_counted_as_it_ran(runs_dir, spe):
     # sleeps past that time, so on TensorFlow with one step per execution a window closes at the
     # batch Keras begins to find the end, holding the short batch.
     model, _ = build(spe)
-    cb = advisor.AdvisorCallback(runs_dir=runs_dir, log_every_seconds=None, baseline=None, window_seconds=0.05)
-    model.fit(ds, epochs=2, callbacks=[cb, SlowLastStep()], verbose=0, shuffle=False,
-              validation_data=(x[:50], y[:50]))
+    cb = advisor.AdvisorCallback(
+        runs_dir=runs_dir, log_every_seconds=None, baseline=None, window_seconds=0.05
+    )
+    model.fit(
+        ds,
+        epochs=2,
+        callbacks=[cb, SlowLastStep()],
+        verbose=0,
+        shuffle=False,
+        validation_data=(x[:50], y[:50]),
+    )
     run = RunReader(cb.run_path).read()
     assert [(e.steps, e.samples) for e in run.of_type(EpochRecord)] == [(10, 300), (10, 300)]
     windows = run.of_type(WindowRecord)
     for epoch in (0, 1):
         mine = [w for w in windows if w.epoch == epoch]
         assert sum(w.steps for w in mine) == 10 and sum(w.samples for w in mine) == 300
-    assert cb.session.tally is not None and cb.session.tally.steps == 10  # the what-if's epoch length
-
+    assert (
+        cb.session.tally is not None and cb.session.tally.steps == 10
+    )  # the what-if's epoch length

@@ -27,15 +27,37 @@ FIT_S = 2 * EPOCH_S
 # Rules about accelerators (GPU telemetry, device traces, accelerator formats) and about several
 # replicas or a sweep: the ones a single CPU fit cannot decide.
 ACCELERATOR_OR_SWEEP = {
-    "M105", "M106", "M111", "M152", "M160", "I203", "G501", "G503", "G506", "G550",
-    "D601", "D603", "D604", "D605", "D606", "D650", "D651", "D652",
+    "M105",
+    "M106",
+    "M111",
+    "M152",
+    "M160",
+    "I203",
+    "G501",
+    "G503",
+    "G506",
+    "G550",
+    "D601",
+    "D603",
+    "D604",
+    "D605",
+    "D606",
+    "D650",
+    "D651",
+    "D652",
     "S350",  # no checkpoint was saved: the checkpoint cost does not apply
 }
 
 
 def _model() -> keras.Model:
-    model = keras.Sequential([keras.Input((64,)), keras.layers.Dense(512, activation="relu"),
-                              keras.layers.Dense(512, activation="relu"), keras.layers.Dense(10)])
+    model = keras.Sequential(
+        [
+            keras.Input((64,)),
+            keras.layers.Dense(512, activation="relu"),
+            keras.layers.Dense(512, activation="relu"),
+            keras.layers.Dense(10),
+        ]
+    )
     model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     return model
 
@@ -58,7 +80,13 @@ def report(tmp_path_factory):
     # At least two epochs and FIT_S of training, however far the probe was off: the load of a
     # shared host changes between the probe and the fit (a probe slowed 2x by a burst once made
     # the "20 s" fit 9.9 s, too short for the default baseline).
-    _model().fit(ds, steps_per_epoch=steps, epochs=100, verbose=0, callbacks=[callback, _AtLeast(FIT_S, epochs=2)])
+    _model().fit(
+        ds,
+        steps_per_epoch=steps,
+        epochs=100,
+        verbose=0,
+        callbacks=[callback, _AtLeast(FIT_S, epochs=2)],
+    )
     return Store(runs).diagnose(None)
 
 
@@ -102,7 +130,9 @@ def test_unknown_rules_are_few_and_say_what_would_decide_them(report):
 
 def test_rules_that_do_not_apply_are_accelerator_and_sweep_rules(report):
     not_applicable = {f.code for f in report.findings if f.status == "n/a"}
-    assert len(not_applicable) <= 19 and not_applicable <= ACCELERATOR_OR_SWEEP, sorted(not_applicable)
+    assert len(not_applicable) <= 19 and not_applicable <= ACCELERATOR_OR_SWEEP, sorted(
+        not_applicable
+    )
     cov = report.coverage
     decided = sum(1 for f in report.findings if f.status in ("pass", "fail"))
     assert cov.decided == decided and cov.not_applicable == len(not_applicable)

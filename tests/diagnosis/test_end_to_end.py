@@ -28,7 +28,9 @@ SLEEP_S = 0.003
 
 def _arrays(n: int = SAMPLES):
     rng = np.random.default_rng(0)
-    return rng.normal(size=(n, FEATURES)).astype("float32"), rng.integers(0, CLASSES, n).astype("int64")
+    return rng.normal(size=(n, FEATURES)).astype("float32"), rng.integers(0, CLASSES, n).astype(
+        "int64"
+    )
 
 
 def input_bound_dataset():
@@ -74,9 +76,15 @@ def model(width: int = 2048):
     return m
 
 
-def train(runs_dir: Path, name: str, dataset, baseline_steps: int, baseline_rounds: int, width: int = 2048) -> Path:
-    options = {"baseline": "end", "baseline_steps": baseline_steps, "baseline_seconds": 2.0,
-               "baseline_rounds": baseline_rounds}
+def train(
+    runs_dir: Path, name: str, dataset, baseline_steps: int, baseline_rounds: int, width: int = 2048
+) -> Path:
+    options = {
+        "baseline": "end",
+        "baseline_steps": baseline_steps,
+        "baseline_seconds": 2.0,
+        "baseline_rounds": baseline_rounds,
+    }
     cb = advisor.AdvisorCallback(
         runs_dir=runs_dir, window_seconds=0.2, log_every_seconds=None, name=name, **options
     )
@@ -93,8 +101,17 @@ def runs(tmp_path_factory):
         # The input-bound model is narrow: tf.data's injected prefetch overlaps the input with the
         # step, so a 2048-wide step slowed tenfold by a busy neighbour (~100 ms, seen in two
         # suites) hid the input's ~100 ms behind it (15% cost); a narrow step cannot.
-        "bound": train(store, "input-bound", input_bound_dataset(), baseline_steps=4, baseline_rounds=6, width=64),
-        "healthy": train(store, "healthy", healthy_dataset(), baseline_steps=40, baseline_rounds=12),
+        "bound": train(
+            store,
+            "input-bound",
+            input_bound_dataset(),
+            baseline_steps=4,
+            baseline_rounds=6,
+            width=64,
+        ),
+        "healthy": train(
+            store, "healthy", healthy_dataset(), baseline_steps=40, baseline_rounds=12
+        ),
     }
 
 

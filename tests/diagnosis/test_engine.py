@@ -62,10 +62,16 @@ def test_ranking_by_time_saved_then_severity():
 
 def test_severity_breaks_ties_and_causes_come_before_their_symptom():
     facts = {
-        "input.bound_fraction": 0.5, "input.share": 0.5, "input.bound_outside_band": True,
-        "baseline.cached_samples_per_s": 200.0, "baseline.real_samples_per_s": 100.0,
-        "pipeline.prefetch": False, "pipeline.sequential_maps": 1, "pipeline.input_kind": "tf.data",
-        "context.jit_compile": False, "context.tuner": False,
+        "input.bound_fraction": 0.5,
+        "input.share": 0.5,
+        "input.bound_outside_band": True,
+        "baseline.cached_samples_per_s": 200.0,
+        "baseline.real_samples_per_s": 100.0,
+        "pipeline.prefetch": False,
+        "pipeline.sequential_maps": 1,
+        "pipeline.input_kind": "tf.data",
+        "context.jit_compile": False,
+        "context.tuner": False,
     }
     report = diagnose_facts(facts, list(RULES.values()), run=RUN)
     failures = report.failures
@@ -91,7 +97,11 @@ def test_coverage_counts_pass_and_fail_as_decided_and_says_what_decides_the_rest
     assert cov.sections["M1"].not_applicable == 1 and cov.sections["M1"].unknown == 2
     assert cov.fraction == pytest.approx(2 / 6, abs=1e-3)  # n/a is not decided (CHECKLIST.md)
     to_decide = {g.enable: g.rules for g in cov.to_decide}
-    assert to_decide == {"baseline": ["M108"], "profile_steps": ["M110"], "a human decision": ["I202"]}
+    assert to_decide == {
+        "baseline": ["M108"],
+        "profile_steps": ["M110"],
+        "a human decision": ["I202"],
+    }
 
 
 def test_unknown_says_how_to_measure():
@@ -172,16 +182,30 @@ def test_numpy_scalars_are_plain_numbers():
 
 
 def test_a_finding_demoted_for_weak_evidence_is_credited_no_time():
-    shared = {"host.others_cpu_fraction": 0.5, "steps.outliers": 40, "steps.outlier_fraction": 0.3,
-              "context.jit_compile": False}
+    shared = {
+        "host.others_cpu_fraction": 0.5,
+        "steps.outliers": 40,
+        "steps.outlier_fraction": 0.3,
+        "context.jit_compile": False,
+    }
     # Stalls on a shared host (info, an estimate of 30%) and a cache after random augmentation
     # (a warning that costs no time): the warning stands on its own and comes first.
-    with_warning = {**shared, "pipeline.uncached_deterministic_map": False, "pipeline.cache_after_random": True}
-    order = [f.code for f in diagnose_facts(with_warning, [RULES["M150"], RULES["C402"], RULES["G502"]],
-                                            run=RUN).failures]
+    with_warning = {
+        **shared,
+        "pipeline.uncached_deterministic_map": False,
+        "pipeline.cache_after_random": True,
+    }
+    order = [
+        f.code
+        for f in diagnose_facts(
+            with_warning, [RULES["M150"], RULES["C402"], RULES["G502"]], run=RUN
+        ).failures
+    ]
     assert order == ["C402", "M150", "G502"]
     # Among findings credited no time, the demoted one's estimate still orders it first.
-    order = [f.code for f in diagnose_facts(shared, [RULES["M150"], RULES["G502"]], run=RUN).failures]
+    order = [
+        f.code for f in diagnose_facts(shared, [RULES["M150"], RULES["G502"]], run=RUN).failures
+    ]
     assert order == ["M150", "G502"]
     # On a host of its own, the same stalls are a warning credited 30%.
     alone = {**with_warning, "host.others_cpu_fraction": 0.0}

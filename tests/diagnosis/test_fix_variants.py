@@ -12,24 +12,37 @@ from advisor.diagnosis.rules import fix_contexts, load_rules
 
 RULES = {r.code: r for r in load_rules()}
 # What only a Keras fit has: naming it to a custom loop's user is advice in the wrong framework.
-KERAS_FIT_ONLY = re.compile(r"AdvisorCallback|model\.compile|\bfit\(|`fit`|steps_per_execution|keras\.callbacks"
-                            r"|on_epoch_begin|validation_freq|feed fit\(\)")
+KERAS_FIT_ONLY = re.compile(
+    r"AdvisorCallback|model\.compile|\bfit\(|`fit`|steps_per_execution|keras\.callbacks"
+    r"|on_epoch_begin|validation_freq|feed fit\(\)"
+)
 
 
 def _track(backend: str) -> dict[str, object]:
-    return {"context.framework": "custom", "context.input_kind": "custom", "context.backend": backend}
+    return {
+        "context.framework": "custom",
+        "context.input_kind": "custom",
+        "context.backend": backend,
+    }
 
 
 def _fit(backend: str) -> dict[str, object]:
-    return {"context.framework": "keras3", "context.input_kind": "tf.data", "context.backend": backend}
+    return {
+        "context.framework": "keras3",
+        "context.input_kind": "tf.data",
+        "context.backend": backend,
+    }
 
 
 @pytest.mark.parametrize("backend", ["torch", "jax", "tensorflow"])
 def test_no_fix_tells_a_custom_loop_to_change_what_only_fit_has(backend):
     """Every rule that can judge a custom loop speaks its language there (the general fix or a
     ``fix_for`` variant), whatever the backend."""
-    wrong = {code: KERAS_FIT_ONLY.findall(rule.fix_in(_track(backend)).source)
-             for code, rule in RULES.items() if not rule.fit_only}
+    wrong = {
+        code: KERAS_FIT_ONLY.findall(rule.fix_in(_track(backend)).source)
+        for code, rule in RULES.items()
+        if not rule.fit_only
+    }
     assert {code: words for code, words in wrong.items() if words} == {}
 
 
@@ -50,7 +63,12 @@ def test_the_most_specific_variant_wins_and_fit_keeps_the_general_fix():
 
 
 def _dispatch_bound(loop: dict[str, object]) -> dict[str, object]:
-    return {**loop, "context.steps_per_execution": 1, "steps.time_ms.mean": 0.2, "context.device": "cpu"}
+    return {
+        **loop,
+        "context.steps_per_execution": 1,
+        "steps.time_ms.mean": 0.2,
+        "context.device": "cpu",
+    }
 
 
 def test_the_engine_renders_the_variant_of_the_run():
@@ -66,15 +84,24 @@ def test_keras_only_rules_are_not_applicable_to_a_custom_loop_and_say_why():
     in_fit = evaluate(RULES["C450"], {**_fit("tensorflow"), **eager})
     in_loop = evaluate(RULES["C450"], {**_track("torch"), **eager})
     assert in_fit.status == "fail"
-    assert in_loop.status == "n/a" and in_loop.message.startswith("does not apply to a custom loop: ")
+    assert in_loop.status == "n/a" and in_loop.message.startswith(
+        "does not apply to a custom loop: "
+    )
     assert "run_eagerly" in in_loop.message
-    slow_hook = {"callbacks.slowest": "Logger.on_train_batch_end", "callbacks.slowest_step_share": 0.5}
+    slow_hook = {
+        "callbacks.slowest": "Logger.on_train_batch_end",
+        "callbacks.slowest_step_share": 0.5,
+    }
     assert evaluate(RULES["C460"], {**_fit("jax"), **slow_hook}).status == "fail"
     assert evaluate(RULES["C460"], {**_track("jax"), **slow_hook}).status == "n/a"
 
 
 def test_hints_to_decide_more_speak_the_loop_s_language():
-    facts = {**_track("torch"), "throughput.samples_per_s": 1000.0, "throughput.measured_steps": 500}
+    facts = {
+        **_track("torch"),
+        "throughput.samples_per_s": 1000.0,
+        "throughput.measured_steps": 500,
+    }
     report = diagnose_facts(facts, list(RULES.values()), run=RunInfo(run_id="r", status="finished"))
     unknown = {f.code: f.measure for f in report.findings if f.status == "unknown"}
     assert unknown, "a bare custom loop leaves rules undecided"
@@ -84,7 +111,10 @@ def test_hints_to_decide_more_speak_the_loop_s_language():
     assert "torch.profiler" in unknown["M110"]
     how = " ".join(group.how for group in report.coverage.to_decide)
     assert "AdvisorCallback(" not in how and "feed fit()" not in how
-    fit_report = diagnose_facts({**_fit("tensorflow"), "throughput.samples_per_s": 1000.0},
-                                list(RULES.values()), run=RunInfo(run_id="r", status="finished"))
+    fit_report = diagnose_facts(
+        {**_fit("tensorflow"), "throughput.samples_per_s": 1000.0},
+        list(RULES.values()),
+        run=RunInfo(run_id="r", status="finished"),
+    )
     fit_unknown = {f.code: f.measure for f in fit_report.findings if f.status == "unknown"}
     assert "feed fit() a tf.data.Dataset" in fit_unknown["C402"]

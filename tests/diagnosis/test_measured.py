@@ -23,11 +23,23 @@ def test_measured_text_reads_like_the_issue():
 
 
 def test_the_best_measured_candidate_of_the_rule_is_chosen():
-    table = [{"candidate": "prefetch", "speedup": 1.01, "band": 0.02, "seconds": 2.0},
-             {"candidate": "parallel_map", "speedup": 2.4, "band": 0.04, "seconds": 3.1, "label": "map #1"},
-             {"candidate": "cache_map", "speedup": None, "status": "skipped"}]
+    table = [
+        {"candidate": "prefetch", "speedup": 1.01, "band": 0.02, "seconds": 2.0},
+        {
+            "candidate": "parallel_map",
+            "speedup": 2.4,
+            "band": 0.04,
+            "seconds": 3.1,
+            "label": "map #1",
+        },
+        {"candidate": "cache_map", "speedup": None, "status": "skipped"},
+    ]
     found = measured_for(("prefetch", "parallel_map", "cache_map"), {"whatif.table": table})
-    assert found is not None and found.candidate == "parallel_map" and found.text == "measured: 2.4× (±4%) in 3.1 s"
+    assert (
+        found is not None
+        and found.candidate == "parallel_map"
+        and found.text == "measured: 2.4× (±4%) in 3.1 s"
+    )
     assert found.time_saved == pytest.approx(1 - 1 / 2.4)
     assert measured_for(("cache_map",), {"whatif.table": table}) is None
     assert measured_for((), {"whatif.table": table}) is None
@@ -38,13 +50,18 @@ def test_findings_of_a_run_with_a_whatif_carry_the_measured_gain(tmp_path):
     by_code = {f.code: f for f in report.findings}
     c401 = by_code["C401"]  # parallel maps and prefetch: the best measured of them
     assert c401.status == "fail" and c401.measured is not None
-    assert c401.measured.candidate == "parallel_map" and c401.measured.text.startswith("measured: 2.4×")
+    assert c401.measured.candidate == "parallel_map" and c401.measured.text.startswith(
+        "measured: 2.4×"
+    )
     assert by_code["C402"].measured.candidate == "cache_map"  # type: ignore[union-attr]
     assert by_code["M108"].measured.candidate == "cache_map"  # type: ignore[union-attr]
     assert by_code["G502"].measured is None  # jit_compile was not measured
     exported = report.model_dump(mode="json")
     c401_json = next(f for f in exported["findings"] if f["code"] == "C401")
-    assert c401_json["measured"]["speedup"] == pytest.approx(2.4) and c401_json["measured"]["candidate"] == "parallel_map"
+    assert (
+        c401_json["measured"]["speedup"] == pytest.approx(2.4)
+        and c401_json["measured"]["candidate"] == "parallel_map"
+    )
     assert exported["facts"]["whatif.parallel_map.speedup"]["value"] == pytest.approx(2.4)
 
 
@@ -71,18 +88,30 @@ def test_the_fix_leads_with_the_change_that_measured_best_beyond_its_noise(tmp_p
 
 def test_a_measured_lead_says_per_sample_and_never_leads_with_a_ceiling_or_a_loss():
     fix = "double the batch size"
-    row = {"candidate": "batch_x2", "label": "batch size ×2", "speedup": 1.5, "band": 0.05, "outside_band": True,
-           "changes_optimisation": True}
+    row = {
+        "candidate": "batch_x2",
+        "label": "batch size ×2",
+        "speedup": 1.5,
+        "band": 0.05,
+        "outside_band": True,
+        "changes_optimisation": True,
+    }
     measured = measured_for(("batch_x2",), {"whatif.table": [row]})
-    assert lead_with_measured(fix, measured) == f"Measured best on this run: batch size ×2 (1.50×, per sample). {fix}"
+    assert (
+        lead_with_measured(fix, measured)
+        == f"Measured best on this run: batch size ×2 (1.50×, per sample). {fix}"
+    )
     slower = measured_for(("batch_x2",), {"whatif.table": [dict(row, speedup=0.8)]})
     assert lead_with_measured(fix, slower) == fix
-    assert lead_with_measured(fix, measured_for((), BASELINE_FACTS, ("input_removed",))) == fix  # a ceiling
+    assert (
+        lead_with_measured(fix, measured_for((), BASELINE_FACTS, ("input_removed",))) == fix
+    )  # a ceiling
     assert lead_with_measured(None, measured) is None and lead_with_measured(fix, None) == fix
 
 
 def _rule(tmp_path, code: str, impact: float, whatif: str = "") -> None:
-    (tmp_path / f"{code}.yaml").write_text(textwrap.dedent(f"""\
+    (tmp_path / f"{code}.yaml").write_text(
+        textwrap.dedent(f"""\
         section: C4
         rules:
           - code: {code}
@@ -96,17 +125,22 @@ def _rule(tmp_path, code: str, impact: float, whatif: str = "") -> None:
             fix: fewer maps
             {whatif}
             docs: {{what: a, why: b, how: c, impact: e, references: [d]}}
-        """))
+        """)
+    )
 
 
 def test_a_measured_gain_replaces_the_estimate_in_the_ranking(tmp_path):
     _rule(tmp_path, "C490", 0.5)  # estimated 50 % at stake, not measured
-    _rule(tmp_path, "C491", 0.1, "whatif: [parallel_map]")  # estimated 10 %, measured 3× = 67 % saved
+    _rule(
+        tmp_path, "C491", 0.1, "whatif: [parallel_map]"
+    )  # estimated 10 %, measured 3× = 67 % saved
     rules = load_rules(tmp_path)
     facts = {"pipeline.maps": 2, "whatif.table": [{"candidate": "parallel_map", "speedup": 3.0}]}
     report = diagnose_facts(facts, rules, run=RunInfo(run_id="r"))
     assert [f.code for f in report.failures] == ["C491", "C490"]
-    facts["whatif.table"] = [{"candidate": "parallel_map", "speedup": 1.2}]  # 17 % saved: below the estimate
+    facts["whatif.table"] = [
+        {"candidate": "parallel_map", "speedup": 1.2}
+    ]  # 17 % saved: below the estimate
     report = diagnose_facts(facts, rules, run=RunInfo(run_id="r"))
     assert [f.code for f in report.failures] == ["C490", "C491"]
 
@@ -115,11 +149,19 @@ def test_a_gain_inside_its_noise_band_does_not_outrank_an_estimate(tmp_path):
     _rule(tmp_path, "C490", 0.1)  # estimated 10 % at stake
     _rule(tmp_path, "C491", 0.05, "whatif: [jit_compile]")
     rules = load_rules(tmp_path)
-    facts = {"pipeline.maps": 2, "whatif.table": [{"candidate": "jit_compile", "speedup": 1.18, "band": 0.27}]}
+    facts = {
+        "pipeline.maps": 2,
+        "whatif.table": [{"candidate": "jit_compile", "speedup": 1.18, "band": 0.27}],
+    }
     report = diagnose_facts(facts, rules, run=RunInfo(run_id="r"))
-    assert [f.code for f in report.failures] == ["C490", "C491"]  # 1.18× ± 27% may be no gain at all
+    assert [f.code for f in report.failures] == [
+        "C490",
+        "C491",
+    ]  # 1.18× ± 27% may be no gain at all
     assert report.failures[1].measured.assured_time_saved == 0.0  # type: ignore[union-attr]
-    facts["whatif.table"] = [{"candidate": "jit_compile", "speedup": 1.5, "band": 0.05}]  # ≥ 1.43×: 30 % saved
+    facts["whatif.table"] = [
+        {"candidate": "jit_compile", "speedup": 1.5, "band": 0.05}
+    ]  # ≥ 1.43×: 30 % saved
     report = diagnose_facts(facts, rules, run=RunInfo(run_id="r"))
     assert [f.code for f in report.failures] == ["C491", "C490"]
 
@@ -132,31 +174,51 @@ def test_a_rule_naming_an_unknown_candidate_is_refused(tmp_path):
 
 # -- ceilings: fixes that cannot be tried here (``ceiling:`` in a rule file) ----------------------
 
-BASELINE_FACTS = {"input.removed_speedup": 8.0, "input.removed_speedup_band": 0.05,
-                  "baseline.cached_samples_per_s": 8000.0, "baseline.measured_seconds": 4.0,
-                  "input.source_cache_gain": 3.0, "input.source_cache_gain_band": 0.4,
-                  "baseline.source_cached_samples_per_s": 4000.0}
+BASELINE_FACTS = {
+    "input.removed_speedup": 8.0,
+    "input.removed_speedup_band": 0.05,
+    "baseline.cached_samples_per_s": 8000.0,
+    "baseline.measured_seconds": 4.0,
+    "input.source_cache_gain": 3.0,
+    "input.source_cache_gain_band": 0.4,
+    "baseline.source_cached_samples_per_s": 4000.0,
+}
 
 
 def test_a_ceiling_reads_the_baseline_and_says_it_is_one():
     found = measured_for((), BASELINE_FACTS, ("input_removed",))
     assert found is not None and found.ceiling and found.candidate == "input_removed"
     assert found.speedup == pytest.approx(8.0) and found.samples_per_s == pytest.approx(8000.0)
-    assert found.text == "measured ceiling: 8.0× (±5%) in 4.0 s (the fix can approach it, not pass it)"
+    assert (
+        found.text == "measured ceiling: 8.0× (±5%) in 4.0 s (the fix can approach it, not pass it)"
+    )
     assert found.label is not None and found.label.startswith("the input served from memory")
     # The source cache's gain is relative (3.0 = 4×) and its band absolute: shown as a speedup and a share.
     reads = measured_for((), BASELINE_FACTS, ("reads_removed", "input_removed"))
     assert reads is not None and reads.candidate == "reads_removed"
-    assert reads.speedup == pytest.approx(4.0) and reads.band == pytest.approx(0.1) and reads.outside_band
+    assert (
+        reads.speedup == pytest.approx(4.0)
+        and reads.band == pytest.approx(0.1)
+        and reads.outside_band
+    )
     # The first ceiling that was measured: without a source-cache arm, the input served from memory.
-    only_cached = {k: v for k, v in BASELINE_FACTS.items() if not k.startswith(("input.source", "baseline.source"))}
+    only_cached = {
+        k: v
+        for k, v in BASELINE_FACTS.items()
+        if not k.startswith(("input.source", "baseline.source"))
+    }
     fallback = measured_for((), only_cached, ("reads_removed", "input_removed"))
     assert fallback is not None and fallback.candidate == "input_removed"
-    assert measured_for((), {}, ("reads_removed", "input_removed")) is None  # no baseline, no ceiling
+    assert (
+        measured_for((), {}, ("reads_removed", "input_removed")) is None
+    )  # no baseline, no ceiling
 
 
 def test_a_tried_fix_comes_before_a_ceiling():
-    facts = dict(BASELINE_FACTS, **{"whatif.table": [{"candidate": "parallel_map", "speedup": 1.5, "band": 0.1}]})
+    facts = dict(
+        BASELINE_FACTS,
+        **{"whatif.table": [{"candidate": "parallel_map", "speedup": 1.5, "band": 0.1}]},
+    )
     found = measured_for(("parallel_map",), facts, ("input_removed",))
     assert found is not None and not found.ceiling and found.candidate == "parallel_map"
     # A what-if candidate may be a ceiling too, e.g. a cache standing for a rewrite.
@@ -171,25 +233,41 @@ def test_the_whatifs_cached_input_is_a_ceiling_and_never_the_best_fix(tmp_path):
     from advisor.store.schema import WhatIfCandidate
 
     record = whatif_record()
-    record.candidates.append(WhatIfCandidate(name="cached_input", status="measured", label="served from memory",
-                                             batch_size=32, rounds=[r * 60.0 for r in UNCHANGED], steps=900,
-                                             seconds=3.0))
+    record.candidates.append(
+        WhatIfCandidate(
+            name="cached_input",
+            status="measured",
+            label="served from memory",
+            batch_size=32,
+            rounds=[r * 60.0 for r in UNCHANGED],
+            steps=900,
+            seconds=3.0,
+        )
+    )
     report = diagnose(input_bound_run(tmp_path, record))
     facts = {k: v.value for k, v in report.facts.items()}
-    assert facts["whatif.best"] == "cache_map" and facts["whatif.best_speedup"] == pytest.approx(40.0)
+    assert facts["whatif.best"] == "cache_map" and facts["whatif.best_speedup"] == pytest.approx(
+        40.0
+    )
     assert facts["whatif.cached_input.speedup"] == pytest.approx(60.0)
     row = next(r for r in facts["whatif.table"] if r["candidate"] == "cached_input")
     assert row["ceiling"] is True
-    found = measured_for((), facts, ("cached_input", "input_removed"))  # the what-if's, before the baseline's
+    found = measured_for(
+        (), facts, ("cached_input", "input_removed")
+    )  # the what-if's, before the baseline's
     assert found is not None and found.ceiling and found.speedup == pytest.approx(60.0)
     assert found.label == "served from memory"
 
 
 def test_a_ceiling_does_not_rank_a_finding(tmp_path):
     _rule(tmp_path, "C490", 0.5)  # estimated 50 % at stake
-    _rule(tmp_path, "C491", 0.1, "ceiling: [input_removed]")  # estimated 10 %, ceiling 8× (88 % saved at most)
+    _rule(
+        tmp_path, "C491", 0.1, "ceiling: [input_removed]"
+    )  # estimated 10 %, ceiling 8× (88 % saved at most)
     rules = load_rules(tmp_path)
-    report = diagnose_facts(dict(BASELINE_FACTS, **{"pipeline.maps": 2}), rules, run=RunInfo(run_id="r"))
+    report = diagnose_facts(
+        dict(BASELINE_FACTS, **{"pipeline.maps": 2}), rules, run=RunInfo(run_id="r")
+    )
     assert [f.code for f in report.failures] == ["C490", "C491"]
     c491 = report.failures[1]
     assert c491.measured is not None and c491.measured.ceiling
@@ -210,5 +288,14 @@ def test_the_shipped_rules_whose_fix_cannot_be_tried_name_a_ceiling():
     # other machines' CPUs: the input served from memory, by the what-if (longer rounds), else the baseline
     assert rules["C404"].ceiling == ("cached_input", "input_removed")
     # files repacked into shards: the reads cached (what-if, then baseline), else the whole input
-    assert rules["S301"].ceiling == ("cache_source", "reads_removed", "cached_input", "input_removed")
-    assert rules["G505"].whatif == ("cache_map", "cache_source", "parallel_map")  # run it once, or in parallel
+    assert rules["S301"].ceiling == (
+        "cache_source",
+        "reads_removed",
+        "cached_input",
+        "input_removed",
+    )
+    assert rules["G505"].whatif == (
+        "cache_map",
+        "cache_source",
+        "parallel_map",
+    )  # run it once, or in parallel

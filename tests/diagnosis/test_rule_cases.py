@@ -50,8 +50,13 @@ def test_every_rule_has_cases():
 
 def test_case_facts_are_registered():
     names = set(registry().names())
-    named = [(code, key, fact) for code, case in CASES.items() for key in case if _status_of(key)
-             for fact in case[key] or {}]
+    named = [
+        (code, key, fact)
+        for code, case in CASES.items()
+        for key in case
+        if _status_of(key)
+        for fact in case[key] or {}
+    ]
     assert len(named) > len(RULES)  # every rule's cases give facts (an empty table proves nothing)
     unknown = [f"{code}/{key}: {fact}" for code, key, fact in named if fact not in names]
     assert unknown == [], "not registered facts: " + ", ".join(unknown)
@@ -75,7 +80,7 @@ def test_rule_case(code, key):
         )
         assert "[[" not in finding.message and "]]" not in finding.message
         assert 0.0 <= (finding.impact or 0.0) <= 1.0
-        expected = case.get("severity" + key[len("fail"):])
+        expected = case.get("severity" + key[len("fail") :])
         if expected:
             assert finding.severity == expected
         assert {e.fact for e in finding.evidence} <= set(facts)
@@ -93,7 +98,11 @@ def test_rule_case(code, key):
 def test_c401_counts_the_prefetch_tf_data_injects():
     """TF's autotuner adds a prefetch after the last stage: no explicit prefetch is then needed."""
     rule = RULES["C401"]
-    facts = {"pipeline.prefetch": False, "pipeline.sequential_maps": 0, "pipeline.prefetch_injected": True}
+    facts = {
+        "pipeline.prefetch": False,
+        "pipeline.sequential_maps": 0,
+        "pipeline.prefetch_injected": True,
+    }
     assert evaluate(rule, facts).status == "pass"
     assert evaluate(rule, {**facts, "pipeline.prefetch_injected": False}).status == "fail"
     assert evaluate(rule, {**facts, "pipeline.sequential_maps": 2}).status == "fail"

@@ -93,8 +93,12 @@ def test_good_file_loads(tmp_path):
             "dunder",
         ),
         ("condition: not throughput.logging", "condition: 10 ** 100000 > 1", 8, "exponent"),
-        ("condition: not throughput.logging", "condition: '[x for x in (1, 2)]'", 8,
-         "rule M101: condition: forbidden construct: comprehension"),
+        (
+            "condition: not throughput.logging",
+            "condition: '[x for x in (1, 2)]'",
+            8,
+            "rule M101: condition: forbidden construct: comprehension",
+        ),
         (
             "condition: not throughput.logging",
             "condition: not gpu.util.p95",
@@ -128,23 +132,72 @@ def test_good_file_loads(tmp_path):
         ("      impact: i\n", "", 11, "missing section 'impact'"),
         ("    fix: log it", "    fix: [a, b]", 10, "fix must be a non-empty string"),
         ("condition: not throughput.logging", "condition:", 8, "condition is empty"),
-        ("    fix: log it", "    fix: log it\n    pass_message:", 11, "pass_message must be a non-empty string"),
-        ("    fix: log it", "    fix: log it\n    measure:", 11, "measure must be a non-empty string"),
-        ("condition: not throughput.logging", "condition: '  '", 8, "condition must be a non-empty expression"),
-        ("condition: not throughput.logging", "condition: not throughput.logging\n    applies:", 9,
-         "applies is empty"),
-        ("condition: not throughput.logging", "condition: not throughput.logging\n    pass_message:", 9,
-         "pass_message must be a non-empty string"),
-        ("condition: not throughput.logging", "condition: not throughput.logging\n    measure: ''", 9,
-         "measure must be a non-empty string"),
-        ("condition: not throughput.logging", "condition: not throughput.logging\n    measure:", 9,
-         "measure must be a non-empty string"),
-        ("severity: info", "severity: info\n    params: {limit: .nan}", 7, "must be a finite number, not nan"),
-        ("severity: info", "severity: info\n    severity_when: {fatal: 'true'}", 7,
-         "severity_when: 'fatal' is not one of info, warning, error"),
-        ("severity: info", "severity: info\n    severity_when: {error: ''}", 7,
-         "severity_when must map a severity to a non-empty condition"),
-        ("      impact: i\n", "      impact: i\n      colour: red\n", 11, "docs: unknown section 'colour'"),
+        (
+            "    fix: log it",
+            "    fix: log it\n    pass_message:",
+            11,
+            "pass_message must be a non-empty string",
+        ),
+        (
+            "    fix: log it",
+            "    fix: log it\n    measure:",
+            11,
+            "measure must be a non-empty string",
+        ),
+        (
+            "condition: not throughput.logging",
+            "condition: '  '",
+            8,
+            "condition must be a non-empty expression",
+        ),
+        (
+            "condition: not throughput.logging",
+            "condition: not throughput.logging\n    applies:",
+            9,
+            "applies is empty",
+        ),
+        (
+            "condition: not throughput.logging",
+            "condition: not throughput.logging\n    pass_message:",
+            9,
+            "pass_message must be a non-empty string",
+        ),
+        (
+            "condition: not throughput.logging",
+            "condition: not throughput.logging\n    measure: ''",
+            9,
+            "measure must be a non-empty string",
+        ),
+        (
+            "condition: not throughput.logging",
+            "condition: not throughput.logging\n    measure:",
+            9,
+            "measure must be a non-empty string",
+        ),
+        (
+            "severity: info",
+            "severity: info\n    params: {limit: .nan}",
+            7,
+            "must be a finite number, not nan",
+        ),
+        (
+            "severity: info",
+            "severity: info\n    severity_when: {fatal: 'true'}",
+            7,
+            "severity_when: 'fatal' is not one of info, warning, error",
+        ),
+        (
+            "severity: info",
+            "severity: info\n    severity_when: {error: ''}",
+            7,
+            "severity_when must map a severity to a non-empty condition",
+        ),
+        (
+            "      impact: i\n",
+            "      impact: i\n      colour: red\n",
+            11,
+            "docs: unknown section 'colour'",
+        ),
     ],
 )
 def test_broken_rule_is_named_with_file_and_line(tmp_path, old, new, line, reason):
@@ -222,7 +275,11 @@ def rule_file_schema():
     [
         ("condition: not throughput.logging", "condition:", 8),
         ("condition: not throughput.logging", "condition: not throughput.logging\n    impact:", 9),
-        ("condition: not throughput.logging", "condition: not throughput.logging\n    pass_message:", 9),
+        (
+            "condition: not throughput.logging",
+            "condition: not throughput.logging\n    pass_message:",
+            9,
+        ),
         ("severity: info", "severity: info\n    params: {Limit: 1}", 7),
         ("severity: info", "severity: info\n    severity_when: {error: ''}", 7),
         ("summary: Throughput is logged.", "summary: ok\n    colour: red", 6),
@@ -240,11 +297,14 @@ def test_the_schema_refuses_what_the_loader_refuses(tmp_path, rule_file_schema, 
     assert f"M1.yaml:{line}:" in load_error(tmp_path, text)
 
 
-@pytest.mark.parametrize(("kind", "said"), [
-    ("fifo", "not a regular file (a FIFO)"),
-    ("directory", "not a regular file (a directory)"),
-    ("dangling link", "cannot be read as a rule file (no such file or directory)"),
-])
+@pytest.mark.parametrize(
+    ("kind", "said"),
+    [
+        ("fifo", "not a regular file (a FIFO)"),
+        ("directory", "not a regular file (a directory)"),
+        ("dangling link", "cannot be read as a rule file (no such file or directory)"),
+    ],
+)
 def test_a_rule_file_that_is_no_file_is_named_not_skipped(tmp_path, kind, said):
     folder = write_rules(tmp_path, GOOD)
     odd = folder / "odd.yaml"
@@ -256,4 +316,6 @@ def test_a_rule_file_that_is_no_file_is_named_not_skipped(tmp_path, kind, said):
         odd.symlink_to(tmp_path / "nowhere.yaml")
     with pytest.raises(RuleError) as caught:
         load_rules(folder)
-    assert str(caught.value) == f"{odd}: {said}" + ("; a rule file must be one" if "regular" in said else "")
+    assert str(caught.value) == f"{odd}: {said}" + (
+        "; a rule file must be one" if "regular" in said else ""
+    )

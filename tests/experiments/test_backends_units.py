@@ -21,7 +21,14 @@ from advisor.experiments.backends.runner import choose
 
 
 def test_config_names_and_changes() -> None:
-    assert [c.name for c in all_configs()] == ["tensorflow+jit", "tensorflow", "jax+jit", "jax", "torch+jit", "torch"]
+    assert [c.name for c in all_configs()] == [
+        "tensorflow+jit",
+        "tensorflow",
+        "jax+jit",
+        "jax",
+        "torch+jit",
+        "torch",
+    ]
     assert Config.parse("torch+jit") == Config("torch", True)
     assert Config("torch", True).label == "torch (torch.compile)"
     assert Config("jax", False).change == "KERAS_BACKEND=jax, jit_compile=False"
@@ -48,14 +55,21 @@ def test_arrays_sample_whole_batches() -> None:
 
 
 def test_iterables_of_batches_and_nested_inputs_round_trip(tmp_path) -> None:
-    batches = [({"a": np.ones((4, 3)) * i, "b": np.zeros((4, 1))}, np.full((4,), i)) for i in range(5)]
-    batches.append(({"a": np.ones((2, 3)), "b": np.zeros((2, 1))}, np.ones(2)))  # a short last batch
+    batches = [
+        ({"a": np.ones((4, 3)) * i, "b": np.zeros((4, 1))}, np.full((4,), i)) for i in range(5)
+    ]
+    batches.append(
+        ({"a": np.ones((2, 3)), "b": np.zeros((2, 1))}, np.ones(2))
+    )  # a short last batch
     x, y, size, count = sample_batches(iter(batches), None, count=10)
     assert (size, count) == (4, 5)
     write_batches(tmp_path / "b.npz", x, y, size)
     found, size = read_batches(tmp_path / "b.npz")
     assert size == 4 and len(found) == 5
-    assert found[3][0]["a"].tolist() == (np.ones((4, 3)) * 3).tolist() and found[3][1].tolist() == [3] * 4
+    assert (
+        found[3][0]["a"].tolist() == (np.ones((4, 3)) * 3).tolist()
+        and found[3][1].tolist() == [3] * 4
+    )
 
 
 def test_tf_data_is_sampled_without_touching_the_dataset() -> None:
@@ -72,28 +86,50 @@ def _measured(name: str, rounds: list[float]) -> BackendCandidate:
 
 def test_speedup_band_and_table() -> None:
     result = BackendsResult("tensorflow", 64, 8)
-    result.candidates = {"tensorflow": _measured("tensorflow", [100, 101, 99, 100]),
-                         "jax+jit": _measured("jax+jit", [200, 204, 196, 200]),
-                         "torch": BackendCandidate(Config("torch", False), FAILED, "cannot rebuild the model on torch: X")}
+    result.candidates = {
+        "tensorflow": _measured("tensorflow", [100, 101, 99, 100]),
+        "jax+jit": _measured("jax+jit", [200, 204, 196, 200]),
+        "torch": BackendCandidate(
+            Config("torch", False), FAILED, "cannot rebuild the model on torch: X"
+        ),
+    }
     jax = result.candidates["jax+jit"]
     assert result.speedup(jax) == pytest.approx(2.0)
-    assert result.speedup_band(jax) == pytest.approx(0.0101, abs=1e-4)  # the paired ratios 2.0, 2.02, 1.98, 2.0
+    assert result.speedup_band(jax) == pytest.approx(
+        0.0101, abs=1e-4
+    )  # the paired ratios 2.0, 2.02, 1.98, 2.0
     assert [c.name for c in result.measured()] == ["jax+jit", "tensorflow"]
     assert result.summary() == "jax+jit 2.00× (±1%); tensorflow 1.00× (±0%) (own)"
     rows = {r["candidate"]: r for r in result.to_dict()["candidates"]}
-    assert rows["torch"]["reason"].startswith("cannot rebuild") and rows["jax+jit"]["rounds"] == [200, 204, 196, 200]
+    assert rows["torch"]["reason"].startswith("cannot rebuild") and rows["jax+jit"]["rounds"] == [
+        200,
+        204,
+        196,
+        200,
+    ]
     text = result.render()
-    assert "tensorflow *" in text and "2.00×" in text and "failed: cannot rebuild the model on torch" in text
+    assert (
+        "tensorflow *" in text
+        and "2.00×" in text
+        and "failed: cannot rebuild the model on torch" in text
+    )
 
 
 def test_paired_rounds_cancel_the_machine_slowing_down_and_unpaired_ones_add_their_bands() -> None:
     result = BackendsResult("tensorflow", 64, 8)
     # every second pass ran on a machine 40% slower, for both: the paired ratios are all 2.0
-    result.candidates = {"tensorflow": _measured("tensorflow", [100, 60] * 3), "jax+jit": _measured("jax+jit", [200, 120] * 3)}
+    result.candidates = {
+        "tensorflow": _measured("tensorflow", [100, 60] * 3),
+        "jax+jit": _measured("jax+jit", [200, 120] * 3),
+    }
     jax = result.candidates["jax+jit"]
-    assert jax.relative_band == pytest.approx(0.25) and result.candidates["tensorflow"].relative_band == pytest.approx(0.25)
+    assert jax.relative_band == pytest.approx(0.25) and result.candidates[
+        "tensorflow"
+    ].relative_band == pytest.approx(0.25)
     assert result.paired_ratios(jax) == [2.0] * 6
-    assert result.speedup(jax) == pytest.approx(2.0) and result.speedup_band(jax) == pytest.approx(0.0)
+    assert result.speedup(jax) == pytest.approx(2.0) and result.speedup_band(jax) == pytest.approx(
+        0.0
+    )
     # a stalled round (under a third of the arm's median) is left out of the pairs
     result.candidates["jax+jit"] = jax = _measured("jax+jit", [200, 120, 200, 120, 200, 20])
     assert result.paired_ratios(jax) == [2.0] * 5
@@ -101,11 +137,15 @@ def test_paired_rounds_cancel_the_machine_slowing_down_and_unpaired_ones_add_the
     result.candidates["jax+jit"] = jax = _measured("jax+jit", [200, 204, 196])
     result.candidates["tensorflow"] = _measured("tensorflow", [100, 101, 99, 100])
     assert result.paired_ratios(jax) is None
-    assert result.speedup(jax) == pytest.approx(2.0) and result.speedup_band(jax) == pytest.approx(0.01 + 0.02)
+    assert result.speedup(jax) == pytest.approx(2.0) and result.speedup_band(jax) == pytest.approx(
+        0.01 + 0.02
+    )
 
 
 def test_child_reasons_are_one_clean_line() -> None:
-    exc = RuntimeError("Exception encountered when calling L.call().\n\n\x1b[1mboom\x1b[0m\n\nArguments received by L.call(): x")
+    exc = RuntimeError(
+        "Exception encountered when calling L.call().\n\n\x1b[1mboom\x1b[0m\n\nArguments received by L.call(): x"
+    )
     assert _line(exc) == "RuntimeError: Exception encountered when calling L.call(). boom"
     assert len(_line(ValueError("x" * 1000))) == 300
 
@@ -120,7 +160,9 @@ def test_whatif_backends_only_runs_the_backend_whatif(monkeypatch) -> None:
     monkeypatch.setattr(backends, "measure_backends", lambda *a, **k: calls.append(k) or fake)
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
     model.compile("sgd", "mse")
-    result = advisor.whatif(model, (np.ones((64, 2)), np.ones(64)), candidates=["backends"], backends_max_seconds=42)
+    result = advisor.whatif(
+        model, (np.ones((64, 2)), np.ones(64)), candidates=["backends"], backends_max_seconds=42
+    )
     assert result.backends is fake and calls[0]["max_seconds"] == 42 and not result.candidates
     assert result.summary() == "backends: no backend measured"
 
@@ -135,8 +177,12 @@ def test_stopping_a_candidate_whose_process_has_gone_does_not_raise(tmp_path):
     from advisor.experiments.backends.result import BackendCandidate, Config
     from advisor.experiments.backends.runner import _Child
 
-    proc = subprocess.Popen([sys.executable, "-c", "pass"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "pass"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
     proc.wait()
     child = _Child(BackendCandidate(Config("jax", True)), proc, tmp_path / "stderr.txt")
     child.send("stop")  # the pipe is broken: the line stays in its buffer

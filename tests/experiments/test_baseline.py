@@ -32,22 +32,29 @@ QUICK_CB = {"baseline_seconds": 0.6, "baseline_rounds": 4}
 
 
 def build_model(steps_per_execution: int = 1) -> keras.Model:
-    model = keras.Sequential([
-        keras.Input((FEATURES,)),
-        keras.layers.Dense(128, activation="relu"),
-        keras.layers.BatchNormalization(),
-        keras.layers.Dropout(0.2),
-        keras.layers.Dense(CLASSES),
-    ])
-    model.compile(optimizer=keras.optimizers.Adam(1e-3),
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                  metrics=["accuracy"], steps_per_execution=steps_per_execution)
+    model = keras.Sequential(
+        [
+            keras.Input((FEATURES,)),
+            keras.layers.Dense(128, activation="relu"),
+            keras.layers.BatchNormalization(),
+            keras.layers.Dropout(0.2),
+            keras.layers.Dense(CLASSES),
+        ]
+    )
+    model.compile(
+        optimizer=keras.optimizers.Adam(1e-3),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=["accuracy"],
+        steps_per_execution=steps_per_execution,
+    )
     return model
 
 
 def arrays(n: int = 256) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(0)
-    return rng.normal(size=(n, FEATURES)).astype("float32"), rng.integers(0, CLASSES, n).astype("int64")
+    return rng.normal(size=(n, FEATURES)).astype("float32"), rng.integers(0, CLASSES, n).astype(
+        "int64"
+    )
 
 
 def _sleepy(x, y):
@@ -66,7 +73,9 @@ def slow_dataset() -> tf.data.Dataset:
 
 
 def fast_dataset() -> tf.data.Dataset:
-    return tf.data.Dataset.from_tensor_slices(arrays()).cache().batch(BATCH).prefetch(tf.data.AUTOTUNE)
+    return (
+        tf.data.Dataset.from_tensor_slices(arrays()).cache().batch(BATCH).prefetch(tf.data.AUTOTUNE)
+    )
 
 
 def snapshot(model: keras.Model) -> list[np.ndarray]:
@@ -77,7 +86,9 @@ def snapshot(model: keras.Model) -> list[np.ndarray]:
 
 
 def same(a: list[np.ndarray], b: list[np.ndarray]) -> bool:
-    return len(a) == len(b) and all(x.dtype == y.dtype and np.array_equal(x, y) for x, y in zip(a, b))
+    return len(a) == len(b) and all(
+        x.dtype == y.dtype and np.array_equal(x, y) for x, y in zip(a, b)
+    )
 
 
 @pytest.fixture(scope="module")
@@ -112,7 +123,12 @@ def test_slow_pipeline_is_input_bound_and_cached_is_not(slow_and_fast) -> None:
     assert slow.rounds == 12 and slow.stopped is None
     rounds_per_arm = {arm: len(rates) for arm, rates in slow.round_rates.items()}
     assert rounds_per_arm == dict.fromkeys(("real", "cached", "data_only"), 12)
-    assert slow.steps >= 10 and fast.steps >= 50 and slow.batch_size == BATCH and slow.input_kind == "tf.data"
+    assert (
+        slow.steps >= 10
+        and fast.steps >= 50
+        and slow.batch_size == BATCH
+        and slow.input_kind == "tf.data"
+    )
     assert "input costs" in slow.summary() and " ± " in slow.summary()
 
 
@@ -152,7 +168,9 @@ def test_callback_end_on_a_file_pipeline_measures_all_four(tmp_path, runs_dir) -
         path = str(tmp_path / f"part-{i}.tfrecord")
         with tf.io.TFRecordWriter(path) as writer:
             for xi, yi in zip(x[i::2], y[i::2]):
-                writer.write(tf.io.serialize_tensor(tf.constant(np.append(xi, yi).astype("float32"))).numpy())
+                writer.write(
+                    tf.io.serialize_tensor(tf.constant(np.append(xi, yi).astype("float32"))).numpy()
+                )
         files.append(path)
 
     def parse(record):
@@ -163,7 +181,9 @@ def test_callback_end_on_a_file_pipeline_measures_all_four(tmp_path, runs_dir) -
     ds = tf.data.TFRecordDataset(files).map(parse).batch(BATCH)
     model = build_model()
     before, after = Recorder(), Recorder()
-    cb = advisor.AdvisorCallback(baseline="end", baseline_steps=6, log_every_seconds=None, **QUICK_CB)
+    cb = advisor.AdvisorCallback(
+        baseline="end", baseline_steps=6, log_every_seconds=None, **QUICK_CB
+    )
     history = model.fit(ds, epochs=1, verbose=0, callbacks=[before, cb, after])
     assert history is model.history and len(history.history["loss"]) == 1
     assert same(before.end, snapshot(model))  # the baseline ran after `before` saw the final state
@@ -175,9 +195,17 @@ def test_callback_end_on_a_file_pipeline_measures_all_four(tmp_path, runs_dir) -
     for name in ("real", "cached", "data_only", "source_cached"):
         assert getattr(record, f"{name}_samples_per_s") > 0, name
         assert len(getattr(record, f"{name}_rounds")) == 4, name
-    for name in ("input.bound_fraction", "input.data_only_ratio", "input.source_cache_gain",
-                 "baseline.cached_samples_per_s", "input.wait_ms_per_step", "input.bound_band",
-                 "input.bound_outside_band", "input.source_cache_gain_band", "input.data_only_ratio_band"):
+    for name in (
+        "input.bound_fraction",
+        "input.data_only_ratio",
+        "input.source_cache_gain",
+        "baseline.cached_samples_per_s",
+        "input.wait_ms_per_step",
+        "input.bound_band",
+        "input.bound_outside_band",
+        "input.source_cache_gain_band",
+        "input.data_only_ratio_band",
+    ):
         assert name in facts, name
     assert 0.0 <= facts["input.bound_fraction"] < 1.0
     assert facts["pipeline.file_source"] is True and facts["storage.files"] == 2
@@ -213,13 +241,17 @@ def test_callback_start_leaves_training_state_alone(runs_dir) -> None:
     model = build_model(steps_per_execution=2)
     model.fit(*arrays(64), batch_size=BATCH, epochs=1, verbose=0)  # optimizer state exists
     first, second = Recorder(), Recorder()
-    cb = advisor.AdvisorCallback(baseline="start", baseline_steps=4, log_every_seconds=None, **QUICK_CB)
+    cb = advisor.AdvisorCallback(
+        baseline="start", baseline_steps=4, log_every_seconds=None, **QUICK_CB
+    )
     model.fit(*arrays(), batch_size=BATCH, epochs=1, verbose=0, callbacks=[first, cb, second])
     assert same(first.begin, second.begin)  # the baseline ran in between, and left no trace
     run, _ = _facts(cb)
     record = run.of_type(BaselineRecord)[-1]
     assert record.mode == "start" and record.input_kind == "numpy"
-    assert record.real_samples_per_s and record.cached_samples_per_s and record.data_only_samples_per_s
+    assert (
+        record.real_samples_per_s and record.cached_samples_per_s and record.data_only_samples_per_s
+    )
     assert record.source_cached_samples_per_s is None  # arrays have no file source
     assert int(model.optimizer.iterations.numpy()) == 64 // BATCH + 256 // BATCH
 
@@ -229,11 +261,17 @@ def test_generator_input_compares_with_training_throughput(runs_dir) -> None:
 
     def batches():
         for i in range(0, len(x), BATCH):
-            yield x[i:i + BATCH], y[i:i + BATCH]
+            yield x[i : i + BATCH], y[i : i + BATCH]
 
     model = build_model()
-    cb = advisor.AdvisorCallback(baseline="end", baseline_steps=4, log_every_seconds=None, warmup_steps=2, window_seconds=0.05,
-                                 **QUICK_CB)
+    cb = advisor.AdvisorCallback(
+        baseline="end",
+        baseline_steps=4,
+        log_every_seconds=None,
+        warmup_steps=2,
+        window_seconds=0.05,
+        **QUICK_CB,
+    )
     model.fit(batches(), epochs=1, verbose=0, callbacks=[cb])
     run, facts = _facts(cb)
     record = run.of_type(BaselineRecord)[-1]
@@ -253,18 +291,24 @@ class Batches(keras.utils.PyDataset):
         return len(self.x) // BATCH
 
     def __getitem__(self, i: int):
-        return self.x[i * BATCH:(i + 1) * BATCH], self.y[i * BATCH:(i + 1) * BATCH]
+        return self.x[i * BATCH : (i + 1) * BATCH], self.y[i * BATCH : (i + 1) * BATCH]
 
 
 def test_pydataset_and_arrays_through_the_api(trained) -> None:
     before = snapshot(trained)
     result = measure_input(trained, Batches(), steps=4, **QUICK)
-    assert result.input_kind == "pydataset" and result.real_samples_per_s and result.data_only_samples_per_s
+    assert (
+        result.input_kind == "pydataset"
+        and result.real_samples_per_s
+        and result.data_only_samples_per_s
+    )
     x, y = arrays()
     # steps=None: at least one epoch's worth (8 batches, less the warm-up step) per arm.
     result = measure_input(trained, (x, y), steps=None, batch_size=32, **QUICK)
     assert result.input_kind == "numpy" and result.steps >= 7 and result.batch_size == 32
-    assert result.real_samples_per_s and result.cached_samples_per_s and result.data_only_samples_per_s
+    assert (
+        result.real_samples_per_s and result.cached_samples_per_s and result.data_only_samples_per_s
+    )
     assert same(before, snapshot(trained))
 
 
@@ -302,14 +346,26 @@ def _failing_map(x, y):
     return out, y
 
 
-@pytest.mark.parametrize("make, message", [
-    (lambda: tf.data.Dataset.from_tensor_slices(arrays()).batch(BATCH).map(_failing_map),
-     "the first batch of the input failed: "),
-    (lambda: tf.data.Dataset.from_tensor_slices(arrays()).batch(BATCH).take(0), "empty"),
-    (lambda: tf.data.Dataset.from_tensor_slices(arrays()).batch(BATCH).filter(lambda x, y: False), "empty"),
-    (lambda: tf.data.TFRecordDataset(["/nonexistent/dir/part-0.tfrecord"]).batch(2),
-     "/nonexistent/dir/part-0.tfrecord"),
-])
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (
+            lambda: tf.data.Dataset.from_tensor_slices(arrays()).batch(BATCH).map(_failing_map),
+            "the first batch of the input failed: ",
+        ),
+        (lambda: tf.data.Dataset.from_tensor_slices(arrays()).batch(BATCH).take(0), "empty"),
+        (
+            lambda: (
+                tf.data.Dataset.from_tensor_slices(arrays()).batch(BATCH).filter(lambda x, y: False)
+            ),
+            "empty",
+        ),
+        (
+            lambda: tf.data.TFRecordDataset(["/nonexistent/dir/part-0.tfrecord"]).batch(2),
+            "/nonexistent/dir/part-0.tfrecord",
+        ),
+    ],
+)
 def test_bad_datasets_raise_one_line_errors(trained, make, message) -> None:
     before = snapshot(trained)
     with pytest.raises(InputError) as info:
@@ -324,7 +380,9 @@ def test_infinite_without_steps_and_bad_arguments(trained) -> None:
     with pytest.raises(InputError, match="infinite"):
         measure_input(trained, infinite, steps=None)
     with pytest.raises(InputError, match="not compiled"):
-        measure_input(keras.Sequential([keras.Input((FEATURES,)), keras.layers.Dense(1)]), fast_dataset())
+        measure_input(
+            keras.Sequential([keras.Input((FEATURES,)), keras.layers.Dense(1)]), fast_dataset()
+        )
     with pytest.raises(InputError, match="steps must be a positive integer"):
         measure_input(trained, fast_dataset(), steps=0)
     with pytest.raises(UsageError, match="baseline must be"):
@@ -355,7 +413,9 @@ def test_failing_baseline_is_an_event_and_training_goes_on(runs_dir) -> None:
 
     ds = tf.data.Dataset.from_tensor_slices(arrays(64)).batch(BATCH).map(read)
     model = build_model()
-    cb = advisor.AdvisorCallback(baseline="end", baseline_steps=2, log_every_seconds=None, **QUICK_CB)
+    cb = advisor.AdvisorCallback(
+        baseline="end", baseline_steps=2, log_every_seconds=None, **QUICK_CB
+    )
     history = model.fit(ds, epochs=1, verbose=0, callbacks=[StorageGoesAway(), cb])
     assert len(history.history["loss"]) == 1
     run, facts = _facts(cb)
@@ -371,9 +431,12 @@ def test_torch_dataloader_input(trained) -> None:
     torch = pytest.importorskip("torch")
     x, y = arrays(128)
     loader = torch.utils.data.DataLoader(
-        torch.utils.data.TensorDataset(torch.from_numpy(x), torch.from_numpy(y)), batch_size=BATCH)
+        torch.utils.data.TensorDataset(torch.from_numpy(x), torch.from_numpy(y)), batch_size=BATCH
+    )
     before = snapshot(trained)
     result = measure_input(trained, loader, steps=2, **QUICK)
     assert result.input_kind == "torch" and result.batch_size == BATCH
-    assert result.real_samples_per_s and result.cached_samples_per_s and result.data_only_samples_per_s
+    assert (
+        result.real_samples_per_s and result.cached_samples_per_s and result.data_only_samples_per_s
+    )
     assert same(before, snapshot(trained))

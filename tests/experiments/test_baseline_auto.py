@@ -28,9 +28,13 @@ def test_auto_is_the_default_and_none_turns_it_off():
     assert AdvisorOptions().baseline == "auto" and AdvisorOptions().baseline_seconds is None
     names = [c.name for c in build_collectors(AdvisorOptions())]
     assert "baseline" in names
-    assert next(c for c in build_collectors(AdvisorOptions()) if c.name == "baseline").mode == "auto"
+    assert (
+        next(c for c in build_collectors(AdvisorOptions()) if c.name == "baseline").mode == "auto"
+    )
     assert "baseline" not in [c.name for c in build_collectors(AdvisorOptions(baseline=None))]
-    assert AdvisorOptions(baseline=True).baseline == "auto"  # True: on, the default way (as whatif=True)
+    assert (
+        AdvisorOptions(baseline=True).baseline == "auto"
+    )  # True: on, the default way (as whatif=True)
     cb = advisor.AdvisorCallback()
     assert cb.options.baseline == "auto"
 
@@ -41,7 +45,9 @@ def test_two_seconds_or_two_hundred_steps_whichever_is_longer():
     assert fast.skipped is None and fast.seconds == pytest.approx(2.0)
     # A 50 ms step: 200 steps take 10 s, within a share of a 100 s fit.
     slow = auto_sizing(100.0, 0.05)
-    assert slow.seconds == pytest.approx(min(AUTO_BASELINE_STEPS * 0.05, 0.6 * AUTO_BASELINE_SHARE * 100.0))
+    assert slow.seconds == pytest.approx(
+        min(AUTO_BASELINE_STEPS * 0.05, 0.6 * AUTO_BASELINE_SHARE * 100.0)
+    )
     assert slow.max_seconds == pytest.approx(AUTO_BASELINE_SHARE * 100.0)
 
 
@@ -55,7 +61,11 @@ def test_capped_at_a_share_of_the_fit_and_at_the_absolute_budget():
 
 def test_a_fit_too_short_is_skipped_with_its_reason():
     short = auto_sizing(AUTO_BASELINE_MIN_BUDGET / AUTO_BASELINE_SHARE * 0.9, 0.001)
-    assert short.skipped and "too short to measure" in short.skipped and "baseline='end'" in short.skipped
+    assert (
+        short.skipped
+        and "too short to measure" in short.skipped
+        and "baseline='end'" in short.skipped
+    )
     assert auto_sizing(AUTO_BASELINE_MIN_BUDGET / AUTO_BASELINE_SHARE * 1.1, 0.001).skipped is None
 
 
@@ -66,8 +76,15 @@ def test_explicit_modes_measure_what_they_are_asked():
 
 def test_step_time_from_the_measured_windows():
     def window(steps, seconds, warmup=False):
-        return WindowRecord(t=0.0, epoch=0, seconds=seconds, steps=steps, step_begin=0, step_end=steps,
-                            warmup=warmup)
+        return WindowRecord(
+            t=0.0,
+            epoch=0,
+            seconds=seconds,
+            steps=steps,
+            step_begin=0,
+            step_end=steps,
+            warmup=warmup,
+        )
 
     windows = [window(5, 3.0, warmup=True), window(100, 1.0), window(300, 3.0)]
     assert mean_step_seconds(windows) == pytest.approx(4.0 / 400)

@@ -53,12 +53,20 @@ def busy_core():
 
 def arrays(n: int) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(0)
-    return rng.normal(size=(n, FEATURES)).astype("float32"), rng.integers(0, CLASSES, n).astype("int64")
+    return rng.normal(size=(n, FEATURES)).astype("float32"), rng.integers(0, CLASSES, n).astype(
+        "int64"
+    )
 
 
 def mlp(width: int) -> keras.Model:
-    model = keras.Sequential([keras.Input((FEATURES,)), keras.layers.Dense(width, activation="relu"),
-                              keras.layers.Dense(width, activation="relu"), keras.layers.Dense(CLASSES)])
+    model = keras.Sequential(
+        [
+            keras.Input((FEATURES,)),
+            keras.layers.Dense(width, activation="relu"),
+            keras.layers.Dense(width, activation="relu"),
+            keras.layers.Dense(CLASSES),
+        ]
+    )
     model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     return model
 
@@ -71,8 +79,13 @@ def wide_model() -> keras.Model:
 
 def healthy_dataset() -> tf.data.Dataset:
     n = 64 * BATCH
-    return tf.data.Dataset.from_tensor_slices(arrays(n)).cache().shuffle(n, seed=0).batch(BATCH).prefetch(
-        tf.data.AUTOTUNE)
+    return (
+        tf.data.Dataset.from_tensor_slices(arrays(n))
+        .cache()
+        .shuffle(n, seed=0)
+        .batch(BATCH)
+        .prefetch(tf.data.AUTOTUNE)
+    )
 
 
 def slow_dataset(step_s: float) -> tf.data.Dataset:
@@ -118,7 +131,9 @@ def step_seconds(model: keras.Model) -> float:
 
 
 def test_a_healthy_run_under_load_is_inside_the_band(model, busy_core):
-    result = measure_input(model, healthy_dataset(), seconds=2.0, source_cache=False, data_only=False)
+    result = measure_input(
+        model, healthy_dataset(), seconds=2.0, source_cache=False, data_only=False
+    )
     assert result.rounds == 12
     band = result.bound
     assert band is not None
@@ -129,12 +144,18 @@ def test_a_healthy_run_under_load_is_inside_the_band(model, busy_core):
 
 def test_an_input_far_slower_than_the_step_is_far_outside_the_band(small_model, busy_core):
     step_s = step_seconds(small_model)
-    result = measure_input(small_model, slow_dataset(step_s), seconds=2.0, source_cache=False, data_only=False)
+    result = measure_input(
+        small_model, slow_dataset(step_s), seconds=2.0, source_cache=False, data_only=False
+    )
     band = result.bound
     assert band is not None and result.bound_outside_band is True
     # The input costs ~97 % of each round (still ~80 % if load slows the step tenfold): even the
     # lower edge of the band is far above zero.
-    assert band.value > 0.6 and band.value - band.half_width > 0.5, (step_s, band, result.round_rates)
+    assert band.value > 0.6 and band.value - band.half_width > 0.5, (
+        step_s,
+        band,
+        result.round_rates,
+    )
 
 
 def test_the_budget_shortens_segments_then_caps_the_rounds_and_says_so(model, busy_core):
@@ -143,8 +164,9 @@ def test_the_budget_shortens_segments_then_caps_the_rounds_and_says_so(model, bu
     much. The bounds below are therefore half of what the measurement would take unbounded."""
     # 30 s asked for, 2 s allowed: the segments shrink so that the rounds fit.
     t0 = time.perf_counter()
-    result = measure_input(model, healthy_dataset(), seconds=30.0, max_seconds=2.0, source_cache=False,
-                           data_only=False)
+    result = measure_input(
+        model, healthy_dataset(), seconds=30.0, max_seconds=2.0, source_cache=False, data_only=False
+    )
     wall = time.perf_counter() - t0
     assert result.budget_seconds == 2.0 and result.rounds >= 1
     assert result.stopped is None or "time budget (2 s)" in result.stopped
@@ -152,13 +174,22 @@ def test_the_budget_shortens_segments_then_caps_the_rounds_and_says_so(model, bu
     # 2400 steps per arm (200 per segment, >= 1.2 s of ~6 ms steps) cannot fit 12 rounds in 2 s:
     # the segments are capped so that 3 rounds fit, and the record says why it stopped.
     t0 = time.perf_counter()
-    result = measure_input(model, healthy_dataset(), steps=2400, seconds=1.0, max_seconds=2.0,
-                           source_cache=False, data_only=False)
+    result = measure_input(
+        model,
+        healthy_dataset(),
+        steps=2400,
+        seconds=1.0,
+        max_seconds=2.0,
+        source_cache=False,
+        data_only=False,
+    )
     wall = time.perf_counter() - t0
     assert 1 <= result.rounds < 12
     assert result.stopped and "time budget (2 s)" in result.stopped
     assert any("stopped early" in note for note in result.notes)
     # With fewer than 3 paired rounds there is no band, and no cost either.
-    paired = sum(1 for r, c in zip(result.round_rates["real"], result.round_rates["cached"]) if r and c)
+    paired = sum(
+        1 for r, c in zip(result.round_rates["real"], result.round_rates["cached"]) if r and c
+    )
     assert (result.bound is None) == (paired < MIN_ROUNDS) == (result.bound_fraction is None)
     assert wall < 15.0  # unbounded: 12 rounds x 2 segments of >= 1.2 s

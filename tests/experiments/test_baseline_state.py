@@ -18,16 +18,30 @@ keras = pytest.importorskip("keras")
 import advisor  # noqa: E402
 
 FEATURES = 8
-QUICK = {"baseline": "end", "baseline_seconds": 0.4, "baseline_rounds": 3, "telemetry": False,
-         "log_every_seconds": None}
+QUICK = {
+    "baseline": "end",
+    "baseline_seconds": 0.4,
+    "baseline_rounds": 3,
+    "telemetry": False,
+    "log_every_seconds": None,
+}
 
 
 def model() -> keras.Model:
     keras.utils.set_random_seed(0)
-    m = keras.Sequential([keras.Input((FEATURES,)), keras.layers.Dense(16, activation="relu"),
-                          keras.layers.Dropout(0.1), keras.layers.Dense(3)])
-    m.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-              metrics=["accuracy"])
+    m = keras.Sequential(
+        [
+            keras.Input((FEATURES,)),
+            keras.layers.Dense(16, activation="relu"),
+            keras.layers.Dropout(0.1),
+            keras.layers.Dense(3),
+        ]
+    )
+    m.compile(
+        optimizer="adam",
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=["accuracy"],
+    )
     return m
 
 
@@ -54,10 +68,17 @@ def test_weights_optimizer_and_metrics_are_bit_for_bit_as_the_fit_left_them(tmp_
     ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(32)
     before, after = Snapshot(), Snapshot()
     m = model()
-    m.fit(ds, epochs=2, verbose=0, callbacks=[before, advisor.AdvisorCallback(tmp_path, **QUICK), after])
+    m.fit(
+        ds,
+        epochs=2,
+        verbose=0,
+        callbacks=[before, advisor.AdvisorCallback(tmp_path, **QUICK), after],
+    )
     assert m.optimizer.iterations.numpy() == 16
     assert len(before.state) == len(after.state)
-    assert all(a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(before.state, after.state))
+    assert all(
+        a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(before.state, after.state)
+    )
 
 
 def _next_orders(baseline: bool, tmp_path) -> tuple[list[list[int]], tuple[float, float]]:
@@ -66,11 +87,17 @@ def _next_orders(baseline: bool, tmp_path) -> tuple[list[list[int]], tuple[float
     random.seed(1)
     np.random.seed(1)
     tf.random.set_seed(1)
-    ds = tf.data.Dataset.range(64).shuffle(64, seed=3).map(
-        lambda i: (tf.fill([FEATURES], tf.cast(i, tf.float32)), i % 3)).batch(16)
+    ds = (
+        tf.data.Dataset.range(64)
+        .shuffle(64, seed=3)
+        .map(lambda i: (tf.fill([FEATURES], tf.cast(i, tf.float32)), i % 3))
+        .batch(16)
+    )
     callbacks = [advisor.AdvisorCallback(tmp_path, **QUICK)] if baseline else []
     model().fit(ds, epochs=2, verbose=0, callbacks=callbacks)
-    orders = [[int(v) for v in batch[1].numpy()] + [int(batch[0][0, 0].numpy())] for batch in ds.take(2)]
+    orders = [
+        [int(v) for v in batch[1].numpy()] + [int(batch[0][0, 0].numpy())] for batch in ds.take(2)
+    ]
     orders += [[int(batch[0][0, 0].numpy()) for batch in ds]]
     return orders, (random.random(), float(np.random.random()))
 
@@ -98,7 +125,7 @@ def test_a_pydatasets_epoch_hooks_and_a_generator_are_left_alone(tmp_path, monke
 
         def __getitem__(self, i: int):
             j = self.order[i]
-            return x[j * 32:(j + 1) * 32], y[j * 32:(j + 1) * 32]
+            return x[j * 32 : (j + 1) * 32], y[j * 32 : (j + 1) * 32]
 
         def on_epoch_end(self) -> None:
             self.epoch_ends += 1
@@ -121,13 +148,15 @@ def test_a_pydatasets_epoch_hooks_and_a_generator_are_left_alone(tmp_path, monke
     import advisor.collectors.baseline as baseline_collector
     from advisor.experiments.baseline import ONE_SHOT, Sizing
 
-    monkeypatch.setattr(baseline_collector, "auto_sizing", lambda *a, **k: Sizing(seconds=0.4, max_seconds=10.0))
+    monkeypatch.setattr(
+        baseline_collector, "auto_sizing", lambda *a, **k: Sizing(seconds=0.4, max_seconds=10.0)
+    )
     pulled = []
 
     def batches():
         for i in range(1000):
             pulled.append(i)
-            yield x[(i % 4) * 32:(i % 4 + 1) * 32], y[(i % 4) * 32:(i % 4 + 1) * 32]
+            yield x[(i % 4) * 32 : (i % 4 + 1) * 32], y[(i % 4) * 32 : (i % 4 + 1) * 32]
 
     auto = advisor.AdvisorCallback(tmp_path, telemetry=False, log_every_seconds=None)
     model().fit(batches(), steps_per_epoch=4, epochs=2, verbose=0, callbacks=[auto])
@@ -157,7 +186,7 @@ def test_a_pydataset_with_workers_leaves_no_threads_behind(tmp_path, threads_lef
         def __getitem__(self, i: int):
             time.sleep(0.02)
             j = i % 4
-            return x[j * 32:(j + 1) * 32], y[j * 32:(j + 1) * 32]
+            return x[j * 32 : (j + 1) * 32], y[j * 32 : (j + 1) * 32]
 
     cb = advisor.AdvisorCallback(tmp_path, **QUICK)
     model().fit(Workers(workers=2), epochs=1, verbose=0, callbacks=[cb])

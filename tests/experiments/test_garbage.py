@@ -33,7 +33,9 @@ def holders(ref):
 
 def run(body: str) -> None:
     code = PRELUDE + textwrap.dedent(body) + "\nprint('ok')\n"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-2000:]
 
 

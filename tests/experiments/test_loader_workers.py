@@ -49,7 +49,9 @@ def test_a_pool_made_inside_is_shut_and_the_users_pool_is_untouched(torch):
         assert len(workers) == 2 and all(w.is_alive() for w in workers)
         assert release_loader_workers("tensorflow") == 0  # there tf.data owns the loader's iterator
         assert release_loader_workers("torch") == 1
-        assert not any(w.is_alive() for w in workers)  # joined, not left for the collector's 5 s waits
+        assert not any(
+            w.is_alive() for w in workers
+        )  # joined, not left for the collector's 5 s waits
     assert next(users)[0].shape == (8, 2)  # the user's pool still serves batches
     assert len(users._workers) == 2 and all(w.is_alive() for w in users._workers)
     users._shutdown_workers()
@@ -58,7 +60,9 @@ def test_a_pool_made_inside_is_shut_and_the_users_pool_is_untouched(torch):
 def test_nothing_is_shut_outside_own_garbage(torch):
     workers = _abandoned_iterator(_loader(torch))
     try:
-        assert release_loader_workers("torch") == 0  # nothing frozen: every iterator may be the user's
+        assert (
+            release_loader_workers("torch") == 0
+        )  # nothing frozen: every iterator may be the user's
         assert len(workers) == 2 and all(w.is_alive() for w in workers)
     finally:
         for w in workers:

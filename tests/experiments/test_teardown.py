@@ -47,8 +47,17 @@ def _counted_input(calls: list[float]) -> tf.data.Dataset:
 
 
 def _segment(model: keras.Model, dataset: tf.data.Dataset) -> None:
-    segment = fit_segment(model, {"x": dataset}, finite=False, warm=2, seconds=0.2, min_steps=5,
-                          deadline=time.perf_counter() + 30, what="the counted input", error=RuntimeError)
+    segment = fit_segment(
+        model,
+        {"x": dataset},
+        finite=False,
+        warm=2,
+        seconds=0.2,
+        min_steps=5,
+        deadline=time.perf_counter() + 30,
+        what="the counted input",
+        error=RuntimeError,
+    )
     assert segment is not None and segment.steps >= 5
 
 

@@ -46,14 +46,19 @@ def test_a_sequential_map_becomes_parallel_and_keeps_its_order(calls):
     rebuilt = rebuild(ds, parallel_maps({stage["node"]}))
     new = _stages(rebuilt, "map")[0]
     assert new["parallel"] is True and new["num_parallel_calls"] == -1
-    assert [list(b) for b in rebuilt.as_numpy_iterator()] == [list(b) for b in ds.as_numpy_iterator()]
+    assert [list(b) for b in rebuilt.as_numpy_iterator()] == [
+        list(b) for b in ds.as_numpy_iterator()
+    ]
     assert _stages(ds, "map")[0]["parallel"] is False  # the user's pipeline is unchanged
 
 
 @pytest.mark.parametrize("calls", [None, 1])
 def test_a_sequential_interleave_becomes_parallel_with_the_same_elements(calls):
-    ds = tf.data.Dataset.range(3).interleave(lambda i: tf.data.Dataset.range(i * 10, i * 10 + 4),
-                                             cycle_length=3, num_parallel_calls=calls)
+    ds = tf.data.Dataset.range(3).interleave(
+        lambda i: tf.data.Dataset.range(i * 10, i * 10 + 4),
+        cycle_length=3,
+        num_parallel_calls=calls,
+    )
     stage = _stages(ds, "interleave")[0]
     rebuilt = rebuild(ds, parallel_interleaves({stage["node"]}))
     assert _stages(rebuilt, "interleave")[0]["parallel"] is True

@@ -26,21 +26,28 @@ QUICK_BASELINE = {"baseline": "end", "baseline_seconds": 0.6, "baseline_rounds":
 
 
 def build_model() -> keras.Model:
-    model = keras.Sequential([
-        keras.Input((FEATURES,)),
-        keras.layers.Dense(64, activation="relu"),
-        keras.layers.BatchNormalization(),
-        keras.layers.Dropout(0.2),
-        keras.layers.Dense(CLASSES),
-    ])
-    model.compile(optimizer=keras.optimizers.Adam(1e-3),
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+    model = keras.Sequential(
+        [
+            keras.Input((FEATURES,)),
+            keras.layers.Dense(64, activation="relu"),
+            keras.layers.BatchNormalization(),
+            keras.layers.Dropout(0.2),
+            keras.layers.Dense(CLASSES),
+        ]
+    )
+    model.compile(
+        optimizer=keras.optimizers.Adam(1e-3),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=["accuracy"],
+    )
     return model
 
 
 def arrays(n: int = 512) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(0)
-    return rng.normal(size=(n, FEATURES)).astype("float32"), rng.integers(0, CLASSES, n).astype("int64")
+    return rng.normal(size=(n, FEATURES)).astype("float32"), rng.integers(0, CLASSES, n).astype(
+        "int64"
+    )
 
 
 def _sleepy(x, y):
@@ -50,6 +57,7 @@ def _sleepy(x, y):
 
 def slow_dataset(n: int = 256) -> tf.data.Dataset:
     """A sequential Python decode, no cache, no prefetch: the input costs ≈ 30× the step."""
+
     def decode(x, y):
         xo, yo = tf.py_function(_sleepy, [x, y], [tf.float32, tf.int64])
         xo.set_shape([FEATURES])
@@ -84,15 +92,26 @@ def test_training_state_is_exactly_as_the_fit_left_it(tmp_path):
     # arms in 15 s and five in 10 s). The measuring target still ends the what-if in ~11 s quiet.
     names = ["cache_map", "steps_per_execution_8", "batch_x2"]
     # (the state is the point, not the gains: the fewest rounds, 2 s of them in all, whatever the budget)
-    cb = advisor.AdvisorCallback(tmp_path, whatif=names, whatif_max_seconds=150, whatif_seconds=2, whatif_rounds=3,
-                                 log_every_seconds=None, telemetry=False)
+    cb = advisor.AdvisorCallback(
+        tmp_path,
+        whatif=names,
+        whatif_max_seconds=150,
+        whatif_seconds=2,
+        whatif_rounds=3,
+        log_every_seconds=None,
+        telemetry=False,
+    )
     history = model.fit(slow_dataset(), epochs=2, verbose=0, callbacks=[snapshot, cb])
     record = _whatif_record(cb)
     # each change trained (its preparation's segment at least; on a busy host the rounds may not
     # reach every arm) before the state is compared
-    assert all(c.seconds > 0 and c.status in ("measured", "skipped") for c in record.candidates), record
+    assert all(c.seconds > 0 and c.status in ("measured", "skipped") for c in record.candidates), (
+        record
+    )
     assert any(c.status == "measured" for c in record.candidates), record
-    assert snapshot.state.unchanged()  # weights, BatchNorm statistics, optimizer moments, metrics: bit for bit
+    assert (
+        snapshot.state.unchanged()
+    )  # weights, BatchNorm statistics, optimizer moments, metrics: bit for bit
     assert model.train_function is snapshot.step  # the user's compiled step, never retraced
     assert (model.steps_per_execution, model.jit_compile, model.stop_training) == snapshot.settings
     assert model.history is history
@@ -100,13 +119,22 @@ def test_training_state_is_exactly_as_the_fit_left_it(tmp_path):
     assert model.train_function is snapshot.step and np.isfinite(more.history["loss"][0])
 
 
-def test_by_default_an_input_bound_run_measures_its_fixes_and_the_findings_lead_with_the_best(tmp_path):
+def test_by_default_an_input_bound_run_measures_its_fixes_and_the_findings_lead_with_the_best(
+    tmp_path,
+):
     model = build_model()
     # a decisive gain (≈ 30×) needs no long measurement: three rounds, 2 s in all; the budget is
     # generous for a busy host's preparation (a 10 s one left candidates unprepared under load).
     # whatif is left at its default ("needed"): the baseline's input cost is what starts it.
-    cb = advisor.AdvisorCallback(tmp_path, whatif_max_seconds=60, whatif_seconds=2, whatif_rounds=3,
-                                 log_every_seconds=None, telemetry=False, **QUICK_BASELINE)
+    cb = advisor.AdvisorCallback(
+        tmp_path,
+        whatif_max_seconds=60,
+        whatif_seconds=2,
+        whatif_rounds=3,
+        log_every_seconds=None,
+        telemetry=False,
+        **QUICK_BASELINE,
+    )
     model.fit(slow_dataset(), epochs=2, verbose=0, callbacks=[cb])
     store = Store(tmp_path)
     facts = store.analyse(str(cb.run_path)).facts
@@ -116,7 +144,10 @@ def test_by_default_an_input_bound_run_measures_its_fixes_and_the_findings_lead_
     assert facts["whatif.cache_map.status"] == "measured"
     assert facts["whatif.cache_map.speedup"] >= 2.0
     # the input served from memory: measured beside the fixes as their ceiling, never the best fix
-    assert facts["whatif.cached_input.status"] == "measured" and facts["whatif.cached_input.speedup"] >= 2.0
+    assert (
+        facts["whatif.cached_input.status"] == "measured"
+        and facts["whatif.cached_input.speedup"] >= 2.0
+    )
     assert facts["whatif.best"] != "cached_input"
     assert facts["whatif.jit_compile.status"] == "not_relevant"  # the input dominates: not tried
     assert "input costs" in facts["whatif.jit_compile.reason"]
@@ -134,22 +165,34 @@ def test_by_default_an_input_bound_run_measures_its_fixes_and_the_findings_lead_
     # 161%, its highest round ~20×), and the general advice rightly stayed first. Assert what was
     # measured.
     lead = "Measured best on this run: ds.cache() after map #1"
-    assert c402.fix.startswith(lead) is bool(facts["whatif.cache_map.outside_band"]), (c402.fix, c402.measured)
+    assert c402.fix.startswith(lead) is bool(facts["whatif.cache_map.outside_band"]), (
+        c402.fix,
+        c402.measured,
+    )
 
 
-def test_by_default_a_compute_bound_fit_runs_the_whatif_only_if_its_baseline_measured_an_input_cost(tmp_path):
+def test_by_default_a_compute_bound_fit_runs_the_whatif_only_if_its_baseline_measured_an_input_cost(
+    tmp_path,
+):
     """In-memory arrays and steps of several ms: dispatch cannot be the reason, so the default
     what-if runs exactly when the baseline measured an input cost above 10% outside its noise band.
     On a quiet host it measures next to nothing and the what-if stays out of the way; on a shared
     2-core CI host the arrays' own input thread competing with the step was once measured at 34%
     (outside the band) - then the what-if must run. Which of the two happens is the host's; that the
     decision follows the measurement is the advisor's, and is what is asserted."""
-    model = keras.Sequential([keras.Input((FEATURES,)), keras.layers.Dense(1024, activation="relu"),
-                              keras.layers.Dense(1024, activation="relu"), keras.layers.Dense(CLASSES)])
+    model = keras.Sequential(
+        [
+            keras.Input((FEATURES,)),
+            keras.layers.Dense(1024, activation="relu"),
+            keras.layers.Dense(1024, activation="relu"),
+            keras.layers.Dense(CLASSES),
+        ]
+    )
     model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     x, y = arrays(2048)
-    cb = advisor.AdvisorCallback(tmp_path, whatif_max_seconds=8, log_every_seconds=None, telemetry=False,
-                                 **QUICK_BASELINE)
+    cb = advisor.AdvisorCallback(
+        tmp_path, whatif_max_seconds=8, log_every_seconds=None, telemetry=False, **QUICK_BASELINE
+    )
     model.fit(x, y, batch_size=256, epochs=2, verbose=0, callbacks=[cb])
     run = RunReader(cb.run_path).read()
     facts = Store(tmp_path).analyse(str(cb.run_path)).facts
@@ -160,7 +203,9 @@ def test_by_default_a_compute_bound_fit_runs_the_whatif_only_if_its_baseline_mea
     assert cost is not None, "the baseline measured the input's cost"
     input_costs = cost >= 0.10 and bool(facts.get("input.bound_outside_band"))
     ran = run.of_type(WhatIfRecord) != []
-    assert ran == input_costs, f"input cost {cost:.0%} (outside band: {facts.get('input.bound_outside_band')}), what-if ran: {ran}"
+    assert ran == input_costs, (
+        f"input cost {cost:.0%} (outside band: {facts.get('input.bound_outside_band')}), what-if ran: {ran}"
+    )
 
 
 @pytest.mark.parametrize("kind", ["arrays", "slow tf.data"])
@@ -177,7 +222,10 @@ def test_the_budget_is_never_exceeded(kind):
     wall = time.perf_counter() - t0
     assert result.seconds <= budget and wall <= budget + 0.05, (wall, result.summary())
     reasons = {name: c.reason for name, c in result.candidates.items()}
-    assert result.unchanged_rounds, (result.stopped, reasons)  # it measured something within the budget
+    assert result.unchanged_rounds, (
+        result.stopped,
+        reasons,
+    )  # it measured something within the budget
     assert gc.get_freeze_count() == 0  # the objects frozen for the what-if's collections are back
 
 
@@ -190,7 +238,9 @@ def test_a_measuring_target_ends_the_whatif_long_before_a_generous_budget():
     wall = time.perf_counter() - t0
     # calibration, one cache fill and 1 s of rounds: a few seconds, against the 60 s it may take
     assert wall < 20 and result.seconds < 20, (wall, result.summary())
-    assert result.rounds == 6 and result.stopped is None, result.summary()  # all its rounds, in less time
+    assert result.rounds == 6 and result.stopped is None, (
+        result.summary()
+    )  # all its rounds, in less time
     assert result.candidates["cache_map"].status == "measured"
     from advisor.errors import UsageError
 
@@ -220,15 +270,34 @@ def test_model_candidates_on_arrays_swap_their_compiled_step_in_and_out():
     step, state = model.train_function, ModelState(model)
     # three compiles: a generous budget for a busy host, of which the rounds (the fewest) take 2 s
     # (preparing may use the rest)
-    result = advisor.whatif(model, (x, y), ["steps_per_execution_8", "jit_compile", "batch_x4", "cached_input"],
-                            max_seconds=60, seconds=2, rounds=3, batch_size=BATCH)
+    result = advisor.whatif(
+        model,
+        (x, y),
+        ["steps_per_execution_8", "jit_compile", "batch_x4", "cached_input"],
+        max_seconds=60,
+        seconds=2,
+        rounds=3,
+        batch_size=BATCH,
+    )
     assert {c.name: c.status for c in result.candidates.values()} == dict.fromkeys(
-        ["steps_per_execution_8", "jit_compile", "batch_x4", "cached_input"], "measured"), result.table()
+        ["steps_per_execution_8", "jit_compile", "batch_x4", "cached_input"], "measured"
+    ), result.table()
     assert {r["candidate"]: r["ceiling"] for r in result.table()} == {
-        "steps_per_execution_8": False, "jit_compile": False, "batch_x4": False, "cached_input": True}
+        "steps_per_execution_8": False,
+        "jit_compile": False,
+        "batch_x4": False,
+        "cached_input": True,
+    }
     assert "(ceiling)" in result.summary()
-    assert result.candidates["batch_x4"].changes_optimisation and result.candidates["batch_x4"].batch_size == 4 * BATCH
-    assert model.train_function is step and model.steps_per_execution == 1 and model.jit_compile is False
+    assert (
+        result.candidates["batch_x4"].changes_optimisation
+        and result.candidates["batch_x4"].batch_size == 4 * BATCH
+    )
+    assert (
+        model.train_function is step
+        and model.steps_per_execution == 1
+        and model.jit_compile is False
+    )
     assert state.unchanged()
 
 
@@ -244,14 +313,20 @@ class SlowPyDataset(keras.utils.PyDataset):
 
     def __getitem__(self, i):
         time.sleep(0.04)
-        return self.x[i * BATCH:(i + 1) * BATCH], self.y[i * BATCH:(i + 1) * BATCH]
+        return self.x[i * BATCH : (i + 1) * BATCH], self.y[i * BATCH : (i + 1) * BATCH]
 
 
 def test_pydataset_workers_are_measured_on_a_copy(tmp_path, threads_left):
     model, data = build_model(), SlowPyDataset()
     # 3 s of rounds; the budget is generous for a busy host's calibration and preparation
-    cb = advisor.AdvisorCallback(tmp_path, whatif=["pydataset_workers", "cached_input"], whatif_max_seconds=60,
-                                 whatif_seconds=3, log_every_seconds=None, telemetry=False)
+    cb = advisor.AdvisorCallback(
+        tmp_path,
+        whatif=["pydataset_workers", "cached_input"],
+        whatif_max_seconds=60,
+        whatif_seconds=3,
+        log_every_seconds=None,
+        telemetry=False,
+    )
     model.fit(data, epochs=1, verbose=0, callbacks=[cb])
     # Each segment of the copy with workers stops inside an epoch, which leaves Keras's enqueuer
     # running (its feeding thread, a pool of two, three pool handlers: 42 threads for seven
@@ -264,7 +339,9 @@ def test_pydataset_workers_are_measured_on_a_copy(tmp_path, threads_left):
     assert len(rounds) >= 3
     facts = Store(tmp_path).analyse(str(cb.run_path)).facts
     assert facts["whatif.pydataset_workers.speedup"] >= 1.3  # two batches wait at once: ≈ 2×
-    assert data.workers == 1 and data.use_multiprocessing is False  # the user's PyDataset is untouched
+    assert (
+        data.workers == 1 and data.use_multiprocessing is False
+    )  # the user's PyDataset is untouched
 
 
 def test_torch_dataloader_workers(tmp_path):
@@ -286,11 +363,15 @@ def test_torch_dataloader_workers(tmp_path):
     model = build_model()
     # 2 s of rounds; a generous budget: with two test processes and a busy core, the calibration of
     # this 1 ms-per-sample loader left 2.2 s of a 10 s budget for a 3.7 s preparation
-    result = advisor.whatif(model, loader, ["torch_workers", "cached_input"], max_seconds=60, seconds=2, rounds=3)
+    result = advisor.whatif(
+        model, loader, ["torch_workers", "cached_input"], max_seconds=60, seconds=2, rounds=3
+    )
     candidate = result.candidates["torch_workers"]
     assert candidate.status == "measured", candidate.reason
     # the first batch from memory: far faster (≈ 30×) than a loader that sleeps 2 ms a sample
-    assert result.candidates["cached_input"].status == "measured", result.candidates["cached_input"].reason
+    assert result.candidates["cached_input"].status == "measured", result.candidates[
+        "cached_input"
+    ].reason
     assert result.candidates["cached_input"].speedup(result.unchanged_rounds) >= 3.0
     assert candidate.label == "DataLoader(num_workers=2)"
     assert loader.num_workers == 0
@@ -304,8 +385,9 @@ def test_mixed_precision_asked_for_on_a_cpu_trains_a_bfloat16_clone():
     # ("auto" leaves it out on a CPU: asserted on the input-bound run of
     # test_auto_measures_the_fixes_of_an_input_bound_run_and_the_findings_show_them)
     # a budget whose preparation share fits the bfloat16 step's compile also on a busy host
-    result = advisor.whatif(model, (x, y), ["mixed_precision"], max_seconds=60, seconds=2, rounds=3,
-                            batch_size=BATCH)
+    result = advisor.whatif(
+        model, (x, y), ["mixed_precision"], max_seconds=60, seconds=2, rounds=3, batch_size=BATCH
+    )
     candidate = result.candidates["mixed_precision"]
     assert candidate.status == "measured", candidate.reason
     assert "mixed_bfloat16" in candidate.label
@@ -326,7 +408,7 @@ def test_a_generator_cannot_be_replayed_and_the_run_says_so(tmp_path):
 
     def batches():
         for i in range(0, len(x), BATCH):
-            yield x[i:i + BATCH], y[i:i + BATCH]
+            yield x[i : i + BATCH], y[i : i + BATCH]
 
     cb = advisor.AdvisorCallback(tmp_path, whatif="auto", log_every_seconds=None, telemetry=False)
     build_model().fit(batches(), epochs=1, verbose=0, callbacks=[cb])
@@ -341,7 +423,9 @@ def test_the_default_budget_is_a_tenth_of_the_fit(tmp_path):
     record = _whatif_record(cb)
     assert record.budget_seconds == pytest.approx(0.1 * record.fit_seconds, rel=1e-3)
     assert record.seconds <= record.budget_seconds and record.fit_seconds < total
-    assert record.budget_seconds < 1.0 and "too short to measure anything" in record.skipped  # a 1-second fit
+    assert (
+        record.budget_seconds < 1.0 and "too short to measure anything" in record.skipped
+    )  # a 1-second fit
 
 
 def test_unknown_candidates_are_usage_errors():
@@ -366,7 +450,9 @@ def test_a_ctrl_c_while_the_input_is_inspected_skips_it_and_says_so(tmp_path, mo
 
     monkeypatch.setattr(whatif_collector, "situation_from_session", interrupted)
     model, snapshot = build_model(), Snapshot()
-    cb = advisor.AdvisorCallback(tmp_path, whatif="auto", whatif_max_seconds=5, log_every_seconds=None, telemetry=False)
+    cb = advisor.AdvisorCallback(
+        tmp_path, whatif="auto", whatif_max_seconds=5, log_every_seconds=None, telemetry=False
+    )
     model.fit(*arrays(), epochs=1, verbose=0, callbacks=[snapshot, cb])
     record = _whatif_record(cb)
     assert record.interrupted is True and "Ctrl-C" in record.skipped and record.candidates == []

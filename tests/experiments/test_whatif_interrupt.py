@@ -62,8 +62,13 @@ def test_ctrl_c_during_the_whatif_ends_it_and_keeps_the_run(tmp_path):
     script.write_text(SCRIPT)
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONUNBUFFERED": "1"}
     out_file = (tmp_path / "out.txt").open("w")
-    proc = subprocess.Popen([sys.executable, str(script), str(tmp_path / "runs")], stdout=out_file,
-                            stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(tmp_path / "runs")],
+        stdout=out_file,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     lines: list[str] = []
     started = threading.Event()
 
@@ -92,10 +97,18 @@ def test_ctrl_c_during_the_whatif_ends_it_and_keeps_the_run(tmp_path):
     out = (tmp_path / "out.txt").read_text()
     assert proc.returncode == 0, err[-2000:]
     words = out.split()
-    assert words[:3] == ["after", "fit", "True"] and words[3] == "True", out  # state and step as training left them
+    assert words[:3] == ["after", "fit", "True"] and words[3] == "True", (
+        out
+    )  # state and step as training left them
     run = Path(words[4])
     assert json.loads((run / "run.json").read_text())["status"] == "finished"
-    record = next(json.loads(line) for line in (run / "worker-0.jsonl").read_text().splitlines()
-                  if json.loads(line)["type"] == "whatif")
-    assert record["interrupted"] is True and "Ctrl-C" in (record["stopped"] or ""), (record, err[-2000:])
+    record = next(
+        json.loads(line)
+        for line in (run / "worker-0.jsonl").read_text().splitlines()
+        if json.loads(line)["type"] == "whatif"
+    )
+    assert record["interrupted"] is True and "Ctrl-C" in (record["stopped"] or ""), (
+        record,
+        err[-2000:],
+    )
     assert record["seconds"] < 60

@@ -21,13 +21,16 @@ keras = pytest.importorskip("keras")
 from advisor.experiments.segments import fit_segment  # noqa: E402
 from advisor.experiments.whatif.trials import unchanged_trial  # noqa: E402
 
-OPEN_S = 2.0  # the epoch's start: "opening the file" (a step is ~3 ms: OPEN_S / STEPS is ten of them)
+OPEN_S = (
+    2.0  # the epoch's start: "opening the file" (a step is ~3 ms: OPEN_S / STEPS is ten of them)
+)
 STEPS = 60  # steps in an epoch
 FEATURES = 4
 
 
 def opening_dataset() -> tf.data.Dataset:
     """A finite pipeline whose every new iterator sleeps OPEN_S before its first batch."""
+
     def generator():
         time.sleep(OPEN_S)
         rng = np.random.default_rng(0)
@@ -47,9 +50,19 @@ def model() -> keras.Model:
 
 
 def segment(m: keras.Model, epoch_length: int | None):
-    return fit_segment(m, {"x": opening_dataset()}, finite=True, warm=2, seconds=0.05, min_steps=10,
-                       deadline=time.perf_counter() + 60, what="test", error=RuntimeError, whole_epochs=True,
-                       epoch_length=epoch_length)
+    return fit_segment(
+        m,
+        {"x": opening_dataset()},
+        finite=True,
+        warm=2,
+        seconds=0.05,
+        min_steps=10,
+        deadline=time.perf_counter() + 60,
+        what="test",
+        error=RuntimeError,
+        whole_epochs=True,
+        epoch_length=epoch_length,
+    )
 
 
 @pytest.mark.slow
@@ -75,18 +88,39 @@ def test_a_segment_inside_a_long_epoch_charges_the_epochs_start_at_its_share():
 
 def test_a_finite_inputs_epoch_length_is_known_for_each_kind():
     m = model()
-    data = tf.data.Dataset.from_tensor_slices((np.zeros((100, FEATURES), "float32"), np.zeros(100, "int64")))
-    batched = unchanged_trial(m, "tf.data", dataset=data.batch(8), batch_size=8, steps_per_epoch=None, spe=1)
-    assert batched.finite and batched.epoch_length == 13  # 100 rows in batches of 8: 12 full and one short
+    data = tf.data.Dataset.from_tensor_slices(
+        (np.zeros((100, FEATURES), "float32"), np.zeros(100, "int64"))
+    )
+    batched = unchanged_trial(
+        m, "tf.data", dataset=data.batch(8), batch_size=8, steps_per_epoch=None, spe=1
+    )
+    assert (
+        batched.finite and batched.epoch_length == 13
+    )  # 100 rows in batches of 8: 12 full and one short
     unknown = data.batch(8).filter(lambda x, y: True)  # tf.data cannot tell its length
     told = unchanged_trial(m, "tf.data", dataset=unknown, batch_size=8, steps_per_epoch=11, spe=1)
     assert told.epoch_length == 11  # the caller's steps_per_epoch (or, in training, the steps seen)
-    assert unchanged_trial(m, "tf.data", dataset=unknown, batch_size=8, steps_per_epoch=None,
-                           spe=1).epoch_length is None
-    endless = unchanged_trial(m, "tf.data", dataset=data.batch(8).repeat(), batch_size=8, steps_per_epoch=5, spe=1)
+    assert (
+        unchanged_trial(
+            m, "tf.data", dataset=unknown, batch_size=8, steps_per_epoch=None, spe=1
+        ).epoch_length
+        is None
+    )
+    endless = unchanged_trial(
+        m, "tf.data", dataset=data.batch(8).repeat(), batch_size=8, steps_per_epoch=5, spe=1
+    )
     assert not endless.finite and endless.epoch_length is None and endless.epoch_steps == 5
-    rows = {"x": np.zeros((100, FEATURES), "float32"), "y": np.zeros(100, "int64"), "batch_size": 32}
-    assert unchanged_trial(m, "numpy", arrays=rows, batch_size=32, steps_per_epoch=None, spe=1).epoch_length == 4
+    rows = {
+        "x": np.zeros((100, FEATURES), "float32"),
+        "y": np.zeros(100, "int64"),
+        "batch_size": 32,
+    }
+    assert (
+        unchanged_trial(
+            m, "numpy", arrays=rows, batch_size=32, steps_per_epoch=None, spe=1
+        ).epoch_length
+        == 4
+    )
 
     class Batches(keras.utils.PyDataset):
         def __len__(self):
@@ -95,5 +129,9 @@ def test_a_finite_inputs_epoch_length_is_known_for_each_kind():
         def __getitem__(self, index):
             return np.zeros((4, FEATURES), "float32"), np.zeros(4, "int64")
 
-    assert unchanged_trial(m, "pydataset", py_dataset=Batches(), batch_size=4, steps_per_epoch=None,
-                           spe=1).epoch_length == 7
+    assert (
+        unchanged_trial(
+            m, "pydataset", py_dataset=Batches(), batch_size=4, steps_per_epoch=None, spe=1
+        ).epoch_length
+        == 7
+    )

@@ -63,9 +63,19 @@ def time_limit(seconds: float) -> Iterator[None]:
 
 
 def valid_manifest(run_id: str = "fuzz", now: float = T0, **fields: Any) -> dict[str, Any]:
-    return {"schema_version": 1, "run_id": run_id, "created": now - 100, "updated": now - 1,
-            "ended": now - 1, "status": "finished", "pid": 1, "global_batch_size": 32,
-            "price_per_hour": 1.0, "price_source": "argument", **fields}
+    return {
+        "schema_version": 1,
+        "run_id": run_id,
+        "created": now - 100,
+        "updated": now - 1,
+        "ended": now - 1,
+        "status": "finished",
+        "pid": 1,
+        "global_batch_size": 32,
+        "price_per_hour": 1.0,
+        "price_source": "argument",
+        **fields,
+    }
 
 
 def valid_records(now: float = T0) -> list[dict[str, Any]]:
@@ -73,23 +83,54 @@ def valid_records(now: float = T0) -> list[dict[str, Any]]:
     t = now - 90
     out: list[dict[str, Any]] = [
         {"type": "start", "t": t, "rank": 0, "pid": 1, "hostname": "elsewhere"},
-        {"type": "context", "t": t, "values": {"context.run_eagerly": False, "throughput.logging": True}},
+        {
+            "type": "context",
+            "t": t,
+            "values": {"context.run_eagerly": False, "throughput.logging": True},
+        },
     ]
     for i in range(4):
-        out.append({"type": "window", "t": t + i + 1, "epoch": 0, "seconds": 1.0, "steps": 25,
-                    "samples": 800, "step_begin": 25 * i, "step_end": 25 * (i + 1), "warmup": i == 0,
-                    "step_count": 25, "step_time_mean": 0.04, "step_time_std": 0.004,
-                    "step_time_max": 0.05, "step_outliers": 0})
-    out.append({"type": "epoch", "t": t + 5, "epoch": 0, "seconds": 4.0, "train_seconds": 4.0,
-                "steps": 100, "samples": 3200})
+        out.append(
+            {
+                "type": "window",
+                "t": t + i + 1,
+                "epoch": 0,
+                "seconds": 1.0,
+                "steps": 25,
+                "samples": 800,
+                "step_begin": 25 * i,
+                "step_end": 25 * (i + 1),
+                "warmup": i == 0,
+                "step_count": 25,
+                "step_time_mean": 0.04,
+                "step_time_std": 0.004,
+                "step_time_max": 0.05,
+                "step_outliers": 0,
+            }
+        )
+    out.append(
+        {
+            "type": "epoch",
+            "t": t + 5,
+            "epoch": 0,
+            "seconds": 4.0,
+            "train_seconds": 4.0,
+            "steps": 100,
+            "samples": 3200,
+        }
+    )
     out.append({"type": "end", "t": t + 6, "status": "finished"})
     return out
 
 
 def write_run_dir(path: Path, manifest: bytes | str, worker: bytes | str) -> Path:
     path.mkdir(parents=True, exist_ok=True)
-    (path / "run.json").write_bytes(manifest.encode("utf-8", "surrogatepass") if isinstance(manifest, str) else manifest)
-    (path / "worker-0.jsonl").write_bytes(worker.encode("utf-8", "surrogatepass") if isinstance(worker, str) else worker)
+    (path / "run.json").write_bytes(
+        manifest.encode("utf-8", "surrogatepass") if isinstance(manifest, str) else manifest
+    )
+    (path / "worker-0.jsonl").write_bytes(
+        worker.encode("utf-8", "surrogatepass") if isinstance(worker, str) else worker
+    )
     return path
 
 
@@ -129,10 +170,16 @@ def assert_one_clear_line(exc: BaseException, names: object = None) -> None:
         assert str(names) in text, (str(names), text)
 
 
-def advisor_subprocess(*args: str, timeout: float = 60, env: dict[str, str] | None = None,
-                       cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def advisor_subprocess(
+    *args: str, timeout: float = 60, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     """``advisor ARGS`` as a real process with a hard timeout (a hang in C code is caught too)."""
     return subprocess.run(
-        [sys.executable, "-m", "advisor.cli.main", *args], capture_output=True, text=True,
-        timeout=timeout, env={**os.environ, **(env or {})}, cwd=cwd, check=False,
+        [sys.executable, "-m", "advisor.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+        check=False,
     )

@@ -24,8 +24,11 @@ def outcome(args: list[str]) -> dict[str, Any]:
     result = CliRunner().invoke(cli, args)
     exc = result.exception
     crashed = exc is not None and not isinstance(exc, SystemExit)
-    return {"code": result.exit_code, "output": result.output[-600:],
-            "crash": f"{type(exc).__name__}: {exc}" if crashed else None}
+    return {
+        "code": result.exit_code,
+        "output": result.output[-600:],
+        "crash": f"{type(exc).__name__}: {exc}" if crashed else None,
+    }
 
 
 def expressions(file: Path) -> None:
@@ -50,7 +53,10 @@ def rules(run: str, files: list[str]) -> None:
     for file in files:
         folder = Path(tempfile.mkdtemp())
         shutil.copy(file, folder / Path(file).name)
-        print(json.dumps({"file": file, **outcome(["check", run, "--rules-dir", str(folder)])}), flush=True)
+        print(
+            json.dumps({"file": file, **outcome(["check", run, "--rules-dir", str(folder)])}),
+            flush=True,
+        )
 
 
 def config(run: str, files: list[str]) -> None:

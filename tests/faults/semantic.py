@@ -35,9 +35,11 @@ from fault_helpers import cli, lines, valid_manifest, valid_records  # noqa: E40
 Records = list[dict[str, Any]]
 Case = tuple[dict[str, Any], Records, int]  # manifest, records of worker 0, extra worker files
 
-COUNT_FIELDS = {"window": ["seconds", "steps", "samples", "step_time_mean", "step_count"],
-                "epoch": ["seconds", "train_seconds", "steps", "samples"],
-                "end": ["train_seconds", "dropped_records"]}
+COUNT_FIELDS = {
+    "window": ["seconds", "steps", "samples", "step_time_mean", "step_count"],
+    "epoch": ["seconds", "train_seconds", "steps", "samples"],
+    "end": ["train_seconds", "dropped_records"],
+}
 BOOL_FIELDS = {"window": ["warmup"]}
 
 
@@ -48,14 +50,21 @@ def _pick(rng: random.Random, records: Records, types: set[str]) -> dict[str, An
 def _count_field(rng: random.Random, records: Records) -> tuple[dict[str, Any], str]:
     """A record and one of its count or duration fields that is written (mutating an absent
     field would change nothing)."""
-    record = rng.choice([r for r in records if any(f in r for f in COUNT_FIELDS.get(r["type"], ()))])
+    record = rng.choice(
+        [r for r in records if any(f in r for f in COUNT_FIELDS.get(r["type"], ()))]
+    )
     return record, rng.choice([f for f in COUNT_FIELDS[record["type"]] if f in record])
 
 
 def negative(rng: random.Random, m: dict[str, Any], records: Records) -> int:
     record, name = _count_field(rng, records)
     record[name] = -abs(record.get(name) or 1) * rng.choice([1, 0.5, 3])
-    if isinstance(record.get(name), float) and name in ("steps", "samples", "dropped_records", "step_count"):
+    if isinstance(record.get(name), float) and name in (
+        "steps",
+        "samples",
+        "dropped_records",
+        "step_count",
+    ):
         record[name] = int(record[name]) or -1
     return 0
 
@@ -78,7 +87,7 @@ def drop(rng: random.Random, m: dict[str, Any], records: Records) -> int:
 
 
 def cut_end(rng: random.Random, m: dict[str, Any], records: Records) -> int:
-    del records[len(records) - rng.randint(1, 3):]
+    del records[len(records) - rng.randint(1, 3) :]
     return 0
 
 
@@ -99,12 +108,22 @@ def quoted_bool(rng: random.Random, m: dict[str, Any], records: Records) -> int:
 
 
 def manifest_field(rng: random.Random, m: dict[str, Any], records: Records) -> int:
-    name, value = rng.choice([
-        ("price_per_hour", "nan"), ("price_per_hour", "Infinity"), ("price_per_hour", -1.0),
-        ("price_per_hour", "1.0"), ("num_workers", 0), ("num_workers", "1"), ("global_batch_size", -32),
-        ("global_batch_size", "32"), ("global_batch_size", 0), ("jit_compile", "no"),
-        ("ended", 1.0), ("steps_per_execution", 0),
-    ])
+    name, value = rng.choice(
+        [
+            ("price_per_hour", "nan"),
+            ("price_per_hour", "Infinity"),
+            ("price_per_hour", -1.0),
+            ("price_per_hour", "1.0"),
+            ("num_workers", 0),
+            ("num_workers", "1"),
+            ("global_batch_size", -32),
+            ("global_batch_size", "32"),
+            ("global_batch_size", 0),
+            ("jit_compile", "no"),
+            ("ended", 1.0),
+            ("steps_per_execution", 0),
+        ]
+    )
     m[name] = value
     return 0
 
@@ -114,8 +133,14 @@ def extra_workers(rng: random.Random, m: dict[str, Any], records: Records) -> in
 
 
 MUTATIONS: dict[str, Callable[[random.Random, dict[str, Any], Records], int]] = {
-    "negative": negative, "time_back": time_back, "duplicate": duplicate, "drop": drop, "cut_end": cut_end,
-    "quoted_number": quoted_number, "quoted_bool": quoted_bool, "manifest_field": manifest_field,
+    "negative": negative,
+    "time_back": time_back,
+    "duplicate": duplicate,
+    "drop": drop,
+    "cut_end": cut_end,
+    "quoted_number": quoted_number,
+    "quoted_bool": quoted_bool,
+    "manifest_field": manifest_field,
     "extra_workers": extra_workers,
 }
 
@@ -146,17 +171,24 @@ def outcome(run: Path) -> dict[str, Any]:
     """Exit code, incomplete reasons, errors, facts and verdicts of `advisor check RUN`."""
     result = cli("check", str(run), "--format", "json")
     exc = result.exception
-    out: dict[str, Any] = {"code": result.exit_code, "internal": (
-        (exc is not None and not isinstance(exc, SystemExit)) or result.exit_code not in (0, 1, 2, 3)
-        or "internal error" in result.output or "Traceback" in result.output)}
+    out: dict[str, Any] = {
+        "code": result.exit_code,
+        "internal": (
+            (exc is not None and not isinstance(exc, SystemExit))
+            or result.exit_code not in (0, 1, 2, 3)
+            or "internal error" in result.output
+            or "Traceback" in result.output
+        ),
+    }
     try:
         report = json.loads(result.stdout)
     except ValueError:
         return out
     out["incomplete"] = report.get("incomplete") or []
     out["errors"] = report.get("errors") or []
-    out["facts"] = {k: v.get("value") for k, v in report.get("facts", {}).items()
-                    if not k.startswith("store.")}  # the store's size, not the run's
+    out["facts"] = {
+        k: v.get("value") for k, v in report.get("facts", {}).items() if not k.startswith("store.")
+    }  # the store's size, not the run's
     out["verdicts"] = {f["code"]: f["status"] for f in report.get("findings", [])}
     return out
 
@@ -165,7 +197,9 @@ def judged_as_clean(mutant: dict[str, Any], intact: dict[str, Any]) -> bool:
     """A confident diagnosis that differs from the intact run's."""
     if mutant["code"] not in (0, 1) or mutant.get("incomplete") or mutant.get("errors"):
         return False
-    return mutant.get("facts") != intact.get("facts") or mutant.get("verdicts") != intact.get("verdicts")
+    return mutant.get("facts") != intact.get("facts") or mutant.get("verdicts") != intact.get(
+        "verdicts"
+    )
 
 
 def sweep(runs: int, seed: int, kinds: list[str] | None = None) -> Counter[str]:
@@ -196,7 +230,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--write-corpus", type=Path, default=None)
-    parser.add_argument("--kind", action="append", choices=sorted(MUTATIONS), help="with --write-corpus: only these")
+    parser.add_argument(
+        "--kind", action="append", choices=sorted(MUTATIONS), help="with --write-corpus: only these"
+    )
     args = parser.parse_args()
     if args.write_corpus:
         for kind in args.kind or sorted(MUTATIONS):
@@ -206,8 +242,10 @@ def main() -> None:
     clean = sum(v for k, v in tally.items() if k.endswith(":clean"))
     for kind in sorted(MUTATIONS):
         print(f"{kind:16} {tally[kind]:6} runs, judged as clean {tally[kind + ':clean']:5}")
-    print(f"{'all':16} {args.runs:6} runs, judged as clean {clean:5} ({100 * clean / max(1, args.runs):.1f} %); "
-          f"internal errors, tracebacks or exit codes outside 0-3: {tally['internal errors']}")
+    print(
+        f"{'all':16} {args.runs:6} runs, judged as clean {clean:5} ({100 * clean / max(1, args.runs):.1f} %); "
+        f"internal errors, tracebacks or exit codes outside 0-3: {tally['internal errors']}"
+    )
 
 
 if __name__ == "__main__":

@@ -37,8 +37,16 @@ from advisor.errors import ConfigError, UsageError
 pytestmark = pytest.mark.timeout(600, method="thread")
 
 RULES = load_rules()
-KEYS = ["select", "extend-select", "ignore", "fail-on", "min-measured-steps", "thresholds", "runs-dir",
-        "unknown-key"]
+KEYS = [
+    "select",
+    "extend-select",
+    "ignore",
+    "fail-on",
+    "min-measured-steps",
+    "thresholds",
+    "runs-dir",
+    "unknown-key",
+]
 TOML_VALUES = [
     "nan", "inf", "-inf", "+nan", "1e999", "9" * 5000, "9" * 400, "-1", "0", "20", "1.5", "true",
     '"warning"', '"ALL"', '["C4", "M1"]', '["Z9"]', "[1, 2]", "[[[[[[]]]]]]", "[" * 2000 + "]" * 2000,
@@ -50,15 +58,33 @@ TOML_VALUES = [
 
 @st.composite
 def configs(draw: st.DrawFn) -> str:
-    table = {k: draw(st.sampled_from(TOML_VALUES)) for k in draw(st.lists(st.sampled_from(KEYS), max_size=4, unique=True))}
+    table = {
+        k: draw(st.sampled_from(TOML_VALUES))
+        for k in draw(st.lists(st.sampled_from(KEYS), max_size=4, unique=True))
+    }
     text = "[tool.advisor]\n" + "".join(f"{k} = {v}\n" for k, v in table.items())
     if draw(st.booleans()):
-        text = draw(st.sampled_from(["tool = 1\n", "[tool]\nadvisor = 3\n", "[tool.advisor.thresholds.M108]\nwarn_fraction = nan\n", ""])) + text
+        text = (
+            draw(
+                st.sampled_from(
+                    [
+                        "tool = 1\n",
+                        "[tool]\nadvisor = 3\n",
+                        "[tool.advisor.thresholds.M108]\nwarn_fraction = nan\n",
+                        "",
+                    ]
+                )
+            )
+            + text
+        )
     return text
 
 
-SETTINGS = {"deadline": None, "database": None,
-                "suppress_health_check": [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]}
+SETTINGS = {
+    "deadline": None,
+    "database": None,
+    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+}
 
 
 def _load_and_resolve(path) -> None:
@@ -71,7 +97,9 @@ def _load_and_resolve(path) -> None:
             return
     assert set(resolved.codes) <= {r.code for r in RULES} and resolved.fail_on in FAIL_LEVELS
     # what the file asked for, no more: its thresholds as written, its fail level or the default
-    assert resolved.thresholds == {code: values for code, values in config.thresholds.items() if values}
+    assert resolved.thresholds == {
+        code: values for code, values in config.thresholds.items() if values
+    }
     assert resolved.fail_on == (config.fail_on or DEFAULT_FAIL_ON)
 
 
@@ -93,9 +121,25 @@ def test_many_configurations(text, tmp_path_factory):
 
 
 @settings(max_examples=200, derandomize=True, **SETTINGS)
-@given(options=st.lists(st.text(max_size=40) | st.sampled_from(
-    ["M108.warn_fraction=nan", "M108.warn_fraction=inf", "M108.warn_fraction=1e999", "M108.warn_fraction=" + "9" * 5000,
-     "M108.warn_fraction=-1e309", "M108.x=1", "=", ".=", "M108.=1"]), max_size=3))
+@given(
+    options=st.lists(
+        st.text(max_size=40)
+        | st.sampled_from(
+            [
+                "M108.warn_fraction=nan",
+                "M108.warn_fraction=inf",
+                "M108.warn_fraction=1e999",
+                "M108.warn_fraction=" + "9" * 5000,
+                "M108.warn_fraction=-1e309",
+                "M108.x=1",
+                "=",
+                ".=",
+                "M108.=1",
+            ]
+        ),
+        max_size=3,
+    )
+)
 def test_any_threshold_option_gives_settings_or_a_usage_error(options):
     with time_limit(5):
         try:
@@ -106,7 +150,9 @@ def test_any_threshold_option_gives_settings_or_a_usage_error(options):
             assert str(exc).startswith("--threshold"), str(exc)  # names the option, not a file
             return
     assert resolved.thresholds == given_thresholds  # every option given, as given (none: none)
-    assert all(isinstance(v, (int, float, str)) for t in resolved.thresholds.values() for v in t.values())
+    assert all(
+        isinstance(v, (int, float, str)) for t in resolved.thresholds.values() for v in t.values()
+    )
 
 
 @settings(max_examples=20, derandomize=True, **SETTINGS)
@@ -114,7 +160,9 @@ def test_any_threshold_option_gives_settings_or_a_usage_error(options):
 def test_check_with_any_configuration_exits_cleanly(text, tmp_path_factory):
     root = tmp_path_factory.mktemp("case")
     (root / "pyproject.toml").write_text(text, encoding="utf-8", errors="surrogatepass")
-    run = write_run_dir(root / "runs" / "r", __import__("json").dumps(valid_manifest()), lines(valid_records()))
+    run = write_run_dir(
+        root / "runs" / "r", __import__("json").dumps(valid_manifest()), lines(valid_records())
+    )
     with time_limit(20):
         assert_clean(cli("check", str(run), "--config", str(root / "pyproject.toml")))
 
@@ -126,4 +174,8 @@ def test_a_non_finite_threshold_is_refused_naming_rule_and_key(tmp_path, value):
     with pytest.raises(ConfigError, match=r"M108\.warn_fraction must be a finite number"):
         resolve(RULES, load_config(path), Config())
     with pytest.raises(UsageError, match=r"M108\.warn_fraction must be a finite number"):
-        resolve(RULES, Config(), Config(thresholds=parse_threshold_options([f"M108.warn_fraction={value}"])))
+        resolve(
+            RULES,
+            Config(),
+            Config(thresholds=parse_threshold_options([f"M108.warn_fraction={value}"])),
+        )

@@ -24,8 +24,18 @@ def _write_on_another_host(tmp_path: Path, close: bool, age_s: float) -> Path:
     origin = tmp_path / "origin"
     writer = RunWriter(origin, run_id="elsewhere", manifest={"global_batch_size": 32})
     for i in range(4):
-        writer.write(WindowRecord(t=time.time(), epoch=0, seconds=1.0, steps=10, samples=320,
-                                  step_begin=10 * i, step_end=10 * (i + 1), warmup=i == 0))
+        writer.write(
+            WindowRecord(
+                t=time.time(),
+                epoch=0,
+                seconds=1.0,
+                steps=10,
+                samples=320,
+                step_begin=10 * i,
+                step_end=10 * (i + 1),
+                warmup=i == 0,
+            )
+        )
     if close:
         writer.close()
     copy = tmp_path / "store" / "elsewhere"

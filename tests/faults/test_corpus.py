@@ -35,32 +35,49 @@ def _copy_case(name: str, tmp_path: Path) -> Path:
     target = tmp_path / "store" / name
     shutil.copytree(CORPUS / "runs" / name, target)
     manifest = target / "run.json"
-    manifest.write_bytes(manifest.read_bytes().replace(b"@LOCALHOST@", socket.gethostname().encode()))
+    manifest.write_bytes(
+        manifest.read_bytes().replace(b"@LOCALHOST@", socket.gethostname().encode())
+    )
     return target
 
 
 def _replay(*args: str, timeout: float = 120) -> list[dict]:
-    done = subprocess.run([sys.executable, str(REPLAY), *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=Path(__file__).parent, check=False)
+    done = subprocess.run(
+        [sys.executable, str(REPLAY), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=Path(__file__).parent,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return [json.loads(line) for line in done.stdout.splitlines()]
 
 
 @pytest.fixture
 def good_run(tmp_path):
-    return write_run_dir(tmp_path / "runs" / "good", json.dumps(valid_manifest()), lines(valid_records()))
+    return write_run_dir(
+        tmp_path / "runs" / "good", json.dumps(valid_manifest()), lines(valid_records())
+    )
 
 
 @pytest.mark.parametrize("name", RUN_CASES)
 def test_corpus_run(name, tmp_path):
     run = _copy_case(name, tmp_path)
     with time_limit(30):
-        for args in (["check", str(run)], ["show", str(run)], ["check", str(run.parent)],
-                     ["--runs-dir", str(run.parent), "runs", "--format", "json"]):
+        for args in (
+            ["check", str(run)],
+            ["show", str(run)],
+            ["check", str(run.parent)],
+            ["--runs-dir", str(run.parent), "runs", "--format", "json"],
+        ):
             result = cli(*args)
             assert_clean(result)
             if args[0] == "check" and result.exit_code == 2:
-                assert str(run / "run.json") in result.output or f"run {name} unreadable" in result.output
+                assert (
+                    str(run / "run.json") in result.output
+                    or f"run {name} unreadable" in result.output
+                )
     listed = json.loads(cli("--runs-dir", str(run.parent), "runs", "--format", "json").stdout)
     assert [r["run_id"] for r in listed] == [name] or listed[0]["status"] != "unreadable"
 
@@ -82,8 +99,12 @@ def test_corpus_expressions():
         assert r.get("crash") is None, r
     # each line's outcome: refused with its reason, or a value (None: unknown, like x / 0)
     outcomes = [r.get("error", r.get("value")) for r in results]
-    assert outcomes == ["round() digits -100000000 out of range (at most 15)", "None", "None",
-                        "arithmetic on a str value ('s')"], outcomes
+    assert outcomes == [
+        "round() digits -100000000 out of range (at most 15)",
+        "None",
+        "None",
+        "arithmetic on a str value ('s')",
+    ], outcomes
 
 
 @pytest.mark.slow  # a fresh process: a hang inside C code is caught by its timeout
@@ -129,8 +150,11 @@ def test_corpus_configurations(good_run):
 
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero", "sparse-5gib", "line-10mb", "directory"])
 def test_special_worker_files_are_refused_and_the_rest_is_read(kind, tmp_path):
-    run = write_run_dir(tmp_path / "store" / "special", json.dumps(valid_manifest(num_workers=2)),
-                        lines(valid_records()))
+    run = write_run_dir(
+        tmp_path / "store" / "special",
+        json.dumps(valid_manifest(num_workers=2)),
+        lines(valid_records()),
+    )
     odd = run / "worker-1.jsonl"
     if kind == "fifo":
         os.mkfifo(odd)
@@ -161,4 +185,5 @@ def test_a_fifo_manifest_is_refused_without_hanging(tmp_path):
     assert result.exit_code == 2 and "not a regular file" in result.output
     assert listing.exit_code == 0  # named as what it is, never left invisible
     assert [(r["run_id"], r["status"], r["error"]) for r in json.loads(listing.stdout)] == [
-        ("fifo", "unreadable", "run.json: not a regular file (a FIFO); refused")]
+        ("fifo", "unreadable", "run.json: not a regular file (a FIFO); refused")
+    ]

@@ -101,11 +101,17 @@ ORDER = ["hook-enospc", "tmpfs-enospc", "chmod", "hook-erofs"]
 def _mount_tmpfs(mount: Path) -> str | None:
     """Mount a 4 MiB tmpfs on ``mount``; the reason it cannot be mounted here, or None."""
     mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", f"advisor-{uuid.uuid4().hex[:6]}",
-                           str(mount)], capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m", f"advisor-{uuid.uuid4().hex[:6]}", str(mount)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if done.returncode != 0:
-        return (f"cannot mount a tmpfs here ({done.stderr.strip() or 'not permitted'}); "
-                "the write-hook variant covers the same path")
+        return (
+            f"cannot mount a tmpfs here ({done.stderr.strip() or 'not permitted'}); "
+            "the write-hook variant covers the same path"
+        )
     return None
 
 
@@ -122,8 +128,11 @@ def faults(tmp_path_factory):
     reason = _mount_tmpfs(mount)
     if reason is not None:
         skipped["tmpfs-enospc"] = reason
-    stores = {mode: (mount if mode == "tmpfs-enospc" else base / mode) / "runs"
-              for mode in ORDER if mode not in skipped}
+    stores = {
+        mode: (mount if mode == "tmpfs-enospc" else base / mode) / "runs"
+        for mode in ORDER
+        if mode not in skipped
+    }
     try:
         done = _train_each(stores, mount, unprivileged or [])
         yield {mode: (stores[mode], done[mode]) for mode in stores}, skipped
@@ -143,18 +152,27 @@ def _case(faults, mode: str) -> tuple[Path, subprocess.CompletedProcess[str]]:
     return cases[mode]
 
 
-def _train_each(stores: dict[str, Path], mount: Path,
-                prefix: list[str]) -> dict[str, subprocess.CompletedProcess[str]]:
+def _train_each(
+    stores: dict[str, Path], mount: Path, prefix: list[str]
+) -> dict[str, subprocess.CompletedProcess[str]]:
     """Train each mode into its store, one after the other in one process (TensorFlow is
     imported once), the process started behind ``prefix``; each mode's part of the output, as if
     it had had the process to itself."""
     pairs = [f"{mode}={store}" for mode, store in stores.items()]
-    done = subprocess.run([*prefix, sys.executable, "-c", SCRIPT, str(mount), *pairs],
-                          capture_output=True, text=True, timeout=120 + 60 * len(pairs), check=False)
+    done = subprocess.run(
+        [*prefix, sys.executable, "-c", SCRIPT, str(mount), *pairs],
+        capture_output=True,
+        text=True,
+        timeout=120 + 60 * len(pairs),
+        check=False,
+    )
     out, err = _by_mode(done.stdout), _by_mode(done.stderr)
-    return {mode: subprocess.CompletedProcess(done.args, done.returncode, out.get(mode, ""),
-                                              err.get(mode, "") or done.stderr)
-            for mode in stores}
+    return {
+        mode: subprocess.CompletedProcess(
+            done.args, done.returncode, out.get(mode, ""), err.get(mode, "") or done.stderr
+        )
+        for mode in stores
+    }
 
 
 def _by_mode(text: str) -> dict[str, str]:
@@ -187,7 +205,9 @@ def _lines_all_parse(run_dir: Path) -> None:
         json.loads(line)  # no torn line, no half record anywhere
 
 
-def _assert_disk_full_outcome(done: subprocess.CompletedProcess[str], store: Path, exact: bool) -> None:
+def _assert_disk_full_outcome(
+    done: subprocess.CompletedProcess[str], store: Path, exact: bool
+) -> None:
     assert done.returncode == 0 and "TRAINING DONE" in done.stdout, done.stderr[-3000:]
     warnings = [line for line in done.stderr.splitlines() if "cannot write" in line]
     assert len(warnings) == 1 and "No space left on device" in warnings[0], done.stderr[-3000:]
@@ -214,7 +234,9 @@ def _assert_disk_full_outcome(done: subprocess.CompletedProcess[str], store: Pat
     assert [r["status"] for r in listed] == ["finished"]
 
 
-def _assert_read_only_outcome(done: subprocess.CompletedProcess[str], store: Path, reason: str) -> None:
+def _assert_read_only_outcome(
+    done: subprocess.CompletedProcess[str], store: Path, reason: str
+) -> None:
     assert done.returncode == 0 and "TRAINING DONE" in done.stdout, done.stderr[-3000:]
     warnings = [line for line in done.stderr.splitlines() if "cannot write" in line]
     assert len(warnings) == 1 and reason in warnings[0], done.stderr[-3000:]
@@ -253,7 +275,9 @@ def test_run_directory_made_read_only_mid_run(faults):
     store, done = _case(faults, "chmod")
     assert done.returncode == 0 and "TRAINING DONE" in done.stdout, done.stderr[-3000:]
     warnings = [line for line in done.stderr.splitlines() if "cannot write" in line]
-    assert len(warnings) == 1 and "the manifest" in warnings[0] and "Permission denied" in warnings[0]
+    assert (
+        len(warnings) == 1 and "the manifest" in warnings[0] and "Permission denied" in warnings[0]
+    )
     (run_dir,) = list_run_dirs(store)
     run = RunReader(run_dir).read()
     assert run.manifest.status == "running"  # could not be marked finished…

@@ -18,7 +18,9 @@ pytestmark = pytest.mark.slow
 
 
 def test_sigkill_mid_window(killed_mid_window):
-    runs_dir, windows = killed_mid_window  # killed mid-window after >= 5 windows (tests/conftest.py)
+    runs_dir, windows = (
+        killed_mid_window  # killed mid-window after >= 5 windows (tests/conftest.py)
+    )
     (run_dir,) = list_run_dirs(runs_dir)
     run = RunReader(run_dir).read()
     # Kept: every window written before the kill, contiguous, no torn or bad line.
@@ -35,7 +37,9 @@ def test_sigkill_mid_window(killed_mid_window):
     assert result.exit_code == 3 and "the run was killed" in result.output
     judged = cli("check", str(run_dir), "--allow-incomplete", "--format", "json")
     assert judged.exit_code in (0, 1)
-    assert json.loads(judged.stdout)["incomplete"] == ["the run was killed: no end record, and its writer is gone"]
+    assert json.loads(judged.stdout)["incomplete"] == [
+        "the run was killed: no end record, and its writer is gone"
+    ]
 
 
 @pytest.mark.cluster  # a two-process cluster on loopback: `-m cluster` (CI's own step) runs it
@@ -55,5 +59,7 @@ def test_a_worker_lost_in_a_two_process_fit(killed_worker_sweep):
     assert run.workers[1].status == "killed" and run.status == "killed"
     result = cli("check", str(run.path))
     assert result.exit_code == 3
-    assert any(line.strip().startswith("- worker") and "1" in line and "killed" in line
-               for line in result.output.splitlines()), result.output
+    assert any(
+        line.strip().startswith("- worker") and "1" in line and "killed" in line
+        for line in result.output.splitlines()
+    ), result.output

@@ -15,13 +15,18 @@ GOOD = ("good-a", "good-b", "good-c")
 
 
 def _run(store: Path, name: str, records: list[dict] | None = None, **manifest: object) -> Path:
-    return write_run_dir(store / name, json.dumps(valid_manifest(run_id=name, **manifest)),
-                         lines(valid_records() if records is None else records))
+    return write_run_dir(
+        store / name,
+        json.dumps(valid_manifest(run_id=name, **manifest)),
+        lines(valid_records() if records is None else records),
+    )
 
 
 def _with_trace(summary: str = "traces/s1/advisor-summary.json") -> list[dict]:
     records = valid_records()
-    records.insert(-1, {"type": "trace", "t": records[-1]["t"] - 0.5, "path": "traces/s1", "summary": summary})
+    records.insert(
+        -1, {"type": "trace", "t": records[-1]["t"] - 0.5, "path": "traces/s1", "summary": summary}
+    )
     return records
 
 
@@ -42,7 +47,10 @@ def test_a_sweep_id_of_5000_characters_costs_only_the_sweep_link(tmp_path):
     result = cli("check", str(run))
     assert_clean(result)
     assert result.exit_code == 0
-    assert "note: run.json: sweep_id 'sssssssss" in result.output and "read without its sweep" in result.output
+    assert (
+        "note: run.json: sweep_id 'sssssssss" in result.output
+        and "read without its sweep" in result.output
+    )
 
 
 @pytest.fixture
@@ -69,7 +77,10 @@ def test_check_over_a_store_serves_the_good_runs_and_names_the_bad(mixed_store):
     assert result.exit_code == 2  # documented: an unreadable run in a store
     for name in (*GOOD, "long-sweep", "damaged"):
         assert f"advisor check · run {name} " in result.output
-    assert "advisor: error: run fifo unreadable: run.json: not a regular file (a FIFO); refused" in result.output
+    assert (
+        "advisor: error: run fifo unreadable: run.json: not a regular file (a FIFO); refused"
+        in result.output
+    )
     assert "advisor: error: run loop unreadable: a link that leads nowhere" in result.output
     assert "advisor: error: run dangling unreadable: a link that leads nowhere" in result.output
 
@@ -78,7 +89,11 @@ def test_runs_lists_what_cannot_be_read(mixed_store):
     result = cli("--runs-dir", str(mixed_store), "runs", "--format", "json")
     assert_clean(result)
     rows = {r["run_id"]: r for r in json.loads(result.stdout)}
-    assert {name for name, r in rows.items() if r["status"] == "unreadable"} == {"fifo", "loop", "dangling"}
+    assert {name for name, r in rows.items() if r["status"] == "unreadable"} == {
+        "fifo",
+        "loop",
+        "dangling",
+    }
     assert all(rows[name]["status"] == "finished" for name in GOOD)
 
 
@@ -88,7 +103,9 @@ def test_report_leaves_out_damaged_and_unreadable_runs_and_says_why(mixed_store)
     assert result.exit_code == 0
     table = json.loads(result.stdout)
     failures = {f["run_id"]: f["reason"] for f in table["failures"]}
-    assert failures["damaged"].startswith("left out: damaged data: worker-0.jsonl:4: window record: samples is negative")
+    assert failures["damaged"].startswith(
+        "left out: damaged data: worker-0.jsonl:4: window record: samples is negative"
+    )
     assert failures["fifo"] == "unreadable: run.json: not a regular file (a FIFO); refused"
     assert failures["loop"].startswith("unreadable: a link that leads nowhere")
     kept = {run_id for row in table["rows"] for run_id in row["run_ids"]}
@@ -104,5 +121,8 @@ def test_a_damaged_sweep_file_is_said_and_the_run_judged(tmp_path):
     assert_clean(result)
     report = json.loads(result.stdout)
     assert result.exit_code == 0 and report["incomplete"] == []
-    assert any(e.startswith(f"{store / 'sweeps' / 'sw1' / 'sweep.json'}: unreadable sweep file")
-               and e.endswith("the run is read without its sweep file") for e in report["errors"]), report["errors"]
+    assert any(
+        e.startswith(f"{store / 'sweeps' / 'sw1' / 'sweep.json'}: unreadable sweep file")
+        and e.endswith("the run is read without its sweep file")
+        for e in report["errors"]
+    ), report["errors"]

@@ -38,15 +38,54 @@ NASTY = [
     "null", "true", "false", "{}", "[]", "0", "-1", "3.5", '"../../etc/passwd"', '"/etc/passwd"',
 ]  # fmt: skip
 
-MANIFEST_KEYS = ["schema_version", "run_id", "created", "updated", "ended", "status", "pid",
-                 "num_workers", "global_batch_size", "price_per_hour", "tags", "config", "scope",
-                 "framework", "host", "name"]
-RECORD_KEYS = ["type", "t", "epoch", "seconds", "steps", "samples", "step_begin", "step_end",
-               "warmup", "step_count", "step_time_mean", "values", "status", "pid", "rank",
-               "dropped_records", "path", "summary", "level", "source", "message"]
+MANIFEST_KEYS = [
+    "schema_version",
+    "run_id",
+    "created",
+    "updated",
+    "ended",
+    "status",
+    "pid",
+    "num_workers",
+    "global_batch_size",
+    "price_per_hour",
+    "tags",
+    "config",
+    "scope",
+    "framework",
+    "host",
+    "name",
+]
+RECORD_KEYS = [
+    "type",
+    "t",
+    "epoch",
+    "seconds",
+    "steps",
+    "samples",
+    "step_begin",
+    "step_end",
+    "warmup",
+    "step_count",
+    "step_time_mean",
+    "values",
+    "status",
+    "pid",
+    "rank",
+    "dropped_records",
+    "path",
+    "summary",
+    "level",
+    "source",
+    "message",
+]
 
-token = st.sampled_from(NASTY) | st.integers().map(str) | st.floats(allow_nan=False).map(repr) | \
-    st.text(max_size=20).map(json.dumps)
+token = (
+    st.sampled_from(NASTY)
+    | st.integers().map(str)
+    | st.floats(allow_nan=False).map(repr)
+    | st.text(max_size=20).map(json.dumps)
+)
 
 
 def _with(document: dict, key: str, raw: str) -> str:
@@ -92,8 +131,12 @@ def mutated_runs(draw: st.DrawFn) -> tuple[str, str]:
     return manifest_text, worker_text
 
 
-SETTINGS = {"deadline": None, "database": None, "derandomize": True,
-                "suppress_health_check": [HealthCheck.function_scoped_fixture, HealthCheck.too_slow]}
+SETTINGS = {
+    "deadline": None,
+    "database": None,
+    "derandomize": True,
+    "suppress_health_check": [HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+}
 
 
 def _check_all(root, run) -> None:
@@ -105,8 +148,13 @@ def _check_all(root, run) -> None:
         else:  # a run, with the records that survived: never more lines than the worker file has
             kept = sum(len(records) for records in read.records.values())
             assert kept <= sum(path.read_bytes().count(b"\n") + 1 for path in run.glob("*.jsonl"))
-        for args in (["check", str(run)], ["check", str(root)], ["show", str(run)],
-                     ["--runs-dir", str(root), "runs"], ["--runs-dir", str(root), "runs", "--format", "json"]):
+        for args in (
+            ["check", str(run)],
+            ["check", str(root)],
+            ["show", str(run)],
+            ["--runs-dir", str(root), "runs"],
+            ["--runs-dir", str(root), "runs", "--format", "json"],
+        ):
             assert_clean(cli(*args))
 
 
@@ -119,8 +167,12 @@ def test_any_mutated_run_gives_a_result_or_a_clean_error(case, tmp_path_factory)
 
 
 @pytest.mark.slow
-@settings(max_examples=fuzz_examples(400), deadline=None, database=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=fuzz_examples(400),
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(case=mutated_runs())
 def test_many_mutated_runs(case, tmp_path_factory):
     root = tmp_path_factory.mktemp("store")
@@ -145,12 +197,15 @@ def test_a_thousand_random_mutations_keep_the_untouched_records(tmp_path):
         bad = rng.randrange(1, len(records))
         text = [json.dumps(r) for r in records]
         text[bad] = rng.choice(NASTY[:13])
-        run = write_run_dir(tmp_path / f"r{i}", json.dumps(valid_manifest()), "\n".join(text) + "\n")
+        run = write_run_dir(
+            tmp_path / f"r{i}", json.dumps(valid_manifest()), "\n".join(text) + "\n"
+        )
         read = RunReader(run).read()
         assert len(read.records[0]) == len(records) - 1, (bad, text[bad])
         assert f"worker-0.jsonl:{bad + 1}:" in read.problems[0]
         if bad == len(records) - 1:  # the end record: the manifest's "finished" is in doubt
             assert read.problems[1:] == [
-                "worker-0.jsonl: no end record although run.json says 'finished'; its last records may be lost"]
+                "worker-0.jsonl: no end record although run.json says 'finished'; its last records may be lost"
+            ]
         else:
             assert len(read.problems) == 1, read.problems

@@ -25,7 +25,9 @@ def _data(n: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _model(spe: int) -> keras.Model:
-    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(8, activation="relu"), keras.layers.Dense(1)])
+    model = keras.Sequential(
+        [keras.Input((8,)), keras.layers.Dense(8, activation="relu"), keras.layers.Dense(1)]
+    )
     model.compile(optimizer="sgd", loss="mse", steps_per_execution=spe)
     return model
 
@@ -34,8 +36,15 @@ FITS = {
     "partial-batch": (1, {"batch_size": 64, "epochs": 3}),
     "steps-per-execution-4": (4, {"batch_size": 32, "epochs": 3}),
     "validation": (1, {"batch_size": 32, "epochs": 3, "validation_split": 0.25}),
-    "early-stopping": (2, {"batch_size": 32, "epochs": 8, "validation_split": 0.2,
-                           "callbacks": [keras.callbacks.EarlyStopping(patience=0, min_delta=10.0)]}),
+    "early-stopping": (
+        2,
+        {
+            "batch_size": 32,
+            "epochs": 8,
+            "validation_split": 0.2,
+            "callbacks": [keras.callbacks.EarlyStopping(patience=0, min_delta=10.0)],
+        },
+    ),
     "tf-data": (1, {"epochs": 3}),
     "baseline-at-the-end": (1, {"batch_size": 32, "epochs": 2}),  # trains more after the fit
 }
@@ -46,8 +55,9 @@ def test_a_real_fit_reads_back_without_doubt(runs_dir, name):
     spe, kwargs = FITS[name]
     x, y = _data(1000)
     extra = {"baseline": "end"} if name == "baseline-at-the-end" else {}
-    cb = advisor.AdvisorCallback(runs_dir=runs_dir, window_seconds=0.02, warmup_steps=2, log_every_seconds=None,
-                                 **extra)
+    cb = advisor.AdvisorCallback(
+        runs_dir=runs_dir, window_seconds=0.02, warmup_steps=2, log_every_seconds=None, **extra
+    )
     kwargs = dict(kwargs)
     callbacks = [cb, *kwargs.pop("callbacks", [])]
     if name == "tf-data":

@@ -51,15 +51,22 @@ YAML_VALUES = [
 ]  # fmt: skip
 
 # Nine levels of nine references: 387 million items once expanded (by str(), by a walk).
-ALIAS_BOMB = "{a: &a [x, x, x, x, x, x, x, x, x], " + ", ".join(
-    f"{chr(98 + i)}: &{chr(98 + i)} [" + ", ".join([f"*{chr(97 + i)}"] * 9) + "]" for i in range(8)
-) + "}"
+ALIAS_BOMB = (
+    "{a: &a [x, x, x, x, x, x, x, x, x], "
+    + ", ".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [" + ", ".join([f"*{chr(97 + i)}"] * 9) + "]"
+        for i in range(8)
+    )
+    + "}"
+)
 
 
 def bomb_rule_file() -> str:
     """The bomb defined inside the rule (in ``docs``, checked last) and used as its condition."""
     fields = {k: v for k, v in FIELDS.items() if k != "condition"}
-    fields["docs"] = "{what: a, why: b, how: c, impact: e, references: [d], bomb: " + ALIAS_BOMB + "}"
+    fields["docs"] = (
+        "{what: a, why: b, how: c, impact: e, references: [d], bomb: " + ALIAS_BOMB + "}"
+    )
     fields["condition"] = "*i"
     return rule_file(fields)
 
@@ -74,7 +81,11 @@ def rule_files(draw: st.DrawFn) -> str:
     fields = dict(FIELDS)
     for _ in range(draw(st.integers(1, 3))):
         op = draw(st.sampled_from(["set", "set", "drop", "add"]))
-        key = draw(st.sampled_from(sorted(FIELDS) + ["severity_when", "applies", "impact", "gated", "bogus"]))
+        key = draw(
+            st.sampled_from(
+                sorted(FIELDS) + ["severity_when", "applies", "impact", "gated", "bogus"]
+            )
+        )
         if op == "drop":
             fields.pop(key, None)
         else:
@@ -88,8 +99,11 @@ def rule_files(draw: st.DrawFn) -> str:
 
 
 FACT_NAMES = set(registry().names())
-SETTINGS = {"deadline": None, "database": None,
-                "suppress_health_check": [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]}
+SETTINGS = {
+    "deadline": None,
+    "database": None,
+    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+}
 
 
 def _load(path) -> None:
@@ -125,7 +139,9 @@ def test_check_with_any_rules_dir_exits_cleanly(text, tmp_path_factory):
     root = tmp_path_factory.mktemp("case")
     (root / "rules").mkdir()
     (root / "rules" / "M1-fuzz.yaml").write_text(text, encoding="utf-8", errors="surrogatepass")
-    run = write_run_dir(root / "runs" / "r", __import__("json").dumps(valid_manifest()), lines(valid_records()))
+    run = write_run_dir(
+        root / "runs" / "r", __import__("json").dumps(valid_manifest()), lines(valid_records())
+    )
     with time_limit(20):
         assert_clean(cli("check", str(run), "--rules-dir", str(root / "rules")))
 

@@ -17,10 +17,18 @@ def test_every_frame_takes_the_store_first():
         assert next(iter(inspect.signature(fn).parameters)) == "runs_dir", fn.__name__
 
 
-@pytest.mark.parametrize(("value", "is_run"), [
-    ("latest", True), ("~2", True), ("run-20261204-abc", True), (["a", "b"], True), (("a",), True),
-    ("s3://bucket/runs", False), (None, False),
-])
+@pytest.mark.parametrize(
+    ("value", "is_run"),
+    [
+        ("latest", True),
+        ("~2", True),
+        ("run-20261204-abc", True),
+        (["a", "b"], True),
+        (("a",), True),
+        ("s3://bucket/runs", False),
+        (None, False),
+    ],
+)
 def test_what_counts_as_a_run_reference(value, is_run):
     assert frames.is_run_reference(value) is is_run
 
@@ -43,13 +51,23 @@ def test_the_older_run_first_calls_still_work_and_warn_once(tmp_path):
     frames._warned_run_first.discard("frame")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        frame(tmp_path, "latest")          # the store first: as written
+        frame(tmp_path, "latest")  # the store first: as written
         frame(runs_dir=tmp_path, run="a")  # keywords: as written
-        frame(tmp_path)                    # a store folder alone: the store
-        frame("latest")                    # older: the run alone
-        frame("b", runs_dir=tmp_path)      # older: the run, the store by keyword
-    assert calls == [(tmp_path, "latest"), (tmp_path, "a"), (tmp_path, None), (None, "latest"), (tmp_path, "b")]
+        frame(tmp_path)  # a store folder alone: the store
+        frame("latest")  # older: the run alone
+        frame("b", runs_dir=tmp_path)  # older: the run, the store by keyword
+    assert calls == [
+        (tmp_path, "latest"),
+        (tmp_path, "a"),
+        (tmp_path, None),
+        (None, "latest"),
+        (tmp_path, "b"),
+    ]
     deprecations = [w for w in caught if w.category is DeprecationWarning]
     assert len(deprecations) == 1 and "the store comes first" in str(deprecations[0].message)
     assert deprecations[0].filename == __file__
-    assert frame.__name__ == "frame" and list(inspect.signature(frame).parameters) == ["runs_dir", "run", "store"]
+    assert frame.__name__ == "frame" and list(inspect.signature(frame).parameters) == [
+        "runs_dir",
+        "run",
+        "store",
+    ]

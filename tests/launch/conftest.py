@@ -26,7 +26,9 @@ class SlurmCluster:
     def run(self, *argv: str) -> str:
         """A Slurm client command against this cluster; its stdout."""
         env = {**os.environ, "SLURM_CONF": str(self.conf)}
-        return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=30, check=True).stdout
+        return subprocess.run(
+            argv, env=env, capture_output=True, text=True, timeout=30, check=True
+        ).stdout
 
 
 def _missing() -> list[str]:
@@ -41,11 +43,15 @@ def _install_reason() -> str | None:
         return f"needs Slurm and munge ({' '.join(_missing())} missing): apt-get install slurm-wlm munge as root"
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     try:
-        done = subprocess.run(INSTALL, env=env, capture_output=True, text=True, timeout=600, check=False)
+        done = subprocess.run(
+            INSTALL, env=env, capture_output=True, text=True, timeout=600, check=False
+        )
     except subprocess.TimeoutExpired:
         return "apt-get install slurm-wlm munge did not finish within 600 s"
     if done.returncode != 0 or _missing():
-        return f"apt-get install slurm-wlm munge failed: {(done.stderr or done.stdout).strip()[-200:]}"
+        return (
+            f"apt-get install slurm-wlm munge failed: {(done.stderr or done.stdout).strip()[-200:]}"
+        )
     return None
 
 
@@ -57,8 +63,13 @@ def slurm_cluster(tmp_path_factory):
         pytest.skip(reason)
     folder = tmp_path_factory.mktemp("slurm")
     try:
-        subprocess.run(["bash", str(SCRIPT), "start", str(folder)], capture_output=True, text=True,
-                       timeout=120, check=True)
+        subprocess.run(
+            ["bash", str(SCRIPT), "start", str(folder)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
     except subprocess.CalledProcessError as exc:
         subprocess.run(["bash", str(SCRIPT), "stop", str(folder)], capture_output=True, timeout=60)
         pytest.fail(f"the Slurm cluster did not start: {exc.stderr.strip()[-500:]}")
@@ -68,4 +79,6 @@ def slurm_cluster(tmp_path_factory):
         try:
             yield cluster
         finally:
-            subprocess.run(["bash", str(SCRIPT), "stop", str(folder)], capture_output=True, timeout=60)
+            subprocess.run(
+                ["bash", str(SCRIPT), "stop", str(folder)], capture_output=True, timeout=60
+            )

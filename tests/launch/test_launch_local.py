@@ -34,9 +34,15 @@ WORKER = textwrap.dedent("""
 def _specs(tmp_path, actions):
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
-    return [ProcessSpec([sys.executable, str(script), str(tmp_path / f"pids-{rank}"), action],
-                        {"ADVISOR_RANK": str(rank)}, rank, f"worker-{rank}.log")
-            for rank, action in enumerate(actions)]
+    return [
+        ProcessSpec(
+            [sys.executable, str(script), str(tmp_path / f"pids-{rank}"), action],
+            {"ADVISOR_RANK": str(rank)},
+            rank,
+            f"worker-{rank}.log",
+        )
+        for rank, action in enumerate(actions)
+    ]
 
 
 def _pids(tmp_path, n):
@@ -83,8 +89,9 @@ def test_a_killed_worker_is_named_with_its_signal(tmp_path):
 def test_timeout_kills_the_whole_group(tmp_path):
     ticks = []
     # 3 s: time for both workers to start and write their pids even on a busy host
-    outcome = run_local(_specs(tmp_path, ["sleep", "sleep"]), tmp_path / "logs", timeout_s=3,
-                        on_tick=ticks.append)
+    outcome = run_local(
+        _specs(tmp_path, ["sleep", "sleep"]), tmp_path / "logs", timeout_s=3, on_tick=ticks.append
+    )
     assert outcome.status == "failed" and outcome.reason.startswith("timed out after 3 s")
     assert "[0, 1]" in outcome.reason and ticks
     assert _gone(_pids(tmp_path, 2))
@@ -103,8 +110,18 @@ def test_progress_display_reads_the_last_throughput(tmp_path, capsys):
     from advisor.store.sweep import ConfigRecord, SweepRecord
 
     runs = tmp_path / "runs"
-    write_run(runs, "s-jax-n2-r0", sweep_id="s", strategy="jax", workers=2, ranks=2,
-              manifest_strategy="DataParallel", epochs=[2.0, 1.0], samples_per_epoch=500, steps_per_epoch=5)
+    write_run(
+        runs,
+        "s-jax-n2-r0",
+        sweep_id="s",
+        strategy="jax",
+        workers=2,
+        ranks=2,
+        manifest_strategy="DataParallel",
+        epochs=[2.0, 1.0],
+        samples_per_epoch=500,
+        steps_per_epoch=5,
+    )
     # jax: each process counts its own share, so the job's rate is the sum; multiworker: one worker's.
     assert last_throughput(runs / "s-jax-n2-r0", "jax") == 1000.0
     assert last_throughput(runs / "s-jax-n2-r0", "multiworker") == 500.0

@@ -36,14 +36,18 @@ from advisor.store.sweep import read_sweep, sweep_dir
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.cluster,
-    pytest.mark.skipif(importlib.util.find_spec("ray") is None,
-                       reason="needs Ray: pip install 'keras-advisor[ray]'"),
+    pytest.mark.skipif(
+        importlib.util.find_spec("ray") is None,
+        reason="needs Ray: pip install 'keras-advisor[ray]'",
+    ),
     pytest.mark.skipif(importlib.util.find_spec("tf_keras") is None, reason="needs tf_keras"),
 ]
 
 TRAIN = str(Path(__file__).resolve().parents[2] / "examples" / "scaling" / "train.py")
 TINY = ["--epochs", "2", "--samples", "1024", "--hidden", "32", "--batch-per-replica", "32"]
-SWEEP, KILL, LOCAL, SLOW = (f"{name}{os.getpid()}" for name in ("ray", "raykill", "raylocal", "rayslow"))
+SWEEP, KILL, LOCAL, SLOW = (
+    f"{name}{os.getpid()}" for name in ("ray", "raykill", "raylocal", "rayslow")
+)
 SLEEP_MS = 30.0  # the straggler's sleep after each step: about three of this model's steps here
 
 
@@ -68,9 +72,26 @@ def cluster():
 @pytest.fixture(scope="module")
 def sweep(cluster, tmp_path_factory):
     runs = tmp_path_factory.mktemp("ray-sweep") / "runs"
-    result = _cli(runs, "scale", "--launcher", "ray", "--address", cluster.address, "--workers", "1,2",
-                  "--strategy", "multiworker", "--timeout", "120", "--sweep-id", SWEEP, "--",
-                  sys.executable, TRAIN, *TINY)
+    result = _cli(
+        runs,
+        "scale",
+        "--launcher",
+        "ray",
+        "--address",
+        cluster.address,
+        "--workers",
+        "1,2",
+        "--strategy",
+        "multiworker",
+        "--timeout",
+        "120",
+        "--sweep-id",
+        SWEEP,
+        "--",
+        sys.executable,
+        TRAIN,
+        *TINY,
+    )
     return runs, result
 
 
@@ -78,7 +99,10 @@ def _processes_of(run_id: str) -> list[psutil.Process]:
     found = []
     for proc in psutil.process_iter(["status"]):
         try:
-            if proc.info["status"] != psutil.STATUS_ZOMBIE and proc.environ().get("ADVISOR_RUN_ID") == run_id:
+            if (
+                proc.info["status"] != psutil.STATUS_ZOMBIE
+                and proc.environ().get("ADVISOR_RUN_ID") == run_id
+            ):
                 found.append(proc)
         except psutil.Error:
             continue
@@ -92,14 +116,20 @@ def test_the_sweep_runs_to_completion_on_two_nodes(sweep):
     assert failed == {}, failed
     assert result.exit_code == 0, result.output
     assert record.launcher == "ray"
-    assert [(c.strategy, c.workers) for c in record.configs] == [("multiworker", 1), ("multiworker", 2)]
+    assert [(c.strategy, c.workers) for c in record.configs] == [
+        ("multiworker", 1),
+        ("multiworker", 2),
+    ]
     one, two = (c.nodes for c in record.configs)
     assert len(one) == 1 and len(two) == 2 and two[0] != two[1]  # SPREAD: one worker per node
     assert f"Scaling report — sweep {SWEEP}" in result.stdout
     for rec in record.configs:
         run = RunReader(runs / rec.run_id).read()
         assert run.status == "finished" and len(run.ranks) == rec.workers
-        assert run.manifest.strategy == "CollectiveAllReduceStrategy" and run.manifest.replicas == rec.workers
+        assert (
+            run.manifest.strategy == "CollectiveAllReduceStrategy"
+            and run.manifest.replicas == rec.workers
+        )
         # The Ray job, nodes and actors in the sweep and in the run, as Slurm's job id and nodes.
         assert rec.job_id and len(rec.actors) == rec.workers and all(rec.actors)
         tags = run.manifest.tags
@@ -120,21 +150,44 @@ def _report(runs: Path, sweep_id: str, fmt: str) -> str:
 
 def test_the_report_has_both_rows_with_a_local_sweeps_columns(sweep, tmp_path):
     runs, _ = sweep
-    local = _cli(tmp_path, "scale", "--workers", "1", "--strategy", "multiworker", "--timeout", "120",
-                 "--sweep-id", LOCAL, "--no-report", "--", sys.executable, TRAIN, *TINY)
+    local = _cli(
+        tmp_path,
+        "scale",
+        "--workers",
+        "1",
+        "--strategy",
+        "multiworker",
+        "--timeout",
+        "120",
+        "--sweep-id",
+        LOCAL,
+        "--no-report",
+        "--",
+        sys.executable,
+        TRAIN,
+        *TINY,
+    )
     assert local.exit_code == 0, local.output
     ray_rows = list(csv.DictReader(io.StringIO(_report(runs, SWEEP, "csv"))))
     (local_row,) = csv.DictReader(io.StringIO(_report(tmp_path, LOCAL, "csv")))
-    assert [(r["strategy"], r["workers"]) for r in ray_rows] == [("multiworker", "1"), ("multiworker", "2")]
+    assert [(r["strategy"], r["workers"]) for r in ray_rows] == [
+        ("multiworker", "1"),
+        ("multiworker", "2"),
+    ]
     assert list(ray_rows[0]) == list(local_row)
     # Same columns measured at one worker ("recommended" names the goals a row wins: the local
     # sweep's only row wins them all, the Ray sweep's ×1 row only those ×2 does not win).
     filled = {k for k, v in local_row.items() if v} - {"recommended"}
     assert {k for k, v in ray_rows[0].items() if v} - {"recommended"} == filled
     assert all(float(r["samples_per_s"]) > 0 and float(r["epoch_s"]) > 0 for r in ray_rows)
-    header = [line for line in _report(runs, SWEEP, "text").splitlines() if line.startswith("strategy")]
-    local_header = [line for line in _report(tmp_path, LOCAL, "text").splitlines()
-                    if line.startswith("strategy")]
+    header = [
+        line for line in _report(runs, SWEEP, "text").splitlines() if line.startswith("strategy")
+    ]
+    local_header = [
+        line
+        for line in _report(tmp_path, LOCAL, "text").splitlines()
+        if line.startswith("strategy")
+    ]
     # The same tables; the Workers table (who waits for whom) only where a configuration has two
     # processes, as in a local sweep with two workers.
     workers = [h for h in header if "straggler" in h]
@@ -173,14 +226,36 @@ def test_a_killed_actor_fails_its_configuration_and_the_sweep_goes_on(cluster, s
     killed = _kill_actor_of_rank(f"{KILL}-multiworker-n2-r0", "1", stop)
     t0 = time.monotonic()
     try:
-        result = _cli(tmp_path, "scale", "--launcher", "ray", "--address", cluster.address, "--workers", "2",
-                      "--strategy", "multiworker", "--strategy", AFTER, "--timeout", "120",
-                      "--sweep-id", KILL, "--no-report", "--", sys.executable, TRAIN, *TINY)
+        result = _cli(
+            tmp_path,
+            "scale",
+            "--launcher",
+            "ray",
+            "--address",
+            cluster.address,
+            "--workers",
+            "2",
+            "--strategy",
+            "multiworker",
+            "--strategy",
+            AFTER,
+            "--timeout",
+            "120",
+            "--sweep-id",
+            KILL,
+            "--no-report",
+            "--",
+            sys.executable,
+            TRAIN,
+            *TINY,
+        )
     finally:
         stop.set()
     assert killed, "the watcher never saw worker 1 start"
     multiworker, after = read_sweep(sweep_dir(tmp_path, KILL)).configs
-    assert multiworker.status == "failed" and multiworker.reason.startswith("worker 1's Ray actor died")
+    assert multiworker.status == "failed" and multiworker.reason.startswith(
+        "worker 1's Ray actor died"
+    )
     assert multiworker.seconds is not None and multiworker.seconds < 60
     assert after.status == "finished", (after.reason, after.log_tail)  # the sweep went on
     assert result.exit_code == 1
@@ -191,10 +266,12 @@ def test_a_killed_actor_fails_its_configuration_and_the_sweep_goes_on(cluster, s
 
 # ray.shutdown's first step (disconnecting from the GCS and raylet) made to hang in the sweep's
 # process: real Ray cannot be made to hang on demand, and this is where a loaded host left it.
-HANG_SHUTDOWN = ("import sys, time, ray._private.worker as worker\n"
-                 "worker.disconnect = lambda *args, **kwargs: time.sleep(3600)\n"
-                 "from advisor.cli.main import main\n"
-                 "sys.exit(main(sys.argv[1:]))")
+HANG_SHUTDOWN = (
+    "import sys, time, ray._private.worker as worker\n"
+    "worker.disconnect = lambda *args, **kwargs: time.sleep(3600)\n"
+    "from advisor.cli.main import main\n"
+    "sys.exit(main(sys.argv[1:]))"
+)
 # Python's own exit and a loaded host's slow process starts and kills, beyond the stop's deadline.
 MARGIN_S = 30.0
 
@@ -212,7 +289,9 @@ def _signal_state(pid: int) -> str:
     """The process's signal masks (/proc), for a failure's message."""
     try:
         with open(f"/proc/{pid}/status") as status:
-            return ", ".join(line.strip() for line in status if line.startswith(("SigBlk", "SigIgn", "SigCgt")))
+            return ", ".join(
+                line.strip() for line in status if line.startswith(("SigBlk", "SigIgn", "SigCgt"))
+            )
     except OSError as exc:
         return f"no signal state: {exc}"
 
@@ -223,7 +302,9 @@ def _py_spy(pid: int) -> str:
     if spy is None:
         return "(py-spy not installed: no stacks)"
     try:
-        return subprocess.run([spy, "dump", "--pid", str(pid)], capture_output=True, text=True, timeout=30).stdout[-4000:]
+        return subprocess.run(
+            [spy, "dump", "--pid", str(pid)], capture_output=True, text=True, timeout=30
+        ).stdout[-4000:]
     except (OSError, subprocess.SubprocessError) as exc:
         return f"py-spy failed: {exc}"
 
@@ -234,17 +315,37 @@ def _interrupted_sweep(runs: Path, sweep_id: str, python: list[str], again: bool
     says it is stopping); (exit code, stderr, seconds from the first Ctrl-C to the end, the
     processes it had started). A sweep that does not end within 120 s is killed with its tree."""
     proc = subprocess.Popen(
-        [*python, "--runs-dir", str(runs), "scale", "--launcher", "ray", "--workers", "2",
-         "--strategy", "multiworker", "--sweep-id", sweep_id, "--no-report", "--",
-         # Workers that wait, far longer than the test does: what the stop does (TERM, then KILL,
-         # to each worker's process group; the actors killed; Ray shut down) does not depend on
-         # what they run, and a training short enough to start fast once ended before the Ctrl-C
-         # came. (The tests' own times barely moved with training workers gone: 5.6, 20.4 and
-         # 4.9 s against 5.7, 20.8 and 5.0 s, one core busy; the workers' TensorFlow starts were
-         # CPU taken from the other test worker.)
-         sys.executable, "-c", "import time; time.sleep(600)"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
-        preexec_fn=_as_from_a_terminal)
+        [
+            *python,
+            "--runs-dir",
+            str(runs),
+            "scale",
+            "--launcher",
+            "ray",
+            "--workers",
+            "2",
+            "--strategy",
+            "multiworker",
+            "--sweep-id",
+            sweep_id,
+            "--no-report",
+            "--",
+            # Workers that wait, far longer than the test does: what the stop does (TERM, then KILL,
+            # to each worker's process group; the actors killed; Ray shut down) does not depend on
+            # what they run, and a training short enough to start fast once ended before the Ctrl-C
+            # came. (The tests' own times barely moved with training workers gone: 5.6, 20.4 and
+            # 4.9 s against 5.7, 20.8 and 5.0 s, one core busy; the workers' TensorFlow starts were
+            # CPU taken from the other test worker.)
+            sys.executable,
+            "-c",
+            "import time; time.sleep(600)",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        preexec_fn=_as_from_a_terminal,
+    )
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)
     reader.start()
@@ -256,7 +357,9 @@ def _interrupted_sweep(runs: Path, sweep_id: str, python: list[str], again: bool
                 pytest.fail(f"the sweep ended first: {''.join(lines)[-2000:]!r}")
             assert time.monotonic() < deadline, "the workers did not start within 120 s"
             time.sleep(0.3)
-        started = psutil.Process(proc.pid).children(recursive=True)  # Ray's daemons, actors, workers
+        started = psutil.Process(proc.pid).children(
+            recursive=True
+        )  # Ray's daemons, actors, workers
         t0 = time.monotonic()
         proc.send_signal(signal.SIGINT)
         if again:
@@ -267,12 +370,19 @@ def _interrupted_sweep(runs: Path, sweep_id: str, python: list[str], again: bool
         try:
             proc.wait(timeout=120)
         except subprocess.TimeoutExpired:
-            pytest.fail(f"Ctrl-C did not end the sweep within 120 s; {_signal_state(proc.pid)}; stderr: "
-                        f"{''.join(lines)[-1500:]}\n{_py_spy(proc.pid)}")
+            pytest.fail(
+                f"Ctrl-C did not end the sweep within 120 s; {_signal_state(proc.pid)}; stderr: "
+                f"{''.join(lines)[-1500:]}\n{_py_spy(proc.pid)}"
+            )
         seconds = time.monotonic() - t0
     finally:
-        if proc.poll() is None:  # a failed test leaves nothing of the sweep running for the rest of the suite
-            for child in [*psutil.Process(proc.pid).children(recursive=True), psutil.Process(proc.pid)]:
+        if (
+            proc.poll() is None
+        ):  # a failed test leaves nothing of the sweep running for the rest of the suite
+            for child in [
+                *psutil.Process(proc.pid).children(recursive=True),
+                psutil.Process(proc.pid),
+            ]:
                 try:
                     child.kill()
                 except psutil.Error:
@@ -298,7 +408,8 @@ def test_ctrl_c_stops_the_workers_and_the_local_ray_instance(tmp_path):
     stop's deadline (1.5-3 s here, quiet or beside a busy core; a hung ray.shutdown: below)."""
     sweep_id = f"raysigint{os.getpid()}"
     code, err, seconds, started = _interrupted_sweep(
-        tmp_path, sweep_id, [sys.executable, "-m", "advisor.cli.main"])
+        tmp_path, sweep_id, [sys.executable, "-m", "advisor.cli.main"]
+    )
     assert code == 130, err[-2000:]
     assert _left(started) == []
     _assert_interrupted(tmp_path, sweep_id)
@@ -311,7 +422,9 @@ def test_ctrl_c_kills_the_ray_instance_when_ray_shutdown_hangs(tmp_path):
     130, by killing the Ray processes the sweep started; none is left and sweep.json says the
     sweep was interrupted."""
     sweep_id = f"rayhang{os.getpid()}"
-    code, err, seconds, started = _interrupted_sweep(tmp_path, sweep_id, [sys.executable, "-c", HANG_SHUTDOWN])
+    code, err, seconds, started = _interrupted_sweep(
+        tmp_path, sweep_id, [sys.executable, "-c", HANG_SHUTDOWN]
+    )
     assert code == 130, err[-2000:]
     assert "ray.shutdown did not return" in err and "killing the" in err
     assert _left(started) == []
@@ -323,8 +436,9 @@ def test_a_second_ctrl_c_kills_the_ray_instance_at_once(tmp_path):
     """With ray.shutdown hanging (HANG_SHUTDOWN), a second Ctrl-C while the sweep stops kills the
     Ray processes without waiting out the shutdown's timeout, and the sweep ends with 130."""
     sweep_id = f"rayagain{os.getpid()}"
-    code, err, _, started = _interrupted_sweep(tmp_path, sweep_id, [sys.executable, "-c", HANG_SHUTDOWN],
-                                               again=True)
+    code, err, _, started = _interrupted_sweep(
+        tmp_path, sweep_id, [sys.executable, "-c", HANG_SHUTDOWN], again=True
+    )
     assert code == 130, err[-2000:]
     assert "killing the" in err and "ray.shutdown did not return" not in err  # not waited out
     assert _left(started) == []
@@ -335,9 +449,31 @@ def test_a_second_ctrl_c_kills_the_ray_instance_at_once(tmp_path):
 def slow_sweep(cluster, tmp_path_factory):
     """Two workers on the two nodes, rank 1 sleeping after every step (a straggler on node 2)."""
     runs = tmp_path_factory.mktemp("ray-slow") / "runs"
-    result = _cli(runs, "scale", "--launcher", "ray", "--address", cluster.address, "--workers", "2",
-                  "--strategy", "multiworker", "--timeout", "120", "--sweep-id", SLOW, "--no-report", "--",
-                  sys.executable, TRAIN, *TINY, "--slow-rank", "1", "--slow-ms", str(SLEEP_MS))
+    result = _cli(
+        runs,
+        "scale",
+        "--launcher",
+        "ray",
+        "--address",
+        cluster.address,
+        "--workers",
+        "2",
+        "--strategy",
+        "multiworker",
+        "--timeout",
+        "120",
+        "--sweep-id",
+        SLOW,
+        "--no-report",
+        "--",
+        sys.executable,
+        TRAIN,
+        *TINY,
+        "--slow-rank",
+        "1",
+        "--slow-ms",
+        str(SLEEP_MS),
+    )
     (config,) = read_sweep(sweep_dir(runs, SLOW)).configs
     assert config.status == "finished", (config.reason, config.log_tail)
     assert result.exit_code == 0, result.output
@@ -353,9 +489,13 @@ def test_a_slow_worker_on_another_node_is_named_with_its_cost(slow_sweep):
     # rank 0 waits inside its steps for rank 1's sleep: most of every step
     assert row["straggler_share"] > 0.3 and row["straggler_wait_ms"] > SLEEP_MS / 2
     steps_per_epoch = 1024 // (32 * 2)
-    assert row["straggler_s_per_epoch"] == pytest.approx(row["straggler_wait_ms"] / 1000 * steps_per_epoch)
+    assert row["straggler_s_per_epoch"] == pytest.approx(
+        row["straggler_wait_ms"] / 1000 * steps_per_epoch
+    )
     (finding,) = [f for f in table["findings"] if f["code"] == "D651"]
-    assert finding["severity"] == "error" and finding["message"].startswith(f"rank 1 on {config.nodes[1]}")
+    assert finding["severity"] == "error" and finding["message"].startswith(
+        f"rank 1 on {config.nodes[1]}"
+    )
     assert finding["evidence"]["workers.straggler_consistent"] is True
     text = _report(runs, SLOW, "text")
     section = text.split("Workers: who the others wait for", 1)[1]

@@ -29,13 +29,16 @@ lustre@o2ib:/scratch /scratch lustre rw 0 0
 """
 
 
-@pytest.mark.parametrize("path,expected", [
-    ("/shared/alice/runs", None),  # NFS: fine
-    ("/scratch/runs", None),  # Lustre: fine
-    ("/home/alice/runs", "warning"),  # a local disk: may be exported, say so
-    ("/dev/shm/runs", "error"),  # memory: never shared
-    ("/tmp/runs", "error"),  # node-local by convention, whatever its file system
-])
+@pytest.mark.parametrize(
+    "path,expected",
+    [
+        ("/shared/alice/runs", None),  # NFS: fine
+        ("/scratch/runs", None),  # Lustre: fine
+        ("/home/alice/runs", "warning"),  # a local disk: may be exported, say so
+        ("/dev/shm/runs", "error"),  # memory: never shared
+        ("/tmp/runs", "error"),  # node-local by convention, whatever its file system
+    ],
+)
 def test_what_each_file_system_gets(path, expected):
     verdict = runs_dir_verdict(Path(path), REMOTE, MOUNTS)
     got = None if verdict is None else ("error" if verdict.error else "warning")
@@ -74,8 +77,23 @@ def test_scale_refuses_before_submitting(tmp_path, monkeypatch):
     from advisor.cli.main import cli
 
     runs = tmp_path / "runs"
-    result = CliRunner().invoke(cli, ["--runs-dir", str(runs), "scale", "--launcher", "slurm", "--workers", "2",
-                                      "--gpus-per-node", "0", "--", "python", "train.py"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "--runs-dir",
+            str(runs),
+            "scale",
+            "--launcher",
+            "slurm",
+            "--workers",
+            "2",
+            "--gpus-per-node",
+            "0",
+            "--",
+            "python",
+            "train.py",
+        ],
+    )
     assert result.exit_code == 2
     (line,) = result.stderr.strip().splitlines()
     assert "on this host only" in line and "192.0.2.10" in line

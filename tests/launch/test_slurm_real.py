@@ -21,8 +21,11 @@ from advisor.store.reader import RunReader
 from advisor.store.schema import StartRecord
 from advisor.store.sweep import read_sweep, sweep_dir
 
-pytestmark = [pytest.mark.slow, pytest.mark.cluster,
-              pytest.mark.skipif(importlib.util.find_spec("tf_keras") is None, reason="needs tf_keras")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.cluster,
+    pytest.mark.skipif(importlib.util.find_spec("tf_keras") is None, reason="needs tf_keras"),
+]
 
 TRAIN = str(Path(__file__).resolve().parents[2] / "examples" / "scaling" / "train.py")
 TINY = ["--epochs", "2", "--samples", "1024", "--hidden", "32", "--batch-per-replica", "32"]
@@ -40,9 +43,24 @@ def _cli(runs_dir: Path, *args: str):
 def sweep(slurm_cluster, tmp_path_factory):
     runs = tmp_path_factory.mktemp("slurm-sweep") / "runs"
     strategies = [arg for s in STRATEGIES for arg in ("--strategy", s)]
-    result = _cli(runs, "scale", "--launcher", "slurm", "--wait", "--workers", "1,2", *strategies,
-                  "--timeout", "120", "--sweep-id", SWEEP, "--",
-                  sys.executable, TRAIN, *TINY)
+    result = _cli(
+        runs,
+        "scale",
+        "--launcher",
+        "slurm",
+        "--wait",
+        "--workers",
+        "1,2",
+        *strategies,
+        "--timeout",
+        "120",
+        "--sweep-id",
+        SWEEP,
+        "--",
+        sys.executable,
+        TRAIN,
+        *TINY,
+    )
     return runs, result
 
 
@@ -52,15 +70,22 @@ def test_the_sweep_runs_to_completion_one_job_after_the_other(sweep, slurm_clust
     failed = {c.run_id: (c.reason, c.log_tail) for c in record.configs if c.status != "finished"}
     assert failed == {}, failed
     assert result.exit_code == 0, result.output
-    assert [(c.strategy, c.workers) for c in record.configs] == [(s, n) for s in STRATEGIES for n in (1, 2)]
+    assert [(c.strategy, c.workers) for c in record.configs] == [
+        (s, n) for s in STRATEGIES for n in (1, 2)
+    ]
     jobs = [c.job_id for c in record.configs]
     assert all(jobs) and len(set(jobs)) == len(jobs)
-    assert [c.nodes for c in record.configs[:2]] == [["n1"], ["n1", "n2"]]  # two workers span two nodes
+    assert [c.nodes for c in record.configs[:2]] == [
+        ["n1"],
+        ["n1", "n2"],
+    ]  # two workers span two nodes
     assert f"submitted job {jobs[1]}" in result.stdout
     assert f"Scaling report — sweep {SWEEP}" in result.stdout
     for rec in record.configs:
         script = Path(rec.script).read_text()
-        assert "--gpus" not in script and "29400" not in script  # a CPU partition; ports from the job id
+        assert (
+            "--gpus" not in script and "29400" not in script
+        )  # a CPU partition; ports from the job id
     # chained (afterany): each job started after the one before it had ended, never side by side
     spans = [_start_end(slurm_cluster, job) for job in jobs]
     assert all(later[0] >= earlier[1] for earlier, later in zip(spans, spans[1:]))
@@ -70,7 +95,9 @@ def _start_end(cluster, job_id: str) -> tuple[float, float]:
     from advisor.launch.slurm_jobs import parse_scontrol
 
     fields = parse_scontrol(cluster.run("scontrol", "-o", "show", "job", job_id))
-    return tuple(time.mktime(time.strptime(fields[k], "%Y-%m-%dT%H:%M:%S")) for k in ("StartTime", "EndTime"))
+    return tuple(
+        time.mktime(time.strptime(fields[k], "%Y-%m-%dT%H:%M:%S")) for k in ("StartTime", "EndTime")
+    )
 
 
 def test_each_run_records_its_job_and_nodes(sweep):
@@ -103,7 +130,9 @@ def test_a_cancelled_job_fails_with_slurms_reason(slurm_cluster, tmp_path):
     def cancel_when_running() -> None:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            out = slurm_cluster.run("squeue", "-h", "-t", "RUNNING", "-n", "advisor-single-n1-r0", "-o", "%i")
+            out = slurm_cluster.run(
+                "squeue", "-h", "-t", "RUNNING", "-n", "advisor-single-n1-r0", "-o", "%i"
+            )
             if out.strip():
                 slurm_cluster.run("scancel", out.split()[0])
                 return
@@ -111,11 +140,30 @@ def test_a_cancelled_job_fails_with_slurms_reason(slurm_cluster, tmp_path):
 
     canceller = threading.Thread(target=cancel_when_running)
     canceller.start()
-    result = _cli(runs, "scale", "--launcher", "slurm", "--wait", "--workers", "1", "--strategy", "single",
-                  "--timeout", "60", "--sweep-id", CANCEL, "--", sys.executable, "-c", "import time; time.sleep(50)")
+    result = _cli(
+        runs,
+        "scale",
+        "--launcher",
+        "slurm",
+        "--wait",
+        "--workers",
+        "1",
+        "--strategy",
+        "single",
+        "--timeout",
+        "60",
+        "--sweep-id",
+        CANCEL,
+        "--",
+        sys.executable,
+        "-c",
+        "import time; time.sleep(50)",
+    )
     canceller.join()
     (rec,) = read_sweep(sweep_dir(runs, CANCEL)).configs
-    assert rec.status == "failed" and rec.reason.startswith(f"Slurm job {rec.job_id} CANCELLED"), rec.reason
+    assert rec.status == "failed" and rec.reason.startswith(f"Slurm job {rec.job_id} CANCELLED"), (
+        rec.reason
+    )
     assert result.exit_code == 1 and "CANCELLED" in result.stderr
 
 
@@ -127,9 +175,27 @@ def test_horovod_is_refused_up_front_where_pmix_does_not_load(slurm_cluster, tmp
     if pmix_refusal() is None:
         pytest.skip("this Slurm starts srun --mpi=pmix steps: nothing to refuse")
     runs = tmp_path / "runs"
-    result = _cli(runs, "scale", "--launcher", "slurm", "--wait", "--workers", "1,2", "--strategy", "horovod",
-                  "--sweep-id", f"hvd{os.getpid()}", "--", sys.executable, TRAIN)
+    result = _cli(
+        runs,
+        "scale",
+        "--launcher",
+        "slurm",
+        "--wait",
+        "--workers",
+        "1,2",
+        "--strategy",
+        "horovod",
+        "--sweep-id",
+        f"hvd{os.getpid()}",
+        "--",
+        sys.executable,
+        TRAIN,
+    )
     assert result.exit_code == 2
     (line,) = result.stderr.strip().splitlines()
-    assert "srun --mpi=pmix" in line and "Invalid MPI type 'pmix'" in line and "--launcher local" in line
+    assert (
+        "srun --mpi=pmix" in line
+        and "Invalid MPI type 'pmix'" in line
+        and "--launcher local" in line
+    )
     assert not runs.exists() or not any(runs.iterdir())

@@ -29,8 +29,11 @@ from advisor.store.sweep import read_sweep, sweep_dir
 
 # Real multi-process clusters on loopback (TensorFlow's gRPC, JAX's coordinator over gloo), like the
 # Slurm and Ray sweeps beside this file: `cluster`, run by `-m cluster` and CI's own step.
-pytestmark = [pytest.mark.slow, pytest.mark.cluster,
-              pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="needs jax (CPU)")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.cluster,
+    pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="needs jax (CPU)"),
+]
 
 TRAIN = str(Path(__file__).resolve().parents[2] / "examples" / "scaling" / "train.py")
 TINY = ["--epochs", "2", "--samples", "1024", "--hidden", "32", "--batch-per-replica", "32"]
@@ -39,7 +42,9 @@ TINY = ["--epochs", "2", "--samples", "1024", "--hidden", "32", "--batch-per-rep
 def _scale(runs_dir: Path, *args: str) -> object:
     from advisor.cli.main import cli
 
-    return CliRunner().invoke(cli, ["--runs-dir", str(runs_dir), "scale", *args], catch_exceptions=False)
+    return CliRunner().invoke(
+        cli, ["--runs-dir", str(runs_dir), "scale", *args], catch_exceptions=False
+    )
 
 
 # Sweep ids unique to this test process: another test run on the same machine (a shared CI host)
@@ -52,7 +57,10 @@ def _leftovers(sweep_id: str) -> list[int]:
     found = []
     for proc in psutil.process_iter(["status"]):
         try:
-            if proc.info["status"] != psutil.STATUS_ZOMBIE and proc.environ().get("ADVISOR_SWEEP_ID") == sweep_id:
+            if (
+                proc.info["status"] != psutil.STATUS_ZOMBIE
+                and proc.environ().get("ADVISOR_SWEEP_ID") == sweep_id
+            ):
                 found.append(proc.pid)
         except psutil.Error:
             continue
@@ -83,18 +91,40 @@ def keras3_sweep(tmp_path_factory):
     out, err = folder / "scale.out", folder / "scale.err"
     with open(out, "wb") as out_file, open(err, "wb") as err_file:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "advisor.cli.main", "--runs-dir", str(runs), "scale", "--workers", "2",
-             "--strategy", "multiworker", "--timeout", "90", "--sweep-id", K3, "--no-report", "--",
-             "python", str(script)],
-            stdout=out_file, stderr=err_file, stdin=subprocess.DEVNULL,
-            env={**os.environ, "PYTHONIOENCODING": "utf-8"})
+            [
+                sys.executable,
+                "-m",
+                "advisor.cli.main",
+                "--runs-dir",
+                str(runs),
+                "scale",
+                "--workers",
+                "2",
+                "--strategy",
+                "multiworker",
+                "--timeout",
+                "90",
+                "--sweep-id",
+                K3,
+                "--no-report",
+                "--",
+                "python",
+                str(script),
+            ],
+            stdout=out_file,
+            stderr=err_file,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+        )
 
     def result() -> tuple[int, str, str]:
         proc.wait(timeout=300)  # one configuration of at most 90 s
         return proc.returncode, out.read_text(encoding="utf-8"), err.read_text(encoding="utf-8")
 
     yield runs, result
-    if proc.poll() is None:  # a test failed before it waited: SIGINT, on which the sweep ends its workers
+    if (
+        proc.poll() is None
+    ):  # a test failed before it waited: SIGINT, on which the sweep ends its workers
         proc.send_signal(signal.SIGINT)
         try:
             proc.wait(timeout=30)
@@ -107,9 +137,25 @@ def keras3_sweep(tmp_path_factory):
 def sweep(tmp_path_factory, keras3_sweep):
     # keras3_sweep: started first, so that it runs beside this one
     runs = tmp_path_factory.mktemp("sweep") / "runs"
-    result = _scale(runs, "--workers", "1,2", "--strategy", "mirrored", "--strategy", "multiworker",
-                    "--strategy", "jax", "--timeout", "120", "--sweep-id", REAL, "--",
-                    "python", TRAIN, *TINY)
+    result = _scale(
+        runs,
+        "--workers",
+        "1,2",
+        "--strategy",
+        "mirrored",
+        "--strategy",
+        "multiworker",
+        "--strategy",
+        "jax",
+        "--timeout",
+        "120",
+        "--sweep-id",
+        REAL,
+        "--",
+        "python",
+        TRAIN,
+        *TINY,
+    )
     return runs, result
 
 
@@ -123,20 +169,28 @@ def test_every_configuration_finished(sweep):
     assert "Scaling report — sweep real" in result.stdout
 
 
-@pytest.mark.parametrize("config,strategy,ranks,replicas,legacy", [
-    ("mirrored-n1", "MirroredStrategy", 1, 1, False),
-    ("mirrored-n2", "MirroredStrategy", 1, 2, False),
-    ("multiworker-n1", "CollectiveAllReduceStrategy", 1, 1, True),  # tf_keras names it so
-    ("multiworker-n2", "CollectiveAllReduceStrategy", 2, 2, True),
-    ("jax-n1", "DataParallel", 1, 1, False),
-    ("jax-n2", "DataParallel", 2, 2, False),
-])
+@pytest.mark.parametrize(
+    "config,strategy,ranks,replicas,legacy",
+    [
+        ("mirrored-n1", "MirroredStrategy", 1, 1, False),
+        ("mirrored-n2", "MirroredStrategy", 1, 2, False),
+        ("multiworker-n1", "CollectiveAllReduceStrategy", 1, 1, True),  # tf_keras names it so
+        ("multiworker-n2", "CollectiveAllReduceStrategy", 2, 2, True),
+        ("jax-n1", "DataParallel", 1, 1, False),
+        ("jax-n2", "DataParallel", 2, 2, False),
+    ],
+)
 def test_each_run_knows_its_strategy(sweep, config, strategy, ranks, replicas, legacy):
     runs, _ = sweep
     run = RunReader(runs / f"{REAL}-{config}-r0").read()
     m = run.manifest
     assert run.status == "finished" and m.sweep_id == REAL
-    assert (m.strategy, m.replicas, len(run.ranks), m.num_workers) == (strategy, replicas, ranks, ranks)
+    assert (m.strategy, m.replicas, len(run.ranks), m.num_workers) == (
+        strategy,
+        replicas,
+        ranks,
+        ranks,
+    )
     assert m.framework.legacy_keras is legacy
     assert m.framework.backend == ("jax" if config.startswith("jax") else "tensorflow")
     # Each worker keeps its own time budget (MirroredStrategy, MultiWorkerMirrored, JAX DataParallel).
@@ -150,7 +204,8 @@ def test_report_of_the_real_sweep(sweep):
     runs, _ = sweep
     table = Store(runs).scaling_table(REAL)
     assert [(r.strategy, r.workers) for r in table.rows] == [
-        (s, n) for s in ("mirrored", "multiworker", "jax") for n in (1, 2)]
+        (s, n) for s in ("mirrored", "multiworker", "jax") for n in (1, 2)
+    ]
     for row in table.rows:
         assert row.epoch_s and row.epoch_s > 0 and row.samples_per_s and row.samples_per_s > 0
         assert row.speedup is not None and row.efficiency is not None

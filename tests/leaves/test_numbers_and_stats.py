@@ -11,15 +11,18 @@ from advisor.numbers import MISSING, percent
 from advisor.stats import median, percentile, percentiles
 
 
-@pytest.mark.parametrize("value, kwargs, text", [
-    (12.345, {}, "12.3%"),
-    (0.125, {"fraction": True}, "12.5%"),
-    (0.78, {"digits": 0, "fraction": True}, "78%"),
-    (-0.08, {"digits": 0, "fraction": True, "signed": True}, "-8%"),
-    (4.28, {"digits": 0, "fraction": True, "signed": True}, "+428%"),
-    (None, {}, MISSING),
-    (math.nan, {"fraction": True}, MISSING),
-])
+@pytest.mark.parametrize(
+    "value, kwargs, text",
+    [
+        (12.345, {}, "12.3%"),
+        (0.125, {"fraction": True}, "12.5%"),
+        (0.78, {"digits": 0, "fraction": True}, "78%"),
+        (-0.08, {"digits": 0, "fraction": True, "signed": True}, "-8%"),
+        (4.28, {"digits": 0, "fraction": True, "signed": True}, "+428%"),
+        (None, {}, MISSING),
+        (math.nan, {"fraction": True}, MISSING),
+    ],
+)
 def test_a_share_is_written_one_way(value, kwargs, text):
     assert percent(value, **kwargs) == text
 

@@ -17,8 +17,14 @@ from advisor.probes.flops import estimate_flops_per_sample, input_specs
 def _dense_model() -> tuple[Any, float]:
     import keras
 
-    model = keras.Sequential([keras.Input((64,)), keras.layers.Dense(128, activation="relu"),
-                              keras.layers.Dense(128, activation="relu"), keras.layers.Dense(10)])
+    model = keras.Sequential(
+        [
+            keras.Input((64,)),
+            keras.layers.Dense(128, activation="relu"),
+            keras.layers.Dense(128, activation="relu"),
+            keras.layers.Dense(10),
+        ]
+    )
     fwd = [2 * 64 * 128, 2 * 128 * 128, 2 * 128 * 10]
     return model, 2 * fwd[0] + 3 * fwd[1] + 3 * fwd[2]
 
@@ -26,13 +32,17 @@ def _dense_model() -> tuple[Any, float]:
 def _conv_model() -> tuple[Any, float]:
     import keras
 
-    model = keras.Sequential([
-        keras.Input((32, 32, 3)),
-        keras.layers.Conv2D(16, 3, padding="same", activation="relu"),  # 32×32×16 out, 3×3×3 kernel
-        keras.layers.Conv2D(8, 3),  # "valid": 30×30×8 out, 3×3×16 kernel
-        keras.layers.Flatten(),
-        keras.layers.Dense(10),
-    ])
+    model = keras.Sequential(
+        [
+            keras.Input((32, 32, 3)),
+            keras.layers.Conv2D(
+                16, 3, padding="same", activation="relu"
+            ),  # 32×32×16 out, 3×3×3 kernel
+            keras.layers.Conv2D(8, 3),  # "valid": 30×30×8 out, 3×3×16 kernel
+            keras.layers.Flatten(),
+            keras.layers.Dense(10),
+        ]
+    )
     conv1 = 2 * 32 * 32 * 16 * (3 * 3 * 3)
     conv2 = 2 * 30 * 30 * 8 * (3 * 3 * 16)
     dense = 2 * (30 * 30 * 8) * 10
@@ -45,7 +55,9 @@ def test_tf_graph_count_within_5_percent(build: Any) -> None:
     estimate = estimate_flops_per_sample(model, backend="tensorflow")
     assert estimate is not None and estimate.method == "tf-graph-op-count"
     assert estimate.flops_per_sample == pytest.approx(analytic, rel=0.05)
-    assert estimate.by_op and sum(estimate.by_op.values()) == pytest.approx(estimate.flops_per_sample)
+    assert estimate.by_op and sum(estimate.by_op.values()) == pytest.approx(
+        estimate.flops_per_sample
+    )
 
 
 def test_attention_counts_einsum_and_batched_matmuls() -> None:
@@ -54,7 +66,13 @@ def test_attention_counts_einsum_and_batched_matmuls() -> None:
     inputs = keras.Input((8, 16))
     attended = keras.layers.MultiHeadAttention(num_heads=2, key_dim=8)(inputs, inputs)
     model = keras.Model(inputs, keras.layers.Dense(1)(keras.layers.Flatten()(attended)))
-    qkv, scores, mix, out_proj, head = 3 * 2 * 8 * 16 * 16, 2 * 2 * 8 * 8 * 8, 2 * 2 * 8 * 8 * 8, 2 * 8 * 16 * 16, 2 * 128
+    qkv, scores, mix, out_proj, head = (
+        3 * 2 * 8 * 16 * 16,
+        2 * 2 * 8 * 8 * 8,
+        2 * 2 * 8 * 8 * 8,
+        2 * 8 * 16 * 16,
+        2 * 128,
+    )
     # Q, K and V read the model input: no input gradient for them.
     analytic = 2 * qkv + 3 * (scores + mix + out_proj + head)
     estimate = estimate_flops_per_sample(model, backend="tensorflow")
@@ -114,11 +132,20 @@ def test_jax_jaxpr_count_within_5_percent() -> None:
 
     if importlib.util.find_spec("jax") is None:
         pytest.skip("jax is not installed")
-    proc = subprocess.run([sys.executable, "-c", JAX_SCRIPT], capture_output=True, text=True, timeout=240,
-                          env={**os.environ, "JAX_PLATFORMS": "cpu"}, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", JAX_SCRIPT],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={**os.environ, "JAX_PLATFORMS": "cpu"},
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     dense = 2 * (2 * 64 * 128) + 3 * (2 * 128 * 10)
     conv1, conv2, fc = 2 * 32 * 32 * 16 * 27, 2 * 30 * 30 * 8 * 144, 2 * 7200 * 10
     assert result["dense"] == [pytest.approx(dense, rel=0.05), "jaxpr-op-count"]
-    assert result["conv"] == [pytest.approx(2 * conv1 + 3 * (conv2 + fc), rel=0.05), "jaxpr-op-count"]
+    assert result["conv"] == [
+        pytest.approx(2 * conv1 + 3 * (conv2 + fc), rel=0.05),
+        "jaxpr-op-count",
+    ]

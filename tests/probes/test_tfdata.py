@@ -59,37 +59,67 @@ def _options(**changes) -> tf.data.Options:
 PIPELINES = {
     "sequential_map_no_prefetch": (
         lambda: _base().map(scale).batch(8),
-        {"pipeline.sequential_maps": 1, "pipeline.prefetch": False, "pipeline.prefetch_at_end": False,
-         "pipeline.prefetch_injected": True, "pipeline.py_function": False},
+        {
+            "pipeline.sequential_maps": 1,
+            "pipeline.prefetch": False,
+            "pipeline.prefetch_at_end": False,
+            "pipeline.prefetch_injected": True,
+            "pipeline.py_function": False,
+        },
         ["add num_parallel_calls=tf.data.AUTOTUNE to map #1 ('scale')"],
     ),
     "no_prefetch_and_no_injection": (
-        lambda: _base().map(scale, num_parallel_calls=AUTOTUNE).batch(8).with_options(_options(inject_prefetch=False)),
+        lambda: (
+            _base()
+            .map(scale, num_parallel_calls=AUTOTUNE)
+            .batch(8)
+            .with_options(_options(inject_prefetch=False))
+        ),
         {"pipeline.prefetch": False, "pipeline.prefetch_injected": False},
         ["add .prefetch(tf.data.AUTOTUNE) at the end"],
     ),
     "parallel_autotune_prefetch": (
         lambda: _base().map(scale, num_parallel_calls=AUTOTUNE).batch(8).prefetch(AUTOTUNE),
-        {"pipeline.sequential_maps": 0, "pipeline.fixed_parallelism": 0, "pipeline.prefetch_at_end": True,
-         "pipeline.autotune_disabled": False},
+        {
+            "pipeline.sequential_maps": 0,
+            "pipeline.fixed_parallelism": 0,
+            "pipeline.prefetch_at_end": True,
+            "pipeline.autotune_disabled": False,
+        },
         ["no change needed"],
     ),
     "fixed_parallelism": (
         lambda: _base().map(scale, num_parallel_calls=4).batch(8).prefetch(2),
-        {"pipeline.sequential_maps": 0, "pipeline.fixed_parallelism": 1, "pipeline.prefetch_at_end": True},
+        {
+            "pipeline.sequential_maps": 0,
+            "pipeline.fixed_parallelism": 1,
+            "pipeline.prefetch_at_end": True,
+        },
         ["use num_parallel_calls=tf.data.AUTOTUNE instead of 4 on map #1 ('scale')"],
     ),
     "prefetch_not_last": (
-        lambda: _base().prefetch(AUTOTUNE).map(scale, num_parallel_calls=AUTOTUNE).batch(8)
-        .with_options(_options(inject_prefetch=False)),
+        lambda: (
+            _base()
+            .prefetch(AUTOTUNE)
+            .map(scale, num_parallel_calls=AUTOTUNE)
+            .batch(8)
+            .with_options(_options(inject_prefetch=False))
+        ),
         {"pipeline.prefetch": True, "pipeline.prefetch_at_end": False},
         ["move .prefetch(tf.data.AUTOTUNE) to the end"],
     ),
     "py_function": (
         lambda: _base().map(decode).batch(8).prefetch(AUTOTUNE),
-        {"pipeline.py_function": True, "pipeline.sequential_maps": 1, "pipeline.uncached_deterministic_map": True},
-        ["add num_parallel_calls=tf.data.AUTOTUNE to map #1 ('decode')", "rewrite map #1 ('decode') in TensorFlow ops",
-         "map #1 ('decode') is deterministic and recomputed every epoch"],
+        {
+            "pipeline.py_function": True,
+            "pipeline.sequential_maps": 1,
+            "pipeline.uncached_deterministic_map": True,
+        },
+        [
+            "add num_parallel_calls=tf.data.AUTOTUNE to map #1 ('decode')",
+            "rewrite map #1 ('decode') in TensorFlow ops",
+            "map #1 ('decode') is deterministic and recomputed every epoch",
+        ],
     ),
     "numpy_function": (
         lambda: _base().map(decode_np, num_parallel_calls=AUTOTUNE).batch(8).prefetch(AUTOTUNE),
@@ -97,14 +127,26 @@ PIPELINES = {
         ["rewrite map #1 ('decode_np') in TensorFlow ops"],
     ),
     "cache_after_random_map": (
-        lambda: _base().map(augment, num_parallel_calls=AUTOTUNE).cache().batch(8).prefetch(AUTOTUNE),
+        lambda: (
+            _base().map(augment, num_parallel_calls=AUTOTUNE).cache().batch(8).prefetch(AUTOTUNE)
+        ),
         {"pipeline.cache": True, "pipeline.cache_after_random": True},
         ["move .cache() before the random map #1 ('augment')"],
     ),
     "cache_before_random_map": (
-        lambda: _base().map(decode, num_parallel_calls=AUTOTUNE).cache().map(augment, num_parallel_calls=AUTOTUNE)
-        .batch(8).prefetch(AUTOTUNE),
-        {"pipeline.cache": True, "pipeline.cache_after_random": False, "pipeline.uncached_deterministic_map": False},
+        lambda: (
+            _base()
+            .map(decode, num_parallel_calls=AUTOTUNE)
+            .cache()
+            .map(augment, num_parallel_calls=AUTOTUNE)
+            .batch(8)
+            .prefetch(AUTOTUNE)
+        ),
+        {
+            "pipeline.cache": True,
+            "pipeline.cache_after_random": False,
+            "pipeline.uncached_deterministic_map": False,
+        },
         [],
     ),
     "cache_after_shuffle": (
@@ -113,22 +155,40 @@ PIPELINES = {
         ["move .cache() before .shuffle()"],
     ),
     "sequential_interleave": (
-        lambda: tf.data.Dataset.range(4).interleave(lambda i: tf.data.Dataset.range(i), cycle_length=2)
-        .batch(2).prefetch(AUTOTUNE),
+        lambda: (
+            tf.data.Dataset.range(4)
+            .interleave(lambda i: tf.data.Dataset.range(i), cycle_length=2)
+            .batch(2)
+            .prefetch(AUTOTUNE)
+        ),
         {"pipeline.sequential_interleaves": 1},
         ["add num_parallel_calls=tf.data.AUTOTUNE to interleave #1"],
     ),
     "parallel_interleave": (
-        lambda: tf.data.Dataset.range(4).interleave(lambda i: tf.data.Dataset.range(i), cycle_length=2,
-                                                    num_parallel_calls=AUTOTUNE).batch(2).prefetch(AUTOTUNE),
+        lambda: (
+            tf.data.Dataset.range(4)
+            .interleave(
+                lambda i: tf.data.Dataset.range(i), cycle_length=2, num_parallel_calls=AUTOTUNE
+            )
+            .batch(2)
+            .prefetch(AUTOTUNE)
+        ),
         {"pipeline.sequential_interleaves": 0},
         ["no change needed"],
     ),
     "options_off": (
-        lambda: _base().map(scale, num_parallel_calls=AUTOTUNE).batch(8).prefetch(AUTOTUNE)
-        .with_options(_options(autotune=False, intra=1)),
+        lambda: (
+            _base()
+            .map(scale, num_parallel_calls=AUTOTUNE)
+            .batch(8)
+            .prefetch(AUTOTUNE)
+            .with_options(_options(autotune=False, intra=1))
+        ),
         {"pipeline.autotune_disabled": True},
-        ["remove options.autotune.enabled = False", "remove options.threading.max_intra_op_parallelism = 1"],
+        [
+            "remove options.autotune.enabled = False",
+            "remove options.threading.max_intra_op_parallelism = 1",
+        ],
     ),
     "options_default": (
         lambda: _base().batch(8).prefetch(AUTOTUNE).with_options(tf.data.Options()),
@@ -136,8 +196,13 @@ PIPELINES = {
         [],
     ),
     "generator_source": (
-        lambda: tf.data.Dataset.from_generator(lambda: iter(range(4)), output_signature=tf.TensorSpec([], tf.int64))
-        .batch(2).prefetch(AUTOTUNE),
+        lambda: (
+            tf.data.Dataset.from_generator(
+                lambda: iter(range(4)), output_signature=tf.TensorSpec([], tf.int64)
+            )
+            .batch(2)
+            .prefetch(AUTOTUNE)
+        ),
         {"pipeline.generator_source": True},
         ["the source is a Python generator"],
     ),
@@ -161,7 +226,14 @@ def test_pipeline_table(name: str) -> None:
 
 
 def test_stage_order_and_labels() -> None:
-    ds = _base().shuffle(32).map(decode).map(augment, num_parallel_calls=3).batch(8).prefetch(AUTOTUNE)
+    ds = (
+        _base()
+        .shuffle(32)
+        .map(decode)
+        .map(augment, num_parallel_calls=3)
+        .batch(8)
+        .prefetch(AUTOTUNE)
+    )
     summary = inspect_dataset(ds)
     kinds = [s["kind"] for s in summary["stages"]]
     assert kinds == ["source", "shuffle", "map", "map", "batch", "prefetch"]
@@ -199,7 +271,9 @@ def record_files(tmp_path_factory):
 
 def test_file_source_sequential_reads(record_files) -> None:
     plain, _ = record_files
-    ds = tf.data.TFRecordDataset(plain).map(lambda r: tf.strings.length(r), num_parallel_calls=AUTOTUNE)
+    ds = tf.data.TFRecordDataset(plain).map(
+        lambda r: tf.strings.length(r), num_parallel_calls=AUTOTUNE
+    )
     values = describe_dataset(ds.batch(4).prefetch(AUTOTUNE))
     facts = pipeline_facts({"input_kind": "tf.data", **values})
     assert facts["pipeline.file_source"] is True
@@ -208,7 +282,9 @@ def test_file_source_sequential_reads(record_files) -> None:
     assert facts["storage.files"] == 3
     sizes = sorted(os.path.getsize(p) for p in plain)
     assert facts["storage.file_bytes.p50"] == sizes[1]
-    assert sizes[0] <= facts["storage.file_bytes.p10"] <= facts["storage.file_bytes.p90"] <= sizes[2]
+    assert (
+        sizes[0] <= facts["storage.file_bytes.p10"] <= facts["storage.file_bytes.p90"] <= sizes[2]
+    )
     assert facts["storage.compression"] == "none"
 
 
@@ -216,11 +292,17 @@ def test_parallel_reads_and_list_files(record_files) -> None:
     plain, _ = record_files
     pattern = os.path.join(os.path.dirname(plain[0]), "part-*.tfrecord")
     files = tf.data.Dataset.list_files(pattern, shuffle=False)
-    ds = files.interleave(tf.data.TFRecordDataset, num_parallel_calls=AUTOTUNE).batch(4).prefetch(AUTOTUNE)
+    ds = (
+        files.interleave(tf.data.TFRecordDataset, num_parallel_calls=AUTOTUNE)
+        .batch(4)
+        .prefetch(AUTOTUNE)
+    )
     facts = pipeline_facts({"input_kind": "tf.data", **describe_dataset(ds)})
     assert facts["pipeline.sequential_interleaves"] == 0
     assert facts["storage.files"] == 3
-    parallel = tf.data.TFRecordDataset(plain, num_parallel_reads=AUTOTUNE).batch(4).prefetch(AUTOTUNE)
+    parallel = (
+        tf.data.TFRecordDataset(plain, num_parallel_reads=AUTOTUNE).batch(4).prefetch(AUTOTUNE)
+    )
     facts = pipeline_facts({"input_kind": "tf.data", **describe_dataset(parallel)})
     assert facts["pipeline.sequential_interleaves"] == 0
 
@@ -256,22 +338,32 @@ def test_unreadable_files_become_facts_not_errors(tmp_path) -> None:
 
 def test_read_file_candidates(record_files) -> None:
     plain, _ = record_files
-    ds = tf.data.Dataset.from_tensor_slices(plain + ["not/a/file.txt"]).map(tf.io.read_file).batch(2)
+    ds = (
+        tf.data.Dataset.from_tensor_slices(plain + ["not/a/file.txt"]).map(tf.io.read_file).batch(2)
+    )
     facts = pipeline_facts({"input_kind": "tf.data", **describe_dataset(ds)})
     assert facts["pipeline.file_source"] is True
     assert facts["storage.files"] == 3  # path-like strings that do not exist are ignored
 
 
 def test_non_tfdata_inputs() -> None:
-    facts = pipeline_facts({"input_kind": "pydataset", "pydataset": {"workers": 1, "use_multiprocessing": False}})
+    facts = pipeline_facts(
+        {"input_kind": "pydataset", "pydataset": {"workers": 1, "use_multiprocessing": False}}
+    )
     assert "workers=N" in say_changes(facts["pipeline.advice"])
     assert "pipeline.inspected" not in facts and "pipeline.prefetch" not in facts
     assert facts["pipeline.workers"] == 1
     facts = pipeline_facts({"input_kind": "torch", "dataloader": {"num_workers": 0}})
-    assert facts["pipeline.workers"] == 0 and "num_workers=N" in say_changes(facts["pipeline.advice"])
+    assert facts["pipeline.workers"] == 0 and "num_workers=N" in say_changes(
+        facts["pipeline.advice"]
+    )
     facts = pipeline_facts({"input_kind": "numpy", "dynamic_dims": 0})
     # Arrays in memory: no files read, fixed shapes.
-    assert facts == {"pipeline.input_kind": "numpy", "pipeline.file_source": False, "pipeline.dynamic_dims": 0}
+    assert facts == {
+        "pipeline.input_kind": "numpy",
+        "pipeline.file_source": False,
+        "pipeline.dynamic_dims": 0,
+    }
     facts = pipeline_facts({"input_kind": "tf.data", "error": "cannot serialize"})
     assert "pipeline.inspected" not in facts
 

@@ -26,20 +26,23 @@ from advisor.reference.hardware import (
 from advisor.reference.prices import price_table
 
 
-@pytest.mark.parametrize(("name", "key"), [
-    ("NVIDIA H200", "H200-SXM"),
-    ("NVIDIA H100 80GB HBM3", "H100-SXM"),
-    ("NVIDIA H100 PCIe", "H100-PCIE"),
-    ("NVIDIA A100-SXM4-40GB", "A100-SXM4"),
-    ("NVIDIA A100 80GB PCIe", "A100-PCIE"),
-    ("NVIDIA A10G", "A10G"),
-    ("NVIDIA L4", "L4"),
-    ("NVIDIA L40S", "L40S"),
-    ("Tesla T4", "T4"),
-    ("Tesla V100-SXM2-16GB", "V100-SXM2"),
-    ("Tesla K80", "K80"),
-    ("NVIDIA GeForce GTX 1080", None),
-])
+@pytest.mark.parametrize(
+    ("name", "key"),
+    [
+        ("NVIDIA H200", "H200-SXM"),
+        ("NVIDIA H100 80GB HBM3", "H100-SXM"),
+        ("NVIDIA H100 PCIe", "H100-PCIE"),
+        ("NVIDIA A100-SXM4-40GB", "A100-SXM4"),
+        ("NVIDIA A100 80GB PCIe", "A100-PCIE"),
+        ("NVIDIA A10G", "A10G"),
+        ("NVIDIA L4", "L4"),
+        ("NVIDIA L40S", "L40S"),
+        ("Tesla T4", "T4"),
+        ("Tesla V100-SXM2-16GB", "V100-SXM2"),
+        ("Tesla K80", "K80"),
+        ("NVIDIA GeForce GTX 1080", None),
+    ],
+)
 def test_nvml_names_match_the_table(name: str, key: str | None) -> None:
     acc = match_accelerator(name)
     assert (acc.key if acc else None) == key
@@ -56,7 +59,9 @@ def test_table_entries_are_consistent() -> None:
         assert acc.source and acc.memory_gb > 0 and acc.peak_tflops["fp32"] > 0
         if acc.bf16:
             assert acc.peak_tflops["bf16"] >= acc.peak_tflops["fp32"]
-        assert acc.current_generation == (acc.generation in ("ampere", "ada", "hopper", "blackwell"))
+        assert acc.current_generation == (
+            acc.generation in ("ampere", "ada", "hopper", "blackwell")
+        )
 
 
 def test_compute_dtype_and_peaks() -> None:
@@ -76,7 +81,12 @@ def test_instance_families() -> None:
     assert p4d and p4d.family == "p4d" and p4d.current_generation and p4d.accelerated_networking
     assert p4d.gpus == 8 and p4d.vcpus_per_gpu == 12
     small, large = instance_info("g5.xlarge"), instance_info("g5.48xlarge")
-    assert small and large and small.accelerated_networking is False and large.accelerated_networking is True
+    assert (
+        small
+        and large
+        and small.accelerated_networking is False
+        and large.accelerated_networking is True
+    )
     assert small.vcpus_per_gpu == 4
     assert instance_info("p3.2xlarge").current_generation is False  # type: ignore[union-attr]
     assert instance_info("gcp/a3-highgpu-8g").accelerated_networking is True  # type: ignore[union-attr]
@@ -89,7 +99,10 @@ def test_instance_type_from_argument_env_and_dmi(tmp_path: Path) -> None:
     dmi = tmp_path / "dmi"
     dmi.mkdir()
     assert detect_instance_type("g5.xlarge", env={}, dmi_dir=dmi) == ("g5.xlarge", "argument")
-    assert detect_instance_type(env={"ADVISOR_INSTANCE_TYPE": "p5.48xlarge"}, dmi_dir=dmi) == ("p5.48xlarge", "env")
+    assert detect_instance_type(env={"ADVISOR_INSTANCE_TYPE": "p5.48xlarge"}, dmi_dir=dmi) == (
+        "p5.48xlarge",
+        "env",
+    )
     assert detect_instance_type(env={}, dmi_dir=dmi) is None
     (dmi / "sys_vendor").write_text("Amazon EC2\n")
     (dmi / "product_name").write_text("g6.12xlarge\n")
@@ -113,7 +126,11 @@ class _Imds(BaseHTTPRequestHandler):
 
     def do_PUT(self) -> None:
         flavor = self.server.flavor  # type: ignore[attr-defined]
-        if flavor == "aws" and self.path == "/latest/api/token" and self.headers.get("X-aws-ec2-metadata-token-ttl-seconds"):
+        if (
+            flavor == "aws"
+            and self.path == "/latest/api/token"
+            and self.headers.get("X-aws-ec2-metadata-token-ttl-seconds")
+        ):
             self._send(200, "TOKEN123")
         else:
             self._send(405, "")
@@ -126,7 +143,11 @@ class _Imds(BaseHTTPRequestHandler):
         elif flavor == "aws" and self.path == "/latest/meta-data/instance-type":
             ok = self.headers.get("X-aws-ec2-metadata-token") == "TOKEN123"
             self._send(200 if ok else 401, "p4d.24xlarge" if ok else "")
-        elif flavor == "gcp" and self.path.endswith("/instance/machine-type") and self.headers.get("Metadata-Flavor") == "Google":
+        elif (
+            flavor == "gcp"
+            and self.path.endswith("/instance/machine-type")
+            and self.headers.get("Metadata-Flavor") == "Google"
+        ):
             self._send(200, "projects/123/machineTypes/a2-highgpu-1g")
         else:
             self._send(404, "")
@@ -151,7 +172,9 @@ def metadata_server() -> Iterator[Any]:
 def test_metadata_imdsv2_and_gcp(metadata_server: Any, tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{metadata_server.server_address[1]}"
     assert instance_from_metadata(url, timeout=2.0) == "p4d.24xlarge"
-    found = detect_instance_type(env={}, metadata=True, dmi_dir=tmp_path, metadata_url=url, metadata_timeout=2.0)
+    found = detect_instance_type(
+        env={}, metadata=True, dmi_dir=tmp_path, metadata_url=url, metadata_timeout=2.0
+    )
     assert found == ("p4d.24xlarge", "metadata")
     # Not asked: no request at all, even with a server there.
     assert detect_instance_type(env={}, metadata=False, dmi_dir=tmp_path, metadata_url=url) is None
@@ -163,7 +186,9 @@ def test_metadata_that_never_answers_gives_up(metadata_server: Any) -> None:
     metadata_server.flavor = "hang"
     url = f"http://127.0.0.1:{metadata_server.server_address[1]}"
     result: list[Any] = []
-    caller = threading.Thread(target=lambda: result.append(instance_from_metadata(url, timeout=0.2)), daemon=True)
+    caller = threading.Thread(
+        target=lambda: result.append(instance_from_metadata(url, timeout=0.2)), daemon=True
+    )
     caller.start()
     caller.join(5.0)  # a hang check, not a timing measurement
     assert not caller.is_alive() and result == [None]

@@ -35,4 +35,3 @@ def test_price_resolution_order():
 
 def test_samples_per_dollar_formula():
     assert samples_per_dollar(1000.0, 3.6) == pytest.approx(1_000_000.0)
-

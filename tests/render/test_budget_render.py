@@ -22,18 +22,53 @@ def test_bar_is_proportional_in_eighths():
 
 def test_the_table_lists_the_categories_and_the_costliest_hooks():
     facts = {
-        "goodput": 0.5, "time.wall_seconds": 20.0, "time.final": True,
+        "goodput": 0.5,
+        "time.wall_seconds": 20.0,
+        "time.final": True,
         "time.table": [
-            {"category": "train_steps", "label": "training steps", "seconds": 10.0, "share": 0.5, "part_of": None},
-            {"category": "input_wait", "label": "waiting for input, inside the training steps (baseline)", "seconds": 2.0,
-             "share": 0.1, "part_of": "train_steps"},
-            {"category": "callbacks", "label": "callbacks (other than checkpoints)", "seconds": 8.0, "share": 0.4,
-             "part_of": None},
-            {"category": "profile", "label": "profile", "seconds": 0.0, "share": 0.0, "part_of": None},
+            {
+                "category": "train_steps",
+                "label": "training steps",
+                "seconds": 10.0,
+                "share": 0.5,
+                "part_of": None,
+            },
+            {
+                "category": "input_wait",
+                "label": "waiting for input, inside the training steps (baseline)",
+                "seconds": 2.0,
+                "share": 0.1,
+                "part_of": "train_steps",
+            },
+            {
+                "category": "callbacks",
+                "label": "callbacks (other than checkpoints)",
+                "seconds": 8.0,
+                "share": 0.4,
+                "part_of": None,
+            },
+            {
+                "category": "profile",
+                "label": "profile",
+                "seconds": 0.0,
+                "share": 0.0,
+                "part_of": None,
+            },
         ],
-        "callbacks.table": [{"name": "Logger", "hook": "on_train_batch_end", "seconds": 8.0, "share": 0.4,
-                             "calls": 1000, "ms_per_step": 8.0, "kind": "callback"}],
-        "checkpoint.count": 3, "checkpoint.seconds": 0.6, "checkpoint.bytes": 3e6,
+        "callbacks.table": [
+            {
+                "name": "Logger",
+                "hook": "on_train_batch_end",
+                "seconds": 8.0,
+                "share": 0.4,
+                "calls": 1000,
+                "ms_per_step": 8.0,
+                "kind": "callback",
+            }
+        ],
+        "checkpoint.count": 3,
+        "checkpoint.seconds": 0.6,
+        "checkpoint.bytes": 3e6,
         "checkpoint.by": "ModelCheckpoint.on_epoch_end ×3",
     }
     text = _render(budget_parts(facts))
@@ -41,8 +76,13 @@ def test_the_table_lists_the_categories_and_the_costliest_hooks():
     assert "training steps" in text and "50.0%" in text
     assert "  waiting for input, inside the training steps" in text  # indented: a part of the steps
     assert "profile" not in text  # nothing spent there
-    assert "Logger.on_train_batch_end: 8.00 s (8.00 ms per step, 40.0% of the fit) in 1,000 calls" in text
-    assert "checkpoints: 3 saves in 0.60 s, 3.0 MB written (ModelCheckpoint.on_epoch_end ×3)" in text
+    assert (
+        "Logger.on_train_batch_end: 8.00 s (8.00 ms per step, 40.0% of the fit) in 1,000 calls"
+        in text
+    )
+    assert (
+        "checkpoints: 3 saves in 0.60 s, 3.0 MB written (ModelCheckpoint.on_epoch_end ×3)" in text
+    )
 
 
 def test_no_budget_prints_nothing():

@@ -52,10 +52,18 @@ def test_json_round_trip(table):
 def test_csv_has_one_line_per_configuration(table):
     rows = list(csv.DictReader(io.StringIO(render_table(table, "csv"))))
     assert [(r["strategy"], r["workers"]) for r in rows] == [
-        ("mirrored", "1"), ("mirrored", "2"), ("mirrored", "4"), ("jax", "1"), ("jax", "2")]
+        ("mirrored", "1"),
+        ("mirrored", "2"),
+        ("mirrored", "4"),
+        ("jax", "1"),
+        ("jax", "2"),
+    ]
     assert float(rows[2]["efficiency"]) == pytest.approx(5.0 / 1.6 / 4, rel=1e-5)
     assert rows[0]["gpu_util"] == "" and "no GPU data" in rows[0]["notes"]
-    assert rows[0]["run_ids"].split() == ["sweep-fixture-mirrored-n1-r0", "sweep-fixture-mirrored-n1-r1"]
+    assert rows[0]["run_ids"].split() == [
+        "sweep-fixture-mirrored-n1-r0",
+        "sweep-fixture-mirrored-n1-r1",
+    ]
 
 
 def test_text_and_markdown_show_sections_and_notes(table):
@@ -75,8 +83,11 @@ def test_unknown_format_is_refused(table):
 def test_plots_written_as_png_and_svg(table, tmp_path):
     written, skipped = write_plots(table, tmp_path / "plots", ("png", "svg"))
     names = sorted(p.name for p in written)
-    assert names == sorted(f"{n}.{ext}" for n in ("epoch_time", "speedup", "efficiency",
-                                                  "samples_per_dollar") for ext in ("png", "svg"))
+    assert names == sorted(
+        f"{n}.{ext}"
+        for n in ("epoch_time", "speedup", "efficiency", "samples_per_dollar")
+        for ext in ("png", "svg")
+    )
     for path in written:
         assert path.stat().st_size > 5000
         if path.suffix == ".png":
@@ -101,10 +112,25 @@ def test_plot_series(table):
 
 
 def test_computation_bars_stack_to_the_step():
-    pts = [Point(run_id=str(n), strategy="s", workers=n, status="finished", epochs=1, epoch_s=1.0 / n,
-                 compute_percent=80.0 - 10 * n, communication_percent=10.0 * n) for n in (1, 2)]
+    pts = [
+        Point(
+            run_id=str(n),
+            strategy="s",
+            workers=n,
+            status="finished",
+            epochs=1,
+            epoch_s=1.0 / n,
+            compute_percent=80.0 - 10 * n,
+            communication_percent=10.0 * n,
+        )
+        for n in (1, 2)
+    ]
     ax = computation_figure(build_table(pts)).axes[0]
-    assert ax.get_legend_handles_labels()[1] == ["computation", "communication (not overlapped)", "other"]
+    assert ax.get_legend_handles_labels()[1] == [
+        "computation",
+        "communication (not overlapped)",
+        "other",
+    ]
     heights = [round(sum(p.get_height() for p in ax.patches[i::2]), 6) for i in range(2)]
     assert heights == [100.0, 100.0]
     assert [p.get_height() for p in ax.patches[2:4]] == pytest.approx([10.0, 20.0])  # exposed comm.
@@ -113,15 +139,19 @@ def test_computation_bars_stack_to_the_step():
 def test_cli_report_writes_formats_and_plots(runs, tmp_path):
     from advisor.cli.main import cli
 
-    result = CliRunner().invoke(cli, ["--runs-dir", str(runs), "report", "--format", "csv",
-                                      "--plots", str(tmp_path / "p")])
+    result = CliRunner().invoke(
+        cli, ["--runs-dir", str(runs), "report", "--format", "csv", "--plots", str(tmp_path / "p")]
+    )
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines()[0].startswith("strategy,workers,runs")
     assert (tmp_path / "p" / "speedup.png").is_file()
     out = tmp_path / "r.md"
-    result = CliRunner().invoke(cli, ["report", str(runs / "sweeps" / "sweep-fixture"),
-                                      "--format", "md", "-o", str(out)])
-    assert result.exit_code == 0 and out.read_text().startswith("# Scaling report — sweep sweep-fixture")
+    result = CliRunner().invoke(
+        cli, ["report", str(runs / "sweeps" / "sweep-fixture"), "--format", "md", "-o", str(out)]
+    )
+    assert result.exit_code == 0 and out.read_text().startswith(
+        "# Scaling report — sweep sweep-fixture"
+    )
     result = CliRunner().invoke(cli, ["report", str(runs), "--format", "json"])
     assert result.exit_code == 0 and len(json.loads(result.stdout)["rows"]) == 5
 
@@ -141,7 +171,9 @@ def test_saved_json_report_renders_again(table, tmp_path):
 
     saved = tmp_path / "scaling.json"
     saved.write_text(render_table(table, "json"))
-    result = CliRunner().invoke(cli, ["report", str(saved), "--format", "md", "--plots", str(tmp_path / "p")])
+    result = CliRunner().invoke(
+        cli, ["report", str(saved), "--format", "md", "--plots", str(tmp_path / "p")]
+    )
     assert result.exit_code == 0, result.output
     assert result.stdout == render_table(table, "md")
     assert (tmp_path / "p" / "efficiency.png").is_file()

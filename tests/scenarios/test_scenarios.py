@@ -44,10 +44,13 @@ def scored(request, tmp_path, monkeypatch):
 
 def test_scenario_diagnosis_meets_its_expectations(scored):
     expected, score = scored
-    assert not score.missed, (f"{expected.name}: {score.missed} did not fail ({score.failed}); "
-                              f"why: {score.why_missed}")
+    assert not score.missed, (
+        f"{expected.name}: {score.missed} did not fail ({score.failed}); why: {score.why_missed}"
+    )
     assert not score.unexpected, f"{expected.name}: unexpected warnings {score.unexpected}"
     assert not score.fired_forbidden, f"{expected.name}: {score.fired_forbidden} must not fire"
-    assert score.top_ok is not False, f"{expected.name}: {score.top} ranks first, not {expected.top}"
+    assert score.top_ok is not False, (
+        f"{expected.name}: {score.top} ranks first, not {expected.top}"
+    )
     if not expected.must_fail:  # the healthy control: nothing at warning or above
         assert score.flagged == []

@@ -29,7 +29,12 @@ def sweep_dir(tmp_path_factory):
 def test_epoch_time_speedup_and_efficiency(sweep_dir):
     table = Store(sweep_dir).scaling_table("sweep-fixture")
     assert [(r.strategy, r.workers) for r in table.rows] == [
-        ("mirrored", 1), ("mirrored", 2), ("mirrored", 4), ("jax", 1), ("jax", 2)]
+        ("mirrored", 1),
+        ("mirrored", 2),
+        ("mirrored", 4),
+        ("jax", 1),
+        ("jax", 2),
+    ]
     m1, m2, m4 = (table.row("mirrored", n) for n in (1, 2, 4))
     # The first epoch (9 s) is left out; N=1 ran twice with steady epochs of 4 s and 6 s.
     assert m1.runs == 2 and m1.epoch_s == pytest.approx(5.0)
@@ -88,9 +93,18 @@ def test_points_without_price_say_so(tmp_path):
 def test_tf_multiworker_counts_the_global_batch_once(tmp_path):
     root = tmp_path / "runs"
     # tf_keras MultiWorkerMirrored: both workers record the global batch of every step.
-    write_run(root, "mw2", sweep_id="s", strategy="multiworker", workers=2, ranks=2,
-              manifest_strategy="CollectiveAllReduceStrategy", epochs=[3.0, 2.0],
-              samples_per_epoch=4096, steps_per_epoch=32)
+    write_run(
+        root,
+        "mw2",
+        sweep_id="s",
+        strategy="multiworker",
+        workers=2,
+        ranks=2,
+        manifest_strategy="CollectiveAllReduceStrategy",
+        epochs=[3.0, 2.0],
+        samples_per_epoch=4096,
+        steps_per_epoch=32,
+    )
     (point,), _ = Store(root).points(root, "s")
     assert point.samples_per_s == pytest.approx(8192 / 5.0)
     assert point.global_batch == pytest.approx(128) and point.per_replica_batch == pytest.approx(64)
@@ -98,12 +112,40 @@ def test_tf_multiworker_counts_the_global_batch_once(tmp_path):
 
 def test_labels_come_from_sweep_file_then_tags_then_manifest(tmp_path):
     root = tmp_path / "runs"
-    write_run(root, "a", sweep_id="s", strategy="ignored", workers=9, tags=False,
-              manifest_strategy="MirroredStrategy", epochs=[1.0], samples_per_epoch=64, steps_per_epoch=1)
-    write_run(root, "b", sweep_id="s", strategy="jax", workers=2, manifest_strategy="DataParallel",
-              epochs=[1.0], samples_per_epoch=64, steps_per_epoch=1)
-    write_sweep(root, SweepRecord(sweep_id="s", configs=[
-        ConfigRecord(strategy="mirrored", workers=4, repeat=1, run_id="b", status="finished")]))
+    write_run(
+        root,
+        "a",
+        sweep_id="s",
+        strategy="ignored",
+        workers=9,
+        tags=False,
+        manifest_strategy="MirroredStrategy",
+        epochs=[1.0],
+        samples_per_epoch=64,
+        steps_per_epoch=1,
+    )
+    write_run(
+        root,
+        "b",
+        sweep_id="s",
+        strategy="jax",
+        workers=2,
+        manifest_strategy="DataParallel",
+        epochs=[1.0],
+        samples_per_epoch=64,
+        steps_per_epoch=1,
+    )
+    write_sweep(
+        root,
+        SweepRecord(
+            sweep_id="s",
+            configs=[
+                ConfigRecord(
+                    strategy="mirrored", workers=4, repeat=1, run_id="b", status="finished"
+                )
+            ],
+        ),
+    )
     points, _ = Store(root).points(root, "s")
     by_id = {p.run_id: p for p in points}
     assert (by_id["a"].strategy, by_id["a"].workers) == ("mirrored", 9)  # manifest: class, replicas
@@ -112,16 +154,44 @@ def test_labels_come_from_sweep_file_then_tags_then_manifest(tmp_path):
 
 def test_failures_from_runs_and_sweep_file(tmp_path):
     root = tmp_path / "runs"
-    write_run(root, "s-mirrored-n1-r0", sweep_id="s", strategy="mirrored", workers=1,
-              epochs=[1.0, 1.0], samples_per_epoch=64, steps_per_epoch=1)
-    write_sweep(root, SweepRecord(sweep_id="s", configs=[
-        ConfigRecord(strategy="mirrored", workers=1, run_id="s-mirrored-n1-r0", status="finished"),
-        ConfigRecord(strategy="multiworker", workers=2, run_id="s-multiworker-n2-r0", status="failed",
-                     reason="worker 1 was killed by SIGKILL", hint="a peer stopped", log_tail="x")]))
+    write_run(
+        root,
+        "s-mirrored-n1-r0",
+        sweep_id="s",
+        strategy="mirrored",
+        workers=1,
+        epochs=[1.0, 1.0],
+        samples_per_epoch=64,
+        steps_per_epoch=1,
+    )
+    write_sweep(
+        root,
+        SweepRecord(
+            sweep_id="s",
+            configs=[
+                ConfigRecord(
+                    strategy="mirrored", workers=1, run_id="s-mirrored-n1-r0", status="finished"
+                ),
+                ConfigRecord(
+                    strategy="multiworker",
+                    workers=2,
+                    run_id="s-multiworker-n2-r0",
+                    status="failed",
+                    reason="worker 1 was killed by SIGKILL",
+                    hint="a peer stopped",
+                    log_tail="x",
+                ),
+            ],
+        ),
+    )
     table = Store(root).scaling_table("s")
     assert [(r.strategy, r.workers) for r in table.rows] == [("mirrored", 1)]
     (failure,) = table.failures
-    assert (failure.strategy, failure.workers, failure.reason) == ("multiworker", 2, "worker 1 was killed by SIGKILL")
+    assert (failure.strategy, failure.workers, failure.reason) == (
+        "multiworker",
+        2,
+        "worker 1 was killed by SIGKILL",
+    )
     assert failure.hint == "a peer stopped"
 
 
@@ -131,31 +201,73 @@ def test_store_table_takes_every_run(sweep_dir):
 
 
 def test_build_table_from_points_with_gpu_and_trace_data():
-    pts = [Point(run_id="a", strategy="s", workers=1, status="finished", epochs=2, epoch_s=4.0,
-                 gpu_util=90.0, energy_wh=10.0, energy_j_per_sample=0.5, compute_percent=80.0,
-                 communication_percent=5.0),
-           Point(run_id="b", strategy="s", workers=2, status="finished", epochs=4, epoch_s=2.5,
-                 gpu_util=70.0, energy_wh=12.0, energy_j_per_sample=0.6, compute_percent=60.0,
-                 communication_percent=25.0, communication_overlap=0.4)]
+    pts = [
+        Point(
+            run_id="a",
+            strategy="s",
+            workers=1,
+            status="finished",
+            epochs=2,
+            epoch_s=4.0,
+            gpu_util=90.0,
+            energy_wh=10.0,
+            energy_j_per_sample=0.5,
+            compute_percent=80.0,
+            communication_percent=5.0,
+        ),
+        Point(
+            run_id="b",
+            strategy="s",
+            workers=2,
+            status="finished",
+            epochs=4,
+            epoch_s=2.5,
+            gpu_util=70.0,
+            energy_wh=12.0,
+            energy_j_per_sample=0.6,
+            compute_percent=60.0,
+            communication_percent=25.0,
+            communication_overlap=0.4,
+        ),
+    ]
     table = build_table(pts)
     a, b = table.rows
-    assert a.energy_wh_per_epoch == pytest.approx(5.0) and b.energy_wh_per_epoch == pytest.approx(3.0)
+    assert a.energy_wh_per_epoch == pytest.approx(5.0) and b.energy_wh_per_epoch == pytest.approx(
+        3.0
+    )
     # 25 % communication, 40 % of it hidden under compute: 15 points exposed; device compute 60.
-    assert b.exposed_communication_percent == pytest.approx(15.0) and b.compute_percent == pytest.approx(60.0)
+    assert b.exposed_communication_percent == pytest.approx(
+        15.0
+    ) and b.compute_percent == pytest.approx(60.0)
     assert b.other_percent == pytest.approx(25.0) and b.communication_overlap == pytest.approx(0.4)
-    assert a.exposed_communication_percent == pytest.approx(5.0) and a.other_percent == pytest.approx(15.0)
+    assert a.exposed_communication_percent == pytest.approx(
+        5.0
+    ) and a.other_percent == pytest.approx(15.0)
     assert b.efficiency == pytest.approx(4.0 / 2.5 / 2)
     assert "no GPU data" not in b.notes and "no trace data" not in b.notes
-    assert table.notes == [("no price: pass --instance-type to `advisor scale` or --price-per-hour "
-                           "to `advisor report` for samples per dollar")]
+    assert table.notes == [
+        (
+            "no price: pass --instance-type to `advisor scale` or --price-per-hour "
+            "to `advisor report` for samples per dollar"
+        )
+    ]
 
 
 def test_host_compute_share_that_counts_collectives():
     # On CPU, XProf's host compute share (92 %) includes the collectives' time: 70 % of the step
     # is communication, 10 % of it overlapped, so 63 points are exposed and 29 are computation.
-    pt = Point(run_id="c", strategy="multiworker", workers=2, status="finished", epochs=1, epoch_s=1.0,
-               compute_percent=92.0, compute_includes_communication=True, communication_percent=70.0,
-               communication_overlap=0.1)
+    pt = Point(
+        run_id="c",
+        strategy="multiworker",
+        workers=2,
+        status="finished",
+        epochs=1,
+        epoch_s=1.0,
+        compute_percent=92.0,
+        compute_includes_communication=True,
+        communication_percent=70.0,
+        communication_overlap=0.1,
+    )
     (row,) = build_table([pt]).rows
     assert row.exposed_communication_percent == pytest.approx(63.0)
     assert row.compute_percent == pytest.approx(29.0) and row.other_percent == pytest.approx(8.0)
@@ -163,8 +275,17 @@ def test_host_compute_share_that_counts_collectives():
 
 def test_killed_run_is_a_failure_not_a_point(tmp_path):
     root = tmp_path / "runs"
-    path = write_run(root, "k", sweep_id="s", strategy="mirrored", workers=1, epochs=[1.0],
-                     samples_per_epoch=64, steps_per_epoch=1, status="running")
+    path = write_run(
+        root,
+        "k",
+        sweep_id="s",
+        strategy="mirrored",
+        workers=1,
+        epochs=[1.0],
+        samples_per_epoch=64,
+        steps_per_epoch=1,
+        status="running",
+    )
     assert RunReader(path).read().status in ("running", "killed")
     points, failures = Store(root).points(root, "s")
     assert points == [] and failures[0].run_id == "k"
@@ -173,9 +294,19 @@ def test_killed_run_is_a_failure_not_a_point(tmp_path):
 def test_the_table_recommends_and_carries_the_sweeps_d6_findings(tmp_path):
     # jax scales badly: ×2 takes 7 s an epoch against 8 s at ×1 (57% efficiency, D652 fails).
     for workers, epoch, ranks in ((1, 8.0, 1), (2, 7.0, 2)):
-        write_run(tmp_path, f"sw-jax-n{workers}", sweep_id="sw", strategy="jax", workers=workers,
-                  manifest_strategy="DataParallel", epochs=[9.0, epoch], samples_per_epoch=4096 // workers,
-                  steps_per_epoch=64 // workers, ranks=ranks, price_per_hour=1.0)
+        write_run(
+            tmp_path,
+            f"sw-jax-n{workers}",
+            sweep_id="sw",
+            strategy="jax",
+            workers=workers,
+            manifest_strategy="DataParallel",
+            epochs=[9.0, epoch],
+            samples_per_epoch=4096 // workers,
+            steps_per_epoch=64 // workers,
+            ranks=ranks,
+            price_per_hour=1.0,
+        )
     table = Store(tmp_path).scaling_table("sw")
     fastest = next(r for r in table.recommendations if r.goal == "samples_per_s")
     assert (fastest.strategy, fastest.workers) == ("jax", 2)
@@ -195,35 +326,56 @@ def test_the_table_recommends_and_carries_the_sweeps_d6_findings(tmp_path):
 
 
 def test_goodput_is_the_mean_over_a_configurations_runs_that_have_a_budget(tmp_path):
-    common = {"sweep_id": "g", "strategy": "mirrored", "samples_per_epoch": 64, "steps_per_epoch": 1}
+    common = {
+        "sweep_id": "g",
+        "strategy": "mirrored",
+        "samples_per_epoch": 64,
+        "steps_per_epoch": 1,
+    }
     write_run(tmp_path, "g-n1-r0", workers=1, epochs=[1.0, 1.0], extra=[budget(0.5)], **common)
     write_run(tmp_path, "g-n1-r1", workers=1, epochs=[1.0, 1.0], extra=[budget(0.7)], **common)
-    write_run(tmp_path, "g-n2-r0", workers=2, epochs=[1.0, 0.5], **common)  # trained without a budget
+    write_run(
+        tmp_path, "g-n2-r0", workers=2, epochs=[1.0, 0.5], **common
+    )  # trained without a budget
     write_run(tmp_path, "g-n4-r0", workers=4, epochs=[1.0, 0.3], extra=[budget(0.9)], **common)
     write_run(tmp_path, "g-n4-r1", workers=4, epochs=[1.0, 0.3], **common)
     table = Store(tmp_path).scaling_table("g")
     assert table.row("mirrored", 1).goodput == pytest.approx(0.6)
     assert table.row("mirrored", 2).goodput is None  # unknown, not 0
-    assert table.row("mirrored", 4).goodput == pytest.approx(0.9)  # the run without a budget does not count
+    assert table.row("mirrored", 4).goodput == pytest.approx(
+        0.9
+    )  # the run without a budget does not count
     assert table.to_frame().attrs["units"]["goodput"] == "fraction"
 
     def report(fmt: str) -> str:
-        result = CliRunner().invoke(cli, ["--runs-dir", str(tmp_path), "report", "g", "--format", fmt])
+        result = CliRunner().invoke(
+            cli, ["--runs-dir", str(tmp_path), "report", "g", "--format", fmt]
+        )
         assert result.exit_code == 0, result.output
         return result.output
 
     lines = report("text").splitlines()
-    at = next(i for i, line in enumerate(lines) if line.startswith("strategy") and "epoch time" in line)
+    at = next(
+        i for i, line in enumerate(lines) if line.startswith("strategy") and "epoch time" in line
+    )
     header = re.split(r"\s{2,}", lines[at].strip())
-    cells = {row["workers"]: row for row in (dict(zip(header, re.split(r"\s{2,}", line.strip())))
-                                             for line in lines[at + 1:at + 4])}
+    cells = {
+        row["workers"]: row
+        for row in (
+            dict(zip(header, re.split(r"\s{2,}", line.strip()))) for line in lines[at + 1 : at + 4]
+        )
+    }
     assert [cells[n]["goodput"] for n in ("1", "2", "4")] == ["60%", "n/a", "90%"]
     assert "| 64 | 60% |" in report("md")
     by_workers = {r["workers"]: r for r in csv.DictReader(io.StringIO(report("csv")))}
-    assert float(by_workers["1"]["goodput"]) == pytest.approx(0.6) and by_workers["2"]["goodput"] == ""
+    assert (
+        float(by_workers["1"]["goodput"]) == pytest.approx(0.6) and by_workers["2"]["goodput"] == ""
+    )
     saved = tmp_path / "g.json"
     saved.write_text(report("json"))
-    again = CliRunner().invoke(cli, ["report", str(saved), "--format", "csv"])  # a saved report keeps it
+    again = CliRunner().invoke(
+        cli, ["report", str(saved), "--format", "csv"]
+    )  # a saved report keeps it
     assert float(next(csv.DictReader(io.StringIO(again.output)))["goodput"]) == pytest.approx(0.6)
 
 
@@ -248,18 +400,36 @@ def test_a_split_without_computation_is_not_projected(tmp_path):
     from advisor.store.schema import FactsRecord
 
     for workers, compute in ((1, 45.0), (2, 0.0), (4, 0.0)):
-        trace = FactsRecord(t=0.0, source="trace", values={
-            "trace.device_compute_percent": compute, "trace.communication_percent": 30.0 if workers > 1 else 0.0,
-            "trace.communication_overlap": 0.0})
-        write_run(tmp_path, f"z-jax-n{workers}", sweep_id="z", strategy="jax", workers=workers,
-                  manifest_strategy="DataParallel", epochs=[9.0, 8.0 / workers ** 0.5],
-                  samples_per_epoch=4096 // workers, steps_per_epoch=64 // workers, ranks=workers, extra=[trace])
+        trace = FactsRecord(
+            t=0.0,
+            source="trace",
+            values={
+                "trace.device_compute_percent": compute,
+                "trace.communication_percent": 30.0 if workers > 1 else 0.0,
+                "trace.communication_overlap": 0.0,
+            },
+        )
+        write_run(
+            tmp_path,
+            f"z-jax-n{workers}",
+            sweep_id="z",
+            strategy="jax",
+            workers=workers,
+            manifest_strategy="DataParallel",
+            epochs=[9.0, 8.0 / workers**0.5],
+            samples_per_epoch=4096 // workers,
+            steps_per_epoch=64 // workers,
+            ranks=workers,
+            extra=[trace],
+        )
     table = Store(tmp_path).scaling_table("z")
     assert [table.row("jax", n).compute_percent for n in (1, 2, 4)] == [45.0, 0.0, 0.0]
     assert (table.row("jax", 4).step_ms or 0) > 0 and table.row("jax", 4).per_replica_batch
     assert [r.goal for r in table.recommendations] == ["samples_per_s"]  # no projection
-    note = ("no projection for jax: the trace found no computation at ×2 and ×4 (0 ms of the step), so its "
-            "step cannot be split to project a larger size")
+    note = (
+        "no projection for jax: the trace found no computation at ×2 and ×4 (0 ms of the step), so its "
+        "step cannot be split to project a larger size"
+    )
     assert note in table.notes
     from advisor.render.scaling import render_table
 

@@ -19,8 +19,17 @@ from advisor.store import reader  # noqa: E402
 def store_dir(tmp_path):
     root = tmp_path / "runs"
     write_sweep_runs(root)  # one sweep: six runs of five configurations
-    write_run(root, "plain-1", sweep_id=None, strategy="single", workers=1, epochs=[2.0, 1.0],
-              samples_per_epoch=640, steps_per_epoch=10, tags=False)
+    write_run(
+        root,
+        "plain-1",
+        sweep_id=None,
+        strategy="single",
+        workers=1,
+        epochs=[2.0, 1.0],
+        samples_per_epoch=640,
+        steps_per_epoch=10,
+        tags=False,
+    )
     return root
 
 
@@ -67,11 +76,15 @@ def test_show_derives_once_for_summary_and_diagnosis(store_dir, counted, monkeyp
 def test_runs_json_lists_an_unreadable_run_and_goes_on(store_dir):
     (store_dir / "broken").mkdir()
     (store_dir / "broken" / "run.json").write_text("{not json", encoding="utf-8")
-    result = CliRunner().invoke(cli, ["--runs-dir", str(store_dir), "runs", "--format", "json", "--limit", "0"])
+    result = CliRunner().invoke(
+        cli, ["--runs-dir", str(store_dir), "runs", "--format", "json", "--limit", "0"]
+    )
     assert result.exit_code == 0, result.output
     rows = {r["run_id"]: r for r in json.loads(result.output)}
     assert rows["broken"]["status"] == "unreadable" and "run.json" in rows["broken"]["error"]
-    assert rows["plain-1"]["samples_per_s"] == pytest.approx(1280 / 3.0)  # two windows: 640 samples in 2 s and in 1 s
+    assert rows["plain-1"]["samples_per_s"] == pytest.approx(
+        1280 / 3.0
+    )  # two windows: 640 samples in 2 s and in 1 s
 
 
 def test_the_same_run_object_serves_every_question(store_dir):

@@ -37,7 +37,20 @@ def test_one_stalled_round_on_each_side_does_not_move_the_band():
 def test_rounds_where_an_arm_stalled_are_set_aside():
     # Four of twelve cached segments crawled at 1–20 % of their usual speed (a busy host), the real
     # input (which mostly waits) did not: a 97 % cost that the stalls would have hidden.
-    cached = [28000.0, 313.0, 29000.0, 398.0, 29400.0, 22000.0, 4973.0, 28800.0, 29500.0, 758.0, 24600.0, 22000.0]
+    cached = [
+        28000.0,
+        313.0,
+        29000.0,
+        398.0,
+        29400.0,
+        22000.0,
+        4973.0,
+        28800.0,
+        29500.0,
+        758.0,
+        24600.0,
+        22000.0,
+    ]
     real = [820.0, 800.0, 830.0, 790.0, 815.0, 805.0, 810.0, 825.0, 800.0, 812.0, 818.0, 808.0]
     assert bands.stalled_count(real, cached) == 4
     costs = bands.paired(real, cached, bands.input_cost)
@@ -74,12 +87,18 @@ def test_identical_arms_are_outside_the_band_no_more_often_than_the_binomial_bou
         if noise == "normal":
             return 1.0 + rng.gauss(0.0, 0.05)
         if noise == "heavy-tailed":
-            return 1.0 + 0.05 * rng.gauss(0.0, 1.0) / max(abs(rng.gauss(0.0, 1.0)), 0.05)  # Cauchy-like
-        return 1.0 / (1.0 + (rng.expovariate(1.0) if rng.random() < 0.2 else 0.0))  # a stall now and then
+            return 1.0 + 0.05 * rng.gauss(0.0, 1.0) / max(
+                abs(rng.gauss(0.0, 1.0)), 0.05
+            )  # Cauchy-like
+        return 1.0 / (
+            1.0 + (rng.expovariate(1.0) if rng.random() < 0.2 else 0.0)
+        )  # a stall now and then
 
     trials, outside = 20000, 0
     for _ in range(trials):
-        costs = bands.paired([segment() for _ in range(12)], [segment() for _ in range(12)], bands.input_cost)
+        costs = bands.paired(
+            [segment() for _ in range(12)], [segment() for _ in range(12)], bands.input_cost
+        )
         band = bands.band(costs)
         assert band is not None
         outside += band.above_zero

@@ -15,6 +15,9 @@ def test_a_fast_input_on_a_cpu_cannot_cost_a_fifth_of_the_step():
     assert most == pytest.approx(2 * 2 * 810.0 / 243_000.0) and most < 0.02
     assert beyond_the_inputs_work(0.19, 810.0, 830.0, 2, "cpu") is None  # a slow input: a real cost
     assert beyond_the_inputs_work(0.19, 810.0, 243_000.0, 2, "gpu") is None
-    assert beyond_the_inputs_work(0.19, 810.0, 243_000.0, 2, None) is None  # device unknown: as measured
-    assert beyond_the_inputs_work(0.19, 810.0, None, 2, "cpu") is None  # no data-only rate: as measured
-
+    assert (
+        beyond_the_inputs_work(0.19, 810.0, 243_000.0, 2, None) is None
+    )  # device unknown: as measured
+    assert (
+        beyond_the_inputs_work(0.19, 810.0, None, 2, "cpu") is None
+    )  # no data-only rate: as measured

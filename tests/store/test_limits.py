@@ -22,17 +22,22 @@ from advisor.store.limits import (
 
 def test_plain_documents_parse():
     assert parse_json(b'{"a": [1, 2.5, "x", null, true]}') == {"a": [1, 2.5, "x", None, True]}
-    assert parse_json('{"name": "caf\\u00e9 \\ud83d\\ude00"}') == {"name": "café 😀"}  # a valid pair stays
+    assert parse_json('{"name": "caf\\u00e9 \\ud83d\\ude00"}') == {
+        "name": "café 😀"
+    }  # a valid pair stays
 
 
-@pytest.mark.parametrize("text, reason", [
-    ("[" * 40 + "]" * 40, "nested deeper than 32 levels"),
-    ("[" * 5000 + "]" * 5000, "nested deeper than 32 levels"),
-    ('{"n": ' + "9" * 5000 + "}", "not JSON"),
-    ('{"pid": ' + str(2**63) + "}", "integer out of range (19 digits)"),
-    ('{"n": -' + str(2**70) + "}", "integer out of range"),
-    ("{not json", "not JSON"),
-])
+@pytest.mark.parametrize(
+    "text, reason",
+    [
+        ("[" * 40 + "]" * 40, "nested deeper than 32 levels"),
+        ("[" * 5000 + "]" * 5000, "nested deeper than 32 levels"),
+        ('{"n": ' + "9" * 5000 + "}", "not JSON"),
+        ('{"pid": ' + str(2**63) + "}", "integer out of range (19 digits)"),
+        ('{"n": -' + str(2**70) + "}", "integer out of range"),
+        ("{not json", "not JSON"),
+    ],
+)
 def test_documents_that_break_a_limit_are_refused_with_the_reason(text, reason):
     with pytest.raises(BadInput, match=reason.replace("(", r"\(").replace(")", r"\)")):
         parse_json(text.encode())
@@ -45,7 +50,12 @@ def test_largest_allowed_integer_and_nesting_pass():
 
 def test_non_finite_numbers_read_as_missing():
     assert parse_json(b'{"a": NaN, "b": Infinity, "c": -Infinity, "d": 1e999, "e": 1e308}') == {
-        "a": None, "b": None, "c": None, "d": None, "e": 1e308}
+        "a": None,
+        "b": None,
+        "c": None,
+        "d": None,
+        "e": 1e308,
+    }
 
 
 def test_lone_surrogates_become_the_replacement_character():
@@ -57,11 +67,17 @@ def test_invalid_utf8_is_refused():
         parse_json(b'{"a": "\xff"}')
 
 
-@pytest.mark.parametrize("raw, is_plain", [
-    (b'{"type":"window","t":1.5,"steps":10}', True),
-    (b'{"a": NaN}', False), (b'{"a": 1e400}', False), (b'{"a": 12345678901234567890}', False),
-    (b'{"a": "\\u00e9"}', False), (b"[" * 40, False),
-])
+@pytest.mark.parametrize(
+    "raw, is_plain",
+    [
+        (b'{"type":"window","t":1.5,"steps":10}', True),
+        (b'{"a": NaN}', False),
+        (b'{"a": 1e400}', False),
+        (b'{"a": 12345678901234567890}', False),
+        (b'{"a": "\\u00e9"}', False),
+        (b"[" * 40, False),
+    ],
+)
 def test_plain_lines_are_recognised_in_c(raw, is_plain):
     assert plain(raw) is is_plain
 
@@ -108,7 +124,12 @@ def test_long_lines_are_skipped_not_kept_and_torn_last_lines_flagged(tmp_path):
     path = tmp_path / "worker-0.jsonl"
     path.write_bytes(b'{"a": 1}\n' + b"x" * 5000 + b'\n{"b": 2}\n{"c"')
     got = list(iter_lines(path, max_line=100))
-    assert got == [(1, b'{"a": 1}', True), (2, None, True), (3, b'{"b": 2}', True), (4, b'{"c"', False)]
+    assert got == [
+        (1, b'{"a": 1}', True),
+        (2, None, True),
+        (3, b'{"b": 2}', True),
+        (4, b'{"c"', False),
+    ]
 
 
 def test_paths_from_records_stay_inside_the_run(tmp_path):

@@ -17,13 +17,17 @@ from advisor.store.writer import RunWriter, new_run_id
 
 
 def _window(t: float, steps: int = 10) -> WindowRecord:
-    return WindowRecord(t=t, epoch=0, seconds=1.0, steps=steps, samples=steps * 32, step_begin=0, step_end=steps)
+    return WindowRecord(
+        t=t, epoch=0, seconds=1.0, steps=steps, samples=steps * 32, step_begin=0, step_end=steps
+    )
 
 
 def make_run(runs_dir, close: bool = True) -> RunWriter:
     writer = RunWriter(runs_dir, manifest={"global_batch_size": 32}, name="unit")
     writer.write(_window(time.time()))
-    writer.write(EpochRecord(t=time.time(), epoch=0, seconds=1.0, train_seconds=1.0, steps=10, samples=320))
+    writer.write(
+        EpochRecord(t=time.time(), epoch=0, seconds=1.0, train_seconds=1.0, steps=10, samples=320)
+    )
     if close:
         writer.close()
     return writer
@@ -34,7 +38,12 @@ def test_round_trip_and_finished_status(runs_dir):
     run = RunReader(writer.path).read()
     assert run.status == "finished"
     assert run.manifest.global_batch_size == 32
-    assert [type(r).__name__ for r in run.records[0]] == ["StartRecord", "WindowRecord", "EpochRecord", "EndRecord"]
+    assert [type(r).__name__ for r in run.records[0]] == [
+        "StartRecord",
+        "WindowRecord",
+        "EpochRecord",
+        "EndRecord",
+    ]
     assert run.of_type(WindowRecord)[0].samples == 320
     assert run.warnings == []
 

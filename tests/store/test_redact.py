@@ -25,27 +25,50 @@ S = {
     "basic": "UzNudGluZWxCYXNpYzAwMTM=",
 }
 ARGV = [
-    "python", "train.py", "--hf-token", S["hf"], f"--db-password={S['pw']}",
-    f"--data=s3://bucket/x?X-Amz-Credential={S['aws_id']}", "--api-key", S["wandb"],
-    f"postgres://trainer:{S['url_pw']}@db.internal:5432/runs", "--key", S["key"],
-    "--epochs", "3", "--max-tokens", "512", "--tokenizer", "bert-base",
+    "python",
+    "train.py",
+    "--hf-token",
+    S["hf"],
+    f"--db-password={S['pw']}",
+    f"--data=s3://bucket/x?X-Amz-Credential={S['aws_id']}",
+    "--api-key",
+    S["wandb"],
+    f"postgres://trainer:{S['url_pw']}@db.internal:5432/runs",
+    "--key",
+    S["key"],
+    "--epochs",
+    "3",
+    "--max-tokens",
+    "512",
+    "--tokenizer",
+    "bert-base",
 ]
 LOG_TAIL = f"""Traceback (most recent call last):
-  requests.exceptions.HTTPError: 401 for https://alice:{S['url_pw']}@example.com/api
-AWS_ACCESS_KEY_ID={S['aws_id']} AWS_SECRET_ACCESS_KEY={S['aws_secret']}
-GITHUB_TOKEN={S['gh']}
-{{"password": "{S['pw']}", "lr": 0.001}}
-headers: {{'Authorization': 'Bearer {S['bearer']}'}}
-Authorization: Basic {S['basic']}
-session token {S['jwt']}
+  requests.exceptions.HTTPError: 401 for https://alice:{S["url_pw"]}@example.com/api
+AWS_ACCESS_KEY_ID={S["aws_id"]} AWS_SECRET_ACCESS_KEY={S["aws_secret"]}
+GITHUB_TOKEN={S["gh"]}
+{{"password": "{S["pw"]}", "lr": 0.001}}
+headers: {{'Authorization': 'Bearer {S["bearer"]}'}}
+Authorization: Basic {S["basic"]}
+session token {S["jwt"]}
 """
 
 
 def test_a_sweep_file_holds_no_secret_but_keeps_the_rest(tmp_path):
-    record = SweepRecord(sweep_id="s1", command=list(ARGV), configs=[
-        ConfigRecord(strategy="jax", workers=2, run_id="s1-jax-n2-r0", status="failed",
-                     reason=f"worker 1 failed: invalid token {S['hf']}", log_tail=LOG_TAIL),
-    ])
+    record = SweepRecord(
+        sweep_id="s1",
+        command=list(ARGV),
+        configs=[
+            ConfigRecord(
+                strategy="jax",
+                workers=2,
+                run_id="s1-jax-n2-r0",
+                status="failed",
+                reason=f"worker 1 failed: invalid token {S['hf']}",
+                log_tail=LOG_TAIL,
+            ),
+        ],
+    )
     path = write_sweep(tmp_path, record)
     text = path.read_text()
     leaked = [name for name, secret in S.items() if secret in text]
@@ -54,20 +77,42 @@ def test_a_sweep_file_holds_no_secret_but_keeps_the_rest(tmp_path):
     saved = read_sweep(path)
     assert saved.command[:4] == ["python", "train.py", "--hf-token", REDACTED]
     assert "--db-password=***" in saved.command and "--key" in saved.command
-    assert saved.command[-6:] == ["--epochs", "3", "--max-tokens", "512", "--tokenizer", "bert-base"]
+    assert saved.command[-6:] == [
+        "--epochs",
+        "3",
+        "--max-tokens",
+        "512",
+        "--tokenizer",
+        "bert-base",
+    ]
     assert "postgres://***@db.internal:5432/runs" in saved.command
     tail = saved.configs[0].log_tail
-    assert "AWS_SECRET_ACCESS_KEY=***" in tail and "GITHUB_TOKEN=***" in tail and '"lr": 0.001' in tail
+    assert (
+        "AWS_SECRET_ACCESS_KEY=***" in tail and "GITHUB_TOKEN=***" in tail and '"lr": 0.001' in tail
+    )
     assert "401 for https://***@example.com/api" in tail
     assert json.loads(text)["configs"][0]["status"] == "failed"
 
 
-@pytest.mark.parametrize("name, secret", [
-    ("--hf-token", True), ("WANDB_API_KEY", True), ("apiKey", True), ("db_password", True),
-    ("AWS_SECRET_ACCESS_KEY", True), ("client_secret", True), ("--key", True), ("Authorization", True),
-    ("--max-tokens", False), ("--tokenizer", False), ("--keep-checkpoints", False), ("--epochs", False),
-    ("monkey", False), ("sort_key", False),
-])
+@pytest.mark.parametrize(
+    "name, secret",
+    [
+        ("--hf-token", True),
+        ("WANDB_API_KEY", True),
+        ("apiKey", True),
+        ("db_password", True),
+        ("AWS_SECRET_ACCESS_KEY", True),
+        ("client_secret", True),
+        ("--key", True),
+        ("Authorization", True),
+        ("--max-tokens", False),
+        ("--tokenizer", False),
+        ("--keep-checkpoints", False),
+        ("--epochs", False),
+        ("monkey", False),
+        ("sort_key", False),
+    ],
+)
 def test_secret_names(name, secret):
     assert is_secret_name(name) is secret
 
@@ -80,9 +125,13 @@ def test_redaction_is_idempotent_and_leaves_plain_text_alone():
     assert redact_argv(redact_argv(ARGV)) == redact_argv(ARGV)
 
 
-@pytest.mark.parametrize("prefix", ["unrecognized arguments: ", "error: ", "args: ", "cmd=", "note: x "])
-@pytest.mark.parametrize("secret", ["--api-key=sk-short12", "--hf-token=abc123", "DB_PASSWORD=hunter2",
-                                    "--auth-token=t0k3n"])
+@pytest.mark.parametrize(
+    "prefix", ["unrecognized arguments: ", "error: ", "args: ", "cmd=", "note: x "]
+)
+@pytest.mark.parametrize(
+    "secret",
+    ["--api-key=sk-short12", "--hf-token=abc123", "DB_PASSWORD=hunter2", "--auth-token=t0k3n"],
+)
 def test_a_secret_behind_a_harmless_name_is_hidden(prefix, secret):
     # argparse's "unrecognized arguments: --api-key=sk-…" in a worker's log tail: the outer
     # "arguments: …" assignment matched first and hid the inner one from the name check.

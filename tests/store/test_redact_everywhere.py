@@ -17,28 +17,62 @@ ALNUM = string.ascii_letters + string.digits
 body = st.text(alphabet=ALNUM, min_size=36, max_size=48)
 # Token shapes, whatever their surroundings call them.
 shaped = st.one_of(
-    body.map(lambda b: "hf_" + b), body.map(lambda b: "ghp_" + b), body.map(lambda b: "sk-" + b),
-    st.text(alphabet=string.ascii_uppercase + string.digits, min_size=16, max_size=16).map(lambda b: "AKIA" + b),
-    body.map(lambda b: "xoxb-" + b), body.map(lambda b: "glpat-" + b[:24]),
+    body.map(lambda b: "hf_" + b),
+    body.map(lambda b: "ghp_" + b),
+    body.map(lambda b: "sk-" + b),
+    st.text(alphabet=string.ascii_uppercase + string.digits, min_size=16, max_size=16).map(
+        lambda b: "AKIA" + b
+    ),
+    body.map(lambda b: "xoxb-" + b),
+    body.map(lambda b: "glpat-" + b[:24]),
 )
 # Values that only their name marks as secret.
 plain = st.text(alphabet=ALNUM + "/+", min_size=8, max_size=32).filter(lambda v: v[0].isalnum())
-names = st.sampled_from(["password", "DB_PASSWORD", "api_key", "apiKey", "secret", "auth-token", "WANDB_API_KEY",
-                         "client_secret", "private_key", "access-key"])
+names = st.sampled_from(
+    [
+        "password",
+        "DB_PASSWORD",
+        "api_key",
+        "apiKey",
+        "secret",
+        "auth-token",
+        "WANDB_API_KEY",
+        "client_secret",
+        "private_key",
+        "access-key",
+    ]
+)
 
 
 @st.composite
 def named(draw):
     name, value = draw(names), draw(plain)
-    form = draw(st.sampled_from(["{n}={v}", "{n}: {v}", '"{n}": "{v}"', "--{n} {v}", "--{n}={v}", "export {n}={v}",
-                                 "{{'{n}': '{v}'}}"]))
+    form = draw(
+        st.sampled_from(
+            [
+                "{n}={v}",
+                "{n}: {v}",
+                '"{n}": "{v}"',
+                "--{n} {v}",
+                "--{n}={v}",
+                "export {n}={v}",
+                "{{'{n}': '{v}'}}",
+            ]
+        )
+    )
     return form.format(n=name, v=value), value
 
 
-contexts = st.sampled_from([
-    "RuntimeError: upload failed ({})", "unrecognized arguments: {}", "python train.py --epochs 3 {} --lr 0.1",
-    '{{"error": "{}", "code": 401}}', "  File x.py, line 3\n    {}\nValueError", "env: {} PATH=/usr/bin",
-])
+contexts = st.sampled_from(
+    [
+        "RuntimeError: upload failed ({})",
+        "unrecognized arguments: {}",
+        "python train.py --epochs 3 {} --lr 0.1",
+        '{{"error": "{}", "code": 401}}',
+        "  File x.py, line 3\n    {}\nValueError",
+        "env: {} PATH=/usr/bin",
+    ]
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -55,9 +89,12 @@ def test_a_value_named_secret_is_hidden_in_any_text(pair, context):
 
 
 @settings(max_examples=200, deadline=None)
-@given(user=st.text(alphabet=ALNUM, min_size=3, max_size=12),
-       password=st.text(alphabet=ALNUM + "-._~%", min_size=6, max_size=24), host=st.sampled_from(
-    ["db.internal:5432", "example.com", "10.0.0.2"]), scheme=st.sampled_from(["https", "postgres", "s3", "redis"]))
+@given(
+    user=st.text(alphabet=ALNUM, min_size=3, max_size=12),
+    password=st.text(alphabet=ALNUM + "-._~%", min_size=6, max_size=24),
+    host=st.sampled_from(["db.internal:5432", "example.com", "10.0.0.2"]),
+    scheme=st.sampled_from(["https", "postgres", "s3", "redis"]),
+)
 def test_credentials_in_a_url_are_hidden(user, password, host, scheme):
     # (a URL's user information cannot hold "/", "@" or ":" unencoded: RFC 3986)
     out = redact_text(f"cannot open {scheme}://{user}:{password}@{host}/path: timed out")
@@ -68,8 +105,13 @@ def test_credentials_in_a_url_are_hidden(user, password, host, scheme):
 @given(secret=shaped, pair=named())
 def test_json_data_keeps_its_shape_and_loses_its_secrets(secret, pair):
     text, value = pair
-    data = {"reason": f"failed: {secret}", "api_key": value, "nested": [{"message": text, "steps": 12}],
-            "lr": 0.01, "ok": True}
+    data = {
+        "reason": f"failed: {secret}",
+        "api_key": value,
+        "nested": [{"message": text, "steps": 12}],
+        "lr": 0.01,
+        "ok": True,
+    }
     out = redact_value(data)
     dumped = json.dumps(out)
     assert secret not in dumped and value not in dumped
@@ -97,14 +139,21 @@ def test_a_fit_whose_collector_fails_with_a_secret_shares_none(tmp_path):
         name = "uploader"
 
         def on_epoch_end(self, epoch, logs=None) -> None:
-            raise RuntimeError(f"upload to https://bot:{URL_PASSWORD}@tracker.internal/api failed; key {SECRET}")
+            raise RuntimeError(
+                f"upload to https://bot:{URL_PASSWORD}@tracker.internal/api failed; key {SECRET}"
+            )
 
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
     model.compile("sgd", "mse")
     x = np.random.default_rng(0).normal(size=(64, 4)).astype("float32")
-    cb = advisor.AdvisorCallback(tmp_path / "runs", collectors=["throughput", "epochs", Uploader()],
-                                 tags={"wandb_api_key": "S3ntinelTagValue01", "team": "vision"},
-                                 baseline=None, telemetry=False, log_every_seconds=None)
+    cb = advisor.AdvisorCallback(
+        tmp_path / "runs",
+        collectors=["throughput", "epochs", Uploader()],
+        tags={"wandb_api_key": "S3ntinelTagValue01", "team": "vision"},
+        baseline=None,
+        telemetry=False,
+        log_every_seconds=None,
+    )
     history = model.fit(x, x[:, :1], epochs=2, batch_size=16, verbose=0, callbacks=[cb])
     assert len(history.history["loss"]) == 2  # the failing collector did not stop the fit
     shared = [p.read_text() for p in cb.run_path.rglob("*") if p.is_file()]
@@ -113,7 +162,9 @@ def test_a_fit_whose_collector_fails_with_a_secret_shares_none(tmp_path):
         assert result.exit_code in (0, 1, 3), result.output
         shared.append(result.output)
     everything = "\n".join(shared)
-    assert "upload to https://***@tracker.internal/api failed; key ***" in everything  # the event, redacted
+    assert (
+        "upload to https://***@tracker.internal/api failed; key ***" in everything
+    )  # the event, redacted
     for secret in (SECRET, URL_PASSWORD, "S3ntinelTagValue01"):
         assert secret not in everything
     assert '"team": "vision"' in (cb.run_path / "run.json").read_text()  # ordinary tags stay

@@ -20,11 +20,15 @@ FOREIGN = "another-boot/pid:[1]"
 
 
 def manifest(status: str = "running", **fields) -> Manifest:
-    return Manifest.model_validate({"run_id": "r", "created": NOW - 500, "status": status, **fields})
+    return Manifest.model_validate(
+        {"run_id": "r", "created": NOW - 500, "status": status, **fields}
+    )
 
 
 def window(t: float, warmup: bool = False) -> WindowRecord:
-    return WindowRecord(t=t, epoch=0, seconds=1.0, steps=10, samples=320, step_begin=0, step_end=10, warmup=warmup)
+    return WindowRecord(
+        t=t, epoch=0, seconds=1.0, steps=10, samples=320, step_begin=0, step_end=10, warmup=warmup
+    )
 
 
 def start(t: float, scope: str | None = FOREIGN, pid: int | None = 1) -> StartRecord:
@@ -91,10 +95,19 @@ def test_incomplete_reasons():
     assert incomplete_reasons(status, states, good, []) == []
     empty = [start(NOW - 10), window(NOW - 9, warmup=True), EndRecord(t=NOW - 1)]
     assert "no throughput measured" in incomplete_reasons("finished", states, empty, [])[0]
-    broken = [*good, EventRecord(t=NOW, level="error", source="throughput", message="throughput collector failed")]
+    broken = [
+        *good,
+        EventRecord(
+            t=NOW, level="error", source="throughput", message="throughput collector failed"
+        ),
+    ]
     assert incomplete_reasons("finished", states, broken, []) == [
-        "collector 'throughput' failed: throughput collector failed"]
+        "collector 'throughput' failed: throughput collector failed"
+    ]
     lost = [*good[:-1], EndRecord(t=NOW - 1, dropped_records=7)]
-    assert "7 records were lost to write errors" in incomplete_reasons("finished", states, lost, [])[0]
+    assert (
+        "7 records were lost to write errors" in incomplete_reasons("finished", states, lost, [])[0]
+    )
     assert incomplete_reasons("finished", states, good, ["worker-1.jsonl: not a regular file"]) == [
-        "worker-1.jsonl: not a regular file"]
+        "worker-1.jsonl: not a regular file"
+    ]

@@ -16,10 +16,20 @@ from advisor.store.sweep import SWEEP_SCHEMA_VERSION, SweepRecord, read_sweep
 from advisor.store.trace_summary import SUMMARY_VERSION, TraceSummary, load_summary
 
 KINDS = {  # reader, error class, version key, the version it knows, a valid payload
-    "sweep": (read_sweep, RunFormatError, "schema_version", SWEEP_SCHEMA_VERSION,
-              SweepRecord(sweep_id="s1", workers=[1, 2]).model_dump(mode="json")),
-    "trace summary": (load_summary, TraceError, "summary_version", SUMMARY_VERSION,
-                      TraceSummary(steps=5, input_percent=12.5).model_dump(mode="json")),
+    "sweep": (
+        read_sweep,
+        RunFormatError,
+        "schema_version",
+        SWEEP_SCHEMA_VERSION,
+        SweepRecord(sweep_id="s1", workers=[1, 2]).model_dump(mode="json"),
+    ),
+    "trace summary": (
+        load_summary,
+        TraceError,
+        "summary_version",
+        SUMMARY_VERSION,
+        TraceSummary(steps=5, input_percent=12.5).model_dump(mode="json"),
+    ),
 }
 
 
@@ -30,7 +40,9 @@ def _write(tmp_path: Path, content: str) -> Path:
 
 
 @pytest.fixture(params=sorted(KINDS))
-def kind(request: pytest.FixtureRequest) -> tuple[Callable[[Path], Any], type[Exception], str, int, dict[str, Any]]:
+def kind(
+    request: pytest.FixtureRequest,
+) -> tuple[Callable[[Path], Any], type[Exception], str, int, dict[str, Any]]:
     return KINDS[request.param]
 
 
@@ -40,12 +52,15 @@ def test_a_valid_file_is_read_back(kind, tmp_path):
     assert model.model_dump(mode="json") == payload
 
 
-@pytest.mark.parametrize("content, said", [
-    ("{not json", "unreadable"),
-    ("[1, 2]", "not a JSON object"),
-    ('{"%s": "2"}', "is not an integer"),
-    ('{"%s": true}', "is not an integer"),
-])
+@pytest.mark.parametrize(
+    "content, said",
+    [
+        ("{not json", "unreadable"),
+        ("[1, 2]", "not a JSON object"),
+        ('{"%s": "2"}', "is not an integer"),
+        ('{"%s": true}', "is not an integer"),
+    ],
+)
 def test_a_malformed_file_is_one_line_naming_it(kind, tmp_path, content, said):
     read, error, key, _, _ = kind
     path = _write(tmp_path, content.replace("%s", key))
@@ -58,7 +73,10 @@ def test_a_malformed_file_is_one_line_naming_it(kind, tmp_path, content, said):
 def test_a_newer_version_is_refused_not_read_as_ours(kind, tmp_path):
     read, error, key, known, payload = kind
     path = _write(tmp_path, json.dumps({**payload, key: known + 1}))
-    with pytest.raises(error, match=rf"^{re.escape(str(path))}: written by a newer advisor .*{key} {known + 1}\); upgrade advisor$"):
+    with pytest.raises(
+        error,
+        match=rf"^{re.escape(str(path))}: written by a newer advisor .*{key} {known + 1}\); upgrade advisor$",
+    ):
         read(path)
 
 

@@ -19,8 +19,16 @@ from advisor.store.writer import RunWriter
 
 
 def window(i: int) -> WindowRecord:
-    return WindowRecord(t=time.time(), epoch=0, seconds=1.0, steps=10, samples=320,
-                        step_begin=10 * i, step_end=10 * (i + 1), warmup=i == 0)
+    return WindowRecord(
+        t=time.time(),
+        epoch=0,
+        seconds=1.0,
+        steps=10,
+        samples=320,
+        step_begin=10 * i,
+        step_end=10 * (i + 1),
+        warmup=i == 0,
+    )
 
 
 class Disk:
@@ -41,7 +49,9 @@ class Disk:
         raise OSError(self.code, os.strerror(self.code))
 
 
-def test_a_full_disk_drops_records_warns_once_and_the_end_record_follows(runs_dir, monkeypatch, caplog):
+def test_a_full_disk_drops_records_warns_once_and_the_end_record_follows(
+    runs_dir, monkeypatch, caplog
+):
     disk = Disk(monkeypatch)
     writer = RunWriter(runs_dir, manifest={"global_batch_size": 32})
     writer.write(window(0))
@@ -142,7 +152,9 @@ def test_non_finite_values_are_written_as_strict_json(runs_dir):
     assert "NaN" not in last and "Infinity" not in last and json.loads(last)["util"] is None
 
 
-def test_an_end_record_lost_to_a_full_disk_is_said_by_the_writer_and_the_reader(runs_dir, monkeypatch, caplog):
+def test_an_end_record_lost_to_a_full_disk_is_said_by_the_writer_and_the_reader(
+    runs_dir, monkeypatch, caplog
+):
     """The worker file is full when the run closes, the manifest can still be replaced: the run
     reads as finished, with the reason its end record is missing, and training does not say
     'run written'."""
@@ -165,13 +177,21 @@ def test_an_end_record_lost_to_a_full_disk_is_said_by_the_writer_and_the_reader(
     assert writer.end_lost == "No space left on device"
     messages = [r.getMessage() for r in caplog.records]
     assert not any("written to" in m for m in messages)
-    assert any(f"run {writer.run_id} in {writer.path} is not complete: its end record could not be written "
-               "(No space left on device)" in m for m in messages)
+    assert any(
+        f"run {writer.run_id} in {writer.path} is not complete: its end record could not be written "
+        "(No space left on device)" in m
+        for m in messages
+    )
     run = RunReader(writer.path).read()
-    assert run.manifest.end_record_lost == "No space left on device" and run.manifest.dropped_records == 1
+    assert (
+        run.manifest.end_record_lost == "No space left on device"
+        and run.manifest.dropped_records == 1
+    )
     assert run.status == "finished" and run.of_type(EndRecord) == []
-    assert ("worker-0.jsonl: the end record was lost to a write error (No space left on device); "
-            "run.json says 'finished'") in run.incomplete
+    assert (
+        "worker-0.jsonl: the end record was lost to a write error (No space left on device); "
+        "run.json says 'finished'"
+    ) in run.incomplete
 
 
 def test_a_closed_run_with_its_end_record_says_where_it_was_written(runs_dir, caplog):
@@ -183,4 +203,6 @@ def test_a_closed_run_with_its_end_record_says_where_it_was_written(runs_dir, ca
         writer.close()
         report_closed(writer, writer.path)
     assert writer.end_lost is None
-    assert [r.getMessage() for r in caplog.records] == [f"advisor: run {writer.run_id} written to {writer.path}"]
+    assert [r.getMessage() for r in caplog.records] == [
+        f"advisor: run {writer.run_id} written to {writer.path}"
+    ]

@@ -21,12 +21,16 @@ GPU_IS_LOST = pynvml.NVML_ERROR_GPU_IS_LOST
 class FakeGpu:
     name: str = "NVIDIA H100 80GB HBM3"
     uuid: str = "GPU-00000000-0000-0000-0000-000000000000"
-    util: list[float] = field(default_factory=lambda: [50.0])  # cycled, one value per utilization read
+    util: list[float] = field(
+        default_factory=lambda: [50.0]
+    )  # cycled, one value per utilization read
     mem_used: list[int] = field(default_factory=lambda: [40 * 2**30])
     mem_total: int = 80 * 2**30
     power_mw: float = 300_000.0
     energy_mj_per_read: float | None = 300_000.0  # counter step per read; None: not supported
-    unsupported: set[str] = field(default_factory=set)  # NVML function names answering NOT_SUPPORTED
+    unsupported: set[str] = field(
+        default_factory=set
+    )  # NVML function names answering NOT_SUPPORTED
     lost_after_reads: int | None = None  # utilization reads before the GPU is lost
     pids: list[int] = field(default_factory=list)
     reads: int = 0

@@ -16,6 +16,13 @@ FAR_BELOW_A_DELIBERATE_STRAGGLER = 0.35
 
 def assert_healthy_workers(row: Any, findings: list[Any]) -> None:
     assert row.straggler_share is not None, "the wait between the ranks is measured"
-    assert row.straggler_share < FAR_BELOW_A_DELIBERATE_STRAGGLER, (row.straggler, row.straggler_share)
-    named = [f for f in findings if f.code == "D651" and f.strategy == row.strategy and f.workers == row.workers]
+    assert row.straggler_share < FAR_BELOW_A_DELIBERATE_STRAGGLER, (
+        row.straggler,
+        row.straggler_share,
+    )
+    named = [
+        f
+        for f in findings
+        if f.code == "D651" and f.strategy == row.strategy and f.workers == row.workers
+    ]
     assert bool(named) == (row.straggler is not None), (row.straggler, row.straggler_share, named)

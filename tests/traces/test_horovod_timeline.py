@@ -26,8 +26,19 @@ START = 1_700_000_000_000_000  # µs since the epoch
 
 
 def _timeline(path: Path, events: list[dict], close: bool = True) -> Path:
-    meta = [{"name": "process_name", "ph": "M", "pid": 0, "args": {"start_time_since_epoch_in_micros": START}}]
-    text = "[\n" + ",\n".join(json.dumps(e) for e in meta + events) + ("]" if close else ",\n{\"ph\": \"B\", \"na")
+    meta = [
+        {
+            "name": "process_name",
+            "ph": "M",
+            "pid": 0,
+            "args": {"start_time_since_epoch_in_micros": START},
+        }
+    ]
+    text = (
+        "[\n"
+        + ",\n".join(json.dumps(e) for e in meta + events)
+        + ("]" if close else ',\n{"ph": "B", "na')
+    )
     path.write_text(text, encoding="utf-8")
     return path
 
@@ -62,7 +73,9 @@ def test_shares_of_a_timeline_by_hand(tmp_path):
     assert extra["horovod_wire_dtypes"] == {"float16": 6} and extra["horovod_tensors"] == 2
     # Negotiation 5 ms a step, of which all falls before the span starts in step 1.
     assert extra["horovod_negotiate_percent"] == pytest.approx(100 * 10 / 210)
-    assert s.collective_ops == ["ALLREDUCE"] and s.xprof_properties["profiler"] == "horovod-timeline"
+    assert (
+        s.collective_ops == ["ALLREDUCE"] and s.xprof_properties["profiler"] == "horovod-timeline"
+    )
 
 
 def test_training_windows_are_the_basis_when_the_run_is_known(tmp_path):
@@ -99,17 +112,28 @@ def horovod_run(tmp_path):
     return runs, runs / "horovod-ci-horovod-n2-r0", timeline
 
 
-def test_a_real_horovod_run_gets_its_communication_from_the_timeline_and_d606_judges_fp16(horovod_run):
+def test_a_real_horovod_run_gets_its_communication_from_the_timeline_and_d606_judges_fp16(
+    horovod_run,
+):
     runs, run, timeline = horovod_run
     before = Store(runs).analyse(run.name).facts
     assert "trace.communication_percent" not in before
-    assert before["context.horovod_compression"] == "fp16"  # read from the optimizer by the callback
+    assert (
+        before["context.horovod_compression"] == "fp16"
+    )  # read from the optimizer by the callback
     record, summary = attach_timeline(timeline, run)
-    assert record.path.startswith("traces/horovod/") and (run / record.path / "timeline.json").is_file()
+    assert (
+        record.path.startswith("traces/horovod/")
+        and (run / record.path / "timeline.json").is_file()
+    )
     assert "training windows" in summary.xprof_properties["basis"]
     facts = Store(runs).analyse(run.name).facts
-    assert facts["trace.communication_percent"] == pytest.approx(summary.communication_percent, abs=1e-3)
-    assert 15 < facts["trace.communication_percent"] < 100  # 2 CPU workers: communication is expensive
+    assert facts["trace.communication_percent"] == pytest.approx(
+        summary.communication_percent, abs=1e-3
+    )
+    assert (
+        15 < facts["trace.communication_percent"] < 100
+    )  # 2 CPU workers: communication is expensive
     (d606,) = Store(runs).diagnose(run.name, select=["D606"]).findings
     assert d606.status == "pass"  # compressed: nothing to advise
 
@@ -117,9 +141,14 @@ def test_a_real_horovod_run_gets_its_communication_from_the_timeline_and_d606_ju
 def test_d606_fails_on_the_same_timeline_when_the_optimizer_did_not_compress(horovod_run):
     runs, run, timeline = horovod_run
     for worker in run.glob("worker-*.jsonl"):
-        worker.write_text(worker.read_text().replace('"context.horovod_compression":"fp16"',
-                                                     '"context.horovod_compression":"none"'))
-    result = CliRunner().invoke(cli, ["--runs-dir", str(runs), "trace", str(timeline), "--into", run.name])
+        worker.write_text(
+            worker.read_text().replace(
+                '"context.horovod_compression":"fp16"', '"context.horovod_compression":"none"'
+            )
+        )
+    result = CliRunner().invoke(
+        cli, ["--runs-dir", str(runs), "trace", str(timeline), "--into", run.name]
+    )
     assert result.exit_code == 0, result.output
     assert "Horovod timeline" in result.output and "sent as float16" in result.output
     (d606,) = Store(runs).diagnose(run.name, select=["D606"]).findings

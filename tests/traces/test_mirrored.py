@@ -54,8 +54,15 @@ CHILD = textwrap.dedent(
 def mirrored_run(tmp_path_factory):
     runs = tmp_path_factory.mktemp("runs")
     root = Path(__file__).resolve().parents[2]
-    done = subprocess.run([sys.executable, "-c", CHILD, str(runs)], capture_output=True, text=True, timeout=300, check=False,
-                          cwd=root, env={**__import__("os").environ, "PYTHONPATH": str(root)})
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, str(runs)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        cwd=root,
+        env={**__import__("os").environ, "PYTHONPATH": str(root)},
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return RunReader(done.stdout.strip().splitlines()[-1]).read()
 

@@ -31,7 +31,9 @@ XPLANE = next(FIXTURE.rglob("*.xplane.pb"))
 
 
 def _listing(folder: Path) -> dict[str, tuple[int, float]]:
-    return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime) for p in folder.rglob("*")}
+    return {
+        str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime) for p in folder.rglob("*")
+    }
 
 
 @pytest.fixture(scope="module")
@@ -57,8 +59,15 @@ def test_fixture_is_summarised_as_input_bound(summary):
 
 def test_cpu_profile_has_no_device_side_numbers(summary):
     # XProf writes zeros for these on CPU; a zero that was never measured must not become a fact.
-    for field in ("device_compute_percent", "device_idle_percent", "h2d_percent", "d2h_percent",
-                  "compute_16bit_percent", "kernel_launch_percent", "top_ops_host"):
+    for field in (
+        "device_compute_percent",
+        "device_idle_percent",
+        "h2d_percent",
+        "d2h_percent",
+        "compute_16bit_percent",
+        "kernel_launch_percent",
+        "top_ops_host",
+    ):
         assert getattr(summary, field) is None, field
     facts = summary_facts(summary)
     assert "trace.device_idle_percent" not in facts and "trace.h2d_percent" not in facts
@@ -123,7 +132,9 @@ def test_saving_where_it_cannot_write_is_a_trace_error(summary, tmp_path):
 )
 def test_bad_files_give_one_line_errors(tmp_path, content, message):
     bad = tmp_path / "host.xplane.pb"
-    bad.write_bytes(XPLANE.read_bytes()[: XPLANE.stat().st_size // 3] if content is None else content)
+    bad.write_bytes(
+        XPLANE.read_bytes()[: XPLANE.stat().st_size // 3] if content is None else content
+    )
     with pytest.raises(TraceError, match=message) as info:
         summarize(bad)
     assert str(bad) in str(info.value) and "\n" not in str(info.value)
@@ -188,7 +199,9 @@ def test_gpu_profile_with_command_buffers_takes_device_ops_from_the_timeline():
     assert any("16-bit share of compute unknown" in n for n in s.notes)
     device_ops = [op for op in s.top_ops if op.where == "device"]
     assert len(device_ops) >= 5 and any("gemm" in op.name for op in device_ops)
-    assert [op.type for op in s.top_ops if op.where == "host"] == ["GetEventForComputeStreamSyncPoint"]
+    assert [op.type for op in s.top_ops if op.where == "host"] == [
+        "GetEventForComputeStreamSyncPoint"
+    ]
     assert s.top_ops_host == 0  # a PJRT host callback is runtime plumbing, not a CPU fallback
     facts = summary_facts(s)
     assert facts["trace.hardware"] == "GPU" and facts["trace.top_ops_host"] == 0

@@ -20,7 +20,9 @@ from advisor.traces.intervals import merge, overlap, subtract
 from advisor.traces.summarize import summarize
 from advisor.traces.torch_trace import _self_times, summarize_events, summarize_torch
 
-FIXTURE = Path(__file__).parents[1] / "data" / "traces" / "torch_h200" / "torch-gpu.pt.trace.json.gz"
+FIXTURE = (
+    Path(__file__).parents[1] / "data" / "traces" / "torch_h200" / "torch-gpu.pt.trace.json.gz"
+)
 
 
 @pytest.fixture(scope="module")
@@ -37,11 +39,16 @@ def test_gpu_trace_summary(gpu_trace):
     assert summary.hardware == "GPU" and summary.on_device and summary.steps == 11
     facts = summary_facts(summary)
     assert 0 < facts["trace.device_compute_percent"] < 100
-    assert facts["trace.device_idle_percent"] == pytest.approx(100 - facts["trace.device_compute_percent"]
-                                                               - facts["trace.h2d_percent"] - facts["trace.d2h_percent"],
-                                                               abs=2.0)
-    assert facts["trace.input_percent"] + facts["trace.host_compute_percent"] + facts["trace.all_others_percent"] \
-        == pytest.approx(100, abs=0.1)
+    assert facts["trace.device_idle_percent"] == pytest.approx(
+        100
+        - facts["trace.device_compute_percent"]
+        - facts["trace.h2d_percent"]
+        - facts["trace.d2h_percent"],
+        abs=2.0,
+    )
+    assert facts["trace.input_percent"] + facts["trace.host_compute_percent"] + facts[
+        "trace.all_others_percent"
+    ] == pytest.approx(100, abs=0.1)
     assert facts["trace.kernel_launch_percent"] > 0 and facts["trace.communication_percent"] == 0
     # On a GPU the top ops are the kernels (an aten op on a CUDA tensor only launches them).
     ops = facts["trace.top_ops"]
@@ -57,8 +64,11 @@ def test_cpu_timeline_shares_and_self_times():
 
     events = [
         op("ProfilerStep#1", 0, 60, "user_annotation"),
-        op("aten::linear", 0, 40), op("aten::addmm", 5, 30),  # linear's self time: 10
-        op("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 70, 20, "user_annotation"),
+        op("aten::linear", 0, 40),
+        op("aten::addmm", 5, 30),  # linear's self time: 10
+        op(
+            "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 70, 20, "user_annotation"
+        ),
         op("aten::stack", 72, 10),  # inside the input: counted as input, not compute
         op("ProfilerStep#2", 100, 50, "user_annotation"),
         op("aten::mm", 100, 25, tid=2),  # autograd's thread counts too
@@ -80,22 +90,31 @@ def test_interval_helpers():
     assert merge([(5, 7), (0, 2), (1, 3)]) == [(0, 3), (5, 7)]
     assert subtract([(0, 10)], [(2, 3), (5, 6)]) == [(0, 2), (3, 5), (6, 10)]
     assert overlap([(0, 3), (5, 7)], [(2, 6)]) == 2
-    ops = [{"ts": 0, "dur": 10, "pid": 1, "tid": 1}, {"ts": 2, "dur": 3, "pid": 1, "tid": 1},
-           {"ts": 6, "dur": 2, "pid": 1, "tid": 1}]
+    ops = [
+        {"ts": 0, "dur": 10, "pid": 1, "tid": 1},
+        {"ts": 2, "dur": 3, "pid": 1, "tid": 1},
+        {"ts": 6, "dur": 2, "pid": 1, "tid": 1},
+    ]
     self_us = _self_times(ops)
     assert [self_us[id(e)] for e in ops] == [5, 3, 2] and self_us.outermost == {id(ops[0])}
 
 
 def test_without_step_markers_there_is_no_breakdown(tmp_path):
-    trace = {"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 0, "dur": 5, "pid": 1, "tid": 1}]}
+    trace = {
+        "traceEvents": [
+            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 0, "dur": 5, "pid": 1, "tid": 1}
+        ]
+    }
     (tmp_path / "x.pt.trace.json").write_text(json.dumps(trace))
     summary = summarize_torch(tmp_path)
     assert summary.steps == 0 and summary.input_percent is None and summary.top_ops
     assert any("ProfilerStep" in note for note in summary.notes)
 
 
-@pytest.mark.parametrize("content, message", [("", "empty"), ("{not json", "not a readable"),
-                                              ('{"a": 1}', "no traceEvents")])
+@pytest.mark.parametrize(
+    "content, message",
+    [("", "empty"), ("{not json", "not a readable"), ('{"a": 1}', "no traceEvents")],
+)
 def test_bad_traces_are_one_line_errors(tmp_path, content, message):
     (tmp_path / "bad.pt.trace.json").write_text(content)
     with pytest.raises(TraceError, match=message) as info:

@@ -29,12 +29,19 @@ def test_a_plain_pytorch_loop_is_diagnosed_without_fit(tmp_path):
     model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     # backend= is given: other tests may have imported JAX too, and then it is not guessed.
-    with advisor.track(batch_size=64, runs_dir=tmp_path, window_seconds=0.05, warmup_steps=3, log_every_seconds=None,
-                       telemetry_interval_seconds=0.1, backend="torch") as run:
+    with advisor.track(
+        batch_size=64,
+        runs_dir=tmp_path,
+        window_seconds=0.05,
+        warmup_steps=3,
+        log_every_seconds=None,
+        telemetry_interval_seconds=0.1,
+        backend="torch",
+    ) as run:
         assert advisor.current_run() is run
         for _ in range(3):
             for i in range(0, 1000, 64):  # 15 full batches and one of 40
-                xb, yb = x[i:i + 64], y[i:i + 64]
+                xb, yb = x[i : i + 64], y[i : i + 64]
                 opt.zero_grad()
                 torch.nn.functional.mse_loss(model(xb), yb).backward()
                 opt.step()
@@ -57,7 +64,9 @@ def test_a_plain_pytorch_loop_is_diagnosed_without_fit(tmp_path):
     assert sum(w["steps"] for w in windows) == 48 and sum(w["samples"] for w in windows) == 3000
     assert _of(records, "first_step") and _of(records, "host"), "time to first step and telemetry"
     analysis = Store(tmp_path).analyse(run.run_id)
-    assert analysis.facts["context.backend"] == "torch" and analysis.facts["context.device"] == "cpu"
+    assert (
+        analysis.facts["context.backend"] == "torch" and analysis.facts["context.device"] == "cpu"
+    )
     measured = [w for w in windows if not w["warmup"]]
     rate = sum(w["samples"] for w in measured) / sum(w["seconds"] for w in measured)
     assert analysis.facts["throughput.samples_per_s"] == pytest.approx(rate, rel=1e-6)
@@ -92,13 +101,19 @@ def test_a_plain_jax_loop_is_diagnosed_without_fit(tmp_path):
         value, grads = jax.value_and_grad(loss)(p)
         return jax.tree_util.tree_map(lambda a, g: a - 0.01 * g, p, grads), value
 
-    @advisor.tracked(batch_size=32, runs_dir=tmp_path, window_seconds=0.05, warmup_steps=2, log_every_seconds=None,
-                     backend="jax")
+    @advisor.tracked(
+        batch_size=32,
+        runs_dir=tmp_path,
+        window_seconds=0.05,
+        warmup_steps=2,
+        log_every_seconds=None,
+        backend="jax",
+    )
     def train(p, run=None):
         assert run is advisor.current_run() and run is not None
         for _ in range(2):
             for i in range(0, 512, 32):
-                p, value = train_step(p, x[i:i + 32], y[i:i + 32])
+                p, value = train_step(p, x[i : i + 32], y[i : i + 32])
                 value.block_until_ready()  # time the step, not its dispatch
                 run.step()
             run.epoch()
@@ -116,7 +131,9 @@ def test_a_plain_jax_loop_is_diagnosed_without_fit(tmp_path):
 
 
 def test_a_loop_without_epoch_markers_is_one_epoch_and_an_exception_fails_the_run(tmp_path):
-    with advisor.track(batch_size=4, runs_dir=tmp_path, telemetry=False, warmup_steps=0, log_every_seconds=None) as run:
+    with advisor.track(
+        batch_size=4, runs_dir=tmp_path, telemetry=False, warmup_steps=0, log_every_seconds=None
+    ) as run:
         for _ in range(10):
             run.step()
         run.step(2)  # a last, partial batch
@@ -139,7 +156,9 @@ def test_a_loop_without_epoch_markers_is_one_epoch_and_an_exception_fails_the_ru
 
 
 def test_without_a_batch_size_steps_are_counted_and_samples_unknown(tmp_path):
-    with advisor.track(runs_dir=tmp_path, telemetry=False, warmup_steps=0, log_every_seconds=None) as run:
+    with advisor.track(
+        runs_dir=tmp_path, telemetry=False, warmup_steps=0, log_every_seconds=None
+    ) as run:
         for _ in range(4):
             run.step()
     (epoch,) = _of(_records(run.run_path), "epoch")
@@ -160,7 +179,9 @@ def test_tracking_that_cannot_start_never_stops_the_loop(tmp_path, caplog):
                 pass
     assert run.run_path is None and run.steps == 0
     assert "could not start the run" in caplog.text
-    with advisor.track(batch_size=8, runs_dir=tmp_path / "ok", telemetry=False, log_every_seconds=None) as run:
+    with advisor.track(
+        batch_size=8, runs_dir=tmp_path / "ok", telemetry=False, log_every_seconds=None
+    ) as run:
         run.step()
         run.step("many")  # a mistake in the loop's call: recording stops, the loop does not
         run.step()

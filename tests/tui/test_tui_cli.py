@@ -12,14 +12,20 @@ from advisor.cli.main import cli
 def test_help_names_the_three_kinds_of_target():
     result = CliRunner().invoke(cli, ["tui", "--help"])
     assert result.exit_code == 0
-    assert "advisor tui path/to/runs" in result.output and "sweep" in result.output and "--export-dir" in result.output
+    assert (
+        "advisor tui path/to/runs" in result.output
+        and "sweep" in result.output
+        and "--export-dir" in result.output
+    )
 
 
 def test_an_unknown_target_is_one_line_and_exit_2(store):
     result = CliRunner().invoke(cli, ["--runs-dir", str(store), "tui", "no-such-run"])
     assert result.exit_code == 2
-    expected = (f"advisor: error: 'no-such-run' is neither a runs directory nor a run or sweep in {store} "
-                "(see `advisor runs`)")
+    expected = (
+        f"advisor: error: 'no-such-run' is neither a runs directory nor a run or sweep in {store} "
+        "(see `advisor runs`)"
+    )
     assert result.output.strip().splitlines() == [expected]
 
 

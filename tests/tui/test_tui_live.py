@@ -22,8 +22,17 @@ pytestmark = pytest.mark.slow  # drives the real Textual app (seconds per test)
 
 def window(writer: RunWriter, i: int, samples_per_s: float) -> None:
     t = writer.manifest.created + i  # type: ignore[union-attr]
-    writer.write(WindowRecord(t=t, epoch=0, seconds=1.0, steps=10, samples=int(samples_per_s),
-                              step_begin=10 * i, step_end=10 * (i + 1)))
+    writer.write(
+        WindowRecord(
+            t=t,
+            epoch=0,
+            seconds=1.0,
+            steps=10,
+            samples=int(samples_per_s),
+            step_begin=10 * i,
+            step_end=10 * (i + 1),
+        )
+    )
 
 
 def test_appended_records_change_the_chart_and_the_end_turns_it_final(runs_dir):
@@ -46,7 +55,9 @@ def test_appended_records_change_the_chart_and_the_end_turns_it_final(runs_dir):
         await until(pilot, lambda: screen.snapshot is not None and screen.snapshot.final)
         assert "FINISHED" in str(screen.query_one("#title").content)
         await settle(pilot)
-        assert not [w for w in pilot.app.workers if w.group == "live" and not w.is_finished], "polling stopped"
+        assert not [w for w in pilot.app.workers if w.group == "live" and not w.is_finished], (
+            "polling stopped"
+        )
 
     drive(make("growing", runs_dir=runs_dir, poll_s=0.05), scenario)
 
@@ -81,7 +92,8 @@ def test_a_writer_at_10_records_per_second_is_followed_without_loss(runs_dir):
         while not stop.is_set() and i < 25:  # 2.5 s at 10 records/s
             i += 1
             window(writer, i, 100.0 + i) if i % 5 == 0 else writer.write(
-                HostSample(t=1_800_000_000.0 + i, cpu_percent=[float(i)]))
+                HostSample(t=1_800_000_000.0 + i, cpu_percent=[float(i)])
+            )
             written.append(i)
             time.sleep(0.1)
 
@@ -91,9 +103,14 @@ def test_a_writer_at_10_records_per_second_is_followed_without_loss(runs_dir):
         thread.start()
         while thread.is_alive():
             await pilot.pause(0.1)
-        await until(pilot, lambda: screen.snapshot is not None and screen.snapshot.records == 1 + len(written))
+        await until(
+            pilot,
+            lambda: screen.snapshot is not None and screen.snapshot.records == 1 + len(written),
+        )
         assert [y for _, y in screen.snapshot.throughput] == [105.0, 110.0, 115.0, 120.0, 125.0]
-        assert screen.updates <= screen.polls, "at most one redraw per look at the files, however many records"
+        assert screen.updates <= screen.polls, (
+            "at most one redraw per look at the files, however many records"
+        )
 
     try:
         drive(make("steady", runs_dir=runs_dir, poll_s=0.2), scenario)

@@ -137,10 +137,15 @@ def test_compare_two_marked_runs(store):
         compare = pilot.app.screen
         assert isinstance(compare, CompareScreen)
         metrics = compare.query_one("#metrics", DataTable)
-        assert [c.label.plain for c in metrics.ordered_columns][1:] == ["run-healthy", "run-input-bound"]
+        assert [c.label.plain for c in metrics.ordered_columns][1:] == [
+            "run-healthy",
+            "run-input-bound",
+        ]
         differing = compare.query_one("#differing", DataTable)
-        rows = {str(differing.get_row_at(i)[0]): [str(c) for c in differing.get_row_at(i)[2:]]
-                for i in range(differing.row_count)}
+        rows = {
+            str(differing.get_row_at(i)[0]): [str(c) for c in differing.get_row_at(i)[2:]]
+            for i in range(differing.row_count)
+        }
         assert rows["C401"] == ["pass", "fail: error"]
 
     drive(make(), scenario)
@@ -152,7 +157,9 @@ def test_findings_detail_pane_shows_message_evidence_fix_gain_and_docs(store):
         assert isinstance(screen, FindingsScreen)
         table = screen.query_one("#findings", DataTable)
         assert str(table.get_row_at(0)[2]) == "C401" and str(table.get_row_at(1)[2]) == "M108"
-        assert "fail 4" in text_of(screen, "#counts")  # C401, M108; M102 (no price) and M109 (no profile): info
+        assert "fail 4" in text_of(
+            screen, "#counts"
+        )  # C401, M108; M102 (no price) and M109 (no profile): info
         assert "To decide more" in text_of(screen, "#decide")
         detail = screen.query_one(FindingDetail)
         assert detail.code == "C401"
@@ -160,9 +167,17 @@ def test_findings_detail_pane_shows_message_evidence_fix_gain_and_docs(store):
         assert detail.code == "M108"
         body = detail.query_one("#detail-body", Static)
         shown = _plain(body, width=90)
-        for expected in ("input costs 81% of step time", "Fix:", "the input served from memory", "5.3×",
-                         "baseline.cached_samples_per_s", "M108.error_fraction", "docs/rules/M108.md",
-                         "What it checks", "How to fix"):
+        for expected in (
+            "input costs 81% of step time",
+            "Fix:",
+            "the input served from memory",
+            "5.3×",
+            "baseline.cached_samples_per_s",
+            "M108.error_fraction",
+            "docs/rules/M108.md",
+            "What it checks",
+            "How to fix",
+        ):
             assert expected in shown, expected
         await pilot.press("v")  # severity: error
         assert [str(table.get_row_at(i)[2]) for i in range(table.row_count)] == ["C401", "M108"]
@@ -202,9 +217,16 @@ def test_scaling_screen_table_recommendations_plots_and_their_export(store):
         assert isinstance(screen, ScalingScreen)
         grid = screen.query_one("#scaling", DataTable)
         assert grid.row_count == 5
-        assert [c.label.plain for c in grid.ordered_columns][:5] == ["strategy", "workers", "epoch time",
-                                                                    "speedup", "efficiency"]
-        assert "fastest: mirrored ×4 — 772.8 samples/s" in text_of(screen, "#recommendations")  # the report's
+        assert [c.label.plain for c in grid.ordered_columns][:5] == [
+            "strategy",
+            "workers",
+            "epoch time",
+            "speedup",
+            "efficiency",
+        ]
+        assert "fastest: mirrored ×4 — 772.8 samples/s" in text_of(
+            screen, "#recommendations"
+        )  # the report's
         assert "fastest mirrored ×4" in text_of(screen, "#recommendations")  # the measured best
         speedup = screen.query_one("#speedup")
         assert speedup.series["ideal"] == [(1, 1.0), (2, 2.0), (4, 4.0)]
@@ -212,7 +234,10 @@ def test_scaling_screen_table_recommendations_plots_and_their_export(store):
         await pilot.press("p", "e")
         await settle(pilot)
         notes = " | ".join(n.message for n in pilot.app._notifications)
-        assert "exports/sweep-fixture-plots" in notes and "wrote exports/sweep-fixture.scaling.json" in notes
+        assert (
+            "exports/sweep-fixture-plots" in notes
+            and "wrote exports/sweep-fixture.scaling.json" in notes
+        )
 
     drive(make("sweep-fixture"), scenario)
     folder = Path("exports/sweep-fixture-plots")
@@ -230,9 +255,20 @@ def test_recommendations_are_shown_when_the_table_has_them(store):
 
     table = make().data.table("sweep-fixture")
     table.recommendations = [
-        Recommendation("samples_per_dollar", "mirrored", 4, 1_391_094.0, "samples/$", "most samples per dollar"),
-        Recommendation("projection", "mirrored", 8, 1.1, "s/epoch", "from the 12 % communication share",
-                       projected=True, assumptions=["communication grows with log2(N)"], findings=["D601"]),
+        Recommendation(
+            "samples_per_dollar", "mirrored", 4, 1_391_094.0, "samples/$", "most samples per dollar"
+        ),
+        Recommendation(
+            "projection",
+            "mirrored",
+            8,
+            1.1,
+            "s/epoch",
+            "from the 12 % communication share",
+            projected=True,
+            assumptions=["communication grows with log2(N)"],
+            findings=["D601"],
+        ),
     ]
     shown = _plain(Static(Screen._recommendations(table)), width=120)
     assert "cheapest per sample: mirrored ×4 — 1,391,094 samples/$" in shown  # never 1.391e+06
@@ -269,7 +305,9 @@ def test_scaling_of_a_run_outside_a_sweep_is_the_whole_store(store):
         assert isinstance(pilot.app.screen, ScalingScreen) and pilot.app.screen.sweep is None
 
     async def corrupt(pilot):
-        await open_scaling(pilot)  # an unreadable run is one failure line; the others make the table
+        await open_scaling(
+            pilot
+        )  # an unreadable run is one failure line; the others make the table
         table = pilot.app.screen.table
         assert table is not None and table.rows
         assert [f.run_id for f in table.failures] == ["run-corrupt"]
@@ -280,8 +318,14 @@ def test_scaling_of_a_run_outside_a_sweep_is_the_whole_store(store):
         screen = pilot.app.screen
         assert "runs in" in text_of(screen, "#title")
         grid = screen.query_one("#scaling", DataTable)
-        assert {(str(grid.get_row_at(i)[0]), str(grid.get_row_at(i)[1]).strip()) for i in range(grid.row_count)} >= {
-            ("mirrored", "4"), ("jax", "2"), ("single", "1")}  # plain runs are the point "single ×1"
+        assert {
+            (str(grid.get_row_at(i)[0]), str(grid.get_row_at(i)[1]).strip())
+            for i in range(grid.row_count)
+        } >= {
+            ("mirrored", "4"),
+            ("jax", "2"),
+            ("single", "1"),
+        }  # plain runs are the point "single ×1"
 
     drive(make(), corrupt)
     shutil.rmtree(store / "run-corrupt")
@@ -318,12 +362,17 @@ def test_a_corrupt_run_is_a_message_naming_the_file(store):
 def test_a_sweep_without_runs_is_a_message(tmp_path):
     from advisor.store.sweep import SweepRecord, write_sweep
 
-    write_sweep(tmp_path / "runs", SweepRecord(sweep_id="empty-sweep", strategies=["mirrored"], workers=[1, 2]))
+    write_sweep(
+        tmp_path / "runs",
+        SweepRecord(sweep_id="empty-sweep", strategies=["mirrored"], workers=[1, 2]),
+    )
 
     async def scenario(pilot):
         screen = pilot.app.screen
         assert isinstance(screen, ScalingScreen)
-        assert screen.query_one("#message").display and not screen.query_one("#scaling-body").display
+        assert (
+            screen.query_one("#message").display and not screen.query_one("#scaling-body").display
+        )
         assert "no finished runs in sweep empty-sweep to compare" in text_of(screen, "#message")
 
     drive(make("empty-sweep", runs_dir=tmp_path / "runs"), scenario)

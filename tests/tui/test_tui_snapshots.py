@@ -37,7 +37,12 @@ def test_live_screen_of_a_finished_run(store, snap_compare):
     async def before(pilot) -> None:
         await settle(pilot)
         await pilot.press("l")
-        await until(pilot, lambda: isinstance(pilot.app.screen, LiveScreen) and pilot.app.screen.snapshot is not None)
+        await until(
+            pilot,
+            lambda: (
+                isinstance(pilot.app.screen, LiveScreen) and pilot.app.screen.snapshot is not None
+            ),
+        )
         await settle(pilot)
         pilot.app.clear_notifications()
 

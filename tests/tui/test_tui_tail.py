@@ -12,8 +12,16 @@ from advisor.store.writer import RunWriter
 
 
 def window(t: float, i: int, samples: int = 640, warmup: bool = False) -> WindowRecord:
-    return WindowRecord(t=t, epoch=0, seconds=1.0, steps=10, samples=samples, step_begin=10 * i,
-                        step_end=10 * (i + 1), warmup=warmup)
+    return WindowRecord(
+        t=t,
+        epoch=0,
+        seconds=1.0,
+        steps=10,
+        samples=samples,
+        step_begin=10 * i,
+        step_end=10 * (i + 1),
+        warmup=warmup,
+    )
 
 
 def test_tail_reads_only_what_was_appended(runs_dir):
@@ -25,7 +33,10 @@ def test_tail_reads_only_what_was_appended(runs_dir):
     writer.write(window(1001.0, 0))
     writer.write(window(1002.0, 1))
     got = tail.poll()
-    assert [(rank, r.type, r.t) for rank, r in got] == [(0, "window", 1001.0), (0, "window", 1002.0)]
+    assert [(rank, r.type, r.t) for rank, r in got] == [
+        (0, "window", 1001.0),
+        (0, "window", 1002.0),
+    ]
     assert tail.status() == "running"  # this process is the writer, and it is alive
     writer.close("finished")
     assert [r.type for _, r in tail.poll()] == ["end"]
@@ -51,8 +62,12 @@ def test_tail_skips_and_names_a_malformed_line(runs_dir):
     tail.poll()
     with open(writer.path / "worker-0.jsonl", "a", encoding="utf-8") as fh:
         fh.write("{broken\n")
-    writer.write(EpochRecord(t=1001.0, epoch=0, seconds=1.0, train_seconds=1.0, steps=10, samples=320))
-    new = tail.poll()  # the bad line is skipped, as the reader skips it; the next record still comes
+    writer.write(
+        EpochRecord(t=1001.0, epoch=0, seconds=1.0, train_seconds=1.0, steps=10, samples=320)
+    )
+    new = (
+        tail.poll()
+    )  # the bad line is skipped, as the reader skips it; the next record still comes
     assert [type(r).__name__ for _, r in new] == ["EpochRecord"]
     assert len(tail.problems) == 1 and tail.problems[0].startswith("worker-0.jsonl:2:")
 
@@ -87,8 +102,10 @@ def test_a_dead_writer_turns_the_run_killed(runs_dir):
     import subprocess
     import sys
 
-    code = ("import os, sys; from advisor.store.writer import RunWriter; "
-            "RunWriter(sys.argv[1], 'r5'); os._exit(0)")  # a writer that dies without closing its run
+    code = (
+        "import os, sys; from advisor.store.writer import RunWriter; "
+        "RunWriter(sys.argv[1], 'r5'); os._exit(0)"
+    )  # a writer that dies without closing its run
     subprocess.run([sys.executable, "-c", code, str(runs_dir)], check=True, timeout=120)
     live = LiveRun(runs_dir / "r5")
     snap, _ = live.poll()

@@ -32,9 +32,15 @@ def small_input_bound_fit(runs_dir: Path) -> str:
     x = rng.normal(size=(256, 16)).astype("float32")
     y = rng.integers(0, 2, 256).astype("int64")
     ds = tf.data.Dataset.from_tensor_slices((x, y)).map(lambda a, b: (a * 2.0, b)).batch(16)
-    model = keras.Sequential([keras.Input((16,)), keras.layers.Dense(32, activation="relu"), keras.layers.Dense(2)])
-    model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    callback = advisor.AdvisorCallback(runs_dir=runs_dir, window_seconds=0.2, log_every_seconds=None, name="tmux")
+    model = keras.Sequential(
+        [keras.Input((16,)), keras.layers.Dense(32, activation="relu"), keras.layers.Dense(2)]
+    )
+    model.compile(
+        optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    )
+    callback = advisor.AdvisorCallback(
+        runs_dir=runs_dir, window_seconds=0.2, log_every_seconds=None, name="tmux"
+    )
     model.fit(ds, epochs=2, verbose=0, callbacks=[callback])
     return next(p.name for p in runs_dir.iterdir() if (p / "run.json").is_file())
 
@@ -44,7 +50,9 @@ class Tmux:
         self.base = ["tmux", "-L", socket]
 
     def __call__(self, *args: str) -> str:
-        return subprocess.run([*self.base, *args], check=True, capture_output=True, text=True, timeout=20).stdout
+        return subprocess.run(
+            [*self.base, *args], check=True, capture_output=True, text=True, timeout=20
+        ).stdout
 
     def screen(self) -> str:
         return self("capture-pane", "-p", "-t", "tui")
@@ -72,8 +80,10 @@ def test_advisor_tui_in_tmux(tmp_path):
 
     exe = Path(sys.executable).with_name("advisor")
     done = tmp_path / "exit-code"
-    command = (f"cd {tmp_path} && env -u COLUMNS -u LINES ADVISOR_RUNS_DIR={runs_dir} TERM=xterm-256color {exe} tui; "
-               f"echo $? > {done}")
+    command = (
+        f"cd {tmp_path} && env -u COLUMNS -u LINES ADVISOR_RUNS_DIR={runs_dir} TERM=xterm-256color {exe} tui; "
+        f"echo $? > {done}"
+    )
     tmux = Tmux(f"advisor-test-{os.getpid()}")
     tmux("new-session", "-d", "-s", "tui", "-x", str(WIDTH), "-y", str(HEIGHT), command)
     try:

@@ -30,46 +30,108 @@ from advisor.store.writer import RunWriter
 
 T0 = 1_800_000_000.0  # 2027-01-15 08:00 UTC
 
+
 def _pipeline(*stages: dict[str, Any]) -> dict[str, Any]:
     """A pipeline record's values: a tf.data graph summary, source first."""
-    return {"input_kind": "tf.data", "summary": {"stages": [{"kind": "source", "op": "TensorSliceDataset"},
-                                                            *stages], "options": {}}}
+    return {
+        "input_kind": "tf.data",
+        "summary": {
+            "stages": [{"kind": "source", "op": "TensorSliceDataset"}, *stages],
+            "options": {},
+        },
+    }
 
 
-BAD_PIPELINE = _pipeline({"kind": "map", "op": "MapDataset", "fn": "decode", "ordinal": 1},
-                         {"kind": "map", "op": "MapDataset", "fn": "augment", "ordinal": 2},
-                         {"kind": "batch", "op": "BatchDatasetV2", "batch_size": 64})
-GOOD_PIPELINE = _pipeline({"kind": "map", "op": "ParallelMapDatasetV2", "fn": "decode", "ordinal": 1,
-                           "parallel": True, "num_parallel_calls": -1},
-                          {"kind": "batch", "op": "BatchDatasetV2", "batch_size": 64},
-                          {"kind": "prefetch", "op": "PrefetchDataset", "buffer_size": -1})
+BAD_PIPELINE = _pipeline(
+    {"kind": "map", "op": "MapDataset", "fn": "decode", "ordinal": 1},
+    {"kind": "map", "op": "MapDataset", "fn": "augment", "ordinal": 2},
+    {"kind": "batch", "op": "BatchDatasetV2", "batch_size": 64},
+)
+GOOD_PIPELINE = _pipeline(
+    {
+        "kind": "map",
+        "op": "ParallelMapDatasetV2",
+        "fn": "decode",
+        "ordinal": 1,
+        "parallel": True,
+        "num_parallel_calls": -1,
+    },
+    {"kind": "batch", "op": "BatchDatasetV2", "batch_size": 64},
+    {"kind": "prefetch", "op": "PrefetchDataset", "buffer_size": -1},
+)
 
 
-def write_run(runs_dir: Path, run_id: str, *, minute: int, samples_per_s: float, windows: int = 6,
-              pipeline: dict[str, Any] | None = None, baseline: tuple[float, float] | None = None,
-              manifest: dict[str, Any] | None = None, finish: bool = True, cpu: float = 35.0) -> Path:
+def write_run(
+    runs_dir: Path,
+    run_id: str,
+    *,
+    minute: int,
+    samples_per_s: float,
+    windows: int = 6,
+    pipeline: dict[str, Any] | None = None,
+    baseline: tuple[float, float] | None = None,
+    manifest: dict[str, Any] | None = None,
+    finish: bool = True,
+    cpu: float = 35.0,
+) -> Path:
     """A run of ``windows`` 10-s windows at ``samples_per_s``, one epoch per two windows."""
     created = T0 + 60.0 * minute
-    writer = RunWriter(runs_dir, run_id, manifest={"created": created, "strategy": "default",
-                                                   "global_batch_size": 64, **(manifest or {})})
+    writer = RunWriter(
+        runs_dir,
+        run_id,
+        manifest={
+            "created": created,
+            "strategy": "default",
+            "global_batch_size": 64,
+            **(manifest or {}),
+        },
+    )
     if pipeline is not None:
         writer.write(PipelineRecord(t=created + 1, values=pipeline))
     steps = int(samples_per_s * 10 / 64)
     for i in range(windows):
         t = created + 10.0 * (i + 1)
-        writer.write(WindowRecord(t=t, epoch=i // 2, seconds=10.0, steps=steps, samples=steps * 64,
-                                  step_begin=i * steps, step_end=(i + 1) * steps, warmup=i == 0,
-                                  step_count=steps, step_time_mean=10.0 / steps, step_time_std=0.0,
-                                  step_time_max=10.0 / steps))
+        writer.write(
+            WindowRecord(
+                t=t,
+                epoch=i // 2,
+                seconds=10.0,
+                steps=steps,
+                samples=steps * 64,
+                step_begin=i * steps,
+                step_end=(i + 1) * steps,
+                warmup=i == 0,
+                step_count=steps,
+                step_time_mean=10.0 / steps,
+                step_time_std=0.0,
+                step_time_max=10.0 / steps,
+            )
+        )
         writer.write(HostSample(t=t, cpu_percent=[cpu, cpu + 10.0], iowait=1.0))
         if i % 2 == 1:
-            writer.write(EpochRecord(t=t, epoch=i // 2, seconds=20.0, train_seconds=20.0, steps=2 * steps,
-                                     samples=2 * steps * 64))
+            writer.write(
+                EpochRecord(
+                    t=t,
+                    epoch=i // 2,
+                    seconds=20.0,
+                    train_seconds=20.0,
+                    steps=2 * steps,
+                    samples=2 * steps * 64,
+                )
+            )
     if baseline is not None:
         real, cached = baseline
-        writer.write(BaselineRecord(t=created + 10.0 * windows + 1, steps=50, batch_size=64,
-                                    real_samples_per_s=real, cached_samples_per_s=cached, mode="end",
-                                    input_kind="tf.data"))
+        writer.write(
+            BaselineRecord(
+                t=created + 10.0 * windows + 1,
+                steps=50,
+                batch_size=64,
+                real_samples_per_s=real,
+                cached_samples_per_s=cached,
+                mode="end",
+                input_kind="tf.data",
+            )
+        )
     if finish:
         writer.close("finished")
         _fix_times(writer.path, created + 10.0 * windows + 5)
@@ -98,18 +160,44 @@ def _fix_times(path: Path, end: float) -> None:
 
 
 def write_store(runs_dir: Path, *, sweep: bool = True, corrupt: bool = False) -> Path:
-    write_run(runs_dir, "run-input-bound", minute=0, samples_per_s=118.0, pipeline=BAD_PIPELINE,
-              baseline=(118.0, 629.0), manifest={"name": "input-bound"})
-    write_run(runs_dir, "run-healthy", minute=5, samples_per_s=610.0, pipeline=GOOD_PIPELINE,
-              baseline=(610.0, 629.0), manifest={"name": "healthy"})
-    write_run(runs_dir, "run-priced", minute=10, samples_per_s=400.0, pipeline=GOOD_PIPELINE,
-              manifest={"name": "priced", "instance_type": "g5.xlarge", "price_per_hour": 1.006,
-                        "tags": {"team": "vision"}})
+    write_run(
+        runs_dir,
+        "run-input-bound",
+        minute=0,
+        samples_per_s=118.0,
+        pipeline=BAD_PIPELINE,
+        baseline=(118.0, 629.0),
+        manifest={"name": "input-bound"},
+    )
+    write_run(
+        runs_dir,
+        "run-healthy",
+        minute=5,
+        samples_per_s=610.0,
+        pipeline=GOOD_PIPELINE,
+        baseline=(610.0, 629.0),
+        manifest={"name": "healthy"},
+    )
+    write_run(
+        runs_dir,
+        "run-priced",
+        minute=10,
+        samples_per_s=400.0,
+        pipeline=GOOD_PIPELINE,
+        manifest={
+            "name": "priced",
+            "instance_type": "g5.xlarge",
+            "price_per_hour": 1.006,
+            "tags": {"team": "vision"},
+        },
+    )
     if sweep:
         from scaling_fixtures import write_sweep_runs
 
         write_sweep_runs(runs_dir)
-        for i, path in enumerate(sorted(p for p in runs_dir.iterdir() if p.name.startswith("sweep-fixture-"))):
+        for i, path in enumerate(
+            sorted(p for p in runs_dir.iterdir() if p.name.startswith("sweep-fixture-"))
+        ):
             _pin_sweep_run(path, T0 + 60.0 * (20 + i))
     if corrupt:
         path = write_run(runs_dir, "run-corrupt", minute=15, samples_per_s=200.0)

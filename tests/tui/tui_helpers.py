@@ -42,7 +42,9 @@ async def until(pilot: Any, condition: Callable[[], bool], timeout: float = 10.0
         await pilot.pause(0.05)
 
 
-def drive(app: Any, scenario: Callable[[Any], Awaitable[None]], size: tuple[int, int] = SIZE) -> Any:
+def drive(
+    app: Any, scenario: Callable[[Any], Awaitable[None]], size: tuple[int, int] = SIZE
+) -> Any:
     """Run ``scenario(pilot)`` against the app headless; returns the app afterwards."""
 
     async def main() -> None:

@@ -40,10 +40,19 @@ def _fit(runs: Path) -> str:
     rng = np.random.default_rng(0)
     x = rng.normal(size=(4096, 16)).astype("float32")
     y = rng.normal(size=(4096, 1)).astype("float32")
-    model = keras.Sequential([keras.Input((16,)), keras.layers.Dense(32, activation="relu"), keras.layers.Dense(1)])
+    model = keras.Sequential(
+        [keras.Input((16,)), keras.layers.Dense(32, activation="relu"), keras.layers.Dense(1)]
+    )
     model.compile("adam", "mse")
-    callback = advisor.AdvisorCallback(runs_dir=runs, window_seconds=0.2, warmup_steps=2, log_every_seconds=None,
-                                       whatif=None, pipeline=False, price_per_hour=2.0)
+    callback = advisor.AdvisorCallback(
+        runs_dir=runs,
+        window_seconds=0.2,
+        warmup_steps=2,
+        log_every_seconds=None,
+        whatif=None,
+        pipeline=False,
+        price_per_hour=2.0,
+    )
     model.fit(x, y, batch_size=32, epochs=3, verbose=0, callbacks=[callback])
     return callback.session.writer.run_id
 
@@ -51,12 +60,37 @@ def _fit(runs: Path) -> str:
 def _sweep(runs: Path) -> None:
     """mirrored ×1 and ×2, written through the RunWriter as ``advisor scale`` would label them."""
     for workers, (epochs, goodput) in POINTS.items():
-        write_run(runs, f"{SWEEP}-mirrored-n{workers}-r0", sweep_id=SWEEP, strategy="mirrored", workers=workers,
-                  epochs=epochs, samples_per_epoch=4096, steps_per_epoch=64 // workers, price_per_hour=2.0,
-                  extra=[budget(goodput, sum(epochs) + 1.0)])
-    write_sweep(runs, SweepRecord(sweep_id=SWEEP, strategies=["mirrored"], workers=list(POINTS), repeat=1, configs=[
-        ConfigRecord(strategy="mirrored", workers=n, repeat=0, run_id=f"{SWEEP}-mirrored-n{n}-r0", status="finished")
-        for n in POINTS]))
+        write_run(
+            runs,
+            f"{SWEEP}-mirrored-n{workers}-r0",
+            sweep_id=SWEEP,
+            strategy="mirrored",
+            workers=workers,
+            epochs=epochs,
+            samples_per_epoch=4096,
+            steps_per_epoch=64 // workers,
+            price_per_hour=2.0,
+            extra=[budget(goodput, sum(epochs) + 1.0)],
+        )
+    write_sweep(
+        runs,
+        SweepRecord(
+            sweep_id=SWEEP,
+            strategies=["mirrored"],
+            workers=list(POINTS),
+            repeat=1,
+            configs=[
+                ConfigRecord(
+                    strategy="mirrored",
+                    workers=n,
+                    repeat=0,
+                    run_id=f"{SWEEP}-mirrored-n{n}-r0",
+                    status="finished",
+                )
+                for n in POINTS
+            ],
+        ),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +108,9 @@ def shown(text: str, expected: float, scale: float = 1.0) -> None:
     """``text`` (``30,580.3``, ``0.14``, ``47``) is ``expected × scale`` to the digits it shows."""
     value = float(text.replace(",", ""))
     digits = len(text.split(".")[1]) if "." in text else 0
-    assert abs(value - expected * scale) <= 0.5 * 10 ** -digits + 1e-9, f"{text} shown for {expected * scale}"
+    assert abs(value - expected * scale) <= 0.5 * 10**-digits + 1e-9, (
+        f"{text} shown for {expected * scale}"
+    )
 
 
 def one(pattern: str, text: str) -> str:
@@ -91,8 +127,13 @@ def cli_out(runs: Path, *args: str) -> str:
 
 def figures(frame: Any, run_id: str) -> tuple[float, float, str, int, float]:
     row = frame.loc[run_id]
-    return (row["throughput.samples_per_s"], row["time.epoch_s.mean"], row["strategy"], row["num_workers"],
-            row["goodput"])
+    return (
+        row["throughput.samples_per_s"],
+        row["time.epoch_s.mean"],
+        row["strategy"],
+        row["num_workers"],
+        row["goodput"],
+    )
 
 
 def test_the_frame_is_what_was_measured(store):
@@ -101,7 +142,12 @@ def test_the_frame_is_what_was_measured(store):
     assert strategy == "single" and workers == 1 and 0 < goodput < 1 and samples_per_s > 0
     for n, (epochs, point_goodput) in POINTS.items():
         row = figures(frame, f"{SWEEP}-mirrored-n{n}-r0")
-        assert row[1:] == (pytest.approx(np.mean(epochs[1:])), "mirrored", n, pytest.approx(point_goodput))
+        assert row[1:] == (
+            pytest.approx(np.mean(epochs[1:])),
+            "mirrored",
+            n,
+            pytest.approx(point_goodput),
+        )
         assert row[0] == pytest.approx(4096 * len(epochs) / sum(epochs))
 
 
@@ -134,24 +180,33 @@ def test_show(store):
 def test_runs(store):
     runs, _, frame = store
     text = cli_out(runs, "runs")
-    rows = {cells[0]: cells for cells in (re.split(r"\s{2,}", line.strip()) for line in text.splitlines())
-            if cells[0] in frame.index}
+    rows = {
+        cells[0]: cells
+        for cells in (re.split(r"\s{2,}", line.strip()) for line in text.splitlines())
+        if cells[0] in frame.index
+    }
     assert set(rows) == set(frame.index)
     for rid, cells in rows.items():
         samples_per_s, _, strategy, workers, _ = figures(frame, rid)
         assert cells[3] == strategy and int(cells[4]) == workers
         shown(cells[5], samples_per_s)
-        assert cells[6] == count_text(frame.loc[rid, "cost.samples_per_dollar"])  # as the TUI's list writes it
+        assert cells[6] == count_text(
+            frame.loc[rid, "cost.samples_per_dollar"]
+        )  # as the TUI's list writes it
 
 
 def test_report_of_the_sweep(store):
     runs, _, frame = store
     text = cli_out(runs, "report", SWEEP)
-    table = text[text.index("Epoch time and speedup"):]
+    table = text[text.index("Epoch time and speedup") :]
     header = re.split(r"\s{2,}", table.splitlines()[1].strip())
     for n in POINTS:
-        samples_per_s, epoch_s, strategy, workers, goodput = figures(frame, f"{SWEEP}-mirrored-n{n}-r0")
-        line = next(line for line in table.splitlines() if re.match(rf"^{strategy}\s+{workers}\s", line))
+        samples_per_s, epoch_s, strategy, workers, goodput = figures(
+            frame, f"{SWEEP}-mirrored-n{n}-r0"
+        )
+        line = next(
+            line for line in table.splitlines() if re.match(rf"^{strategy}\s+{workers}\s", line)
+        )
         cells = dict(zip(header, re.split(r"\s{2,}", line.strip())))
         shown(cells["epoch time"].removesuffix(" s"), epoch_s)
         shown(cells["samples/s"], samples_per_s)
@@ -194,24 +249,46 @@ def test_the_tui_runs_findings_and_scaling_screens(store, monkeypatch):
                 samples_per_s, _, strategy, workers, _ = figures(frame, row["run"])
                 shown(row["samples/s"].strip(), samples_per_s)
                 assert row["strategy"] == strategy and int(row["workers"]) == workers
-                assert row["samples/$"].strip() == count_text(frame.loc[row["run"], "cost.samples_per_dollar"])
+                assert row["samples/$"].strip() == count_text(
+                    frame.loc[row["run"], "cost.samples_per_dollar"]
+                )
 
             for rid in (run_id, f"{SWEEP}-mirrored-n2-r0"):
                 samples_per_s, _, strategy, workers, goodput = figures(frame, rid)
                 app.post_message(Navigate("findings", path=str(runs / rid)))
-                await until(pilot, lambda rid=rid: isinstance(app.screen, FindingsScreen) and app.screen.report
-                            is not None and app.screen.report.run.run_id == rid)
+                await until(
+                    pilot,
+                    lambda rid=rid: (
+                        isinstance(app.screen, FindingsScreen)
+                        and app.screen.report is not None
+                        and app.screen.report.run.run_id == rid
+                    ),
+                )
                 await pilot.pause(0.1)
                 assert f"{strategy} ×{workers})" in plain(app.screen.query_one("#title", Static))
-                shown(one(r"^([\d,.]+) samples/s", plain(app.screen.query_one("#headline", Static))), samples_per_s)
-                shown(one(r"goodput (\d+)%", plain(app.screen.query_one("#budget", Static))), goodput, 100)
-                named = extras_named(plain(app.screen.query_one("#decide", Static)))  # hints keep their extra
+                shown(
+                    one(r"^([\d,.]+) samples/s", plain(app.screen.query_one("#headline", Static))),
+                    samples_per_s,
+                )
+                shown(
+                    one(r"goodput (\d+)%", plain(app.screen.query_one("#budget", Static))),
+                    goodput,
+                    100,
+                )
+                named = extras_named(
+                    plain(app.screen.query_one("#decide", Static))
+                )  # hints keep their extra
                 assert "[profile]" in named and "" not in named
                 app.pop_screen()
 
             app.post_message(Navigate("scaling", sweep=SWEEP))
-            await until(pilot, lambda: isinstance(app.screen, ScalingScreen)
-                        and app.screen.query_one("#scaling", DataTable).row_count == len(POINTS))
+            await until(
+                pilot,
+                lambda: (
+                    isinstance(app.screen, ScalingScreen)
+                    and app.screen.query_one("#scaling", DataTable).row_count == len(POINTS)
+                ),
+            )
             grid = app.screen.query_one("#scaling", DataTable)
             header = [str(c.label) for c in grid.ordered_columns]
             for i in range(grid.row_count):
@@ -230,16 +307,34 @@ def test_the_mlflow_export(store, tmp_path, monkeypatch):
     mlflow = pytest.importorskip("mlflow", reason="the mlflow extra is not installed")
     runs, run_id, frame = store
     uri = (tmp_path / "mlruns").as_uri()  # a local file store: no server, no migrations
-    monkeypatch.chdir(tmp_path)  # anything MLflow writes relative to the working directory stays here
-    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # MLflow 3 keeps the file store in maintenance
+    monkeypatch.chdir(
+        tmp_path
+    )  # anything MLflow writes relative to the working directory stays here
+    monkeypatch.setenv(
+        "MLFLOW_ALLOW_FILE_STORE", "true"
+    )  # MLflow 3 keeps the file store in maintenance
     client = mlflow.tracking.MlflowClient(uri)
     for rid in (run_id, f"{SWEEP}-mirrored-n2-r0"):
-        cli_out(runs, "export", rid, "--to", "mlflow", "--experiment", "every-view", "--tracking-uri", uri)
-        (run,) = client.search_runs([client.get_experiment_by_name("every-view").experiment_id],
-                                    filter_string=f"tags.`advisor.run_id` = '{rid}'")
+        cli_out(
+            runs,
+            "export",
+            rid,
+            "--to",
+            "mlflow",
+            "--experiment",
+            "every-view",
+            "--tracking-uri",
+            uri,
+        )
+        (run,) = client.search_runs(
+            [client.get_experiment_by_name("every-view").experiment_id],
+            filter_string=f"tags.`advisor.run_id` = '{rid}'",
+        )
         samples_per_s, epoch_s, strategy, workers, goodput = figures(frame, rid)
         metrics, params = run.data.metrics, run.data.params
-        assert metrics["advisor.throughput.samples_per_s"] == pytest.approx(samples_per_s, rel=1e-12)
+        assert metrics["advisor.throughput.samples_per_s"] == pytest.approx(
+            samples_per_s, rel=1e-12
+        )
         assert metrics["advisor.time.epoch_s.mean"] == pytest.approx(epoch_s, rel=1e-12)
         assert metrics["advisor.goodput"] == pytest.approx(goodput, rel=1e-12)
         assert params["advisor.strategy"] == strategy and int(params["advisor.workers"]) == workers
@@ -258,7 +353,9 @@ def test_hints_name_their_extra_in_check_and_show(store):
     runs, run_id, _ = store
     for view in (cli_out(runs, "check", run_id), cli_out(runs, "show", run_id)):
         named = extras_named(view)
-        assert "[profile]" in named, view  # the run has no profile: the hint to capture one is there
+        assert "[profile]" in named, (
+            view
+        )  # the run has no profile: the hint to capture one is there
         assert "" not in named, f"an extra's name was swallowed:\n{view}"
 
 
@@ -288,7 +385,9 @@ def test_the_sweeps_progress_line_gives_the_reports_figure(store, capsys):
 
     runs, _, frame = store
     rec = ConfigRecord(strategy="mirrored", workers=2, run_id=f"{SWEEP}-mirrored-n2-r0")
-    with Display(SweepRecord(sweep_id=SWEEP, configs=[rec]), runs, live=False, measured=measured_rate) as display:
+    with Display(
+        SweepRecord(sweep_id=SWEEP, configs=[rec]), runs, live=False, measured=measured_rate
+    ) as display:
         rec.status, rec.seconds = "finished", 6.5
         display.finish(rec)
     line = one(r"^  (mirrored ×2: finished .*)$", capsys.readouterr().err)

@@ -22,22 +22,65 @@ if TYPE_CHECKING:
     from advisor.store.reader import Run
 
 FACTS = (
-    Fact("backends.own", "", "the run's own backend and compile mode, e.g. tensorflow or jax+jit", "backends", "str"),
-    Fact("backends.own_samples_per_s", "samples/s", "the run's own, measured in a fresh process on cached batches",
-         "backends"),
-    Fact("backends.measured", "", "backend × compile-mode candidates measured (the own included)", "backends"),
+    Fact(
+        "backends.own",
+        "",
+        "the run's own backend and compile mode, e.g. tensorflow or jax+jit",
+        "backends",
+        "str",
+    ),
+    Fact(
+        "backends.own_samples_per_s",
+        "samples/s",
+        "the run's own, measured in a fresh process on cached batches",
+        "backends",
+    ),
+    Fact(
+        "backends.measured",
+        "",
+        "backend × compile-mode candidates measured (the own included)",
+        "backends",
+    ),
     Fact("backends.seconds", "s", "wall time of the whole backend what-if", "backends"),
-    Fact("backends.best", "", "the fastest measured backend × compile mode other than the run's own", "backends", "str"),
-    Fact("backends.best_speedup", "×", "backends.best's samples/s ÷ the run's own (median of paired rounds)",
-         "backends"),
-    Fact("backends.best_band", "fraction", "± of backends.best_speedup as a share (the paired ratios' band)",
-         "backends"),
-    Fact("backends.best_change", "", "what to set for backends.best, e.g. KERAS_BACKEND=jax, jit_compile=True",
-         "backends", "str"),
-    Fact("backends.best_compile_seconds", "s", "backends.best's first training step (tracing, compiling)",
-         "backends"),
-    Fact("backends.table", "", "every candidate: samples/s, band, speedup, compile seconds, status and reason",
-         "backends", "list"),
+    Fact(
+        "backends.best",
+        "",
+        "the fastest measured backend × compile mode other than the run's own",
+        "backends",
+        "str",
+    ),
+    Fact(
+        "backends.best_speedup",
+        "×",
+        "backends.best's samples/s ÷ the run's own (median of paired rounds)",
+        "backends",
+    ),
+    Fact(
+        "backends.best_band",
+        "fraction",
+        "± of backends.best_speedup as a share (the paired ratios' band)",
+        "backends",
+    ),
+    Fact(
+        "backends.best_change",
+        "",
+        "what to set for backends.best, e.g. KERAS_BACKEND=jax, jit_compile=True",
+        "backends",
+        "str",
+    ),
+    Fact(
+        "backends.best_compile_seconds",
+        "s",
+        "backends.best's first training step (tracing, compiling)",
+        "backends",
+    ),
+    Fact(
+        "backends.table",
+        "",
+        "every candidate: samples/s, band, speedup, compile seconds, status and reason",
+        "backends",
+        "list",
+    ),
 )
 
 
@@ -60,11 +103,21 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
     rounds_of: dict[str, list[float]] = {}
     for c in record.candidates:
         rounds = rounds_of[c.name] = [r for r in c.rounds or [] if r and r > 0]
-        rows.append({"candidate": c.name, "own": c.name == record.own, "status": c.status, "reason": c.reason,
-                     "samples_per_s": median(rounds) if c.status == "measured" and rounds else None,
-                     "band": _relative_band(rounds) if c.status == "measured" else None,
-                     "compile_seconds": c.compile_seconds, "jit_compile": c.jit_compile, "backend": c.backend,
-                     "speedup": None, "speedup_band": None})
+        rows.append(
+            {
+                "candidate": c.name,
+                "own": c.name == record.own,
+                "status": c.status,
+                "reason": c.reason,
+                "samples_per_s": median(rounds) if c.status == "measured" and rounds else None,
+                "band": _relative_band(rounds) if c.status == "measured" else None,
+                "compile_seconds": c.compile_seconds,
+                "jit_compile": c.jit_compile,
+                "backend": c.backend,
+                "speedup": None,
+                "speedup_band": None,
+            }
+        )
     measured = [r for r in rows if r["samples_per_s"]]
     out["backends.measured"] = len(measured)
     own = next((r for r in measured if r["own"]), None)
@@ -73,7 +126,11 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
         own_rounds = rounds_of[own["candidate"]]
         for row in measured:
             mine = rounds_of[row["candidate"]]
-            ratios = bands.paired(mine, own_rounds, lambda a, b: a / b) if len(mine) == len(own_rounds) else []
+            ratios = (
+                bands.paired(mine, own_rounds, lambda a, b: a / b)
+                if len(mine) == len(own_rounds)
+                else []
+            )
             if ratios:
                 row["speedup"], row["speedup_band"] = median(ratios), _relative_band(ratios)
             else:
@@ -84,7 +141,9 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
         if others:
             best = max(others, key=lambda r: r["speedup"])
             out["backends.best"], out["backends.best_speedup"] = best["candidate"], best["speedup"]
-            out["backends.best_change"] = f"KERAS_BACKEND={best['backend']}, jit_compile={best['jit_compile']}"
+            out["backends.best_change"] = (
+                f"KERAS_BACKEND={best['backend']}, jit_compile={best['jit_compile']}"
+            )
             if best["speedup_band"] is not None:
                 out["backends.best_band"] = best["speedup_band"]
             if best["compile_seconds"] is not None:

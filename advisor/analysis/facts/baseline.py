@@ -24,34 +24,169 @@ INSIDE_NOTE = "inside the noise band: no measurable input cost"
 OUTSIDE_NOTE = "outside the noise band"
 
 FACTS = (
-    Fact("baseline.real_samples_per_s", "samples/s", "training throughput on the real input, baseline window (median of the rounds)", "baseline"),
-    Fact("baseline.cached_samples_per_s", "samples/s", "training throughput with input served from memory (the ceiling; median of the rounds)", "baseline"),
-    Fact("baseline.data_only_samples_per_s", "samples/s", "input pipeline alone, no training", "baseline"),
-    Fact("baseline.source_cached_samples_per_s", "samples/s", "training with a cache right after the file source", "baseline"),
-    Fact("baseline.steps", "steps", "measured steps per baseline arm (the fewer of cached and real, all rounds)", "baseline"),
-    Fact("baseline.rounds", "", "interleaved rounds the baseline measured (each gives one paired value)", "baseline"),
-    Fact("baseline.measured_seconds", "s", "time inside the baseline's measured segments (warm-ups excluded)", "baseline"),
-    Fact("baseline.stopped", "", "why the baseline ended before its planned rounds (e.g. its time budget)", "baseline", "str"),
-    Fact("baseline.stalled_rounds", "", "rounds set aside because the cached or real arm stalled (ran under a third of its median rate)", "baseline"),
-    Fact("input.bound_fraction", "fraction", "1 − real ÷ cached throughput: the share of step time the input costs", "baseline"),
-    Fact("input.bound_band", "fraction", "± noise band of input.bound_fraction (order-statistic interval of the rounds' median)", "baseline"),
-    Fact("input.bound_outside_band", "", "the input's cost is larger than its noise band (False: no measurable input cost)", "baseline", "bool"),
-    Fact("input.bound_verdict", "", "the input's cost against its noise band, in words", "baseline", "str"),
+    Fact(
+        "baseline.real_samples_per_s",
+        "samples/s",
+        "training throughput on the real input, baseline window (median of the rounds)",
+        "baseline",
+    ),
+    Fact(
+        "baseline.cached_samples_per_s",
+        "samples/s",
+        "training throughput with input served from memory (the ceiling; median of the rounds)",
+        "baseline",
+    ),
+    Fact(
+        "baseline.data_only_samples_per_s",
+        "samples/s",
+        "input pipeline alone, no training",
+        "baseline",
+    ),
+    Fact(
+        "baseline.source_cached_samples_per_s",
+        "samples/s",
+        "training with a cache right after the file source",
+        "baseline",
+    ),
+    Fact(
+        "baseline.steps",
+        "steps",
+        "measured steps per baseline arm (the fewer of cached and real, all rounds)",
+        "baseline",
+    ),
+    Fact(
+        "baseline.rounds",
+        "",
+        "interleaved rounds the baseline measured (each gives one paired value)",
+        "baseline",
+    ),
+    Fact(
+        "baseline.measured_seconds",
+        "s",
+        "time inside the baseline's measured segments (warm-ups excluded)",
+        "baseline",
+    ),
+    Fact(
+        "baseline.stopped",
+        "",
+        "why the baseline ended before its planned rounds (e.g. its time budget)",
+        "baseline",
+        "str",
+    ),
+    Fact(
+        "baseline.stalled_rounds",
+        "",
+        "rounds set aside because the cached or real arm stalled (ran under a third of its median rate)",
+        "baseline",
+    ),
+    Fact(
+        "input.bound_fraction",
+        "fraction",
+        "1 − real ÷ cached throughput: the share of step time the input costs",
+        "baseline",
+    ),
+    Fact(
+        "input.bound_band",
+        "fraction",
+        "± noise band of input.bound_fraction (order-statistic interval of the rounds' median)",
+        "baseline",
+    ),
+    Fact(
+        "input.bound_outside_band",
+        "",
+        "the input's cost is larger than its noise band (False: no measurable input cost)",
+        "baseline",
+        "bool",
+    ),
+    Fact(
+        "input.bound_verdict",
+        "",
+        "the input's cost against its noise band, in words",
+        "baseline",
+        "str",
+    ),
     Fact("input.data_only_ratio", "", "data-only ÷ training throughput", "baseline"),
     Fact("input.data_only_ratio_band", "", "± noise band of input.data_only_ratio", "baseline"),
-    Fact("input.source_cache_gain", "fraction", "throughput gain from caching after the source (reading is the bottleneck)", "baseline"),
-    Fact("input.source_cache_gain_band", "fraction", "± noise band of input.source_cache_gain", "baseline"),
-    Fact("input.source_cache_gain_outside_band", "", "the gain from a source cache is larger than its noise band", "baseline", "bool"),
-    Fact("baseline.real_source", "", "where the real-input throughput comes from: baseline or training (one-shot generators)", "baseline", "str"),
+    Fact(
+        "input.source_cache_gain",
+        "fraction",
+        "throughput gain from caching after the source (reading is the bottleneck)",
+        "baseline",
+    ),
+    Fact(
+        "input.source_cache_gain_band",
+        "fraction",
+        "± noise band of input.source_cache_gain",
+        "baseline",
+    ),
+    Fact(
+        "input.source_cache_gain_outside_band",
+        "",
+        "the gain from a source cache is larger than its noise band",
+        "baseline",
+        "bool",
+    ),
+    Fact(
+        "baseline.real_source",
+        "",
+        "where the real-input throughput comes from: baseline or training (one-shot generators)",
+        "baseline",
+        "str",
+    ),
     Fact("baseline.seconds", "s", "wall time the baseline measurements took", "baseline"),
-    Fact("baseline.error", "", "why the baseline could not measure (bad input, unsupported model)", "baseline", "str"),
-    Fact("baseline.skipped", "", "why the default baseline (baseline='auto') did not run: too short a fit, a multi-worker job, a one-shot generator", "baseline", "str"),
-    Fact("baseline.mode", "", "when the baseline ran: auto (after the last epoch, sized to the fit), end, start or api", "baseline", "str"),
-    Fact("input.withheld", "", "why the input's cost is not a fact: the baseline's skip reason or error, or too few rounds for a noise band (and what to change)", "baseline", "str"),
-    Fact("baseline.withheld", "", "why the baseline's figures are missing (its skip reason or error)", "baseline", "str"),
-    Fact("input.wait_ms_per_step", "ms", "time per step the model waits for input: batch ÷ real − batch ÷ cached", "baseline"),
-    Fact("input.removed_speedup", "×", "cached ÷ real throughput (median of the paired rounds): the most any input fix can gain", "baseline"),
-    Fact("input.removed_speedup_band", "fraction", "± noise band of input.removed_speedup, as a share of it", "baseline"),
+    Fact(
+        "baseline.error",
+        "",
+        "why the baseline could not measure (bad input, unsupported model)",
+        "baseline",
+        "str",
+    ),
+    Fact(
+        "baseline.skipped",
+        "",
+        "why the default baseline (baseline='auto') did not run: too short a fit, a multi-worker job, a one-shot generator",
+        "baseline",
+        "str",
+    ),
+    Fact(
+        "baseline.mode",
+        "",
+        "when the baseline ran: auto (after the last epoch, sized to the fit), end, start or api",
+        "baseline",
+        "str",
+    ),
+    Fact(
+        "input.withheld",
+        "",
+        "why the input's cost is not a fact: the baseline's skip reason or error, or too few rounds for a noise band (and what to change)",
+        "baseline",
+        "str",
+    ),
+    Fact(
+        "baseline.withheld",
+        "",
+        "why the baseline's figures are missing (its skip reason or error)",
+        "baseline",
+        "str",
+    ),
+    Fact(
+        "input.wait_ms_per_step",
+        "ms",
+        "time per step the model waits for input: batch ÷ real − batch ÷ cached",
+        "baseline",
+    ),
+    Fact(
+        "input.removed_speedup",
+        "×",
+        "cached ÷ real throughput (median of the paired rounds): the most any input fix can gain",
+        "baseline",
+    ),
+    Fact(
+        "input.removed_speedup_band",
+        "fraction",
+        "± noise band of input.removed_speedup, as a share of it",
+        "baseline",
+    ),
 )
 
 
@@ -68,15 +203,25 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
         out["baseline.mode"] = record.mode
     if record.skipped or record.error:
         # Nothing measured: say why (the rules that need the baseline name the reason).
-        reason = f"the baseline was skipped: {record.skipped}" if record.skipped else f"the baseline failed: {record.error}"
-        out["baseline.skipped" if record.skipped else "baseline.error"] = record.skipped or record.error
+        reason = (
+            f"the baseline was skipped: {record.skipped}"
+            if record.skipped
+            else f"the baseline failed: {record.error}"
+        )
+        out["baseline.skipped" if record.skipped else "baseline.error"] = (
+            record.skipped or record.error
+        )
         out["input.withheld"] = out["baseline.withheld"] = reason
         if record.error:
             out["baseline.steps"] = record.steps
         return out
     out["baseline.steps"] = record.steps
-    for name, value in (("baseline.seconds", record.seconds), ("baseline.rounds", record.rounds),
-                        ("baseline.measured_seconds", record.measured_seconds), ("baseline.stopped", record.stopped)):
+    for name, value in (
+        ("baseline.seconds", record.seconds),
+        ("baseline.rounds", record.rounds),
+        ("baseline.measured_seconds", record.measured_seconds),
+        ("baseline.stopped", record.stopped),
+    ):
         if value is not None:
             out[name] = value
     cached = record.cached_samples_per_s
@@ -84,8 +229,12 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
     real_rounds = record.real_rounds
     if real is not None:
         out["baseline.real_source"] = "baseline"
-    elif (cached is not None and len(ranks) <= 1 and facts.get("throughput.samples_per_s")
-          and record.input_kind == "generator"):
+    elif (
+        cached is not None
+        and len(ranks) <= 1
+        and facts.get("throughput.samples_per_s")
+        and record.input_kind == "generator"
+    ):
         # One-shot generators cannot be replayed: compare with what training itself measured.
         real = float(facts["throughput.samples_per_s"])
         real_rounds = [real] * len(record.cached_rounds or [])
@@ -103,24 +252,42 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
         out.update(_beyond_the_inputs_work(out, facts, record, real))
     planned = record.rounds is not None
     if real and record.data_only_samples_per_s:
-        out.update(_paired("input.data_only_ratio", record.data_only_rounds, real_rounds, bands.ratio,
-                           record.data_only_samples_per_s / real, planned))
+        out.update(
+            _paired(
+                "input.data_only_ratio",
+                record.data_only_rounds,
+                real_rounds,
+                bands.ratio,
+                record.data_only_samples_per_s / real,
+                planned,
+            )
+        )
     if real and record.source_cached_samples_per_s:
-        gain = _paired("input.source_cache_gain", record.source_cached_rounds, real_rounds, bands.relative_gain,
-                       record.source_cached_samples_per_s / real - 1.0, planned)
+        gain = _paired(
+            "input.source_cache_gain",
+            record.source_cached_rounds,
+            real_rounds,
+            bands.relative_gain,
+            record.source_cached_samples_per_s / real - 1.0,
+            planned,
+        )
         if "input.source_cache_gain" in gain:
             gain["input.source_cache_gain"] = max(0.0, gain["input.source_cache_gain"])
         out.update(gain)
     return out
 
 
-def _bound(record: BaselineRecord, real: float, cached: float, real_rounds: list[float | None] | None) -> dict[str, Any]:
+def _bound(
+    record: BaselineRecord, real: float, cached: float, real_rounds: list[float | None] | None
+) -> dict[str, Any]:
     """input.bound_fraction with its band (from the rounds) and the wait per step."""
     out: dict[str, Any] = {}
     costs = bands.paired(real_rounds or [], record.cached_rounds or [], bands.input_cost)
     band = bands.band(costs)
     if record.rounds:
-        out["baseline.stalled_rounds"] = bands.stalled_count(real_rounds or [], record.cached_rounds or [])
+        out["baseline.stalled_rounds"] = bands.stalled_count(
+            real_rounds or [], record.cached_rounds or []
+        )
     ceiling = bands.band(bands.paired(record.cached_rounds or [], real_rounds or [], bands.ratio))
     if ceiling is not None and ceiling.value > 0:
         out["input.removed_speedup"] = ceiling.value
@@ -146,8 +313,9 @@ def _bound(record: BaselineRecord, real: float, cached: float, real_rounds: list
     return out
 
 
-def _beyond_the_inputs_work(out: dict[str, Any], facts: dict[str, Any], record: BaselineRecord,
-                            real: float) -> dict[str, Any]:
+def _beyond_the_inputs_work(
+    out: dict[str, Any], facts: dict[str, Any], record: BaselineRecord, real: float
+) -> dict[str, Any]:
     """A cost the input's own work cannot account for is the host's noise, not input cost
     (``bands.beyond_the_inputs_work``): a cached pipeline that delivers 275× the training rate on
     2 cores cannot cost 19% of a step (seen beside a busy core: the rounds drifted with the load)."""
@@ -159,14 +327,24 @@ def _beyond_the_inputs_work(out: dict[str, Any], facts: dict[str, Any], record: 
     if most is None or not data_only:
         return {}
     on = f" on {cpus} CPUs" if isinstance(cpus, int) else ""
-    return {"input.bound_outside_band": False,
-            "input.bound_verdict": (f"more than the input's own work can cost: it alone delivers "
-                                    f"{data_only / real:,.0f}× the training rate, at most {most:.1%} of a step"
-                                    f"{on}; the rest is the host's noise")}
+    return {
+        "input.bound_outside_band": False,
+        "input.bound_verdict": (
+            f"more than the input's own work can cost: it alone delivers "
+            f"{data_only / real:,.0f}× the training rate, at most {most:.1%} of a step"
+            f"{on}; the rest is the host's noise"
+        ),
+    }
 
 
-def _paired(name: str, arm: list[float | None] | None, real_rounds: list[float | None] | None, combine: Any,
-            fallback: float, planned: bool) -> dict[str, Any]:
+def _paired(
+    name: str,
+    arm: list[float | None] | None,
+    real_rounds: list[float | None] | None,
+    combine: Any,
+    fallback: float,
+    planned: bool,
+) -> dict[str, Any]:
     """A paired figure with its band (the median of the rounds); an older record's single
     measurement (``fallback``); nothing when rounds were planned but too few paired."""
     band = bands.band(bands.paired(arm or [], real_rounds or [], combine))

@@ -26,8 +26,19 @@ if TYPE_CHECKING:
     from advisor.store.schema import BaselineRecord, BudgetRecord
 
 # Categories in the order the views list them; input_wait is a part of train_steps, not beside it.
-CATEGORIES = ("startup", "train_steps", "input_wait", "callbacks", "validation", "checkpoint", "epoch_boundary",
-              "advisor_hooks", "advisor_measure", "profile", "unaccounted")
+CATEGORIES = (
+    "startup",
+    "train_steps",
+    "input_wait",
+    "callbacks",
+    "validation",
+    "checkpoint",
+    "epoch_boundary",
+    "advisor_hooks",
+    "advisor_measure",
+    "profile",
+    "unaccounted",
+)
 LABELS = {
     "startup": "start-up to the first step (tracing, compiling)",
     "train_steps": "training steps",
@@ -47,49 +58,164 @@ BATCH_HOOKS = ("on_train_batch_begin", "on_train_batch_end", "on_batch_begin", "
 def _category_facts(name: str) -> tuple[Fact, ...]:
     what = LABELS[name]
     return (
-        Fact(f"time.{name}.seconds", "s", f"wall-clock seconds of the fit spent in: {what}", "budget"),
-        Fact(f"time.{name}.share", "fraction", f"share of the fit's wall clock spent in: {what}", "budget"),
+        Fact(
+            f"time.{name}.seconds", "s", f"wall-clock seconds of the fit spent in: {what}", "budget"
+        ),
+        Fact(
+            f"time.{name}.share",
+            "fraction",
+            f"share of the fit's wall clock spent in: {what}",
+            "budget",
+        ),
     )
 
 
 FACTS = (
-    Fact("time.wall_seconds", "s", "the fit's wall clock, from the advisor's train begin to its end", "budget"),
-    Fact("time.final", "", "the budget covers the whole fit (False: it ends at the last epoch end before the "
-         "job stopped)", "budget", "bool"),
-    Fact("time.table", "", "every category: seconds, share and what it holds, for the views", "budget", "list"),
+    Fact(
+        "time.wall_seconds",
+        "s",
+        "the fit's wall clock, from the advisor's train begin to its end",
+        "budget",
+    ),
+    Fact(
+        "time.final",
+        "",
+        "the budget covers the whole fit (False: it ends at the last epoch end before the "
+        "job stopped)",
+        "budget",
+        "bool",
+    ),
+    Fact(
+        "time.table",
+        "",
+        "every category: seconds, share and what it holds, for the views",
+        "budget",
+        "list",
+    ),
     Fact("goodput", "fraction", "share of the fit's wall clock spent in training steps", "budget"),
-    Fact("goodput.without_advisor", "fraction", "training steps ÷ the wall clock less the advisor's own time "
-         "(its hooks, measurements and profile): the fit's goodput had the advisor not been there", "budget"),
-    Fact("time.largest_loss", "", "the category, other than training steps, that took the most time", "budget",
-         "str"),
-    Fact("time.largest_loss_share", "fraction", "that category's share of the wall clock", "budget"),
-    Fact("callbacks.table", "", "every timed callback hook: seconds, calls, cost per step, share", "budget", "list"),
-    Fact("callbacks.<name>.ms_per_step", "ms", "one callback's cost per training step, all its hooks", "budget"),
-    Fact("callbacks.seconds", "s", "time in the fit's other callbacks (checkpoint callbacks apart)", "budget"),
-    Fact("callbacks.batch_ms_per_step", "ms", "time per training step in other callbacks' batch hooks", "budget"),
-    Fact("callbacks.slowest", "", "the costliest callback hook (not a checkpoint): Class.hook", "budget", "str"),
+    Fact(
+        "goodput.without_advisor",
+        "fraction",
+        "training steps ÷ the wall clock less the advisor's own time "
+        "(its hooks, measurements and profile): the fit's goodput had the advisor not been there",
+        "budget",
+    ),
+    Fact(
+        "time.largest_loss",
+        "",
+        "the category, other than training steps, that took the most time",
+        "budget",
+        "str",
+    ),
+    Fact(
+        "time.largest_loss_share", "fraction", "that category's share of the wall clock", "budget"
+    ),
+    Fact(
+        "callbacks.table",
+        "",
+        "every timed callback hook: seconds, calls, cost per step, share",
+        "budget",
+        "list",
+    ),
+    Fact(
+        "callbacks.<name>.ms_per_step",
+        "ms",
+        "one callback's cost per training step, all its hooks",
+        "budget",
+    ),
+    Fact(
+        "callbacks.seconds",
+        "s",
+        "time in the fit's other callbacks (checkpoint callbacks apart)",
+        "budget",
+    ),
+    Fact(
+        "callbacks.batch_ms_per_step",
+        "ms",
+        "time per training step in other callbacks' batch hooks",
+        "budget",
+    ),
+    Fact(
+        "callbacks.slowest",
+        "",
+        "the costliest callback hook (not a checkpoint): Class.hook",
+        "budget",
+        "str",
+    ),
     Fact("callbacks.slowest_name", "", "the class of the costliest callback hook", "budget", "str"),
-    Fact("callbacks.slowest_hook", "", "the costliest callback hook's name (on_train_batch_end, …)", "budget", "str"),
-    Fact("callbacks.slowest_batch_hook", "", "the costliest hook runs at every batch", "budget", "bool"),
-    Fact("callbacks.slowest_ms_per_step", "ms", "the costliest callback hook's time per training step", "budget"),
-    Fact("callbacks.slowest_step_share", "fraction", "the costliest callback hook's time ÷ the training loop's "
-         "time (the steps and the other callbacks' hooks)", "budget"),
-    Fact("callbacks.slowest_share", "fraction", "the costliest callback hook's time ÷ the fit's wall clock",
-         "budget"),
+    Fact(
+        "callbacks.slowest_hook",
+        "",
+        "the costliest callback hook's name (on_train_batch_end, …)",
+        "budget",
+        "str",
+    ),
+    Fact(
+        "callbacks.slowest_batch_hook",
+        "",
+        "the costliest hook runs at every batch",
+        "budget",
+        "bool",
+    ),
+    Fact(
+        "callbacks.slowest_ms_per_step",
+        "ms",
+        "the costliest callback hook's time per training step",
+        "budget",
+    ),
+    Fact(
+        "callbacks.slowest_step_share",
+        "fraction",
+        "the costliest callback hook's time ÷ the training loop's "
+        "time (the steps and the other callbacks' hooks)",
+        "budget",
+    ),
+    Fact(
+        "callbacks.slowest_share",
+        "fraction",
+        "the costliest callback hook's time ÷ the fit's wall clock",
+        "budget",
+    ),
     Fact("callbacks.step_ms", "ms", "one training step without other callbacks' hooks", "budget"),
-    Fact("callbacks.removed_speedup", "×", "samples/s without the slow callbacks' batch hooks ÷ with them "
-         "(cached input, paired rounds of the baseline)", "budget"),
-    Fact("callbacks.removed_speedup_band", "fraction", "± noise band of callbacks.removed_speedup, as a share "
-         "of it", "budget"),
-    Fact("callbacks.removed_outside_band", "", "the slow callbacks' cost is larger than its noise band", "budget",
-         "bool"),
-    Fact("callbacks.removed_of", "", "the hooks the ceiling left out (Class.hook)", "budget", "str"),
-    Fact("checkpoint.count", "", "saves during the fit (model.save, save_weights, checkpoint callbacks)", "budget"),
+    Fact(
+        "callbacks.removed_speedup",
+        "×",
+        "samples/s without the slow callbacks' batch hooks ÷ with them "
+        "(cached input, paired rounds of the baseline)",
+        "budget",
+    ),
+    Fact(
+        "callbacks.removed_speedup_band",
+        "fraction",
+        "± noise band of callbacks.removed_speedup, as a share of it",
+        "budget",
+    ),
+    Fact(
+        "callbacks.removed_outside_band",
+        "",
+        "the slow callbacks' cost is larger than its noise band",
+        "budget",
+        "bool",
+    ),
+    Fact(
+        "callbacks.removed_of", "", "the hooks the ceiling left out (Class.hook)", "budget", "str"
+    ),
+    Fact(
+        "checkpoint.count",
+        "",
+        "saves during the fit (model.save, save_weights, checkpoint callbacks)",
+        "budget",
+    ),
     Fact("checkpoint.seconds", "s", "time the fit spent saving checkpoints", "budget"),
     Fact("checkpoint.share", "fraction", "checkpoint saves ÷ the fit's wall clock", "budget"),
     Fact("checkpoint.bytes", "bytes", "bytes the saves wrote (the files each save left)", "budget"),
     Fact("checkpoint.seconds_per_save", "s", "mean time of one save", "budget"),
-    Fact("checkpoint.mb_per_s", "MB/s", "bytes written ÷ time saving (the storage's speed for saves)", "budget"),
+    Fact(
+        "checkpoint.mb_per_s",
+        "MB/s",
+        "bytes written ÷ time saving (the storage's speed for saves)",
+        "budget",
+    ),
     Fact("checkpoint.by", "", "who saved, and how often (Class.hook ×N)", "budget", "str"),
 ) + tuple(f for name in CATEGORIES for f in _category_facts(name))
 
@@ -104,8 +230,14 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
         chief = ranks[0] if ranks else 0
         # The run's last sign of work: its end record (and the events of its closing) may come much
         # later, when a failed fit is closed by the next one or at exit.
-        last_t = max((r.t for rank, r in run.all_records() if rank == chief and r.type not in ("end", "event")),
-                     default=None)
+        last_t = max(
+            (
+                r.t
+                for rank, r in run.all_records()
+                if rank == chief and r.type not in ("end", "event")
+            ),
+            default=None,
+        )
         out.update(_budget(records[-1], facts, last_t))
     baselines = run.chief_of_type(BaselineRecord)
     if baselines and baselines[-1].hooks_rounds:
@@ -114,7 +246,11 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
 
 
 def _budget(record: BudgetRecord, facts: dict[str, Any], last_t: float | None) -> dict[str, Any]:
-    seconds = {k: max(0.0, float(v)) for k, v in record.seconds.items() if k in LABELS and k != "unaccounted"}
+    seconds = {
+        k: max(0.0, float(v))
+        for k, v in record.seconds.items()
+        if k in LABELS and k != "unaccounted"
+    }
     wall = float(record.wall_seconds)
     unaccounted = float(record.seconds.get("unaccounted", 0.0))
     if not record.final and last_t is not None and last_t > record.t:
@@ -135,8 +271,15 @@ def _budget(record: BudgetRecord, facts: dict[str, Any], last_t: float | None) -
         value = seconds[name]
         out[f"time.{name}.seconds"] = round(value, 4)
         out[f"time.{name}.share"] = value / wall
-        table.append({"category": name, "label": LABELS[name], "seconds": round(value, 4), "share": value / wall,
-                      "part_of": "train_steps" if name == "input_wait" else None})
+        table.append(
+            {
+                "category": name,
+                "label": LABELS[name],
+                "seconds": round(value, 4),
+                "share": value / wall,
+                "part_of": "train_steps" if name == "input_wait" else None,
+            }
+        )
     out["time.table"] = table
     train = seconds.get("train_steps", 0.0)
     out["goodput"] = train / wall
@@ -168,8 +311,15 @@ def _callbacks(record: BudgetRecord, seconds: dict[str, float], wall: float) -> 
     table = []
     per_callback: dict[str, float] = {}
     for row in rows:
-        item = {"name": row.name, "hook": row.hook, "kind": row.kind, "seconds": row.seconds, "calls": row.calls,
-                "share": row.seconds / wall, "overlapped_seconds": row.overlapped_seconds}
+        item = {
+            "name": row.name,
+            "hook": row.hook,
+            "kind": row.kind,
+            "seconds": row.seconds,
+            "calls": row.calls,
+            "share": row.seconds / wall,
+            "overlapped_seconds": row.overlapped_seconds,
+        }
         if steps:
             item["ms_per_step"] = row.seconds / steps * 1000.0
             per_callback[row.name] = per_callback.get(row.name, 0.0) + row.seconds
@@ -182,9 +332,15 @@ def _callbacks(record: BudgetRecord, seconds: dict[str, float], wall: float) -> 
     costly = [r for r in rows if r.kind != "checkpoint"]
     if costly:
         top = max(costly, key=lambda r: r.seconds)
-        out.update({"callbacks.slowest": f"{top.name}.{top.hook}", "callbacks.slowest_name": top.name,
-                    "callbacks.slowest_hook": top.hook, "callbacks.slowest_batch_hook": top.hook in BATCH_HOOKS,
-                    "callbacks.slowest_share": top.seconds / wall})
+        out.update(
+            {
+                "callbacks.slowest": f"{top.name}.{top.hook}",
+                "callbacks.slowest_name": top.name,
+                "callbacks.slowest_hook": top.hook,
+                "callbacks.slowest_batch_hook": top.hook in BATCH_HOOKS,
+                "callbacks.slowest_share": top.seconds / wall,
+            }
+        )
         if steps:
             out["callbacks.slowest_ms_per_step"] = top.seconds / steps * 1000.0
         if loop > 0:
@@ -194,21 +350,28 @@ def _callbacks(record: BudgetRecord, seconds: dict[str, float], wall: float) -> 
 
 def _checkpoints(record: BudgetRecord, wall: float) -> dict[str, Any]:
     saved = record.checkpoint
-    out: dict[str, Any] = {"checkpoint.count": saved.count, "checkpoint.seconds": round(saved.seconds, 4),
-                           "checkpoint.share": saved.seconds / wall}
+    out: dict[str, Any] = {
+        "checkpoint.count": saved.count,
+        "checkpoint.seconds": round(saved.seconds, 4),
+        "checkpoint.share": saved.seconds / wall,
+    }
     if saved.bytes is not None:
         out["checkpoint.bytes"] = saved.bytes
         if saved.seconds > 0:
             out["checkpoint.mb_per_s"] = saved.bytes / saved.seconds / 1e6
     if saved.count:
         out["checkpoint.seconds_per_save"] = saved.seconds / saved.count
-        out["checkpoint.by"] = ", ".join(f"{who} ×{n}" for who, n in sorted(saved.by.items(), key=lambda kv: -kv[1]))
+        out["checkpoint.by"] = ", ".join(
+            f"{who} ×{n}" for who, n in sorted(saved.by.items(), key=lambda kv: -kv[1])
+        )
     return out
 
 
 def _ceiling(record: BaselineRecord) -> dict[str, Any]:
     """Cached input without ÷ with the slow hooks, paired by round (the baseline's "hooks" arm)."""
-    band = bands.band(bands.paired(record.cached_rounds or [], record.hooks_rounds or [], bands.ratio))
+    band = bands.band(
+        bands.paired(record.cached_rounds or [], record.hooks_rounds or [], bands.ratio)
+    )
     out: dict[str, Any] = {}
     if record.hooks_of:
         out["callbacks.removed_of"] = ", ".join(record.hooks_of)

@@ -17,12 +17,35 @@ if TYPE_CHECKING:
     from advisor.store.reader import Run
 
 FACTS = (
-    Fact("cloud.input_mode", "", "how training data reaches the job: SageMaker File, FastFile or Pipe, or Stream (the pipeline reads s3:// itself)", "cloud", "str"),
-    Fact("cloud.input_mode_source", "", "where the input mode was read: sagemaker-job, sagemaker-config or pipeline-paths", "cloud", "str"),
-    Fact("cloud.data_object_bytes.p50", "bytes", "median size of the training data objects in object storage", "cloud"),
+    Fact(
+        "cloud.input_mode",
+        "",
+        "how training data reaches the job: SageMaker File, FastFile or Pipe, or Stream (the pipeline reads s3:// itself)",
+        "cloud",
+        "str",
+    ),
+    Fact(
+        "cloud.input_mode_source",
+        "",
+        "where the input mode was read: sagemaker-job, sagemaker-config or pipeline-paths",
+        "cloud",
+        "str",
+    ),
+    Fact(
+        "cloud.data_object_bytes.p50",
+        "bytes",
+        "median size of the training data objects in object storage",
+        "cloud",
+    ),
     Fact("cloud.data_objects", "", "training data objects in object storage", "cloud"),
     Fact("cloud.data_location", "", "the object-storage prefix that was sized", "cloud", "str"),
-    Fact("storage.format", "", "the most common data file format (tfrecord, parquet, jpeg, tar, ...)", "storage", "str"),
+    Fact(
+        "storage.format",
+        "",
+        "the most common data file format (tfrecord, parquet, jpeg, tar, ...)",
+        "storage",
+        "str",
+    ),
 )
 
 # facts records whose values are passed through (registered names only)

@@ -18,7 +18,9 @@ GPU_IDLE_UTIL = 10.0  # % — "the accelerator is barely used"
 PATTERN_SHARE = 0.5  # share of samples in which the host shows the symptom
 SMALL_BATCH_UTIL = 70.0  # % — CPU, GPU and GPU memory all below this
 MIN_MEASURED_STEPS = 20  # DESIGN.md evidence gating
-WIDE_INPUT_BAND = 0.10  # a baseline cost inside a band this wide (± 10 points or more) is unknown, not 0
+WIDE_INPUT_BAND = (
+    0.10  # a baseline cost inside a band this wide (± 10 points or more) is unknown, not 0
+)
 
 FACTS = (
     Fact(
@@ -95,7 +97,9 @@ def derive_from(facts: dict[str, Any]) -> dict[str, Any]:
         if iowait_high is not None:
             out["pattern.io_bound"] = gpu_p50 < GPU_IDLE_UTIL and iowait_high > PATTERN_SHARE
     gpu_p95 = _num(facts, "gpu.util.p95")
-    cpu_p95 = _num(facts, "host.cpu.p95")  # DESIGN.md and SageMaker's BatchSize rule: p95, not the mean
+    cpu_p95 = _num(
+        facts, "host.cpu.p95"
+    )  # DESIGN.md and SageMaker's BatchSize rule: p95, not the mean
     mem = _num(facts, "gpu.mem.peak_fraction")
     if facts.get("gpu.present") is True and None not in (gpu_p95, cpu_p95, mem):
         assert gpu_p95 is not None and cpu_p95 is not None and mem is not None
@@ -116,7 +120,8 @@ def derive_from(facts: dict[str, Any]) -> dict[str, Any]:
             out["input.withheld"] = (
                 f"the baseline measured the input at {bound:.0%} ± {band:.0%} of step time: inside its noise band, "
                 "which is too wide to tell a cost that matters from none (a longer baseline, baseline_seconds, "
-                "or a quieter host narrows it)")
+                "or a quieter host narrows it)"
+            )
         else:
             out["input.share"] = 0.0 if inside else min(1.0, max(0.0, bound))
             out["input.share_source"] = "baseline"

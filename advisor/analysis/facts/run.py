@@ -15,7 +15,12 @@ FACTS = (
     Fact("run.epochs", "", "epochs completed", "epochs"),
     Fact("run.train_seconds", "s", "wall time from train begin to the last record", "epochs"),
     Fact("run.errors", "", "collector errors recorded during the run", "guard"),
-    Fact("advisor.overhead_fraction", "fraction", "time spent in the advisor's hooks ÷ training time", "guard"),
+    Fact(
+        "advisor.overhead_fraction",
+        "fraction",
+        "time spent in the advisor's hooks ÷ training time",
+        "guard",
+    ),
 )
 
 

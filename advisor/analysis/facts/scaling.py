@@ -19,24 +19,89 @@ FACTS = (
     Fact("scaling.points", "", "configurations in the sweep this run belongs to", "scaling"),
     Fact("scaling.speedup", "", "epoch-time speedup versus the smallest worker count", "scaling"),
     Fact("scaling.efficiency", "fraction", "speedup ÷ (N ÷ N₀)", "scaling"),
-    Fact("scaling.samples_per_dollar_ratio", "", "samples/$ at this size ÷ samples/$ at the smallest", "scaling"),
+    Fact(
+        "scaling.samples_per_dollar_ratio",
+        "",
+        "samples/$ at this size ÷ samples/$ at the smallest",
+        "scaling",
+    ),
     Fact("scaling.strategies", "", "distinct strategies tried in the sweep", "scaling"),
-    Fact("scaling.communication_growth", "%", "rise in communication share from the smallest to this size, in points", "scaling"),
-    Fact("scaling.per_replica_batch_shrinks", "", "the global batch is fixed, so the per-replica batch shrinks with N", "scaling", "bool"),
+    Fact(
+        "scaling.communication_growth",
+        "%",
+        "rise in communication share from the smallest to this size, in points",
+        "scaling",
+    ),
+    Fact(
+        "scaling.per_replica_batch_shrinks",
+        "",
+        "the global batch is fixed, so the per-replica batch shrinks with N",
+        "scaling",
+        "bool",
+    ),
     Fact("cluster.instances", "", "instances (hosts) in the job", "scaling"),
     Fact("cluster.gpus_per_instance", "", "accelerators per instance", "scaling"),
-    Fact("workers.step_time_spread", "fraction", "(slowest − fastest) ÷ fastest per-worker step time", "scaling"),
-    Fact("workers.straggler_rank", "", "the rank the other workers wait for (the least time inside its steps)", "scaling"),
+    Fact(
+        "workers.step_time_spread",
+        "fraction",
+        "(slowest − fastest) ÷ fastest per-worker step time",
+        "scaling",
+    ),
+    Fact(
+        "workers.straggler_rank",
+        "",
+        "the rank the other workers wait for (the least time inside its steps)",
+        "scaling",
+    ),
     Fact("workers.straggler_host", "", "the host of that rank", "scaling", "str"),
-    Fact("workers.straggler_wait_ms", "ms", "per step, the time the other workers wait for that rank", "scaling"),
-    Fact("workers.straggler_share", "fraction", "that wait ÷ the other workers' step time: the share of every step lost to it", "scaling"),
+    Fact(
+        "workers.straggler_wait_ms",
+        "ms",
+        "per step, the time the other workers wait for that rank",
+        "scaling",
+    ),
+    Fact(
+        "workers.straggler_share",
+        "fraction",
+        "that wait ÷ the other workers' step time: the share of every step lost to it",
+        "scaling",
+    ),
     Fact("workers.straggler_s_per_epoch", "s", "that wait over one epoch's steps", "scaling"),
-    Fact("workers.straggler_consistent", "", "the same rank was waited for in every epoch", "scaling", "bool"),
-    Fact("scaling.workers", "", "worker count N of this run's configuration in the sweep", "scaling"),
-    Fact("scaling.baseline_workers", "", "the smallest worker count N₀ of the same strategy in the sweep", "scaling"),
-    Fact("scaling.step_time_ratio", "", "mean step time at this size ÷ at the smallest (1 = no synchronisation cost)", "scaling"),
-    Fact("scaling.keras3_multiworker", "", "Keras 3 trains under MultiWorkerMirroredStrategy (fails with more than one worker: keras#20585)", "context", "bool"),
-    Fact("scaling.val_fraction_growth", "%", "rise in the validation share of epoch time from the smallest to this size, in points", "scaling"),
+    Fact(
+        "workers.straggler_consistent",
+        "",
+        "the same rank was waited for in every epoch",
+        "scaling",
+        "bool",
+    ),
+    Fact(
+        "scaling.workers", "", "worker count N of this run's configuration in the sweep", "scaling"
+    ),
+    Fact(
+        "scaling.baseline_workers",
+        "",
+        "the smallest worker count N₀ of the same strategy in the sweep",
+        "scaling",
+    ),
+    Fact(
+        "scaling.step_time_ratio",
+        "",
+        "mean step time at this size ÷ at the smallest (1 = no synchronisation cost)",
+        "scaling",
+    ),
+    Fact(
+        "scaling.keras3_multiworker",
+        "",
+        "Keras 3 trains under MultiWorkerMirroredStrategy (fails with more than one worker: keras#20585)",
+        "context",
+        "bool",
+    ),
+    Fact(
+        "scaling.val_fraction_growth",
+        "%",
+        "rise in the validation share of epoch time from the smallest to this size, in points",
+        "scaling",
+    ),
 )
 
 
@@ -49,7 +114,9 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
     if m.strategy:
         out["scaling.keras3_multiworker"] = bool(
             m.strategy in ("MultiWorkerMirroredStrategy", "CollectiveAllReduceStrategy")
-            and not m.framework.legacy_keras and m.framework.backend == "tensorflow")
+            and not m.framework.legacy_keras
+            and m.framework.backend == "tensorflow"
+        )
     me = point_of(run, ctx.sweep, facts)
     if me.step_time_spread is not None:
         out["workers.step_time_spread"] = me.step_time_spread
@@ -88,7 +155,9 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
     if row.communication_percent is not None and base.communication_percent is not None:
         out["scaling.communication_growth"] = row.communication_percent - base.communication_percent
     if row.per_replica_batch and base.per_replica_batch and row.workers != base.workers:
-        out["scaling.per_replica_batch_shrinks"] = row.per_replica_batch < 0.9 * base.per_replica_batch
+        out["scaling.per_replica_batch_shrinks"] = (
+            row.per_replica_batch < 0.9 * base.per_replica_batch
+        )
     if row.step_ms and base.step_ms:
         out["scaling.step_time_ratio"] = row.step_ms / base.step_ms
     if row.val_fraction is not None and base.val_fraction is not None:

@@ -10,52 +10,160 @@ if TYPE_CHECKING:
     from advisor.store.reader import Run
 
 FACTS = (
-    Fact("gpu.present", "", "GPU samples were recorded (False: no GPU data on this run)", "nvml", "bool"),
+    Fact(
+        "gpu.present",
+        "",
+        "GPU samples were recorded (False: no GPU data on this run)",
+        "nvml",
+        "bool",
+    ),
     Fact("gpu.count", "", "GPUs sampled", "nvml"),
     Fact("gpu.util.p5", "%", "5th percentile of GPU utilization", "nvml"),
     Fact("gpu.util.p50", "%", "median GPU utilization", "nvml"),
     Fact("gpu.util.p95", "%", "95th percentile of GPU utilization", "nvml"),
     Fact("gpu.util.mean", "%", "mean GPU utilization", "nvml"),
-    Fact("gpu.util.fluctuating", "", "utilization swings between busy and idle (p95 > 70 and p5 < 10)", "nvml", "bool"),
+    Fact(
+        "gpu.util.fluctuating",
+        "",
+        "utilization swings between busy and idle (p95 > 70 and p5 < 10)",
+        "nvml",
+        "bool",
+    ),
     Fact("gpu.mem.peak_fraction", "fraction", "peak GPU memory used ÷ total", "nvml"),
-    Fact("gpu.mem.growth_points", "%", "rise of the moving average of memory use over the run, in points", "nvml"),
+    Fact(
+        "gpu.mem.growth_points",
+        "%",
+        "rise of the moving average of memory use over the run, in points",
+        "nvml",
+    ),
     Fact("gpu.power_w.mean", "W", "mean GPU power draw (all GPUs)", "nvml"),
-    Fact("gpu.throttled_fraction", "fraction", "share of samples with a clock-throttle reason other than idle", "nvml"),
-    Fact("gpu.load_imbalance", "", "largest Jensen–Shannon distance between per-GPU utilization histograms", "nvml"),
+    Fact(
+        "gpu.throttled_fraction",
+        "fraction",
+        "share of samples with a clock-throttle reason other than idle",
+        "nvml",
+    ),
+    Fact(
+        "gpu.load_imbalance",
+        "",
+        "largest Jensen–Shannon distance between per-GPU utilization histograms",
+        "nvml",
+    ),
     Fact("energy.wh", "Wh", "GPU energy over the sampled time (counter, else power × Δt)", "nvml"),
     Fact("energy.j_per_sample", "J", "GPU energy per training sample", "nvml"),
     Fact("energy.method", "", "counter or power-integration", "nvml", "str"),
-    Fact("energy.idle_fraction", "fraction", "share of GPU energy drawn in samples where that GPU was idle (utilization < 10%)", "nvml"),
+    Fact(
+        "energy.idle_fraction",
+        "fraction",
+        "share of GPU energy drawn in samples where that GPU was idle (utilization < 10%)",
+        "nvml",
+    ),
     Fact("host.cpu.mean", "%", "mean CPU utilization over all cores", "psutil"),
-    Fact("host.cpu.max_core_p95", "%", "95th percentile of the busiest core's utilization", "psutil"),
-    Fact("host.cpu.saturated_fraction", "fraction", "share of samples with some core above 90%", "psutil"),
+    Fact(
+        "host.cpu.max_core_p95", "%", "95th percentile of the busiest core's utilization", "psutil"
+    ),
+    Fact(
+        "host.cpu.saturated_fraction",
+        "fraction",
+        "share of samples with some core above 90%",
+        "psutil",
+    ),
     Fact("host.iowait.p95", "%", "95th percentile of CPU iowait", "psutil"),
-    Fact("host.iowait.high_fraction", "fraction", "share of samples with iowait above 50%", "psutil"),
+    Fact(
+        "host.iowait.high_fraction", "fraction", "share of samples with iowait above 50%", "psutil"
+    ),
     Fact("host.mem.peak_fraction", "fraction", "peak host memory used ÷ total", "psutil"),
     Fact("host.net.rx_bps.p95", "B/s", "95th percentile of network receive rate", "psutil"),
     Fact("host.disk.read_bps.p95", "B/s", "95th percentile of disk read rate", "psutil"),
     Fact("host.proc_cpu.mean", "%", "mean CPU of the training process (100 = one core)", "psutil"),
-    Fact("host.others_cpu_fraction", "fraction", "share of the host's CPU capacity other processes used while this one trained (a shared, noisy host)", "psutil"),
-    Fact("host.others_cpu_p90", "fraction", "90th percentile over the samples of the share other processes used: high when they ran for part of the training only", "psutil"),
+    Fact(
+        "host.others_cpu_fraction",
+        "fraction",
+        "share of the host's CPU capacity other processes used while this one trained (a shared, noisy host)",
+        "psutil",
+    ),
+    Fact(
+        "host.others_cpu_p90",
+        "fraction",
+        "90th percentile over the samples of the share other processes used: high when they ran for part of the training only",
+        "psutil",
+    ),
     Fact("telemetry.samples", "", "host samples recorded", "psutil"),
-    Fact("telemetry.sampler_cpu_fraction", "fraction", "CPU time of the sampler ÷ wall time (of one core)", "psutil"),
+    Fact(
+        "telemetry.sampler_cpu_fraction",
+        "fraction",
+        "CPU time of the sampler ÷ wall time (of one core)",
+        "psutil",
+    ),
     # Added by the telemetry issue.
-    Fact("gpu.absent_reason", "", "why there is no GPU data (no NVML, no visible GPU...)", "nvml", "str"),
+    Fact(
+        "gpu.absent_reason",
+        "",
+        "why there is no GPU data (no NVML, no visible GPU...)",
+        "nvml",
+        "str",
+    ),
     Fact("gpu.models", "", "GPU models sampled, one entry per GPU", "nvml", "list"),
-    Fact("gpu.devices", "", "sampled GPUs as 'rank:index' (which GPU each worker trains on)", "nvml", "list"),
+    Fact(
+        "gpu.devices",
+        "",
+        "sampled GPUs as 'rank:index' (which GPU each worker trains on)",
+        "nvml",
+        "list",
+    ),
     Fact("gpu.lost", "", "GPUs that stopped answering NVML during the run", "nvml"),
-    Fact("gpu.extra_visible", "", "GPUs a worker sees beyond its replicas, left out of the statistics (the least busy ones)", "nvml"),
-    Fact("gpu.util.per_device_p50", "%", "median utilization of each sampled GPU, in gpu.devices order", "nvml", "list"),
-    Fact("gpu.mem.peak_bytes", "bytes", "peak memory of the busiest GPU (framework allocator peak when known, else NVML)", "nvml"),
-    Fact("gpu.mem.peak_source", "", "framework (allocator peak: tensors) or nvml (memory the process reserved)", "nvml", "str"),
-    Fact("gpu.mem.nvml_peak_fraction", "fraction", "peak memory reserved on a GPU as NVML sees it ÷ total", "nvml"),
-    Fact("gpu.mem.used_fraction.p95", "fraction", "95th percentile of NVML memory used ÷ total", "nvml"),
-    Fact("gpu.power_w.mean_per_device", "W", "mean power draw of one GPU (average over GPUs)", "nvml"),
+    Fact(
+        "gpu.extra_visible",
+        "",
+        "GPUs a worker sees beyond its replicas, left out of the statistics (the least busy ones)",
+        "nvml",
+    ),
+    Fact(
+        "gpu.util.per_device_p50",
+        "%",
+        "median utilization of each sampled GPU, in gpu.devices order",
+        "nvml",
+        "list",
+    ),
+    Fact(
+        "gpu.mem.peak_bytes",
+        "bytes",
+        "peak memory of the busiest GPU (framework allocator peak when known, else NVML)",
+        "nvml",
+    ),
+    Fact(
+        "gpu.mem.peak_source",
+        "",
+        "framework (allocator peak: tensors) or nvml (memory the process reserved)",
+        "nvml",
+        "str",
+    ),
+    Fact(
+        "gpu.mem.nvml_peak_fraction",
+        "fraction",
+        "peak memory reserved on a GPU as NVML sees it ÷ total",
+        "nvml",
+    ),
+    Fact(
+        "gpu.mem.used_fraction.p95",
+        "fraction",
+        "95th percentile of NVML memory used ÷ total",
+        "nvml",
+    ),
+    Fact(
+        "gpu.power_w.mean_per_device", "W", "mean power draw of one GPU (average over GPUs)", "nvml"
+    ),
     Fact("gpu.temp_c.max", "°C", "highest GPU temperature", "nvml"),
     Fact("gpu.sm_clock_mhz.p50", "MHz", "median SM clock", "nvml"),
-    Fact("gpu.pcie_rx_bps.p95", "B/s", "95th percentile of host→GPU PCIe traffic (per GPU)", "nvml"),
-    Fact("gpu.pcie_tx_bps.p95", "B/s", "95th percentile of GPU→host PCIe traffic (per GPU)", "nvml"),
-    Fact("host.cpu.p95", "%", "95th percentile of the CPU utilization averaged over cores", "psutil"),
+    Fact(
+        "gpu.pcie_rx_bps.p95", "B/s", "95th percentile of host→GPU PCIe traffic (per GPU)", "nvml"
+    ),
+    Fact(
+        "gpu.pcie_tx_bps.p95", "B/s", "95th percentile of GPU→host PCIe traffic (per GPU)", "nvml"
+    ),
+    Fact(
+        "host.cpu.p95", "%", "95th percentile of the CPU utilization averaged over cores", "psutil"
+    ),
     Fact("host.net.tx_bps.p95", "B/s", "95th percentile of network send rate", "psutil"),
     Fact("host.disk.write_bps.p95", "B/s", "95th percentile of disk write rate", "psutil"),
     Fact("host.proc_rss.peak", "bytes", "peak resident memory of the training process", "psutil"),
@@ -79,7 +187,9 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
     info = _telemetry_context(run, ContextRecord)
     if not info and not run.of_type(_host_cls()) and not run.of_type(_gpu_cls()):
         return out  # telemetry was off: every fact absent
-    intervals = [float(v["telemetry.interval_s"]) for v in info.values() if v.get("telemetry.interval_s")]
+    intervals = [
+        float(v["telemetry.interval_s"]) for v in info.values() if v.get("telemetry.interval_s")
+    ]
     if intervals:
         out["telemetry.interval_s"] = intervals[0]
     _gpu_facts(run, info, facts, out)
@@ -106,7 +216,9 @@ def _telemetry_context(run: Run, cls: Any) -> dict[int, dict[str, Any]]:
     for rank in run.ranks:
         merged: dict[str, Any] = {}
         for record in run.of_type(cls, rank=rank):
-            merged.update({k: v for k, v in record.values.items() if k.startswith(("telemetry.", "model."))})
+            merged.update(
+                {k: v for k, v in record.values.items() if k.startswith(("telemetry.", "model."))}
+            )
         if merged:
             out[rank] = merged
     return out
@@ -139,7 +251,9 @@ def _series(run: Run, info: dict[int, dict[str, Any]]) -> dict[tuple[int, int], 
         if not samples:
             continue
         meta = info.get(rank, {})
-        uuids = {int(g["index"]): g.get("uuid") for g in meta.get("telemetry.gpus", []) if "index" in g}
+        uuids = {
+            int(g["index"]): g.get("uuid") for g in meta.get("telemetry.gpus", []) if "index" in g
+        }
         own = set(meta.get("telemetry.process_gpus") or [])
         by_index: dict[int, list[Any]] = {}
         for s in samples:
@@ -160,8 +274,12 @@ def _values(samples: list[Any], name: str) -> list[float]:
     return [float(getattr(s, name)) for s in samples if getattr(s, name, None) is not None]
 
 
-def _used_devices(steady: dict[tuple[int, int], list[Any]], facts: dict[str, Any], workers: int,
-                  out: dict[str, Any]) -> dict[tuple[int, int], list[Any]]:
+def _used_devices(
+    steady: dict[tuple[int, int], list[Any]],
+    facts: dict[str, Any],
+    workers: int,
+    out: dict[str, Any],
+) -> dict[tuple[int, int], list[Any]]:
     """Keep, per worker, as many GPUs as it has replicas: the busiest ones.
 
     A single process sees every GPU but the default strategy trains on one; the idle others would
@@ -190,13 +308,19 @@ def _mean(values: list[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
-def _gpu_facts(run: Run, info: dict[int, dict[str, Any]], facts: dict[str, Any], out: dict[str, Any]) -> None:
+def _gpu_facts(
+    run: Run, info: dict[int, dict[str, Any]], facts: dict[str, Any], out: dict[str, Any]
+) -> None:
     from advisor.analysis.telemetry_math import growth_points, max_pairwise_js, percentile
     from advisor.store.schema import THROTTLE_MASK
 
     series = _series(run, info)
     if not series:
-        reasons = [v.get("telemetry.nvml") for v in info.values() if v.get("telemetry.gpu_present") is False]
+        reasons = [
+            v.get("telemetry.nvml")
+            for v in info.values()
+            if v.get("telemetry.gpu_present") is False
+        ]
         if reasons:
             out["gpu.present"] = False
             out["gpu.absent_reason"] = str(reasons[0])
@@ -206,27 +330,62 @@ def _gpu_facts(run: Run, info: dict[int, dict[str, Any]], facts: dict[str, Any],
     steady = {k: _steady(v, _measured_span(run, k[0]), slack) for k, v in series.items()}
     steady = _used_devices(steady, facts, len(run.ranks), out)
     series = {k: v for k, v in series.items() if k in steady}
-    names = {(r, int(g["index"])): g.get("name") for r, v in info.items() for g in v.get("telemetry.gpus", []) if "index" in g}
+    names = {
+        (r, int(g["index"])): g.get("name")
+        for r, v in info.items()
+        for g in v.get("telemetry.gpus", [])
+        if "index" in g
+    }
     out["gpu.count"] = len(steady)
     out["gpu.devices"] = [f"{r}:{i}" for r, i in steady]
     out["gpu.models"] = [names.get(k) or "unknown" for k in steady]
     util = [u for s in steady.values() for u in _values(s, "util")]
     if util:
         p5, p95 = percentile(util, 5), percentile(util, 95)
-        out.update({"gpu.util.p5": p5, "gpu.util.p50": percentile(util, 50), "gpu.util.p95": p95,
-                    "gpu.util.mean": sum(util) / len(util), "gpu.util.fluctuating": p95 > FLUCT_HIGH and p5 < FLUCT_LOW})
+        out.update(
+            {
+                "gpu.util.p5": p5,
+                "gpu.util.p50": percentile(util, 50),
+                "gpu.util.p95": p95,
+                "gpu.util.mean": sum(util) / len(util),
+                "gpu.util.fluctuating": p95 > FLUCT_HIGH and p5 < FLUCT_LOW,
+            }
+        )
         per_device = [_values(s, "util") for s in steady.values()]
         out["gpu.util.per_device_p50"] = [percentile(u, 50) if u else None for u in per_device]
         imbalance = max_pairwise_js([u for u in per_device if u])
         if imbalance is not None:
             out["gpu.load_imbalance"] = imbalance
-    fractions = [s.mem_used / s.mem_total for v in series.values() for s in v if s.mem_used is not None and s.mem_total]
+    fractions = [
+        s.mem_used / s.mem_total
+        for v in series.values()
+        for s in v
+        if s.mem_used is not None and s.mem_total
+    ]
     if fractions:
         out["gpu.mem.nvml_peak_fraction"] = max(fractions)
-        steady_fractions = [s.mem_used / s.mem_total for v in steady.values() for s in v if s.mem_used is not None and s.mem_total]
+        steady_fractions = [
+            s.mem_used / s.mem_total
+            for v in steady.values()
+            for s in v
+            if s.mem_used is not None and s.mem_total
+        ]
         out["gpu.mem.used_fraction.p95"] = percentile(steady_fractions or fractions, 95)
-        growth = [g for g in (growth_points([100.0 * s.mem_used / s.mem_total for s in v if s.mem_used is not None and s.mem_total], MEM_WINDOW)
-                              for v in steady.values()) if g is not None]
+        growth = [
+            g
+            for g in (
+                growth_points(
+                    [
+                        100.0 * s.mem_used / s.mem_total
+                        for s in v
+                        if s.mem_used is not None and s.mem_total
+                    ],
+                    MEM_WINDOW,
+                )
+                for v in steady.values()
+            )
+            if g is not None
+        ]
         if growth:
             out["gpu.mem.growth_points"] = max(growth)
     _memory_peak(series, info, out)
@@ -235,24 +394,38 @@ def _gpu_facts(run: Run, info: dict[int, dict[str, Any]], facts: dict[str, Any],
     if means:
         out["gpu.power_w.mean"] = sum(means)
         out["gpu.power_w.mean_per_device"] = sum(means) / len(means)
-    paired = [(s.power_w, s.util) for v in steady.values() for s in v if s.power_w is not None and s.util is not None]
+    paired = [
+        (s.power_w, s.util)
+        for v in steady.values()
+        for s in v
+        if s.power_w is not None and s.util is not None
+    ]
     drawn = sum(p for p, _ in paired)
     if drawn > 0:  # samples are evenly spaced: power sums stand for energy
         out["energy.idle_fraction"] = sum(p for p, u in paired if u < IDLE_UTIL) / drawn
     throttles = [int(s.throttle) for v in steady.values() for s in v if s.throttle is not None]
     if throttles:
-        out["gpu.throttled_fraction"] = sum(1 for t in throttles if t & THROTTLE_MASK) / len(throttles)
+        out["gpu.throttled_fraction"] = sum(1 for t in throttles if t & THROTTLE_MASK) / len(
+            throttles
+        )
     temps = [t for v in series.values() for t in _values(v, "temp_c")]
     if temps:
         out["gpu.temp_c.max"] = max(temps)
     clocks = [c for v in steady.values() for c in _values(v, "sm_clock_mhz")]
     if clocks:
         out["gpu.sm_clock_mhz.p50"] = percentile(clocks, 50)
-    for field, name in (("pcie_rx_bps", "gpu.pcie_rx_bps.p95"), ("pcie_tx_bps", "gpu.pcie_tx_bps.p95")):
+    for field, name in (
+        ("pcie_rx_bps", "gpu.pcie_rx_bps.p95"),
+        ("pcie_tx_bps", "gpu.pcie_tx_bps.p95"),
+    ):
         values = [x for v in steady.values() for x in _values(v, field)]
         if values:
             out[name] = percentile(values, 95)
-    out["gpu.lost"] = sum(1 for e in run.of_type(_event_cls()) if e.source == "telemetry" and "stopped answering" in e.message)
+    out["gpu.lost"] = sum(
+        1
+        for e in run.of_type(_event_cls())
+        if e.source == "telemetry" and "stopped answering" in e.message
+    )
 
 
 def _event_cls() -> Any:
@@ -261,7 +434,9 @@ def _event_cls() -> Any:
     return EventRecord
 
 
-def _memory_peak(series: dict[tuple[int, int], list[Any]], info: dict[int, dict[str, Any]], out: dict[str, Any]) -> None:
+def _memory_peak(
+    series: dict[tuple[int, int], list[Any]], info: dict[int, dict[str, Any]], out: dict[str, Any]
+) -> None:
     """Framework allocator peak (what tensors needed) when recorded, else what NVML saw reserved."""
     best: tuple[float, int] | None = None
     for values in info.values():
@@ -273,7 +448,12 @@ def _memory_peak(series: dict[tuple[int, int], list[Any]], info: dict[int, dict[
         out["gpu.mem.peak_fraction"], out["gpu.mem.peak_bytes"] = best
         out["gpu.mem.peak_source"] = "framework"
         return
-    used = [(s.mem_used / s.mem_total, s.mem_used) for v in series.values() for s in v if s.mem_used is not None and s.mem_total]
+    used = [
+        (s.mem_used / s.mem_total, s.mem_used)
+        for v in series.values()
+        for s in v
+        if s.mem_used is not None and s.mem_total
+    ]
     if used:
         fraction, peak = max(used)
         out["gpu.mem.peak_fraction"], out["gpu.mem.peak_bytes"] = fraction, int(peak)
@@ -287,8 +467,9 @@ def _energy_facts(run: Run, info: dict[int, dict[str, Any]], out: dict[str, Any]
     series = _series(run, info)
     # Each series prepared once for all windows (a window then costs a binary search).
     prepared = {
-        key: EnergySeries([s.t for s in samples], [s.energy_j for s in samples],
-                          [s.power_w for s in samples])
+        key: EnergySeries(
+            [s.t for s in samples], [s.energy_j for s in samples], [s.power_w for s in samples]
+        )
         for key, samples in series.items()
     }
     total = 0.0
@@ -305,7 +486,11 @@ def _energy_facts(run: Run, info: dict[int, dict[str, Any]], out: dict[str, Any]
     # Per sample: energy of each worker's GPUs during its measured windows ÷ the samples trained then.
     joules = samples_trained = covered = measured = 0.0
     for rank in run.ranks:
-        windows = [w for w in run.of_type(WindowRecord, rank=rank) if not w.warmup and w.seconds > 0 and w.samples]
+        windows = [
+            w
+            for w in run.of_type(WindowRecord, rank=rank)
+            if not w.warmup and w.seconds > 0 and w.samples
+        ]
         mine = [v for (r, _), v in prepared.items() if r == rank]
         if not windows or not mine:
             continue
@@ -330,7 +515,9 @@ def _host_facts(run: Run, info: dict[int, dict[str, Any]], out: dict[str, Any]) 
     slack = float(out.get("telemetry.interval_s", 1.0))
     samples: list[Any] = []
     for rank in run.ranks:
-        samples.extend(_steady(run.of_type(_host_cls(), rank=rank), _measured_span(run, rank), slack))
+        samples.extend(
+            _steady(run.of_type(_host_cls(), rank=rank), _measured_span(run, rank), slack)
+        )
     all_host = run.of_type(_host_cls())
     if all_host:
         out["telemetry.samples"] = len(all_host)
@@ -341,7 +528,9 @@ def _host_facts(run: Run, info: dict[int, dict[str, Any]], out: dict[str, Any]) 
         out["host.cpu.mean"] = sum(mean_per_sample) / len(mean_per_sample)
         out["host.cpu.p95"] = percentile(mean_per_sample, 95)
         out["host.cpu.max_core_p95"] = percentile(busiest, 95)
-        out["host.cpu.saturated_fraction"] = sum(1 for b in busiest if b > SATURATED_CORE) / len(busiest)
+        out["host.cpu.saturated_fraction"] = sum(1 for b in busiest if b > SATURATED_CORE) / len(
+            busiest
+        )
     iowait = _values(samples, "iowait")
     if iowait:
         out["host.iowait.p95"] = percentile(iowait, 95)
@@ -349,23 +538,33 @@ def _host_facts(run: Run, info: dict[int, dict[str, Any]], out: dict[str, Any]) 
     mem = [s.mem_used / s.mem_total for s in all_host if s.mem_used is not None and s.mem_total]
     if mem:
         out["host.mem.peak_fraction"] = max(mem)
-    for field, name in (("net_rx_bps", "host.net.rx_bps.p95"), ("net_tx_bps", "host.net.tx_bps.p95"),
-                        ("disk_read_bps", "host.disk.read_bps.p95"), ("disk_write_bps", "host.disk.write_bps.p95")):
+    for field, name in (
+        ("net_rx_bps", "host.net.rx_bps.p95"),
+        ("net_tx_bps", "host.net.tx_bps.p95"),
+        ("disk_read_bps", "host.disk.read_bps.p95"),
+        ("disk_write_bps", "host.disk.write_bps.p95"),
+    ):
         values = _values(samples, field)
         if values:
             out[name] = percentile(values, 95)
     proc = _values(samples, "proc_cpu_percent")
     if proc:
         out["host.proc_cpu.mean"] = sum(proc) / len(proc)
-    others = [max(0.0, sum(s.cpu_percent) - s.proc_cpu_percent) / (100.0 * len(s.cpu_percent))
-              for s in samples if s.cpu_percent and s.proc_cpu_percent is not None]
+    others = [
+        max(0.0, sum(s.cpu_percent) - s.proc_cpu_percent) / (100.0 * len(s.cpu_percent))
+        for s in samples
+        if s.cpu_percent and s.proc_cpu_percent is not None
+    ]
     if others:  # the CPU other processes took while this one trained (a shared host)
         out["host.others_cpu_fraction"] = min(1.0, sum(others) / len(others))
         out["host.others_cpu_p90"] = min(1.0, percentile(others, 90))
     rss = _values(all_host, "proc_rss")
     if rss:
         out["host.proc_rss.peak"] = int(max(rss))
-    fractions = [v["telemetry.sampler_cpu_s"] / v["telemetry.sampler_wall_s"] for v in info.values()
-                 if v.get("telemetry.sampler_wall_s") and v.get("telemetry.sampler_cpu_s") is not None]
+    fractions = [
+        v["telemetry.sampler_cpu_s"] / v["telemetry.sampler_wall_s"]
+        for v in info.values()
+        if v.get("telemetry.sampler_wall_s") and v.get("telemetry.sampler_cpu_s") is not None
+    ]
     if fractions:
         out["telemetry.sampler_cpu_fraction"] = max(fractions)

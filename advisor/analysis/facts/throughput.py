@@ -13,36 +13,137 @@ if TYPE_CHECKING:
     from advisor.store.reader import Run
 
 FACTS = (
-    Fact("throughput.samples_per_s", "samples/s", "training samples per second after warm-up (all workers)", "throughput"),
-    Fact("throughput.steps_per_s", "steps/s", "optimizer steps per second after warm-up", "throughput"),
-    Fact("throughput.samples_per_s.p10", "samples/s", "10th percentile over measurement windows", "throughput"),
-    Fact("throughput.samples_per_s.p50", "samples/s", "median over measurement windows", "throughput"),
-    Fact("throughput.samples_per_s.p90", "samples/s", "90th percentile over measurement windows", "throughput"),
-    Fact("throughput.cv", "fraction", "spread of samples/s over the stability windows: (p90 − p10) ÷ (2.563 × median), σ ÷ μ for normal noise", "throughput"),
-    Fact("throughput.stability_windows", "", "windows the stability (throughput.cv) was judged on", "throughput"),
-    Fact("throughput.stability_window_s", "s", "mean length of those windows (shorter on a short run: they adapt to its length)", "throughput"),
+    Fact(
+        "throughput.samples_per_s",
+        "samples/s",
+        "training samples per second after warm-up (all workers)",
+        "throughput",
+    ),
+    Fact(
+        "throughput.steps_per_s",
+        "steps/s",
+        "optimizer steps per second after warm-up",
+        "throughput",
+    ),
+    Fact(
+        "throughput.samples_per_s.p10",
+        "samples/s",
+        "10th percentile over measurement windows",
+        "throughput",
+    ),
+    Fact(
+        "throughput.samples_per_s.p50", "samples/s", "median over measurement windows", "throughput"
+    ),
+    Fact(
+        "throughput.samples_per_s.p90",
+        "samples/s",
+        "90th percentile over measurement windows",
+        "throughput",
+    ),
+    Fact(
+        "throughput.cv",
+        "fraction",
+        "spread of samples/s over the stability windows: (p90 − p10) ÷ (2.563 × median), σ ÷ μ for normal noise",
+        "throughput",
+    ),
+    Fact(
+        "throughput.stability_windows",
+        "",
+        "windows the stability (throughput.cv) was judged on",
+        "throughput",
+    ),
+    Fact(
+        "throughput.stability_window_s",
+        "s",
+        "mean length of those windows (shorter on a short run: they adapt to its length)",
+        "throughput",
+    ),
     Fact("throughput.windows", "", "measurement windows after warm-up", "throughput"),
-    Fact("throughput.measured_steps", "steps", "optimizer steps measured after warm-up", "throughput"),
-    Fact("throughput.logging", "", "the advisor logs average samples/s periodically", "throughput", "bool"),
-    Fact("throughput.log_lines", "", "throughput lines the advisor logged during training", "throughput"),
-    Fact("throughput.log_gap_s", "s", "longest stretch of training without a throughput line (train begin and end included)", "throughput"),
+    Fact(
+        "throughput.measured_steps", "steps", "optimizer steps measured after warm-up", "throughput"
+    ),
+    Fact(
+        "throughput.logging",
+        "",
+        "the advisor logs average samples/s periodically",
+        "throughput",
+        "bool",
+    ),
+    Fact(
+        "throughput.log_lines",
+        "",
+        "throughput lines the advisor logged during training",
+        "throughput",
+    ),
+    Fact(
+        "throughput.log_gap_s",
+        "s",
+        "longest stretch of training without a throughput line (train begin and end included)",
+        "throughput",
+    ),
     Fact("steps.time_ms.mean", "ms", "mean time between batch ends (per step)", "throughput"),
     Fact("steps.time_ms.std", "ms", "standard deviation of the per-step time", "throughput"),
     Fact("steps.outliers", "", "steps slower than mean + 3σ", "throughput"),
     Fact("steps.outlier_max_ms", "ms", "slowest step", "throughput"),
-    Fact("steps.outlier_fraction", "fraction", "time the outlier steps took beyond the mean step ÷ measured training time", "throughput"),
-    Fact("time.first_step_s", "s", "train begin to the end of the first step (tracing, compilation, first batch)", "epochs"),
-    Fact("time.epoch_s.mean", "s", "mean epoch wall time (training + validation) after the first epoch, which "
-         "carries start-up (every epoch when there is one); the scaling table's epoch time", "epochs"),
-    Fact("time.first_epoch_s", "s", "the first epoch's wall time (start-up, tracing and compiling included)", "epochs"),
-    Fact("time.epoch_starts", "", "epoch starts measured after warm-up (epoch begin to its first step)", "throughput"),
-    Fact("time.epoch_start_s.mean", "s", "mean time from an epoch's begin to its first step (input iterator built and filled, epoch-begin callbacks)", "throughput"),
-    Fact("time.epoch_start_s.max", "s", "longest time from an epoch's begin to its first step", "throughput"),
-    Fact("time.epoch_start_fraction", "fraction", "time between epoch begins and their first steps ÷ measured training time", "throughput"),
+    Fact(
+        "steps.outlier_fraction",
+        "fraction",
+        "time the outlier steps took beyond the mean step ÷ measured training time",
+        "throughput",
+    ),
+    Fact(
+        "time.first_step_s",
+        "s",
+        "train begin to the end of the first step (tracing, compilation, first batch)",
+        "epochs",
+    ),
+    Fact(
+        "time.epoch_s.mean",
+        "s",
+        "mean epoch wall time (training + validation) after the first epoch, which "
+        "carries start-up (every epoch when there is one); the scaling table's epoch time",
+        "epochs",
+    ),
+    Fact(
+        "time.first_epoch_s",
+        "s",
+        "the first epoch's wall time (start-up, tracing and compiling included)",
+        "epochs",
+    ),
+    Fact(
+        "time.epoch_starts",
+        "",
+        "epoch starts measured after warm-up (epoch begin to its first step)",
+        "throughput",
+    ),
+    Fact(
+        "time.epoch_start_s.mean",
+        "s",
+        "mean time from an epoch's begin to its first step (input iterator built and filled, epoch-begin callbacks)",
+        "throughput",
+    ),
+    Fact(
+        "time.epoch_start_s.max",
+        "s",
+        "longest time from an epoch's begin to its first step",
+        "throughput",
+    ),
+    Fact(
+        "time.epoch_start_fraction",
+        "fraction",
+        "time between epoch begins and their first steps ÷ measured training time",
+        "throughput",
+    ),
     Fact("time.val_fraction", "fraction", "share of epoch time spent in validation", "epochs"),
     Fact("cost.price_per_hour", "USD/h", "price of the instances per hour", "prices"),
     Fact("cost.price_source", "", "where the price came from", "prices", "str"),
-    Fact("cost.missing_price", "", "why no price is known (no instance type, or one the price table does not list)", "prices", "str"),
+    Fact(
+        "cost.missing_price",
+        "",
+        "why no price is known (no instance type, or one the price table does not list)",
+        "prices",
+        "str",
+    ),
     Fact("cost.samples_per_dollar", "samples/$", "samples/s × 3600 ÷ USD/h", "prices"),
     Fact("cost.usd_per_epoch", "USD", "price of one mean epoch", "prices"),
 )
@@ -55,7 +156,11 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
     out: dict[str, Any] = {}
 
     windows = {
-        rank: [w for w in run.of_type(WindowRecord, rank=rank) if not (w.warmup or w.profiled) and w.seconds > 0]
+        rank: [
+            w
+            for w in run.of_type(WindowRecord, rank=rank)
+            if not (w.warmup or w.profiled) and w.seconds > 0
+        ]
         for rank in run.ranks
     }  # each worker's measured windows, filtered once: every step below is linear in them
 
@@ -124,9 +229,13 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
         if "time.epoch_s.mean" in out:
             out["cost.usd_per_epoch"] = out["time.epoch_s.mean"] / 3600.0 * price
     elif m.instance_type:
-        out["cost.missing_price"] = f"the price table does not list {m.instance_type} and no price_per_hour was given"
+        out["cost.missing_price"] = (
+            f"the price table does not list {m.instance_type} and no price_per_hour was given"
+        )
     else:
-        out["cost.missing_price"] = "no instance_type or price_per_hour was given and the machine is not a recognised cloud instance"
+        out["cost.missing_price"] = (
+            "no instance_type or price_per_hour was given and the machine is not a recognised cloud instance"
+        )
     return out
 
 
@@ -144,8 +253,11 @@ def _stability(chief: list[Any], out: dict[str, Any]) -> None:
     stepping = [(w, w.seconds - (w.epoch_start_seconds or 0.0)) for w in chief]
     longest = max(seconds for _, seconds in stepping)
     most = max(w.steps for w in chief)
-    full = [(w, seconds) for w, seconds in stepping
-            if w.steps > 0 and seconds > 0 and (seconds >= 0.5 * longest or w.steps >= 0.5 * most)]
+    full = [
+        (w, seconds)
+        for w, seconds in stepping
+        if w.steps > 0 and seconds > 0 and (seconds >= 0.5 * longest or w.steps >= 0.5 * most)
+    ]
     slices = [(float(a), float(b)) for w in chief for a, b in (w.slices or []) if b > 0]
     if slices:
         judged = stability([(w.steps, seconds) for w, seconds in full], slices)
@@ -186,7 +298,10 @@ def _step_stats(windows: list[Any], out: dict[str, Any]) -> None:
         return
     total = sum((w.step_time_mean or 0.0) * (w.step_count or 0) for w in windows)
     mean = total / n
-    sq = sum(((w.step_time_std or 0.0) ** 2 + (w.step_time_mean or 0.0) ** 2) * (w.step_count or 0) for w in windows)
+    sq = sum(
+        ((w.step_time_std or 0.0) ** 2 + (w.step_time_mean or 0.0) ** 2) * (w.step_count or 0)
+        for w in windows
+    )
     var = max(0.0, sq / n - mean**2)
     out["steps.time_ms.mean"] = mean * 1000.0
     out["steps.time_ms.std"] = math.sqrt(var) * 1000.0
@@ -194,4 +309,6 @@ def _step_stats(windows: list[Any], out: dict[str, Any]) -> None:
     out["steps.outlier_max_ms"] = max((w.step_time_max or 0.0) for w in windows) * 1000.0
     seconds = sum(w.seconds for w in windows)
     if seconds > 0 and all(w.step_outlier_seconds is not None for w in windows):
-        out["steps.outlier_fraction"] = min(1.0, sum(w.step_outlier_seconds for w in windows) / seconds)
+        out["steps.outlier_fraction"] = min(
+            1.0, sum(w.step_outlier_seconds for w in windows) / seconds
+        )

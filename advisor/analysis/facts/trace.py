@@ -26,33 +26,94 @@ if TYPE_CHECKING:
 FACTS = (
     Fact("trace.present", "", "a profile was captured and summarised", "trace", "bool"),
     Fact("trace.steps", "", "steps found in the profile", "trace"),
-    Fact("trace.steps_marked", "", "steps were marked in the capture (False with steps_per_execution > 1)", "trace", "bool"),
+    Fact(
+        "trace.steps_marked",
+        "",
+        "steps were marked in the capture (False with steps_per_execution > 1)",
+        "trace",
+        "bool",
+    ),
     Fact("trace.step_time_ms.mean", "ms", "mean step time in the profile", "trace"),
     Fact("trace.step_time_ms.std", "ms", "standard deviation of step time in the profile", "trace"),
     Fact("trace.input_percent", "%", "share of step time waiting for input", "trace"),
-    Fact("trace.input_classification", "", "XProf's own verdict on the input (e.g. HOST, DEVICE, BOTH)", "trace", "str"),
+    Fact(
+        "trace.input_classification",
+        "",
+        "XProf's own verdict on the input (e.g. HOST, DEVICE, BOTH)",
+        "trace",
+        "str",
+    ),
     Fact("trace.host_compute_percent", "%", "host compute share of step time", "trace"),
     Fact("trace.kernel_launch_percent", "%", "kernel-launch share of step time", "trace"),
-    Fact("trace.all_others_percent", "%", "'all others' share of step time (Python, host overhead)", "trace"),
+    Fact(
+        "trace.all_others_percent",
+        "%",
+        "'all others' share of step time (Python, host overhead)",
+        "trace",
+    ),
     Fact("trace.device_compute_percent", "%", "device compute share of step time", "trace"),
     Fact("trace.device_idle_percent", "%", "device idle share of step time", "trace"),
     Fact("trace.h2d_percent", "%", "host-to-device copy share of step time", "trace"),
     Fact("trace.d2h_percent", "%", "device-to-host copy share of step time", "trace"),
     Fact("trace.compute_16bit_percent", "%", "share of compute time in 16-bit ops", "trace"),
-    Fact("trace.eager_percent", "%", "share of step time spent executing ops eagerly (outside a compiled function)", "trace"),
+    Fact(
+        "trace.eager_percent",
+        "%",
+        "share of step time spent executing ops eagerly (outside a compiled function)",
+        "trace",
+    ),
     Fact("trace.top_ops", "", "the ten ops with the most self time", "trace", "list"),
-    Fact("trace.top_ops_host", "", "host-side ops among the top ten (on an accelerator run)", "trace"),
+    Fact(
+        "trace.top_ops_host", "", "host-side ops among the top ten (on an accelerator run)", "trace"
+    ),
     Fact("trace.py_func", "", "PyFunc / EagerPyFunc ops ran during the steps", "trace", "bool"),
-    Fact("trace.communication_percent", "%", "collective / communication op share of step time", "trace"),
-    Fact("trace.communication_overlap", "fraction", "share of communication time overlapped with compute", "trace"),
-    Fact("trace.communication_at_end", "", "communication is bunched at the end of the step", "trace", "bool"),
+    Fact(
+        "trace.communication_percent",
+        "%",
+        "collective / communication op share of step time",
+        "trace",
+    ),
+    Fact(
+        "trace.communication_overlap",
+        "fraction",
+        "share of communication time overlapped with compute",
+        "trace",
+    ),
+    Fact(
+        "trace.communication_at_end",
+        "",
+        "communication is bunched at the end of the step",
+        "trace",
+        "bool",
+    ),
     # Added by the traces issue.
-    Fact("trace.hardware", "", "XProf's hardware type of the profile (CPU_ONLY, GPU, TPU)", "trace", "str"),
-    Fact("trace.compile_percent", "%", "share of step time spent compiling (tracing, XLA)", "trace"),
-    Fact("trace.top_ops_copies", "", "copy ops (host↔device, send/recv) among the top ten", "trace"),
+    Fact(
+        "trace.hardware",
+        "",
+        "XProf's hardware type of the profile (CPU_ONLY, GPU, TPU)",
+        "trace",
+        "str",
+    ),
+    Fact(
+        "trace.compile_percent", "%", "share of step time spent compiling (tracing, XLA)", "trace"
+    ),
+    Fact(
+        "trace.top_ops_copies", "", "copy ops (host↔device, send/recv) among the top ten", "trace"
+    ),
     # Added by issue 13 (stable shares).
-    Fact("trace.marked_steps", "", "step markers the capture opened (steps XProf can find at most)", "trace"),
-    Fact("trace.withheld", "", "why the profile's step-time shares are not facts (too few steps) and what to capture", "trace", "str"),
+    Fact(
+        "trace.marked_steps",
+        "",
+        "step markers the capture opened (steps XProf can find at most)",
+        "trace",
+    ),
+    Fact(
+        "trace.withheld",
+        "",
+        "why the profile's step-time shares are not facts (too few steps) and what to capture",
+        "trace",
+        "str",
+    ),
 )
 
 _NAMES = frozenset(f.name for f in FACTS)
@@ -61,10 +122,19 @@ MIN_TRACE_STEPS = 20  # steps found in a profile before its step-time shares are
 SUGGESTED_WINDOW = (10, 34)  # marks 25 steps: XProf drops one or two cut by the capture's edges
 # Shares of step time (and verdicts built on them) that need MIN_TRACE_STEPS steps.
 STEP_SHARES = (
-    "trace.input_percent", "trace.input_classification", "trace.host_compute_percent",
-    "trace.kernel_launch_percent", "trace.all_others_percent", "trace.compile_percent",
-    "trace.device_compute_percent", "trace.device_idle_percent", "trace.h2d_percent", "trace.d2h_percent",
-    "trace.eager_percent", "trace.communication_percent", "trace.communication_overlap",
+    "trace.input_percent",
+    "trace.input_classification",
+    "trace.host_compute_percent",
+    "trace.kernel_launch_percent",
+    "trace.all_others_percent",
+    "trace.compile_percent",
+    "trace.device_compute_percent",
+    "trace.device_idle_percent",
+    "trace.h2d_percent",
+    "trace.d2h_percent",
+    "trace.eager_percent",
+    "trace.communication_percent",
+    "trace.communication_overlap",
     "trace.communication_at_end",
 )
 
@@ -80,7 +150,9 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
         if summarised:
             chosen = max(summarised, key=lambda r: r.t)
             break
-    summary = run.trace_summaries.get(chosen.summary) if chosen is not None and chosen.summary else None
+    summary = (
+        run.trace_summaries.get(chosen.summary) if chosen is not None and chosen.summary else None
+    )
     if chosen is not None and summary is not None:
         out.update(summary_facts(summary))
         if chosen.steps_marked is not None:
@@ -128,10 +200,17 @@ def summary_facts(summary: TraceSummary) -> dict[str, Any]:
         "trace.communication_overlap": summary.communication_overlap,
         "trace.communication_at_end": summary.communication_at_end,
     }
-    out.update({k: (round(v, 3) if isinstance(v, float) else v) for k, v in pairs.items() if v is not None})
+    out.update(
+        {k: (round(v, 3) if isinstance(v, float) else v) for k, v in pairs.items() if v is not None}
+    )
     if summary.top_ops:
         out["trace.top_ops"] = [
-            {"name": op.name, "type": op.type, "where": op.where, "self_percent": round(op.self_time_percent, 2)}
+            {
+                "name": op.name,
+                "type": op.type,
+                "where": op.where,
+                "self_percent": round(op.self_time_percent, 2),
+            }
             for op in summary.top_ops
         ]
         out["trace.py_func"] = bool(summary.py_func_ops)

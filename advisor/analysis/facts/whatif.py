@@ -22,37 +22,104 @@ if TYPE_CHECKING:
     from advisor.store.reader import Run
 
 
-
 def _candidate_facts(name: str) -> tuple[Fact, ...]:
     what = name.replace("_", " ")
     return (
-        Fact(f"whatif.{name}.speedup", "×", f"samples/s with {what} ÷ unchanged, median of the paired rounds", "whatif"),
-        Fact(f"whatif.{name}.band", "fraction", f"± noise band of whatif.{name}.speedup, as a share of it", "whatif"),
-        Fact(f"whatif.{name}.outside_band", "", f"the gain of {what} is larger than its noise band", "whatif", "bool"),
-        Fact(f"whatif.{name}.seconds", "s", f"what trying {what} cost: its setup and its segments", "whatif"),
-        Fact(f"whatif.{name}.samples_per_s", "samples/s", f"training throughput with {what} (median of the rounds)",
-             "whatif"),
-        Fact(f"whatif.{name}.status", "", f"{what}: measured, failed, not_applicable, not_relevant or skipped",
-             "whatif", "str"),
-        Fact(f"whatif.{name}.reason", "", f"why {what} was not measured, or how it failed", "whatif", "str"),
+        Fact(
+            f"whatif.{name}.speedup",
+            "×",
+            f"samples/s with {what} ÷ unchanged, median of the paired rounds",
+            "whatif",
+        ),
+        Fact(
+            f"whatif.{name}.band",
+            "fraction",
+            f"± noise band of whatif.{name}.speedup, as a share of it",
+            "whatif",
+        ),
+        Fact(
+            f"whatif.{name}.outside_band",
+            "",
+            f"the gain of {what} is larger than its noise band",
+            "whatif",
+            "bool",
+        ),
+        Fact(
+            f"whatif.{name}.seconds",
+            "s",
+            f"what trying {what} cost: its setup and its segments",
+            "whatif",
+        ),
+        Fact(
+            f"whatif.{name}.samples_per_s",
+            "samples/s",
+            f"training throughput with {what} (median of the rounds)",
+            "whatif",
+        ),
+        Fact(
+            f"whatif.{name}.status",
+            "",
+            f"{what}: measured, failed, not_applicable, not_relevant or skipped",
+            "whatif",
+            "str",
+        ),
+        Fact(
+            f"whatif.{name}.reason",
+            "",
+            f"why {what} was not measured, or how it failed",
+            "whatif",
+            "str",
+        ),
     )
 
 
 FACTS = (
     Fact("whatif.seconds", "s", "wall time of the whole what-if", "whatif"),
     Fact("whatif.budget_seconds", "s", "the time budget the what-if stayed within", "whatif"),
-    Fact("whatif.share_of_fit", "fraction", "the what-if's wall time ÷ the fit's training time", "whatif"),
-    Fact("whatif.unchanged_samples_per_s", "samples/s", "the unchanged configuration during the what-if (median)",
-         "whatif"),
+    Fact(
+        "whatif.share_of_fit",
+        "fraction",
+        "the what-if's wall time ÷ the fit's training time",
+        "whatif",
+    ),
+    Fact(
+        "whatif.unchanged_samples_per_s",
+        "samples/s",
+        "the unchanged configuration during the what-if (median)",
+        "whatif",
+    ),
     Fact("whatif.rounds", "", "interleaved rounds the what-if measured", "whatif"),
     Fact("whatif.measured", "", "candidates the what-if measured (fixes, not ceilings)", "whatif"),
     Fact("whatif.stopped", "", "why the what-if ended before its planned rounds", "whatif", "str"),
-    Fact("whatif.interrupted", "", "Ctrl-C ended the what-if (what was measured is kept)", "whatif", "bool"),
-    Fact("whatif.skipped", "", "why the what-if tried nothing (multi-worker job, an input it cannot replay)",
-         "whatif", "str"),
-    Fact("whatif.best", "", "the measured fix with the largest gain (a ceiling is not a fix)", "whatif", "str"),
+    Fact(
+        "whatif.interrupted",
+        "",
+        "Ctrl-C ended the what-if (what was measured is kept)",
+        "whatif",
+        "bool",
+    ),
+    Fact(
+        "whatif.skipped",
+        "",
+        "why the what-if tried nothing (multi-worker job, an input it cannot replay)",
+        "whatif",
+        "str",
+    ),
+    Fact(
+        "whatif.best",
+        "",
+        "the measured fix with the largest gain (a ceiling is not a fix)",
+        "whatif",
+        "str",
+    ),
     Fact("whatif.best_speedup", "×", "the largest measured gain", "whatif"),
-    Fact("whatif.table", "", "every candidate: samples/s, gain, band, cost, status and reason", "whatif", "list"),
+    Fact(
+        "whatif.table",
+        "",
+        "every candidate: samples/s, gain, band, cost, status and reason",
+        "whatif",
+        "list",
+    ),
 ) + tuple(f for name in CANDIDATES for f in _candidate_facts(name))
 
 
@@ -64,9 +131,13 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
         return {}
     record = records[-1]
     out: dict[str, Any] = {"whatif.interrupted": record.interrupted}
-    for name, value in (("whatif.seconds", record.seconds), ("whatif.budget_seconds", record.budget_seconds),
-                        ("whatif.rounds", record.rounds), ("whatif.stopped", record.stopped),
-                        ("whatif.skipped", record.skipped)):
+    for name, value in (
+        ("whatif.seconds", record.seconds),
+        ("whatif.budget_seconds", record.budget_seconds),
+        ("whatif.rounds", record.rounds),
+        ("whatif.stopped", record.stopped),
+        ("whatif.skipped", record.skipped),
+    ):
         if value is not None:
             out[name] = value
     if record.seconds is not None and record.fit_seconds:
@@ -86,11 +157,15 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
     if measured:
         best = max(measured, key=lambda r: r["speedup"])
         out["whatif.best"], out["whatif.best_speedup"] = best["candidate"], best["speedup"]
-    out["whatif.table"] = sorted(table, key=lambda r: (r["speedup"] is None, -(r["speedup"] or 0.0)))
+    out["whatif.table"] = sorted(
+        table, key=lambda r: (r["speedup"] is None, -(r["speedup"] or 0.0))
+    )
     return out
 
 
-def _candidate(candidate: Any, unchanged: list[float | None], out: dict[str, Any]) -> dict[str, Any]:
+def _candidate(
+    candidate: Any, unchanged: list[float | None], out: dict[str, Any]
+) -> dict[str, Any]:
     """Facts of one candidate (into ``out``) and its table row."""
     prefix = f"whatif.{candidate.name}"
     out[f"{prefix}.status"] = candidate.status
@@ -98,11 +173,19 @@ def _candidate(candidate: Any, unchanged: list[float | None], out: dict[str, Any
         out[f"{prefix}.reason"] = candidate.reason
     if candidate.seconds is not None:
         out[f"{prefix}.seconds"] = candidate.seconds
-    row: dict[str, Any] = {"candidate": candidate.name, "label": candidate.label, "status": candidate.status,
-                           "reason": candidate.reason, "seconds": candidate.seconds, "samples_per_s": None,
-                           "speedup": None, "band": None, "outside_band": None,
-                           "changes_optimisation": candidate.changes_optimisation,
-                           "ceiling": candidate.name in CEILINGS}
+    row: dict[str, Any] = {
+        "candidate": candidate.name,
+        "label": candidate.label,
+        "status": candidate.status,
+        "reason": candidate.reason,
+        "seconds": candidate.seconds,
+        "samples_per_s": None,
+        "speedup": None,
+        "band": None,
+        "outside_band": None,
+        "changes_optimisation": candidate.changes_optimisation,
+        "ceiling": candidate.name in CEILINGS,
+    }
     rates = candidate.rounds or []
     if candidate.status != "measured" or not rates:
         return row
@@ -117,5 +200,7 @@ def _candidate(candidate: Any, unchanged: list[float | None], out: dict[str, Any
     if band is not None and band.value > 0:
         gain = bands.band([r - 1.0 for r in ratios])
         out[f"{prefix}.band"] = row["band"] = band.half_width / band.value
-        out[f"{prefix}.outside_band"] = row["outside_band"] = bool(gain is not None and gain.above_zero)
+        out[f"{prefix}.outside_band"] = row["outside_band"] = bool(
+            gain is not None and gain.above_zero
+        )
     return row

@@ -35,8 +35,9 @@ class CloudWatchCollector(Collector):
 
         s = self.session
         dims = {"RunId": s.writer.run_id, "Worker": str(s.rank)}
-        self.publisher = MetricPublisher(self.namespace, dims, interval_s=self.interval_s,
-                                         cloudwatch=self.cloudwatch)
+        self.publisher = MetricPublisher(
+            self.namespace, dims, interval_s=self.interval_s, cloudwatch=self.cloudwatch
+        )
         s.writer.add_listener(self.on_record)
 
     def on_record(self, record: Record) -> None:
@@ -61,8 +62,13 @@ class CloudWatchCollector(Collector):
             publisher.put("GPUUtilization", sum(gpu) / len(gpu), "Percent", window.t)
         if cpu:
             publisher.put("CPUUtilization", sum(cpu) / len(cpu), "Percent", window.t)
-        if (self.session.rank != 0 or window.warmup or window.profiled or not window.samples
-                or window.seconds <= 0):
+        if (
+            self.session.rank != 0
+            or window.warmup
+            or window.profiled
+            or not window.samples
+            or window.seconds <= 0
+        ):
             return
         rate = window.samples / window.seconds
         publisher.put("SamplesPerSecond", rate, "Count/Second", window.t)

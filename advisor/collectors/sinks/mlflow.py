@@ -56,7 +56,9 @@ class MlflowCollector(Collector):
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._client: Any = None
-        self.export_thread: threading.Thread | None = None  # the end-of-run export, running beside the script
+        self.export_thread: threading.Thread | None = (
+            None  # the end-of-run export, running beside the script
+        )
 
     def on_train_begin(self) -> None:
         if self.session.rank != 0:  # the chief logs for the job
@@ -65,20 +67,32 @@ class MlflowCollector(Collector):
         mlflow = sys.modules.get("mlflow")
         active = mlflow.active_run() if mlflow is not None else None
         if mlflow is None or active is None:
-            self._note("warning", "mlflow=True but no MLflow run is active: wrap training in "
-                                  "`with mlflow.start_run():` (or export later: advisor export RUN --to mlflow)")
+            self._note(
+                "warning",
+                "mlflow=True but no MLflow run is active: wrap training in "
+                "`with mlflow.start_run():` (or export later: advisor export RUN --to mlflow)",
+            )
             return
         self.run_id = active.info.run_id
         self.tracking_uri = mlflow.get_tracking_uri()
-        self.session.writer.write(ContextRecord(t=time.time(), values={"mlflow.run_id": self.run_id,
-                                                                "mlflow.tracking_uri": self.tracking_uri}))
+        self.session.writer.write(
+            ContextRecord(
+                t=time.time(),
+                values={"mlflow.run_id": self.run_id, "mlflow.tracking_uri": self.tracking_uri},
+            )
+        )
         # The chief's samples → the job's: each process feeds its own share (Horovod, JAX
         # multi-process, custom loops) unless tf.distribute gives every worker the global batch.
         context = self.session.notes.context
-        global_batch, local_batch = context.get("context.global_batch_size"), self.session.data.batch_size
+        global_batch, local_batch = (
+            context.get("context.global_batch_size"),
+            self.session.data.batch_size,
+        )
         scale = global_batch / local_batch if global_batch and local_batch else 1.0
         series = MetricSeries(scale, self.session.price_per_hour)
-        self._thread = threading.Thread(target=self._run, args=(series,), name="advisor-mlflow", daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, args=(series,), name="advisor-mlflow", daemon=True
+        )
         self._thread.start()
         self.session.writer.add_listener(self._listen)
 
@@ -109,17 +123,27 @@ class MlflowCollector(Collector):
                 if record is not None and record is not _STOP:
                     point = series.add(record)
                     if point is not None:
-                        pending += [Metric(k, float(v), point.timestamp_ms, point.step) for k, v in point.keyed().items()]
+                        pending += [
+                            Metric(k, float(v), point.timestamp_ms, point.step)
+                            for k, v in point.keyed().items()
+                        ]
                 if pending and (record is _STOP or time.monotonic() - last >= FLUSH_S):
                     for start in range(0, len(pending), BATCH_LIMIT):
-                        self._client.log_batch(self.run_id, metrics=pending[start:start + BATCH_LIMIT], synchronous=True)
+                        self._client.log_batch(
+                            self.run_id,
+                            metrics=pending[start : start + BATCH_LIMIT],
+                            synchronous=True,
+                        )
                     self.logged += len(pending)
                     pending, last = [], time.monotonic()
                 if record is _STOP:
                     return
         except Exception as exc:
             self.error = f"{type(exc).__name__}: {exc}"
-            self._note("warning", f"logging to MLflow failed ({self.error}); it is switched off, training goes on")
+            self._note(
+                "warning",
+                f"logging to MLflow failed ({self.error}); it is switched off, training goes on",
+            )
 
     def on_train_end(self) -> None:
         thread, self._thread = self._thread, None
@@ -132,8 +156,11 @@ class MlflowCollector(Collector):
         self._queue.put(_STOP)
         thread.join(JOIN_TIMEOUT_S)
         if thread.is_alive():
-            self._note("warning", f"MLflow logging did not finish within {JOIN_TIMEOUT_S:.0f} s; "
-                                  "later windows are not in MLflow")
+            self._note(
+                "warning",
+                f"MLflow logging did not finish within {JOIN_TIMEOUT_S:.0f} s; "
+                "later windows are not in MLflow",
+            )
 
     def _log_params(self) -> None:
         """The run's settings as MLflow params (``advisor.*``); a clash with a param the user
@@ -141,8 +168,12 @@ class MlflowCollector(Collector):
         from mlflow.entities import Param
 
         manifest = self.session.writer.manifest
-        params = run_params(self.session.notes.context, workers=self.session.num_workers,
-                            tags=manifest.tags if manifest else None, backend=self.session.backend)
+        params = run_params(
+            self.session.notes.context,
+            workers=self.session.num_workers,
+            tags=manifest.tags if manifest else None,
+            backend=self.session.backend,
+        )
         batch = [Param(k, v) for k, v in params.items()]
         try:
             self._client.log_batch(self.run_id, params=batch, synchronous=True)
@@ -154,18 +185,37 @@ class MlflowCollector(Collector):
         fit does not wait for (a non-daemon thread follows it: the interpreter waits at exit)."""
         if not self.export or self.run_id is None:
             return
-        self.export_thread = threading.Thread(target=self._export, name="advisor-mlflow-export", daemon=False)
+        self.export_thread = threading.Thread(
+            target=self._export, name="advisor-mlflow-export", daemon=False
+        )
         self.export_thread.start()
 
     def _export(self) -> None:
-        argv = [sys.executable, "-m", "advisor.cli.main", "--runs-dir", str(self.session.writer.runs_dir), "export",
-                str(self.session.writer.run_id), "--to", "mlflow", "--mlflow-run", str(self.run_id),
-                "--tracking-uri", str(self.tracking_uri), "--no-series"]
+        argv = [
+            sys.executable,
+            "-m",
+            "advisor.cli.main",
+            "--runs-dir",
+            str(self.session.writer.runs_dir),
+            "export",
+            str(self.session.writer.run_id),
+            "--to",
+            "mlflow",
+            "--mlflow-run",
+            str(self.run_id),
+            "--tracking-uri",
+            str(self.tracking_uri),
+            "--no-series",
+        ]
         timeout = float(os.environ.get("ADVISOR_MLFLOW_EXPORT_TIMEOUT_S", EXPORT_TIMEOUT_S))
         try:
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+            done = subprocess.run(
+                argv, capture_output=True, text=True, timeout=timeout, check=False
+            )
         except subprocess.TimeoutExpired:
-            log.warning("advisor: the MLflow export of the report took over %.0f s and was stopped", timeout)
+            log.warning(
+                "advisor: the MLflow export of the report took over %.0f s and was stopped", timeout
+            )
             return
         if done.returncode != 0:
             last = (done.stderr.strip().splitlines() or ["no output"])[-1]

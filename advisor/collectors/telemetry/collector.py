@@ -48,7 +48,9 @@ class TelemetrySampler:
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         if interval_s < MIN_INTERVAL_S:
-            raise UsageError(f"telemetry_interval_seconds must be at least {MIN_INTERVAL_S} s (got {interval_s})")
+            raise UsageError(
+                f"telemetry_interval_seconds must be at least {MIN_INTERVAL_S} s (got {interval_s})"
+            )
         self.write = write
         self.interval_s = float(interval_s)
         self.gpu = gpu  # NvmlMonitor-like: sample(now) -> (samples, notes); opened by the caller
@@ -150,11 +152,19 @@ class TelemetryCollector(Collector):
 
     name = "telemetry"
 
-    def __init__(self, interval_s: float = 1.0, devices: str = "mine", mfu: bool | None = None,
-                 nvml: Any = None, psutil_module: Any = None) -> None:
+    def __init__(
+        self,
+        interval_s: float = 1.0,
+        devices: str = "mine",
+        mfu: bool | None = None,
+        nvml: Any = None,
+        psutil_module: Any = None,
+    ) -> None:
         super().__init__()
         if interval_s < MIN_INTERVAL_S:
-            raise UsageError(f"telemetry_interval_seconds must be at least {MIN_INTERVAL_S} s (got {interval_s})")
+            raise UsageError(
+                f"telemetry_interval_seconds must be at least {MIN_INTERVAL_S} s (got {interval_s})"
+            )
         if devices not in ("mine", "all"):
             raise UsageError(f"telemetry_devices must be 'mine' or 'all' (got {devices!r})")
         self.interval_s = float(interval_s)
@@ -168,7 +178,9 @@ class TelemetryCollector(Collector):
 
     def on_train_begin(self) -> None:
         self._context = {"telemetry.interval_s": self.interval_s}
-        self.sampler = TelemetrySampler(self.session.writer.write, self.interval_s, note=self._note, setup=self._setup)
+        self.sampler = TelemetrySampler(
+            self.session.writer.write, self.interval_s, note=self._note, setup=self._setup
+        )
         self.sampler.start()
 
     def _setup(self, sampler: TelemetrySampler) -> None:
@@ -176,13 +188,17 @@ class TelemetryCollector(Collector):
         from advisor.collectors.telemetry.host import HostSampler
         from advisor.collectors.telemetry.nvml import NvmlMonitor
 
-        monitor = NvmlMonitor(nvml=self._nvml, num_workers=self.session.num_workers, devices=self.devices)
+        monitor = NvmlMonitor(
+            nvml=self._nvml, num_workers=self.session.num_workers, devices=self.devices
+        )
         self.monitor = monitor
         sampler.gpu = monitor if monitor.open() else None
         values: dict[str, Any] = {
             "telemetry.interval_s": self.interval_s,
             "telemetry.gpu_present": sampler.gpu is not None,
-            "telemetry.nvml": "ok" if sampler.gpu is not None else (monitor.reason or "no GPU data"),
+            "telemetry.nvml": "ok"
+            if sampler.gpu is not None
+            else (monitor.reason or "no GPU data"),
         }
         if sampler.gpu is not None:
             values["telemetry.gpus"] = monitor.info()
@@ -211,28 +227,39 @@ class TelemetryCollector(Collector):
         if sampler.process_gpus:
             values["telemetry.process_gpus"] = sampler.process_gpus
         if self._context.get("telemetry.gpu_present"):
-            framework_mem = framework_memory(self.session.backend, self._context.get("telemetry.gpus", []))
+            framework_mem = framework_memory(
+                self.session.backend, self._context.get("telemetry.gpus", [])
+            )
             if framework_mem:
                 values["telemetry.framework_mem"] = framework_mem
-        want_flops = self.mfu if self.mfu is not None else bool(self._context.get("telemetry.gpu_present"))
+        want_flops = (
+            self.mfu if self.mfu is not None else bool(self._context.get("telemetry.gpu_present"))
+        )
         if want_flops:
             values.update(self._flops())
         self.session.writer.write(ContextRecord(t=time.time(), values=values))
 
     # -- helpers -------------------------------------------------------------------------------
     def _note(self, level: str, source: str, message: str) -> None:
-        self.session.writer.write(EventRecord(t=time.time(), level=level, source=source, message=message))  # type: ignore[arg-type]
+        self.session.writer.write(
+            EventRecord(t=time.time(), level=level, source=source, message=message)
+        )  # type: ignore[arg-type]
 
     def _flops(self) -> dict[str, Any]:
         from advisor.probes.flops import estimate_flops_per_sample
 
         try:
-            estimate = estimate_flops_per_sample(self.session.model, self.session.data, backend=self.session.backend)
+            estimate = estimate_flops_per_sample(
+                self.session.model, self.session.data, backend=self.session.backend
+            )
         except Exception as exc:
             return {"model.flops_error": f"{type(exc).__name__}: {exc}"[:300]}
         if estimate is None:
             return {}
-        return {"model.flops_per_sample": estimate.flops_per_sample, "model.flops_method": estimate.method}
+        return {
+            "model.flops_per_sample": estimate.flops_per_sample,
+            "model.flops_method": estimate.method,
+        }
 
 
 def framework_memory(backend: str | None, gpus: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -255,12 +282,24 @@ def framework_memory(backend: str | None, gpus: list[dict[str, Any]]) -> list[di
             for dev in sys.modules["jax"].local_devices():
                 stats = dev.memory_stats() if dev.platform == "gpu" else None
                 if stats and "peak_bytes_in_use" in stats:
-                    out.append({"device": str(dev), "peak": int(stats["peak_bytes_in_use"]), "total": total})
+                    out.append(
+                        {
+                            "device": str(dev),
+                            "peak": int(stats["peak_bytes_in_use"]),
+                            "total": total,
+                        }
+                    )
         elif backend == "torch" and "torch" in sys.modules:
             torch = sys.modules["torch"]
             if torch.cuda.is_initialized():
                 for i in range(torch.cuda.device_count()):
-                    out.append({"device": f"cuda:{i}", "peak": int(torch.cuda.max_memory_allocated(i)), "total": total})
+                    out.append(
+                        {
+                            "device": f"cuda:{i}",
+                            "peak": int(torch.cuda.max_memory_allocated(i)),
+                            "total": total,
+                        }
+                    )
     except Exception:
         return []
     return [e for e in out if e["peak"] > 0 and e["total"]]

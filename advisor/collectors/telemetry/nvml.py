@@ -32,10 +32,20 @@ _DRIVER_NOT_LOADED = 9
 _UNSUPPORTED_CODES = {_NOT_SUPPORTED, _NO_PERMISSION, _FUNCTION_NOT_FOUND}
 _LOST_CODES = {_GPU_IS_LOST, _UNINITIALIZED, _DRIVER_NOT_LOADED}
 
-LOCAL_RANK_VARS = ("LOCAL_RANK", "HOROVOD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID",
-                   "MPI_LOCALRANKID")
-LOCAL_SIZE_VARS = ("LOCAL_WORLD_SIZE", "HOROVOD_LOCAL_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE",
-                   "SLURM_NTASKS_PER_NODE", "MPI_LOCALNRANKS")
+LOCAL_RANK_VARS = (
+    "LOCAL_RANK",
+    "HOROVOD_LOCAL_RANK",
+    "OMPI_COMM_WORLD_LOCAL_RANK",
+    "SLURM_LOCALID",
+    "MPI_LOCALRANKID",
+)
+LOCAL_SIZE_VARS = (
+    "LOCAL_WORLD_SIZE",
+    "HOROVOD_LOCAL_SIZE",
+    "OMPI_COMM_WORLD_LOCAL_SIZE",
+    "SLURM_NTASKS_PER_NODE",
+    "MPI_LOCALNRANKS",
+)
 
 # NVML's reference documents nvmlDeviceGetPcieThroughput as counting bytes over a 20 ms interval
 # (so a read can wait that long in the driver; not measured: the development VM has no GPU).
@@ -87,11 +97,15 @@ def visible_devices(
                 break
             out.append(match[0])
         else:  # MIG instances and other forms: cannot map to a whole GPU here
-            return list(range(count)), f"CUDA_VISIBLE_DEVICES={spec!r} not understood; sampling every GPU"
+            return list(
+                range(count)
+            ), f"CUDA_VISIBLE_DEVICES={spec!r} not understood; sampling every GPU"
     return out, None
 
 
-def worker_device_indices(visible: list[int], num_workers: int, env: Mapping[str, str] | None = None) -> list[int]:
+def worker_device_indices(
+    visible: list[int], num_workers: int, env: Mapping[str, str] | None = None
+) -> list[int]:
     """The GPUs this worker most likely trains on.
 
     One process per GPU (Horovod, torchrun, several TF workers on one host) usually leaves every GPU
@@ -115,8 +129,13 @@ def _error_code(exc: BaseException) -> int | None:
 class NvmlMonitor:
     """Reads NVML for a set of GPUs. Not thread-safe: one sampler thread uses it."""
 
-    def __init__(self, nvml: Any = None, env: Mapping[str, str] | None = None, num_workers: int = 1,
-                 devices: str = "mine") -> None:
+    def __init__(
+        self,
+        nvml: Any = None,
+        env: Mapping[str, str] | None = None,
+        num_workers: int = 1,
+        devices: str = "mine",
+    ) -> None:
         self._nvml = nvml
         self._env = env
         self._num_workers = num_workers
@@ -143,7 +162,11 @@ class NvmlMonitor:
         try:
             nvml.nvmlInit()
         except Exception as exc:
-            self.reason = f"NVML unavailable: {exc}" if str(exc) else f"NVML unavailable ({type(exc).__name__})"
+            self.reason = (
+                f"NVML unavailable: {exc}"
+                if str(exc)
+                else f"NVML unavailable ({type(exc).__name__})"
+            )
             return False
         try:
             self.total_count = int(nvml.nvmlDeviceGetCount())
@@ -159,7 +182,11 @@ class NvmlMonitor:
         self.driver = _text(self._try(nvml.nvmlSystemGetDriverVersion))
         uuids = [_text(self._try(nvml.nvmlDeviceGetUUID, h)) for h in handles]
         visible, note = visible_devices(self.total_count, uuids, self._env)
-        chosen = visible if self._which == "all" else worker_device_indices(visible, self._num_workers, self._env)
+        chosen = (
+            visible
+            if self._which == "all"
+            else worker_device_indices(visible, self._num_workers, self._env)
+        )
         self.device_note = note
         if not chosen:
             self.reason = note or "no GPU is visible to this process"
@@ -168,15 +195,23 @@ class NvmlMonitor:
         for i in chosen:
             h = handles[i]
             mem = self._try(nvml.nvmlDeviceGetMemoryInfo, h)
-            self.devices.append(GpuDevice(
-                index=i, handle=h, name=_text(self._try(nvml.nvmlDeviceGetName, h)) or "",
-                uuid=uuids[i], mem_total=int(mem.total) if mem is not None else None,
-            ))
+            self.devices.append(
+                GpuDevice(
+                    index=i,
+                    handle=h,
+                    name=_text(self._try(nvml.nvmlDeviceGetName, h)) or "",
+                    uuid=uuids[i],
+                    mem_total=int(mem.total) if mem is not None else None,
+                )
+            )
         self.available = True
         return True
 
     def info(self) -> list[dict[str, Any]]:
-        return [{"index": d.index, "name": d.name, "uuid": d.uuid, "mem_total": d.mem_total} for d in self.devices]
+        return [
+            {"index": d.index, "name": d.name, "uuid": d.uuid, "mem_total": d.mem_total}
+            for d in self.devices
+        ]
 
     def close(self) -> None:
         if self.available:
@@ -226,16 +261,31 @@ class NvmlMonitor:
         code = _error_code(exc)
         if code in _LOST_CODES:
             dev.lost = True
-            return ("warning", (f"GPU {dev.index} ({dev.name}) stopped answering NVML ({exc}); "
-                                "its samples end here, the other GPUs are still sampled"))
+            return (
+                "warning",
+                (
+                    f"GPU {dev.index} ({dev.name}) stopped answering NVML ({exc}); "
+                    "its samples end here, the other GPUs are still sampled"
+                ),
+            )
         dev.unsupported.add(field_name)
         if code in _UNSUPPORTED_CODES:
             extra = "; energy comes from power × time instead" if field_name == "energy" else ""
-            return ("info", f"GPU {dev.index} ({dev.name}): {field_name} not available ({exc}){extra}")
-        return ("warning", (f"GPU {dev.index} ({dev.name}): reading {field_name} failed "
-                            f"({type(exc).__name__}: {exc}); it is no longer read"))
+            return (
+                "info",
+                f"GPU {dev.index} ({dev.name}): {field_name} not available ({exc}){extra}",
+            )
+        return (
+            "warning",
+            (
+                f"GPU {dev.index} ({dev.name}): reading {field_name} failed "
+                f"({type(exc).__name__}: {exc}); it is no longer read"
+            ),
+        )
 
-    def _readers(self, dev: GpuDevice, now: float) -> list[tuple[str, Callable[[], dict[str, Any]]]]:
+    def _readers(
+        self, dev: GpuDevice, now: float
+    ) -> list[tuple[str, Callable[[], dict[str, Any]]]]:
         nvml, h = self._nvml, dev.handle
 
         def utilization() -> dict[str, Any]:
@@ -259,7 +309,10 @@ class NvmlMonitor:
             return {"sm_clock_mhz": float(nvml.nvmlDeviceGetClockInfo(h, 1))}  # NVML_CLOCK_SM
 
         def throttle() -> dict[str, Any]:
-            fn = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or nvml.nvmlDeviceGetCurrentClocksThrottleReasons
+            fn = (
+                getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
+                or nvml.nvmlDeviceGetCurrentClocksThrottleReasons
+            )
             return {"throttle": int(fn(h))}
 
         def pcie() -> dict[str, Any]:
@@ -271,8 +324,16 @@ class NvmlMonitor:
                 return {"pcie_tx_bps": tx, "pcie_rx_bps": rx}
             return {}
 
-        return [("utilization", utilization), ("memory", memory), ("power", power), ("energy", energy),
-                ("temperature", temperature), ("sm_clock", sm_clock), ("throttle", throttle), ("pcie", pcie)]
+        return [
+            ("utilization", utilization),
+            ("memory", memory),
+            ("power", power),
+            ("energy", energy),
+            ("temperature", temperature),
+            ("sm_clock", sm_clock),
+            ("throttle", throttle),
+            ("pcie", pcie),
+        ]
 
     def process_devices(self, pid: int | None = None) -> list[int] | None:
         """NVML indices of the sampled GPUs on which ``pid`` holds a compute context (None: unknown).

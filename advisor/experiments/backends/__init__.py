@@ -6,5 +6,12 @@ from advisor.experiments.backends.export import data_from_session
 from advisor.experiments.backends.result import BackendCandidate, BackendsResult, Config
 from advisor.experiments.backends.runner import MAX_SECONDS, measure_backends, measure_exported
 
-__all__ = ["MAX_SECONDS", "BackendCandidate", "BackendsResult", "Config", "data_from_session", "measure_backends",
-           "measure_exported"]
+__all__ = [
+    "MAX_SECONDS",
+    "BackendCandidate",
+    "BackendsResult",
+    "Config",
+    "data_from_session",
+    "measure_backends",
+    "measure_exported",
+]

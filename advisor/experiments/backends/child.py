@@ -38,7 +38,10 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 def _line(exc: BaseException, limit: int = 300) -> str:
     """One line: Keras's colour codes and its "Arguments received by" tail left out."""
-    text = " ".join(ANSI.sub("", str(exc)).split()).split(" Arguments received by ")[0] or type(exc).__name__
+    text = (
+        " ".join(ANSI.sub("", str(exc)).split()).split(" Arguments received by ")[0]
+        or type(exc).__name__
+    )
     if not text.startswith(type(exc).__name__):
         text = f"{type(exc).__name__}: {text}"
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -70,13 +73,17 @@ def _load(path: Path, keras: Any) -> Any:
 def _recompile(model: Any, jit: bool) -> None:
     config = model.get_compile_config() if hasattr(model, "get_compile_config") else None
     if not config:
-        raise Stop("failed", "the model was not compiled: compile it (optimizer, loss) before measuring")
+        raise Stop(
+            "failed", "the model was not compiled: compile it (optimizer, loss) before measuring"
+        )
     config = dict(config)
     config.update(jit_compile=jit, run_eagerly=False, steps_per_execution=1)
     model.compile_from_config(config)
 
 
-TILE_BYTES = 64 * 2**20  # the cached sample is repeated up to this size: long epochs, few epoch starts
+TILE_BYTES = (
+    64 * 2**20
+)  # the cached sample is repeated up to this size: long epochs, few epoch starts
 TILE_BATCHES = 256
 
 
@@ -108,7 +115,12 @@ class Feed:
     def __init__(self, x: Any, y: Any, batch_size: int, batches: int) -> None:
         size = max(1, _nbytes(x) + _nbytes(y))
         times = max(1, min(-(-TILE_BATCHES // batches), TILE_BYTES // size))
-        self.x, self.y, self.batch_size, self.batches = _tile(x, times), _tile(y, times), batch_size, batches * times
+        self.x, self.y, self.batch_size, self.batches = (
+            _tile(x, times),
+            _tile(y, times),
+            batch_size,
+            batches * times,
+        )
 
 
 def _clock(keras: Any) -> Any:
@@ -135,8 +147,16 @@ def _fit(model: Any, feed: Feed, keras: Any, steps: int) -> tuple[int, float]:
     per_epoch = max(1, min(steps, feed.batches))
     epochs = max(1, round(steps / per_epoch))
     clock = _clock(keras)
-    model.fit(feed.x, feed.y, batch_size=feed.batch_size, epochs=epochs, steps_per_epoch=per_epoch, shuffle=False,
-              verbose=0, callbacks=[clock])
+    model.fit(
+        feed.x,
+        feed.y,
+        batch_size=feed.batch_size,
+        epochs=epochs,
+        steps_per_epoch=per_epoch,
+        shuffle=False,
+        verbose=0,
+        callbacks=[clock],
+    )
     return epochs * per_epoch, clock.seconds
 
 
@@ -253,13 +273,21 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--model", required=True)
     parser.add_argument("--batches", required=True)
     parser.add_argument("--jit", type=lambda v: v.lower() in ("1", "true", "yes"), required=True)
-    parser.add_argument("--seconds", type=float, default=3.0, help="measured time, all rounds together")
+    parser.add_argument(
+        "--seconds", type=float, default=3.0, help="measured time, all rounds together"
+    )
     parser.add_argument("--rounds", type=int, default=6)
-    parser.add_argument("--warmup", type=float, default=0.5, help="seconds of steps after the first")
+    parser.add_argument(
+        "--warmup", type=float, default=0.5, help="seconds of steps after the first"
+    )
     parser.add_argument("--import", dest="imports", action="append", default=[])
     parser.add_argument("--torch-threads", type=int, default=None)
-    parser.add_argument("--out", default=None, help="where the result's JSON goes (without --serve)")
-    parser.add_argument("--serve", action="store_true", help="measure a round for every 'round' line on stdin")
+    parser.add_argument(
+        "--out", default=None, help="where the result's JSON goes (without --serve)"
+    )
+    parser.add_argument(
+        "--serve", action="store_true", help="measure a round for every 'round' line on stdin"
+    )
     args = parser.parse_args(argv)
     if not args.serve and not args.out:
         parser.error("--out is needed without --serve")

@@ -36,7 +36,9 @@ class Exported:
     batches_path: Path
     batch_size: int
     batches: int
-    modules: list[str] = field(default_factory=list)  # modules defining custom classes, to import first
+    modules: list[str] = field(
+        default_factory=list
+    )  # modules defining custom classes, to import first
     script_classes: list[str] = field(default_factory=list)  # custom classes defined in __main__
     note: str | None = None  # why the fallback (config + weights) was used
 
@@ -45,7 +47,9 @@ def custom_modules(model: Any) -> tuple[list[str], list[str]]:
     """(importable modules, classes defined in ``__main__``) of the model's non-Keras classes:
     a fresh process finds a registered custom class only once its module is imported."""
     objects: list[Any] = [model]
-    objects += list(getattr(model, "_flatten_layers", lambda **_: [])(include_self=False, recursive=True))
+    objects += list(
+        getattr(model, "_flatten_layers", lambda **_: [])(include_self=False, recursive=True)
+    )
     for attr in ("optimizer", "loss"):
         value = getattr(model, attr, None)
         if value is not None and not isinstance(value, (str, list, dict, tuple)):
@@ -55,7 +59,15 @@ def custom_modules(model: Any) -> tuple[list[str], list[str]]:
     for obj in objects:
         cls = obj if isinstance(obj, type) else type(obj)
         module = cls.__module__ or ""
-        if module.split(".")[0] in {"keras", "tensorflow", "tf_keras", "jax", "torch", "builtins", "keras_hub"}:
+        if module.split(".")[0] in {
+            "keras",
+            "tensorflow",
+            "tf_keras",
+            "jax",
+            "torch",
+            "builtins",
+            "keras_hub",
+        }:
             continue
         if module == "__main__":
             script.append(cls.__qualname__)
@@ -75,14 +87,25 @@ def export_model(model: Any, directory: Path) -> tuple[Path, str | None]:
     except Exception as exc:  # noqa: BLE001 — the fallback below says what failed
         reason = one_line(exc)
     try:
-        compile_config = model.get_compile_config() if hasattr(model, "get_compile_config") else None
-        document = {"class": _class_path(model), "config": model.get_config(), "compile": compile_config}
+        compile_config = (
+            model.get_compile_config() if hasattr(model, "get_compile_config") else None
+        )
+        document = {
+            "class": _class_path(model),
+            "config": model.get_config(),
+            "compile": compile_config,
+        }
         (directory / CONFIG_FILE).write_text(json.dumps(document, default=_no_json))
         model.save_weights(directory / WEIGHTS_FILE)
     except Exception as exc:  # noqa: BLE001 — neither way works: the user is told both reasons
-        raise UsageError(f"the model cannot be exported for the backend what-if: saving it failed "
-                         f"({reason}); so did its config and weights ({one_line(exc)})") from None
-    return directory / CONFIG_FILE, f"saved as config + weights (saving a .keras file failed: {reason})"
+        raise UsageError(
+            f"the model cannot be exported for the backend what-if: saving it failed "
+            f"({reason}); so did its config and weights ({one_line(exc)})"
+        ) from None
+    return (
+        directory / CONFIG_FILE,
+        f"saved as config + weights (saving a .keras file failed: {reason})",
+    )
 
 
 def _class_path(model: Any) -> str:
@@ -94,6 +117,7 @@ def _no_json(value: Any) -> Any:
 
 
 # -- batches ------------------------------------------------------------------------------------
+
 
 def _flatten(prefix: str, value: Any, out: dict[str, np.ndarray]) -> Any:
     """Arrays of ``value`` (an array, a tuple/list or a dict of arrays) into ``out``; its layout."""
@@ -156,7 +180,9 @@ def _to_numpy(value: Any) -> Any:
     return np.asarray(value)
 
 
-def sample_batches(data: Any, batch_size: int | None, count: int = SAMPLE_BATCHES) -> tuple[Any, Any, int, int]:
+def sample_batches(
+    data: Any, batch_size: int | None, count: int = SAMPLE_BATCHES
+) -> tuple[Any, Any, int, int]:
     """(x, y, batch_size, batches): up to ``count`` real batches of ``data``, joined, as numpy.
 
     ``data``: ``(x, y)`` arrays (``batch_size`` default 32), a tf.data.Dataset of batches, a
@@ -168,12 +194,20 @@ def sample_batches(data: Any, batch_size: int | None, count: int = SAMPLE_BATCHE
         size = int(batch_size or 32)
         rows = min(_rows(x), size * count)
         if rows < size:
-            raise InputError(f"the backend what-if needs at least one batch of {size} samples; got {rows}")
+            raise InputError(
+                f"the backend what-if needs at least one batch of {size} samples; got {rows}"
+            )
         rows -= rows % size
         return _to_numpy(_head(x, rows)), _to_numpy(_head(y, rows)), size, rows // size
     batches: list[tuple[Any, Any]] = []
     for batch in _iterate(data, count):
-        x, y = _split(batch if isinstance(batch, tuple) else tuple(batch) if isinstance(batch, list) else batch)
+        x, y = _split(
+            batch
+            if isinstance(batch, tuple)
+            else tuple(batch)
+            if isinstance(batch, list)
+            else batch
+        )
         x, y = _to_numpy(x), _to_numpy(y)
         if batches and _rows(x) != _rows(batches[0][0]):
             continue
@@ -198,15 +232,19 @@ def _iterate(data: Any, count: int) -> Any:
     if hasattr(data, "take") and hasattr(data, "as_numpy_iterator"):  # tf.data
         yield from data.take(count).as_numpy_iterator()
         return
-    if hasattr(data, "__getitem__") and hasattr(data, "__len__") and hasattr(data, "on_epoch_end"):  # PyDataset
+    if (
+        hasattr(data, "__getitem__") and hasattr(data, "__len__") and hasattr(data, "on_epoch_end")
+    ):  # PyDataset
         for i in range(min(count, len(data))):
             yield data[i]
         return
     try:
         iterator = iter(data)
     except TypeError:
-        raise InputError(f"unsupported input {type(data).__name__} for the backend what-if: pass (x, y) arrays, "
-                         "a tf.data.Dataset, a PyDataset or an iterable of (x, y) batches") from None
+        raise InputError(
+            f"unsupported input {type(data).__name__} for the backend what-if: pass (x, y) arrays, "
+            "a tf.data.Dataset, a PyDataset or an iterable of (x, y) batches"
+        ) from None
     for i, batch in enumerate(iterator):
         if i >= count:
             break
@@ -216,7 +254,11 @@ def _iterate(data: Any, count: int) -> Any:
 def write_batches(path: Path, x: Any, y: Any, batch_size: int) -> None:
     """``x`` and ``y`` into one ``.npz`` with their layout (array, tuple or dict), for ``read_batches``."""
     arrays: dict[str, np.ndarray] = {}
-    layout = {"x": _flatten("x", x, arrays), "y": _flatten("y", y, arrays), "batch_size": batch_size}
+    layout = {
+        "x": _flatten("x", x, arrays),
+        "y": _flatten("y", y, arrays),
+        "batch_size": batch_size,
+    }
     arrays[LAYOUT_KEY] = np.frombuffer(json.dumps(layout).encode(), dtype=np.uint8)
     np.savez(path, **arrays)  # type: ignore[arg-type]
 
@@ -229,8 +271,13 @@ def read_batches(path: str | os.PathLike[str]) -> tuple[list[tuple[Any, Any]], i
     layout = json.loads(arrays.pop(LAYOUT_KEY).tobytes().decode())
     size = int(layout["batch_size"])
     rows = _rows(unflatten(layout["x"], arrays, slice(None)))
-    return [(unflatten(layout["x"], arrays, slice(i, i + size)), unflatten(layout["y"], arrays, slice(i, i + size)))
-            for i in range(0, rows - size + 1, size)], size
+    return [
+        (
+            unflatten(layout["x"], arrays, slice(i, i + size)),
+            unflatten(layout["y"], arrays, slice(i, i + size)),
+        )
+        for i in range(0, rows - size + 1, size)
+    ], size
 
 
 def read_arrays(path: str | os.PathLike[str]) -> tuple[Any, Any, int, int]:
@@ -243,8 +290,13 @@ def read_arrays(path: str | os.PathLike[str]) -> tuple[Any, Any, int, int]:
     return x, unflatten(layout["y"], arrays, slice(None)), size, _rows(x) // size
 
 
-def export(model: Any, data: Any, directory: Path, batch_size: int | None = None,
-           count: int = SAMPLE_BATCHES) -> Exported:
+def export(
+    model: Any,
+    data: Any,
+    directory: Path,
+    batch_size: int | None = None,
+    count: int = SAMPLE_BATCHES,
+) -> Exported:
     """Model and batches into ``directory`` (which the caller owns and removes)."""
     x, y, size, batches = sample_batches(data, batch_size, count)
     batches_path = directory / BATCHES_FILE
@@ -283,4 +335,6 @@ def data_from_session(data: Any) -> tuple[Any, int | None]:
         first = (getattr(adapter, "_first_batches", None) or [None])[0]
         if first is not None:
             return [first], None
-    raise InputError(f"the backend what-if cannot reach fit's input ({kind or 'unknown'}) to sample batches from")
+    raise InputError(
+        f"the backend what-if cannot reach fit's input ({kind or 'unknown'}) to sample batches from"
+    )

@@ -29,7 +29,9 @@ def saved_jit_compile(model_path: Path) -> bool | str | None:
         raise UsageError(f"{model_path}: not a Keras model file (.keras): {exc}") from None
     compiled = config.get("compile_config")
     if not compiled:
-        raise UsageError(f"{model_path}: the model was saved uncompiled: compile it (optimizer, loss) and save again")
+        raise UsageError(
+            f"{model_path}: the model was saved uncompiled: compile it (optimizer, loss) and save again"
+        )
     return (compiled.get("config") or {}).get("jit_compile", "auto")  # type: ignore[no-any-return]
 
 
@@ -41,16 +43,26 @@ def own_from_file(model_path: Path, own: str | None) -> Config:
         return Config.parse(own)
     backend = os.environ.get("KERAS_BACKEND", "tensorflow")
     if backend not in BACKENDS:
-        raise UsageError(f"KERAS_BACKEND={backend!r} is not one of {', '.join(BACKENDS)}; pass --own")
+        raise UsageError(
+            f"KERAS_BACKEND={backend!r} is not one of {', '.join(BACKENDS)}; pass --own"
+        )
     jit = saved_jit_compile(model_path)
     return Config(backend, backend == "jax" if jit in ("auto", None) else bool(jit))
 
 
-def exported_from_files(model_path: Path, data_path: Path, batch_size: int, workdir: Path,
-                        modules: list[str] | None = None, count: int = SAMPLE_BATCHES) -> Exported:
+def exported_from_files(
+    model_path: Path,
+    data_path: Path,
+    batch_size: int,
+    workdir: Path,
+    modules: list[str] | None = None,
+    count: int = SAMPLE_BATCHES,
+) -> Exported:
     """Up to ``count`` batches of the ``.npz``'s arrays ``x`` and ``y`` (or its first two)."""
     if model_path.suffix != ".keras" or not model_path.is_file():
-        raise UsageError(f"{model_path}: expected a saved Keras model file (model.save('model.keras'))")
+        raise UsageError(
+            f"{model_path}: expected a saved Keras model file (model.save('model.keras'))"
+        )
     saved_jit_compile(model_path)
     try:
         with np.load(data_path, allow_pickle=False) as found:
@@ -69,4 +81,6 @@ def exported_from_files(model_path: Path, data_path: Path, batch_size: int, work
         raise UsageError(f"{data_path}: {len(x)} samples are fewer than one batch of {batch_size}")
     batches_path = workdir / BATCHES_FILE
     write_batches(batches_path, x[:usable], None if y is None else y[:usable], batch_size)
-    return Exported(model_path.resolve(), batches_path, batch_size, usable // batch_size, list(modules or []))
+    return Exported(
+        model_path.resolve(), batches_path, batch_size, usable // batch_size, list(modules or [])
+    )

@@ -44,8 +44,10 @@ class Config:
 
         backend, plus, mode = name.strip().partition("+")
         if backend not in BACKENDS or (plus and mode != "jit"):
-            raise UsageError(f"unknown backend candidate {name!r}: use BACKEND or BACKEND+jit, BACKEND one of "
-                             f"{', '.join(BACKENDS)}")
+            raise UsageError(
+                f"unknown backend candidate {name!r}: use BACKEND or BACKEND+jit, BACKEND one of "
+                f"{', '.join(BACKENDS)}"
+            )
         return cls(backend, bool(plus))
 
 
@@ -68,7 +70,9 @@ class BackendCandidate:
     seconds: float = 0.0  # the whole process, start to exit
     steps: int = 0
     versions: dict[str, str | None] = field(default_factory=dict)
-    round_ends: list[float] = field(default_factory=list)  # each round's end by the child's clock (epoch s)
+    round_ends: list[float] = field(
+        default_factory=list
+    )  # each round's end by the child's clock (epoch s)
 
     @property
     def name(self) -> str:
@@ -143,10 +147,22 @@ class BackendsResult:
     def table(self) -> list[dict[str, Any]]:
         rows = []
         for c in self.candidates.values():
-            rows.append({"candidate": c.name, "label": c.config.label, "own": c.name == self.own, "status": c.status,
-                         "samples_per_s": c.samples_per_s, "band": c.relative_band, "speedup": self.speedup(c),
-                         "speedup_band": self.speedup_band(c), "compile_seconds": c.compile_seconds,
-                         "seconds": c.seconds, "reason": c.reason, "change": c.config.change})
+            rows.append(
+                {
+                    "candidate": c.name,
+                    "label": c.config.label,
+                    "own": c.name == self.own,
+                    "status": c.status,
+                    "samples_per_s": c.samples_per_s,
+                    "band": c.relative_band,
+                    "speedup": self.speedup(c),
+                    "speedup_band": self.speedup_band(c),
+                    "compile_seconds": c.compile_seconds,
+                    "seconds": c.seconds,
+                    "reason": c.reason,
+                    "change": c.config.change,
+                }
+            )
         return rows
 
     def summary(self) -> str:
@@ -156,17 +172,32 @@ class BackendsResult:
             speed = self.speedup(c)
             plus = self.speedup_band(c)
             shown = f"{speed:.2f}×" if speed is not None else f"{c.samples_per_s:.0f}/s"
-            parts.append(f"{c.name} {shown}" + (f" (±{plus:.0%})" if plus is not None else "")
-                         + (" (own)" if c.name == self.own else ""))
+            parts.append(
+                f"{c.name} {shown}"
+                + (f" (±{plus:.0%})" if plus is not None else "")
+                + (" (own)" if c.name == self.own else "")
+            )
         return "; ".join(parts) or "no backend measured"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"own": self.own, "batch_size": self.batch_size, "batches": self.batches,
-                "seconds": round(self.seconds, 3), "budget_seconds": self.budget_seconds, "note": self.note,
-                "stopped": self.stopped, "measures": "compute only: cached batches, no input pipeline",
-                "candidates": [dict(row, rounds=[round(r, 3) for r in self.candidates[row["candidate"]].rounds],
-                                    versions=self.candidates[row["candidate"]].versions)
-                               for row in self.table()]}
+        return {
+            "own": self.own,
+            "batch_size": self.batch_size,
+            "batches": self.batches,
+            "seconds": round(self.seconds, 3),
+            "budget_seconds": self.budget_seconds,
+            "note": self.note,
+            "stopped": self.stopped,
+            "measures": "compute only: cached batches, no input pipeline",
+            "candidates": [
+                dict(
+                    row,
+                    rounds=[round(r, 3) for r in self.candidates[row["candidate"]].rounds],
+                    versions=self.candidates[row["candidate"]].versions,
+                )
+                for row in self.table()
+            ],
+        }
 
     def to_record(self) -> Any:
         """The ``backends`` record of a run (``advisor.store.schema.BackendsRecord``)."""
@@ -175,17 +206,34 @@ class BackendsResult:
         from advisor.store.schema import BackendRun, BackendsRecord
 
         return BackendsRecord(
-            t=time.time(), own=self.own, batch_size=self.batch_size, seconds=round(self.seconds, 3),
-            budget_seconds=self.budget_seconds, note=self.note, stopped=self.stopped,
-            candidates=[BackendRun(name=c.name, backend=c.config.backend, jit_compile=c.config.jit, status=c.status,
-                                   reason=c.reason, rounds=[round(r, 3) for r in c.rounds] or None,
-                                   compile_seconds=c.compile_seconds, seconds=round(c.seconds, 3))
-                        for c in self.candidates.values()])
+            t=time.time(),
+            own=self.own,
+            batch_size=self.batch_size,
+            seconds=round(self.seconds, 3),
+            budget_seconds=self.budget_seconds,
+            note=self.note,
+            stopped=self.stopped,
+            candidates=[
+                BackendRun(
+                    name=c.name,
+                    backend=c.config.backend,
+                    jit_compile=c.config.jit,
+                    status=c.status,
+                    reason=c.reason,
+                    rounds=[round(r, 3) for r in c.rounds] or None,
+                    compile_seconds=c.compile_seconds,
+                    seconds=round(c.seconds, 3),
+                )
+                for c in self.candidates.values()
+            ],
+        )
 
     def render(self) -> str:
         """A plain table for people (the CLI's text output)."""
-        lines = [f"{'candidate':<16} {'samples/s':>11} {'±':>5} {'vs own':>8} {'compile s':>9}  status",
-                 "-" * 64]
+        lines = [
+            f"{'candidate':<16} {'samples/s':>11} {'±':>5} {'vs own':>8} {'compile s':>9}  status",
+            "-" * 64,
+        ]
         for row in sorted(self.table(), key=lambda r: -(r["samples_per_s"] or -1.0)):
             rate = f"{row['samples_per_s']:.0f}" if row["samples_per_s"] is not None else "-"
             band = f"{row['band']:.0%}" if row["band"] is not None else "-"
@@ -194,8 +242,10 @@ class BackendsResult:
             name = row["candidate"] + (" *" if row["own"] else "")
             status = row["status"] + (f": {row['reason']}" if row["reason"] else "")
             lines.append(f"{name:<16} {rate:>11} {band:>5} {speed:>8} {first:>9}  {status}")
-        lines.append(f"* the run's own ({self.own}); compute only (cached batches of {self.batch_size}, "
-                     "no input pipeline); ± is the median's 99% band")
+        lines.append(
+            f"* the run's own ({self.own}); compute only (cached batches of {self.batch_size}, "
+            "no input pipeline); ± is the median's 99% band"
+        )
         if self.note:
             lines.append(f"note: {self.note}")
         return "\n".join(lines)

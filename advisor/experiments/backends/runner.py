@@ -101,7 +101,9 @@ STOP_SECONDS = 5.0  # a child told to stop exits within this, or is killed
 class _Child:
     """A candidate's process (``child.py --serve``): started, then warm and waiting for rounds."""
 
-    def __init__(self, candidate: BackendCandidate, proc: subprocess.Popen[bytes], stderr: Path) -> None:
+    def __init__(
+        self, candidate: BackendCandidate, proc: subprocess.Popen[bytes], stderr: Path
+    ) -> None:
         self.candidate, self.proc, self.stderr = candidate, proc, stderr
         self.buffer = b""
 
@@ -116,7 +118,7 @@ class _Child:
                 text = line.decode(errors="replace")
                 if text.startswith(PREFIX):
                     try:
-                        return "message", json.loads(text[len(PREFIX):])
+                        return "message", json.loads(text[len(PREFIX) :])
                     except ValueError:
                         continue
             left = deadline - time.perf_counter()
@@ -148,7 +150,9 @@ class _Child:
         except subprocess.TimeoutExpired:
             code = None
         tail = _last_line(self.stderr)
-        return f"the process ended with exit code {code} and no result" + (f": {tail}" if tail else "")
+        return f"the process ended with exit code {code} and no result" + (
+            f": {tail}" if tail else ""
+        )
 
     def stop(self, wait: bool = True) -> None:
         """Tell it to stop; with ``wait``, wait for its exit (STOP_SECONDS at most), then kill."""
@@ -169,12 +173,23 @@ class _Child:
             if stream is not None:
                 try:
                     stream.close()
-                except OSError:  # a "stop" still buffered for a child that has gone: nobody reads it
+                except (
+                    OSError
+                ):  # a "stop" still buffered for a child that has gone: nobody reads it
                     pass
 
 
-def start_child(exported: Exported, config: Config, workdir: Path, *, seconds: float, rounds: int,
-                warmup: float, timeout: float, torch_threads: int | None = None) -> tuple[BackendCandidate, _Child | None]:
+def start_child(
+    exported: Exported,
+    config: Config,
+    workdir: Path,
+    *,
+    seconds: float,
+    rounds: int,
+    warmup: float,
+    timeout: float,
+    torch_threads: int | None = None,
+) -> tuple[BackendCandidate, _Child | None]:
     """One candidate in a fresh process, waited for until it is warm (its group killed on
     timeout); never raises for the child. The child is returned when it waits for rounds."""
     candidate = BackendCandidate(config)
@@ -182,20 +197,44 @@ def start_child(exported: Exported, config: Config, workdir: Path, *, seconds: f
         candidate.status, candidate.reason = NOT_INSTALLED, "not installed"
         return candidate, None
     stderr = workdir / f"{config.name}.stderr"
-    command = [sys.executable, "-m", "advisor.experiments.backends.child", "--model", str(exported.model_path),
-               "--batches", str(exported.batches_path), "--jit", str(config.jit), "--seconds", str(seconds),
-               "--rounds", str(rounds), "--warmup", str(warmup), "--serve"]
+    command = [
+        sys.executable,
+        "-m",
+        "advisor.experiments.backends.child",
+        "--model",
+        str(exported.model_path),
+        "--batches",
+        str(exported.batches_path),
+        "--jit",
+        str(config.jit),
+        "--seconds",
+        str(seconds),
+        "--rounds",
+        str(rounds),
+        "--warmup",
+        str(warmup),
+        "--serve",
+    ]
     for module in exported.modules:
         command += ["--import", module]
     if torch_threads:
         command += ["--torch-threads", str(torch_threads)]
-    env = dict(os.environ, KERAS_BACKEND=config.backend, PYTHONPATH=child_path(), TF_CPP_MIN_LOG_LEVEL="2")
+    env = dict(
+        os.environ, KERAS_BACKEND=config.backend, PYTHONPATH=child_path(), TF_CPP_MIN_LOG_LEVEL="2"
+    )
     for name, value in GPU_SHARING.items():
         env.setdefault(name, value)
     started = time.perf_counter()
     with open(stderr, "wb") as err:
-        proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=env,
-                                start_new_session=True, cwd=workdir)
+        proc = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            env=env,
+            start_new_session=True,
+            cwd=workdir,
+        )
     child = _Child(candidate, proc, stderr)
     kind, message = child.read(timeout)
     candidate.seconds = time.perf_counter() - started
@@ -210,7 +249,10 @@ def start_child(exported: Exported, config: Config, workdir: Path, *, seconds: f
         return candidate, None
     for attr in ("compile_seconds", "load_seconds", "import_seconds"):
         setattr(candidate, attr, message.get(attr))
-    candidate.versions = {"backend": message.get("backend_version"), "keras": message.get("keras_version")}
+    candidate.versions = {
+        "backend": message.get("backend_version"),
+        "keras": message.get("keras_version"),
+    }
     return candidate, child
 
 
@@ -236,11 +278,16 @@ def _run_rounds(children: list[_Child], rounds: int, seconds: float, deadline: f
             kind, message = child.read(wait)
             child.candidate.seconds += time.perf_counter() - began
             if kind == "timeout":
-                child.fail(FAILED, f"round {index + 1} timed out after {wait:.0f} s (process killed)")
+                child.fail(
+                    FAILED, f"round {index + 1} timed out after {wait:.0f} s (process killed)"
+                )
             elif kind == "ended" or message is None:
                 child.fail(FAILED, f"round {index + 1}: {child.ended()}")
             elif "rate" not in message:
-                child.fail(message.get("status", FAILED), message.get("reason") or f"round {index + 1} failed")
+                child.fail(
+                    message.get("status", FAILED),
+                    message.get("reason") or f"round {index + 1} failed",
+                )
             else:
                 child.candidate.rounds.append(float(message["rate"]))
                 child.candidate.round_ends.append(float(message.get("ended") or 0.0))
@@ -251,32 +298,58 @@ def _run_rounds(children: list[_Child], rounds: int, seconds: float, deadline: f
 MEASURING = "measuring"  # warm, its rounds under way (never left in a result)
 
 
-def measure_exported(exported: Exported, own: Config, candidates: str | Sequence[str] | None = None, *,
-                     workdir: Path, seconds: float = MEASURE_SECONDS, rounds: int = ROUNDS,
-                     warmup: float = WARMUP_SECONDS, max_seconds: float = MAX_SECONDS,
-                     timeout: float = CHILD_TIMEOUT, torch_threads: int | None = None,
-                     started: float | None = None) -> BackendsResult:
+def measure_exported(
+    exported: Exported,
+    own: Config,
+    candidates: str | Sequence[str] | None = None,
+    *,
+    workdir: Path,
+    seconds: float = MEASURE_SECONDS,
+    rounds: int = ROUNDS,
+    warmup: float = WARMUP_SECONDS,
+    max_seconds: float = MAX_SECONDS,
+    timeout: float = CHILD_TIMEOUT,
+    torch_threads: int | None = None,
+    started: float | None = None,
+) -> BackendsResult:
     """Start the chosen candidates on an exported model one after another, then run their rounds
     interleaved with the own's (see the module's docstring)."""
     t0 = started if started is not None else time.perf_counter()
     deadline = t0 + max_seconds
     configs = choose(candidates, own)
-    result = BackendsResult(own.name, exported.batch_size, exported.batches, budget_seconds=max_seconds,
-                            note=exported.note)
+    result = BackendsResult(
+        own.name,
+        exported.batch_size,
+        exported.batches,
+        budget_seconds=max_seconds,
+        note=exported.note,
+    )
     for config in configs:
         result.candidates[config.name] = BackendCandidate(config, SKIPPED, "not reached")
     children: list[_Child] = []
     try:
         for config in configs:
-            reserve = 1.5 * seconds * (len(children) + 1)  # the rounds still to come, this one's included
+            reserve = (
+                1.5 * seconds * (len(children) + 1)
+            )  # the rounds still to come, this one's included
             left = deadline - time.perf_counter() - reserve
             if installed(config.backend) and left < MIN_CHILD_SECONDS:
-                result.candidates[config.name].reason = f"the budget ({max_seconds:.0f} s) ran out before it"
+                result.candidates[
+                    config.name
+                ].reason = f"the budget ({max_seconds:.0f} s) ran out before it"
                 result.stopped = result.stopped or "the budget ran out"
                 continue
             log.debug("advisor: backends: starting %s", config.label)
-            candidate, child = start_child(exported, config, workdir, seconds=seconds, rounds=rounds, warmup=warmup,
-                                           timeout=min(timeout, max(1.0, left)), torch_threads=torch_threads)
+            candidate, child = start_child(
+                exported,
+                config,
+                workdir,
+                seconds=seconds,
+                rounds=rounds,
+                warmup=warmup,
+                timeout=min(timeout, max(1.0, left)),
+                torch_threads=torch_threads,
+            )
             result.candidates[config.name] = candidate
             if child is not None:
                 candidate.status = MEASURING
@@ -295,18 +368,29 @@ def measure_exported(exported: Exported, own: Config, candidates: str | Sequence
             child.stop()
     if exported.script_classes:
         classes = ", ".join(exported.script_classes)
-        extra = f"custom classes defined in the script (__main__: {classes}) cannot be imported by a fresh process; " \
-                "move them to a module"
+        extra = (
+            f"custom classes defined in the script (__main__: {classes}) cannot be imported by a fresh process; "
+            "move them to a module"
+        )
         result.note = f"{result.note}; {extra}" if result.note else extra
     result.seconds = time.perf_counter() - t0
     return result
 
 
-def measure_backends(model: Any, data: Any, candidates: str | Sequence[str] | None = None, *,
-                     batch_size: int | None = None, seconds: float = MEASURE_SECONDS, rounds: int = ROUNDS,
-                     warmup: float = WARMUP_SECONDS, max_seconds: float = MAX_SECONDS,
-                     timeout: float = CHILD_TIMEOUT, torch_threads: int | None = None,
-                     sample: int | None = None) -> BackendsResult:
+def measure_backends(
+    model: Any,
+    data: Any,
+    candidates: str | Sequence[str] | None = None,
+    *,
+    batch_size: int | None = None,
+    seconds: float = MEASURE_SECONDS,
+    rounds: int = ROUNDS,
+    warmup: float = WARMUP_SECONDS,
+    max_seconds: float = MAX_SECONDS,
+    timeout: float = CHILD_TIMEOUT,
+    torch_threads: int | None = None,
+    sample: int | None = None,
+) -> BackendsResult:
     """Measure ``model``'s training speed on every installed backend × compile mode (or the
     ``candidates`` named, e.g. ``["jax+jit", "torch"]``), each in a fresh process, beside its own
     measured the same way. Compute only: the batches are a cached sample of ``data``."""
@@ -318,6 +402,16 @@ def measure_backends(model: Any, data: Any, candidates: str | Sequence[str] | No
     own = own_config(model)
     with tempfile.TemporaryDirectory(prefix="advisor-backends-") as tmp:
         exported = export(model, data, Path(tmp), batch_size, sample or SAMPLE_BATCHES)
-        return measure_exported(exported, own, candidates, workdir=Path(tmp), seconds=seconds, rounds=rounds,
-                                warmup=warmup, max_seconds=max_seconds, timeout=timeout, torch_threads=torch_threads,
-                                started=started)
+        return measure_exported(
+            exported,
+            own,
+            candidates,
+            workdir=Path(tmp),
+            seconds=seconds,
+            rounds=rounds,
+            warmup=warmup,
+            max_seconds=max_seconds,
+            timeout=timeout,
+            torch_threads=torch_threads,
+            started=started,
+        )

@@ -23,7 +23,21 @@ from advisor.experiments.baseline.result import InputBaseline
 from advisor.experiments.feeds.base import InputError
 
 __all__ = [
-    "DEFAULT_MIN_STEPS", "DEFAULT_ROUNDS", "MULTI_WORKER", "ONE_SHOT", "InputBaseline", "InputError",
-    "NoRealInput", "Plan", "Sizing", "auto_sizing", "check_model", "explicit_sizing", "make_plan",
-    "mean_step_seconds", "measure_fit_input", "measure_input", "run_baseline",
+    "DEFAULT_MIN_STEPS",
+    "DEFAULT_ROUNDS",
+    "MULTI_WORKER",
+    "ONE_SHOT",
+    "InputBaseline",
+    "InputError",
+    "NoRealInput",
+    "Plan",
+    "Sizing",
+    "auto_sizing",
+    "check_model",
+    "explicit_sizing",
+    "make_plan",
+    "mean_step_seconds",
+    "measure_fit_input",
+    "measure_input",
+    "run_baseline",
 ]

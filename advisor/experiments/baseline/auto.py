@@ -35,8 +35,13 @@ class Sizing:
     skipped: str | None = None
 
 
-def auto_sizing(fit_seconds: float, step_seconds: float | None, *, seconds: float | None = None,
-                max_seconds: float = BASELINE_MAX_SECONDS) -> Sizing:
+def auto_sizing(
+    fit_seconds: float,
+    step_seconds: float | None,
+    *,
+    seconds: float | None = None,
+    max_seconds: float = BASELINE_MAX_SECONDS,
+) -> Sizing:
     """The auto baseline's plan after a fit of ``fit_seconds`` whose steps took ``step_seconds``.
 
     ``seconds`` (the user's ``baseline_seconds``) replaces the time-or-steps target; the share
@@ -44,9 +49,12 @@ def auto_sizing(fit_seconds: float, step_seconds: float | None, *, seconds: floa
     """
     budget = min(max_seconds, AUTO_BASELINE_SHARE * max(0.0, fit_seconds))
     if budget < AUTO_BASELINE_MIN_BUDGET:
-        return Sizing(skipped=(
-            f"the fit took {fit_seconds:.1f} s: a baseline within {AUTO_BASELINE_SHARE:.0%} of it "
-            f"({budget:.1f} s) is too short to measure (baseline='end' measures anyway)"))
+        return Sizing(
+            skipped=(
+                f"the fit took {fit_seconds:.1f} s: a baseline within {AUTO_BASELINE_SHARE:.0%} of it "
+                f"({budget:.1f} s) is too short to measure (baseline='end' measures anyway)"
+            )
+        )
     if seconds is None:
         seconds = max(AUTO_BASELINE_SECONDS, AUTO_BASELINE_STEPS * (step_seconds or 0.0))
     return Sizing(seconds=min(seconds, MEASURED_SHARE_OF_BUDGET * budget), max_seconds=budget)
@@ -60,7 +68,9 @@ def explicit_sizing(seconds: float | None, max_seconds: float) -> Sizing:
 def mean_step_seconds(windows: list[Any]) -> float | None:
     """Seconds per step over the fit's measured windows (warm-up and profiled ones left out,
     unless they are all there is)."""
-    measured = [w for w in windows if not (getattr(w, "warmup", False) or getattr(w, "profiled", False))]
+    measured = [
+        w for w in windows if not (getattr(w, "warmup", False) or getattr(w, "profiled", False))
+    ]
     for group in (measured, windows):
         steps = sum(getattr(w, "steps", 0) or 0 for w in group)
         seconds = sum(getattr(w, "seconds", 0.0) or 0.0 for w in group)
@@ -69,8 +79,12 @@ def mean_step_seconds(windows: list[Any]) -> float | None:
     return None
 
 
-MULTI_WORKER = ("it runs on single-worker jobs only: the workers of a multi-worker job would have to "
-                "train it in lockstep")
-ONE_SHOT = ("a Python generator cannot be replayed, so the real input cannot be measured side by side "
-            "with the cached one (pass a tf.data.Dataset, a PyDataset or arrays; baseline='end' compares "
-            "with the training throughput instead)")
+MULTI_WORKER = (
+    "it runs on single-worker jobs only: the workers of a multi-worker job would have to "
+    "train it in lockstep"
+)
+ONE_SHOT = (
+    "a Python generator cannot be replayed, so the real input cannot be measured side by side "
+    "with the cached one (pass a tf.data.Dataset, a PyDataset or arrays; baseline='end' compares "
+    "with the training throughput instead)"
+)

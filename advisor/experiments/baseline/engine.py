@@ -49,18 +49,38 @@ log = logging.getLogger("advisor")
 
 DEFAULT_SECONDS = BASELINE_SECONDS  # measured time, all arms and rounds together
 DEFAULT_MIN_STEPS = BASELINE_MIN_STEPS  # measured steps per arm at least, however short the time
-DEFAULT_ROUNDS = BASELINE_ROUNDS  # interleaved rounds: a 99 % band that one stalled round per side cannot move
-DEFAULT_MAX_SECONDS = BASELINE_MAX_SECONDS  # the whole baseline, from its first (compiled) step, stays within this
+DEFAULT_ROUNDS = (
+    BASELINE_ROUNDS  # interleaved rounds: a 99 % band that one stalled round per side cannot move
+)
+DEFAULT_MAX_SECONDS = (
+    BASELINE_MAX_SECONDS  # the whole baseline, from its first (compiled) step, stays within this
+)
 CALIBRATION_STEPS = 5  # cached steps timed before the rounds
 MODES = ("auto", "start", "end")
 
-__all__ = ["InputBaseline", "InputError", "NoRealInput", "Plan", "check_model", "make_plan", "measure_fit_input",
-           "measure_input", "run_baseline"]
+__all__ = [
+    "InputBaseline",
+    "InputError",
+    "NoRealInput",
+    "Plan",
+    "check_model",
+    "make_plan",
+    "measure_fit_input",
+    "measure_input",
+    "run_baseline",
+]
 
 
-def make_plan(model: Any, *, seconds: float = DEFAULT_SECONDS, min_steps: int = DEFAULT_MIN_STEPS,
-              rounds: int = DEFAULT_ROUNDS, max_seconds: float = DEFAULT_MAX_SECONDS,
-              warmup_steps: int | None = None, error: type[Exception] = InputError) -> Plan:
+def make_plan(
+    model: Any,
+    *,
+    seconds: float = DEFAULT_SECONDS,
+    min_steps: int = DEFAULT_MIN_STEPS,
+    rounds: int = DEFAULT_ROUNDS,
+    max_seconds: float = DEFAULT_MAX_SECONDS,
+    warmup_steps: int | None = None,
+    error: type[Exception] = InputError,
+) -> Plan:
     """A checked measuring plan for ``model`` (warm-up rounded to ``steps_per_execution``)."""
     if not isinstance(seconds, (int, float)) or not seconds > 0:
         raise error(f"seconds must be a positive number, got {seconds!r}")
@@ -79,10 +99,20 @@ def make_plan(model: Any, *, seconds: float = DEFAULT_SECONDS, min_steps: int = 
 # the plain API
 
 
-def measure_input(model: Any, data: Any, steps: int | None = DEFAULT_MIN_STEPS, *, seconds: float = DEFAULT_SECONDS,
-                  rounds: int = DEFAULT_ROUNDS, max_seconds: float = DEFAULT_MAX_SECONDS,
-                  batch_size: int | None = None, warmup_steps: int | None = None, source_cache: bool = True,
-                  data_only: bool = True, timeout_s: float | None = None) -> InputBaseline:
+def measure_input(
+    model: Any,
+    data: Any,
+    steps: int | None = DEFAULT_MIN_STEPS,
+    *,
+    seconds: float = DEFAULT_SECONDS,
+    rounds: int = DEFAULT_ROUNDS,
+    max_seconds: float = DEFAULT_MAX_SECONDS,
+    batch_size: int | None = None,
+    warmup_steps: int | None = None,
+    source_cache: bool = True,
+    data_only: bool = True,
+    timeout_s: float | None = None,
+) -> InputBaseline:
     """Measure real, cached-input, data-only (and source-cached) throughput of ``model`` on ``data``.
 
     ``data`` is what you would pass to ``fit``: a tf.data.Dataset, a tuple ``(x, y)`` of arrays
@@ -94,8 +124,11 @@ def measure_input(model: Any, data: Any, steps: int | None = DEFAULT_MIN_STEPS, 
     ``max_seconds``.
     """
     if timeout_s is not None:
-        warnings.warn("measure_input(timeout_s=) is now max_seconds= (a budget for the whole baseline)",
-                      DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            "measure_input(timeout_s=) is now max_seconds= (a budget for the whole baseline)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         max_seconds = timeout_s
     check_model(model)
     backend = backend_of(model)
@@ -104,16 +137,29 @@ def measure_input(model: Any, data: Any, steps: int | None = DEFAULT_MIN_STEPS, 
     if steps is None:
         epoch = epoch_batches(data, batch_size)
         if epoch - warm < 1:
-            raise InputError(f"one epoch has {epoch} batches, too few to measure after {warm} warm-up steps; "
-                             "pass steps=N")
+            raise InputError(
+                f"one epoch has {epoch} batches, too few to measure after {warm} warm-up steps; "
+                "pass steps=N"
+            )
         steps = epoch - warm
-    plan = make_plan(model, seconds=seconds, min_steps=steps, rounds=rounds, max_seconds=max_seconds,
-                     warmup_steps=warm)
+    plan = make_plan(
+        model,
+        seconds=seconds,
+        min_steps=steps,
+        rounds=rounds,
+        max_seconds=max_seconds,
+        warmup_steps=warm,
+    )
     randomness = GlobalRandomState()
     try:
         with own_garbage():
-            return run_baseline(model, feeds_from_user(data, batch_size, backend, legacy=is_tf_keras(model)), plan,
-                                source_cache=source_cache, data_only=data_only)
+            return run_baseline(
+                model,
+                feeds_from_user(data, batch_size, backend, legacy=is_tf_keras(model)),
+                plan,
+                source_cache=source_cache,
+                data_only=data_only,
+            )
     finally:
         randomness.restore()
 
@@ -129,8 +175,15 @@ def check_model(model: Any) -> None:
 # the engine
 
 
-def run_baseline(model: Any, feeds: Feeds, plan: Plan, *, source_cache: bool = True,
-                 data_only: bool = True, hooks: Sequence[tuple[str, Any]] = ()) -> InputBaseline:
+def run_baseline(
+    model: Any,
+    feeds: Feeds,
+    plan: Plan,
+    *,
+    source_cache: bool = True,
+    data_only: bool = True,
+    hooks: Sequence[tuple[str, Any]] = (),
+) -> InputBaseline:
     """Measure every feed on ``model`` in interleaved rounds; its state is restored exactly.
 
     ``hooks``: ("Class.hook", bound method) of the fit's slow callback batch hooks; an arm trains
@@ -140,22 +193,43 @@ def run_baseline(model: Any, feeds: Feeds, plan: Plan, *, source_cache: bool = T
     t0 = time.perf_counter()
     spe = steps_per_execution(model)
     warm = plan.warmup_steps
-    result = InputBaseline(feeds.kind, feeds.batch_size, 0, warm, notes=list(feeds.notes),
-                           target_seconds=plan.seconds, budget_seconds=plan.max_seconds)
+    result = InputBaseline(
+        feeds.kind,
+        feeds.batch_size,
+        0,
+        warm,
+        notes=list(feeds.notes),
+        target_seconds=plan.seconds,
+        budget_seconds=plan.max_seconds,
+    )
     if feeds.first is not None:
         ensure_built(model, feeds.first)
     state = ModelState(model)
 
     backend = backend_of(model)
 
-    def training_arm(name: str, kwargs: dict[str, Any], finite: bool, what: str, extra: tuple[Any, ...] = ()) -> Arm:
+    def training_arm(
+        name: str, kwargs: dict[str, Any], finite: bool, what: str, extra: tuple[Any, ...] = ()
+    ) -> Arm:
         def measure(seconds: float, min_steps: int, deadline: float) -> Segment | None:
             try:
-                return fit_segment(model, kwargs, finite=finite, warm=warm, seconds=seconds,
-                                   min_steps=round_up(min_steps, spe), deadline=deadline, what=what,
-                                   error=InputError, epoch_steps=feeds.real_batches, extra=extra)
+                return fit_segment(
+                    model,
+                    kwargs,
+                    finite=finite,
+                    warm=warm,
+                    seconds=seconds,
+                    min_steps=round_up(min_steps, spe),
+                    deadline=deadline,
+                    what=what,
+                    error=InputError,
+                    epoch_steps=feeds.real_batches,
+                    extra=extra,
+                )
             finally:
-                tear_down(backend)  # the real input's threads must not work on in the next arm's time
+                tear_down(
+                    backend
+                )  # the real input's threads must not work on in the next arm's time
 
         return Arm(name, measure, trains=True)
 
@@ -164,23 +238,35 @@ def run_baseline(model: Any, feeds: Feeds, plan: Plan, *, source_cache: bool = T
         # sliced feeds can be sized. The budget starts once the first step (compilation) is done.
         first_tick: list[float] = []
         calibrating = time.perf_counter()
-        calibration = fit_segment(model, feeds.cached, finite=False, warm=warm, seconds=0.0,
-                                  min_steps=min(plan.segment_min_steps(spe), round_up(CALIBRATION_STEPS, spe)),
-                                  deadline=t0 + plan.max_seconds, what="the cached input", error=InputError,
-                                  first_tick=first_tick)
+        calibration = fit_segment(
+            model,
+            feeds.cached,
+            finite=False,
+            warm=warm,
+            seconds=0.0,
+            min_steps=min(plan.segment_min_steps(spe), round_up(CALIBRATION_STEPS, spe)),
+            deadline=t0 + plan.max_seconds,
+            what="the cached input",
+            error=InputError,
+            first_tick=first_tick,
+        )
         state.restore()
         deadline = (first_tick[0] if first_tick else time.perf_counter()) + plan.max_seconds
         # What a segment costs beyond its measured time (compilation aside); the rounds replace
         # this first estimate with what they see.
         since = first_tick[0] if first_tick else calibrating
-        overhead = min(max(0.0, time.perf_counter() - since - (calibration.seconds if calibration else 0.0)),
-                       plan.max_seconds / (4 * max(1, plan.rounds)))
+        overhead = min(
+            max(0.0, time.perf_counter() - since - (calibration.seconds if calibration else 0.0)),
+            plan.max_seconds / (4 * max(1, plan.rounds)),
+        )
         need = _batches_needed(feeds, plan, calibration, warm)
         if feeds.resize is not None:
             feeds.resize(need)
         arms = [training_arm("cached", feeds.cached, False, "the cached input")]
         if feeds.real is not None:
-            arms.append(training_arm("real", feeds.real, feeds.real_batches is not None, "the real input"))
+            arms.append(
+                training_arm("real", feeds.real, feeds.real_batches is not None, "the real input")
+            )
         if source_cache and feeds.source_cached is not None:
             try:
                 source_kwargs = feeds.source_cached(need)
@@ -188,29 +274,45 @@ def run_baseline(model: Any, feeds: Feeds, plan: Plan, *, source_cache: bool = T
                 source_kwargs = None
                 result.notes.append(f"no source-cache run: {one_line(exc)}")
             if source_kwargs is not None:
-                arms.append(training_arm("source_cached", source_kwargs, False, "the source-cached input"))
+                arms.append(
+                    training_arm("source_cached", source_kwargs, False, "the source-cached input")
+                )
         if data_only and feeds.data_only is not None:
             arms.append(Arm("data_only", _data_only_measure(feeds, warm, backend), trains=False))
         if hooks:
             result.hooks_of = [name for name, _ in hooks]
-            arms.append(training_arm("hooks", feeds.cached, False, "the cached input with the slow callback hooks",
-                                     (hooks_callback(model, hooks),)))
+            arms.append(
+                training_arm(
+                    "hooks",
+                    feeds.cached,
+                    False,
+                    "the cached input with the slow callback hooks",
+                    (hooks_callback(model, hooks),),
+                )
+            )
         outcome = run_rounds(arms, plan, deadline, state.restore, overhead)
     finally:
         state.restore()
     for arm in arms:
-        result.set_rounds(arm.name, [s.rate(feeds.batch_size) if s else None for s in arm.segments],
-                          sum(s.steps for s in arm.segments if s))
+        result.set_rounds(
+            arm.name,
+            [s.rate(feeds.batch_size) if s else None for s in arm.segments],
+            sum(s.steps for s in arm.segments if s),
+        )
     result.rounds = outcome.rounds
     result.measured_seconds = outcome.measured_seconds
     result.stopped = outcome.stopped
     if outcome.stopped:
         result.notes.append(f"baseline stopped early: {outcome.stopped}")
     if result.stalled_rounds:
-        result.notes.append(f"{result.stalled_rounds} of {result.rounds} rounds set aside: the cached or real "
-                            "input's segment ran under a third of its usual speed (the machine stalled)")
+        result.notes.append(
+            f"{result.stalled_rounds} of {result.rounds} rounds set aside: the cached or real "
+            "input's segment ran under a third of its usual speed (the machine stalled)"
+        )
     if feeds.real is not None and result.real_samples_per_s is None:
-        result.notes.append("the real input gave no measured step (it ran out or failed to start in time)")
+        result.notes.append(
+            "the real input gave no measured step (it ran out or failed to start in time)"
+        )
     result.seconds = time.perf_counter() - t0
     return result
 
@@ -248,9 +350,17 @@ class NoRealInput(InputError):
     """The fit's input can be read once only (a one-shot generator): nothing real to measure."""
 
 
-def measure_fit_input(model: Any, data: Any, backend: str | None, plan: Plan, *, training_done: bool,
-                      need_real: bool, source_cache: bool = True,
-                      hooks: Sequence[tuple[str, Any]] = ()) -> InputBaseline:
+def measure_fit_input(
+    model: Any,
+    data: Any,
+    backend: str | None,
+    plan: Plan,
+    *,
+    training_done: bool,
+    need_real: bool,
+    source_cache: bool = True,
+    hooks: Sequence[tuple[str, Any]] = (),
+) -> InputBaseline:
     """The baseline of a running fit, on the input it trains on (``data``: the callback's
     ``DataInfo``): the global random generators are put back and what the measurement made is
     torn down before it returns. ``need_real``: raise :class:`NoRealInput` rather than measure

@@ -31,7 +31,9 @@ class InputBaseline:
     seconds: float = 0.0  # wall time of the whole baseline (calibration and restores included)
     notes: list[str] = field(default_factory=list)
     rounds: int = 0
-    round_rates: dict[str, list[float | None]] = field(default_factory=dict)  # arm → samples/s per round
+    round_rates: dict[str, list[float | None]] = field(
+        default_factory=dict
+    )  # arm → samples/s per round
     arm_steps: dict[str, int] = field(default_factory=dict)  # arm → measured steps, all rounds
     measured_seconds: float = 0.0  # time inside measured segments
     target_seconds: float | None = None
@@ -49,13 +51,17 @@ class InputBaseline:
     @property
     def bound(self) -> Band | None:
         """The input's cost per round (1 − real ÷ cached) and its band."""
-        costs = bands.paired(self.round_rates.get("real", []), self.round_rates.get("cached", []), bands.input_cost)
+        costs = bands.paired(
+            self.round_rates.get("real", []), self.round_rates.get("cached", []), bands.input_cost
+        )
         return bands.band(costs)
 
     @property
     def stalled_rounds(self) -> int:
         """Rounds set aside because the cached or the real arm stalled (``bands.steady_rounds``)."""
-        return bands.stalled_count(self.round_rates.get("real", []), self.round_rates.get("cached", []))
+        return bands.stalled_count(
+            self.round_rates.get("real", []), self.round_rates.get("cached", [])
+        )
 
     @property
     def bound_fraction(self) -> float | None:
@@ -78,15 +84,23 @@ class InputBaseline:
     @property
     def data_only_ratio(self) -> float | None:
         """Data-only ÷ real throughput: the median of the rounds' ratios (None: too few rounds)."""
-        band = bands.band(bands.paired(self.round_rates.get("data_only", []), self.round_rates.get("real", []),
-                                       bands.ratio))
+        band = bands.band(
+            bands.paired(
+                self.round_rates.get("data_only", []), self.round_rates.get("real", []), bands.ratio
+            )
+        )
         return band.value if band is not None else None
 
     @property
     def source_cache_gain(self) -> float | None:
         """Source-cached ÷ real throughput − 1, the median of the rounds (None: too few rounds)."""
-        band = bands.band(bands.paired(self.round_rates.get("source_cached", []), self.round_rates.get("real", []),
-                                       bands.relative_gain))
+        band = bands.band(
+            bands.paired(
+                self.round_rates.get("source_cached", []),
+                self.round_rates.get("real", []),
+                bands.relative_gain,
+            )
+        )
         return max(0.0, band.value) if band is not None else None
 
     # -- output --------------------------------------------------------------------------------
@@ -97,21 +111,29 @@ class InputBaseline:
             band = self.bound_band
             plus = f" ± {band:.0%}" if band is not None else ""
             if self.bound_outside_band is False:
-                parts.append(f"input costs {bound:.0%}{plus} of step time: inside the noise band, no measurable "
-                             f"input cost (cached {self.cached_samples_per_s:.0f} vs real "
-                             f"{self.real_samples_per_s:.0f} samples/s)")
+                parts.append(
+                    f"input costs {bound:.0%}{plus} of step time: inside the noise band, no measurable "
+                    f"input cost (cached {self.cached_samples_per_s:.0f} vs real "
+                    f"{self.real_samples_per_s:.0f} samples/s)"
+                )
             else:
-                parts.append(f"input costs {bound:.0%}{plus} of step time; with input removed this model trains "
-                             f"at {self.cached_samples_per_s:.0f} samples/s instead of {self.real_samples_per_s:.0f}")
+                parts.append(
+                    f"input costs {bound:.0%}{plus} of step time; with input removed this model trains "
+                    f"at {self.cached_samples_per_s:.0f} samples/s instead of {self.real_samples_per_s:.0f}"
+                )
         elif self.cached_samples_per_s is not None:
             parts.append(f"cached-input ceiling {self.cached_samples_per_s:.0f} samples/s")
             if self.real_samples_per_s is not None:
-                parts.append(f"real input {self.real_samples_per_s:.0f} samples/s (too few rounds to tell "
-                             "an input cost from noise)")
+                parts.append(
+                    f"real input {self.real_samples_per_s:.0f} samples/s (too few rounds to tell "
+                    "an input cost from noise)"
+                )
         if self.data_only_samples_per_s is not None:
             parts.append(f"the input alone delivers {self.data_only_samples_per_s:.0f} samples/s")
         if self.source_cached_samples_per_s is not None:
-            parts.append(f"with a cache after the file source: {self.source_cached_samples_per_s:.0f} samples/s")
+            parts.append(
+                f"with a cache after the file source: {self.source_cached_samples_per_s:.0f} samples/s"
+            )
         return "; ".join(parts) or "nothing measured"
 
     def to_record(self, mode: str) -> Any:
@@ -122,16 +144,30 @@ class InputBaseline:
             return [None if r is None else round(r, 3) for r in rates] if rates else None
 
         return BaselineRecord(
-            t=time.time(), steps=self.steps, batch_size=self.batch_size, input_kind=self.input_kind,
-            real_samples_per_s=self.real_samples_per_s, cached_samples_per_s=self.cached_samples_per_s,
+            t=time.time(),
+            steps=self.steps,
+            batch_size=self.batch_size,
+            input_kind=self.input_kind,
+            real_samples_per_s=self.real_samples_per_s,
+            cached_samples_per_s=self.cached_samples_per_s,
             data_only_samples_per_s=self.data_only_samples_per_s,
             source_cached_samples_per_s=self.source_cached_samples_per_s,
-            mode=mode, warmup_steps=self.warmup_steps, seconds=self.seconds,
-            rounds=self.rounds or None, real_rounds=rounds("real"), cached_rounds=rounds("cached"),
-            data_only_rounds=rounds("data_only"), source_cached_rounds=rounds("source_cached"),
-            real_steps=self.arm_steps.get("real"), cached_steps=self.arm_steps.get("cached"),
-            measured_seconds=round(self.measured_seconds, 4), target_seconds=self.target_seconds,
-            budget_seconds=self.budget_seconds, stopped=self.stopped,
-            hooks_rounds=rounds("hooks"), hooks_samples_per_s=self.hooks_samples_per_s,
-            hooks_steps=self.arm_steps.get("hooks"), hooks_of=list(self.hooks_of) or None,
+            mode=mode,
+            warmup_steps=self.warmup_steps,
+            seconds=self.seconds,
+            rounds=self.rounds or None,
+            real_rounds=rounds("real"),
+            cached_rounds=rounds("cached"),
+            data_only_rounds=rounds("data_only"),
+            source_cached_rounds=rounds("source_cached"),
+            real_steps=self.arm_steps.get("real"),
+            cached_steps=self.arm_steps.get("cached"),
+            measured_seconds=round(self.measured_seconds, 4),
+            target_seconds=self.target_seconds,
+            budget_seconds=self.budget_seconds,
+            stopped=self.stopped,
+            hooks_rounds=rounds("hooks"),
+            hooks_samples_per_s=self.hooks_samples_per_s,
+            hooks_steps=self.arm_steps.get("hooks"),
+            hooks_of=list(self.hooks_of) or None,
         )

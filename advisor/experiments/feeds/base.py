@@ -37,7 +37,9 @@ class Feeds:
     real: dict[str, Any] | None = None  # fit kwargs: the real input
     real_batches: int | None = None  # batches in one pass of a finite real feed (None: endless)
     data_only: DataOnly | None = None  # (warm, seconds, min batches, deadline) → a timed segment
-    source_cached: Callable[[int], dict[str, Any] | None] | None = None  # (batches) → kwargs; pre-reads
+    source_cached: Callable[[int], dict[str, Any] | None] | None = (
+        None  # (batches) → kwargs; pre-reads
+    )
     notes: list[str] = field(default_factory=list)
     first: Any = None  # the first batch (builds an unbuilt model before the state snapshot)
     resize: Callable[[int], None] | None = None  # size a sliced real feed to hold this many batches

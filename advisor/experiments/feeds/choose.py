@@ -35,7 +35,9 @@ def feeds_from_session(data: Any, backend: str | None, training_done: bool = Tru
     if kind == "tf.data":
         dataset = data.dataset
         if dataset is None or not is_tf_dataset(dataset):
-            raise InputError(f"the input is a {type(dataset).__name__}, not a tf.data.Dataset the baseline can replay")
+            raise InputError(
+                f"the input is a {type(dataset).__name__}, not a tf.data.Dataset the baseline can replay"
+            )
         return tfdata_feeds(dataset, backend)
     if kind == "numpy":
         inputs = getattr(adapter, "_inputs", None)
@@ -48,7 +50,9 @@ def feeds_from_session(data: Any, backend: str | None, training_done: bool = Tru
         import keras
 
         x, y, sw = keras.utils.unpack_x_y_sample_weight(inputs)
-        return array_feeds(x, y, sw, int(data.batch_size), getattr(adapter, "_shuffle", False), backend)
+        return array_feeds(
+            x, y, sw, int(data.batch_size), getattr(adapter, "_shuffle", False), backend
+        )
     if kind == "generator":
         first = (getattr(adapter, "_first_batches", None) or [None])[0]
         if first is None and callable(getattr(adapter, "get_dataset", None)):  # tf_keras
@@ -57,7 +61,9 @@ def feeds_from_session(data: Any, backend: str | None, training_done: bool = Tru
             raise InputError("the generator's first batch is not available")
         return generator_feeds(first, backend)
     if kind == "pydataset":
-        py_dataset = getattr(adapter, "py_dataset", None) or getattr(adapter, "_keras_sequence", None)
+        py_dataset = getattr(adapter, "py_dataset", None) or getattr(
+            adapter, "_keras_sequence", None
+        )
         if py_dataset is None:
             raise InputError("cannot reach the PyDataset through Keras's adapter")
         return pydataset_feeds(py_dataset, backend)
@@ -75,8 +81,10 @@ def _tf_keras_generator_feeds(dataset: Any, training_done: bool) -> Feeds:
     from advisor.experiments.feeds.tfdata import first_element
 
     if not training_done:
-        raise InputError("under tf_keras a generator's batch can only be taken after training: "
-                         "use baseline='end'")
+        raise InputError(
+            "under tf_keras a generator's batch can only be taken after training: "
+            "use baseline='end'"
+        )
     cached = dataset.take(1).cache().repeat()
     try:
         first = first_element(cached)
@@ -98,7 +106,9 @@ def epoch_batches(data: Any, batch_size: int | None) -> int:
     if is_tf_dataset(data):
         card = cardinality(data)
         if card == INFINITE:
-            raise InputError("the dataset is infinite: pass steps=N to say how many batches to measure")
+            raise InputError(
+                "the dataset is infinite: pass steps=N to say how many batches to measure"
+            )
         if card == UNKNOWN:
             raise InputError("the dataset's length is unknown: pass steps=N")
         if card == 0:
@@ -122,7 +132,9 @@ def epoch_batches(data: Any, batch_size: int | None) -> int:
     return -(-rows // int(batch_size or 32))
 
 
-def feeds_from_user(data: Any, batch_size: int | None, backend: str | None, legacy: bool = False) -> Feeds:
+def feeds_from_user(
+    data: Any, batch_size: int | None, backend: str | None, legacy: bool = False
+) -> Feeds:
     """Feeds for ``measure_input(model, data)``; ``legacy``: the model is a tf_keras one."""
     if is_tf_dataset(data):
         from advisor.experiments.feeds.tfdata import tfdata_feeds
@@ -157,8 +169,9 @@ def feeds_from_user(data: Any, batch_size: int | None, backend: str | None, lega
 def is_generator(value: Any) -> bool:
     import inspect
 
-    return inspect.isgenerator(value) or (hasattr(value, "__next__") and hasattr(value, "__iter__")
-                                          and not hasattr(value, "__len__"))
+    return inspect.isgenerator(value) or (
+        hasattr(value, "__next__") and hasattr(value, "__iter__") and not hasattr(value, "__len__")
+    )
 
 
 def is_tf_dataset(value: Any) -> bool:

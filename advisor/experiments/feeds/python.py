@@ -57,7 +57,11 @@ def _to_numpy(batch: Any) -> Any:
     if isinstance(batch, dict):
         return {k: _to_numpy(v) for k, v in batch.items()}
     if isinstance(batch, (list, tuple)):
-        return type(batch)(_to_numpy(v) for v in batch) if isinstance(batch, tuple) else [_to_numpy(v) for v in batch]
+        return (
+            type(batch)(_to_numpy(v) for v in batch)
+            if isinstance(batch, tuple)
+            else [_to_numpy(v) for v in batch]
+        )
     return convert(batch)
 
 
@@ -122,8 +126,15 @@ def _take_rows(value: Any, index: Any) -> Any:
     return value[index]
 
 
-def array_feeds(x: Any, y: Any, sample_weight: Any, batch_size: int, shuffle: Any,
-                backend: str | None, legacy: bool = False) -> Feeds:
+def array_feeds(
+    x: Any,
+    y: Any,
+    sample_weight: Any,
+    batch_size: int,
+    shuffle: Any,
+    backend: str | None,
+    legacy: bool = False,
+) -> Feeds:
     """Arrays: real = the arrays through Keras's own array adapter. ``resize(n)`` slices them to at
     most ``n`` whole batches (a view where the arrays allow it): one epoch of the baseline is one
     pass over the slice, as long as the user's epoch or ``n`` batches, whichever is shorter."""
@@ -156,11 +167,15 @@ def array_feeds(x: Any, y: Any, sample_weight: Any, batch_size: int, shuffle: An
         if legacy:  # tf_keras: its own array adapter (Keras 3's is not loaded in a tf_keras job)
             from tf_keras.src.engine.data_adapter import TensorLikeDataAdapter
 
-            dataset = TensorLikeDataAdapter(xs, ys, sws, batch_size=batch_size, shuffle=shuffle).get_dataset()
+            dataset = TensorLikeDataAdapter(
+                xs, ys, sws, batch_size=batch_size, shuffle=shuffle
+            ).get_dataset()
             return GraphPuller().segment(dataset.repeat(), warm, seconds, min_batches, deadline)
         adapter = _keras_adapter(xs, ys, sws, batch_size=batch_size, shuffle=shuffle)
         if backend in (None, "tensorflow"):
-            return GraphPuller().segment(adapter.get_tf_dataset().repeat(), warm, seconds, min_batches, deadline)
+            return GraphPuller().segment(
+                adapter.get_tf_dataset().repeat(), warm, seconds, min_batches, deadline
+            )
         return python_data_only(adapter.get_numpy_iterator)(warm, seconds, min_batches, deadline)
 
     resize(1)
@@ -185,7 +200,9 @@ def generator_feeds(first_batch: Any, backend: str | None, generator: Any = None
     if generator is not None:
         feeds.real = {"x": generator}
     else:
-        feeds.notes.append("a Python generator cannot be replayed: real throughput comes from training")
+        feeds.notes.append(
+            "a Python generator cannot be replayed: real throughput comes from training"
+        )
     feeds.notes.append("data-only throughput is not measured for Python generators")
     return feeds
 
@@ -220,8 +237,15 @@ def pydataset_feeds(py_dataset: Any, backend: str | None) -> Feeds:
         finally:
             adapter.on_epoch_end()
 
-    return Feeds("pydataset", batch_size, memory_feed(first, backend), {"x": py_dataset}, num,
-                 python_data_only(one_pass), first=first)
+    return Feeds(
+        "pydataset",
+        batch_size,
+        memory_feed(first, backend),
+        {"x": py_dataset},
+        num,
+        python_data_only(one_pass),
+        first=first,
+    )
 
 
 def torch_feeds(loader: Any, backend: str | None) -> Feeds:
@@ -239,5 +263,12 @@ def torch_feeds(loader: Any, backend: str | None) -> Feeds:
         num = len(loader)
     except TypeError:
         num = None
-    return Feeds("torch", batch_size, memory_feed(_to_numpy(first), backend), {"x": loader}, num,
-                 python_data_only(lambda: iter(loader)), first=_to_numpy(first))
+    return Feeds(
+        "torch",
+        batch_size,
+        memory_feed(_to_numpy(first), backend),
+        {"x": loader},
+        num,
+        python_data_only(lambda: iter(loader)),
+        first=_to_numpy(first),
+    )

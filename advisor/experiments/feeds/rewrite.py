@@ -47,7 +47,9 @@ def rebuild(dataset: Any, edit: Edit) -> Any | None:
         rebuilt = tf.data.experimental.from_variant(variant, dataset.element_spec)
         return rebuilt.with_options(dataset.options())
     except Exception as exc:  # noqa: BLE001 — an op TF refuses in this graph: say which
-        raise RewriteError(f"TensorFlow refused the rebuilt pipeline: {one_line(exc, 200)}") from None
+        raise RewriteError(
+            f"TensorFlow refused the rebuilt pipeline: {one_line(exc, 200)}"
+        ) from None
 
 
 def _data_inputs(node: Any) -> list[str]:
@@ -87,7 +89,9 @@ def parallel_maps(names: set[str]) -> Edit:
             node = nodes.get(name)
             if node is None or node.op not in ("MapDataset", "ParallelMapDatasetV2"):
                 continue
-            calls = _add_const(graph, f"advisor/parallel_calls/{len(graph.node)}", AUTOTUNE, tf.int64)
+            calls = _add_const(
+                graph, f"advisor/parallel_calls/{len(graph.node)}", AUTOTUNE, tf.int64
+            )
             inputs = _data_inputs(node)
             if node.op == "ParallelMapDatasetV2":  # num_parallel_calls=1: its last input is the 1
                 inputs = inputs[:-1]
@@ -120,8 +124,11 @@ def parallel_interleaves(names: set[str]) -> Edit:
             if node.op == "ParallelInterleaveDatasetV4":  # num_parallel_calls=1: replace the 1
                 _set_inputs(node, _data_inputs(node)[:-1] + [calls])
             else:
-                extra = [_add_const(graph, f"{base}/buffer_output_elements", AUTOTUNE, tf.int64),
-                         _add_const(graph, f"{base}/prefetch_input_elements", AUTOTUNE, tf.int64), calls]
+                extra = [
+                    _add_const(graph, f"{base}/buffer_output_elements", AUTOTUNE, tf.int64),
+                    _add_const(graph, f"{base}/prefetch_input_elements", AUTOTUNE, tf.int64),
+                    calls,
+                ]
                 node.op = "ParallelInterleaveDatasetV4"
                 _set_inputs(node, _data_inputs(node) + extra)
             node.attr["deterministic"].s = b"default"
@@ -154,18 +161,29 @@ def cache_after(name: str, elements: int | None) -> Edit:
             node.attr["output_shapes"].CopyFrom(shapes)
             return node_name
 
-        consumers = [n for n in graph.node if source.name in [i.lstrip("^").split(":")[0] for i in n.input]]
+        consumers = [
+            n for n in graph.node if source.name in [i.lstrip("^").split(":")[0] for i in n.input]
+        ]
         head = source.name
         if elements is not None:
-            head = dataset_node("advisor/take", "TakeDataset",
-                                [head, _add_const(graph, "advisor/take_n", elements, tf.int64)])
+            head = dataset_node(
+                "advisor/take",
+                "TakeDataset",
+                [head, _add_const(graph, "advisor/take_n", elements, tf.int64)],
+            )
         memory = graph.node.add()
         memory.name, memory.op = "advisor/memory_cache", "DummyMemoryCache"
-        head = dataset_node("advisor/cache", "CacheDatasetV2",
-                            [head, _add_const(graph, "advisor/cache_file", "", tf.string), memory.name])
+        head = dataset_node(
+            "advisor/cache",
+            "CacheDatasetV2",
+            [head, _add_const(graph, "advisor/cache_file", "", tf.string), memory.name],
+        )
         if elements is not None:
-            head = dataset_node("advisor/repeat", "RepeatDataset",
-                                [head, _add_const(graph, "advisor/repeat_n", -1, tf.int64)])
+            head = dataset_node(
+                "advisor/repeat",
+                "RepeatDataset",
+                [head, _add_const(graph, "advisor/repeat_n", -1, tf.int64)],
+            )
         for consumer in consumers:
             for i, ref in enumerate(consumer.input):
                 if not ref.startswith("^") and ref.split(":")[0] == source.name:

@@ -19,9 +19,11 @@ class ShieldedPyDataset(keras.utils.PyDataset):  # type: ignore[misc]
     """Batches of ``inner`` by index; epoch hooks do nothing."""
 
     def __init__(self, inner: Any) -> None:
-        super().__init__(workers=getattr(inner, "workers", 1),
-                         use_multiprocessing=getattr(inner, "use_multiprocessing", False),
-                         max_queue_size=getattr(inner, "max_queue_size", 10))
+        super().__init__(
+            workers=getattr(inner, "workers", 1),
+            use_multiprocessing=getattr(inner, "use_multiprocessing", False),
+            max_queue_size=getattr(inner, "max_queue_size", 10),
+        )
         self.inner = inner
 
     def __len__(self) -> int:

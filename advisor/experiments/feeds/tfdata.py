@@ -26,8 +26,10 @@ from advisor.probes.batch import leading_dim
 MAX_SOURCE_CACHE_BATCHES = 256  # the source cache repeats at most this many batches' elements
 # Ops whose last input is the seed generator shared by every iterator of the dataset.
 SEEDED_SHUFFLES = ("ShuffleDatasetV3", "ShuffleAndRepeatDatasetV2")
-SHARED_ORDER_NOTE = ("the baseline iterated the training dataset itself (it could not be copied): the "
-                     "shuffle order of later epochs differs from a run without the baseline")
+SHARED_ORDER_NOTE = (
+    "the baseline iterated the training dataset itself (it could not be copied): the "
+    "shuffle order of later epochs differs from a run without the baseline"
+)
 
 
 def first_element(cached: Any) -> Any:
@@ -75,7 +77,9 @@ class GraphPuller:
 
         self._pull(iterator, tf.constant(count, tf.int64))
 
-    def segment(self, dataset: Any, warm: int, seconds: float, min_batches: int, deadline: float) -> Segment | None:
+    def segment(
+        self, dataset: Any, warm: int, seconds: float, min_batches: int, deadline: float
+    ) -> Segment | None:
         """A timed data-only segment on a fresh iterator of ``dataset``; None when it runs out."""
         import tensorflow as tf
 
@@ -130,7 +134,9 @@ def tfdata_feeds(dataset: Any, backend: str | None = None) -> Feeds:
     first = first_element(cached)
     batch_size = leading_dim(first)
     if not batch_size:
-        raise InputError("cannot tell the batch size of the input (its first element has no batch axis)")
+        raise InputError(
+            "cannot tell the batch size of the input (its first element has no batch axis)"
+        )
     card = cardinality(dataset)
     if card == 0:
         raise InputError("the input dataset is empty: it yields no batch to measure")
@@ -145,13 +151,25 @@ def tfdata_feeds(dataset: Any, backend: str | None = None) -> Feeds:
     def source_cached(batches: int) -> dict[str, Any] | None:
         if not puller:
             puller.append(GraphPuller())
-        return _source_cached_feed(dataset, min(batches, MAX_SOURCE_CACHE_BATCHES), batch_size, puller[0])
+        return _source_cached_feed(
+            dataset, min(batches, MAX_SOURCE_CACHE_BATCHES), batch_size, puller[0]
+        )
 
-    return Feeds(kind="tf.data", batch_size=batch_size, cached={"x": cached}, real={"x": real},
-                 data_only=data_only, source_cached=source_cached, first=first, notes=notes)
+    return Feeds(
+        kind="tf.data",
+        batch_size=batch_size,
+        cached={"x": cached},
+        real={"x": real},
+        data_only=data_only,
+        source_cached=source_cached,
+        first=first,
+        notes=notes,
+    )
 
 
-def _source_cached_feed(dataset: Any, batches: int, batch_size: int, puller: GraphPuller) -> dict[str, Any] | None:
+def _source_cached_feed(
+    dataset: Any, batches: int, batch_size: int, puller: GraphPuller
+) -> dict[str, Any] | None:
     """The pipeline with ``take(batches × batch_size).cache().repeat()`` after its file-reading
     stage, pre-read once so that the measured steps read nothing from storage. None: no file
     source."""
@@ -170,7 +188,10 @@ def with_source_cache(dataset: Any, elements: int) -> Any:
     from advisor.experiments.feeds.rewrite import cache_after, rebuild
     from advisor.probes.tfdata import serialized_graph, summarize_graph
 
-    reading = next((s for s in summarize_graph(serialized_graph(dataset))["stages"] if s.get("reads_files")), None)
+    reading = next(
+        (s for s in summarize_graph(serialized_graph(dataset))["stages"] if s.get("reads_files")),
+        None,
+    )
     if reading is None:
         return None
     return rebuild(dataset, cache_after(reading["node"], elements))

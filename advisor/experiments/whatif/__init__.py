@@ -14,7 +14,18 @@ from advisor.experiments.whatif.result import CandidateResult, WhatIfResult
 from advisor.experiments.whatif.trials import Situation, unchanged_trial
 
 __all__ = [
-    "CandidateResult", "InputError", "Situation", "WhatIfError", "WhatIfResult", "candidates", "cpu_count",
-    "default_budget", "feeds_from_session", "pipeline_summary", "run_whatif", "situation_from_user",
-    "unchanged_trial", "whatif",
+    "CandidateResult",
+    "InputError",
+    "Situation",
+    "WhatIfError",
+    "WhatIfResult",
+    "candidates",
+    "cpu_count",
+    "default_budget",
+    "feeds_from_session",
+    "pipeline_summary",
+    "run_whatif",
+    "situation_from_user",
+    "unchanged_trial",
+    "whatif",
 ]

@@ -38,8 +38,9 @@ def pipeline_summary(dataset: Any) -> dict[str, Any] | None:
         return None
 
 
-def situation_from_user(model: Any, data: Any, batch_size: int | None = None,
-                        steps_per_epoch: int | None = None) -> Situation:
+def situation_from_user(
+    model: Any, data: Any, batch_size: int | None = None, steps_per_epoch: int | None = None
+) -> Situation:
     """The situation for ``whatif(model, data)``: the same values, read from the objects."""
     from advisor.experiments.feeds.choose import is_generator, is_pydataset, is_tf_dataset
     from advisor.experiments.whatif.inputs import cpu_count
@@ -69,23 +70,55 @@ def situation_from_user(model: Any, data: Any, batch_size: int | None = None,
         kind, size = "numpy", int(batch_size or 32)
         arrays = {"x": x, "y": y, "sample_weight": sw, "batch_size": size, "shuffle": True}
     else:
-        raise InputError(f"unsupported input {type(data).__name__}: pass a tf.data.Dataset, a tuple (x, y) of "
-                         "arrays, a keras.utils.PyDataset or a torch DataLoader")
-    unchanged = unchanged_trial(model, kind, dataset=dataset, arrays=arrays, py_dataset=py_dataset, loader=loader,
-                                batch_size=size, steps_per_epoch=steps_per_epoch, spe=spe)
+        raise InputError(
+            f"unsupported input {type(data).__name__}: pass a tf.data.Dataset, a tuple (x, y) of "
+            "arrays, a keras.utils.PyDataset or a torch DataLoader"
+        )
+    unchanged = unchanged_trial(
+        model,
+        kind,
+        dataset=dataset,
+        arrays=arrays,
+        py_dataset=py_dataset,
+        loader=loader,
+        batch_size=size,
+        steps_per_epoch=steps_per_epoch,
+        spe=spe,
+    )
     jit = getattr(model, "jit_compile", None)
     return Situation(
-        model=model, backend=backend, flavor=flavor, kind=kind, unchanged=unchanged, batch_size=unchanged.batch_size,
-        steps_per_execution=spe, dataset=dataset, summary=summary, py_dataset=py_dataset, loader=loader,
-        jit_compile=bool(jit) if jit is not None else None, run_eagerly=bool(getattr(model, "run_eagerly", False)),
-        dtype_policy=dtype_policy_of(model), device=device_kind(backend)[0], cpu_count=cpu_count(),
+        model=model,
+        backend=backend,
+        flavor=flavor,
+        kind=kind,
+        unchanged=unchanged,
+        batch_size=unchanged.batch_size,
+        steps_per_execution=spe,
+        dataset=dataset,
+        summary=summary,
+        py_dataset=py_dataset,
+        loader=loader,
+        jit_compile=bool(jit) if jit is not None else None,
+        run_eagerly=bool(getattr(model, "run_eagerly", False)),
+        dtype_policy=dtype_policy_of(model),
+        device=device_kind(backend)[0],
+        cpu_count=cpu_count(),
     )
 
 
-def whatif(model: Any, data: Any, candidates: str | Sequence[str] = "auto", *, max_seconds: float = WHATIF_MAX_SECONDS,
-           rounds: int = WHATIF_ROUNDS, batch_size: int | None = None, steps_per_epoch: int | None = None,
-           input_cost: float | None = None, seconds: float | None = None,
-           backends_max_seconds: float | None = None) -> WhatIfResult:
+def whatif(
+    model: Any,
+    data: Any,
+    candidates: str | Sequence[str] = "auto",
+    *,
+    max_seconds: float = WHATIF_MAX_SECONDS,
+    rounds: int = WHATIF_ROUNDS,
+    batch_size: int | None = None,
+    steps_per_epoch: int | None = None,
+    input_cost: float | None = None,
+    seconds: float | None = None,
+    backends_max_seconds: float | None = None,
+) -> WhatIfResult:
     """Try recommended changes on ``model`` and ``data`` and measure each gain; see docs/whatif.md.
 
     ``data`` is what you pass to ``fit`` (a tf.data.Dataset, ``(x, y)`` arrays with ``batch_size``,
@@ -117,9 +150,19 @@ def whatif(model: Any, data: Any, candidates: str | Sequence[str] = "auto", *, m
         raise UsageError(f"seconds must be a positive number or None, got {seconds!r}")
     situation = situation_from_user(model, data, batch_size, steps_per_epoch)
     if input_cost is not None:
-        situation.input_cost, situation.input_cost_outside_band = float(input_cost), float(input_cost) > 0.05
-    result = run_whatif(situation, requested, budget=float(max_seconds), rounds=rounds, mode="api", started=started,
-                        seconds=None if seconds is None else float(seconds))
+        situation.input_cost, situation.input_cost_outside_band = (
+            float(input_cost),
+            float(input_cost) > 0.05,
+        )
+    result = run_whatif(
+        situation,
+        requested,
+        budget=float(max_seconds),
+        rounds=rounds,
+        mode="api",
+        started=started,
+        seconds=None if seconds is None else float(seconds),
+    )
     if backends:
         result.backends = _measure_backends(model, data, batch_size, backends_max_seconds)
     return result
@@ -136,19 +179,28 @@ def _split_backends(candidates: Any) -> tuple[Any, bool]:
     return [n for n in names if n != BACKENDS], BACKENDS in names
 
 
-def _measure_backends(model: Any, data: Any, batch_size: int | None, max_seconds: float | None) -> Any:
+def _measure_backends(
+    model: Any, data: Any, batch_size: int | None, max_seconds: float | None
+) -> Any:
     from advisor.experiments.backends import measure_backends
     from advisor.experiments.backends.runner import MAX_SECONDS
 
-    return measure_backends(model, data, batch_size=batch_size,
-                            max_seconds=MAX_SECONDS if max_seconds is None else float(max_seconds))
+    return measure_backends(
+        model,
+        data,
+        batch_size=batch_size,
+        max_seconds=MAX_SECONDS if max_seconds is None else float(max_seconds),
+    )
 
 
-def _backends_only(model: Any, data: Any, batch_size: int | None, max_seconds: float | None,
-                   started: float) -> WhatIfResult:
+def _backends_only(
+    model: Any, data: Any, batch_size: int | None, max_seconds: float | None, started: float
+) -> WhatIfResult:
     from advisor.experiments.backends.runner import MAX_SECONDS
 
-    result = WhatIfResult("api", None, batch_size, [BACKENDS], MAX_SECONDS if max_seconds is None else max_seconds)
+    result = WhatIfResult(
+        "api", None, batch_size, [BACKENDS], MAX_SECONDS if max_seconds is None else max_seconds
+    )
     result.backends = _measure_backends(model, data, batch_size, max_seconds)
     result.seconds = time.perf_counter() - started
     return result

@@ -25,7 +25,11 @@ def reading_stage(s: Situation) -> dict[str, Any] | None:
     """The last stage that reads files or runs a Python source, with no cache after it."""
     found = None
     for stage in s.stages:
-        if stage.get("reads_files") or stage.get("python_source") or stage.get("kind") == "generator":
+        if (
+            stage.get("reads_files")
+            or stage.get("python_source")
+            or stage.get("kind") == "generator"
+        ):
             found = stage
         elif stage.get("kind") == "cache":
             found = None
@@ -51,8 +55,13 @@ def cache_relevant(pick: Any, what: str) -> Any:
         stage = pick(s) if reason is None else None
         if reason is None and stage is None:
             reason = f"the pipeline has no {what} without a cache after it"
-        elif stage is not None and stage.get("kind") == "map" and not (
-                stage.get("py_function") or stage.get("heavy") or (stage.get("fn_ops") or 0) >= 20):
+        elif (
+            stage is not None
+            and stage.get("kind") == "map"
+            and not (
+                stage.get("py_function") or stage.get("heavy") or (stage.get("fn_ops") or 0) >= 20
+            )
+        ):
             reason = f"{stage_label(stage)} is cheap: caching after it would save little"
         return reason or input_reason(s)
 
@@ -74,15 +83,23 @@ def cache(name: str, pick: Any, what: str) -> Any:
         # The whole epoch, as `.cache()` would hold it (its length from the pipeline, else as seen
         # in training); an endless pipeline, or an epoch that would not fill within the time a fill
         # may take, is cached on a prefix that is repeated, so the cached steady state is measured.
-        epoch = card if card != INFINITE and card > 0 else (s.unchanged.epoch_length if card != INFINITE else None)
+        epoch = (
+            card
+            if card != INFINITE and card > 0
+            else (s.unchanged.epoch_length if card != INFINITE else None)
+        )
         batches = max(8, min(MAX_CACHE_BATCHES, int(s.fill_seconds / step) if step > 0 else 8))
         whole = epoch is not None and (batches >= epoch or epoch * step <= s.fill_seconds)
         if whole:
             assert epoch is not None
             elements, batches = None, epoch
         else:
-            later = s.stages[s.stages.index(stage) + 1:]
-            elements = batches * s.batch_size if any(st.get("kind") == "batch" for st in later) else batches
+            later = s.stages[s.stages.index(stage) + 1 :]
+            elements = (
+                batches * s.batch_size
+                if any(st.get("kind") == "batch" for st in later)
+                else batches
+            )
         dataset = rebuilt(s, cache_after(stage["node"], elements))
         puller = GraphPuller()
 
@@ -90,16 +107,34 @@ def cache(name: str, pick: Any, what: str) -> Any:
             _fill(puller, dataset, batches + 1, deadline, stop)
 
         where = stage_label(stage)
-        if any(st.get("kind") == "shuffle" for st in s.stages[:s.stages.index(stage)]):
+        if any(st.get("kind") == "shuffle" for st in s.stages[: s.stages.index(stage)]):
             where += ", placed before the shuffle in your code"
         if whole or epoch is None:
-            return variant(s, name, f"ds.cache() after {where} (filled once, as the first epoch would)",
-                            dataset, fill=fill, fill_estimate=batches * step)
+            return variant(
+                s,
+                name,
+                f"ds.cache() after {where} (filled once, as the first epoch would)",
+                dataset,
+                fill=fill,
+                fill_estimate=batches * step,
+            )
         base = s.unchanged
-        label = (f"ds.cache() after {where} (measured on the first {batches} of {epoch} batches of an "
-                 "epoch, cached and repeated: a whole epoch would not fill within the budget)")
-        return Trial(name, label, s.model, {**base.kwargs, "x": dataset}, finite=False, batch_size=base.batch_size,
-                     epoch_steps=epoch, spe=base.spe, fill=fill, fill_estimate=batches * step)
+        label = (
+            f"ds.cache() after {where} (measured on the first {batches} of {epoch} batches of an "
+            "epoch, cached and repeated: a whole epoch would not fill within the budget)"
+        )
+        return Trial(
+            name,
+            label,
+            s.model,
+            {**base.kwargs, "x": dataset},
+            finite=False,
+            batch_size=base.batch_size,
+            epoch_steps=epoch,
+            spe=base.spe,
+            fill=fill,
+            fill_estimate=batches * step,
+        )
 
     return build
 
@@ -114,12 +149,20 @@ def _fill(puller: Any, dataset: Any, batches: int, deadline: float, stop: Any) -
     try:
         while done < batches and not stop():
             if time.perf_counter() >= deadline:
-                raise NotApplicable(f"filling the cache took longer than the time left ({done} of {batches} batches)")
+                raise NotApplicable(
+                    f"filling the cache took longer than the time left ({done} of {batches} batches)"
+                )
             t0 = time.perf_counter()
             count = min(chunk, batches - done)
             puller.pull(iterator, count)
             done += count
             per = (time.perf_counter() - t0) / count
-            chunk = max(1, min(2 * chunk, int(max(0.0, deadline - time.perf_counter()) / per) if per > 0 else 2 * chunk))
+            chunk = max(
+                1,
+                min(
+                    2 * chunk,
+                    int(max(0.0, deadline - time.perf_counter()) / per) if per > 0 else 2 * chunk,
+                ),
+            )
     except tf.errors.OutOfRangeError:
         return

@@ -27,14 +27,26 @@ def need_tfdata(s: Situation) -> str | None:
 def input_reason(s: Situation) -> str | None:
     """Why an input change is left out of "auto" although it applies: no input cost measured."""
     if s.input_free:
-        return "the baseline measured no input cost beyond its noise band: an input change cannot gain"
+        return (
+            "the baseline measured no input cost beyond its noise band: an input change cannot gain"
+        )
     return None
 
 
 def variant(s: Situation, name: str, label: str, dataset: Any, **extra: Any) -> Trial:
     base = s.unchanged
-    return Trial(name, label, s.model, {**base.kwargs, "x": dataset}, finite=base.finite, batch_size=base.batch_size,
-                 epoch_steps=base.epoch_steps, spe=base.spe, epoch_length=base.epoch_length, **extra)
+    return Trial(
+        name,
+        label,
+        s.model,
+        {**base.kwargs, "x": dataset},
+        finite=base.finite,
+        batch_size=base.batch_size,
+        epoch_steps=base.epoch_steps,
+        spe=base.spe,
+        epoch_length=base.epoch_length,
+        **extra,
+    )
 
 
 def rebuilt(s: Situation, edit: Any) -> Any:

@@ -73,8 +73,15 @@ def _warm(trial: Trial) -> int:
     return round_up(2 * trial.spe, trial.spe)
 
 
-def _segment(trial: Trial, seconds: float, min_steps: int, deadline: float, stop: StopFlag,
-             teardowns: list[float] | None = None, backend: str | None = None) -> Segment | None:
+def _segment(
+    trial: Trial,
+    seconds: float,
+    min_steps: int,
+    deadline: float,
+    stop: StopFlag,
+    teardowns: list[float] | None = None,
+    backend: str | None = None,
+) -> Segment | None:
     """One timed segment of ``trial`` (its compile settings swapped in around it); Interrupted
     after it when Ctrl-C asked to stop.
 
@@ -90,10 +97,21 @@ def _segment(trial: Trial, seconds: float, min_steps: int, deadline: float, stop
         trial.enter()
     segment = None
     try:
-        segment = fit_segment(trial.model, trial.kwargs, finite=trial.finite, warm=_warm(trial), seconds=seconds,
-                              min_steps=round_up(min_steps, trial.spe), deadline=deadline, what=trial.label,
-                              error=WhatIfError, epoch_steps=trial.epoch_steps, whole_epochs=True, stop=stop,
-                              epoch_length=trial.epoch_length if trial.finite else None)
+        segment = fit_segment(
+            trial.model,
+            trial.kwargs,
+            finite=trial.finite,
+            warm=_warm(trial),
+            seconds=seconds,
+            min_steps=round_up(min_steps, trial.spe),
+            deadline=deadline,
+            what=trial.label,
+            error=WhatIfError,
+            epoch_steps=trial.epoch_steps,
+            whole_epochs=True,
+            stop=stop,
+            epoch_length=trial.epoch_length if trial.finite else None,
+        )
     finally:
         if trial.leave is not None:
             trial.leave()
@@ -107,41 +125,65 @@ def _segment(trial: Trial, seconds: float, min_steps: int, deadline: float, stop
 class _Run:
     """One what-if: the trials, their results, the clock."""
 
-    def __init__(self, situation: Situation, requested: str | Sequence[str], budget: float, rounds: int,
-                 mode: str, fit_seconds: float | None, started: float | None,
-                 measure_seconds: float | None = None) -> None:
+    def __init__(
+        self,
+        situation: Situation,
+        requested: str | Sequence[str],
+        budget: float,
+        rounds: int,
+        mode: str,
+        fit_seconds: float | None,
+        started: float | None,
+        measure_seconds: float | None = None,
+    ) -> None:
         self.situation = situation
         self.t0 = started if started is not None else time.perf_counter()
         self.end = self.t0 + budget
         self.rounds = rounds
         self.requested = requested
-        self.result = WhatIfResult(mode, situation.kind, situation.unchanged.batch_size,
-                                   requested if isinstance(requested, str) else list(requested), budget, fit_seconds)
+        self.result = WhatIfResult(
+            mode,
+            situation.kind,
+            situation.unchanged.batch_size,
+            requested if isinstance(requested, str) else list(requested),
+            budget,
+            fit_seconds,
+        )
         self.trials: list[Trial] = []
         self.fit_start = FIT_START_SECONDS  # a nested fit's start-up (measured by the calibration)
         self.end_seconds = 0.05  # the end: a restore and a collection (run_whatif adds its timings)
         self.reserve = self.end_seconds
         self.step_reserve = 0.0  # one step past a deadline (set by the calibration)
-        self.teardowns: dict[str, list[float]] = {}  # per trial and segment: last measured step to return
+        self.teardowns: dict[
+            str, list[float]
+        ] = {}  # per trial and segment: last measured step to return
         self.stop = StopFlag()
         self.measure_seconds = measure_seconds  # the rounds' measured time, when asked for
 
     def left(self) -> float:
         return self.end - self.reserve - time.perf_counter()
 
-    def segment(self, trial: Trial, seconds: float, min_steps: int, deadline: float) -> Segment | None:
+    def segment(
+        self, trial: Trial, seconds: float, min_steps: int, deadline: float
+    ) -> Segment | None:
         """A segment that stops early enough for the longest teardown of any segment so far to end in
         the budget: destroying a tf.data iterator stalls at random (0.63 s once beside a busy core, its
         own ≤ 0.03 s before; bounded by its own, a 12 s what-if once ended 0.18 s late)."""
         own = self.teardowns.setdefault(trial.name, [])
         expected = max((max(t) for t in self.teardowns.values() if t), default=0.0)
-        unchanged = self.situation.unchanged  # the step reserve, in *this* trial's steps (batch ×4: four)
+        unchanged = (
+            self.situation.unchanged
+        )  # the step reserve, in *this* trial's steps (batch ×4: four)
         size = max(1.0, trial.spe * trial.batch_size / max(1, unchanged.spe * unchanged.batch_size))
         stop_by = min(deadline, self.end - self.end_seconds - self.step_reserve * size - expected)
-        if stop_by - time.perf_counter() <= self.fit_start:  # its start and teardown do not fit: not started
+        if (
+            stop_by - time.perf_counter() <= self.fit_start
+        ):  # its start and teardown do not fit: not started
             self.stop.check()
             return None
-        segment = _segment(trial, seconds, min_steps, stop_by, self.stop, own, self.situation.backend)
+        segment = _segment(
+            trial, seconds, min_steps, stop_by, self.stop, own, self.situation.backend
+        )
         if own:
             log.debug("advisor: what-if: %s: teardown %.2f s", trial.name, own[-1])
         return segment
@@ -151,18 +193,28 @@ class _Run:
         """Time a few unchanged steps (the step time sizes caches, compiles and segments)."""
         unchanged = self.situation.unchanged
         steps = round_up(CALIBRATION_STEPS, unchanged.spe)
-        if self.situation.step_seconds is not None:  # training's own step time: will the calibration fit?
+        if (
+            self.situation.step_seconds is not None
+        ):  # training's own step time: will the calibration fit?
             needed = FIT_START_SECONDS + (_warm(unchanged) + steps) * self.situation.step_seconds
             if needed > self.left():
-                self.result.skipped = (f"a step takes {self.situation.step_seconds:.2f} s: the {self.left():.1f} s left of "
-                                       "the budget cannot measure one (raise whatif_max_seconds)")
+                self.result.skipped = (
+                    f"a step takes {self.situation.step_seconds:.2f} s: the {self.left():.1f} s left of "
+                    "the budget cannot measure one (raise whatif_max_seconds)"
+                )
                 return False
         started = time.perf_counter()
         segment = self.segment(unchanged, 0.0, steps, self.end - self.reserve)
-        if self.situation.compile_seconds is None:  # outside fit: no time to the first step is known
-            self.situation.compile_seconds = max(MIN_COMPILE_ESTIMATE, time.perf_counter() - started)
+        if (
+            self.situation.compile_seconds is None
+        ):  # outside fit: no time to the first step is known
+            self.situation.compile_seconds = max(
+                MIN_COMPILE_ESTIMATE, time.perf_counter() - started
+            )
         if segment is None or segment.steps <= 0 or segment.seconds <= 0:
-            self.result.stopped = "the unchanged configuration gave no measured step within the budget"
+            self.result.stopped = (
+                "the unchanged configuration gave no measured step within the budget"
+            )
             return False
         # the steps alone: the epoch restart charged to a segment is part of the fit's start here
         stepping = segment.seconds - segment.restart
@@ -196,10 +248,20 @@ class _Run:
                 add(CandidateResult(candidate.name, NOT_APPLICABLE, str(exc)))
                 continue
             except Exception as exc:  # noqa: BLE001 — a change that cannot be built is a failed candidate
-                add(CandidateResult(candidate.name, FAILED, f"could not set it up: {one_line(exc)}"))
+                add(
+                    CandidateResult(candidate.name, FAILED, f"could not set it up: {one_line(exc)}")
+                )
                 continue
-            add(CandidateResult(candidate.name, SKIPPED, None, trial.label, trial.batch_size,
-                                trial.changes_optimisation))
+            add(
+                CandidateResult(
+                    candidate.name,
+                    SKIPPED,
+                    None,
+                    trial.label,
+                    trial.batch_size,
+                    trial.changes_optimisation,
+                )
+            )
             self.trials.append(trial)
 
     def prepare(self, restore: Any) -> list[Trial]:
@@ -212,16 +274,24 @@ class _Run:
         if self.measure_seconds is not None:  # the rounds need only their target (and overheads)
             share = max(share, self.left() - self.measure_seconds / MEASURE_SHARE)
         prepare_end = time.perf_counter() + share
-        bound = self.situation.input_bound  # a cache can take the whole input cost away: it goes first
+        bound = (
+            self.situation.input_bound
+        )  # a cache can take the whole input cost away: it goes first
         for trial in sorted(self.trials, key=lambda t: bound and t.fill is None):
             entry = self.result.candidates[trial.name]
             started = time.perf_counter()
             factor = trial.batch_size / max(1, self.situation.unchanged.batch_size)
-            estimate = (self.fit_start + trial.fill_estimate + trial.setup_estimate
-                        + (_warm(trial) + trial.spe) * step * factor)
+            estimate = (
+                self.fit_start
+                + trial.fill_estimate
+                + trial.setup_estimate
+                + (_warm(trial) + trial.spe) * step * factor
+            )
             if started + estimate > prepare_end:
-                entry.reason = (f"preparing it (~{estimate:.1f} s: {_what_prepares(trial)}) does not fit in the "
-                                f"{max(0.0, prepare_end - started):.1f} s left of the budget")
+                entry.reason = (
+                    f"preparing it (~{estimate:.1f} s: {_what_prepares(trial)}) does not fit in the "
+                    f"{max(0.0, prepare_end - started):.1f} s left of the budget"
+                )
                 continue
             try:
                 if trial.fill is not None:
@@ -241,7 +311,9 @@ class _Run:
                 restore()
                 entry.seconds += time.perf_counter() - started
             if segment is None:
-                entry.reason = "its first steps (compiling, warming up) did not finish within the budget"
+                entry.reason = (
+                    "its first steps (compiling, warming up) did not finish within the budget"
+                )
                 continue
             ready.append(trial)
         return ready
@@ -253,7 +325,13 @@ class _Run:
         measured = max(0.0, deadline - time.perf_counter()) * MEASURE_SHARE
         if self.measure_seconds is not None:
             measured = min(measured, self.measure_seconds)
-        plan = Plan(measured, 2 * self.rounds, self.rounds, self.end - self.t0, _warm(self.situation.unchanged))
+        plan = Plan(
+            measured,
+            2 * self.rounds,
+            self.rounds,
+            self.end - self.t0,
+            _warm(self.situation.unchanged),
+        )
         try:
             outcome = run_rounds(arms, plan, deadline, restore)
             self.result.rounds, self.result.stopped = outcome.rounds, outcome.stopped
@@ -285,7 +363,9 @@ class _Run:
     def _collect(self, arms: list[Arm], ready: list[Trial]) -> None:
         unchanged, *others = arms
         batch = {t.name: t.batch_size for t in ready}
-        self.result.unchanged_rounds = [s.rate(self.situation.unchanged.batch_size) if s else None for s in unchanged.segments]
+        self.result.unchanged_rounds = [
+            s.rate(self.situation.unchanged.batch_size) if s else None for s in unchanged.segments
+        ]
         for arm in others:
             entry = self.result.candidates[arm.name]
             entry.rounds = [s.rate(batch[arm.name]) if s else None for s in arm.segments]
@@ -322,9 +402,17 @@ def _what_prepares(trial: Trial) -> str:
     return " and ".join(parts) or "its warm-up steps"
 
 
-def run_whatif(situation: Situation, requested: str | Sequence[str] = "auto", *, budget: float,
-               rounds: int = WHATIF_ROUNDS, mode: str = "api", fit_seconds: float | None = None,
-               started: float | None = None, seconds: float | None = None) -> WhatIfResult:
+def run_whatif(
+    situation: Situation,
+    requested: str | Sequence[str] = "auto",
+    *,
+    budget: float,
+    rounds: int = WHATIF_ROUNDS,
+    mode: str = "api",
+    fit_seconds: float | None = None,
+    started: float | None = None,
+    seconds: float | None = None,
+) -> WhatIfResult:
     """Measure the candidates ``requested`` ("auto": those the situation points to) against the
     unchanged configuration within ``budget`` seconds from ``started`` (a ``perf_counter`` time,
     default now: the caller's own preparation counts); the model is left exactly as it was.
@@ -377,6 +465,7 @@ def run_whatif(situation: Situation, requested: str | Sequence[str] = "auto", *,
             except WhatIfError as exc:
                 result.error = f"the unchanged configuration failed: {exc}"
         finally:
+
             def put_back() -> None:
                 state.restore()
                 restore_step_settings(situation.model, settings)

@@ -34,14 +34,21 @@ WORKER_TIMEOUT_S = 20.0  # a DataLoader worker's batch that takes longer fails t
 # -- parallel map / interleave ----------------------------------------------------------------
 
 
-_REWRITABLE_OPS = {"map": ("MapDataset", "ParallelMapDatasetV2"),
-                   "interleave": ("InterleaveDataset", "ParallelInterleaveDatasetV4")}
+_REWRITABLE_OPS = {
+    "map": ("MapDataset", "ParallelMapDatasetV2"),
+    "interleave": ("InterleaveDataset", "ParallelInterleaveDatasetV4"),
+}
 
 
 def _sequential(s: Situation, kinds: tuple[str, ...]) -> list[dict[str, Any]]:
     """Main-chain stages of these kinds that run one element at a time (no parallel calls, or one)."""
-    return [st for st in s.stages if st.get("kind") in kinds and not st.get("parallel")
-            and st.get("op") in _REWRITABLE_OPS.get(st["kind"], ())]
+    return [
+        st
+        for st in s.stages
+        if st.get("kind") in kinds
+        and not st.get("parallel")
+        and st.get("op") in _REWRITABLE_OPS.get(st["kind"], ())
+    ]
 
 
 def _parallel_map_relevant(s: Situation) -> str | None:
@@ -60,7 +67,12 @@ def _parallel_map(s: Situation) -> Trial:
     if not stages:
         raise NotApplicable("the pipeline has no sequential map")
     dataset = rebuilt(s, parallel_maps({st["node"] for st in stages}))
-    return variant(s, "parallel_map", f"{', '.join(stage_label(st) for st in stages)} with {AUTOTUNE_TEXT}", dataset)
+    return variant(
+        s,
+        "parallel_map",
+        f"{', '.join(stage_label(st) for st in stages)} with {AUTOTUNE_TEXT}",
+        dataset,
+    )
 
 
 def _parallel_interleave_relevant(s: Situation) -> str | None:
@@ -79,8 +91,12 @@ def _parallel_interleave(s: Situation) -> Trial:
     if not stages:
         raise NotApplicable("the pipeline has no sequential interleave")
     dataset = rebuilt(s, parallel_interleaves({st["node"] for st in stages}))
-    return variant(s, "parallel_interleave", f"{', '.join(stage_label(st) for st in stages)} with {AUTOTUNE_TEXT}",
-                    dataset)
+    return variant(
+        s,
+        "parallel_interleave",
+        f"{', '.join(stage_label(st) for st in stages)} with {AUTOTUNE_TEXT}",
+        dataset,
+    )
 
 
 # -- prefetch, options ------------------------------------------------------------------------
@@ -98,7 +114,12 @@ def _prefetch(s: Situation) -> Trial:
         raise NotApplicable(f"the input is {s.kind}, not a tf.data pipeline")
     import tensorflow as tf
 
-    return variant(s, "prefetch", "ds.prefetch(tf.data.AUTOTUNE) as the last stage", s.dataset.prefetch(tf.data.AUTOTUNE))
+    return variant(
+        s,
+        "prefetch",
+        "ds.prefetch(tf.data.AUTOTUNE) as the last stage",
+        s.dataset.prefetch(tf.data.AUTOTUNE),
+    )
 
 
 def _options_relevant(s: Situation) -> str | None:
@@ -106,7 +127,8 @@ def _options_relevant(s: Situation) -> str | None:
     if reason is None:
         options = (s.summary or {}).get("options") or {}
         sequential = _sequential(s, ("map",)) or any(
-            st.get("kind") == "batch" and not st.get("parallel") for st in s.stages)
+            st.get("kind") == "batch" and not st.get("parallel") for st in s.stages
+        )
         if not sequential and options.get("autotune") is not False:
             reason = "maps and batching already run in parallel and autotuning is on"
     return reason or input_reason(s)
@@ -121,8 +143,10 @@ def _options(s: Situation) -> Trial:
     options.autotune.enabled = True
     options.experimental_optimization.map_parallelization = True
     options.experimental_optimization.parallel_batch = True
-    label = ("tf.data.Options(): autotune.enabled, experimental_optimization.map_parallelization "
-             "and .parallel_batch = True")
+    label = (
+        "tf.data.Options(): autotune.enabled, experimental_optimization.map_parallelization "
+        "and .parallel_batch = True"
+    )
     return variant(s, "tfdata_options", label, s.dataset.with_options(options))
 
 
@@ -152,7 +176,9 @@ def _pydataset(multiprocessing: bool) -> Any:
             raise NotApplicable(f"the input is {s.kind}, not a keras.utils.PyDataset")
         workers = _workers(s)
         name = "pydataset_multiprocessing" if multiprocessing else "pydataset_workers"
-        label = f"PyDataset(workers={workers}{', use_multiprocessing=True' if multiprocessing else ''})"
+        label = (
+            f"PyDataset(workers={workers}{', use_multiprocessing=True' if multiprocessing else ''})"
+        )
         if s.flavor == "tf_keras":  # a tf_keras Sequence takes its workers from fit
             trial = variant(s, name, label, s.py_dataset)
             trial.kwargs.update(workers=workers, use_multiprocessing=multiprocessing)
@@ -162,7 +188,9 @@ def _pydataset(multiprocessing: bool) -> Any:
             changed.workers = workers
             changed.use_multiprocessing = multiprocessing
         except Exception as exc:  # noqa: BLE001 — a PyDataset that refuses new settings
-            raise NotApplicable(f"cannot set workers on this PyDataset: {type(exc).__name__}: {exc}") from None
+            raise NotApplicable(
+                f"cannot set workers on this PyDataset: {type(exc).__name__}: {exc}"
+            ) from None
         return variant(s, name, label, changed)
 
     return build
@@ -183,13 +211,21 @@ def _torch_workers(s: Situation) -> Trial:
 
     loader = s.loader
     if isinstance(loader.dataset, IterableDataset):
-        raise NotApplicable("an IterableDataset must shard itself across workers (get_worker_info): "
-                            "the what-if cannot add workers to it safely")
+        raise NotApplicable(
+            "an IterableDataset must shard itself across workers (get_worker_info): "
+            "the what-if cannot add workers to it safely"
+        )
     workers = _workers(s)
-    changed = DataLoader(loader.dataset, batch_sampler=loader.batch_sampler, collate_fn=loader.collate_fn,
-                         num_workers=workers, pin_memory=loader.pin_memory,
-                         worker_init_fn=loader.worker_init_fn, timeout=loader.timeout or WORKER_TIMEOUT_S,
-                         multiprocessing_context=loader.multiprocessing_context)
+    changed = DataLoader(
+        loader.dataset,
+        batch_sampler=loader.batch_sampler,
+        collate_fn=loader.collate_fn,
+        num_workers=workers,
+        pin_memory=loader.pin_memory,
+        worker_init_fn=loader.worker_init_fn,
+        timeout=loader.timeout or WORKER_TIMEOUT_S,
+        multiprocessing_context=loader.multiprocessing_context,
+    )
     # Not persistent: segments end mid-epoch, and a persistent pool's resume after an abandoned
     # epoch was seen to wait forever; the timeout turns any other stuck worker into a failed
     # candidate instead of a hung job.
@@ -205,10 +241,14 @@ CACHED_INPUT_LABEL = "the first batch served from memory: the input's whole cost
 
 def _cached_input_relevant(s: Situation) -> str | None:
     if s.input_cost is None:
-        return ("no baseline measured the input's cost: with one (baseline='end', or the default 'auto' on fits "
-                "of ~10 s or more) \"auto\" measures this ceiling when the input costs time")
+        return (
+            "no baseline measured the input's cost: with one (baseline='end', or the default 'auto' on fits "
+            'of ~10 s or more) "auto" measures this ceiling when the input costs time'
+        )
     if not s.input_cost_outside_band:
-        return "the baseline measured no input cost beyond its noise band: there is nothing to bound"
+        return (
+            "the baseline measured no input cost beyond its noise band: there is nothing to bound"
+        )
     return None
 
 
@@ -227,33 +267,59 @@ def _cached_input(s: Situation) -> Trial:
             feeds = tfdata_feeds(s.dataset, s.backend)
         elif s.kind == "numpy":
             args = base.kwargs
-            feeds = array_feeds(args.get("x"), args.get("y"), args.get("sample_weight"), base.batch_size, False,
-                                s.backend)
+            feeds = array_feeds(
+                args.get("x"),
+                args.get("y"),
+                args.get("sample_weight"),
+                base.batch_size,
+                False,
+                s.backend,
+            )
         elif s.kind == "pydataset" and s.py_dataset is not None:
             feeds = pydataset_feeds(s.py_dataset, s.backend)
         elif s.kind == "torch" and s.loader is not None:
             feeds = torch_feeds(s.loader, s.backend)
         else:
-            raise NotApplicable(f"the input is {s.kind}: its first batch cannot be served from memory here")
+            raise NotApplicable(
+                f"the input is {s.kind}: its first batch cannot be served from memory here"
+            )
     except InputError as exc:
         raise NotApplicable(str(exc)) from None
-    return Trial("cached_input", CACHED_INPUT_LABEL, s.model, dict(feeds.cached), finite=False,
-                 batch_size=feeds.batch_size, epoch_steps=base.epoch_length or base.epoch_steps, spe=base.spe)
+    return Trial(
+        "cached_input",
+        CACHED_INPUT_LABEL,
+        s.model,
+        dict(feeds.cached),
+        finite=False,
+        batch_size=feeds.batch_size,
+        epoch_steps=base.epoch_length or base.epoch_steps,
+        spe=base.spe,
+    )
 
 
 CANDIDATES = (
     Candidate("parallel_map", "input", _parallel_map, _parallel_map_relevant),
     Candidate("parallel_interleave", "input", _parallel_interleave, _parallel_interleave_relevant),
     Candidate("prefetch", "input", _prefetch, _prefetch_relevant),
-    Candidate("cache_source", "input", cache("cache_source", reading_stage, "stage that reads files or runs a "
-                                              "Python source"), cache_relevant(reading_stage, "reading stage")),
-    Candidate("cache_map", "input", cache("cache_map", deterministic_map, "deterministic map"),
-              cache_relevant(deterministic_map, "deterministic map")),
+    Candidate(
+        "cache_source",
+        "input",
+        cache("cache_source", reading_stage, "stage that reads files or runs a Python source"),
+        cache_relevant(reading_stage, "reading stage"),
+    ),
+    Candidate(
+        "cache_map",
+        "input",
+        cache("cache_map", deterministic_map, "deterministic map"),
+        cache_relevant(deterministic_map, "deterministic map"),
+    ),
     Candidate("tfdata_options", "input", _options, _options_relevant),
     Candidate("pydataset_workers", "input", _pydataset(False), _pydataset_relevant(False)),
     Candidate("pydataset_multiprocessing", "input", _pydataset(True), _pydataset_relevant(True)),
     Candidate("torch_workers", "input", _torch_workers, _torch_relevant),
-    Candidate("cached_input", "input", _cached_input, _cached_input_relevant),  # a ceiling, not a fix
+    Candidate(
+        "cached_input", "input", _cached_input, _cached_input_relevant
+    ),  # a ceiling, not a fix
 )
 
 

@@ -33,8 +33,10 @@ def ctrl_c_stops(flag: StopFlag) -> Iterator[None]:
     ``fit`` (TensorFlow can hang at exit when an iterator is abandoned with a ``py_function`` in
     flight); a second Ctrl-C interrupts at once. Only Python's own handler on the main thread is
     replaced: a handler of the user's stays in charge."""
-    if (threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
         yield
         return
 

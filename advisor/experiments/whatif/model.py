@@ -64,21 +64,40 @@ def _keras3_only(s: Situation, what: str) -> None:
         raise NotApplicable(f"{what}: legacy tf_keras models are not reconfigured by the what-if")
 
 
-def _swapped(s: Situation, name: str, label: str, *, spe: int | None = None, estimate: float = 1.0,
-             **changes: Any) -> Trial:
+def _swapped(
+    s: Situation,
+    name: str,
+    label: str,
+    *,
+    spe: int | None = None,
+    estimate: float = 1.0,
+    **changes: Any,
+) -> Trial:
     base = s.unchanged
     swap = StepSwap(s.model, **changes)
-    return Trial(name, label, s.model, dict(base.kwargs), finite=base.finite, batch_size=base.batch_size,
-                 epoch_steps=base.epoch_steps, spe=spe or base.spe, epoch_length=base.epoch_length,
-                 enter=swap.enter, leave=swap.leave,
-                 setup_estimate=estimate * (s.compile_seconds or 1.0))
+    return Trial(
+        name,
+        label,
+        s.model,
+        dict(base.kwargs),
+        finite=base.finite,
+        batch_size=base.batch_size,
+        epoch_steps=base.epoch_steps,
+        spe=spe or base.spe,
+        epoch_length=base.epoch_length,
+        enter=swap.enter,
+        leave=swap.leave,
+        setup_estimate=estimate * (s.compile_seconds or 1.0),
+    )
 
 
 def _model_reason(s: Situation) -> str | None:
     """Why a change to the step is left out of "auto" although it applies: the input dominates."""
     if s.input_bound and s.input_cost is not None:
-        return (f"the input costs {s.input_cost:.0%} of step time: a faster step cannot show until the input "
-                "is fixed (measure it again then)")
+        return (
+            f"the input costs {s.input_cost:.0%} of step time: a faster step cannot show until the input "
+            "is fixed (measure it again then)"
+        )
     return None
 
 
@@ -91,9 +110,14 @@ def _spe_relevant(k: int) -> Any:
             return "steps_per_execution > 1 needs Keras 3 on TensorFlow or JAX, not run eagerly"
         if s.steps_per_execution >= k:
             return f"steps_per_execution is already {s.steps_per_execution}"
-        if s.step_seconds is not None and s.step_seconds > MAX_DISPATCH_STEP_S * s.steps_per_execution:
-            return (f"a step takes {1000 * s.step_seconds:.0f} ms: the dispatch overhead steps_per_execution saves "
-                    "is far below 1% of it")
+        if (
+            s.step_seconds is not None
+            and s.step_seconds > MAX_DISPATCH_STEP_S * s.steps_per_execution
+        ):
+            return (
+                f"a step takes {1000 * s.step_seconds:.0f} ms: the dispatch overhead steps_per_execution saves "
+                "is far below 1% of it"
+            )
         return _model_reason(s)
 
     return relevant
@@ -103,11 +127,21 @@ def _spe(k: int) -> Any:
     def build(s: Situation) -> Trial:
         _keras3_only(s, "steps_per_execution")
         if s.backend == "torch":
-            raise NotApplicable("Keras on torch runs one step per execution (steps_per_execution must be 1)")
+            raise NotApplicable(
+                "Keras on torch runs one step per execution (steps_per_execution must be 1)"
+            )
         if s.run_eagerly:
-            raise NotApplicable("the model runs eagerly (run_eagerly=True): nothing is compiled to run several steps")
-        return _swapped(s, f"steps_per_execution_{k}", f"model.compile(..., steps_per_execution={k})", spe=k,
-                        estimate=1.5, steps_per_execution=k)
+            raise NotApplicable(
+                "the model runs eagerly (run_eagerly=True): nothing is compiled to run several steps"
+            )
+        return _swapped(
+            s,
+            f"steps_per_execution_{k}",
+            f"model.compile(..., steps_per_execution={k})",
+            spe=k,
+            estimate=1.5,
+            steps_per_execution=k,
+        )
 
     return build
 
@@ -128,8 +162,10 @@ def _jit_relevant(s: Situation) -> str | None:
 def _jit(s: Situation) -> Trial:
     _keras3_only(s, "jit_compile")
     if s.backend == "torch":
-        raise NotApplicable("on torch jit_compile=True means torch.compile, whose first compilation alone "
-                            "outlasts a what-if window: try it in a full run")
+        raise NotApplicable(
+            "on torch jit_compile=True means torch.compile, whose first compilation alone "
+            "outlasts a what-if window: try it in a full run"
+        )
     if s.run_eagerly:
         raise NotApplicable("the model runs eagerly (run_eagerly=True)")
     model = s.model
@@ -138,7 +174,9 @@ def _jit(s: Situation) -> Trial:
         model.jit_compile = True  # Keras checks that every layer supports XLA and warns if not
         supported = bool(model.jit_compile)
     except Exception as exc:  # noqa: BLE001 — a model that refuses it
-        raise NotApplicable(f"the model refuses jit_compile=True: {type(exc).__name__}: {exc}") from None
+        raise NotApplicable(
+            f"the model refuses jit_compile=True: {type(exc).__name__}: {exc}"
+        ) from None
     finally:
         if saved is _MISSING:
             model.__dict__.pop("_jit_compile", None)
@@ -146,7 +184,9 @@ def _jit(s: Situation) -> Trial:
             model._jit_compile = saved
     if not supported:
         raise NotApplicable("Keras says a layer of this model does not support XLA")
-    return _swapped(s, "jit_compile", "model.compile(..., jit_compile=True)", estimate=3.0, _jit_compile=True)
+    return _swapped(
+        s, "jit_compile", "model.compile(..., jit_compile=True)", estimate=3.0, _jit_compile=True
+    )
 
 
 # -- mixed precision --------------------------------------------------------------------------
@@ -162,7 +202,9 @@ def _gpu_capability() -> tuple[int, int]:
     try:
         import tensorflow as tf
 
-        details = tf.config.experimental.get_device_details(tf.config.list_physical_devices("GPU")[0])
+        details = tf.config.experimental.get_device_details(
+            tf.config.list_physical_devices("GPU")[0]
+        )
         return tuple(details.get("compute_capability", (0, 0)))  # type: ignore[return-value]
     except Exception:  # noqa: BLE001 — unknown: assume a current GPU
         return (8, 0)
@@ -172,8 +214,10 @@ def _mixed_relevant(s: Situation) -> str | None:
     if s.dtype_policy and "16" in s.dtype_policy:
         return f"the model already trains in mixed precision ({s.dtype_policy})"
     if s.device != "gpu":
-        return (f"no GPU ({s.device or 'unknown device'}): 16-bit compute is fast on accelerators (NVIDIA Volta "
-                "or newer, TPU); ask for whatif=['mixed_precision'] to try bfloat16 on this CPU")
+        return (
+            f"no GPU ({s.device or 'unknown device'}): 16-bit compute is fast on accelerators (NVIDIA Volta "
+            "or newer, TPU); ask for whatif=['mixed_precision'] to try bfloat16 on this CPU"
+        )
     if _gpu_capability() < (7, 0):
         return "this GPU has no fast 16-bit units (compute capability below 7.0)"
     if s.flavor != "keras3":
@@ -198,13 +242,22 @@ def _mixed(s: Situation) -> Trial:
         clone.set_weights(model.get_weights())
         clone.compile_from_config(model.get_compile_config())
     except Exception as exc:  # noqa: BLE001 — subclassed models, custom layers without config
-        raise NotApplicable(f"cannot rebuild the model under the {policy} policy: "
-                            f"{one_line(exc, 160)}") from None
+        raise NotApplicable(
+            f"cannot rebuild the model under the {policy} policy: {one_line(exc, 160)}"
+        ) from None
     base = s.unchanged
-    trial = Trial("mixed_precision", f"keras.mixed_precision.set_global_policy('{policy}') (a clone, same weights)",
-                  clone, dict(base.kwargs), finite=base.finite, batch_size=base.batch_size,
-                  epoch_steps=base.epoch_steps, spe=base.spe, epoch_length=base.epoch_length,
-                  setup_estimate=2.0 * (s.compile_seconds or 1.0) + 0.5)
+    trial = Trial(
+        "mixed_precision",
+        f"keras.mixed_precision.set_global_policy('{policy}') (a clone, same weights)",
+        clone,
+        dict(base.kwargs),
+        finite=base.finite,
+        batch_size=base.batch_size,
+        epoch_steps=base.epoch_steps,
+        spe=base.spe,
+        epoch_length=base.epoch_length,
+        setup_estimate=2.0 * (s.compile_seconds or 1.0) + 0.5,
+    )
     trial.close = lambda: trial.__dict__.update(model=None)
     return trial
 
@@ -234,13 +287,25 @@ def _batch(k: int) -> Any:
             from torch.utils.data import DataLoader
 
             loader = s.loader
-            kwargs["x"] = DataLoader(loader.dataset, batch_size=size, sampler=loader.sampler,
-                                     collate_fn=loader.collate_fn, drop_last=True, num_workers=loader.num_workers,
-                                     pin_memory=loader.pin_memory, worker_init_fn=loader.worker_init_fn)
+            kwargs["x"] = DataLoader(
+                loader.dataset,
+                batch_size=size,
+                sampler=loader.sampler,
+                collate_fn=loader.collate_fn,
+                drop_last=True,
+                num_workers=loader.num_workers,
+                pin_memory=loader.pin_memory,
+                worker_init_fn=loader.worker_init_fn,
+            )
         else:
             raise NotApplicable(f"the batch of a {s.kind} input is made inside it")
-        trial = _swapped(s, f"batch_x{k}", f"batch size {size} (×{k}), per-sample throughput; it changes "
-                         "optimisation: retune the learning rate", estimate=1.0)
+        trial = _swapped(
+            s,
+            f"batch_x{k}",
+            f"batch size {size} (×{k}), per-sample throughput; it changes "
+            "optimisation: retune the learning rate",
+            estimate=1.0,
+        )
         trial.kwargs, trial.batch_size, trial.changes_optimisation = kwargs, size, True
         # k batches make one (the last, short one dropped by the tf.data and torch rebatching)
         trial.epoch_length = (base.epoch_length // k or None) if base.epoch_length else None

@@ -86,10 +86,21 @@ class WhatIfResult:
         rows = []
         for c in self.candidates.values():
             band = c.speedup_band(self.unchanged_rounds) if c.status == MEASURED else None
-            rows.append({"candidate": c.name, "status": c.status, "samples_per_s": c.samples_per_s,
-                         "speedup": c.speedup(self.unchanged_rounds) if c.status == MEASURED else None,
-                         "band": band.half_width / band.value if band is not None and band.value else None,
-                         "seconds": c.seconds, "reason": c.reason, "label": c.label, "ceiling": c.name in CEILINGS})
+            rows.append(
+                {
+                    "candidate": c.name,
+                    "status": c.status,
+                    "samples_per_s": c.samples_per_s,
+                    "speedup": c.speedup(self.unchanged_rounds) if c.status == MEASURED else None,
+                    "band": band.half_width / band.value
+                    if band is not None and band.value
+                    else None,
+                    "seconds": c.seconds,
+                    "reason": c.reason,
+                    "label": c.label,
+                    "ceiling": c.name in CEILINGS,
+                }
+            )
         return rows
 
     def summary(self) -> str:
@@ -100,10 +111,18 @@ class WhatIfResult:
         for c in self.measured():
             band = c.speedup_band(self.unchanged_rounds)
             speed = c.speedup(self.unchanged_rounds)
-            plus = f" (±{band.half_width / band.value:.0%})" if band is not None and band.value else ""
+            plus = (
+                f" (±{band.half_width / band.value:.0%})" if band is not None and band.value else ""
+            )
             kind = " (ceiling)" if c.name in CEILINGS else ""
-            parts.append(f"{c.name} {speed:.2f}×{plus}{kind}" if speed is not None else f"{c.name} (no paired round)")
-        text = "; ".join(parts) or ("" if self.backends is not None and not self.candidates else "no candidate measured")
+            parts.append(
+                f"{c.name} {speed:.2f}×{plus}{kind}"
+                if speed is not None
+                else f"{c.name} (no paired round)"
+            )
+        text = "; ".join(parts) or (
+            "" if self.backends is not None and not self.candidates else "no candidate measured"
+        )
         if self.backends is not None:
             text = "; ".join(t for t in (text, f"backends: {self.backends.summary()}") if t)
         return text + (" — interrupted (Ctrl-C)" if self.interrupted else "")
@@ -115,14 +134,32 @@ class WhatIfResult:
             return [None if r is None else round(r, 3) for r in values]
 
         return WhatIfRecord(
-            t=time.time(), mode=self.mode, input_kind=self.input_kind, batch_size=self.batch_size,
-            requested=self.requested, rounds=self.rounds or None, unchanged_rounds=rates(self.unchanged_rounds) or None,
-            candidates=[WhatIfCandidate(name=c.name, status=c.status, reason=c.reason, label=c.label,
-                                        batch_size=c.batch_size, changes_optimisation=c.changes_optimisation,
-                                        rounds=rates(c.rounds) or None, steps=c.steps or None,
-                                        seconds=round(c.seconds, 4))
-                        for c in self.candidates.values()],
-            seconds=round(self.seconds, 4), budget_seconds=round(self.budget_seconds, 4),
+            t=time.time(),
+            mode=self.mode,
+            input_kind=self.input_kind,
+            batch_size=self.batch_size,
+            requested=self.requested,
+            rounds=self.rounds or None,
+            unchanged_rounds=rates(self.unchanged_rounds) or None,
+            candidates=[
+                WhatIfCandidate(
+                    name=c.name,
+                    status=c.status,
+                    reason=c.reason,
+                    label=c.label,
+                    batch_size=c.batch_size,
+                    changes_optimisation=c.changes_optimisation,
+                    rounds=rates(c.rounds) or None,
+                    steps=c.steps or None,
+                    seconds=round(c.seconds, 4),
+                )
+                for c in self.candidates.values()
+            ],
+            seconds=round(self.seconds, 4),
+            budget_seconds=round(self.budget_seconds, 4),
             fit_seconds=None if self.fit_seconds is None else round(self.fit_seconds, 4),
-            stopped=self.stopped, interrupted=self.interrupted, skipped=self.skipped, error=self.error,
+            stopped=self.stopped,
+            interrupted=self.interrupted,
+            skipped=self.skipped,
+            error=self.error,
         )

@@ -31,12 +31,18 @@ class Trial:
     kwargs: dict[str, Any]  # fit arguments: the input (and batch_size for arrays)
     finite: bool  # the input ends (whole epochs until the clock stops them)
     batch_size: int  # samples per step
-    epoch_steps: int | None = None  # steps per epoch of an endless input (the user's steps_per_epoch)
+    epoch_steps: int | None = (
+        None  # steps per epoch of an endless input (the user's steps_per_epoch)
+    )
     epoch_length: int | None = None  # steps in one epoch of a finite input (None: not known)
     spe: int = 1  # steps per execution while it trains
-    changes_optimisation: bool = False  # e.g. a larger batch: same speed question, different training
+    changes_optimisation: bool = (
+        False  # e.g. a larger batch: same speed question, different training
+    )
     setup_estimate: float = 0.0  # extra seconds its first steps may take (a compile, a clone)
-    fill: Callable[[float, Callable[[], bool]], None] | None = None  # one-off preparation (a cache fill):
+    fill: Callable[[float, Callable[[], bool]], None] | None = (
+        None  # one-off preparation (a cache fill):
+    )
     # (deadline, stop requested?) → None
     fill_estimate: float = 0.0  # seconds ``fill`` is expected to take
     enter: Callable[[], None] | None = None  # before each of its segments (swap the train step in)
@@ -65,7 +71,9 @@ class Situation:
     device: str | None = None  # cpu | gpu | tpu
     input_cost: float | None = None  # the baseline's 1 − real ÷ cached
     input_cost_outside_band: bool | None = None
-    compile_seconds: float | None = None  # time to the first step of the fit (trace, compile, first batch)
+    compile_seconds: float | None = (
+        None  # time to the first step of the fit (trace, compile, first batch)
+    )
     step_seconds: float | None = None  # one unchanged step (from the calibration segment)
     cpu_count: int = 1
     fill_seconds: float = 5.0  # what one cache fill may take (set by the engine from the budget)
@@ -74,7 +82,9 @@ class Situation:
     @property
     def input_bound(self) -> bool:
         """The baseline says the input costs more than half of step time (beyond its noise)."""
-        return bool(self.input_cost is not None and self.input_cost >= 0.5 and self.input_cost_outside_band)
+        return bool(
+            self.input_cost is not None and self.input_cost >= 0.5 and self.input_cost_outside_band
+        )
 
     @property
     def input_free(self) -> bool:
@@ -84,7 +94,9 @@ class Situation:
     @property
     def stages(self) -> list[dict[str, Any]]:
         summary = self.summary or {}
-        return [s for s in summary.get("stages") or [] if s.get("kind") not in ("options", "passive")]
+        return [
+            s for s in summary.get("stages") or [] if s.get("kind") not in ("options", "passive")
+        ]
 
 
 @dataclass(frozen=True)
@@ -98,9 +110,18 @@ class Candidate:
     relevant: Callable[[Situation], str | None]
 
 
-def unchanged_trial(model: Any, kind: str, *, dataset: Any = None, arrays: dict[str, Any] | None = None,
-                    py_dataset: Any = None, loader: Any = None, batch_size: int | None,
-                    steps_per_epoch: int | None, spe: int) -> Trial:
+def unchanged_trial(
+    model: Any,
+    kind: str,
+    *,
+    dataset: Any = None,
+    arrays: dict[str, Any] | None = None,
+    py_dataset: Any = None,
+    loader: Any = None,
+    batch_size: int | None,
+    steps_per_epoch: int | None,
+    spe: int,
+) -> Trial:
     """The user's own configuration as a trial: the same input, replayed epoch after epoch."""
     from advisor.experiments.feeds.tfdata import cardinality
 
@@ -111,24 +132,58 @@ def unchanged_trial(model: Any, kind: str, *, dataset: Any = None, arrays: dict[
             raise InputError("the input dataset is empty")
         size = batch_size or _first_batch_size(dataset)
         finite = card != INFINITE
-        return Trial("unchanged", label, model, {"x": dataset}, finite=finite, batch_size=size,
-                     epoch_steps=None if finite else steps_per_epoch, spe=spe,
-                     epoch_length=(card if card > 0 else steps_per_epoch) if finite else None)
+        return Trial(
+            "unchanged",
+            label,
+            model,
+            {"x": dataset},
+            finite=finite,
+            batch_size=size,
+            epoch_steps=None if finite else steps_per_epoch,
+            spe=spe,
+            epoch_length=(card if card > 0 else steps_per_epoch) if finite else None,
+        )
     if kind == "numpy" and arrays is not None:
         size = int(arrays["batch_size"])
-        return Trial("unchanged", label, model, dict(arrays), finite=True, batch_size=size, spe=spe,
-                     epoch_length=_batches(_rows(arrays.get("x")), size))
+        return Trial(
+            "unchanged",
+            label,
+            model,
+            dict(arrays),
+            finite=True,
+            batch_size=size,
+            spe=spe,
+            epoch_length=_batches(_rows(arrays.get("x")), size),
+        )
     if kind == "pydataset" and py_dataset is not None:
         finite = getattr(py_dataset, "num_batches", 1) is not None
-        return Trial("unchanged", label, model, {"x": py_dataset}, finite=finite, batch_size=int(batch_size or 1),
-                     epoch_steps=None if finite else steps_per_epoch, spe=spe,
-                     epoch_length=_length(py_dataset) if finite else None)
+        return Trial(
+            "unchanged",
+            label,
+            model,
+            {"x": py_dataset},
+            finite=finite,
+            batch_size=int(batch_size or 1),
+            epoch_steps=None if finite else steps_per_epoch,
+            spe=spe,
+            epoch_length=_length(py_dataset) if finite else None,
+        )
     if kind == "torch" and loader is not None:
-        return Trial("unchanged", label, model, {"x": loader}, finite=True, batch_size=int(batch_size or 1), spe=spe,
-                     epoch_length=_length(loader))
+        return Trial(
+            "unchanged",
+            label,
+            model,
+            {"x": loader},
+            finite=True,
+            batch_size=int(batch_size or 1),
+            spe=spe,
+            epoch_length=_length(loader),
+        )
     if kind == "generator":
-        raise InputError("a Python generator can be read only once: the what-if needs an input it can replay "
-                         "(tf.data, arrays, a PyDataset or a DataLoader)")
+        raise InputError(
+            "a Python generator can be read only once: the what-if needs an input it can replay "
+            "(tf.data, arrays, a PyDataset or a DataLoader)"
+        )
     raise InputError(f"the what-if cannot replay this input ({kind})")
 
 

@@ -37,7 +37,9 @@ class AdvisorScreen(Screen[None]):
     def advisor(self) -> AdvisorHost:
         app = self.app
         if not isinstance(app, AdvisorHost):
-            raise TypeError(f"{type(self).__name__} runs in the advisor app, not in {type(app).__name__}")
+            raise TypeError(
+                f"{type(self).__name__} runs in the advisor app, not in {type(app).__name__}"
+            )
         return app
 
     @property
@@ -50,8 +52,14 @@ class AdvisorScreen(Screen[None]):
         else:
             self.notify("this is the first screen: q quits", timeout=3)
 
-    def load(self, work: Callable[[], Message | None], what: str, *, group: str = "load",
-             exclusive: bool = True) -> None:
+    def load(
+        self,
+        work: Callable[[], Message | None],
+        what: str,
+        *,
+        group: str = "load",
+        exclusive: bool = True,
+    ) -> None:
         """Run ``work`` in a thread; post what it returns, or a :class:`LoadFailed` line."""
 
         def run() -> None:
@@ -75,12 +83,20 @@ class AdvisorScreen(Screen[None]):
             try:
                 result = work()
             except Exception as exc:  # noqa: BLE001 - AdvisorErrors and the unexpected: one line
-                text = str(exc) if isinstance(exc, AdvisorError) else f"internal error: {type(exc).__name__}: {exc}"
+                text = (
+                    str(exc)
+                    if isinstance(exc, AdvisorError)
+                    else f"internal error: {type(exc).__name__}: {exc}"
+                )
                 self.app.call_from_thread(self.notify, text, severity="error", timeout=8)
                 return
-            self.app.call_from_thread(self.notify, result.message(), title="export",
-                                      severity="warning" if not result.written else "information",
-                                      timeout=10)
+            self.app.call_from_thread(
+                self.notify,
+                result.message(),
+                title="export",
+                severity="warning" if not result.written else "information",
+                timeout=10,
+            )
 
         self.run_worker(run, thread=True, group="export", exit_on_error=False)
 

@@ -38,8 +38,11 @@ class CompareScreen(AdvisorScreen):
         self.reports: list[Report] = []
 
     def compose(self) -> ComposeResult:
-        yield Static(Text.assemble(("advisor", "bold"), f" · comparing {len(self.paths)} runs…"),
-                     id="title", classes="title")
+        yield Static(
+            Text.assemble(("advisor", "bold"), f" · comparing {len(self.paths)} runs…"),
+            id="title",
+            classes="title",
+        )
         yield Static(id="message", classes="message")
         with VerticalScroll(id="compare-body"):
             yield DataTable(id="metrics", cursor_type="row", zebra_stripes=True)
@@ -57,8 +60,11 @@ class CompareScreen(AdvisorScreen):
         self.reports = message.reports
         cmp = self.comparison = compare(message.reports)
         self.query_one("#title", Static).update(
-            Text.assemble(("advisor", "bold"), f" · comparing {len(cmp.run_ids)} runs "
-                          "(percentages against the first)"))
+            Text.assemble(
+                ("advisor", "bold"),
+                f" · comparing {len(cmp.run_ids)} runs (percentages against the first)",
+            )
+        )
         metrics = self.query_one("#metrics", DataTable)
         metrics.add_column("", key="metric")
         for run_id in cmp.run_ids:
@@ -73,7 +79,9 @@ class CompareScreen(AdvisorScreen):
         for code, name, statuses in cmp.differing:
             differing.add_row(code, name, *[_status_cell(s) for s in statuses])
         if not cmp.differing:
-            differing.add_row("—", "every rule has the same outcome in these runs", *[""] * len(cmp.run_ids))
+            differing.add_row(
+                "—", "every rule has the same outcome in these runs", *[""] * len(cmp.run_ids)
+            )
         metrics.focus()
 
     @on(LoadFailed)
@@ -96,4 +104,3 @@ class CompareScreen(AdvisorScreen):
             return result
 
         self.export_result(write)
-

@@ -37,9 +37,11 @@ MAX_DECIDE_LINES = 3
 def headline(report: Report) -> str:
     facts = report.facts
     parts = []
-    for name, unit, show in (("throughput.samples_per_s", "samples/s", lambda v: readable(v, 1)),
-                             ("cost.samples_per_dollar", "samples/$", count_text),
-                             ("throughput.measured_steps", "measured steps", lambda v: readable(v, 0))):
+    for name, unit, show in (
+        ("throughput.samples_per_s", "samples/s", lambda v: readable(v, 1)),
+        ("cost.samples_per_dollar", "samples/$", count_text),
+        ("throughput.measured_steps", "measured steps", lambda v: readable(v, 0)),
+    ):
         if name in facts:
             parts.append(f"{show(facts[name].value)} {unit}")
     return " · ".join(parts) if parts else "no throughput measured"
@@ -63,11 +65,16 @@ class FindingsScreen(AdvisorScreen):
         self.report: Report | None = None
         self.filter = FindingFilter()
         self.shown: list[Finding] = []
-        self.choices: dict[str, list[str]] = {"section": [], "severity": list(SEVERITIES),
-                                              "status": list(STATUSES)}
+        self.choices: dict[str, list[str]] = {
+            "section": [],
+            "severity": list(SEVERITIES),
+            "status": list(STATUSES),
+        }
 
     def compose(self) -> ComposeResult:
-        yield Static(Text.assemble(("advisor", "bold"), " · reading the run…"), id="title", classes="title")
+        yield Static(
+            Text.assemble(("advisor", "bold"), " · reading the run…"), id="title", classes="title"
+        )
         yield Static(id="headline", classes="status")
         yield BudgetBar(id="budget", classes="status")
         yield Static(id="counts", classes="status")
@@ -77,7 +84,9 @@ class FindingsScreen(AdvisorScreen):
             with Vertical(id="left"):
                 with Horizontal(classes="selects"):
                     yield Select([], prompt="section: all", id="section")
-                    yield Select([(s, s) for s in SEVERITIES], prompt="severity: all", id="severity")
+                    yield Select(
+                        [(s, s) for s in SEVERITIES], prompt="severity: all", id="severity"
+                    )
                     yield Select([(s, s) for s in STATUSES], prompt="status: all", id="status")
                 yield FilterBar("filter findings: words in code, name or message", id="filter")
                 yield DataTable(id="findings", cursor_type="row", zebra_stripes=True)
@@ -100,11 +109,21 @@ class FindingsScreen(AdvisorScreen):
     def _loaded(self, message: ReportLoaded) -> None:
         report = self.report = message.report
         run = report.run
-        details = ", ".join(str(v) for v in (run.status, run.backend,
-                                             f"{strategy_label(run.strategy, run.tags)} ×{workers_label(run.num_workers or 1, run.tags)}",
-                                             run.instance_type) if v)
+        details = ", ".join(
+            str(v)
+            for v in (
+                run.status,
+                run.backend,
+                f"{strategy_label(run.strategy, run.tags)} ×{workers_label(run.num_workers or 1, run.tags)}",
+                run.instance_type,
+            )
+            if v
+        )
         self.query_one("#title", Static).update(
-            Text.assemble(("advisor", "bold"), " · run ", (run.run_id, "bold"), (f"  ({details})", "dim")))
+            Text.assemble(
+                ("advisor", "bold"), " · run ", (run.run_id, "bold"), (f"  ({details})", "dim")
+            )
+        )
         self.query_one("#headline", Static).update(headline(report))
         self.query_one(BudgetBar).show(report.facts)
         self.query_one("#counts", Static).update(counts(report).line())
@@ -119,23 +138,37 @@ class FindingsScreen(AdvisorScreen):
     def _decide_text(report: Report) -> Text:
         groups = report.unknown_by_measure()
         if not groups:
-            return Text("Every rule was decided." if not report.summary.unknown else "", style="green")
-        text = Text.assemble(("To decide more", "bold"), (f" ({report.summary.unknown} rules unknown):", "dim"),
-                             no_wrap=True, overflow="ellipsis")
+            return Text(
+                "Every rule was decided." if not report.summary.unknown else "", style="green"
+            )
+        text = Text.assemble(
+            ("To decide more", "bold"),
+            (f" ({report.summary.unknown} rules unknown):", "dim"),
+            no_wrap=True,
+            overflow="ellipsis",
+        )
         for how, codes in groups[:MAX_DECIDE_LINES]:
             text.append(f"\n  {how} ")
             text.append(f"({' '.join(codes)})", style="dim")
         if len(groups) > MAX_DECIDE_LINES:
             more = len(groups) - MAX_DECIDE_LINES
-            text.append(f"\n  … {more} more way{'' if more == 1 else 's'}: status unknown lists them", style="dim")
+            text.append(
+                f"\n  … {more} more way{'' if more == 1 else 's'}: status unknown lists them",
+                style="dim",
+            )
         return text
 
     @on(LoadFailed)
     def _failed(self, message: LoadFailed) -> None:
         box = self.query_one("#message", Static)
         box.display = True
-        box.update(Text.assemble(("Cannot show this run\n\n", "bold red"), message.error,
-                                 ("\n\nEscape goes back to the runs.", "dim")))
+        box.update(
+            Text.assemble(
+                ("Cannot show this run\n\n", "bold red"),
+                message.error,
+                ("\n\nEscape goes back to the runs.", "dim"),
+            )
+        )
         self.query_one("#body").display = False
 
     def _fill(self) -> None:
@@ -152,13 +185,23 @@ class FindingsScreen(AdvisorScreen):
             else:
                 status = Text(f.status, style=STATUS_STYLE.get(f.status, ""))
             style = SEVERITY_STYLE[f.severity] if f.status == "fail" else "dim"
-            table.add_row(str(rank) if f.status == "fail" else "", status, Text(f.code, style=style), f.name,
-                          percent(f.impact, 0, fraction=True) if f.impact and f.status == "fail" else "", key=f.code)
+            table.add_row(
+                str(rank) if f.status == "fail" else "",
+                status,
+                Text(f.code, style=style),
+                f.name,
+                percent(f.impact, 0, fraction=True) if f.impact and f.status == "fail" else "",
+                key=f.code,
+            )
         self._show_detail()
 
     def _show_detail(self) -> None:
         table = self.query_one("#findings", DataTable)
-        finding = self.shown[table.cursor_row] if self.shown and 0 <= table.cursor_row < len(self.shown) else None
+        finding = (
+            self.shown[table.cursor_row]
+            if self.shown and 0 <= table.cursor_row < len(self.shown)
+            else None
+        )
         facts = self.report.facts if self.report else {}
         docs = self.data.rule_docs(finding.code) if finding else None
         self.query_one(FindingDetail).show(finding, facts, docs)
@@ -210,5 +253,10 @@ class FindingsScreen(AdvisorScreen):
         self.export_result(lambda: self.data.export_report(report))
 
     def help_lines(self) -> list[tuple[str, str]]:
-        return [("filters", "f cycles the section (M I S C G D P), v the severity; / filters by words"),
-                ("detail", "the right pane shows the highlighted finding: evidence, fix, documentation")]
+        return [
+            ("filters", "f cycles the section (M I S C G D P), v the severity; / filters by words"),
+            (
+                "detail",
+                "the right pane shows the highlighted finding: evidence, fix, documentation",
+            ),
+        ]

@@ -13,8 +13,14 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-KEY_NAMES = {"slash": "/", "space": "space", "question_mark": "?", "escape": "esc", "enter": "enter",
-             "ctrl+p": "ctrl+p"}
+KEY_NAMES = {
+    "slash": "/",
+    "space": "space",
+    "question_mark": "?",
+    "escape": "esc",
+    "enter": "enter",
+    "ctrl+p": "ctrl+p",
+}
 
 
 def key_label(key: str) -> str:
@@ -46,6 +52,11 @@ class HelpScreen(ModalScreen[None]):
             yield Static(table)
             if self.notes:
                 yield Static(notes, classes="panel")
-            yield Static(Text("The mouse works too: click a row, a header to sort, a key in the footer. "
-                              "ctrl+p opens the command palette with every action. esc closes this.",
-                              style="dim"), classes="panel")
+            yield Static(
+                Text(
+                    "The mouse works too: click a row, a header to sort, a key in the footer. "
+                    "ctrl+p opens the command palette with every action. esc closes this.",
+                    style="dim",
+                ),
+                classes="panel",
+            )

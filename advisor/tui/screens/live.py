@@ -31,11 +31,17 @@ if TYPE_CHECKING:
 
 
 def stats_line(snap: LiveSnapshot, now: float | None = None) -> str:
-    parts = [f"latest {readable(snap.samples_per_s, 1)} samples/s",
-             f"mean {readable(snap.mean_samples_per_s, 1)}",
-             f"{len(snap.throughput)} windows", f"{snap.epochs} epochs", f"{snap.records:,} records"]
+    parts = [
+        f"latest {readable(snap.samples_per_s, 1)} samples/s",
+        f"mean {readable(snap.mean_samples_per_s, 1)}",
+        f"{len(snap.throughput)} windows",
+        f"{snap.epochs} epochs",
+        f"{snap.records:,} records",
+    ]
     if snap.warmup_windows:
-        parts.append(f"{snap.warmup_windows} warm-up window{'s' if snap.warmup_windows > 1 else ''} not charted")
+        parts.append(
+            f"{snap.warmup_windows} warm-up window{'s' if snap.warmup_windows > 1 else ''} not charted"
+        )
     if not snap.final and snap.last_record_t is not None:
         age = max(0.0, (now if now is not None else time.time()) - snap.last_record_t)
         parts.append(f"last record {age:.0f} s ago")
@@ -43,7 +49,10 @@ def stats_line(snap: LiveSnapshot, now: float | None = None) -> str:
 
 
 class LiveScreen(AdvisorScreen):
-    BINDINGS: ClassVar[list[BindingType]] = [*AdvisorScreen.BACK, Binding("enter", "findings", "Findings")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        *AdvisorScreen.BACK,
+        Binding("enter", "findings", "Findings"),
+    ]
 
     def __init__(self, path: str) -> None:
         super().__init__()
@@ -54,18 +63,30 @@ class LiveScreen(AdvisorScreen):
         self._stop = threading.Event()
 
     def compose(self) -> ComposeResult:
-        yield Static(Text.assemble(("advisor", "bold"), " · live · opening the run…"), id="title", classes="title")
+        yield Static(
+            Text.assemble(("advisor", "bold"), " · live · opening the run…"),
+            id="title",
+            classes="title",
+        )
         yield Static(id="stats", classes="status")
         yield Static(id="message", classes="message")
         with Vertical(id="charts"):
-            yield LineChart("Throughput", "seconds since start", "samples/s", id="throughput", ylim=(0, None))
-            yield LineChart("Utilization", "seconds since start", "%", id="utilization", ylim=(0, 100))
+            yield LineChart(
+                "Throughput", "seconds since start", "samples/s", id="throughput", ylim=(0, None)
+            )
+            yield LineChart(
+                "Utilization", "seconds since start", "%", id="utilization", ylim=(0, 100)
+            )
         yield Footer()
 
     def on_mount(self) -> None:
         self.query_one("#message", Static).display = False
-        self.query_one("#throughput", LineChart).empty_note = "waiting for the first measured window"
-        self.query_one("#utilization", LineChart).empty_note = "no GPU or host samples (telemetry off?)"
+        self.query_one(
+            "#throughput", LineChart
+        ).empty_note = "waiting for the first measured window"
+        self.query_one(
+            "#utilization", LineChart
+        ).empty_note = "no GPU or host samples (telemetry off?)"
         self.set_interval(1.0, self._tick)
         self._follow()
 
@@ -88,7 +109,9 @@ class LiveScreen(AdvisorScreen):
         except AdvisorError as exc:
             self.post_message(LoadFailed(str(exc), "the live run"))
         except Exception as exc:  # noqa: BLE001 - a line in the UI, never a traceback
-            self.post_message(LoadFailed(f"internal error: {type(exc).__name__}: {exc}", "the live run"))
+            self.post_message(
+                LoadFailed(f"internal error: {type(exc).__name__}: {exc}", "the live run")
+            )
 
     @on(LiveUpdate)
     def _update(self, message: LiveUpdate) -> None:
@@ -96,7 +119,8 @@ class LiveScreen(AdvisorScreen):
         self.updates += 1
         badge = ("● LIVE", "bold green") if not snap.final else (snap.status.upper(), "bold")
         self.query_one("#title", Static).update(
-            Text.assemble(("advisor", "bold"), " · live · run ", (snap.run_id, "bold"), "  ", badge))
+            Text.assemble(("advisor", "bold"), " · live · run ", (snap.run_id, "bold"), "  ", badge)
+        )
         self.query_one("#throughput", LineChart).show({"samples/s": snap.throughput})
         util = {f"GPU {i}": points for i, points in snap.gpu_util.items()}
         if snap.cpu_util:
@@ -123,8 +147,10 @@ class LiveScreen(AdvisorScreen):
         self.post_message(Navigate("findings", path=self.path))
 
     def text_plots(self) -> dict[str, str]:
-        return {"throughput": self.query_one("#throughput", LineChart).as_text(),
-                "utilization": self.query_one("#utilization", LineChart).as_text()}
+        return {
+            "throughput": self.query_one("#throughput", LineChart).as_text(),
+            "utilization": self.query_one("#utilization", LineChart).as_text(),
+        }
 
     def plots(self) -> None:
         name = self.snapshot.run_id if self.snapshot else "live"

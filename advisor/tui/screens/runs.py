@@ -38,13 +38,30 @@ if TYPE_CHECKING:
 # What a run is, its status, throughput and cost, and its top finding come first; the columns fit
 # the terminal (140 columns show them all): the top finding is cut first, then the run id, then
 # the sweep id (both in the middle: their ends tell them apart), and strategy and workers never.
-COLUMNS = ("mark", "run", "date", "status", "samples/s", "samples/$", "top finding", "strategy", "workers",
-           "sweep")
+COLUMNS = (
+    "mark",
+    "run",
+    "date",
+    "status",
+    "samples/s",
+    "samples/$",
+    "top finding",
+    "strategy",
+    "workers",
+    "sweep",
+)
 SORTABLE = COLUMNS[1:]
 # Every width is set, none follows its cells: a width that follows its cells would re-measure the
 # whole column on every update (quadratic over a 1,000-run store).
-FIXED_WIDTHS = {"mark": 1, "date": 11, "status": 10, "samples/s": 9, "samples/$": 9, "top finding": 34,
-                "workers": 7}
+FIXED_WIDTHS = {
+    "mark": 1,
+    "date": 11,
+    "status": 10,
+    "samples/s": 9,
+    "samples/$": 9,
+    "top finding": 34,
+    "workers": 7,
+}
 SHRINK = (("top finding", 16), ("run", 30), ("sweep", 16), ("run", 20), ("sweep", 12))
 BATCH_S = 0.5  # digests are sent to the UI at most this often (each batch redraws the table)
 FIRST_ROWS, CHUNK_ROWS = 100, 100  # rows added at once, then per refresh
@@ -72,13 +89,21 @@ def cells(view: RunView, widths: Mapping[str, int] = FIXED_WIDTHS) -> list[str |
     r = view.row
     status = view.status
     top = view.digest.top if view.digest else None
-    return ["●" if view.marked else " ", shorten(r.run_id, widths.get("run", len(r.run_id)), keep_end=True),
-            view.date, _styled(("● " if status == "running" else "") + status, STATUS_STYLE.get(status, "")),
-            f"{readable(view.samples_per_s, 1, compact=True):>{FIXED_WIDTHS['samples/s']}}",
-            f"{count_text(view.samples_per_dollar):>{FIXED_WIDTHS['samples/$']}}",
-            _styled(shorten(view.top_finding, widths["top finding"]), SEVERITY_STYLE[top.severity] if top else "dim"),
-            r.strategy or "—", f"{readable(r.workers):>7}",
-            shorten(r.sweep_id or "", widths.get("sweep", len(r.sweep_id or "")), keep_end=True)]
+    return [
+        "●" if view.marked else " ",
+        shorten(r.run_id, widths.get("run", len(r.run_id)), keep_end=True),
+        view.date,
+        _styled(("● " if status == "running" else "") + status, STATUS_STYLE.get(status, "")),
+        f"{readable(view.samples_per_s, 1, compact=True):>{FIXED_WIDTHS['samples/s']}}",
+        f"{count_text(view.samples_per_dollar):>{FIXED_WIDTHS['samples/$']}}",
+        _styled(
+            shorten(view.top_finding, widths["top finding"]),
+            SEVERITY_STYLE[top.severity] if top else "dim",
+        ),
+        r.strategy or "—",
+        f"{readable(r.workers):>7}",
+        shorten(r.sweep_id or "", widths.get("sweep", len(r.sweep_id or "")), keep_end=True),
+    ]
 
 
 class RunTable(DataTable[object]):
@@ -119,14 +144,18 @@ class RunsScreen(AdvisorScreen):
     def compose(self) -> ComposeResult:
         yield Static(id="title", classes="title")
         yield Static(id="status", classes="status")
-        yield FilterBar("filter: words, tag:key=value, strategy:, status:, sweep:, workers:", id="filter")
+        yield FilterBar(
+            "filter: words, tag:key=value, strategy:, status:, sweep:, workers:", id="filter"
+        )
         yield Static(id="empty", classes="message")
         yield RunTable(id="runs", cursor_type="row", zebra_stripes=True)
         yield Footer()
 
     def on_mount(self) -> None:
         self._fit_columns()
-        self.query_one("#title", Static).update(Text.assemble(("advisor", "bold"), f" · runs in {self.data.root}"))
+        self.query_one("#title", Static).update(
+            Text.assemble(("advisor", "bold"), f" · runs in {self.data.root}")
+        )
         self.query_one("#empty", Static).display = False
         self.set_interval(0.3, self._note_visible)
         self.set_interval(REFRESH_S, self._refresh_running)
@@ -150,13 +179,17 @@ class RunsScreen(AdvisorScreen):
         self._loaded = True
         empty = self.query_one("#empty", Static)
         empty.display = not self.views
-        empty.update(f"No runs in {self.data.root}.\n\nRecord one with AdvisorCallback in model.fit, "
-                     "or run `advisor demo`, then press r to reload.")
+        empty.update(
+            f"No runs in {self.data.root}.\n\nRecord one with AdvisorCallback in model.fit, "
+            "or run `advisor demo`, then press r to reload."
+        )
         self._refill()
         self._queue = dict.fromkeys(v.key for v in self._ordered())
         self.left = len(self._queue)
         self._note_visible()
-        self.call_after_refresh(self._digest_all)  # the list is painted before the fill competes for the CPU
+        self.call_after_refresh(
+            self._digest_all
+        )  # the list is painted before the fill competes for the CPU
         self._status_line()
 
     @work(thread=True, exclusive=True, group="digest", exit_on_error=False)
@@ -208,7 +241,12 @@ class RunsScreen(AdvisorScreen):
                     if column in ("status", "samples/s", "samples/$", "top finding"):
                         table.update_cell(path, column, value)
         self.left = message.left
-        if not self.left and self.sort_column in ("samples/s", "samples/$", "top finding", "status"):
+        if not self.left and self.sort_column in (
+            "samples/s",
+            "samples/$",
+            "top finding",
+            "status",
+        ):
             self._refill()
         self._status_line()
 
@@ -217,7 +255,7 @@ class RunsScreen(AdvisorScreen):
         if not table.row_count:
             return
         top = int(table.scroll_offset.y)
-        rows = table.ordered_rows[top: top + max(table.size.height, 1)]
+        rows = table.ordered_rows[top : top + max(table.size.height, 1)]
         self._wanted = [str(row.key.value) for row in rows]
 
     def _refresh_running(self) -> None:
@@ -228,7 +266,9 @@ class RunsScreen(AdvisorScreen):
 
     @on(LoadFailed)
     def _failed(self, message: LoadFailed) -> None:
-        self.notify(message.error, title=f"cannot read {message.what}".strip(), severity="error", timeout=10)
+        self.notify(
+            message.error, title=f"cannot read {message.what}".strip(), severity="error", timeout=10
+        )
         self._status_line(message.error)
 
     # -- the table ------------------------------------------------------------------------------
@@ -240,7 +280,9 @@ class RunsScreen(AdvisorScreen):
         table = self.query_one(DataTable)
         width = table.size.width or self.app.size.width
         padding = 2 * table.cell_padding * len(COLUMNS)
-        available = width - padding - table.styles.scrollbar_size_vertical  # room for the scroll bar always
+        available = (
+            width - padding - table.styles.scrollbar_size_vertical
+        )  # room for the scroll bar always
         return fit_widths(natural_widths(self.views.values()), available, SHRINK)
 
     def _fit_columns(self) -> None:
@@ -255,7 +297,11 @@ class RunsScreen(AdvisorScreen):
         self.widths = widths
 
     def _ordered(self) -> list[RunView]:
-        shown = [v for v in self.views.values() if self.filter.matches(v)] if self.filter else list(self.views.values())
+        shown = (
+            [v for v in self.views.values() if self.filter.matches(v)]
+            if self.filter
+            else list(self.views.values())
+        )
         return sort_views(shown, self.sort_column, self.reverse)
 
     def _refill(self) -> None:
@@ -389,7 +435,14 @@ class RunsScreen(AdvisorScreen):
         self.export_result(lambda: self.data.export_report(self.data.report(path)))
 
     def help_lines(self) -> list[tuple[str, str]]:
-        return [("filter", ("words match anywhere; tag:key=value, strategy:mirrored, status:running, "
-                            "sweep:ID, workers:4 match one field")),
-                ("sort", "s cycles the column, S reverses; a click on a header sorts by it"),
-                ("compare", "space marks runs, c shows the marked runs side by side")]
+        return [
+            (
+                "filter",
+                (
+                    "words match anywhere; tag:key=value, strategy:mirrored, status:running, "
+                    "sweep:ID, workers:4 match one field"
+                ),
+            ),
+            ("sort", "s cycles the column, S reverses; a click on a header sorts by it"),
+            ("compare", "space marks runs, c shows the marked runs side by side"),
+        ]

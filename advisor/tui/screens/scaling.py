@@ -23,10 +23,23 @@ if TYPE_CHECKING:
     from advisor.analysis.scaling import Recommendation, Row, ScalingTable
 
 # Columns of `advisor report` shown here (its formatters, so both say the same).
-SHOWN = ("epoch time", "speedup", "efficiency", "samples/s", "samples/$", "GPU util", "Wh/epoch",
-         "computation", "exposed comm.")
-GOALS = {"samples_per_s": "fastest", "samples_per_dollar": "cheapest per sample", "energy": "least energy",
-         "projection": "projected"}
+SHOWN = (
+    "epoch time",
+    "speedup",
+    "efficiency",
+    "samples/s",
+    "samples/$",
+    "GPU util",
+    "Wh/epoch",
+    "computation",
+    "exposed comm.",
+)
+GOALS = {
+    "samples_per_s": "fastest",
+    "samples_per_dollar": "cheapest per sample",
+    "energy": "least energy",
+    "projection": "projected",
+}
 
 
 def columns() -> list[tuple[str, object]]:
@@ -39,7 +52,9 @@ def columns() -> list[tuple[str, object]]:
 def recommendation_text(rec: Recommendation) -> Text:
     goal = GOALS.get(rec.goal, rec.goal)
     value = f" — {readable(rec.value)} {rec.unit}".rstrip() if rec.value is not None else ""
-    text = Text.assemble((f"{goal}: ", "bold"), (f"{rec.strategy} ×{rec.workers}", "bold green"), value)
+    text = Text.assemble(
+        (f"{goal}: ", "bold"), (f"{rec.strategy} ×{rec.workers}", "bold green"), value
+    )
     if rec.projected:
         text.append("  (projected)", style="yellow")
     if rec.reason:
@@ -65,7 +80,11 @@ class ScalingScreen(AdvisorScreen):
         return self.sweep or self.data.root.name or "store"
 
     def compose(self) -> ComposeResult:
-        yield Static(Text.assemble(("advisor", "bold"), " · scaling: reading the runs…"), id="title", classes="title")
+        yield Static(
+            Text.assemble(("advisor", "bold"), " · scaling: reading the runs…"),
+            id="title",
+            classes="title",
+        )
         yield Static(id="message", classes="message")
         with VerticalScroll(id="scaling-body"):
             yield DataTable(id="scaling", cursor_type="row", zebra_stripes=True)
@@ -88,20 +107,37 @@ class ScalingScreen(AdvisorScreen):
     def _failed(self, message: LoadFailed) -> None:
         box = self.query_one("#message", Static)
         box.display = True
-        box.update(Text.assemble(("No scaling table\n\n", "bold red"), message.error,
-                                 ("\n\nA sweep is made with `advisor scale`; Escape goes back.", "dim")))
+        box.update(
+            Text.assemble(
+                ("No scaling table\n\n", "bold red"),
+                message.error,
+                ("\n\nA sweep is made with `advisor scale`; Escape goes back.", "dim"),
+            )
+        )
         self.query_one("#scaling-body").display = False
 
     @on(TableLoaded)
     def _loaded(self, message: TableLoaded) -> None:
         table = self.table = message.table
         self.query_one("#title", Static).update(
-            Text.assemble(("advisor", "bold"), " · scaling · ", (table.source, "bold"),
-                          f"  ({len(table.rows)} configurations, {sum(r.runs for r in table.rows)} runs)"))
+            Text.assemble(
+                ("advisor", "bold"),
+                " · scaling · ",
+                (table.source, "bold"),
+                f"  ({len(table.rows)} configurations, {sum(r.runs for r in table.rows)} runs)",
+            )
+        )
         if not table.rows:
-            failed = [f"  {f.strategy} ×{f.workers} ({f.run_id}): {f.reason or 'failed'}" for f in table.failures]
-            self._failed(LoadFailed("\n".join([f"no finished runs in {table.source} to compare", *failed]),
-                                    "the scaling table"))
+            failed = [
+                f"  {f.strategy} ×{f.workers} ({f.run_id}): {f.reason or 'failed'}"
+                for f in table.failures
+            ]
+            self._failed(
+                LoadFailed(
+                    "\n".join([f"no finished runs in {table.source} to compare", *failed]),
+                    "the scaling table",
+                )
+            )
             return
         grid = self.query_one("#scaling", DataTable)
         grid.clear(columns=True)
@@ -111,12 +147,21 @@ class ScalingScreen(AdvisorScreen):
         best = {(b.strategy, b.workers) for b in measured_best(table) if b.goal == "fastest"}
         for row in table.rows:
             style = "bold green" if (row.strategy, row.workers) in best else ""
-            grid.add_row(Text(row.strategy, style=style), Text(str(row.workers), style=style, justify="right"),
-                         *[Text(fmt(row), justify="right") for _, fmt in cols])  # type: ignore[operator]
+            grid.add_row(
+                Text(row.strategy, style=style),
+                Text(str(row.workers), style=style, justify="right"),
+                *[Text(fmt(row), justify="right") for _, fmt in cols],
+            )  # type: ignore[operator]
         self.query_one("#recommendations", Static).update(self._recommendations(table))
         self._plot(table)
-        notes = [*table.notes, *[f"failed: {f.strategy} ×{f.workers} ({f.run_id}): {f.reason or 'failed'}"
-                                 + (f" — hint: {f.hint}" if f.hint else "") for f in table.failures]]
+        notes = [
+            *table.notes,
+            *[
+                f"failed: {f.strategy} ×{f.workers} ({f.run_id}): {f.reason or 'failed'}"
+                + (f" — hint: {f.hint}" if f.hint else "")
+                for f in table.failures
+            ],
+        ]
         self.query_one("#notes", Static).update("\n".join(notes))
         grid.focus()
 
@@ -129,8 +174,13 @@ class ScalingScreen(AdvisorScreen):
             parts.append(Text("no recommendation yet", style="dim"))
         best = measured_best(table)
         if best:
-            parts.append(Text("Measured best: " + " · ".join(f"{b.goal} {b.strategy} ×{b.workers} ({b.value})"
-                                                             for b in best), style="dim"))
+            parts.append(
+                Text(
+                    "Measured best: "
+                    + " · ".join(f"{b.goal} {b.strategy} ×{b.workers} ({b.value})" for b in best),
+                    style="dim",
+                )
+            )
         return Group(*parts)
 
     def _plot(self, table: ScalingTable) -> None:
@@ -138,18 +188,26 @@ class ScalingScreen(AdvisorScreen):
         speed: dict[str, list[tuple[float, float]]] = {}
         epoch: dict[str, list[tuple[float, float]]] = {}
         for strategy in table.strategies:
-            mine: list[Row] = sorted((r for r in table.rows if r.strategy == strategy), key=lambda r: r.workers)
+            mine: list[Row] = sorted(
+                (r for r in table.rows if r.strategy == strategy), key=lambda r: r.workers
+            )
             speed[strategy] = [(r.workers, r.speedup) for r in mine if r.speedup is not None]
             epoch[strategy] = [(r.workers, r.epoch_s) for r in mine if r.epoch_s is not None]
         if any(speed.values()):
             base = min(workers)
             speed["ideal"] = [(n, n / base) for n in workers]
-        self.query_one("#speedup", LineChart).show(speed, empty_note="no epoch times", xticks=workers)
-        self.query_one("#epoch-time", LineChart).show(epoch, empty_note="no epoch times", xticks=workers)
+        self.query_one("#speedup", LineChart).show(
+            speed, empty_note="no epoch times", xticks=workers
+        )
+        self.query_one("#epoch-time", LineChart).show(
+            epoch, empty_note="no epoch times", xticks=workers
+        )
 
     def text_plots(self) -> dict[str, str]:
-        return {"speedup": self.query_one("#speedup", LineChart).as_text(),
-                "epoch_time": self.query_one("#epoch-time", LineChart).as_text()}
+        return {
+            "speedup": self.query_one("#speedup", LineChart).as_text(),
+            "epoch_time": self.query_one("#epoch-time", LineChart).as_text(),
+        }
 
     def export(self) -> None:
         if self.table is None:
@@ -166,6 +224,13 @@ class ScalingScreen(AdvisorScreen):
         self.export_result(lambda: self.data.export_plots(name, text, table))
 
     def help_lines(self) -> list[tuple[str, str]]:
-        return [("table", ("the fastest measured configuration is in green; speedup and efficiency are "
-                           "against the fewest workers of each strategy")),
-                ("export", "e writes the scaling report as JSON, p the plots (text and PNG)")]
+        return [
+            (
+                "table",
+                (
+                    "the fastest measured configuration is in green; speedup and efficiency are "
+                    "against the fewest workers of each strategy"
+                ),
+            ),
+            ("export", "e writes the scaling report as JSON, p the plots (text and PNG)"),
+        ]

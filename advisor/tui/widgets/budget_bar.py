@@ -31,15 +31,29 @@ MAX_BAR_WIDTH = 100
 # Short names for the legend (the fact table's labels are sentences); a category not listed here
 # is shown by its table label.
 SHORT_LABELS = {
-    "startup": "start-up", "train_steps": "training steps", "input_wait": "waiting for input",
-    "callbacks": "callbacks", "validation": "validation", "checkpoint": "checkpoints",
-    "epoch_boundary": "epoch boundaries", "advisor_hooks": "advisor hooks",
-    "advisor_measure": "advisor measurements", "profile": "advisor profile", "unaccounted": "unaccounted",
+    "startup": "start-up",
+    "train_steps": "training steps",
+    "input_wait": "waiting for input",
+    "callbacks": "callbacks",
+    "validation": "validation",
+    "checkpoint": "checkpoints",
+    "epoch_boundary": "epoch boundaries",
+    "advisor_hooks": "advisor hooks",
+    "advisor_measure": "advisor measurements",
+    "profile": "advisor profile",
+    "unaccounted": "unaccounted",
 }
 STYLES = {
-    "train_steps": "green", "startup": "blue", "callbacks": "yellow", "validation": "cyan",
-    "checkpoint": "magenta", "epoch_boundary": "bright_blue", "advisor_hooks": "red",
-    "advisor_measure": "bright_red", "profile": "bright_magenta", "unaccounted": "white",
+    "train_steps": "green",
+    "startup": "blue",
+    "callbacks": "yellow",
+    "validation": "cyan",
+    "checkpoint": "magenta",
+    "epoch_boundary": "bright_blue",
+    "advisor_hooks": "red",
+    "advisor_measure": "bright_red",
+    "profile": "bright_magenta",
+    "unaccounted": "white",
 }
 
 
@@ -84,15 +98,21 @@ class BudgetView:
     def goodput_line(self) -> Text:
         """``goodput 46% of the wall clock in training steps (20% of the wall clock waiting for input)``,
         then the goodput had the advisor not been there."""
-        text = Text.assemble(("goodput ", "bold"), (percent(self.goodput, 0, fraction=True), "bold green"))
+        text = Text.assemble(
+            ("goodput ", "bold"), (percent(self.goodput, 0, fraction=True), "bold green")
+        )
         text.append(" of the wall clock in training steps", style="dim")
         if self.input_wait is not None and self.input_wait >= OTHER_BELOW:
             # A share of the wall clock, as goodput is (not of the goodput): as `show`'s table gives it.
-            text.append(f" ({percent(self.input_wait, 0, fraction=True)} of the wall clock waiting for input)",
-                        style="dim")
+            text.append(
+                f" ({percent(self.input_wait, 0, fraction=True)} of the wall clock waiting for input)",
+                style="dim",
+            )
         if self.without_advisor is not None:
-            text.append(f" · {percent(self.without_advisor, 0, fraction=True)} without the advisor's own time",
-                        style="dim")
+            text.append(
+                f" · {percent(self.without_advisor, 0, fraction=True)} without the advisor's own time",
+                style="dim",
+            )
         return text
 
     def widths(self, width: int) -> list[int]:
@@ -132,12 +152,21 @@ def budget_view(facts: Mapping[str, Any]) -> BudgetView | None:
         share = row.get("share")
         if isinstance(share, (int, float)) and share > 0:
             category = str(row.get("category", ""))
-            segments.append(Segment(category, SHORT_LABELS.get(category, str(row.get("label", category))),
-                                    float(share)))
+            segments.append(
+                Segment(
+                    category,
+                    SHORT_LABELS.get(category, str(row.get("label", category))),
+                    float(share),
+                )
+            )
     if not segments:
         return None
-    return BudgetView(tuple(segments), _number(facts, "goodput"), _number(facts, "goodput.without_advisor"),
-                      _number(facts, "time.input_wait.share"))
+    return BudgetView(
+        tuple(segments),
+        _number(facts, "goodput"),
+        _number(facts, "goodput.without_advisor"),
+        _number(facts, "time.input_wait.share"),
+    )
 
 
 def _share(value: float) -> str:

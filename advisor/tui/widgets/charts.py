@@ -17,7 +17,9 @@ Points = Sequence[tuple[float, float]]
 MARGIN = 0.1  # of the axis's span (of the level of a flat series) above and below the data
 
 
-def y_range(values: Sequence[float], lower: float | None = None, upper: float | None = None) -> tuple[float, float]:
+def y_range(
+    values: Sequence[float], lower: float | None = None, upper: float | None = None
+) -> tuple[float, float]:
     """The y-axis limits for ``values``: the data plus a margin, held at ``lower``/``upper``
     where given (a bound the quantity cannot pass, such as 0 and 100 for a percentage; the axis
     reaches it)."""
@@ -30,11 +32,20 @@ def y_range(values: Sequence[float], lower: float | None = None, upper: float | 
 class LineChart(PlotextPlot):
     """A titled line chart of named series; ``dashed`` names series drawn as a reference line."""
 
-    def __init__(self, title: str, xlabel: str, ylabel: str, *, id: str | None = None,
-                 ylim: tuple[float | None, float | None] = (None, None)) -> None:
+    def __init__(
+        self,
+        title: str,
+        xlabel: str,
+        ylabel: str,
+        *,
+        id: str | None = None,
+        ylim: tuple[float | None, float | None] = (None, None),
+    ) -> None:
         super().__init__(id=id)
         self.ylim = ylim
-        self.y_limits: tuple[float, float] | None = None  # the axis drawn last (None: nothing drawn)
+        self.y_limits: tuple[float, float] | None = (
+            None  # the axis drawn last (None: nothing drawn)
+        )
         self.title = title
         self.xlabel = xlabel
         self.ylabel = ylabel
@@ -46,8 +57,13 @@ class LineChart(PlotextPlot):
         super().on_mount()
         self._draw()
 
-    def show(self, series: Mapping[str, Points], *, empty_note: str | None = None,
-             xticks: Sequence[float] | None = None) -> None:
+    def show(
+        self,
+        series: Mapping[str, Points],
+        *,
+        empty_note: str | None = None,
+        xticks: Sequence[float] | None = None,
+    ) -> None:
         """Replace the data and redraw."""
         self.series = {name: list(points) for name, points in series.items() if points}
         if empty_note is not None:
@@ -69,7 +85,9 @@ class LineChart(PlotextPlot):
             plt.plot(xs, ys, label=name, marker=marker)
         self.y_limits = None
         if self.series:
-            self.y_limits = y_range([y for points in self.series.values() for _, y in points], *self.ylim)
+            self.y_limits = y_range(
+                [y for points in self.series.values() for _, y in points], *self.ylim
+            )
             plt.ylim(*self.y_limits)
         ticks = getattr(self, "_xticks", None)
         if ticks:

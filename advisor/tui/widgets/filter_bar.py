@@ -15,7 +15,9 @@ from textual.widgets import Input
 class FilterBar(Input):
     """Hidden until opened; posts :class:`FilterBar.QueryChanged` on every edit."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "clear_and_close", "Clear filter", show=False)]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "clear_and_close", "Clear filter", show=False)
+    ]
 
     @dataclass
     class QueryChanged(Message):

@@ -36,8 +36,9 @@ def _is_prose(value: Any) -> bool:
     return (isinstance(value, str) and len(value) > 80) or is_changes(value)
 
 
-def detail_renderable(finding: Finding, facts: Mapping[str, Any],
-                      docs: Mapping[str, Any] | None) -> RenderableType:
+def detail_renderable(
+    finding: Finding, facts: Mapping[str, Any], docs: Mapping[str, Any] | None
+) -> RenderableType:
     """Everything the pane shows about one finding, as one rich renderable."""
     parts: list[RenderableType] = []
     status = finding.status
@@ -57,8 +58,14 @@ def detail_renderable(finding: Finding, facts: Mapping[str, Any],
         parts += [Text(""), Text("Measured", style="bold")]
         parts += [Text.assemble(f"  {g.label}: ", (g.text, "bold")) for g in gains]
     if finding.evidence or finding.thresholds:
-        table = Table(title="Evidence", title_justify="left", title_style="bold", expand=False,
-                      show_edge=False, pad_edge=False)
+        table = Table(
+            title="Evidence",
+            title_justify="left",
+            title_style="bold",
+            expand=False,
+            show_edge=False,
+            pad_edge=False,
+        )
         table.add_column("fact")
         table.add_column("value", justify="right")
         table.add_column("threshold", justify="right")
@@ -76,8 +83,12 @@ def detail_renderable(finding: Finding, facts: Mapping[str, Any],
         parts += [Text(""), Text(f"note: {finding.note}", style="dim")]
     if finding.error:
         parts += [Text(""), Text(f"error: {finding.error}", style="bold magenta")]
-    parts += [Text(""), Text.assemble(("Documentation: ", "bold"), finding.docs,
-                                      (f"  (advisor rule {finding.code})", "dim"))]
+    parts += [
+        Text(""),
+        Text.assemble(
+            ("Documentation: ", "bold"), finding.docs, (f"  (advisor rule {finding.code})", "dim")
+        ),
+    ]
     if docs:
         for key, title in DOC_TITLES:
             if docs.get(key):
@@ -97,11 +108,14 @@ class FindingDetail(VerticalScroll):
         self.code: str | None = None
 
     def compose(self) -> ComposeResult:
-        yield Static(Text("Select a finding to see its evidence, fix and documentation.", style="dim"),
-                     id="detail-body")
+        yield Static(
+            Text("Select a finding to see its evidence, fix and documentation.", style="dim"),
+            id="detail-body",
+        )
 
-    def show(self, finding: Finding | None, facts: Mapping[str, Any],
-             docs: Mapping[str, Any] | None) -> None:
+    def show(
+        self, finding: Finding | None, facts: Mapping[str, Any], docs: Mapping[str, Any] | None
+    ) -> None:
         body = self.query_one("#detail-body", Static)
         if finding is None:
             self.code = None

@@ -25,7 +25,9 @@ def main() -> None:
         flipped = tf.where(tf.random.uniform(()) < 0.5, -xi, xi)
         return flipped + tf.random.normal(tf.shape(xi), stddev=0.05), yi
 
-    ds = tf.data.Dataset.from_tensor_slices((x, y)).map(augment, num_parallel_calls=tf.data.AUTOTUNE)
+    ds = tf.data.Dataset.from_tensor_slices((x, y)).map(
+        augment, num_parallel_calls=tf.data.AUTOTUNE
+    )
     ds = ds.cache().shuffle(4096, seed=0).batch(256).prefetch(tf.data.AUTOTUNE)
     common.fit(common.mlp(width=1024, depth=3), ds)
 

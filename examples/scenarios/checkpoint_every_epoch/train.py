@@ -26,7 +26,13 @@ def main() -> None:
     import tensorflow as tf
 
     x, y = common.arrays(BATCHES * 64)
-    ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(64).cache().repeat().prefetch(tf.data.AUTOTUNE)
+    ds = (
+        tf.data.Dataset.from_tensor_slices((x, y))
+        .batch(64)
+        .cache()
+        .repeat()
+        .prefetch(tf.data.AUTOTUNE)
+    )
     model = common.mlp(width=1600, depth=4)
     with tempfile.TemporaryDirectory(prefix="advisor-checkpoints-") as folder:
         every_epoch = keras.callbacks.ModelCheckpoint(str(Path(folder) / "model.keras"))

@@ -24,7 +24,13 @@ def main() -> None:
     import tensorflow as tf
 
     x, y = common.arrays(BATCHES * 256)
-    ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(256).cache().shuffle(BATCHES, seed=0).repeat()
+    ds = (
+        tf.data.Dataset.from_tensor_slices((x, y))
+        .batch(256)
+        .cache()
+        .shuffle(BATCHES, seed=0)
+        .repeat()
+    )
     ds = ds.prefetch(tf.data.AUTOTUNE)
     model = common.mlp(width=2048, depth=3)
     with tempfile.TemporaryDirectory(prefix="advisor-callbacks-") as folder:

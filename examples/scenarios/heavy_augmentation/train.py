@@ -26,7 +26,7 @@ def main() -> None:
     def augment(xi, yi):
         v = xi[None, :]
         for _ in range(2):  # random projections: different every epoch, nothing to cache
-            v = tf.tanh(v @ tf.random.normal((WIDE, WIDE), stddev=WIDE ** -0.5))
+            v = tf.tanh(v @ tf.random.normal((WIDE, WIDE), stddev=WIDE**-0.5))
         return v[0], yi
 
     ds = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(2048, seed=0)

@@ -46,7 +46,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="advisor-tiny-files-") as folder:
         files = write_files(Path(folder))
         ds = tf.data.TFRecordDataset(files, num_parallel_reads=tf.data.AUTOTUNE)
-        ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE).batch(256).prefetch(tf.data.AUTOTUNE)
+        ds = (
+            ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE).batch(256).prefetch(tf.data.AUTOTUNE)
+        )
         common.fit(common.mlp(), ds)
 
 

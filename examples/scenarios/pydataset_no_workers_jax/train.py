@@ -33,7 +33,7 @@ def main() -> None:
 
         def __getitem__(self, i: int):
             time.sleep(0.02)  # reading and decoding a batch in Python
-            return x[i * 64:(i + 1) * 64], y[i * 64:(i + 1) * 64]
+            return x[i * 64 : (i + 1) * 64], y[i * 64 : (i + 1) * 64]
 
     common.fit(common.mlp(), Batches())
 

@@ -38,8 +38,16 @@ def main() -> None:
     import tensorflow as tf
 
     x, y = common.arrays(BATCHES * 128)
-    ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(128).cache().repeat().prefetch(tf.data.AUTOTUNE)
-    common.fit(common.mlp(width=512, depth=2), ds, steps_per_epoch=BATCHES, callbacks=[per_batch_logger()])
+    ds = (
+        tf.data.Dataset.from_tensor_slices((x, y))
+        .batch(128)
+        .cache()
+        .repeat()
+        .prefetch(tf.data.AUTOTUNE)
+    )
+    common.fit(
+        common.mlp(width=512, depth=2), ds, steps_per_epoch=BATCHES, callbacks=[per_batch_logger()]
+    )
 
 
 if __name__ == "__main__":

@@ -46,7 +46,9 @@ def input_bound(target: Path) -> None:
         return tf.ensure_shape(a, [None, 16]), tf.ensure_shape(b, [None, 1])
 
     ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(16).map(load).repeat()
-    model = keras.Sequential([keras.Input((16,)), keras.layers.Dense(32, activation="relu"), keras.layers.Dense(1)])
+    model = keras.Sequential(
+        [keras.Input((16,)), keras.layers.Dense(32, activation="relu"), keras.layers.Dense(1)]
+    )
     model.compile("adam", "mse")
     model.fit(ds, steps_per_epoch=3, epochs=1, verbose=0)  # trace and warm up outside the profile
 
@@ -69,7 +71,9 @@ def input_bound(target: Path) -> None:
         session = target / "plugins" / "profile" / SESSION
         session.mkdir(parents=True)
         shutil.copyfile(produced[0], session / "fixture.xplane.pb")
-    print(f"wrote {session / 'fixture.xplane.pb'} ({(session / 'fixture.xplane.pb').stat().st_size} bytes)")
+    print(
+        f"wrote {session / 'fixture.xplane.pb'} ({(session / 'fixture.xplane.pb').stat().st_size} bytes)"
+    )
 
 
 if __name__ == "__main__":
