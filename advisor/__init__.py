@@ -20,8 +20,8 @@ if TYPE_CHECKING:  # the real names for type checkers and IDEs; at run time they
     )
     from advisor.experiments.baseline import measure_input
     from advisor.experiments.whatif import whatif
-    from advisor.frames import epochs_frame, findings_frame, runs_frame
-    from advisor.service import Store, analyse, diagnose
+    from advisor.notebook import epochs_frame, findings_frame, runs_frame
+    from advisor.service import RunService, analyse, diagnose
     from advisor.store.reader import RunReader
     from advisor.store.writer import RunWriter
     from advisor.tracking import current_run, track, tracked
@@ -37,7 +37,7 @@ __all__ = [
     "RunWriter",
     "measure_input",
     "whatif",
-    "Store",
+    "RunService",
     "analyse",
     "diagnose",
     "runs_frame",
@@ -58,19 +58,31 @@ _LAZY = {
     "RunWriter": "advisor.store.writer",
     "measure_input": "advisor.experiments.baseline",
     "whatif": "advisor.experiments.whatif",
-    "Store": "advisor.service",
+    "RunService": "advisor.service",
     "analyse": "advisor.service",
     "diagnose": "advisor.service",
-    "runs_frame": "advisor.frames",
-    "findings_frame": "advisor.frames",
-    "epochs_frame": "advisor.frames",
+    "runs_frame": "advisor.notebook",
+    "findings_frame": "advisor.notebook",
+    "epochs_frame": "advisor.notebook",
     "track": "advisor.tracking",
     "tracked": "advisor.tracking",
     "current_run": "advisor.tracking",
 }
 
 
+# Old public names, kept as aliases: each warns once (DeprecationWarning) and gives the new object.
+DEPRECATED_NAMES = {"Store": "RunService"}
+
+
 def __getattr__(name: str) -> Any:
+    if name in DEPRECATED_NAMES:
+        import warnings
+
+        new = DEPRECATED_NAMES[name]
+        warnings.warn(
+            f"advisor.{name} is deprecated: use advisor.{new}", DeprecationWarning, stacklevel=2
+        )
+        return __getattr__(new)
     module_name = _LAZY.get(name)
     if module_name is None:
         raise AttributeError(f"module 'advisor' has no attribute {name!r}")

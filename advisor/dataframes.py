@@ -1,7 +1,7 @@
 """Rows → a pandas DataFrame with units in ``df.attrs``: the one place pandas is imported.
 
 A leaf every layer may use (like :mod:`advisor.numbers`): report objects' ``to_frame()`` methods
-and the notebook API (:mod:`advisor.frames`) call :func:`to_frame`; pandas is imported only then,
+and the notebook API (:mod:`advisor.notebook`) call :func:`to_frame`; pandas is imported only then,
 so ``import advisor`` never loads it.
 """
 

@@ -205,15 +205,15 @@ def whole_fits(
 
 
 def paired(rates: list[float], own: list[float]) -> tuple[float | None, float | None]:
-    """The median of the paired ratios and its relative band (``advisor.store.bands``)."""
+    """The median of the paired ratios and its relative band (``advisor.noise``)."""
     from advisor.stats import median
-    from advisor.store import bands
+    from advisor import noise
 
     kept = [
         (a, b) for a, b in zip(rates, own) if a == a and b == b
     ]  # a pass whose process had gone: NaN
-    ratios = bands.paired([a for a, _ in kept], [b for _, b in kept], lambda a, b: a / b)
-    found = bands.band(ratios)
+    ratios = noise.paired([a for a, _ in kept], [b for _, b in kept], lambda a, b: a / b)
+    found = noise.band(ratios)
     return (
         median(ratios) if ratios else None,
         found.half_width / found.value if found is not None and found.value else None,

@@ -193,14 +193,14 @@ def main() -> int:
 
         from advisor.analysis.registry import NO_CONTEXT, registry
         from advisor.diagnosis import load_rules
-        from advisor.service import Store
+        from advisor.service import RunService
         from advisor.store.reader import RunReader
 
         load_rules()
         inproc = []
         for _ in range(args.repeats):
             t0 = time.perf_counter()
-            Store(run.parent).diagnose(run)
+            RunService(run.parent).diagnose(run)
             inproc.append(time.perf_counter() - t0)
         # Where one diagnosis spends its time: reading, each fact area, then rules + rendering.
         parts: dict[str, float] = {}

@@ -209,10 +209,10 @@ def main() -> int:
 
         from advisor.analysis.registry import registry
         from advisor.diagnosis import load_rules
-        from advisor.service import Store
+        from advisor.service import RunService
         from advisor.store.reader import RunReader
 
-        store = Store(full.parent)
+        store = RunService(full.parent)
 
         load_rules()
         read_s, derive_s, diagnose_s = [], [], []

@@ -5,7 +5,7 @@ Builds two synthetic stores through the real RunWriter — 1,000 plain runs, and
 
 - times ``advisor runs --limit 0 --format json`` as a subprocess (the whole command);
 - counts, in process, how often each run directory is read (``RunReader.read``) by one
-  ``Store.runs()``: every run must be read exactly once, sweeps or not.
+  ``RunService.runs()``: every run must be read exactly once, sweeps or not.
 
 Target: the sweep store within 1.5× of the plain store. Run: ``python benchmarks/store_scan.py``.
 """
@@ -101,8 +101,8 @@ def timed_cli(root: Path) -> float:
 
 
 def reads_per_run(root: Path) -> Counter[str]:
-    """How many times one ``Store.runs()`` reads each run directory."""
-    from advisor.service import Store
+    """How many times one ``RunService.runs()`` reads each run directory."""
+    from advisor.service import RunService
     from advisor.store import reader
 
     counts: Counter[str] = Counter()
@@ -114,7 +114,7 @@ def reads_per_run(root: Path) -> Counter[str]:
 
     reader.RunReader.read = counting  # type: ignore[method-assign]
     try:
-        rows = Store(root).runs()
+        rows = RunService(root).runs()
     finally:
         reader.RunReader.read = original  # type: ignore[method-assign]
     assert len(rows) == len(counts), (len(rows), len(counts))

@@ -8,7 +8,7 @@ configurations — then measures, each ``--repeats`` times (medians reported):
   the first 100 are added in chunks after each refresh); and end to end in a real terminal:
   ``advisor tui`` started in tmux until ``capture-pane`` shows "1,000 runs" (Python start-up and
   imports included). Target: < 1.5 s;
-- what eager loading would cost instead: ``Store.runs()`` (read and derive every run), and the
+- what eager loading would cost instead: ``RunService.runs()`` (read and derive every run), and the
   background fill of samples/s, samples/$ and top finding for every row (diagnosis included);
 - **scrolling**: 40 page-downs through the table while the background fill runs, each press timed
   from send to handled (median and worst, ms);
@@ -148,10 +148,10 @@ async def interactive(root: Path, pages: int) -> dict[str, float]:
 
 
 def eager(root: Path) -> float:
-    from advisor.service import Store
+    from advisor.service import RunService
 
     t0 = time.perf_counter()
-    Store(root).runs()
+    RunService(root).runs()
     return time.perf_counter() - t0
 
 
@@ -311,7 +311,7 @@ def main() -> None:
             f"{med('filled'):.1f} s | {max(r['filled'] for r in results):.1f} s |"
         )
         print(
-            f"| for comparison: `Store.runs()` (eager: read and derive every run) | "
+            f"| for comparison: `RunService.runs()` (eager: read and derive every run) | "
             f"{statistics.median(eager_s):.1f} s | {max(eager_s):.1f} s |"
         )
         print(

@@ -318,7 +318,7 @@ def whatif_run(
     scenario: dict[str, Any], epochs: int, budget: float, runs_dir: str
 ) -> dict[str, Any]:
     import advisor
-    from advisor.service import Store
+    from advisor.service import RunService
 
     cb = advisor.AdvisorCallback(
         runs_dir=runs_dir,
@@ -329,7 +329,7 @@ def whatif_run(
         telemetry=False,
     )
     run = full_run(scenario, scenario["base"](), {}, epochs, [cb])
-    facts = Store(runs_dir).analyse(str(cb.run_path)).facts
+    facts = RunService(runs_dir).analyse(str(cb.run_path)).facts
     return {
         "steady": pooled([run[1:]], scenario["batch"]),
         "train_seconds": sum(e.seconds for e in run),

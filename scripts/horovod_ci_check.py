@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
         if ("horovod", n) not in rows:
             problems.append(f"no horovod ×{n} row in the report")
     two = rows.get(("horovod", 2))
-    store = advisor.Store(args.runs_dir)
+    store = advisor.RunService(args.runs_dir)
     if two:
         (run_id,) = two["run_ids"]
         facts = store.analyse(run_id).facts

@@ -22,7 +22,7 @@ from advisor.errors import first_line
 from advisor.render import FORMATS
 
 if TYPE_CHECKING:
-    from advisor.service import Store
+    from advisor.service import RunService
 
 FAIL_LEVELS = ("info", "warning", "error")
 
@@ -76,7 +76,7 @@ def is_store(target: str | None) -> bool:
     return path.is_dir() and not (path / MANIFEST_NAME).exists()
 
 
-def run_targets(target: str | None, store: Store) -> tuple[list[Path], list[tuple[Path, str]]]:
+def run_targets(target: str | None, store: RunService) -> tuple[list[Path], list[tuple[Path, str]]]:
     """A run (id, prefix, path, 'latest') or every run under a store directory (or s3:// URL);
     and, for a store, the entries that should be runs but cannot be read (with the reason)."""
     from advisor.errors import RunNotFoundError
@@ -91,7 +91,7 @@ def run_targets(target: str | None, store: Store) -> tuple[list[Path], list[tupl
     return [store.resolve(target)], []
 
 
-def _baseline(store: Store, ref: str) -> Any:
+def _baseline(store: RunService, ref: str) -> Any:
     """The run to compare with, or a report saved as JSON (``advisor export``, ``check --format json``)."""
     if Path(ref).is_file():
         from advisor.diagnosis.report import REPORT_SCHEMA_VERSION, Report

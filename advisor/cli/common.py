@@ -9,7 +9,7 @@ import click
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from advisor.service import Store
+    from advisor.service import RunService
 
 
 def runs_dir_option(ctx: click.Context) -> str | None:
@@ -17,11 +17,11 @@ def runs_dir_option(ctx: click.Context) -> str | None:
     return obj.get("runs_dir")
 
 
-def store_of(ctx: click.Context) -> Store:
+def store_of(ctx: click.Context) -> RunService:
     """The store of this command line (``--runs-dir``, ``$ADVISOR_RUNS_DIR`` or ./advisor-runs)."""
-    from advisor.service import Store
+    from advisor.service import RunService
 
-    return Store(runs_dir_option(ctx))
+    return RunService(runs_dir_option(ctx))
 
 
 def console(stderr: bool = False) -> Console:

@@ -92,11 +92,11 @@ def load_table(
     source: str | None, runs_dir: str | None, overrides: Mapping[str, Any]
 ) -> ScalingTable:
     """The table for a sweep id / sweep directory / runs directory / saved JSON / the latest sweep."""
-    from advisor.service import Store
+    from advisor.service import RunService
 
     if source and Path(source).is_file() and source.endswith(".json"):
         return _saved(Path(source))
-    return Store(runs_dir).scaling_table(source, **overrides)
+    return RunService(runs_dir).scaling_table(source, **overrides)
 
 
 def _saved(path: Path) -> ScalingTable:

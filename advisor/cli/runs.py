@@ -35,7 +35,7 @@ def command(ctx: click.Context, fmt: str, limit: int, facts: str | None) -> None
     if fmt == "json":
         payload = [r.to_dict() for r in rows]
         if facts:  # the chosen facts of every readable run, by fact name
-            from advisor.frames import fact_names
+            from advisor.notebook import fact_names
 
             names = fact_names(facts)
             for item in payload:
@@ -95,7 +95,7 @@ def _csv(store: object, facts: str | None, limit: int) -> None:
     import csv
     import sys
 
-    from advisor.frames import fact_names, run_columns, run_rows
+    from advisor.notebook import fact_names, run_columns, run_rows
 
     names = fact_names(facts)
     rows = run_rows(store, names, limit if limit > 0 else None)  # type: ignore[arg-type]

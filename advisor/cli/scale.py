@@ -180,9 +180,9 @@ def command(
 
 def measured_rate(run_dir: Path) -> float | None:
     """An ended run's samples/s as ``report``, ``runs`` and the TUI give it (not its last window)."""
-    from advisor.service import Store
+    from advisor.service import RunService
 
-    value = Store(run_dir.parent).analyse(run_dir).facts.get("throughput.samples_per_s")
+    value = RunService(run_dir.parent).analyse(run_dir).facts.get("throughput.samples_per_s")
     return float(value) if isinstance(value, (int, float)) else None
 
 
@@ -205,9 +205,9 @@ def _summary(ctx: click.Context, record: SweepRecord, runs_dir: Path, report: bo
             click.echo(f"    hint: {rec.hint}", err=True)
     if report and len(failed) < len(record.configs):
         from advisor.render.scaling import render_table
-        from advisor.service import Store
+        from advisor.service import RunService
 
-        table = Store(runs_dir.resolve()).scaling_table(record.sweep_id)
+        table = RunService(runs_dir.resolve()).scaling_table(record.sweep_id)
         click.echo(render_table(table, "text"), nl=False)
     if failed:
         ctx.exit(1)

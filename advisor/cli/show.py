@@ -12,7 +12,7 @@ from advisor.cli.common import store_of
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from advisor.service import Analysis, Store
+    from advisor.service import Analysis, RunService
 
 
 @click.command("show")
@@ -44,7 +44,7 @@ def command(ctx: click.Context, run: str | None, fmt: str, no_diagnosis: bool) -
 
 
 def print_run(
-    console: Console, store: Store, analysis: Analysis, *, diagnosis: bool = True
+    console: Console, store: RunService, analysis: Analysis, *, diagnosis: bool = True
 ) -> None:
     """A run's summary, its derivation notes and its diagnosis, as ``show`` and ``demo`` print them.
 

@@ -11,7 +11,7 @@ import logging
 import time
 from typing import Any
 
-from advisor.collectors.base import Collector
+from advisor.collectors.collector import Collector
 from advisor.collectors.options import normalize_baseline
 from advisor.errors import UsageError
 from advisor.experiments.baseline import (

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from advisor.collectors.base import Collector
+from advisor.collectors.collector import Collector
 from advisor.collectors.ledger import ADVISOR, CHECKPOINT, PHASES, TRAIN, Ledger
 
 log = logging.getLogger("advisor")

@@ -19,7 +19,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from advisor.collectors.base import Collector, Guard, Session
+from advisor.collectors.collector import Collector, Guard
 from advisor.collectors.fitinfo import find_fit_locals
 from advisor.collectors.keras_protocol import KerasCallbackProtocol
 from advisor.collectors.ledger import ADVISOR, BOUNDARY, STARTUP, TRAIN, VALIDATION
@@ -37,6 +37,7 @@ from advisor.collectors.options import (
     check_names,
     renamed,
 )
+from advisor.collectors.session import Session
 from advisor.collectors.windows import ensure_log_handler
 
 log = logging.getLogger("advisor")

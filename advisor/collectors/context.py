@@ -7,7 +7,7 @@ import sys
 import time
 from typing import Any
 
-from advisor.collectors.base import Collector
+from advisor.collectors.collector import Collector
 from advisor.probes.framework import device_kind, dtype_policy_of
 from advisor.store.schema import ContextRecord
 

@@ -11,7 +11,7 @@ import threading
 import time
 from typing import Any
 
-from advisor.collectors.base import Collector
+from advisor.collectors.collector import Collector
 from advisor.store.schema import EpochRecord, FirstStepRecord
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from advisor.collectors.base import DataInfo
+from advisor.collectors.session import DataInfo
 
 _ADAPTER_KINDS = {
     "ArrayDataAdapter": "numpy",

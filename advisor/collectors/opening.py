@@ -7,11 +7,11 @@ import time
 import weakref
 from typing import Any
 
-from advisor.collectors.base import Session
 from advisor.collectors.fitinfo import discover
 from advisor.collectors.ledger import ADVISOR, Ledger
 from advisor.collectors.manifest import instance_and_price, run_manifest
 from advisor.collectors.options import AdvisorOptions
+from advisor.collectors.session import Session
 from advisor.probes.distributed import detect_rank_world
 from advisor.probes.framework import detect_framework, steps_per_execution
 

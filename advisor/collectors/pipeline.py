@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from advisor.collectors.base import Collector
+from advisor.collectors.collector import Collector
 
 
 class PipelineCollector(Collector):

@@ -33,7 +33,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol
 
-from advisor.collectors.base import Collector
+from advisor.collectors.collector import Collector
 from advisor.collectors.options import auto_profile_window, normalize_profile_steps
 from advisor.errors import one_line
 from advisor.store.schema import TraceRecord

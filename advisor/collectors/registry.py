@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from advisor.collectors.base import Collector
+from advisor.collectors.collector import Collector
 from advisor.collectors.options import DEFAULT_PROFILE_STEPS, AdvisorOptions
 from advisor.errors import UsageError
 

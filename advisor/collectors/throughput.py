@@ -24,7 +24,8 @@ import logging
 import time
 from typing import Any
 
-from advisor.collectors.base import Collector, agreed_samples
+from advisor.collectors.collector import Collector
+from advisor.collectors.session import agreed_samples
 from advisor.collectors.windows import WindowClock, interval_stats, rate_line, slices
 from advisor.store.schema import WindowRecord
 

@@ -14,7 +14,8 @@ import logging
 import time
 from collections.abc import Sequence
 
-from advisor.collectors.base import Collector, Notes, Session
+from advisor.collectors.collector import Collector
+from advisor.collectors.session import Notes, Session
 from advisor.experiments.settings import (
     NEEDED_INPUT_COST,
     NEEDED_MIN_BUDGET,
@@ -34,7 +35,7 @@ from advisor.experiments.whatif import (
     run_whatif,
     unchanged_trial,
 )
-from advisor.store.bands import beyond_the_inputs_work
+from advisor.noise import beyond_the_inputs_work
 
 log = logging.getLogger("advisor")
 BACKENDS = WHATIF_PROCESS_NAMES[0]

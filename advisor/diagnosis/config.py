@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from advisor.bounded_reads import read_text
 from advisor.diagnosis.expr_runtime import finite_number, number_text
 from advisor.diagnosis.selection import Layer, normalize, select_codes, validate
 from advisor.errors import ConfigError, UsageError, first_line
-from advisor.files import read_text
 
 log = logging.getLogger("advisor")
 

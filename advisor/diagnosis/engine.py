@@ -14,8 +14,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 from advisor.analysis.registry import FactRegistry, registry
-from advisor.diagnosis.measure import enabler, hints_for, withheld_reasons
-from advisor.diagnosis.measured import lead_with_measured, measured_for
+from advisor.diagnosis.measured_gains import lead_with_measured, measured_for
+from advisor.diagnosis.missing_facts import enabler, hints_for, withheld_reasons
 from advisor.diagnosis.report import (
     SEVERITY_RANK,
     STATUS_ORDER,

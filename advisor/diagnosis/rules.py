@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from advisor.bounded_reads import describe_os_error, file_kind, read_text
 from advisor.diagnosis.expr import Expr, ExprError, compile_expr
-from advisor.diagnosis.measured import BASELINE_CEILINGS
+from advisor.diagnosis.measured_gains import BASELINE_CEILINGS
 from advisor.diagnosis.paths import default_rules_dir
 from advisor.diagnosis.rule_model import (  # noqa: F401 — the rule vocabulary, read from here too
     CODE_PATTERN,
@@ -35,7 +36,6 @@ from advisor.diagnosis.rule_model import (  # noqa: F401 — the rule vocabulary
 )
 from advisor.diagnosis.template import Template, TemplateError, compile_template
 from advisor.errors import RuleError, first_line
-from advisor.files import describe_os_error, file_kind, read_text
 
 CODE_RE = re.compile(CODE_PATTERN)
 MAX_RULE_FILE_BYTES = 1 << 20  # the shipped rule files are ~30 KB each

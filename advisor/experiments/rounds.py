@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from advisor.experiments.segments import Segment
-from advisor.store.bands import MIN_ROUNDS
+from advisor.noise import MIN_ROUNDS
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from advisor.errors import AdvisorError, one_line
 from advisor.integrations.mlflow_metrics import run_params
 
 if TYPE_CHECKING:
-    from advisor.service import Analysis, Store
+    from advisor.service import Analysis, RunService
 
 SUMMARY_FACTS = (
     "throughput.samples_per_s",
@@ -67,7 +67,7 @@ class ExportResult:
 
 
 def export_run(
-    store: Store,
+    store: RunService,
     ref: Any,
     *,
     mlflow_run: str | None = None,
@@ -200,7 +200,7 @@ def _last_step(analysis: Analysis) -> int:
     return max((w.step_end for w in windows), default=0)
 
 
-def _plots(store: Store, analysis: Analysis, folder: Path) -> list[str]:
+def _plots(store: RunService, analysis: Analysis, folder: Path) -> list[str]:
     """The epoch plot, and the scaling plots when the run belongs to a sweep (needs matplotlib)."""
     import importlib.util
 

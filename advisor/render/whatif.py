@@ -9,7 +9,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from advisor.diagnosis.measured import speedup_text
+from advisor.diagnosis.measured_gains import speedup_text
 from advisor.numbers import percent, readable
 
 STATUS_WORDS = {

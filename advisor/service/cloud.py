@@ -13,7 +13,7 @@ from advisor.errors import UsageError
 if TYPE_CHECKING:
     from advisor.diagnosis.report import Finding
     from advisor.probes.datacheck import DataSummary, Progress
-    from advisor.service.store import Store
+    from advisor.service.run_service import RunService
 
 DATA_RULES = (
     "S301",
@@ -59,7 +59,7 @@ def data_findings(summary: DataSummary) -> list[Finding]:
     ]
 
 
-def attach_data(store: Store, summary: DataSummary, into: str) -> Path:
+def attach_data(store: RunService, summary: DataSummary, into: str) -> Path:
     """Record the data check in an ended run (a ``facts`` record, source ``data``); upload it back
     when the run lives in S3. Returns the run's folder."""
     from advisor.errors import RunFormatError
@@ -83,7 +83,7 @@ def attach_data(store: Store, summary: DataSummary, into: str) -> Path:
 
 
 def import_sagemaker(
-    store: Store,
+    store: RunService,
     job_name: str,
     region: str | None = None,
     *,

@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from advisor.errors import AdvisorError, RunNotFoundError
-from advisor.service.store import RunRow
+from advisor.service.run_service import RunRow
 
 if TYPE_CHECKING:
     from advisor.diagnosis.config import Config
     from advisor.diagnosis.report import Report
-    from advisor.service.store import Store
+    from advisor.service.run_service import RunService
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class RunDigest:
     error: str | None = None  # the run could not be read or diagnosed: why, in one line
 
 
-def entries(store: Store) -> list[RunRow]:
+def entries(store: RunService) -> list[RunRow]:
     """Every run of the store from its manifest, oldest first; unreadable ones with their reason."""
     from advisor.store.reader import RunReader
     from advisor.store.status import manifest_state
@@ -86,7 +86,7 @@ def _configuration(tags: dict[str, str], strategy: str | None, num_workers: int)
     return strategy_label(strategy, tags), workers_label(num_workers, tags)
 
 
-def digest(store: Store, path: str | os.PathLike[str], config: Config | None = None) -> RunDigest:
+def digest(store: RunService, path: str | os.PathLike[str], config: Config | None = None) -> RunDigest:
     """A run's throughput, cost and top finding (read, derived and diagnosed once, then forgotten)."""
     try:
         report = store.diagnose(path, config)
@@ -184,9 +184,9 @@ def resolve_target(arg: str | None, runs_dir: str | os.PathLike[str] | None = No
 
 def _manifest_sweep_ids(root: Path) -> set[str]:
     """Sweep ids that runs carry without a sweep file (a sweep made by hand)."""
-    from advisor.service.store import Store
+    from advisor.service.run_service import RunService
 
-    store = Store(root)
+    store = RunService(root)
     return {
         m.sweep_id for p in store.run_dirs() if (m := store.manifest(p)) is not None and m.sweep_id
     }

@@ -1,4 +1,4 @@
-"""``RunStore``: a run store with every read, derivation and diagnosis cached (see :mod:`advisor.service`)."""
+"""``CachedRuns``: a run store with every read, derivation and diagnosis cached (see :mod:`advisor.service`)."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ class RunRow:
         return {k: v for k, v in self.__dict__.items()}
 
 
-class RunStore:
+class CachedRuns:
     """A run store (a directory of run directories) with the reads and derivations cached.
 
     ``runs_dir`` may be ``s3://bucket/prefix``: the store is then listed in S3 and read through a

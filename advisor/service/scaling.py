@@ -11,11 +11,11 @@ from advisor.errors import AdvisorError, RunNotFoundError
 if TYPE_CHECKING:
     from advisor.analysis.scaling import Failure, ScalingTable
     from advisor.analysis.scaling_points import Point
-    from advisor.service.runs import RunStore as Store
+    from advisor.service.runs import CachedRuns
 
 
 def scaling_table(
-    store: Store,
+    store: CachedRuns,
     source: str | os.PathLike[str] | None = None,
     price_per_hour: float | None = None,
     gpus_per_instance: int | None = None,
@@ -60,7 +60,7 @@ def scaling_table(
 
 
 def _sweep_table(
-    store: Store, root: Path, sweep_id: str, overrides: dict[str, Any]
+    store: CachedRuns, root: Path, sweep_id: str, overrides: dict[str, Any]
 ) -> ScalingTable:
     from advisor.analysis.scaling import build_table
 
@@ -68,7 +68,7 @@ def _sweep_table(
     return advise(store, build_table(points, f"sweep {sweep_id}", failures, **overrides), root)
 
 
-def advise(store: Store, table: ScalingTable, root: Path | None = None) -> ScalingTable:
+def advise(store: CachedRuns, table: ScalingTable, root: Path | None = None) -> ScalingTable:
     """The table with its recommendations (``analysis.scaling_advice``) and, where the runs are
     in the store under ``root``, the D6 findings of each configuration's runs; a recommendation
     lists the codes found on the runs of the configuration it names."""
@@ -120,7 +120,7 @@ def _straggler_name(row: Any) -> str:
 
 
 def sweep_points(
-    store: Store, root: Path, sweep_id: str | None
+    store: CachedRuns, root: Path, sweep_id: str | None
 ) -> tuple[list[Point], list[Failure]]:
     """Finished runs under ``root`` (of one sweep when ``sweep_id``) as points, and the failures."""
     from advisor.analysis.scaling import Failure

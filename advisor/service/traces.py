@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from advisor.service.runs import RunStore as Store
+    from advisor.service.runs import CachedRuns
     from advisor.store.trace_summary import TraceSummary
 
 
 def summarize_traces(
-    store: Store,
+    store: CachedRuns,
     path: str | os.PathLike[str],
     *,
     into: str | None = None,

@@ -18,8 +18,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from advisor.bounded_reads import (
+    BadInput,
+    MiB,
+    describe_os_error,
+    open_regular,
+    read_limited,
+    size_text,
+)
 from advisor.errors import first_line
-from advisor.files import BadInput, MiB, describe_os_error, open_regular, read_limited, size_text
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -129,7 +136,7 @@ def _fix(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text)
 
 
-# -- files (opened and read within their limits by advisor.files) ---------------------------
+# -- files (opened and read within their limits by advisor.bounded_reads) ---------------------------
 
 
 def load_json_file(path: str | os.PathLike[str], max_bytes: int = MAX_JSON_FILE_BYTES) -> Any:

@@ -11,8 +11,8 @@ import os
 import stat
 from pathlib import Path
 
+from advisor.bounded_reads import describe_os_error, file_kind
 from advisor.errors import RunFormatError
-from advisor.files import describe_os_error, file_kind
 from advisor.store.paths import resolve_runs_dir
 from advisor.store.schema import MANIFEST_NAME
 

@@ -232,7 +232,7 @@ class BaselineRecord(Record):
     warmup_steps: int | None = None  # steps run before each measurement and not counted
     seconds: float | None = None  # wall time the whole baseline took (not training time)
     # Interleaved rounds (newer writers): samples/s of each arm per round, None where a segment
-    # measured nothing; the figures above are their medians. Bands: ``advisor.store.bands``.
+    # measured nothing; the figures above are their medians. Bands: ``advisor.noise``.
     rounds: int | None = None
     real_rounds: list[float | None] | None = None
     cached_rounds: list[float | None] | None = None

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.errors import UsageError
-from advisor.store.files import RecordFile, dumps_line, write_json_atomic
+from advisor.store.atomic_writes import RecordFile, dumps_line, write_json_atomic
 from advisor.store.paths import resolve_runs_dir
 from advisor.store.redact import redact_payload, redact_value
 from advisor.store.schema import (

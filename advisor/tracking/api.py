@@ -36,7 +36,7 @@ def track(
 
     The first parameter is ``batch_size``, what only the loop can tell (``fit`` tells the
     callback); the second is ``runs_dir``, the store, which every other entry point takes first
-    (``AdvisorCallback``, ``advisor.Store``, the frames). ``backend``: ``jax``/``torch``/``tensorflow``
+    (``AdvisorCallback``, ``advisor.RunService``, the frames). ``backend``: ``jax``/``torch``/``tensorflow``
     (found from the imported modules otherwise); the other options mean what they mean for
     ``AdvisorCallback``, environment variables included (an argument wins over them). The old
     ``window_s``, ``log_every_s`` and ``telemetry_interval_s`` still work, with a DeprecationWarning.

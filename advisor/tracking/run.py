@@ -31,10 +31,11 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from advisor.collectors.base import Collector, DataInfo, Guard, Session
+from advisor.collectors.collector import Collector, Guard
 from advisor.collectors.manifest import instance_and_price, run_manifest
 from advisor.collectors.opening import report_closed
 from advisor.collectors.options import AdvisorOptions, Pricing, check_names, renamed
+from advisor.collectors.session import DataInfo, Session
 from advisor.collectors.windows import WindowClock, ensure_log_handler, interval_stats, rate_line
 from advisor.probes.distributed import detect_rank_world
 from advisor.store.schema import ContextRecord, EpochRecord, FirstStepRecord, WindowRecord

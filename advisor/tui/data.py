@@ -1,4 +1,4 @@
-"""The TUI's one door to the application layer: a :class:`~advisor.service.Store` behind a lock,
+"""The TUI's one door to the application layer: a :class:`~advisor.service.RunService` behind a lock,
 and the exports. No textual here: screens call it from worker threads, tests call it directly.
 
 Every read goes through ``service`` (read once, derive once, diagnose once); the lock keeps the
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from advisor.diagnosis.report import Report
     from advisor.service.listing import RunDigest, Target
     from advisor.service.live import LiveRun
-    from advisor.service.store import RunRow
+    from advisor.service.run_service import RunRow
 
 T = TypeVar("T")
 
@@ -55,9 +55,9 @@ class TuiData:
         config: Config | None = None,
         export_dir: str | os.PathLike[str] | None = None,
     ) -> None:
-        from advisor.service import Store
+        from advisor.service import RunService
 
-        self.store = Store(runs_dir)
+        self.store = RunService(runs_dir)
         self.config = config
         self.export_dir = Path(export_dir if export_dir is not None else DEFAULT_EXPORT_DIR)
         self.lock = threading.RLock()
@@ -69,10 +69,10 @@ class TuiData:
 
     def reload(self) -> None:
         """Forget everything read so far (new runs, runs that changed)."""
-        from advisor.service import Store
+        from advisor.service import RunService
 
         with self.lock:
-            self.store = Store(self.store.root)
+            self.store = RunService(self.store.root)
             self._reports.clear()
 
     # -- reading ----------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from advisor.analysis.scaling import ScalingTable
     from advisor.diagnosis.report import Report
     from advisor.service.listing import RunDigest
-    from advisor.service.store import RunRow
+    from advisor.service.run_service import RunRow
 
 View = Literal["runs", "findings", "live", "scaling", "compare"]
 

@@ -9,13 +9,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from advisor.diagnosis.measured import BASELINE_CEILINGS, ceiling_row, measured_text
+from advisor.diagnosis.measured_gains import BASELINE_CEILINGS, ceiling_row, measured_text
 from advisor.numbers import count_text, percent, readable, strategy_label, workers_label
 
 if TYPE_CHECKING:
     from advisor.diagnosis.report import Finding, Report
     from advisor.service.listing import RunDigest
-    from advisor.service.store import RunRow
+    from advisor.service.run_service import RunRow
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 STATUS_STYLE = {

@@ -135,9 +135,9 @@ def run(
 
 def diagnose(runs_dir: Path) -> Any:
     """The report of the latest run in ``runs_dir``, with the default rules and settings."""
-    from advisor.service import Store
+    from advisor.service import RunService
 
-    return Store(runs_dir).diagnose(None)
+    return RunService(runs_dir).diagnose(None)
 
 
 def score(expected: Expected, report: Any) -> Score:

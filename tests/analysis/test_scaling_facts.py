@@ -6,7 +6,7 @@ import pytest
 from scaling_fixtures import write_run, write_sweep_runs
 
 from advisor.analysis.facts.scaling import FACTS
-from advisor.service import Store
+from advisor.service import RunService
 
 
 @pytest.fixture(scope="module")
@@ -17,7 +17,7 @@ def runs(tmp_path_factory):
 
 
 def facts_of(path):
-    facts, errors = Store().facts(path)
+    facts, errors = RunService().facts(path)
     assert errors == []
     return facts
 

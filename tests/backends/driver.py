@@ -46,7 +46,7 @@ if BACKEND == "torch":
     torch.set_num_threads(1)
 
 import advisor  # noqa: E402
-from advisor.collectors.base import Collector  # noqa: E402
+from advisor.collectors.collector import Collector  # noqa: E402
 from advisor.collectors.options import AdvisorOptions  # noqa: E402
 from advisor.collectors.registry import build_collectors  # noqa: E402
 from advisor.experiments.model_state import ModelState  # noqa: E402

@@ -117,7 +117,7 @@ def test_an_unexpected_error_is_one_line_and_exit_2(runs_dir, monkeypatch):
     def explode(*args, **kwargs):
         raise ZeroDivisionError("division by zero somewhere deep")
 
-    monkeypatch.setattr("advisor.service.store.Store.diagnose", explode)
+    monkeypatch.setattr("advisor.service.run_service.RunService.diagnose", explode)
     result = run_advisor("check", str(run))
     assert result.exit_code == 2 and result.stdout == ""
     assert result.stderr == (

@@ -129,7 +129,7 @@ def test_unreachable_cloudwatch_never_stops_training(tmp_path, monkeypatch, runs
     assert len(history.history["loss"]) == 2
     warnings = [r.getMessage() for r in caplog.records if "CloudWatch" in r.getMessage()]
     assert len(warnings) == 1 and "cannot reach AWS" in warnings[0]
-    assert advisor.Store(runs_dir).analyse(callback.writer.run_id).run.status == "finished"
+    assert advisor.RunService(runs_dir).analyse(callback.writer.run_id).run.status == "finished"
 
 
 def test_the_client_is_made_while_training_runs_not_at_the_first_send(tmp_path, monkeypatch):

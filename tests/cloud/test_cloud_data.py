@@ -209,7 +209,7 @@ def test_s3_prefix_check_paginates_and_sniffs_by_ranged_reads(aws, tmp_path):
 def test_s3_compressed_objects_attached_to_a_run(aws, tmp_path, runs_dir):
     import boto3
 
-    from advisor.service import Store
+    from advisor.service import RunService
     from advisor.store.writer import RunWriter
 
     make_bucket(boto3.client("s3"), "zdata", "shards", [50 * KB] * 40, compress=True)
@@ -225,7 +225,7 @@ def test_s3_compressed_objects_attached_to_a_run(aws, tmp_path, runs_dir):
         payload["summary"]["compression"] == "zlib"
         and payload["facts"]["storage.format"] == "tfrecord"
     )
-    facts = Store(runs_dir).analyse(writer.run_id).facts
+    facts = RunService(runs_dir).analyse(writer.run_id).facts
     assert facts["storage.compression"] == "zlib" and facts["cloud.data_objects"] == 40
     assert facts["cloud.data_location"] == "s3://zdata/shards"
     check = runner.invoke(

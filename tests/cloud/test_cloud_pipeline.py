@@ -63,7 +63,7 @@ def test_pipeline_reading_s3_is_sized_and_streams(aws, runs_dir):
     callback = advisor.AdvisorCallback(window_seconds=0.2, log_every_seconds=None, telemetry=False)
     model.fit(ds, steps_per_epoch=6, epochs=2, callbacks=[callback], verbose=0)
 
-    facts = advisor.Store(runs_dir).analyse(callback.writer.run_id).facts
+    facts = advisor.RunService(runs_dir).analyse(callback.writer.run_id).facts
     assert (
         facts["cloud.input_mode"] == "Stream"
         and facts["cloud.input_mode_source"] == "pipeline-paths"
@@ -98,7 +98,7 @@ def test_sagemaker_file_channel_is_read_inside_the_job(runs_dir, monkeypatch):
     model.compile("sgd", "mse")
     callback = advisor.AdvisorCallback(log_every_seconds=None, telemetry=False)
     model.fit(x, y, batch_size=32, epochs=1, callbacks=[callback], verbose=0)
-    facts = advisor.Store(runs_dir).analyse(callback.writer.run_id).facts
+    facts = advisor.RunService(runs_dir).analyse(callback.writer.run_id).facts
     assert (
         facts["cloud.input_mode"] == "File"
         and facts["cloud.input_mode_source"] == "sagemaker-config"

@@ -280,7 +280,7 @@ def test_callback_with_aws_pricing_offline_uses_the_table_and_records_why(
     started = time.monotonic()
     model.fit(x, y, batch_size=32, epochs=1, callbacks=[callback], verbose=0)
     assert time.monotonic() - started < 60
-    run = advisor.Store(runs_dir).read(callback.writer.run_id)
+    run = advisor.RunService(runs_dir).read(callback.writer.run_id)
     assert run.manifest.price_source == f"table:{price_table()['date']}"
     assert run.manifest.price_per_hour == lookup("g5.xlarge").usd_per_hour
     (event,) = [e for e in run.of_type(EventRecord) if e.source == "prices"]

@@ -209,7 +209,7 @@ HUNG = textwrap.dedent("""
 def test_a_job_killed_after_its_last_epoch_end_leaves_the_rest_unaccounted(tmp_path):
     """Real data on which M171 fails: the budget ends at the last epoch end, the job ran on."""
     pytest.importorskip("tensorflow")
-    from advisor.service.store import Store
+    from advisor.service.run_service import RunService
 
     runs = tmp_path / "runs"
     proc = subprocess.Popen(
@@ -236,7 +236,7 @@ def test_a_job_killed_after_its_last_epoch_end_leaves_the_rest_unaccounted(tmp_p
         if proc.poll() is None:
             proc.kill()
         proc.wait(timeout=30)
-    report = Store(runs).diagnose(None)
+    report = RunService(runs).diagnose(None)
     facts = {name: fact.value for name, fact in report.facts.items()}
     assert facts["time.final"] is False and facts["run.status"] == "killed"
     # The time from the last epoch end to the last window written before the kill (0.5 s windows).
@@ -360,10 +360,10 @@ def test_s350_fails_on_checkpoints_that_dominate_a_fit_and_passes_on_small_ones(
     pytest.importorskip("tensorflow")
     import keras
 
-    from advisor.service.store import Store
+    from advisor.service.run_service import RunService
 
     def verdict(cb):
-        report = Store(tmp_path / "runs").diagnose(cb.run_path.name)
+        report = RunService(tmp_path / "runs").diagnose(cb.run_path.name)
         s350 = next(f for f in report.findings if f.code == "S350")
         return s350, {name: fact.value for name, fact in report.facts.items()}
 

@@ -14,7 +14,7 @@ import pytest
 
 tf = pytest.importorskip("tensorflow")
 
-from advisor.collectors.base import Session  # noqa: E402
+from advisor.collectors.session import Session  # noqa: E402
 
 
 class _Model:

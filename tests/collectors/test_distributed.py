@@ -26,8 +26,8 @@ def test_batch_sizes_by_how_each_strategy_feeds(monkeypatch):
     from types import SimpleNamespace
 
     from advisor.collectors import context
-    from advisor.collectors.base import DataInfo, Notes
     from advisor.collectors.options import AdvisorOptions
+    from advisor.collectors.session import DataInfo, Notes
 
     def session(strategy, replicas, workers, batch=64):
         monkeypatch.setattr(context, "_strategy", lambda model, s: (strategy, replicas))

@@ -8,7 +8,7 @@ import pytest
 keras = pytest.importorskip("keras")
 
 import advisor  # noqa: E402
-from advisor.collectors.base import Collector  # noqa: E402
+from advisor.collectors.collector import Collector  # noqa: E402
 from advisor.store.reader import RunReader  # noqa: E402
 from advisor.store.schema import EpochRecord, EventRecord, WindowRecord  # noqa: E402
 

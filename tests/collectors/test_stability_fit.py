@@ -15,7 +15,7 @@ keras = pytest.importorskip("keras")
 
 import advisor  # noqa: E402
 from advisor.analysis.stability import robust_cv  # noqa: E402
-from advisor.service import Store  # noqa: E402
+from advisor.service import RunService  # noqa: E402
 from advisor.store.reader import RunReader  # noqa: E402
 from advisor.store.schema import WindowRecord  # noqa: E402
 
@@ -51,7 +51,7 @@ def test_a_throughput_that_drops_for_half_the_run_fails_m103(tmp_path):
     model.compile("sgd", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     cb = advisor.AdvisorCallback(tmp_path, baseline=None, telemetry=False, log_every_seconds=None)
     model.fit(ds, steps_per_epoch=1_000_000, epochs=1, verbose=0, callbacks=[cb, SlowSecondHalf()])
-    finding = next(f for f in Store(tmp_path).diagnose(None).findings if f.code == "M103")
+    finding = next(f for f in RunService(tmp_path).diagnose(None).findings if f.code == "M103")
     assert finding.status == "fail", finding.message
     facts = {e.fact: e.value for e in finding.evidence}
     # 8 s has no room for three 10 s windows: it was cut into windows of about a second.
@@ -86,7 +86,7 @@ def _fit(tmp_path, ds, callbacks, **kwargs):
     model.compile("sgd", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     cb = advisor.AdvisorCallback(tmp_path, baseline=None, telemetry=False, log_every_seconds=None)
     model.fit(ds, verbose=0, callbacks=[cb, *callbacks], **kwargs)
-    return {f.code: f for f in Store(tmp_path).diagnose(None).findings}
+    return {f.code: f for f in RunService(tmp_path).diagnose(None).findings}
 
 
 def test_slow_epoch_starts_fail_m154_and_leave_stability_alone(tmp_path):

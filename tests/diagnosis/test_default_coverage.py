@@ -20,7 +20,7 @@ tf = pytest.importorskip("tensorflow")
 keras = pytest.importorskip("keras")
 
 import advisor  # noqa: E402
-from advisor.service import Store  # noqa: E402
+from advisor.service import RunService  # noqa: E402
 
 EPOCH_S = 10.0
 FIT_S = 2 * EPOCH_S
@@ -87,7 +87,7 @@ def report(tmp_path_factory):
         verbose=0,
         callbacks=[callback, _AtLeast(FIT_S, epochs=2)],
     )
-    return Store(runs).diagnose(None)
+    return RunService(runs).diagnose(None)
 
 
 class _AtLeast(keras.callbacks.Callback):

@@ -170,7 +170,7 @@ def test_command_measures_a_saved_model(tmp_path) -> None:
 
 def test_the_callback_records_the_backend_whatif_and_its_facts(tmp_path) -> None:
     import advisor
-    from advisor.service import Store
+    from advisor.service import RunService
     from advisor.store.reader import RunReader
     from advisor.store.schema import BackendsRecord
 
@@ -191,5 +191,5 @@ def test_the_callback_records_the_backend_whatif_and_its_facts(tmp_path) -> None
     assert all(
         c.reason for c in record.candidates if c.status != MEASURED
     )  # skipped: the 30 s ran out
-    facts = Store(tmp_path).analyse(str(cb.run_path)).facts
+    facts = RunService(tmp_path).analyse(str(cb.run_path)).facts
     assert facts["backends.own"] == "tensorflow" and facts["backends.measured"] >= 1

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from advisor.experiments.baseline.engine import measure_input
-from advisor.store.bands import MIN_ROUNDS
+from advisor.noise import MIN_ROUNDS
 
 pytestmark = pytest.mark.slow
 

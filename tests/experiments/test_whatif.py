@@ -16,7 +16,7 @@ keras = pytest.importorskip("keras")
 
 import advisor
 from advisor.experiments.model_state import ModelState
-from advisor.service import Store
+from advisor.service import RunService
 from advisor.store.reader import RunReader
 from advisor.store.schema import WhatIfRecord
 
@@ -136,7 +136,7 @@ def test_by_default_an_input_bound_run_measures_its_fixes_and_the_findings_lead_
         **QUICK_BASELINE,
     )
     model.fit(slow_dataset(), epochs=2, verbose=0, callbacks=[cb])
-    store = Store(tmp_path)
+    store = RunService(tmp_path)
     facts = store.analyse(str(cb.run_path)).facts
     # ≈ 30× on a quiet host: the cache removes the input's cost. Beside other processes the cached
     # arm (CPU-bound) slows and the real one (it waits) does not: a clean-clone CI run, early in the
@@ -160,7 +160,7 @@ def test_by_default_an_input_bound_run_measures_its_fixes_and_the_findings_lead_
     assert c402.measured is not None and c402.measured.candidate == "cache_map"
     assert c402.measured.text.startswith("measured: ")
     # The fix text leads with what measured best here when its gain is beyond its noise band, whatever
-    # the general advice names first (both sides: tests/diagnosis/test_measured.py). Three rounds
+    # the general advice names first (both sides: tests/diagnosis/test_measured_gains.py). Three rounds
     # give a band of their whole range: that CI run's rounds spread wider than their gain (7.5× ±
     # 161%, its highest round ~20×), and the general advice rightly stayed first. Assert what was
     # measured.
@@ -195,7 +195,7 @@ def test_by_default_a_compute_bound_fit_runs_the_whatif_only_if_its_baseline_mea
     )
     model.fit(x, y, batch_size=256, epochs=2, verbose=0, callbacks=[cb])
     run = RunReader(cb.run_path).read()
-    facts = Store(tmp_path).analyse(str(cb.run_path)).facts
+    facts = RunService(tmp_path).analyse(str(cb.run_path)).facts
     step_ms = facts["steps.time_ms.mean"]
     assert step_ms > 5.0, f"the scenario needs steps of more than 5 ms, not {step_ms:.2f} ms"
     assert not facts.get("context.run_eagerly")
@@ -337,7 +337,7 @@ def test_pydataset_workers_are_measured_on_a_copy(tmp_path, threads_left):
     assert candidate.status == "measured" and candidate.label == "PyDataset(workers=2)"
     rounds = [r for r in candidate.rounds if r]
     assert len(rounds) >= 3
-    facts = Store(tmp_path).analyse(str(cb.run_path)).facts
+    facts = RunService(tmp_path).analyse(str(cb.run_path)).facts
     assert facts["whatif.pydataset_workers.speedup"] >= 1.3  # two batches wait at once: ≈ 2×
     assert (
         data.workers == 1 and data.use_multiprocessing is False

@@ -3,7 +3,7 @@
 Every case trains a small Keras model, all of them one after the other in one subprocess (each
 TensorFlow start costs several seconds on a 2-core machine; each fit has a store of its own and
 the output is split by case); after epoch 1 the store starts failing: through the writer's fault-injection
-point (``advisor.store.files._write`` raising the errno the kernel would: a file system gone
+point (``advisor.store.atomic_writes._write`` raising the errno the kernel would: a file system gone
 read-only under the job), for real on a 4 MiB tmpfs that is filled up (when this machine lets the test
 mount one), or for real by taking write permission away from the run directory (then the open
 record file still takes records, but the manifest can no longer be replaced). Linux refuses to
@@ -36,7 +36,7 @@ SCRIPT = textwrap.dedent("""
     import errno, os, subprocess, sys
     os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
     import numpy as np, keras, advisor
-    import advisor.store.files as files
+    import advisor.store.atomic_writes as files
 
     mount = sys.argv[1]
     real_write = files._write

@@ -269,12 +269,12 @@ def test_findings_whose_evidence_reads_doubted_records_are_marked(tmp_path):
     """A skipped window record touches the throughput facts: the findings that read them carry a
     note in every format; findings on other records (the manifest's price) are left unmarked."""
     from advisor.analysis.doubts import FEEDS, doubted_prefixes
-    from advisor.service import Store
+    from advisor.service import RunService
 
     records = valid_records()
     records[3]["samples"] = -800
     run = _run(tmp_path, records)
-    report = Store(tmp_path / "store").diagnose(str(run))
+    report = RunService(tmp_path / "store").diagnose(str(run))
     decided = [f for f in report.findings if f.status in ("fail", "pass") and f.evidence]
     marked = [f for f in decided if f.note and "judged on data the reader doubted" in f.note]
     assert marked, "a finding read the doubted windows"

@@ -29,7 +29,7 @@ from stragglers import assert_healthy_workers
 
 from advisor.launch.ray_stop import STOP_DEADLINE_S
 from advisor.launch.sweep import INTERRUPTED
-from advisor.service import Store
+from advisor.service import RunService
 from advisor.store.reader import RunReader
 from advisor.store.sweep import read_sweep, sweep_dir
 
@@ -138,7 +138,7 @@ def test_the_sweep_runs_to_completion_on_two_nodes(sweep):
         assert _processes_of(rec.run_id) == []  # no worker outlives its configuration
     # A healthy two-node run: who waits least is measured, far from a deliberate straggler, and named
     # exactly where D651 fails (a shared host can really slow one rank: tests/support/stragglers.py).
-    table = Store(runs).scaling_table(SWEEP)
+    table = RunService(runs).scaling_table(SWEEP)
     assert_healthy_workers(table.row("multiworker", 2), table.findings)
 
 

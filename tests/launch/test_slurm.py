@@ -208,10 +208,10 @@ def test_a_rank_whose_records_stayed_on_its_node_fails_the_configuration(tmp_pat
 
 def test_the_report_names_configurations_not_ended(tmp_path):
     from advisor.render.scaling import render_table
-    from advisor.service import Store
+    from advisor.service import RunService
 
     _sweep_of(tmp_path, ("jax", 1, "failed", "3"), ("jax", 2, "submitted", "4"))
-    table = Store(tmp_path).scaling_table("sl")
+    table = RunService(tmp_path).scaling_table("sl")
     assert [(f.workers, f.state, f.reason) for f in table.failures] == [
         (1, "failed", None),
         (2, "submitted", "Slurm job 4 submitted: no run yet"),

@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 from stragglers import assert_healthy_workers
 
-from advisor.service import Store
+from advisor.service import RunService
 from advisor.store.reader import RunReader
 from advisor.store.schema import StartRecord
 from advisor.store.sweep import read_sweep, sweep_dir
@@ -119,7 +119,7 @@ def test_the_report_shows_both_rows(sweep):
     assert rows == [[s, str(n)] for s in STRATEGIES for n in (1, 2)]
     # Healthy two-node runs: measured, far from a deliberate straggler, named exactly where D651
     # fails (a shared host can really slow one rank: tests/support/stragglers.py).
-    table = Store(runs).scaling_table(SWEEP)
+    table = RunService(runs).scaling_table(SWEEP)
     for strategy in STRATEGIES:
         assert_healthy_workers(table.row(strategy, 2), table.findings)
 

@@ -22,7 +22,7 @@ import pytest
 from click.testing import CliRunner
 from stragglers import assert_healthy_workers
 
-from advisor.service import Store
+from advisor.service import RunService
 from advisor.store.reader import RunReader
 from advisor.store.schema import BudgetRecord
 from advisor.store.sweep import read_sweep, sweep_dir
@@ -202,7 +202,7 @@ def test_each_run_knows_its_strategy(sweep, config, strategy, ranks, replicas, l
 
 def test_report_of_the_real_sweep(sweep):
     runs, _ = sweep
-    table = Store(runs).scaling_table(REAL)
+    table = RunService(runs).scaling_table(REAL)
     assert [(r.strategy, r.workers) for r in table.rows] == [
         (s, n) for s in ("mirrored", "multiworker", "jax") for n in (1, 2)
     ]
@@ -217,7 +217,7 @@ def test_report_of_the_real_sweep(sweep):
     for strategy in ("multiworker", "jax"):
         assert_healthy_workers(table.row(strategy, 2), table.findings)
     assert table.row("mirrored", 2).straggler_share is None  # one process: nobody to wait for
-    facts, errors = Store().facts(runs / f"{REAL}-multiworker-n2-r0")
+    facts, errors = RunService().facts(runs / f"{REAL}-multiworker-n2-r0")
     assert errors == []
     assert facts["scaling.points"] == 6 and facts["scaling.strategies"] == 3
     assert facts["scaling.workers"] == 2 and "scaling.efficiency" in facts
@@ -235,7 +235,7 @@ def test_killed_worker_fails_its_configuration_and_the_sweep_goes_on(killed_work
     assert result.exit_code == 1
     assert "jax ×2: worker 1 was killed by SIGKILL" in result.stderr
     assert _leftovers(KILL) == []
-    table = Store(runs).scaling_table(KILL)
+    table = RunService(runs).scaling_table(KILL)
     assert [(r.strategy, r.workers) for r in table.rows] == [("mirrored", 2)]
     assert [(f.strategy, f.workers) for f in table.failures] == [("jax", 2)]
 

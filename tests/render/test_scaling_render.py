@@ -20,7 +20,7 @@ from advisor.render.plots import (
     write_plots,
 )
 from advisor.render.scaling import render_table
-from advisor.service import Store
+from advisor.service import RunService
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +32,7 @@ def runs(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def table(runs):
-    return Store(runs).scaling_table("sweep-fixture")
+    return RunService(runs).scaling_table("sweep-fixture")
 
 
 def _png_size(path):

@@ -14,7 +14,7 @@ from scaling_fixtures import budget, write_run, write_sweep_runs
 from advisor.analysis.scaling import build_table
 from advisor.analysis.scaling_points import Point
 from advisor.cli.main import cli
-from advisor.service import Store
+from advisor.service import RunService
 from advisor.store.reader import RunReader
 from advisor.store.sweep import ConfigRecord, SweepRecord, write_sweep
 
@@ -27,7 +27,7 @@ def sweep_dir(tmp_path_factory):
 
 
 def test_epoch_time_speedup_and_efficiency(sweep_dir):
-    table = Store(sweep_dir).scaling_table("sweep-fixture")
+    table = RunService(sweep_dir).scaling_table("sweep-fixture")
     assert [(r.strategy, r.workers) for r in table.rows] == [
         ("mirrored", 1),
         ("mirrored", 2),
@@ -48,7 +48,7 @@ def test_epoch_time_speedup_and_efficiency(sweep_dir):
 
 
 def test_throughput_cost_and_batches(sweep_dir):
-    table = Store(sweep_dir).scaling_table("sweep-fixture")
+    table = RunService(sweep_dir).scaling_table("sweep-fixture")
     m2, j2 = table.row("mirrored", 2), table.row("jax", 2)
     # mirrored: the one worker counts the global batch: 2 × 4096 samples over 9 + 2.5 s.
     assert m2.samples_per_s == pytest.approx(8192 / 11.5)
@@ -63,7 +63,7 @@ def test_throughput_cost_and_batches(sweep_dir):
 
 
 def test_missing_data_is_a_note_not_a_failure(sweep_dir):
-    table = Store(sweep_dir).scaling_table("sweep-fixture")
+    table = RunService(sweep_dir).scaling_table("sweep-fixture")
     assert len(table.rows) >= 2
     for row in table.rows:
         assert "no GPU data" in row.notes and "no trace data" in row.notes
@@ -74,7 +74,7 @@ def test_missing_data_is_a_note_not_a_failure(sweep_dir):
 
 
 def test_price_override_and_instances_scale_cost(sweep_dir):
-    table = Store(sweep_dir).scaling_table("sweep-fixture", price_per_hour=3.0, gpus_per_instance=2)
+    table = RunService(sweep_dir).scaling_table("sweep-fixture", price_per_hour=3.0, gpus_per_instance=2)
     m1, m4 = table.row("mirrored", 1), table.row("mirrored", 4)
     assert m1.instances == 1 and m4.instances == 2  # ⌈4 ÷ 2⌉ instances are paid for
     assert m4.usd_per_hour == pytest.approx(6.0)
@@ -84,7 +84,7 @@ def test_price_override_and_instances_scale_cost(sweep_dir):
 def test_points_without_price_say_so(tmp_path):
     root = tmp_path / "runs"
     write_sweep_runs(root, "sweep-free", price=None)
-    table = Store(root).scaling_table("sweep-free")
+    table = RunService(root).scaling_table("sweep-free")
     assert len(table.rows) == 5  # the fixture's points, each without a price
     assert all(r.samples_per_dollar is None and "no price" in r.notes for r in table.rows)
     assert any(n.startswith("no price") for n in table.notes)
@@ -105,7 +105,7 @@ def test_tf_multiworker_counts_the_global_batch_once(tmp_path):
         samples_per_epoch=4096,
         steps_per_epoch=32,
     )
-    (point,), _ = Store(root).points(root, "s")
+    (point,), _ = RunService(root).points(root, "s")
     assert point.samples_per_s == pytest.approx(8192 / 5.0)
     assert point.global_batch == pytest.approx(128) and point.per_replica_batch == pytest.approx(64)
 
@@ -146,7 +146,7 @@ def test_labels_come_from_sweep_file_then_tags_then_manifest(tmp_path):
             ],
         ),
     )
-    points, _ = Store(root).points(root, "s")
+    points, _ = RunService(root).points(root, "s")
     by_id = {p.run_id: p for p in points}
     assert (by_id["a"].strategy, by_id["a"].workers) == ("mirrored", 9)  # manifest: class, replicas
     assert (by_id["b"].strategy, by_id["b"].workers, by_id["b"].repeat) == ("mirrored", 4, 1)
@@ -184,7 +184,7 @@ def test_failures_from_runs_and_sweep_file(tmp_path):
             ],
         ),
     )
-    table = Store(root).scaling_table("s")
+    table = RunService(root).scaling_table("s")
     assert [(r.strategy, r.workers) for r in table.rows] == [("mirrored", 1)]
     (failure,) = table.failures
     assert (failure.strategy, failure.workers, failure.reason) == (
@@ -196,7 +196,7 @@ def test_failures_from_runs_and_sweep_file(tmp_path):
 
 
 def test_store_table_takes_every_run(sweep_dir):
-    table = Store(sweep_dir).scaling_table(sweep_dir)
+    table = RunService(sweep_dir).scaling_table(sweep_dir)
     assert len(table.rows) == 5 and table.sweep_ids == ["sweep-fixture"]
 
 
@@ -287,7 +287,7 @@ def test_killed_run_is_a_failure_not_a_point(tmp_path):
         status="running",
     )
     assert RunReader(path).read().status in ("running", "killed")
-    points, failures = Store(root).points(root, "s")
+    points, failures = RunService(root).points(root, "s")
     assert points == [] and failures[0].run_id == "k"
 
 
@@ -307,7 +307,7 @@ def test_the_table_recommends_and_carries_the_sweeps_d6_findings(tmp_path):
             ranks=ranks,
             price_per_hour=1.0,
         )
-    table = Store(tmp_path).scaling_table("sw")
+    table = RunService(tmp_path).scaling_table("sw")
     fastest = next(r for r in table.recommendations if r.goal == "samples_per_s")
     assert (fastest.strategy, fastest.workers) == ("jax", 2)
     d652 = [f for f in table.findings if f.code == "D652"]
@@ -339,7 +339,7 @@ def test_goodput_is_the_mean_over_a_configurations_runs_that_have_a_budget(tmp_p
     )  # trained without a budget
     write_run(tmp_path, "g-n4-r0", workers=4, epochs=[1.0, 0.3], extra=[budget(0.9)], **common)
     write_run(tmp_path, "g-n4-r1", workers=4, epochs=[1.0, 0.3], **common)
-    table = Store(tmp_path).scaling_table("g")
+    table = RunService(tmp_path).scaling_table("g")
     assert table.row("mirrored", 1).goodput == pytest.approx(0.6)
     assert table.row("mirrored", 2).goodput is None  # unknown, not 0
     assert table.row("mirrored", 4).goodput == pytest.approx(
@@ -383,7 +383,7 @@ def test_the_fastest_recommendation_gives_speedup_and_efficiency_in_one_measure(
     """mirrored ×4 against ×1: the table's epoch-time speedup (5.0 / 1.6 = 3.12×) and its efficiency
     (78%), named, not the samples/s ratio (1.31×: it counts the slow first epochs) beside an
     efficiency from the epoch times."""
-    table = Store(sweep_dir).scaling_table("sweep-fixture")
+    table = RunService(sweep_dir).scaling_table("sweep-fixture")
     fastest = next(r for r in table.recommendations if r.goal == "samples_per_s")
     m1, m4 = table.row("mirrored", 1), table.row("mirrored", 4)
     assert (fastest.strategy, fastest.workers) == ("mirrored", 4)
@@ -422,7 +422,7 @@ def test_a_split_without_computation_is_not_projected(tmp_path):
             ranks=workers,
             extra=[trace],
         )
-    table = Store(tmp_path).scaling_table("z")
+    table = RunService(tmp_path).scaling_table("z")
     assert [table.row("jax", n).compute_percent for n in (1, 2, 4)] == [45.0, 0.0, 0.0]
     assert (table.row("jax", 4).step_ms or 0) > 0 and table.row("jax", 4).per_replica_batch
     assert [r.goal for r in table.recommendations] == ["samples_per_s"]  # no projection

@@ -11,7 +11,7 @@ from scaling_fixtures import write_run, write_sweep_runs  # noqa: E402
 
 from advisor.analysis import registry as registry_module  # noqa: E402
 from advisor.cli.main import cli  # noqa: E402
-from advisor.service import Store  # noqa: E402
+from advisor.service import RunService  # noqa: E402
 from advisor.store import reader  # noqa: E402
 
 
@@ -55,12 +55,12 @@ def counted(monkeypatch):
 
 def test_runs_reads_every_run_once_in_a_store_of_sweeps(store_dir, counted):
     reads, derivations = counted
-    rows = Store(store_dir).runs()
+    rows = RunService(store_dir).runs()
     assert len(rows) == 7 and {r.status for r in rows} == {"finished"}
     assert set(reads.values()) == {1} and len(reads) == 7
     assert set(derivations.values()) == {1}
     # The sweep's facts were still derived against the siblings.
-    facts = Store(store_dir).analyse(store_dir / "sweep-fixture-mirrored-n4-r0").facts
+    facts = RunService(store_dir).analyse(store_dir / "sweep-fixture-mirrored-n4-r0").facts
     assert facts["scaling.points"] == 5
 
 
@@ -88,7 +88,7 @@ def test_runs_json_lists_an_unreadable_run_and_goes_on(store_dir):
 
 
 def test_the_same_run_object_serves_every_question(store_dir):
-    store = Store(store_dir)
+    store = RunService(store_dir)
     analysis = store.analyse("plain-1")
     assert store.read("plain-1") is analysis.run
     assert store.analyse(analysis.run) is analysis

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.store.bands import beyond_the_inputs_work
+from advisor.noise import beyond_the_inputs_work
 
 
 def test_a_fast_input_on_a_cpu_cannot_cost_a_fifth_of_the_step():

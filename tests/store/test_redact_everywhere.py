@@ -133,7 +133,7 @@ def test_a_fit_whose_collector_fails_with_a_secret_shares_none(tmp_path):
 
     import advisor
     from advisor.cli.main import cli
-    from advisor.collectors.base import Collector
+    from advisor.collectors.collector import Collector
 
     class Uploader(Collector):
         name = "uploader"

@@ -1,4 +1,4 @@
-"""The writer under write errors (injected at advisor.store.files._write, exactly as the kernel
+"""The writer under write errors (injected at advisor.store.atomic_writes._write, exactly as the kernel
 raises them): nothing torn, one warning per kind, the end record where space allows, no half
 runs, no two jobs merged into one run, heartbeats when idle."""
 
@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from advisor.store import files
+from advisor.store import atomic_writes as files
 from advisor.store.reader import RunReader, list_run_dirs
 from advisor.store.schema import EndRecord, EpochRecord, HeartbeatRecord, WindowRecord
 from advisor.store.writer import RunWriter

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from advisor.cli.main import cli
 from advisor.collectors.context import horovod_compression
 from advisor.errors import TraceError
-from advisor.service import Store
+from advisor.service import RunService
 from advisor.traces.attach import attach_timeline
 from advisor.traces.horovod_timeline import is_horovod_timeline, load_events, summarize_timeline
 
@@ -116,7 +116,7 @@ def test_a_real_horovod_run_gets_its_communication_from_the_timeline_and_d606_ju
     horovod_run,
 ):
     runs, run, timeline = horovod_run
-    before = Store(runs).analyse(run.name).facts
+    before = RunService(runs).analyse(run.name).facts
     assert "trace.communication_percent" not in before
     assert (
         before["context.horovod_compression"] == "fp16"
@@ -127,14 +127,14 @@ def test_a_real_horovod_run_gets_its_communication_from_the_timeline_and_d606_ju
         and (run / record.path / "timeline.json").is_file()
     )
     assert "training windows" in summary.xprof_properties["basis"]
-    facts = Store(runs).analyse(run.name).facts
+    facts = RunService(runs).analyse(run.name).facts
     assert facts["trace.communication_percent"] == pytest.approx(
         summary.communication_percent, abs=1e-3
     )
     assert (
         15 < facts["trace.communication_percent"] < 100
     )  # 2 CPU workers: communication is expensive
-    (d606,) = Store(runs).diagnose(run.name, select=["D606"]).findings
+    (d606,) = RunService(runs).diagnose(run.name, select=["D606"]).findings
     assert d606.status == "pass"  # compressed: nothing to advise
 
 
@@ -151,7 +151,7 @@ def test_d606_fails_on_the_same_timeline_when_the_optimizer_did_not_compress(hor
     )
     assert result.exit_code == 0, result.output
     assert "Horovod timeline" in result.output and "sent as float16" in result.output
-    (d606,) = Store(runs).diagnose(run.name, select=["D606"]).findings
+    (d606,) = RunService(runs).diagnose(run.name, select=["D606"]).findings
     assert d606.status == "fail" and "uncompressed" in d606.message
 
 

@@ -9,7 +9,7 @@ import time
 import pytest
 
 import advisor
-from advisor.service import Store
+from advisor.service import RunService
 
 
 def _records(run_path):
@@ -63,14 +63,14 @@ def test_a_plain_pytorch_loop_is_diagnosed_without_fit(tmp_path):
     assert windows[0]["warmup"] and windows[0]["steps"] == 3
     assert sum(w["steps"] for w in windows) == 48 and sum(w["samples"] for w in windows) == 3000
     assert _of(records, "first_step") and _of(records, "host"), "time to first step and telemetry"
-    analysis = Store(tmp_path).analyse(run.run_id)
+    analysis = RunService(tmp_path).analyse(run.run_id)
     assert (
         analysis.facts["context.backend"] == "torch" and analysis.facts["context.device"] == "cpu"
     )
     measured = [w for w in windows if not w["warmup"]]
     rate = sum(w["samples"] for w in measured) / sum(w["seconds"] for w in measured)
     assert analysis.facts["throughput.samples_per_s"] == pytest.approx(rate, rel=1e-6)
-    report = Store(tmp_path).diagnose(run.run_id)
+    report = RunService(tmp_path).diagnose(run.run_id)
     status = {f.code: f.status for f in report.findings}
     assert status["D607"] == "fail", "validation time was excluded from training and judged"
     assert not [f for f in report.findings if f.status == "error"]
@@ -123,10 +123,10 @@ def test_a_plain_jax_loop_is_diagnosed_without_fit(tmp_path):
     assert float(params["w"][7, 0]) > 0  # it trained
     records = _records(run.run_path)
     assert [e["steps"] for e in _of(records, "epoch")] == [16, 16]
-    facts = Store(tmp_path).analyse(run.run_id).facts
+    facts = RunService(tmp_path).analyse(run.run_id).facts
     assert facts["context.backend"] == "jax" and facts["context.framework"] == "custom"
     assert facts["throughput.measured_steps"] == 30 and facts["run.epochs"] == 2
-    report = Store(tmp_path).diagnose(run.run_id)
+    report = RunService(tmp_path).diagnose(run.run_id)
     assert not [f for f in report.findings if f.status == "error"]
 
 
@@ -163,7 +163,7 @@ def test_without_a_batch_size_steps_are_counted_and_samples_unknown(tmp_path):
             run.step()
     (epoch,) = _of(_records(run.run_path), "epoch")
     assert epoch["steps"] == 4 and "samples" not in epoch  # absent, never zero
-    facts = Store(tmp_path).analyse(run.run_id).facts
+    facts = RunService(tmp_path).analyse(run.run_id).facts
     assert "throughput.samples_per_s" not in facts and facts["throughput.steps_per_s"] > 0
 
 

@@ -111,7 +111,7 @@ def test_the_input_wait_is_a_share_of_the_wall_clock_in_the_bar_and_in_show(tmp_
     from scaling_fixtures import budget
 
     from advisor.cli.main import cli
-    from advisor.service import Store
+    from advisor.service import RunService
     from advisor.store.schema import BaselineRecord, WindowRecord
     from advisor.store.writer import RunWriter
 
@@ -143,7 +143,7 @@ def test_the_input_wait_is_a_share_of_the_wall_clock_in_the_bar_and_in_show(tmp_
     )
     writer.write(budget(0.19))
     writer.close()
-    facts = Store(tmp_path).analyse(writer.run_id).facts
+    facts = RunService(tmp_path).analyse(writer.run_id).facts
     wait = percent(facts["time.input_wait.share"], 0, fraction=True)
     assert wait == "18%"
     view = budget_view(facts)

@@ -9,7 +9,7 @@ import pytest
 
 from advisor.diagnosis.report import Report
 from advisor.errors import RunNotFoundError
-from advisor.service import Store
+from advisor.service import RunService
 from advisor.service.listing import digest, entries, resolve_target
 from advisor.tui.model import (
     FindingFilter,
@@ -25,7 +25,7 @@ from advisor.tui.model import (
 
 @pytest.fixture
 def views(store: Path) -> list[RunView]:
-    s = Store(store)
+    s = RunService(store)
     return [
         RunView(row, digest(s, row.path) if row.status != "unreadable" else None)
         for row in entries(s)
@@ -37,7 +37,7 @@ def by_id(views: list[RunView]) -> dict[str, RunView]:
 
 
 def test_entries_come_from_manifests_and_name_the_corrupt_run(store):
-    s = Store(store)
+    s = RunService(store)
     rows = {r.run_id: r for r in entries(s)}
     assert len(rows) == 10
     assert (
@@ -54,7 +54,7 @@ def test_entries_come_from_manifests_and_name_the_corrupt_run(store):
 
 
 def test_digest_has_the_top_finding_and_forgets_the_run(store):
-    s = Store(store)
+    s = RunService(store)
     d = digest(s, str(store / "run-input-bound"))
     assert d.top is not None and (d.top.code, d.top.severity) == ("C401", "error")
     # C401 and M108 (errors), M102 (no price: info) and M109 (no profile captured: info)
@@ -95,7 +95,7 @@ def test_sorting_puts_unmeasured_last_both_ways(views):
 
 
 def test_comparison_shows_throughput_and_the_findings_that_differ(store):
-    s = Store(store)
+    s = RunService(store)
     bad, good = s.diagnose("run-input-bound"), s.diagnose("run-healthy")
     cmp = compare([bad, good])
     metrics = dict(cmp.metrics)
@@ -112,7 +112,7 @@ def test_comparison_shows_throughput_and_the_findings_that_differ(store):
 
 
 def test_findings_filter_counts_and_what_to_enable(store):
-    report = Store(store).diagnose("run-input-bound")
+    report = RunService(store).diagnose("run-input-bound")
     errors = [
         f.code for f in report.findings if FindingFilter(severity="error", status="fail").matches(f)
     ]
@@ -137,7 +137,7 @@ def test_findings_filter_counts_and_what_to_enable(store):
 
 
 def test_measured_gains_come_from_the_baseline(store):
-    report = Store(store).diagnose("run-input-bound")
+    report = RunService(store).diagnose("run-input-bound")
     finding = next(f for f in report.findings if f.code == "M108")
     gains = measured_gains(finding, report.facts)
     # The same figure `advisor check` and `show` give: the paired rounds' median speedup, not a
@@ -149,14 +149,14 @@ def test_measured_gains_come_from_the_baseline(store):
         )
     ]
     assert report.facts["input.removed_speedup"].value == pytest.approx(5.3, abs=0.05)
-    healthy = Store(store).diagnose("run-healthy")
+    healthy = RunService(store).diagnose("run-healthy")
     assert not measured_gains(next(f for f in healthy.findings if f.code == "M101"), healthy.facts)
 
 
 def test_the_whatifs_gain_of_a_finding_is_among_its_measured_gains(tmp_path):
     from whatif_fixtures import input_bound_run
 
-    report = Store(tmp_path).diagnose(str(input_bound_run(tmp_path)))
+    report = RunService(tmp_path).diagnose(str(input_bound_run(tmp_path)))
     c401 = next(f for f in report.findings if f.code == "C401")
     gains = measured_gains(c401, report.facts)
     assert gains[0].label == "measured"  # once: not "what-if: measured: 2.4×"
@@ -176,7 +176,7 @@ def _shown(report: Report) -> list[str]:
 def test_a_measured_ceiling_is_named_once_as_show_names_it(store):
     """The detail pane's ceiling line reads ``measured ceiling: 5.3× …``, as `advisor show` prints it
     for the same finding, not ``ceiling: measured ceiling: 5.3×``."""
-    report = Store(store).diagnose("run-input-bound")
+    report = RunService(store).diagnose("run-input-bound")
     c402 = next(
         f for f in report.findings if f.code == "C402"
     )  # passes here: shown failing, as on C460
@@ -188,7 +188,7 @@ def test_a_measured_ceiling_is_named_once_as_show_names_it(store):
 
 
 def test_measured_best_of_a_scaling_table(store):
-    table = Store(store).scaling_table("sweep-fixture")
+    table = RunService(store).scaling_table("sweep-fixture")
     best = {b.goal: (b.strategy, b.workers) for b in measured_best(table)}
     assert best == {"fastest": ("mirrored", 4), "cheapest": ("mirrored", 4)}
 
@@ -256,7 +256,7 @@ def test_the_whatifs_input_served_from_memory_replaces_the_baselines(tmp_path):
             seconds=1.0,
         )
     )
-    report = Store(tmp_path).diagnose(str(input_bound_run(tmp_path, record)))
+    report = RunService(tmp_path).diagnose(str(input_bound_run(tmp_path, record)))
     m108 = next(f for f in report.findings if f.code == "M108")
     labels = [g.label for g in measured_gains(m108, report.facts)]
     assert "the input served from memory (the what-if)" in labels

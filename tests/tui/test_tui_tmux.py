@@ -69,12 +69,12 @@ class Tmux:
 
 
 def test_advisor_tui_in_tmux(tmp_path):
-    from advisor.service import Store
+    from advisor.service import RunService
 
     assert shutil.which("tmux"), "this test needs tmux (apt-get install tmux)"
     runs_dir = tmp_path / "runs"
     run_id = small_input_bound_fit(runs_dir)
-    report = Store(runs_dir).diagnose(run_id)
+    report = RunService(runs_dir).diagnose(run_id)
     assert report.failures, "the fit's input pipeline has no prefetch: there is a finding to show"
     top = report.failures[0]
 

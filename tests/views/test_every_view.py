@@ -364,11 +364,11 @@ def test_demo_prints_the_run_as_show_does(store):
     from rich.console import Console
 
     from advisor.cli.show import print_run
-    from advisor.service import Store
+    from advisor.service import RunService
 
     runs, run_id, _ = store
     console = Console(width=200, file=io.StringIO(), color_system=None)
-    s = Store(runs)
+    s = RunService(runs)
     print_run(console, s, s.analyse(run_id))
     printed = console.file.getvalue()  # type: ignore[attr-defined]
     named = extras_named(printed)

@@ -6,7 +6,7 @@ against the run's own measured the same way (``advisor.experiments.backends``).
 ``backends.best_speedup`` its samples/s ÷ the own's and ``backends.best_band`` the ± of that
 ratio as a share. The candidates' rounds run interleaved with the own's, round *i* of each in
 the same pass, so the speedup is the median of the paired ratios and its ± their band
-(``advisor.store.bands``); a record whose rounds do not pair up (different counts) gives the
+(``advisor.noise``); a record whose rounds do not pair up (different counts) gives the
 ratio of the medians and the two medians' relative bands added.
 """
 
@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from advisor import noise
 from advisor.analysis.registry import DeriveContext, Fact
 from advisor.stats import median
-from advisor.store import bands
 
 if TYPE_CHECKING:
     from advisor.store.reader import Run
@@ -85,7 +85,7 @@ FACTS = (
 
 
 def _relative_band(rounds: list[float]) -> float | None:
-    found = bands.band(rounds)
+    found = noise.band(rounds)
     return found.half_width / found.value if found is not None and found.value else None
 
 
@@ -127,7 +127,7 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
         for row in measured:
             mine = rounds_of[row["candidate"]]
             ratios = (
-                bands.paired(mine, own_rounds, lambda a, b: a / b)
+                noise.paired(mine, own_rounds, lambda a, b: a / b)
                 if len(mine) == len(own_rounds)
                 else []
             )

@@ -2,7 +2,7 @@
 
 ``input.bound_fraction`` is the share of step time the input costs: with the same model and the
 same compiled step, ``1 − real ÷ cached`` throughput. Records with interleaved rounds give it as
-the median of the per-round paired costs, with a noise band (``advisor.store.bands``); a cost
+the median of the per-round paired costs, with a noise band (``advisor.noise``); a cost
 inside its band is no measurable input cost (``input.bound_outside_band`` False). Older records
 (one measurement per arm) give the plain ratio and no band. ``input.removed_speedup`` is the
 same pair read the other way (cached ÷ real): the gain no input fix can pass, which rules whose
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from advisor import noise
 from advisor.analysis.registry import DeriveContext, Fact
-from advisor.store import bands
 
 if TYPE_CHECKING:
     from advisor.store.reader import Run
@@ -257,7 +257,7 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
                 "input.data_only_ratio",
                 record.data_only_rounds,
                 real_rounds,
-                bands.ratio,
+                noise.ratio,
                 record.data_only_samples_per_s / real,
                 planned,
             )
@@ -267,7 +267,7 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
             "input.source_cache_gain",
             record.source_cached_rounds,
             real_rounds,
-            bands.relative_gain,
+            noise.relative_gain,
             record.source_cached_samples_per_s / real - 1.0,
             planned,
         )
@@ -282,13 +282,13 @@ def _bound(
 ) -> dict[str, Any]:
     """input.bound_fraction with its band (from the rounds) and the wait per step."""
     out: dict[str, Any] = {}
-    costs = bands.paired(real_rounds or [], record.cached_rounds or [], bands.input_cost)
-    band = bands.band(costs)
+    costs = noise.paired(real_rounds or [], record.cached_rounds or [], noise.input_cost)
+    band = noise.band(costs)
     if record.rounds:
-        out["baseline.stalled_rounds"] = bands.stalled_count(
+        out["baseline.stalled_rounds"] = noise.stalled_count(
             real_rounds or [], record.cached_rounds or []
         )
-    ceiling = bands.band(bands.paired(record.cached_rounds or [], real_rounds or [], bands.ratio))
+    ceiling = noise.band(noise.paired(record.cached_rounds or [], real_rounds or [], noise.ratio))
     if ceiling is not None and ceiling.value > 0:
         out["input.removed_speedup"] = ceiling.value
         out["input.removed_speedup_band"] = ceiling.half_width / ceiling.value
@@ -301,11 +301,11 @@ def _bound(
         # Rounds were planned, but fewer than MIN_ROUNDS paired: noise cannot be told from cost.
         out["input.withheld"] = (
             f"the baseline paired only {len(costs)} round(s) of cached and real input within its time budget; "
-            f"a cost needs {bands.MIN_ROUNDS} to be told from noise: raise baseline_max_seconds "
+            f"a cost needs {noise.MIN_ROUNDS} to be told from noise: raise baseline_max_seconds "
             f"(it had {record.budget_seconds or 0:g} s) or baseline_seconds"
         )
     else:  # an older record: one measurement per arm, no band
-        out["input.bound_fraction"] = max(0.0, bands.input_cost(real, cached))
+        out["input.bound_fraction"] = max(0.0, noise.input_cost(real, cached))
         out["input.removed_speedup"] = cached / real
     if record.batch_size:
         wait = record.batch_size / real - record.batch_size / cached
@@ -317,13 +317,13 @@ def _beyond_the_inputs_work(
     out: dict[str, Any], facts: dict[str, Any], record: BaselineRecord, real: float
 ) -> dict[str, Any]:
     """A cost the input's own work cannot account for is the host's noise, not input cost
-    (``bands.beyond_the_inputs_work``): a cached pipeline that delivers 275× the training rate on
+    (``noise.beyond_the_inputs_work``): a cached pipeline that delivers 275× the training rate on
     2 cores cannot cost 19% of a step (seen beside a busy core: the rounds drifted with the load)."""
     bound, data_only = out.get("input.bound_fraction"), record.data_only_samples_per_s
     if not out.get("input.bound_outside_band") or not isinstance(bound, (int, float)):
         return {}
     cpus = facts.get("context.host_cpu_count")
-    most = bands.beyond_the_inputs_work(bound, real, data_only, cpus, facts.get("context.device"))
+    most = noise.beyond_the_inputs_work(bound, real, data_only, cpus, facts.get("context.device"))
     if most is None or not data_only:
         return {}
     on = f" on {cpus} CPUs" if isinstance(cpus, int) else ""
@@ -347,7 +347,7 @@ def _paired(
 ) -> dict[str, Any]:
     """A paired figure with its band (the median of the rounds); an older record's single
     measurement (``fallback``); nothing when rounds were planned but too few paired."""
-    band = bands.band(bands.paired(arm or [], real_rounds or [], combine))
+    band = noise.band(noise.paired(arm or [], real_rounds or [], combine))
     if band is None:
         return {} if planned else {name: fallback}
     out: dict[str, Any] = {name: band.value, f"{name}_band": band.half_width}

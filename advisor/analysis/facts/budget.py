@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from advisor import noise
 from advisor.analysis.registry import DeriveContext, Fact
-from advisor.store import bands
 
 if TYPE_CHECKING:
     from advisor.store.reader import Run
@@ -369,8 +369,8 @@ def _checkpoints(record: BudgetRecord, wall: float) -> dict[str, Any]:
 
 def _ceiling(record: BaselineRecord) -> dict[str, Any]:
     """Cached input without ÷ with the slow hooks, paired by round (the baseline's "hooks" arm)."""
-    band = bands.band(
-        bands.paired(record.cached_rounds or [], record.hooks_rounds or [], bands.ratio)
+    band = noise.band(
+        noise.paired(record.cached_rounds or [], record.hooks_rounds or [], noise.ratio)
     )
     out: dict[str, Any] = {}
     if record.hooks_of:

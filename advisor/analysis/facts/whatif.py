@@ -3,7 +3,7 @@
 For each candidate change ``<name>`` (``parallel_map``, ``cache_map``, ``jit_compile``…):
 ``whatif.<name>.speedup`` is the median over the interleaved rounds of the paired ratio
 candidate ÷ unchanged samples/s; ``whatif.<name>.band`` the ± half-width of its order-statistic
-band as a fraction of the speedup (``advisor.store.bands``); ``whatif.<name>.seconds`` what
+band as a fraction of the speedup (``advisor.noise``); ``whatif.<name>.seconds`` what
 trying it cost. A candidate that was not measured has a ``status`` and a ``reason`` instead.
 ``whatif.table`` holds every candidate as a row for the renderers.
 """
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from advisor import noise
 from advisor.analysis.registry import DeriveContext, Fact
 from advisor.stats import median
-from advisor.store import bands
 from advisor.store.schema import WHATIF_CANDIDATES as CANDIDATES
 from advisor.store.schema import WHATIF_CEILINGS as CEILINGS  # rows say so; never whatif.best
 
@@ -190,15 +190,15 @@ def _candidate(
     if candidate.status != "measured" or not rates:
         return row
     rate = median([r for r in rates if r is not None])
-    ratios = bands.paired(rates, unchanged, bands.ratio)
-    band = bands.band(ratios)
+    ratios = noise.paired(rates, unchanged, noise.ratio)
+    band = noise.band(ratios)
     speedup = band.value if band is not None else median(ratios)
     if rate is not None:
         out[f"{prefix}.samples_per_s"] = row["samples_per_s"] = rate
     if speedup is not None:
         out[f"{prefix}.speedup"] = row["speedup"] = speedup
     if band is not None and band.value > 0:
-        gain = bands.band([r - 1.0 for r in ratios])
+        gain = noise.band([r - 1.0 for r in ratios])
         out[f"{prefix}.band"] = row["band"] = band.half_width / band.value
         out[f"{prefix}.outside_band"] = row["outside_band"] = bool(
             gain is not None and gain.above_zero

@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from advisor.collectors.base import Collector
+from advisor.collectors.collector import Collector
 from advisor.store.schema import GpuSample, HostSample, Record, WindowRecord
 
 

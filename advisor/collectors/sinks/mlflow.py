@@ -28,7 +28,7 @@ import threading
 import time
 from typing import Any
 
-from advisor.collectors.base import Collector
+from advisor.collectors.collector import Collector
 from advisor.integrations.mlflow_metrics import MetricSeries, run_params
 from advisor.store.schema import ContextRecord, GpuSample, HostSample, Record, WindowRecord
 

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from advisor.collectors.base import Collector
+from advisor.collectors.collector import Collector
 from advisor.errors import UsageError
 from advisor.store.schema import ContextRecord, EventRecord, Record
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from advisor import noise
+from advisor.noise import Band
 from advisor.stats import median
-from advisor.store import bands
-from advisor.store.bands import Band
 
 BACKENDS = ("tensorflow", "jax", "torch")
 MEASURED = "measured"
@@ -84,8 +84,8 @@ class BackendCandidate:
 
     @property
     def band(self) -> Band | None:
-        """The median of the rounds and its order-statistic band (``advisor.store.bands``)."""
-        return bands.band(self.rounds)
+        """The median of the rounds and its order-statistic band (``advisor.noise``)."""
+        return noise.band(self.rounds)
 
     @property
     def relative_band(self) -> float | None:
@@ -112,12 +112,12 @@ class BackendsResult:
 
     def paired_ratios(self, candidate: BackendCandidate) -> list[float] | None:
         """Round *i*'s samples/s ÷ the own's round *i* (the rounds run interleaved, so each pair saw
-        the same minutes of the machine), stalled rounds left out (``bands.paired``); None when the
+        the same minutes of the machine), stalled rounds left out (``noise.paired``); None when the
         two do not have the same rounds."""
         own = self.own_candidate()
         if own is None or not own.rounds or len(candidate.rounds) != len(own.rounds):
             return None
-        return bands.paired(candidate.rounds, own.rounds, lambda a, b: a / b) or None
+        return noise.paired(candidate.rounds, own.rounds, lambda a, b: a / b) or None
 
     def speedup(self, candidate: BackendCandidate) -> float | None:
         """The median of the paired ratios (or, unpaired, the ratio of the medians)."""
@@ -133,7 +133,7 @@ class BackendsResult:
         own = self.own_candidate()
         ratios = self.paired_ratios(candidate)
         if ratios is not None:
-            found = bands.band(ratios)
+            found = noise.band(ratios)
             return found.half_width / found.value if found is not None and found.value else None
         if own is None or candidate.relative_band is None or own.relative_band is None:
             return None

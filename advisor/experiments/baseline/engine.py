@@ -11,7 +11,7 @@ With the same compiled train step, the baseline measures side by side
 Each is measured **for a time, not a step count**, in **interleaved rounds** (cached, real, …,
 then the reverse order), each segment after its own warm-up, within a time budget. Every round
 gives a paired value — the input's cost ``1 − real ÷ cached`` of that round — and the figure is
-their median with a noise band (``advisor.store.bands``): a cost inside the band is no input cost.
+their median with a noise band (``advisor.noise``): a cost inside the band is no input cost.
 
 It trains the user's model itself through nested ``fit`` calls on our feeds, then restores
 weights, optimizer and metric state bit for bit (``model_state.ModelState``); the user's callbacks

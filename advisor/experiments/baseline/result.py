@@ -6,9 +6,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from advisor import noise
+from advisor.noise import Band
 from advisor.stats import median
-from advisor.store import bands
-from advisor.store.bands import Band
 
 ARMS = ("real", "cached", "data_only", "source_cached")
 
@@ -51,15 +51,15 @@ class InputBaseline:
     @property
     def bound(self) -> Band | None:
         """The input's cost per round (1 − real ÷ cached) and its band."""
-        costs = bands.paired(
-            self.round_rates.get("real", []), self.round_rates.get("cached", []), bands.input_cost
+        costs = noise.paired(
+            self.round_rates.get("real", []), self.round_rates.get("cached", []), noise.input_cost
         )
-        return bands.band(costs)
+        return noise.band(costs)
 
     @property
     def stalled_rounds(self) -> int:
-        """Rounds set aside because the cached or the real arm stalled (``bands.steady_rounds``)."""
-        return bands.stalled_count(
+        """Rounds set aside because the cached or the real arm stalled (``noise.steady_rounds``)."""
+        return noise.stalled_count(
             self.round_rates.get("real", []), self.round_rates.get("cached", [])
         )
 
@@ -84,9 +84,9 @@ class InputBaseline:
     @property
     def data_only_ratio(self) -> float | None:
         """Data-only ÷ real throughput: the median of the rounds' ratios (None: too few rounds)."""
-        band = bands.band(
-            bands.paired(
-                self.round_rates.get("data_only", []), self.round_rates.get("real", []), bands.ratio
+        band = noise.band(
+            noise.paired(
+                self.round_rates.get("data_only", []), self.round_rates.get("real", []), noise.ratio
             )
         )
         return band.value if band is not None else None
@@ -94,11 +94,11 @@ class InputBaseline:
     @property
     def source_cache_gain(self) -> float | None:
         """Source-cached ÷ real throughput − 1, the median of the rounds (None: too few rounds)."""
-        band = bands.band(
-            bands.paired(
+        band = noise.band(
+            noise.paired(
                 self.round_rates.get("source_cached", []),
                 self.round_rates.get("real", []),
-                bands.relative_gain,
+                noise.relative_gain,
             )
         )
         return max(0.0, band.value) if band is not None else None

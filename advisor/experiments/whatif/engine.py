@@ -5,7 +5,7 @@ The engine reuses the baseline's measuring loop (``experiments.rounds``): every 
 unchanged configuration and each candidate change — is an *arm*; arms are measured for a time
 (not a step count) in interleaved rounds whose order alternates, each segment after its own
 warm-up. Each round gives a paired ratio candidate ÷ unchanged; the speedup is their median and
-its noise band the order-statistic interval of ``advisor.store.bands``.
+its noise band the order-statistic interval of ``advisor.noise``.
 
 Safety: the model's weights, optimizer, metrics and fit attributes are snapshotted before and
 restored after every round and at the end (``ModelState``, bit for bit); compiled-step variants

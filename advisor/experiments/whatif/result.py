@@ -7,9 +7,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from advisor import noise
+from advisor.noise import Band
 from advisor.stats import median
-from advisor.store import bands
-from advisor.store.bands import Band
 from advisor.store.schema import WHATIF_CEILINGS as CEILINGS
 
 MEASURED = "measured"
@@ -35,13 +35,13 @@ class CandidateResult:
 
     def speedup_band(self, unchanged: list[float | None]) -> Band | None:
         """Median of the per-round ratios candidate ÷ unchanged and its band (≥ 3 steady rounds)."""
-        return bands.band(bands.paired(self.rounds, unchanged, bands.ratio))
+        return noise.band(noise.paired(self.rounds, unchanged, noise.ratio))
 
     def speedup(self, unchanged: list[float | None]) -> float | None:
         band = self.speedup_band(unchanged)
         if band is not None:
             return band.value
-        return median(bands.paired(self.rounds, unchanged, bands.ratio))
+        return median(noise.paired(self.rounds, unchanged, noise.ratio))
 
     @property
     def samples_per_s(self) -> float | None:

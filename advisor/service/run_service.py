@@ -1,8 +1,8 @@
-"""``Store``: the service's one door — a run store's reads and derivations (``runs.RunStore``),
+"""``RunService``: the service's one door — a run store's reads and derivations (``runs.CachedRuns``),
 its scaling tables (``scaling``) and its profiles (``traces``).
 
-``RunStore`` reads, derives and diagnoses; the scaling and profile helpers take a ``RunStore``,
-and ``Store`` adds them as methods, so that nothing imports back up into this module.
+``CachedRuns`` reads, derives and diagnoses; the scaling and profile helpers take a ``CachedRuns``,
+and ``RunService`` adds them as methods, so that nothing imports back up into this module.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from advisor.service.runs import Analysis, RunRow, RunStore, is_store_url, run_info
+from advisor.service.runs import Analysis, RunRow, CachedRuns, is_store_url, run_info
 
 if TYPE_CHECKING:
     from advisor.analysis.scaling import Failure, ScalingTable
@@ -25,8 +25,8 @@ if TYPE_CHECKING:
 __all__ = [
     "Analysis",
     "RunRow",
-    "RunStore",
-    "Store",
+    "CachedRuns",
+    "RunService",
     "analyse",
     "diagnose",
     "is_store_url",
@@ -34,8 +34,8 @@ __all__ = [
 ]
 
 
-class Store(RunStore):
-    """A run store: runs read and derived once (``RunStore``), scaling tables and profiles.
+class RunService(CachedRuns):
+    """A run store: runs read and derived once (``CachedRuns``), scaling tables and profiles.
 
     ``runs_dir`` may be ``s3://bucket/prefix``: the store is then listed in S3 and read through a
     local mirror that only downloads what changed (:mod:`advisor.cloud.s3store`).
@@ -81,14 +81,14 @@ class Store(RunStore):
 
 
 # ---------------------------------------------------------------------------------------------
-# One-call conveniences (each builds a Store for the call)
+# One-call conveniences (each builds a RunService for the call)
 
 
 def analyse(
     run: Run | str | os.PathLike[str] | None = None, runs_dir: str | os.PathLike[str] | None = None
 ) -> Analysis:
     """The facts of one run (``latest`` by default), its sweep's siblings included."""
-    return Store(runs_dir).analyse(run)
+    return RunService(runs_dir).analyse(run)
 
 
 def diagnose(
@@ -100,5 +100,5 @@ def diagnose(
     runs_dir: str | os.PathLike[str] | None = None,
     **options: Any,
 ) -> Report:
-    """The diagnosis of one run: ``advisor.diagnose("latest")``; options as :meth:`Store.diagnose`."""
-    return Store(runs_dir).diagnose(run, config, select, ignore, **options)
+    """The diagnosis of one run: ``advisor.diagnose("latest")``; options as :meth:`RunService.diagnose`."""
+    return RunService(runs_dir).diagnose(run, config, select, ignore, **options)

@@ -19,7 +19,7 @@ from scaling_fixtures import budget, write_run, write_sweep_runs  # noqa: E402
 import advisor  # noqa: E402
 from advisor.cli.main import cli  # noqa: E402
 from advisor.errors import UsageError  # noqa: E402
-from advisor.service import Store  # noqa: E402
+from advisor.service import RunService  # noqa: E402
 
 
 @pytest.fixture
@@ -108,7 +108,7 @@ def test_an_unreadable_run_is_a_row_that_says_why(store_dir):
 
 
 def test_findings_frame_one_row_per_finding_per_run(store_dir):
-    from advisor import frames
+    from advisor import notebook as frames
 
     frames._warned_run_first.discard("findings_frame")
     df = advisor.findings_frame(runs_dir=store_dir)
@@ -116,7 +116,7 @@ def test_findings_frame_one_row_per_finding_per_run(store_dir):
     per_run = df.groupby("run_id").size()
     assert per_run.nunique() == 1  # every run is judged by every rule
     assert set(df["status"]) <= {"fail", "pass", "unknown", "n/a", "error"}
-    report = Store(store_dir).diagnose("plain-1")
+    report = RunService(store_dir).diagnose("plain-1")
     mine = df[df["run_id"] == "plain-1"].reset_index(drop=True)
     assert list(mine["code"]) == [f.code for f in report.findings]
     assert mine.equals(report.to_frame())
@@ -131,7 +131,7 @@ def test_findings_frame_one_row_per_finding_per_run(store_dir):
 
 def test_epochs_frame_and_scaling_table_to_frame(store_dir):
     epochs = advisor.epochs_frame(store_dir, "plain-1")
-    from advisor import frames
+    from advisor import notebook as frames
 
     frames._warned_run_first.discard("epochs_frame")
     with pytest.warns(
@@ -142,7 +142,7 @@ def test_epochs_frame_and_scaling_table_to_frame(store_dir):
     assert (
         list(epochs["samples_per_s"]) == [320.0, 640.0] and epochs.attrs["units"]["seconds"] == "s"
     )
-    table = Store(store_dir).scaling_table("sweep-fixture")
+    table = RunService(store_dir).scaling_table("sweep-fixture")
     df = table.to_frame()
     assert len(df) == len(table.rows) and df.attrs["units"]["samples_per_s"] == "samples/s"
     for row in table.rows:

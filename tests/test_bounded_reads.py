@@ -1,4 +1,4 @@
-"""advisor.files: the bounded reads that the store and the diagnosis share. A rule file or a
+"""advisor.bounded_reads: the bounded reads that the store and the diagnosis share. A rule file or a
 config that is a FIFO, a device, too large, not UTF-8 or missing is one error naming the file."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import threading
 
 import pytest
 
+from advisor.bounded_reads import read_text
 from advisor.errors import ConfigError, RuleError
-from advisor.files import read_text
 
 
 def test_a_fifo_rule_file_is_refused_without_blocking(tmp_path):

@@ -1,4 +1,4 @@
-"""The frames take the store first, like the callback and ``advisor.Store``; the older calls that
+"""The frames take the store first, like the callback and ``advisor.RunService``; the older calls that
 gave the run first still work, with one DeprecationWarning (no pandas needed here)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import warnings
 import pytest
 
 import advisor
-from advisor import frames
+from advisor import notebook as frames
 
 
 def test_every_frame_takes_the_store_first():

@@ -7,13 +7,13 @@
     epochs = advisor.epochs_frame("advisor-runs", "latest")       # one row per epoch of one run
 
 Every frame takes the store first (``runs_dir``: a folder or ``s3://`` URL, default
-``$ADVISOR_RUNS_DIR`` or ``./advisor-runs``), as ``AdvisorCallback`` and ``advisor.Store`` do;
+``$ADVISOR_RUNS_DIR`` or ``./advisor-runs``), as ``AdvisorCallback`` and ``advisor.RunService`` do;
 which runs comes second. The older forms that gave the run first
 (``epochs_frame("latest")``, ``findings_frame("run-1", runs_dir=...)``) still work, with a
 DeprecationWarning.
 
 Columns of facts are the fact names (``advisor rules`` and docs/pandas.md list them); units are in
-``df.attrs["units"]``. Everything is read through :class:`advisor.service.Store` (each run read
+``df.attrs["units"]``. Everything is read through :class:`advisor.service.RunService` (each run read
 and derived once); pandas is imported only here, on call.
 """
 
@@ -33,7 +33,7 @@ from advisor.numbers import strategy_label, workers_label
 if TYPE_CHECKING:
     import pandas as pd
 
-    from advisor.service import Store
+    from advisor.service import RunService
 
 F = TypeVar("F", bound=Callable[..., Any])
 StorePath = str | os.PathLike[str]
@@ -120,7 +120,7 @@ def numeric_facts(names: Sequence[str]) -> list[str]:
     return [n for n in names if (f := reg.get(n)) is not None and f.kind == "number"]
 
 
-def run_rows(store: Store, facts: Sequence[str], limit: int | None = None) -> list[dict[str, Any]]:
+def run_rows(store: RunService, facts: Sequence[str], limit: int | None = None) -> list[dict[str, Any]]:
     """One plain dict per run (oldest first): manifest columns, ``tags.<key>``, the chosen facts.
 
     An unreadable run is a row with ``status="unreadable"`` and its ``error``; nothing is skipped.
@@ -219,7 +219,7 @@ def runs_frame(
     facts: FactSpec = None,
     *,
     limit: int | None = None,
-    store: Store | None = None,
+    store: RunService | None = None,
 ) -> pd.DataFrame:
     """Every run of the store as a DataFrame, oldest first, indexed by ``run_id``.
 
@@ -230,10 +230,10 @@ def runs_frame(
     ``goodput`` is among the defaults. ``created`` is a UTC timestamp.
     """
     from advisor.dataframes import pandas, to_frame
-    from advisor.service import Store
+    from advisor.service import RunService
 
     names = fact_names(facts)
-    store = store or Store(runs_dir)
+    store = store or RunService(runs_dir)
     rows = run_rows(store, names, limit)
     frame = to_frame(
         rows, run_columns(rows, names), {**RUN_UNITS, **fact_units(names)}, runs_dir=str(store.root)
@@ -256,7 +256,7 @@ def findings_frame(
     status: str | Iterable[str] | None = None,
     select: Iterable[str] | None = None,
     ignore: Iterable[str] | None = None,
-    store: Store | None = None,
+    store: RunService | None = None,
 ) -> pd.DataFrame:
     """One row per finding per run: ``run_id``, ``code``, ``name``, ``status``, ``severity``, ``impact``…
 
@@ -265,9 +265,9 @@ def findings_frame(
     ``advisor check``. Unreadable runs are left out and listed in ``df.attrs["unreadable"]``.
     """
     from advisor.diagnosis.report import FINDING_COLUMNS
-    from advisor.service import Store
+    from advisor.service import RunService
 
-    store = store or Store(runs_dir)
+    store = store or RunService(runs_dir)
     refs: list[Any] = (
         list(store.run_dirs())
         if runs is None
@@ -304,11 +304,11 @@ def findings_frame(
 
 @run_first_still_works("run")
 def epochs_frame(
-    runs_dir: StorePath | None = None, run: RunRef | None = None, *, store: Store | None = None
+    runs_dir: StorePath | None = None, run: RunRef | None = None, *, store: RunService | None = None
 ) -> pd.DataFrame:
     """The epochs of one run of the store (default ``latest``): time, training and validation
     time, samples/s."""
-    from advisor.service import Store
+    from advisor.service import RunService
 
-    store = store or Store(runs_dir)
+    store = store or RunService(runs_dir)
     return store.analyse(run or "latest").overview().epoch_table().to_frame()

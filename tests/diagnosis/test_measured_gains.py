@@ -9,7 +9,7 @@ from whatif_fixtures import input_bound_run
 
 from advisor.analysis.registry import registry
 from advisor.diagnosis import diagnose_facts, load_rules
-from advisor.diagnosis.measured import lead_with_measured, measured_for, measured_text
+from advisor.diagnosis.measured_gains import lead_with_measured, measured_for, measured_text
 from advisor.diagnosis.report import RunInfo
 from advisor.diagnosis.rules import load_file
 from advisor.errors import RuleError
