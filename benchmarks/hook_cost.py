@@ -26,7 +26,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args()
 
-    from advisor.collectors.budget import BudgetCollector
+    from advisor.collectors.goodput import GoodputCollector
     from advisor.collectors.ledger import TRAIN, Ledger
 
     class UserCallback:
@@ -35,7 +35,7 @@ def main() -> int:
 
     bare = UserCallback()
     ledger = Ledger(time.perf_counter(), TRAIN)
-    wrapper = BudgetCollector()._hook_wrapper(
+    wrapper = GoodputCollector()._hook_wrapper(
         bare.on_train_batch_end, "cb:UserCallback.on_train_batch_end", ledger, bare, False
     )
 

@@ -1,4 +1,4 @@
-"""Which findings read records the store's reader doubted (issue 38): a finding whose evidence
+"""Which findings read records the store's reader doubted: a finding whose evidence
 comes from a kind of record that had lines skipped is marked, so a verdict on damaged data is
 never shown as if the data were whole.
 
@@ -21,7 +21,7 @@ FEEDS: dict[str, tuple[str, ...]] = {
     "host": ("host.", "pattern."),
     "baseline": ("input.", "baseline.", "callbacks.removed_speedup"),
     "whatif": ("whatif.",),
-    "budget": ("time.", "goodput", "callbacks.", "checkpoint."),
+    "goodput": ("time.", "goodput", "callbacks.", "checkpoint."),
     "context": ("context.",),
     "pipeline": ("pipeline.", "storage."),
     "trace": ("trace.",),

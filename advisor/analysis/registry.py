@@ -34,7 +34,7 @@ AREAS: tuple[str, ...] = (
     "telemetry",
     "hardware",
     "baseline",
-    "budget",
+    "goodput",
     "pipeline",
     "trace",
     "whatif",

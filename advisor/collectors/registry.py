@@ -66,9 +66,9 @@ def _baseline(o: AdvisorOptions) -> Collector:
 
 
 def _budget(o: AdvisorOptions) -> Collector:
-    from advisor.collectors.budget import BudgetCollector
+    from advisor.collectors.goodput import GoodputCollector
 
-    return BudgetCollector(wrap=o.budget)
+    return GoodputCollector(wrap=o.budget)
 
 
 def _pipeline(o: AdvisorOptions) -> Collector:

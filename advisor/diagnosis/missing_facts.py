@@ -25,7 +25,7 @@ HINTS: dict[str, str] = {
     "hardware": "train on a known accelerator (see the hardware table) and keep telemetry on",
     "cloud": "`advisor data s3://BUCKET/PREFIX --into RUN` or `advisor import sagemaker JOB` (keras-advisor[cloud]); inside a SageMaker job the input mode is read at train begin",
     "derived": "measure the facts it is derived from",
-    "budget": "train with advisor.AdvisorCallback (budget=True, the default) to record where the fit's time went",
+    "goodput": "train with advisor.AdvisorCallback (budget=True, the default) to record where the fit's time went",
 }
 
 # The same, for a custom loop recorded with advisor.track: what its markers and options give, and
@@ -54,7 +54,7 @@ TRACK_HINTS: dict[str, str] = {
         "attach it: `advisor trace PROFILE_DIR --into RUN` (keras-advisor[profile])"
     ),
     "instance": "name the cloud instance: advisor.track(instance_type=...) or ADVISOR_INSTANCE_TYPE",
-    "budget": "record the loop with advisor.track (its markers give the time budget)",
+    "goodput": "record the loop with advisor.track (its markers give the time budget)",
     "storage": "`advisor data PATH --into RUN` inspects the files the loop reads",
 }
 TRACK_FACT_HINTS: dict[str, str] = {
@@ -126,7 +126,7 @@ ENABLERS: dict[str, tuple[str, str]] = {
         'AdvisorCallback(whatif=["backends"]), advisor.whatif(model, data, '
         'candidates=["backends"]) or `advisor backends MODEL.keras --data XY.npz`',
     ),
-    "budget": (
+    "goodput": (
         "the time budget",
         "train with advisor.AdvisorCallback(budget=True) (the default; runs written "
         "before the budget existed have none)",
@@ -150,7 +150,7 @@ TRACK_ENABLERS: dict[str, tuple[str, str]] = {
     "context": ("a Keras fit", "model settings are read only in a Keras fit"),
     "throughput": ("run.step()", "call run.step() after every step inside advisor.track"),
     "epochs": ("run.epoch()", "call run.epoch() at every epoch's end inside advisor.track"),
-    "budget": ("the time budget", "record the loop with advisor.track"),
+    "goodput": ("the time budget", "record the loop with advisor.track"),
     "storage": ("data files", "`advisor data PATH --into RUN`"),
 }
 HUMAN = ("a human decision", "advice rules list the evidence; the decision is yours")

@@ -126,7 +126,7 @@ class ToDecide(_Model):
 
 
 class Coverage(_Model):
-    """Checklist coverage as CHECKLIST.md defines it: rules that passed or failed ÷ rules
+    """Checklist coverage as docs/checklist.md defines it: rules that passed or failed ÷ rules
     evaluated. Rules that do not apply (n/a) and rules not decided (unknown) are counted apart."""
 
     decided: int = Field(description="rules that passed or failed")

@@ -262,11 +262,11 @@ def events_table(view: RunOverview) -> Table | None:
 
 
 def run_summary(view: RunOverview, facts: dict[str, Any]) -> Group:
-    from advisor.render.budget import budget_parts
+    from advisor.render.goodput import goodput_parts
     from advisor.render.whatif import whatif_heading, whatif_table
 
     parts: list[Any] = [header(view), Text("")]
-    budget = budget_parts(facts)  # where the time went opens the summary
+    budget = goodput_parts(facts)  # where the time went opens the summary
     if budget:
         parts += [*budget, Text("")]
     parts.append(facts_table(facts))

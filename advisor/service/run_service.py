@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from advisor.service.runs import Analysis, RunRow, CachedRuns, is_store_url, run_info
+from advisor.service.runs import Analysis, CachedRuns, RunRow, is_store_url, run_info
 
 if TYPE_CHECKING:
     from advisor.analysis.scaling import Failure, ScalingTable

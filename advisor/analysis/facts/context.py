@@ -106,7 +106,6 @@ FACTS = (
         "context",
         "str",
     ),
-    # Added by the cross-framework issue.
     Fact("context.framework", "", "which Keras trains: keras3 or tf_keras", "context", "str"),
     Fact(
         "context.jit_compile_default",

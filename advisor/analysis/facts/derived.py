@@ -1,7 +1,7 @@
 """Facts computed from other facts: the CPU-bound / I/O-bound / small-batch patterns, the best
 estimate of the input's share of step time, and the evidence gate. Derived last.
 
-Thresholds are DESIGN.md's (SageMaker Debugger's CPUBottleneck, IOBottleneck and BatchSize rules).
+Thresholds follow SageMaker Debugger's CPUBottleneck, IOBottleneck and BatchSize rules.
 The patterns need per-GPU and per-host telemetry: without it they are absent, never False.
 """
 
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 GPU_IDLE_UTIL = 10.0  # % — "the accelerator is barely used"
 PATTERN_SHARE = 0.5  # share of samples in which the host shows the symptom
 SMALL_BATCH_UTIL = 70.0  # % — CPU, GPU and GPU memory all below this
-MIN_MEASURED_STEPS = 20  # DESIGN.md evidence gating
+MIN_MEASURED_STEPS = 20  # the evidence gate: fewer measured steps make a gated finding info
 WIDE_INPUT_BAND = (
     0.10  # a baseline cost inside a band this wide (± 10 points or more) is unknown, not 0
 )
@@ -97,9 +97,7 @@ def derive_from(facts: dict[str, Any]) -> dict[str, Any]:
         if iowait_high is not None:
             out["pattern.io_bound"] = gpu_p50 < GPU_IDLE_UTIL and iowait_high > PATTERN_SHARE
     gpu_p95 = _num(facts, "gpu.util.p95")
-    cpu_p95 = _num(
-        facts, "host.cpu.p95"
-    )  # DESIGN.md and SageMaker's BatchSize rule: p95, not the mean
+    cpu_p95 = _num(facts, "host.cpu.p95")  # SageMaker's BatchSize rule: p95, not the mean
     mem = _num(facts, "gpu.mem.peak_fraction")
     if facts.get("gpu.present") is True and None not in (gpu_p95, cpu_p95, mem):
         assert gpu_p95 is not None and cpu_p95 is not None and mem is not None

@@ -1,4 +1,4 @@
-"""Accelerator and instance knowledge, MFU. Derivations: issue 6 (hardware)."""
+"""Accelerator and instance knowledge, MFU; how each is measured: docs/telemetry.md."""
 
 from __future__ import annotations
 
@@ -61,7 +61,6 @@ FACTS = (
         "str",
     ),
     Fact("mfu", "fraction", "model FLOPs utilization: achieved FLOP/s ÷ peak", "hardware"),
-    # Added by the telemetry issue.
     Fact(
         "instance.source",
         "",

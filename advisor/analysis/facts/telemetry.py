@@ -1,4 +1,4 @@
-"""GPU (NVML) and host (psutil) telemetry facts. Derivations: issue 6 (telemetry)."""
+"""GPU (NVML) and host (psutil) telemetry facts; how each is measured: docs/telemetry.md."""
 
 from __future__ import annotations
 
@@ -95,7 +95,6 @@ FACTS = (
         "CPU time of the sampler ÷ wall time (of one core)",
         "psutil",
     ),
-    # Added by the telemetry issue.
     Fact(
         "gpu.absent_reason",
         "",
@@ -173,7 +172,7 @@ FACTS = (
 
 # Utilization p95 above this and p5 below FLUCT_LOW: the GPU swings between busy and idle.
 FLUCT_HIGH, FLUCT_LOW = 70.0, 10.0
-IDLE_UTIL = 10.0  # % — a GPU below this is idle (DESIGN.md: "accelerator < 10%")
+IDLE_UTIL = 10.0  # % — a GPU below this is idle (SageMaker CPUBottleneck, IOBottleneck)
 SATURATED_CORE = 90.0  # % of one core
 HIGH_IOWAIT = 50.0  # %
 MEM_WINDOW = 10  # samples in the memory moving average

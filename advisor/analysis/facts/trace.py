@@ -7,7 +7,7 @@ are percentages. Device-side facts are absent for CPU-only profiles, and step-ba
 absent when the profile has no step markers (``trace.steps`` = 0).
 
 Shares of step time from a handful of steps are not stable: on a busy machine one stalled step
-moves them by tens of points. Below ``MIN_TRACE_STEPS`` steps found in the profile (DESIGN.md's
+moves them by tens of points. Below ``MIN_TRACE_STEPS`` steps found in the profile (the
 evidence gate: 20 measured steps), the run's facts leave the step-time shares out and
 ``trace.withheld`` says why and what to capture instead, so the rules that need them are
 unknown, not decided. ``advisor trace`` still prints what the summary measured.
@@ -86,7 +86,6 @@ FACTS = (
         "trace",
         "bool",
     ),
-    # Added by the traces issue.
     Fact(
         "trace.hardware",
         "",
@@ -100,7 +99,7 @@ FACTS = (
     Fact(
         "trace.top_ops_copies", "", "copy ops (host↔device, send/recv) among the top ten", "trace"
     ),
-    # Added by issue 13 (stable shares).
+    # The steps a capture marked, and why its step-time shares are withheld (MIN_TRACE_STEPS).
     Fact(
         "trace.marked_steps",
         "",

@@ -22,7 +22,7 @@ from advisor.tui.model import (
     counts,
 )
 from advisor.tui.screens.base import AdvisorScreen
-from advisor.tui.widgets.budget_bar import BudgetBar
+from advisor.tui.widgets.goodput_bar import GoodputBar
 from advisor.tui.widgets.filter_bar import FilterBar
 from advisor.tui.widgets.finding_detail import FindingDetail
 
@@ -76,7 +76,7 @@ class FindingsScreen(AdvisorScreen):
             Text.assemble(("advisor", "bold"), " · reading the run…"), id="title", classes="title"
         )
         yield Static(id="headline", classes="status")
-        yield BudgetBar(id="budget", classes="status")
+        yield GoodputBar(id="budget", classes="status")
         yield Static(id="counts", classes="status")
         yield Static(id="decide", classes="hint")
         yield Static(id="message", classes="message")
@@ -125,7 +125,7 @@ class FindingsScreen(AdvisorScreen):
             )
         )
         self.query_one("#headline", Static).update(headline(report))
-        self.query_one(BudgetBar).show(report.facts)
+        self.query_one(GoodputBar).show(report.facts)
         self.query_one("#counts", Static).update(counts(report).line())
         self.query_one("#decide", Static).update(self._decide_text(report))
         sections = [(f"{code} {s.title}", code) for code, s in report.coverage.sections.items()]

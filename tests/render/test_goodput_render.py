@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from advisor.render.budget import bar, budget_parts
+from advisor.render.goodput import bar, goodput_parts
 
 
 def _render(parts) -> str:
@@ -71,7 +71,7 @@ def test_the_table_lists_the_categories_and_the_costliest_hooks():
         "checkpoint.bytes": 3e6,
         "checkpoint.by": "ModelCheckpoint.on_epoch_end ×3",
     }
-    text = _render(budget_parts(facts))
+    text = _render(goodput_parts(facts))
     assert "20.0 s of fit, goodput 50%" in text
     assert "training steps" in text and "50.0%" in text
     assert "  waiting for input, inside the training steps" in text  # indented: a part of the steps
@@ -86,4 +86,4 @@ def test_the_table_lists_the_categories_and_the_costliest_hooks():
 
 
 def test_no_budget_prints_nothing():
-    assert budget_parts({"goodput": None}) == []
+    assert goodput_parts({"goodput": None}) == []

@@ -98,7 +98,7 @@ def callbacks_lines(facts: dict[str, Any]) -> list[str]:
     return lines
 
 
-def budget_parts(facts: dict[str, Any]) -> list[Any]:
+def goodput_parts(facts: dict[str, Any]) -> list[Any]:
     """What ``advisor show`` prints first: the heading, the table and the callback lines."""
     heading, table = budget_heading(facts), budget_table(facts)
     if heading is None or table is None:

@@ -59,13 +59,13 @@ def _category_facts(name: str) -> tuple[Fact, ...]:
     what = LABELS[name]
     return (
         Fact(
-            f"time.{name}.seconds", "s", f"wall-clock seconds of the fit spent in: {what}", "budget"
+            f"time.{name}.seconds", "s", f"wall-clock seconds of the fit spent in: {what}", "goodput"
         ),
         Fact(
             f"time.{name}.share",
             "fraction",
             f"share of the fit's wall clock spent in: {what}",
-            "budget",
+            "goodput",
         ),
     )
 
@@ -75,148 +75,148 @@ FACTS = (
         "time.wall_seconds",
         "s",
         "the fit's wall clock, from the advisor's train begin to its end",
-        "budget",
+        "goodput",
     ),
     Fact(
         "time.final",
         "",
         "the budget covers the whole fit (False: it ends at the last epoch end before the "
         "job stopped)",
-        "budget",
+        "goodput",
         "bool",
     ),
     Fact(
         "time.table",
         "",
         "every category: seconds, share and what it holds, for the views",
-        "budget",
+        "goodput",
         "list",
     ),
-    Fact("goodput", "fraction", "share of the fit's wall clock spent in training steps", "budget"),
+    Fact("goodput", "fraction", "share of the fit's wall clock spent in training steps", "goodput"),
     Fact(
         "goodput.without_advisor",
         "fraction",
         "training steps ÷ the wall clock less the advisor's own time "
         "(its hooks, measurements and profile): the fit's goodput had the advisor not been there",
-        "budget",
+        "goodput",
     ),
     Fact(
         "time.largest_loss",
         "",
         "the category, other than training steps, that took the most time",
-        "budget",
+        "goodput",
         "str",
     ),
     Fact(
-        "time.largest_loss_share", "fraction", "that category's share of the wall clock", "budget"
+        "time.largest_loss_share", "fraction", "that category's share of the wall clock", "goodput"
     ),
     Fact(
         "callbacks.table",
         "",
         "every timed callback hook: seconds, calls, cost per step, share",
-        "budget",
+        "goodput",
         "list",
     ),
     Fact(
         "callbacks.<name>.ms_per_step",
         "ms",
         "one callback's cost per training step, all its hooks",
-        "budget",
+        "goodput",
     ),
     Fact(
         "callbacks.seconds",
         "s",
         "time in the fit's other callbacks (checkpoint callbacks apart)",
-        "budget",
+        "goodput",
     ),
     Fact(
         "callbacks.batch_ms_per_step",
         "ms",
         "time per training step in other callbacks' batch hooks",
-        "budget",
+        "goodput",
     ),
     Fact(
         "callbacks.slowest",
         "",
         "the costliest callback hook (not a checkpoint): Class.hook",
-        "budget",
+        "goodput",
         "str",
     ),
-    Fact("callbacks.slowest_name", "", "the class of the costliest callback hook", "budget", "str"),
+    Fact("callbacks.slowest_name", "", "the class of the costliest callback hook", "goodput", "str"),
     Fact(
         "callbacks.slowest_hook",
         "",
         "the costliest callback hook's name (on_train_batch_end, …)",
-        "budget",
+        "goodput",
         "str",
     ),
     Fact(
         "callbacks.slowest_batch_hook",
         "",
         "the costliest hook runs at every batch",
-        "budget",
+        "goodput",
         "bool",
     ),
     Fact(
         "callbacks.slowest_ms_per_step",
         "ms",
         "the costliest callback hook's time per training step",
-        "budget",
+        "goodput",
     ),
     Fact(
         "callbacks.slowest_step_share",
         "fraction",
         "the costliest callback hook's time ÷ the training loop's "
         "time (the steps and the other callbacks' hooks)",
-        "budget",
+        "goodput",
     ),
     Fact(
         "callbacks.slowest_share",
         "fraction",
         "the costliest callback hook's time ÷ the fit's wall clock",
-        "budget",
+        "goodput",
     ),
-    Fact("callbacks.step_ms", "ms", "one training step without other callbacks' hooks", "budget"),
+    Fact("callbacks.step_ms", "ms", "one training step without other callbacks' hooks", "goodput"),
     Fact(
         "callbacks.removed_speedup",
         "×",
         "samples/s without the slow callbacks' batch hooks ÷ with them "
         "(cached input, paired rounds of the baseline)",
-        "budget",
+        "goodput",
     ),
     Fact(
         "callbacks.removed_speedup_band",
         "fraction",
         "± noise band of callbacks.removed_speedup, as a share of it",
-        "budget",
+        "goodput",
     ),
     Fact(
         "callbacks.removed_outside_band",
         "",
         "the slow callbacks' cost is larger than its noise band",
-        "budget",
+        "goodput",
         "bool",
     ),
     Fact(
-        "callbacks.removed_of", "", "the hooks the ceiling left out (Class.hook)", "budget", "str"
+        "callbacks.removed_of", "", "the hooks the ceiling left out (Class.hook)", "goodput", "str"
     ),
     Fact(
         "checkpoint.count",
         "",
         "saves during the fit (model.save, save_weights, checkpoint callbacks)",
-        "budget",
+        "goodput",
     ),
-    Fact("checkpoint.seconds", "s", "time the fit spent saving checkpoints", "budget"),
-    Fact("checkpoint.share", "fraction", "checkpoint saves ÷ the fit's wall clock", "budget"),
-    Fact("checkpoint.bytes", "bytes", "bytes the saves wrote (the files each save left)", "budget"),
-    Fact("checkpoint.seconds_per_save", "s", "mean time of one save", "budget"),
+    Fact("checkpoint.seconds", "s", "time the fit spent saving checkpoints", "goodput"),
+    Fact("checkpoint.share", "fraction", "checkpoint saves ÷ the fit's wall clock", "goodput"),
+    Fact("checkpoint.bytes", "bytes", "bytes the saves wrote (the files each save left)", "goodput"),
+    Fact("checkpoint.seconds_per_save", "s", "mean time of one save", "goodput"),
     Fact(
         "checkpoint.mb_per_s",
         "MB/s",
         "bytes written ÷ time saving (the storage's speed for saves)",
-        "budget",
+        "goodput",
     ),
-    Fact("checkpoint.by", "", "who saved, and how often (Class.hook ×N)", "budget", "str"),
+    Fact("checkpoint.by", "", "who saved, and how often (Class.hook ×N)", "goodput", "str"),
 ) + tuple(f for name in CATEGORIES for f in _category_facts(name))
 
 

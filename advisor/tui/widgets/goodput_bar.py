@@ -21,7 +21,7 @@ from advisor.numbers import percent
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions
 
-NO_BUDGET = "no time budget: train with advisor.AdvisorCallback (budget=True, the default)"
+NO_GOODPUT = "no time budget: train with advisor.AdvisorCallback (budget=True, the default)"
 OTHER_BELOW = 0.01  # a share under this is one of the "other" categories in the legend
 OTHER_STYLE = "grey50"
 BAR_CELL = "█"
@@ -140,7 +140,7 @@ class BudgetView:
         yield self.goodput_line()
 
 
-def budget_view(facts: Mapping[str, Any]) -> BudgetView | None:
+def goodput_view(facts: Mapping[str, Any]) -> BudgetView | None:
     """The bar of a run's facts (plain values or ``Fact``s with ``.value``); None without a budget."""
     table = _value(facts, "time.table")
     if not isinstance(table, list) or not table:
@@ -184,11 +184,11 @@ def _number(facts: Mapping[str, Any], name: str) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-class BudgetBar(Static):
+class GoodputBar(Static):
     """The budget of the run on screen, or one line saying how to get one."""
 
     budget: BudgetView | None = None
 
     def show(self, facts: Mapping[str, Any]) -> None:
-        self.budget = budget_view(facts)
-        self.update(self.budget if self.budget is not None else Text(NO_BUDGET, style="dim"))
+        self.budget = goodput_view(facts)
+        self.update(self.budget if self.budget is not None else Text(NO_GOODPUT, style="dim"))

@@ -16,7 +16,7 @@ from tui_helpers import drive, make, until
 
 from advisor.numbers import percent
 from advisor.tui.screens.findings import FindingsScreen
-from advisor.tui.widgets.budget_bar import NO_BUDGET, BudgetBar, budget_view
+from advisor.tui.widgets.goodput_bar import NO_GOODPUT, GoodputBar, goodput_view
 
 
 def row(category: str, share: float, part_of: str | None = None) -> dict:
@@ -57,7 +57,7 @@ def plain(renderable, width: int = 80) -> list[str]:
 
 
 def test_segments_follow_the_table_and_the_input_wait_is_inside_the_steps():
-    view = budget_view(FACTS)
+    view = goodput_view(FACTS)
     assert view is not None
     assert [s.category for s in view.segments] == [
         "startup",
@@ -77,7 +77,7 @@ def test_segments_follow_the_table_and_the_input_wait_is_inside_the_steps():
 
 
 def test_legend_is_largest_first_with_the_small_categories_as_other():
-    view = budget_view(FACTS)
+    view = goodput_view(FACTS)
     assert view is not None
     assert (
         view.legend().plain
@@ -97,10 +97,10 @@ def test_facts_as_the_report_holds_them_and_no_budget():
         def __init__(self, value):
             self.value = value
 
-    view = budget_view({name: Fact(value) for name, value in FACTS.items()})
+    view = goodput_view({name: Fact(value) for name, value in FACTS.items()})
     assert view is not None and view.goodput == pytest.approx(0.46)
-    assert budget_view({}) is None
-    assert budget_view({"time.table": [row("train_steps", 0.0)]}) is None
+    assert goodput_view({}) is None
+    assert goodput_view({"time.table": [row("train_steps", 0.0)]}) is None
 
 
 def test_the_input_wait_is_a_share_of_the_wall_clock_in_the_bar_and_in_show(tmp_path):
@@ -146,7 +146,7 @@ def test_the_input_wait_is_a_share_of_the_wall_clock_in_the_bar_and_in_show(tmp_
     facts = RunService(tmp_path).analyse(writer.run_id).facts
     wait = percent(facts["time.input_wait.share"], 0, fraction=True)
     assert wait == "18%"
-    view = budget_view(facts)
+    view = goodput_view(facts)
     assert view is not None
     line = view.goodput_line().plain
     assert line.startswith(
@@ -188,14 +188,14 @@ def trained(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_findings_screen_shows_the_budget_bar_of_a_trained_run(trained):
+def test_findings_screen_shows_the_goodput_bar_of_a_trained_run(trained):
     async def scenario(pilot):
         await until(
             pilot, lambda: isinstance(pilot.app.screen, FindingsScreen) and pilot.app.screen.report
         )
         screen = pilot.app.screen
         facts = screen.report.facts
-        bar = screen.query_one(BudgetBar)
+        bar = screen.query_one(GoodputBar)
         assert bar.budget is not None
         shown = plain(bar.content, width=120)
         order = [
@@ -224,7 +224,7 @@ def test_a_run_without_a_budget_says_how_to_get_one(store):
         await until(
             pilot, lambda: isinstance(pilot.app.screen, FindingsScreen) and pilot.app.screen.report
         )
-        bar = pilot.app.screen.query_one(BudgetBar)
-        assert bar.budget is None and plain(bar.content) == [NO_BUDGET]
+        bar = pilot.app.screen.query_one(GoodputBar)
+        assert bar.budget is None and plain(bar.content) == [NO_GOODPUT]
 
     drive(make("run-input-bound"), scenario)

@@ -129,7 +129,7 @@ class _Saves:
             self.bytes = (self.bytes or 0) + written
 
 
-class BudgetCollector(Collector):
+class GoodputCollector(Collector):
     name = "budget"
 
     def __init__(self, wrap: bool = True) -> None:
