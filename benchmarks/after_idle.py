@@ -54,7 +54,10 @@ def main(argv: list[str] | None = None) -> int:
     starts = Starts()
 
     def segment(data: Any) -> tuple[float, float]:
-        """Whole epochs of ``data`` until ``--seconds`` have passed: (samples/s, median-step rate)."""
+        """Whole epochs of ``data`` until ``--seconds`` have passed.
+
+        Returns (samples/s, median-step rate).
+        """
         t0, times = time.perf_counter(), []
         while time.perf_counter() - t0 < args.seconds:
             model.fit(data, epochs=1, verbose=0, callbacks=[starts])
@@ -74,15 +77,17 @@ def main(argv: list[str] | None = None) -> int:
         after_sleep = segment(cached)
         rows.append((after_cached, after_slow, after_sleep))
         print(
-            f"round {n}: samples/s after cached {after_cached[0]:7.0f}  after the slow input {after_slow[0]:7.0f}  "
-            f"after idle {after_sleep[0]:7.0f}   (median step: {after_cached[1]:.0f} {after_slow[1]:.0f} "
-            f"{after_sleep[1]:.0f})",
+            f"round {n}: samples/s after cached {after_cached[0]:7.0f}  "
+            f"after the slow input {after_slow[0]:7.0f}  "
+            f"after idle {after_sleep[0]:7.0f}   "
+            f"(median step: {after_cached[1]:.0f} {after_slow[1]:.0f} {after_sleep[1]:.0f})",
             flush=True,
         )
     for i, name in enumerate(("after cached", "after the slow input", "after idle")):
         rates = [r[i][0] for r in rows]
         print(
-            f"{name}: median {statistics.median(rates):.0f} samples/s ({min(rates):.0f}-{max(rates):.0f})"
+            f"{name}: median {statistics.median(rates):.0f} samples/s "
+            f"({min(rates):.0f}-{max(rates):.0f})"
         )
     return 0
 

@@ -98,8 +98,8 @@ def fit_child(args: argparse.Namespace) -> None:
         np.concatenate([y] * args.fit_repeat),
     )  # epochs as long as the what-if's
     model.fit(x, y, batch_size=BATCH, epochs=1, steps_per_epoch=5, verbose=0)  # compiling
-    # Whole epochs of the repeated arrays (256 steps, as the what-if's), as many as fill a timed fit.
-    # Sized from a warm whole epoch: sized from 10 steps, which carry a fit call's own cost
+    # Whole epochs of the repeated arrays (256 steps, as the what-if's), as many as fill a timed
+    # fit. Sized from a warm whole epoch: sized from 10 steps, which carry a fit call's own cost
     # (TensorFlow's ~30-150 ms here), the fits were ~100 steps long and TensorFlow's own ran at
     # 0.6x its rate in longer ones.
     steps = len(x) // BATCH
@@ -107,14 +107,14 @@ def fit_child(args: argparse.Namespace) -> None:
     model.fit(x, y, batch_size=BATCH, epochs=1, steps_per_epoch=steps, verbose=0)
     epoch = time.perf_counter() - started
     part = args.fit_seconds / 3  # one timed fit
-    if (
-        epoch > part
-    ):  # a slow candidate (JAX without jit: ~0.4 s a step of the LSTM): shorter epochs
+    # A slow candidate (JAX without jit: ~0.4 s a step of the LSTM): shorter epochs.
+    if epoch > part:
         steps = max(10, int(steps * part / epoch))
         epoch *= steps / (len(x) // BATCH)
     epochs = max(1, round(part / max(epoch, 1e-6)))
-    # One fit of that size left out: the first ran at half speed more often than not (TensorFlow's
-    # CNN: 12 k then 24 k samples/s), and an outlier in every candidate's first pass widened the bands.
+    # One fit of that size left out: the first ran at half speed more often than not
+    # (TensorFlow's CNN: 12 k then 24 k samples/s), and an outlier in every candidate's first pass
+    # widened the bands.
     model.fit(x, y, batch_size=BATCH, epochs=epochs, steps_per_epoch=steps, verbose=0)
     print(PREFIX + json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
@@ -206,12 +206,11 @@ def whole_fits(
 
 def paired(rates: list[float], own: list[float]) -> tuple[float | None, float | None]:
     """The median of the paired ratios and its relative band (``advisor.noise``)."""
-    from advisor.stats import median
     from advisor import noise
+    from advisor.stats import median
 
-    kept = [
-        (a, b) for a, b in zip(rates, own) if a == a and b == b
-    ]  # a pass whose process had gone: NaN
+    # A pass whose process had gone: NaN.
+    kept = [(a, b) for a, b in zip(rates, own) if a == a and b == b]
     ratios = noise.paired([a for a, _ in kept], [b for _, b in kept], lambda a, b: a / b)
     found = noise.band(ratios)
     return (
@@ -256,7 +255,8 @@ def main() -> int:
         type=int,
         default=4,
         help="the whole fits' arrays repeated this many times: 4 makes 256-step epochs, as the "
-        "what-if's (1: the 64-step epochs of 4,096 rows, where TensorFlow's ~30 ms per epoch shows)",
+        "what-if's (1: the 64-step epochs of 4,096 rows, where TensorFlow's ~30 ms per epoch "
+        "shows)",
     )
     parser.add_argument("--torch-threads", type=int, default=1)
     parser.add_argument(
@@ -284,8 +284,8 @@ def main() -> int:
 
     names = None if args.candidates == "all" else args.candidates.split(",")
     print(
-        f"{'family':<6} {'candidate':<15} {'what-if/s':>10} {'what-if×':>9} {'±':>5} {'fit/s':>10} {'fit×':>7} "
-        f"{'±':>5} {'diff':>6}  {'target':<8} status"
+        f"{'family':<6} {'candidate':<15} {'what-if/s':>10} {'what-if×':>9} {'±':>5} "
+        f"{'fit/s':>10} {'fit×':>7} {'±':>5} {'diff':>6}  {'target':<8} status"
     )
     for family in args.families.split(","):
         model, x, y = build(family)
@@ -345,8 +345,8 @@ def main() -> int:
                 + (" (own)" if c.name == result.own else "")
             )
             print(
-                f"{family:<6} {c.name:<15} {cells[0]:>10} {cells[1]:>9} {cells[2]:>5} {cells[3]:>10} "
-                f"{cells[4]:>7} {cells[5]:>5} {cells[6]:>6}  {verdict:<8} {status}",
+                f"{family:<6} {c.name:<15} {cells[0]:>10} {cells[1]:>9} {cells[2]:>5} "
+                f"{cells[3]:>10} {cells[4]:>7} {cells[5]:>5} {cells[6]:>6}  {verdict:<8} {status}",
                 flush=True,
             )
         ranked = [
@@ -372,7 +372,8 @@ def main() -> int:
         detail = f" (within noise: {', '.join(ties)})" if ties and ranked != by_fit else ""
         detail += f" (conflicts: {', '.join(conflicts)})" if conflicts else ""
         print(
-            f"{family:<6} ranking: what-if {' > '.join(ranked)}; fits {' > '.join(by_fit)}; {same}{detail}; gains: "
+            f"{family:<6} ranking: what-if {' > '.join(ranked)}; fits {' > '.join(by_fit)}; "
+            f"{same}{detail}; gains: "
             + ", ".join(f"{verdicts.count(v)} {v}" for v in ("met", "in noise", "NOT met")),
             flush=True,
         )

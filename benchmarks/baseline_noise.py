@@ -130,15 +130,18 @@ def main() -> None:
                             spin.wait()
                     band = result.bound
                     results.setdefault((scenario, seconds, load), []).append((result, band, wall))
+                    cost = band.value if band else float("nan")
+                    half = band.half_width if band else float("nan")
                     print(
-                        f"  {scenario:10s} {seconds:4.2f} s {load:9s}: cost {band.value if band else float('nan'):+.3f} "
-                        f"± {band.half_width if band else float('nan'):.3f}  outside={result.bound_outside_band}  "
+                        f"  {scenario:10s} {seconds:4.2f} s {load:9s}: "
+                        f"cost {cost:+.3f} ± {half:.3f}  outside={result.bound_outside_band}  "
                         f"stalled={result.stalled_rounds}  wall {wall:.1f} s",
                         flush=True,
                     )
     print()
     print(
-        "| input | seconds | segment | load | median cost | median band (±) | outside the band | stalled rounds | median wall |"
+        "| input | seconds | segment | load | median cost | median band (±) | outside the band "
+        "| stalled rounds | median wall |"
     )
     print("|---|---:|---:|---|---:|---:|---:|---:|---:|")
     for (scenario, seconds, load), rows in results.items():
@@ -147,7 +150,8 @@ def main() -> None:
         outside = sum(1 for r, _, _ in rows if r.bound_outside_band)
         stalled = sum(r.stalled_rounds for r, _, _ in rows)
         print(
-            f"| {scenario} | {seconds:g} | {seconds / 24 * 1000:.0f} ms | {load} | {statistics.median(costs):.1%} | "
+            f"| {scenario} | {seconds:g} | {seconds / 24 * 1000:.0f} ms | {load} | "
+            f"{statistics.median(costs):.1%} | "
             f"{statistics.median(widths):.1%} | {outside}/{len(rows)} | {stalled} | "
             f"{statistics.median(w for _, _, w in rows):.1f} s |"
         )

@@ -67,8 +67,9 @@ def main(argv: list[str] | None = None) -> int:
             finally:
                 baseline.tear_down = torn
             print(
-                f"| pair {pair + 1} | {'yes' if teardown else 'no'} | {r.real_samples_per_s:,.0f} | "
-                f"{r.cached_samples_per_s:,.0f} | {r.bound_fraction:.3f} (±{r.bound_band or 0:.3f}) |",
+                f"| pair {pair + 1} | {'yes' if teardown else 'no'} | "
+                f"{r.real_samples_per_s:,.0f} | {r.cached_samples_per_s:,.0f} | "
+                f"{r.bound_fraction:.3f} (±{r.bound_band or 0:.3f}) |",
                 flush=True,
             )
     return 0

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 def fit(arm: str, epochs: int) -> tuple[float, float, list[float]]:
-    """(mean epoch s, mean in-epoch step s, first-step latencies) over the epochs after the first."""
+    """(mean epoch s, mean in-epoch step s, first-step latencies) over the epochs after the 1st."""
     import keras
     from whatif import guide
 
@@ -71,7 +71,8 @@ def main(argv: list[str] | None = None) -> int:
             stalls = sum(f > 0.5 for f in firsts)
             print(
                 f"{arm:20s} epoch {epoch:.3f} s  in-epoch step {inner * 1000:.1f} ms  "
-                f"stalled boundaries {stalls}/{len(firsts)}  firsts {[round(f, 2) for f in firsts]}",
+                f"stalled boundaries {stalls}/{len(firsts)}  "
+                f"firsts {[round(f, 2) for f in firsts]}",
                 flush=True,
             )
     for arm, runs in results.items():

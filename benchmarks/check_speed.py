@@ -226,7 +226,8 @@ def main() -> int:
     for name, values in times.items():
         print(f"| {name} | {statistics.median(values):.3f} | {min(values):.3f} |")
     print(
-        f"| diagnose() in process (read + facts + rules) | {statistics.median(inproc):.3f} | {min(inproc):.3f} |"
+        "| diagnose() in process (read + facts + rules) | "
+        f"{statistics.median(inproc):.3f} | {min(inproc):.3f} |"
     )
     print("breakdown of one in-process diagnosis:")
     for name, seconds in parts.items():

@@ -115,7 +115,8 @@ def _line(s: suite.Score) -> str:
     if os.environ.get("ADVISOR_SCENARIO_WHATIF_SECONDS") and s.top in WHATIF_RULES:
         extra.append(f"{s.top} {s.top_measured or 'NOT MEASURED'}")
     return (
-        f"{s.name:<30} recall {s.recall_hits}/{s.recall_total}  precision {s.precision_hits}/{len(s.flagged)}"
+        f"{s.name:<30} recall {s.recall_hits}/{s.recall_total}  "
+        f"precision {s.precision_hits}/{len(s.flagged)}"
         f"  top-1 {top:<10} {s.seconds:5.1f} s  failed: {' '.join(s.failed[:6])}"
         + (f"  [{'; '.join(extra)}]" if extra else "")
     )
@@ -136,9 +137,10 @@ def _measured_totals(scores: list[suite.Score]) -> str:
     tops = [s for s in scores if s.top in WHATIF_RULES]
     measured = [s for s in tops if s.top_measured]
     missing = [s.name for s in tops if not s.top_measured]
+    unmeasured = f"; not measured: {' '.join(missing)}" if missing else ""
     return (
-        f"what-if: {len(measured)}/{len(tops)} scenarios whose top finding names a fix got it measured"
-        + (f"; not measured: {' '.join(missing)}" if missing else "")
+        f"what-if: {len(measured)}/{len(tops)} scenarios whose top finding names a fix "
+        f"got it measured{unmeasured}"
     )
 
 
@@ -153,8 +155,9 @@ def _totals(scores: list[suite.Score], total: float, busy: int) -> str:
     clean = all(not s.flagged for s in healthy)
     return (
         f"overall: recall {hits}/{needed} ({hits / max(needed, 1):.0%}), precision (warning+) "
-        f"{correct}/{flagged} ({correct / max(flagged, 1):.0%}), top-1 {top_ok}/{len(tops)}, healthy without "
-        f"warnings: {'yes' if clean else 'NO'}; {len(scores)} scenarios in {total:.0f} s"
+        f"{correct}/{flagged} ({correct / max(flagged, 1):.0%}), top-1 {top_ok}/{len(tops)}, "
+        f"healthy without warnings: {'yes' if clean else 'NO'}; "
+        f"{len(scores)} scenarios in {total:.0f} s"
         f"{f' with {busy} core(s) kept busy' if busy else ''}"
     )
 
@@ -168,8 +171,8 @@ def _markdown(scores: list[suite.Score], total: float, busy: int) -> str:
         top = "—" if s.top_ok is None else ("✓" if s.top_ok else f"✗ ({s.top})")
         failed = "error: " + (s.error or "") if s.error else " ".join(s.failed[:5])
         rows.append(
-            f"| {s.name} | {s.recall_hits}/{s.recall_total} | {s.precision_hits}/{len(s.flagged)} | {top} | "
-            f"{failed} | {s.seconds:.0f} s |"
+            f"| {s.name} | {s.recall_hits}/{s.recall_total} | "
+            f"{s.precision_hits}/{len(s.flagged)} | {top} | {failed} | {s.seconds:.0f} s |"
         )
     return "\n".join(rows) + "\n\n" + _totals(scores, total, busy)
 

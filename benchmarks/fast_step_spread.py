@@ -74,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     model = scenario["model"]()
     rates = []
     print(
-        f"| fit | {args.fix} samples/s | ten-epoch stretches, ms an epoch (min–max) | Python probe | steal |\n"
+        f"| fit | {args.fix} samples/s | ten-epoch stretches, ms an epoch (min–max) "
+        "| Python probe | steal |\n"
         "|---:|---:|---:|---:|---:|"
     )
     for index in range(args.fits):

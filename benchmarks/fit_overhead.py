@@ -50,7 +50,8 @@ def main() -> int:
     step = (epoch - short) / 60
     print(
         f"{os.environ.get('KERAS_BACKEND', 'tensorflow')}: step {step * 1e3:.2f} ms; per fit call "
-        f"{(short - 4 * step) * 1e3:.0f} ms; per further epoch {((four - epoch) / 3 - 64 * step) * 1e3:.0f} ms; "
+        f"{(short - 4 * step) * 1e3:.0f} ms; "
+        f"per further epoch {((four - epoch) / 3 - 64 * step) * 1e3:.0f} ms; "
         f"4×64 unshuffled ÷ shuffled {four_unshuffled / four:.2f}"
     )
     return 0

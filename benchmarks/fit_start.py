@@ -65,7 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     p90 = starts[min(len(starts) - 1, int(0.9 * len(starts)))]
     print(
         f"cpus {os.cpu_count()}, busy {args.busy}, step {step * 1000:.2f} ms, fits {args.fits}: "
-        f"a nested fit's start median {statistics.median(starts) * 1000:.0f} ms, p90 {p90 * 1000:.0f} ms"
+        f"a nested fit's start median {statistics.median(starts) * 1000:.0f} ms, "
+        f"p90 {p90 * 1000:.0f} ms"
     )
     return 0
 

@@ -98,7 +98,8 @@ def main() -> int:
             f"  ({time.perf_counter() - t0:.0f} s in all)"
         )
     print(
-        f"largest gap {worst:.2%} (tolerance {args.tolerance:.0%}); load average {os.getloadavg()[0]:.2f}"
+        f"largest gap {worst:.2%} (tolerance {args.tolerance:.0%}); "
+        f"load average {os.getloadavg()[0]:.2f}"
     )
     return 1 if failed or worst > args.tolerance else 0
 

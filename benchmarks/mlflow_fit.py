@@ -82,7 +82,8 @@ def main() -> None:
         )
     median = statistics.median(ratios)
     print(
-        f"{epochs} epochs per fit; median ratio {median:.3f} (target ≤ 1.10): {'met' if median <= 1.10 else 'NOT met'}"
+        f"{epochs} epochs per fit; median ratio {median:.3f} (target ≤ 1.10): "
+        f"{'met' if median <= 1.10 else 'NOT met'}"
     )
 
 

@@ -1,7 +1,7 @@
 """Overhead of AdvisorCallback on a tiny model (~1 ms step): fit with and without, alternating.
 
-    python benchmarks/overhead.py [--pairs 7] [--fit-seconds 2 | --steps N] [--backend tensorflow|jax|torch|tf_keras]
-                                  [--user-callbacks 5]
+    python benchmarks/overhead.py [--pairs 7] [--fit-seconds 2 | --steps N]
+                                  [--backend tensorflow|jax|torch|tf_keras] [--user-callbacks 5]
 
 ``--backend tf_keras`` trains with legacy tf.keras (``TF_USE_LEGACY_KERAS=1``). The backend is
 chosen before Keras is imported, so run one backend per process. Prints each pair and the
@@ -121,7 +121,7 @@ def main() -> None:
                 steady.append(time.perf_counter() - self.t0)
 
     class Counter(keras.callbacks.Callback):
-        """A light user callback: counts batches and epochs (what a progress or metric hook costs)."""
+        """A light user callback: counts batches and epochs, as a progress or metric hook would."""
 
         def __init__(self):
             super().__init__()
@@ -178,20 +178,23 @@ def main() -> None:
             steady_ratios.append(steady[-2] / steady[-1])
         ratios.append(with_ / without)
         print(
-            f"pair {i + 1}: without {without:.3f} s, with {with_:.3f} s, ratio {with_ / without:.4f}"
+            f"pair {i + 1}: without {without:.3f} s, with {with_:.3f} s, "
+            f"ratio {with_ / without:.4f}"
         )
     steps = 2 * per_epoch
     print(
-        f"backend {name}, {steps} steps per fit, {len(users)} user callbacks, step ≈ {without / steps * 1000:.2f} ms, "
-        f"load average {os.getloadavg()[0]:.2f}"
+        f"backend {name}, {steps} steps per fit, {len(users)} user callbacks, "
+        f"step ≈ {without / steps * 1000:.2f} ms, load average {os.getloadavg()[0]:.2f}"
     )
     print(
-        f"median ratio (with ÷ without) over {args.pairs} pairs: {statistics.median(ratios):.4f} whole fit, "
+        f"median ratio (with ÷ without) over {args.pairs} pairs: "
+        f"{statistics.median(ratios):.4f} whole fit, "
         f"{statistics.median(steady_ratios):.4f} second epoch only"
     )
     if own:
         print(
-            f"advisor's own estimate (time in its hooks ÷ training time), median: {statistics.median(own):.2%}"
+            "advisor's own estimate (time in its hooks ÷ training time), "
+            f"median: {statistics.median(own):.2%}"
         )
     sys.stdout.flush()
 

@@ -79,7 +79,8 @@ def main() -> None:
             )
     for name in variants:
         print(
-            f"{name}: min {min(times[name]) * 1000:.1f} ms  median {statistics.median(times[name]) * 1000:.1f} ms"
+            f"{name}: min {min(times[name]) * 1000:.1f} ms  "
+            f"median {statistics.median(times[name]) * 1000:.1f} ms"
         )
 
 

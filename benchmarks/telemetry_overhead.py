@@ -40,7 +40,8 @@ def sampler_cost(interval: float, seconds: float) -> None:
                         print(f"  GPU {dev.index} {name}: {exc}")
                         break
                 print(
-                    f"  GPU {dev.index} {name}: {(time.thread_time() - cpu0) / 20 * 1e3:.3f} ms CPU per read"
+                    f"  GPU {dev.index} {name}: "
+                    f"{(time.thread_time() - cpu0) / 20 * 1e3:.3f} ms CPU per read"
                 )
     host = HostSampler()
     host.sample(time.time(), time.monotonic())
@@ -57,7 +58,8 @@ def sampler_cost(interval: float, seconds: float) -> None:
         sampler.sample_once()
     per_sample = (time.thread_time() - cpu0) / n
     print(
-        f"CPU per sample: {per_sample * 1e3:.3f} ms → {per_sample / interval:.4%} of one core at {interval} s"
+        f"CPU per sample: {per_sample * 1e3:.3f} ms → "
+        f"{per_sample / interval:.4%} of one core at {interval} s"
     )
 
     written.clear()
@@ -66,8 +68,9 @@ def sampler_cost(interval: float, seconds: float) -> None:
     time.sleep(seconds)
     sampler.stop()
     print(
-        f"thread over {sampler.wall_seconds:.1f} s: {sampler.samples} samples, CPU {sampler.cpu_seconds * 1e3:.1f} ms "
-        f"→ {sampler.cpu_seconds / sampler.wall_seconds:.4%} of one core"
+        f"thread over {sampler.wall_seconds:.1f} s: {sampler.samples} samples, "
+        f"CPU {sampler.cpu_seconds * 1e3:.1f} ms → "
+        f"{sampler.cpu_seconds / sampler.wall_seconds:.4%} of one core"
     )
     monitor.close()
 
@@ -94,7 +97,7 @@ def throughput(pairs: int, interval: float) -> None:
     store = tempfile.mkdtemp(prefix="advisor-bench-")
 
     class Clock(keras.callbacks.Callback):
-        """Steady-state time: from batch 100 to the last batch (train-begin and train-end work excluded)."""
+        """Steady-state time: batch 100 to the last batch (train begin and end work excluded)."""
 
         def on_train_batch_end(self, batch: int, logs: object = None) -> None:
             if batch == 100:
@@ -123,10 +126,12 @@ def throughput(pairs: int, interval: float) -> None:
             on, off = samples_per_s(True), samples_per_s(False)
         ratios.append(on / off)
         print(
-            f"pair {i + 1}: off {off:,.0f} samples/s, on {on:,.0f} samples/s, on ÷ off {on / off:.4f}"
+            f"pair {i + 1}: off {off:,.0f} samples/s, on {on:,.0f} samples/s, "
+            f"on ÷ off {on / off:.4f}"
         )
     print(
-        f"median on ÷ off over {pairs} pairs: {statistics.median(ratios):.4f} (backend {keras.backend.backend()})"
+        f"median on ÷ off over {pairs} pairs: {statistics.median(ratios):.4f} "
+        f"(backend {keras.backend.backend()})"
     )
 
 

@@ -159,7 +159,8 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"{name:24s} real {f.get('baseline.real_samples_per_s', 0):7.1f}  cached "
                 f"{f.get('baseline.cached_samples_per_s', 0):7.1f} samples/s  "
-                f"bound {f.get('input.bound_fraction', float('nan')):.0%}  ({result['seconds']:.1f} s)",
+                f"bound {f.get('input.bound_fraction', float('nan')):.0%}  "
+                f"({result['seconds']:.1f} s)",
                 file=sys.stderr,
             )
 
@@ -178,8 +179,9 @@ def main(argv: list[str] | None = None) -> int:
             if needle in say_changes(f.get("pipeline.advice") or [])
         ]
         print(
-            f"| {name} | {f.get('throughput.samples_per_s', float('nan')):.0f} | {real or float('nan'):.0f} | "
-            f"{cached or float('nan'):.0f} | {ratio:.0%} | {f.get('input.bound_fraction', float('nan')):.0%} | "
+            f"| {name} | {f.get('throughput.samples_per_s', float('nan')):.0f} | "
+            f"{real or float('nan'):.0f} | {cached or float('nan'):.0f} | {ratio:.0%} | "
+            f"{f.get('input.bound_fraction', float('nan')):.0%} | "
             f"{', '.join(result['findings']) or '—'} | {', '.join(wanted) or '—'} |"
         )
     print()
@@ -243,7 +245,8 @@ def evaluate(rows: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, bool, st
     ratio = real / cached if cached else 0.0
     c = (
         ratio >= 0.90,
-        f"fully fixed pipeline at {ratio:.0%} of the cached-input ceiling ({real:.1f} / {cached:.1f})",
+        f"fully fixed pipeline at {ratio:.0%} of the cached-input ceiling "
+        f"({real:.1f} / {cached:.1f})",
     )
     return [("a", *a), ("b", *b), ("c", *c)]
 

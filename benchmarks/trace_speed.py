@@ -36,7 +36,8 @@ def summarise_speed(repeats: int) -> None:
         summary = summarize(FIXTURE)
         times.append(time.perf_counter() - t0)
     print(
-        f"summarise fixture (30 marked steps, {summary.steps} found): median {statistics.median(times):.2f} s, "
+        f"summarise fixture (30 marked steps, {summary.steps} found): "
+        f"median {statistics.median(times):.2f} s, "
         f"max {max(times):.2f} s over {repeats}"
     )
 
@@ -128,13 +129,14 @@ def window_cost(store: str, pairs: int, steps: int) -> None:
         best = min(with_all) / min(without_all)
         med = statistics.median(with_all) / statistics.median(without_all)
         print(
-            f"throughput cost {name}: ratio of fastest epochs {best:.3f}, of median epochs {med:.3f} "
+            f"throughput cost {name}: ratio of fastest epochs {best:.3f}, "
+            f"of median epochs {med:.3f} "
             f"({len(with_all)} epochs each side, {steps} steps each); target <= 1.01"
         )
 
 
 def hook_cost(calls: int = 200_000) -> None:
-    """The per-step cost of a configured window outside it, timed directly (no noise from others)."""
+    """Per-step cost of a configured window outside it, timed directly (no noise from others)."""
     from advisor.collectors.profiler import ProfilerCollector
 
     collector = ProfilerCollector(profile_steps=(10**9, 10**9 + 1))

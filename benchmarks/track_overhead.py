@@ -1,6 +1,7 @@
-"""Overhead of ``advisor.track`` on a plain PyTorch or JAX loop: the loop with and without, alternating.
+"""Overhead of ``advisor.track`` on a plain PyTorch or JAX loop: with and without, alternating.
 
-    python benchmarks/track_overhead.py [--framework torch|jax] [--pairs 9] [--steps 2000] [--width 256]
+    python benchmarks/track_overhead.py [--framework torch|jax] [--pairs 9] [--steps 2000]
+                                        [--width 256]
     python benchmarks/track_overhead.py --blocks 300 [--block-steps 50]   # interleaved blocks
 
 Each pair runs the same loop (a small MLP, synthetic data, ``--steps`` steps in 2 epochs) once
@@ -169,10 +170,12 @@ def blocks(step: Callable[[int], None], rounds: int, size: int, batch: int, runs
         f"{100 * statistics.median(marker) / step_s:.2f} % of a {step_s * 1000:.3f} ms step"
     )
     print(
-        f"{rounds} rounds of {size} steps ({loop / (2 * rounds * size) * 1000:.3f} ms a step): median block "
-        f"ratio marked ÷ bare {statistics.median(ratios):.4f} (quartiles {q[0]:.4f}–{q[2]:.4f}); run start + close "
-        f"{fixed * 1000:.1f} ms = {100 * fixed / loop:.2f} % of this {loop:.1f} s loop (the process's first run, "
-        f"imports included: {first_s * 1000:.0f} ms); telemetry thread "
+        f"{rounds} rounds of {size} steps ({step_s * 1000:.3f} ms a step): "
+        f"median block ratio marked ÷ bare {statistics.median(ratios):.4f} "
+        f"(quartiles {q[0]:.4f}–{q[2]:.4f}); "
+        f"run start + close {fixed * 1000:.1f} ms = {100 * fixed / loop:.2f} % "
+        f"of this {loop:.1f} s loop "
+        f"(the process's first run, imports included: {first_s * 1000:.0f} ms); telemetry thread "
         f"{'—' if cpu is None else f'{100 * cpu:.2f} % of a core'}"
     )
 
@@ -221,15 +224,17 @@ def main() -> None:
             second_ratios.append(times["tracked"][1] / times["bare"][1])
             bare_s = times["bare"][0]
             print(
-                f"pair {pair + 1}: bare {times['bare'][0]:.3f} s, tracked {times['tracked'][0]:.3f} s, "
+                f"pair {pair + 1}: bare {times['bare'][0]:.3f} s, "
+                f"tracked {times['tracked'][0]:.3f} s, "
                 f"ratio {ratio:.4f} (2nd epoch {second_ratios[-1]:.4f})",
                 flush=True,
             )
     print(
         f"{version}: {args.steps} steps of {bare_s / args.steps * 1000:.3f} ms; median ratio "
-        f"{statistics.median(ratios):.4f} (target ≤ 1.01), 2nd epoch {statistics.median(second_ratios):.4f}, "
-        f"advisor's own estimate {100 * statistics.median(own):.2f} %; fastest tracked ÷ fastest bare "
-        f"{fastest['tracked'] / fastest['bare']:.4f}"
+        f"{statistics.median(ratios):.4f} (target ≤ 1.01), "
+        f"2nd epoch {statistics.median(second_ratios):.4f}, "
+        f"advisor's own estimate {100 * statistics.median(own):.2f} %; "
+        f"fastest tracked ÷ fastest bare {fastest['tracked'] / fastest['bare']:.4f}"
     )
 
 

@@ -1,4 +1,4 @@
-"""`advisor tui` on a 1,000-run store (half of it in sweeps), and live mode against a steady writer (issue 16).
+"""`advisor tui` on a 1,000-run store (half in sweeps), and live against a steady writer (issue 16).
 
 Builds a synthetic store through the real RunWriter — 500 plain runs and 100 sweeps of 5
 configurations — then measures, each ``--repeats`` times (medians reported):
@@ -285,16 +285,16 @@ def main() -> None:
 
         print("\n| what | median | worst |\n|---|---:|---:|")
         print(
-            f"| Runs table on screen, {args.runs:,} runs listed (headless) | {med('table'):.2f} s | "
-            f"{max(r['table'] for r in results):.2f} s |"
+            f"| Runs table on screen, {args.runs:,} runs listed (headless) | "
+            f"{med('table'):.2f} s | {max(r['table'] for r in results):.2f} s |"
         )
         print(
             f"| … and a key press answered (interactive) | {med('interactive'):.2f} s | "
             f"{max(r['interactive'] for r in results):.2f} s |"
         )
         print(
-            f"| … every row in the table (added in chunks after each refresh) | {med('all_rows'):.2f} s | "
-            f"{max(r['all_rows'] for r in results):.2f} s |"
+            "| … every row in the table (added in chunks after each refresh) | "
+            f"{med('all_rows'):.2f} s | {max(r['all_rows'] for r in results):.2f} s |"
         )
         got = [t for t in tmux if t is not None]
         if got:
@@ -315,14 +315,16 @@ def main() -> None:
             f"{statistics.median(eager_s):.1f} s | {max(eager_s):.1f} s |"
         )
         print(
-            f"| peak RSS of this process | {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB | |"
+            "| peak RSS of this process | "
+            f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB | |"
         )
 
         lv = asyncio.run(live(root, args.live_s, args.poll))
         print(
             f"\nlive, a writer at 10 records/s for {args.live_s:.0f} s, poll every {args.poll} s: "
-            f"{lv['records']:.0f} records written and all shown; {lv['updates']:.0f} screen updates "
-            f"for {lv['polls']:.0f} polls; lag from write to screen median {lv['lag_median_ms']:.0f} ms, "
+            f"{lv['records']:.0f} records written and all shown; "
+            f"{lv['updates']:.0f} screen updates for {lv['polls']:.0f} polls; "
+            f"lag from write to screen median {lv['lag_median_ms']:.0f} ms, "
             f"worst {lv['lag_max_ms']:.0f} ms"
         )
 

@@ -514,16 +514,22 @@ def scenario_table(
     base_runs = [pooled([run], batch) for run in runs["base"]]
     lines = [
         (
-            f"### {name}: base {base['steady']:.1f} samples/s in the what-if's run, {speed['base']:.1f} pooled over "
-            f"the {len(base_runs)} base {'chunks' if turns else 'runs'} that bracket the applied ones "
+            f"### {name}: base {base['steady']:.1f} samples/s in the what-if's run, "
+            f"{speed['base']:.1f} pooled over "
+            f"the {len(base_runs)} base {'chunks' if turns else 'runs'} "
+            "that bracket the applied ones "
             f"({min(base_runs):.1f}–{max(base_runs):.1f}, "
-            f"stalled epochs {stalls('base')}); what-if {facts.get('whatif.seconds', 0):.1f} s of a "
+            f"stalled epochs {stalls('base')}); "
+            f"what-if {facts.get('whatif.seconds', 0):.1f} s of a "
             f"{facts.get('whatif.budget_seconds', 0):g} s budget = "
-            f"{facts.get('whatif.seconds', 0) / base['train_seconds']:.0%} of the {base['train_seconds']:.1f} s fit "
-            f"({epochs} epochs), {facts.get('whatif.rounds', 0)} rounds; what-if runs: {len(whatifs)} (the gain is "
+            f"{facts.get('whatif.seconds', 0) / base['train_seconds']:.0%} "
+            f"of the {base['train_seconds']:.1f} s fit "
+            f"({epochs} epochs), {facts.get('whatif.rounds', 0)} rounds; "
+            f"what-if runs: {len(whatifs)} (the gain is "
             f"their median, the band the median of theirs); "
             + (
-                f"applied: {turns} turns of chunks (≥ {chunk_seconds:g} s of epochs each; base, fix, base, …), "
+                f"applied: {turns} turns of chunks (≥ {chunk_seconds:g} s of epochs each; "
+                "base, fix, base, …), "
                 "a fix's gain the median of its chunks' (÷ the two base chunks around each), "
                 if turns
                 else f"applied runs: {repeats} per fix, "
@@ -538,7 +544,8 @@ def scenario_table(
         (
             "| fix | what-if gain (band) | each what-if run | measured in | applied gain "
             + ("(its chunks, min–max) " if turns else "(each run) ")
-            + "| stalled epochs | applied with the stalls | what-if ÷ applied | matters | within ±15% |"
+            + "| stalled epochs | applied with the stalls | what-if ÷ applied "
+            "| matters | within ±15% |"
         ),
         "|---|---:|---:|---:|---:|---:|---:|---:|:-:|:-:|",
     ]
@@ -551,8 +558,8 @@ def scenario_table(
         low, high = r["spread"]
         each_whatif = ", ".join(f"{g:.2f}" for g in r["whatif_each"])
         lines.append(
-            f"| {r['fix']} | {r['whatif']:.2f}×{band} | {each_whatif} | {r['seconds'] or 0:.1f} s | "
-            f"{r['applied']:.2f}× "
+            f"| {r['fix']} | {r['whatif']:.2f}×{band} | {each_whatif} | "
+            f"{r['seconds'] or 0:.1f} s | {r['applied']:.2f}× "
             f"({low:.2f}–{high:.2f}) | {r['stalls']} | "
             + (f"{r['stalled_gain']:.2f}× | " if finite else "— | ")
             + f"{r['whatif'] / r['applied']:.2f} | {'yes' if matters else 'no'} | "

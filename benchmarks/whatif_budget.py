@@ -26,7 +26,12 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 warnings.filterwarnings("ignore", category=UserWarning)  # Keras: shuffle ignored on a tf.data input
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "experiments"))
 
-SPIN = "import os, time\nparent = os.getppid()\nwhile os.getppid() == parent:\n    for _ in range(100000): pass\n"
+SPIN = (
+    "import os, time\n"
+    "parent = os.getppid()\n"
+    "while os.getppid() == parent:\n"
+    "    for _ in range(100000): pass\n"
+)
 
 
 def main() -> int:
@@ -39,7 +44,7 @@ def main() -> int:
     import test_whatif as scenario  # the tests' model and input, not a copy of them
 
     import advisor
-    from advisor.experiments.whatif import engine
+    from advisor.experiments.whatif import state as engine  # where _segment lives
 
     overshoots: list[tuple[str, float, float]] = []
     segment = engine._segment
@@ -77,7 +82,8 @@ def main() -> int:
         for spinner in spinners:
             spinner.kill()
     print(
-        f"closest to the budget's end: {worst:+.3f} s ({args.runs} runs, {args.busy} busy processes)"
+        f"closest to the budget's end: {worst:+.3f} s "
+        f"({args.runs} runs, {args.busy} busy processes)"
     )
     return 0 if worst >= 0 else 1
 

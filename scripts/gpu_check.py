@@ -1,4 +1,4 @@
-"""GPU check: train a small model with AdvisorCallback on an NVIDIA GPU and print what telemetry saw.
+"""GPU check: train a small model with AdvisorCallback on an NVIDIA GPU, print what telemetry saw.
 
 Run through ``scripts/gpu_check.sh`` (it bounds the whole check in time). Steps:
 
@@ -74,8 +74,14 @@ def nvml_report() -> list[str]:
 
 def choose_backend(wanted: str | None) -> str | None:
     checks = {
-        "tensorflow": "import tensorflow as tf; g = tf.config.list_physical_devices('GPU'); print(len(g)); assert g",
-        "jax": "import jax; d = [x for x in jax.devices() if x.platform == 'gpu']; print(len(d)); assert d",
+        "tensorflow": (
+            "import tensorflow as tf; g = tf.config.list_physical_devices('GPU'); "
+            "print(len(g)); assert g"
+        ),
+        "jax": (
+            "import jax; d = [x for x in jax.devices() if x.platform == 'gpu']; "
+            "print(len(d)); assert d"
+        ),
     }
     for backend in [wanted] if wanted else ["tensorflow", "jax"]:
         if importlib.util.find_spec(backend) is None:
@@ -103,7 +109,7 @@ def missing_python_packages() -> list[str]:
 
 
 class StopAfter:
-    """Stops fit after a wall-clock budget (a Keras callback built lazily, once keras is imported)."""
+    """Stops fit at a wall-clock budget (a Keras callback built lazily, once keras is imported)."""
 
     @staticmethod
     def make(seconds: float) -> Any:
@@ -181,11 +187,13 @@ def summarise(path: Any) -> dict[str, Any]:
         say(f"  GPU {index}: {len(samples)} samples over {samples[-1].t - samples[0].t:.1f} s")
         if util:
             say(
-                f"    util p5/p50/p95 {percentile(util, 5):.0f}/{percentile(util, 50):.0f}/{percentile(util, 95):.0f} %"
+                f"    util p5/p50/p95 {percentile(util, 5):.0f}/{percentile(util, 50):.0f}/"
+                f"{percentile(util, 95):.0f} %"
             )
         if mem:
             say(
-                f"    memory used max {max(mem) / 2**30:.1f} GiB of {(samples[0].mem_total or 0) / 2**30:.0f} GiB (NVML)"
+                f"    memory used max {max(mem) / 2**30:.1f} GiB "
+                f"of {(samples[0].mem_total or 0) / 2**30:.0f} GiB (NVML)"
             )
         if power:
             say(f"    power mean {sum(power) / len(power):.0f} W, max {max(power):.0f} W")
@@ -297,7 +305,8 @@ def main() -> int:
         say(f"CHECK INCOMPLETE: missing {', '.join(lacking)}")
         return 1
     say(
-        f"CHECK OK: util p50 {busy['gpu.util.p50']:.0f}% vs {starved.get('gpu.util.p50', float('nan')):.0f}% starved; "
+        f"CHECK OK: util p50 {busy['gpu.util.p50']:.0f}% "
+        f"vs {starved.get('gpu.util.p50', float('nan')):.0f}% starved; "
         f"{busy['energy.wh']:.2f} Wh; MFU {busy['mfu']:.1%}"
     )
     return 0

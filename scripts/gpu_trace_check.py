@@ -1,4 +1,4 @@
-"""GPU check of profile capture and summaries: a small Keras fit, profiled, with device-side numbers.
+"""GPU check of profile capture and summaries: a small Keras fit, profiled, device-side numbers.
 
 Run it through ``scripts/gpu_trace_check.sh`` (which installs carried wheels when needed). It picks
 TensorFlow when TensorFlow sees a GPU, else the JAX backend, trains a small MLP twice (float32
@@ -69,7 +69,8 @@ def pick_backend() -> tuple[str, bool]:
         "import jax\ntry:\n print(len(jax.devices('gpu')))\nexcept RuntimeError:\n print(0)"
     )
     say(
-        f"TensorFlow GPUs: {tf_gpus or 'TensorFlow not importable'}; JAX GPUs: {jax_gpus or 'JAX not importable'}"
+        f"TensorFlow GPUs: {tf_gpus or 'TensorFlow not importable'}; "
+        f"JAX GPUs: {jax_gpus or 'JAX not importable'}"
     )
     if forced:
         return forced, (tf_gpus if forced == "tensorflow" else jax_gpus) not in ("", "0")
@@ -103,7 +104,8 @@ def train(keras, policy: str, runs_dir: Path, name: str) -> Path:
     t0 = time.perf_counter()
     model.fit(x, y, batch_size=256, epochs=1, verbose=0, callbacks=[cb])
     say(
-        f"{name}: fit of {STEPS} steps took {time.perf_counter() - t0:.1f} s (profiled steps {PROFILE[0]}..{PROFILE[1]})"
+        f"{name}: fit of {STEPS} steps took {time.perf_counter() - t0:.1f} s "
+        f"(profiled steps {PROFILE[0]}..{PROFILE[1]})"
     )
     keras.mixed_precision.set_global_policy("float32")
     return Path(cb.run_path)
@@ -163,7 +165,9 @@ def raw_outputs(trace_folder: Path, prefix: str, full: bool) -> None:
     for e in events:
         if e.get("ph") != "X":
             continue
-        key = f"{processes.get(e['pid'], e['pid'])} | {threads.get((e['pid'], e.get('tid')), e.get('tid'))}"
+        process = processes.get(e["pid"], e["pid"])
+        thread = threads.get((e["pid"], e.get("tid")), e.get("tid"))
+        key = f"{process} | {thread}"
         names = sketch.setdefault(key, {})
         names[e["name"][:80]] = names.get(e["name"][:80], 0) + 1
     compact = {k: dict(sorted(v.items(), key=lambda kv: -kv[1])[:25]) for k, v in sketch.items()}
@@ -177,7 +181,8 @@ def main() -> int:
     backend, has_gpu = pick_backend()
     if not has_gpu and not ALLOW_CPU:
         say(
-            "[FAIL] no GPU visible to TensorFlow or JAX (set ADVISOR_CHECK_ALLOW_CPU=1 for a dry run on CPU)"
+            "[FAIL] no GPU visible to TensorFlow or JAX "
+            "(set ADVISOR_CHECK_ALLOW_CPU=1 for a dry run on CPU)"
         )
         return 1
     os.environ["KERAS_BACKEND"] = backend
@@ -284,8 +289,9 @@ def main() -> int:
         a, b = summaries["fp32"].compute_16bit_percent, summaries["bf16"].compute_16bit_percent
         if a is None and b is None and not no_gpu:
             say(
-                "[SKIP] 16-bit share of compute: not measurable in these profiles (no per-op precision data, "
-                "e.g. CUDA command buffers under JAX); the summaries leave it out and say so"
+                "[SKIP] 16-bit share of compute: not measurable in these profiles "
+                "(no per-op precision data, e.g. CUDA command buffers under JAX); "
+                "the summaries leave it out and say so"
             )
         else:
             check(
@@ -293,9 +299,10 @@ def main() -> int:
                 f"16-bit share of compute: float32 {a} % < mixed_bfloat16 {b} %",
                 skip=no_gpu,
             )
-    say(
-        f"RESULT: {'all checks passed' if not failures else f'{len(failures)} failed: ' + '; '.join(failures)}"
+    verdict = (
+        "all checks passed" if not failures else f"{len(failures)} failed: " + "; ".join(failures)
     )
+    say(f"RESULT: {verdict}")
     return 1 if failures else 0
 
 

@@ -1,5 +1,6 @@
-"""Check a Horovod CI sweep (scripts/horovod_ci.sh): both sizes ran, the 2-worker run's communication
-share comes from Horovod's own timeline, and D606 judged the compression the optimizer really used.
+"""Check a Horovod CI sweep (scripts/horovod_ci.sh): both sizes ran, the 2-worker run's
+communication share comes from Horovod's own timeline, and D606 judged the compression the optimizer
+really used.
 
     python scripts/horovod_ci_check.py RUNS_DIR SWEEP_ID REPORT_JSON [--compression fp16]
 """
@@ -37,11 +38,13 @@ def main(argv: list[str] | None = None) -> int:
         comm = facts.get("trace.communication_percent")
         if not (isinstance(comm, float) and 0 < comm < 100):
             problems.append(
-                f"trace.communication_percent of {run_id} is {comm!r}, not a share from the timeline"
+                f"trace.communication_percent of {run_id} is {comm!r}, "
+                "not a share from the timeline"
             )
         if two.get("communication_percent") != comm:
             problems.append(
-                f"the report's communication {two.get('communication_percent')} is not the run's {comm}"
+                f"the report's communication {two.get('communication_percent')} "
+                f"is not the run's {comm}"
             )
         summaries = store.read(run_id).trace_summaries.values()
         timeline = [
@@ -65,13 +68,15 @@ def main(argv: list[str] | None = None) -> int:
             problems.append(f"D606 is {d606.status} ({d606.message}), expected {expected}")
         print(
             f"horovod-ci: ×2 communication {comm:.1f}% of training time (Horovod timeline), "
-            f"negotiation {(timeline[0].model_extra or {}).get('horovod_negotiate_percent', 0):.1f}%, "
-            f"compression {facts.get('context.horovod_compression')}, D606 {d606.status}: {d606.message}"
+            "negotiation "
+            f"{(timeline[0].model_extra or {}).get('horovod_negotiate_percent', 0):.1f}%, "
+            f"compression {facts.get('context.horovod_compression')}, "
+            f"D606 {d606.status}: {d606.message}"
         )
     for n, row in sorted((k[1], r) for k, r in rows.items()):
         print(
-            f"horovod-ci: ×{n}: epoch {row['epoch_s']:.2f} s, {row['samples_per_s']:.0f} samples/s, "
-            f"speedup {row['speedup']:.2f}"
+            f"horovod-ci: ×{n}: epoch {row['epoch_s']:.2f} s, "
+            f"{row['samples_per_s']:.0f} samples/s, speedup {row['speedup']:.2f}"
         )
     for problem in problems:
         print(f"horovod-ci: FAILED: {problem}", file=sys.stderr)

@@ -15,7 +15,7 @@ from types import SimpleNamespace
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("TF_NUM_INTEROP_THREADS", "1")
 os.environ.setdefault("TF_NUM_INTRAOP_THREADS", "2")
-# torch (and OpenMP BLAS) with one thread, here and in the processes tests start (DESIGN.md): on a
+# torch (and OpenMP BLAS) with one thread, here and in the processes tests start: on a
 # shared 2-core machine torch's 2-thread OpenMP pool turned a 2.5 ms step into 10–140 ms.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -34,13 +34,15 @@ SHARED_PROCESS_FILES = frozenset(
 # The longest units of work (seconds of a busy 2-core host, `--durations`), handed out first so
 # that none of them starts last while the other worker idles; the rest keep their file order.
 LONGEST_FIRST = (
-    "tests/launch/test_ray_real.py",  # 150-165 s: a two-node cluster, five sweeps; last in file order, it was
-    # the tail of the suite, ~70 s with the other worker idle (a simulation over `--durations=0`)
+    # 150-165 s: a two-node cluster, five sweeps; last in file order, it was the tail of the suite,
+    # ~70 s with the other worker idle (a simulation over `--durations=0`)
+    "tests/launch/test_ray_real.py",
     "killed-processes",
     "tests/experiments/test_whatif.py",
     "tests/backends/test_matrix.py",
     "tests/scenarios/test_scenarios.py",
-    "tests/experiments/test_backends.py",  # 90-160 s: each candidate a fresh process importing its backend
+    # 90-160 s: each candidate a fresh process importing its backend
+    "tests/experiments/test_backends.py",
     "tests/diagnosis/test_default_coverage.py",
     "tests/backends/test_demo_backends.py",
     "tests/experiments/test_baseline.py",
@@ -160,7 +162,7 @@ class _KilledWorkerSweep:
             )
 
     def result(self) -> tuple[str, Path, SimpleNamespace]:
-        """Wait for the sweep (two configurations of at most 90 s each); what CliRunner would give."""
+        """Wait for the sweep (two configurations of ≤ 90 s each); what CliRunner would give."""
         self.proc.wait(timeout=300)
         stdout, stderr = self.out.read_text(encoding="utf-8"), self.err.read_text(encoding="utf-8")
         return (
@@ -189,10 +191,10 @@ def _wanted(request: pytest.FixtureRequest, fixture: str) -> bool:
 
 @pytest.fixture(scope="session")
 def _killed_processes(request, tmp_path_factory):
-    """(the killed fit, the killed-worker sweep) below, each started only when a test of this session
-    uses it, side by side (each start of TensorFlow or JAX costs several seconds of one core, and
-    the killed fit sleeps most of its time); None for one that is not used. Both have ended when
-    this returns: no other test runs beside them."""
+    """(the killed fit, the killed-worker sweep) below, each started only when a test of this
+    session uses it, side by side (each start of TensorFlow or JAX costs several seconds of one
+    core, and the killed fit sleeps most of its time); None for one that is not used. Both have
+    ended when this returns: no other test runs beside them."""
     sweep = None
     if _wanted(request, "killed_worker_sweep") and importlib.util.find_spec("jax") is not None:
         sweep = _KilledWorkerSweep(tmp_path_factory)
@@ -206,8 +208,8 @@ def _killed_processes(request, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def killed_worker_sweep(_killed_processes, tmp_path_factory):
-    """(sweep id, runs directory, the ``advisor scale`` result: exit_code, stdout, stderr and output)
-    of the sweep above."""
+    """(sweep id, runs directory, the ``advisor scale`` result: exit_code, stdout, stderr and
+    output) of the sweep above."""
     if importlib.util.find_spec("jax") is None:  # not importorskip: JAX is for the workers only
         pytest.skip("needs jax (CPU)")
     swept = _killed_processes[1]

@@ -1,4 +1,4 @@
-"""The layer contracts of docs/architecture.md hold (import-linter reads them from pyproject.toml)."""
+"""The layer contracts of docs/architecture.md hold (import-linter reads them in pyproject.toml)."""
 
 from __future__ import annotations
 
@@ -26,9 +26,9 @@ def test_import_contracts_hold():
 
 
 def test_collectors_reach_each_experiment_through_its_package():
-    """A collector starts an experiment through ``advisor.experiments.baseline``, ``.whatif`` or ``.backends``
-    (their ``__init__``), never through the experiment's inner modules; the options read the
-    experiments' defaults from ``advisor.experiments.settings``."""
+    """A collector starts an experiment through ``advisor.experiments.baseline``, ``.whatif`` or
+    ``.backends`` (their ``__init__``), never through the experiment's inner modules; the options
+    read the experiments' defaults from ``advisor.experiments.settings``."""
     import grimp
 
     graph = grimp.build_graph("advisor", exclude_type_checking_imports=True)
@@ -50,7 +50,7 @@ def test_collectors_reach_each_experiment_through_its_package():
 
 
 def test_every_package_says_what_it_is():
-    """Each package of advisor/ has a docstring: the folder names and their first lines tell the flow."""
+    """Each package of advisor/ has a docstring: folder names and first lines tell the flow."""
     import importlib
 
     inits = sorted((ROOT / "advisor").glob("**/__init__.py"))

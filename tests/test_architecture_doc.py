@@ -22,9 +22,8 @@ def described() -> set[str]:
 def existing() -> set[str]:
     pkg = ROOT / "advisor"
     packages = {f"advisor/{p.name}/" for p in pkg.iterdir() if (p / "__init__.py").is_file()}
-    modules = {
-        f"advisor/{p.name}" for p in pkg.glob("*.py") if p.name not in ("__init__.py", "_version.py")
-    }
+    skip = ("__init__.py", "_version.py")
+    modules = {f"advisor/{p.name}" for p in pkg.glob("*.py") if p.name not in skip}
     return packages | modules
 
 

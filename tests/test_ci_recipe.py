@@ -1,4 +1,4 @@
-"""docs/ci.md's GitHub Actions workflow, run here: every `run:` step but the install and the download.
+"""docs/ci.md's GitHub Actions workflow, run here: every `run:` step but install and download.
 
 A push to `main` stores its report; pull requests are checked against it. The steps' commands are
 read from the page, so the page and what is tested cannot drift apart.
@@ -51,7 +51,7 @@ def condition(expr: str | None, github: dict[str, str]) -> bool:
 def run_job(
     folder: Path, event: str, extra_env: dict[str, str]
 ) -> dict[str, subprocess.CompletedProcess]:
-    """Run the job's steps in ``folder`` as GitHub would for ``event``; returns each step's result."""
+    """Run the job's steps in ``folder`` as GitHub would for ``event``: each step's result."""
     job = workflow()["jobs"]["advisor"]
     github = {
         "event_name": event,

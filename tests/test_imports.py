@@ -52,7 +52,8 @@ def test_s3_options_and_cloud_modules_load_boto3_only_when_they_call_aws():
     modules = loaded_after(
         "import advisor; advisor.AdvisorCallback(runs_dir='s3://bucket/runs', pricing='aws', "
         "cloudwatch_namespace='Advisor'); import advisor.cloud.spool, advisor.cloud.pricing, "
-        "advisor.cloud.s3data, advisor.cloud.sagemaker, advisor.cloud.cloudwatch, advisor.collectors.sinks.cloudwatch"
+        "advisor.cloud.s3data, advisor.cloud.sagemaker, advisor.cloud.cloudwatch, "
+        "advisor.collectors.sinks.cloudwatch"
     )
     for name in ("boto3", "botocore"):
         assert name not in modules, (
@@ -61,12 +62,14 @@ def test_s3_options_and_cloud_modules_load_boto3_only_when_they_call_aws():
 
 
 def test_integrations_load_their_libraries_only_when_used():
-    """The notebook API, custom-loop tracking and the MLflow collector import pandas / MLflow on call."""
+    """Notebook API, custom-loop tracking and MLflow collector import pandas / MLflow on call."""
     modules = loaded_after(
         "import advisor; advisor.runs_frame; advisor.track; advisor.tracked; "
-        "import advisor.collectors.sinks.mlflow, advisor.integrations.mlflow_export, advisor.dataframes; "
+        "import advisor.collectors.sinks.mlflow, advisor.integrations.mlflow_export, "
+        "advisor.dataframes; "
         "from advisor.collectors.registry import build_collectors; "
-        "from advisor.collectors.options import AdvisorOptions; build_collectors(AdvisorOptions(mlflow=True))"
+        "from advisor.collectors.options import AdvisorOptions; "
+        "build_collectors(AdvisorOptions(mlflow=True))"
     )
     for name in HEAVY_OPTIONAL + ["tensorflow", "keras", "jax", "torch"]:
         assert name not in modules, f"the integrations imported {name}"
@@ -86,7 +89,8 @@ def test_tui_headless_parts_do_not_import_textual():
 def test_backend_whatif_command_loads_no_framework():
     """``advisor backends`` measures in child processes: the parent imports no backend itself."""
     modules = loaded_after(
-        "import advisor.cli.backends, advisor.experiments.backends, advisor.experiments.backends.files"
+        "import advisor.cli.backends, advisor.experiments.backends, "
+        "advisor.experiments.backends.files"
     )
     for name in HEAVY_OPTIONAL + ["tensorflow", "keras", "jax", "torch"]:
         assert name not in modules, f"the backend what-if's parent imported {name}"

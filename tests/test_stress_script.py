@@ -113,7 +113,8 @@ def test_a_python_given_as_a_path_is_the_python_on_path(tmp_path):
         "import os, shutil, sys\n"
         "def test_python_on_path():\n"
         "    found = shutil.which('python')\n"
-        "    assert found and os.path.dirname(found) == os.path.dirname(os.path.abspath(sys.executable)), found\n"
+        "    assert found and os.path.dirname(found) == "
+        "os.path.dirname(os.path.abspath(sys.executable)), found\n"
     )
     env = {
         **os.environ,

@@ -8,8 +8,8 @@ machine cannot flip the verdict. Fits train for a time, not a number of epochs (
 epochs of one to three seconds), so that they last long enough for the default baseline (it
 skips fits shorter than about 10 s) on a fast machine and no longer than needed on a slow one.
 
-    python examples/scenarios/<name>/train.py          # then: advisor check
-    python benchmarks/diagnosis.py                     # every scenario, scored against expected.toml
+    python examples/scenarios/<name>/train.py      # then: advisor check
+    python benchmarks/diagnosis.py                 # every scenario, scored against expected.toml
 """
 
 from __future__ import annotations

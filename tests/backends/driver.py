@@ -155,7 +155,7 @@ def record(key: str, fn: Any) -> None:
 
 
 def check_counts(runs: Path) -> dict[str, Any]:
-    """Partial last batch, steps_per_execution, async dispatch: samples against the layer's count."""
+    """Partial last batch, steps_per_execution, async dispatch: samples vs the layer's count."""
     spe = 1 if BACKEND == "torch" else 4  # Keras's torch trainer runs one step per call
     layer = counter_layer()
     model = build(spe, layer)
@@ -353,7 +353,7 @@ def check_mixed_precision(runs: Path) -> dict[str, Any]:
 
 
 def check_budget(runs: Path) -> dict[str, Any]:
-    """The time budget: a user callback's batch hook and epoch-end saves, timed and then put back."""
+    """The time budget: a user callback's batch hook and epoch-end saves, timed then put back."""
 
     class Busy(keras.callbacks.Callback):
         calls = 0

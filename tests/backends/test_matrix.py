@@ -228,7 +228,8 @@ def test_context_names_framework_backend_and_defaults(matrix: Matrix) -> None:
     assert facts["context.backend"] == backend
     assert facts["context.framework"] == ("tf_keras" if matrix.flavor == "tf_keras" else "keras3")
     assert facts["context.legacy_keras"] is (matrix.flavor == "tf_keras")
-    # XLA by default: on JAX always; TensorFlow only with an accelerator (this is a CPU); never on torch.
+    # XLA by default: on JAX always; TensorFlow only with an accelerator (this is a CPU); never
+    # on torch.
     assert facts["context.jit_compile_default"] is (matrix.flavor == "jax")
     assert facts["context.jit_compile"] is (matrix.flavor == "jax")
     assert facts["context.device"] == "cpu" and facts["context.device_count"] >= 1

@@ -18,7 +18,7 @@ UNCHANGED = [100.0, 102.0, 98.0, 101.0, 99.0, 100.0]
 
 
 def whatif_record(**extra: object) -> WhatIfRecord:
-    """parallel_map 2.4× in every round, cache_map 40×, prefetch 1.0×; two that were not measured."""
+    """parallel_map 2.4× in every round, cache_map 40×, prefetch 1.0×; two not measured."""
     candidates = [
         WhatIfCandidate(
             name="parallel_map",

@@ -2,8 +2,9 @@
 
 The pipeline is already parallel (``num_parallel_calls=AUTOTUNE``) and prefetched; the work is
 simply too much for the host: two random 128×128 projections per element (32,768 random
-numbers to draw), against a small model whose step costs a fraction of a batch's augmentation. More parallelism cannot
-help: the CPUs are full (C404: offload the work, or do it once offline or on an accelerator).
+numbers to draw), against a small model whose step costs a fraction of a batch's augmentation. More
+parallelism cannot help: the CPUs are full (C404: offload the work, or do it once offline or on an
+accelerator).
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 
 The input (a sequential ``tf.py_function`` map, a millisecond per element) costs nine tenths of
 every training step; validation, on 64 times the training data from a cached pipeline (but
-without the slow map), takes about as long as the training in each epoch. Both are findings; the input comes first because it costs more (C401
-before D607), and the report says how much each is worth.
+without the slow map), takes about as long as the training in each epoch. Both are findings; the
+input comes first because it costs more (C401 before D607), and the report says how much each is
+worth.
 """
 
 from __future__ import annotations
