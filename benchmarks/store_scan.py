@@ -1,4 +1,4 @@
-"""`advisor runs` over a 1,000-run store: plain runs against runs grouped in sweeps (issue 14).
+"""`advisor runs` over a 1,000-run store: plain runs against runs grouped in sweeps.
 
 Builds two synthetic stores through the real RunWriter — 1,000 plain runs, and 1,000 runs in
 200 sweeps of 5 configurations — then, side by side and alternating:

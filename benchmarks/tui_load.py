@@ -1,4 +1,4 @@
-"""`advisor tui` on a 1,000-run store (half in sweeps), and live against a steady writer (issue 16).
+"""`advisor tui` on a 1,000-run store (half in sweeps), and live against a steady writer.
 
 Builds a synthetic store through the real RunWriter — 500 plain runs and 100 sweeps of 5
 configurations — then measures, each ``--repeats`` times (medians reported):
