@@ -30,7 +30,8 @@ def to_frame(
     units: Mapping[str, str] | None = None,
     **attrs: Any,
 ) -> Any:
-    """A DataFrame of ``rows`` with ``columns`` in that order; ``df.attrs["units"]`` maps column → unit.
+    """A DataFrame of ``rows`` with ``columns`` in that order; ``df.attrs["units"]`` maps column →
+    unit.
 
     Missing values are ``None``/NaN, never zero. ``attrs`` are copied into ``df.attrs`` too.
     """

@@ -64,6 +64,18 @@ def first_line(exc: BaseException | str, limit: int = 300) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
+# What a parser raises on input past its limits rather than malformed: nesting deeper than the
+# stack, or a value out of range (e.g. an integer of more than 4300 digits).
+PARSER_LIMITS = (RecursionError, ValueError, OverflowError)
+
+
+def parser_limit(exc: BaseException) -> str:
+    """Which of :data:`PARSER_LIMITS` a parser reached, in words."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    return f"value out of range ({first_line(exc, 80)})"
+
+
 def one_line(exc: BaseException, limit: int = 300) -> str:
     """``TypeName: first line of the message`` (see :func:`first_line`)."""
     line = first_line(exc, limit)

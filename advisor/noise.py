@@ -21,7 +21,7 @@ Rounds in which an arm *stalled* — its whole segment ran at under a third of t
 rate — are set aside before the band is taken (``steady_rounds``): on the project's 2-core
 development VM with other work beside it, 2 to 4 of 12 cached-input segments of a 2.5 ms step
 ran 10–100× slower in bursts, while the real input's segments, which mostly wait, barely moved
-(seen 2026-12-01 while calibrating the band, commit 84a6098; RESULTS.md, "Baseline noise band
+(seen while calibrating the band; benchmarks/RESULTS.md, "Baseline noise band
 versus segment length", counts the stalled rounds of that benchmark).
 
 This module defines the band for writers (the baseline's summary line) and readers (the facts),
@@ -111,9 +111,10 @@ def steady_rounds(rounds: Sequence[tuple[float, float]]) -> list[tuple[float, fl
     An arm's true rate is the same in every round (same input, same model), so a whole segment
     at a third of the arm's usual speed is the machine stalling (another process, memory
     reclaim), not the input; where cores are few and shared it hits CPU-bound arms, such as the
-    cached one, far more than inputs that wait (as seen on the 2-core development VM). The rule treats both arms alike, so two identical arms
-    stay exchangeable and the band's error rate holds. When fewer than MIN_ROUNDS rounds would
-    remain, every round is kept (the band then shows the noise).
+    cached one, far more than inputs that wait (as seen on the 2-core development VM). The rule
+    treats both arms alike, so two identical arms stay exchangeable and the band's error rate
+    holds. When fewer than MIN_ROUNDS rounds would remain, every round is kept (the band then
+    shows the noise).
     """
     if len(rounds) < MIN_ROUNDS:
         return list(rounds)

@@ -77,9 +77,10 @@ FactSpec = str | Iterable[str] | None
 def fact_names(spec: FactSpec = None) -> list[str]:
     """Registered fact names chosen by ``spec``: None (the defaults), ``"all"``, names or globs.
 
-    ``"throughput.*"`` picks an area; an unknown name is a :class:`UsageError` naming the closest.
+    ``"throughput.*"`` picks an area; an unknown name is a :class:`UsageError` naming the closest;
+    a deprecated name (``whatif.budget_seconds``) picks its new one, with a DeprecationWarning.
     """
-    from advisor.analysis.registry import registry
+    from advisor.analysis.registry import registry, resolve_fact
 
     known = registry().names()
     if spec is None:
@@ -88,6 +89,7 @@ def fact_names(spec: FactSpec = None) -> list[str]:
         spec = known if spec == "all" else [p.strip() for p in spec.split(",") if p.strip()]
     chosen: list[str] = []
     for pattern in spec:
+        pattern = resolve_fact(pattern)
         if any(ch in pattern for ch in "*?["):
             hits = fnmatch.filter(known, pattern)
             if not hits:
@@ -120,7 +122,9 @@ def numeric_facts(names: Sequence[str]) -> list[str]:
     return [n for n in names if (f := reg.get(n)) is not None and f.kind == "number"]
 
 
-def run_rows(store: RunService, facts: Sequence[str], limit: int | None = None) -> list[dict[str, Any]]:
+def run_rows(
+    store: RunService, facts: Sequence[str], limit: int | None = None
+) -> list[dict[str, Any]]:
     """One plain dict per run (oldest first): manifest columns, ``tags.<key>``, the chosen facts.
 
     An unreadable run is a row with ``status="unreadable"`` and its ``error``; nothing is skipped.
@@ -258,7 +262,8 @@ def findings_frame(
     ignore: Iterable[str] | None = None,
     store: RunService | None = None,
 ) -> pd.DataFrame:
-    """One row per finding per run: ``run_id``, ``code``, ``name``, ``status``, ``severity``, ``impact``…
+    """One row per finding per run: ``run_id``, ``code``, ``name``, ``status``, ``severity``,
+    ``impact``…
 
     ``runs``: a run reference or several (default: every readable run of the store); ``status``
     keeps only those statuses (``"fail"``, ``["fail", "unknown"]``); ``select`` / ``ignore`` as in

@@ -521,7 +521,7 @@ def scenario_table(
             f"({min(base_runs):.1f}–{max(base_runs):.1f}, "
             f"stalled epochs {stalls('base')}); "
             f"what-if {facts.get('whatif.seconds', 0):.1f} s of a "
-            f"{facts.get('whatif.budget_seconds', 0):g} s budget = "
+            f"{facts.get('whatif.allowance_seconds', 0):g} s allowance = "
             f"{facts.get('whatif.seconds', 0) / base['train_seconds']:.0%} "
             f"of the {base['train_seconds']:.1f} s fit "
             f"({epochs} epochs), {facts.get('whatif.rounds', 0)} rounds; "

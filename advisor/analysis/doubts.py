@@ -50,8 +50,9 @@ def mark(findings: Sequence[Any], problems: Sequence[str]) -> int:
     if not prefixes:
         return 0
     note = (
-        f"judged on data the reader doubted ({len(problems)} problem{'s' if len(problems) != 1 else ''} "
-        "with this run's records: see its problems); the verdict may change when the run is whole"
+        f"judged on data the reader doubted ({len(problems)} "
+        f"problem{'s' if len(problems) != 1 else ''} with this run's records: see its problems); "
+        "the verdict may change when the run is whole"
     )
     marked = 0
     for finding in findings:

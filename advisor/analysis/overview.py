@@ -41,7 +41,8 @@ class EpochTable:
     rows: tuple[EpochRow, ...] = ()
 
     def to_frame(self) -> Any:
-        """One row per epoch (pandas), indexed by the 1-based epoch; units in ``df.attrs["units"]``."""
+        """One row per epoch (pandas), indexed by the 1-based epoch; units in
+        ``df.attrs["units"]``."""
         from dataclasses import asdict, fields
 
         from advisor.dataframes import to_frame

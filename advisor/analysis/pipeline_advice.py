@@ -2,7 +2,8 @@
 
 Pure functions over the JSON stored in a ``pipeline`` record: no TensorFlow, no I/O. The advice is
 data — each change with the stage it applies to ("map #2 ('decode')"), most valuable first; the
-words are the rules' (``rules/phrases/pipeline.yaml``), rendered by :mod:`advisor.diagnosis.phrases`.
+words are the rules' (``rules/phrases/pipeline.yaml``), rendered by
+:mod:`advisor.diagnosis.phrases`.
 """
 
 from __future__ import annotations
@@ -161,7 +162,8 @@ def _cache_after_random(
 
 
 def _offline_candidates(stages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Deterministic, costly maps recomputed every epoch (no cache after them, nothing random before)."""
+    """Deterministic, costly maps recomputed every epoch (no cache after them, nothing random
+    before)."""
     found = []
     random_seen = False
     for index, stage in enumerate(stages):
@@ -227,7 +229,8 @@ def tfdata_changes(summary: dict[str, Any]) -> list[dict[str, Any]]:
         ):
             items.append({"change": "autotune_calls", "stage": stage_label(stage), "calls": npc})
     if prefetch_injected(summary):
-        pass  # TF prefetches after the last stage already: an explicit prefetch would not speed it up
+        # TF prefetches after the last stage already: an explicit prefetch would not speed it up
+        pass
     elif stages and not any(s.get("kind") == "prefetch" for s in stages):
         items.append({"change": "add_prefetch"})
     elif stages and stages[-1].get("kind") != "prefetch":

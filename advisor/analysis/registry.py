@@ -14,6 +14,8 @@ from __future__ import annotations
 import importlib
 import math
 import re
+import sys
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -25,7 +27,8 @@ if TYPE_CHECKING:
 
 Kind = Literal["number", "bool", "str", "list"]
 
-# Area modules under advisor.analysis.facts, in derivation order (later areas may read earlier facts).
+# Area modules under advisor.analysis.facts, in derivation order (later areas may read earlier
+# facts).
 # The areas before SIBLING_AREA need nothing but the run: a sweep's points are made from them.
 AREAS: tuple[str, ...] = (
     "run",
@@ -45,6 +48,51 @@ AREAS: tuple[str, ...] = (
     "derived",
 )
 SIBLING_AREA = "scaling"
+
+# Renamed facts: old name → new name. Wherever a user names a fact (a rule file, ``advisor runs
+# --facts``, ``runs_frame(facts=...)``, ``fact_value``) the old name still works and becomes the
+# new one, with a DeprecationWarning once per old name and process; a report lists the new name
+# only, and its JSON Schema says which old names are aliases (:func:`deprecated_facts_text`).
+DEPRECATED_FACTS: dict[str, str] = {
+    "whatif.budget_seconds": "whatif.allowance_seconds",
+}
+WARNED_FACTS: set[str] = set()  # the old names warned about in this process (tests reset it)
+
+
+def resolve_fact(name: str, where: str = "") -> str:
+    """The current name of the fact ``name``: its new name when it is a deprecated alias (with a
+    DeprecationWarning, once per old name and process, at the first caller outside advisor;
+    ``where`` says where it was named), else ``name`` itself."""
+    new = DEPRECATED_FACTS.get(name) if isinstance(name, str) else None
+    if new is None:
+        return name
+    if name not in WARNED_FACTS:
+        WARNED_FACTS.add(name)
+        frame, level = sys._getframe(1), 2
+        while frame.f_back is not None and frame.f_globals.get("__name__", "").startswith(
+            "advisor."
+        ):
+            frame, level = frame.f_back, level + 1
+        warnings.warn(
+            f"fact {name!r}{' in ' + where if where else ''} is deprecated: use {new!r}",
+            DeprecationWarning,
+            stacklevel=level,
+        )
+    return new
+
+
+def deprecated_facts_text() -> str:
+    """The aliases in words (the report's JSON Schema says them), or "" without any."""
+    pairs = "; ".join(
+        f"{old!r} is an alias of {new!r}" for old, new in sorted(DEPRECATED_FACTS.items())
+    )
+    return (
+        "Each fact is listed under its current name only. Deprecated names, still accepted with "
+        "a DeprecationWarning where a fact is named (rule files, `advisor runs --facts`, "
+        f"`runs_frame(facts=...)`, `fact_value`): {pairs}."
+        if pairs
+        else ""
+    )
 
 
 @dataclass(frozen=True)
@@ -109,7 +157,8 @@ class FactRegistry:
         return fact
 
     def get(self, name: str) -> Fact | None:
-        """The fact of ``name``, or of the family it belongs to (a derived name; rules cannot name it)."""
+        """The fact of ``name``, or of the family it belongs to (a derived name; rules cannot name
+        it)."""
         fact = self._facts.get(name)
         if fact is None and isinstance(name, str):
             fact = next((f for pattern, f in self._families if pattern.match(name)), None)
@@ -122,7 +171,8 @@ class FactRegistry:
         return [self._facts[n] for n in self.names()]
 
     def derive(self, run: Run, ctx: DeriveContext = NO_CONTEXT) -> tuple[dict[str, Any], list[str]]:
-        """All facts of one run. Returns (facts, errors); a failing area is an error, not a crash."""
+        """All facts of one run. Returns (facts, errors); a failing area is an error, not a
+        crash."""
         base, errors = self.derive_base(run)
         facts, more = self.derive_rest(run, base, ctx)
         return facts, errors + more
@@ -203,5 +253,8 @@ def registry() -> FactRegistry:
         for area in AREAS:
             module = importlib.import_module(f"advisor.analysis.facts.{area}")
             reg.add(module.FACTS, getattr(module, "derive", None), area)
+        for old, new in DEPRECATED_FACTS.items():  # an alias names a fact, and no longer is one
+            if old in reg or new not in reg:
+                raise ValueError(f"deprecated fact {old!r}: {new!r} must replace it")
         _REGISTRY = reg
     return _REGISTRY

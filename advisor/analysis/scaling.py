@@ -184,7 +184,8 @@ class ScalingTable:
         )
 
     def to_frame(self) -> Any:
-        """One row per strategy × workers (pandas); units in ``df.attrs["units"]``, notes joined by "; "."""
+        """One row per strategy × workers (pandas); units in ``df.attrs["units"]``, notes joined by
+        "; "."""
         from advisor.dataframes import to_frame
 
         columns = [f.name for f in fields(Row)]

@@ -17,7 +17,8 @@ from advisor.analysis.scaling import Recommendation, Row, ScalingTable
 
 
 def recommend(table: ScalingTable) -> list[Recommendation]:
-    """The recommendations of ``table``, in a fixed order: samples/s, samples/$, energy, projection."""
+    """The recommendations of ``table``, in a fixed order: samples/s, samples/$, energy,
+    projection."""
     out: list[Recommendation] = []
     for goal, unit, value, better in (
         ("samples_per_s", "samples/s", lambda r: r.samples_per_s, max),
@@ -93,8 +94,8 @@ def _best(
                 else "no larger size beat its own smallest; the closest"
             )
             parts.append(
-                f"{lead}: {top.strategy} ×{top.workers}, epoch-time speedup {top.speedup:.2f}× over its "
-                f"smallest size{efficiency}"
+                f"{lead}: {top.strategy} ×{top.workers}, epoch-time speedup {top.speedup:.2f}× "
+                f"over its smallest size{efficiency}"
             )
     return Recommendation(
         goal=goal,
@@ -133,8 +134,9 @@ def advice_notes(table: ScalingTable, recommendations: list[Recommendation]) -> 
         if r.strategy == fastest.strategy and r.compute_percent == 0
     ]
     return [
-        f"no projection for {fastest.strategy}: the trace found no computation at {' and '.join(empty)} "
-        "(0 ms of the step), so its step cannot be split to project a larger size"
+        f"no projection for {fastest.strategy}: the trace found no computation at "
+        f"{' and '.join(empty)} (0 ms of the step), so its step cannot be split to project a "
+        "larger size"
     ]
 
 
@@ -151,18 +153,21 @@ def project(table: ScalingTable, strategy: str) -> Recommendation | None:
     comm_ms = last.step_ms * (last.exposed_communication_percent or 0.0) / 100.0
     other_ms = max(0.0, last.step_ms - compute_ms - comm_ms)
     # A bandwidth-bound ring all-reduce sends 2(N−1)/N of the gradients per replica; from one
-    # replica there is nothing to send, so the first measured size with communication sets the scale.
+    # replica there is nothing to send, so the first measured size with communication sets the
+    # scale.
     grow = _ring(n_next) / _ring(n) if n > 1 else None
     assumptions = [
-        f"the per-replica batch stays {last.per_replica_batch:.0f} (each added worker brings its own batch)",
-        f"computation per step stays as measured at ×{n} ({compute_ms:.1f} ms): each worker has a device of its own",
+        f"the per-replica batch stays {last.per_replica_batch:.0f} (each added worker brings its "
+        "own batch)",
+        f"computation per step stays as measured at ×{n} ({compute_ms:.1f} ms): each worker has a "
+        "device of its own",
         f"everything else in the step stays as measured at ×{n} ({other_ms:.1f} ms)",
     ]
     if grow is not None:
         comm_next = comm_ms * grow
         assumptions.append(
-            f"exposed communication ({comm_ms:.1f} ms at ×{n}) grows as a bandwidth-bound ring all-reduce: "
-            f"×{grow:.2f} to {comm_next:.1f} ms"
+            f"exposed communication ({comm_ms:.1f} ms at ×{n}) grows as a bandwidth-bound ring "
+            f"all-reduce: ×{grow:.2f} to {comm_next:.1f} ms"
         )
     else:
         comm_next = comm_ms

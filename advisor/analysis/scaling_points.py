@@ -81,7 +81,8 @@ class Point:
 
 
 def label_of(run: Run, sweep: SweepRecord | None = None) -> tuple[str, int, int | None]:
-    """(strategy, workers, repeat) of a run: the sweep file's, else the tags, else the manifest's."""
+    """(strategy, workers, repeat) of a run: the sweep file's, else the tags, else the
+    manifest's."""
     m = run.manifest
     if sweep is not None:
         cfg = sweep.config(m.run_id)

@@ -1,4 +1,5 @@
-"""Stragglers: which worker of a synchronous multi-worker run the others wait for, and what it costs.
+"""Stragglers: which worker of a synchronous multi-worker run the others wait for, and what it
+costs.
 
 In synchronous data-parallel training every worker finishes its steps at the same pace, so the
 time between step ends is the same on every rank and says nothing about who is slow. What differs
@@ -11,9 +12,9 @@ Each rank's time budget (``BudgetRecord``, written at every epoch end) holds its
 steps and its steps so far; per-epoch differences give one verdict per epoch. The first epoch is
 left out when there are more: it holds the ranks' start-up skew (the rank that starts first waits,
 once, in its first steps for the last). A straggler is *consistent* when the same rank waits least
-in every epoch after the first; a run of one epoch is never consistent (its wait may be that skew). A worker slowed inside
-the step itself (a slower device) makes the others wait inside the collective too, but leaves no
-trace in these budgets: the per-worker profiles show that one.
+in every epoch after the first; a run of one epoch is never consistent (its wait may be that skew).
+A worker slowed inside the step itself (a slower device) makes the others wait inside the
+collective too, but leaves no trace in these budgets: the per-worker profiles show that one.
 """
 
 from __future__ import annotations

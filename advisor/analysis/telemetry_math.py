@@ -94,21 +94,6 @@ class EnergySeries:
         return trapezoid(self.power_times, self.power, t0, t1), "power-integration"
 
 
-def energy_joules(
-    times: Sequence[float],
-    counter: Sequence[float | None],
-    power: Sequence[float | None],
-    t0: float | None = None,
-    t1: float | None = None,
-    counter_ok: bool | None = None,
-) -> tuple[float, str] | None:
-    """Energy of one GPU over [t0, t1]: from the counter when usable, else power × Δt.
-
-    For many windows of one series, build one :class:`EnergySeries` and ask it each time.
-    """
-    return EnergySeries(times, counter, power, counter_ok).joules(t0, t1)
-
-
 def moving_average(values: Sequence[float], window: int) -> list[float]:
     """Trailing moving average; one value per full window."""
     if window < 1 or len(values) < window:

@@ -34,7 +34,8 @@ def selection_options(func: click.decorators.FC) -> click.decorators.FC:
             "--select",
             multiple=True,
             metavar="CODES",
-            help="Only these codes or prefixes (comma-separated; replaces the configured selection).",
+            help="Only these codes or prefixes (comma-separated; replaces the configured "
+            "selection).",
         ),
         click.option(
             "--extend-select",
@@ -57,7 +58,8 @@ def selection_options(func: click.decorators.FC) -> click.decorators.FC:
             "config_file",
             type=click.Path(dir_okay=False),
             default=None,
-            help="A pyproject.toml (or advisor TOML) to read instead of the nearest pyproject.toml.",
+            help="A pyproject.toml (or advisor TOML) to read instead of the nearest "
+            "pyproject.toml.",
         ),
         rules_dir_option,
     ]
@@ -92,7 +94,8 @@ def run_targets(target: str | None, store: RunService) -> tuple[list[Path], list
 
 
 def _baseline(store: RunService, ref: str) -> Any:
-    """The run to compare with, or a report saved as JSON (``advisor export``, ``check --format json``)."""
+    """The run to compare with, or a report saved as JSON (``advisor export``, ``check --format
+    json``)."""
     if Path(ref).is_file():
         from advisor.diagnosis.report import REPORT_SCHEMA_VERSION, Report
         from advisor.errors import UsageError
@@ -158,14 +161,16 @@ def _use_color(color: bool | None, output: str | None) -> bool:
     "--baseline",
     default=None,
     metavar="RUN|REPORT.json",
-    help="Compare samples/s and samples/$ with this run, or with a saved JSON report (advisor export).",
+    help="Compare samples/s and samples/$ with this run, or with a saved JSON report (advisor "
+    "export).",
 )
 @click.option(
     "--max-regression",
     type=float,
     default=None,
     metavar="PCT",
-    help="Fail when samples/s or samples/$ dropped by more than PCT percent versus --baseline (default 5).",
+    help="Fail when samples/s or samples/$ dropped by more than PCT percent versus --baseline "
+    "(default 5).",
 )
 @click.option(
     "--color/--no-color",

@@ -25,7 +25,8 @@ def backend_environment(backend: str) -> dict[str, str]:
 
 
 def can_switch_here(backend: str) -> bool:
-    """Whether this process can still train on ``backend`` (Keras and TensorFlow fix theirs at import)."""
+    """Whether this process can still train on ``backend`` (Keras and TensorFlow fix theirs at
+    import)."""
     if backend == "tf_keras":
         return "tensorflow" not in sys.modules or os.environ.get("TF_USE_LEGACY_KERAS") == "1"
     keras = sys.modules.get("keras")
@@ -133,7 +134,8 @@ def command(
     flavor = backend or os.environ.get("KERAS_BACKEND") or "tensorflow"
     console.print(
         "[bold]advisor demo[/]: training examples/input_bound/naive.py "
-        f"on {flavor} ({epochs} epochs, synthetic data, a slow Python decode per element, no prefetch)"
+        f"on {flavor} ({epochs} epochs, synthetic data, a slow Python decode per element, "
+        "no prefetch)"
     )
     import advisor
     from advisor.collectors.registry import FACTORIES
@@ -145,7 +147,8 @@ def command(
         options.update(baseline="end", baseline_rounds=6, baseline_steps=5)
         if not no_whatif:
             # The fixes the findings name, tried on the example: about 3 s of rounds; the budget
-            # leaves a slow or shared host room to prepare them (the cache's fill, each change's first steps).
+            # leaves a slow or shared host room to prepare them (the cache's fill, each change's
+            # first steps).
             options.update(whatif="auto", whatif_max_seconds=20, whatif_seconds=3, whatif_rounds=4)
     callback = advisor.AdvisorCallback(
         runs_dir=runs_dir,

@@ -1,4 +1,5 @@
-"""``advisor export RUN -o FILE``: the full diagnosis report as versioned JSON; ``--to mlflow``: into MLflow."""
+"""``advisor export RUN -o FILE``: the full diagnosis report as versioned JSON; ``--to mlflow``:
+into MLflow."""
 
 from __future__ import annotations
 

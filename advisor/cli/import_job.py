@@ -1,4 +1,5 @@
-"""``advisor import sagemaker JOB_NAME``: a run from a SageMaker training job, for ``advisor check``.
+"""``advisor import sagemaker JOB_NAME``: a run from a SageMaker training job, for ``advisor
+check``.
 
 The run holds what SageMaker knows (instance type and count, times, input mode of each channel)
 and the job's CloudWatch system metrics, so a job that never ran the advisor's callback can
@@ -64,5 +65,6 @@ def sagemaker(
         click.echo(f"advisor: note: {note}", err=True)
     where = f"{store.url}/{path.name}" if store.url else str(path)
     click.echo(
-        f"imported {job_name} as run {path.name} ({where}); diagnose it with `advisor check {path.name}`"
+        f"imported {job_name} as run {path.name} ({where}); diagnose it with `advisor check "
+        f"{path.name}`"
     )

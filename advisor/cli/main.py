@@ -130,7 +130,8 @@ def fail(ctx: click.Context, message: str, code: int, exc: BaseException | None 
     envvar="ADVISOR_RUNS_DIR",
     type=click.Path(file_okay=False),
     default=None,
-    help="Run store: a folder or s3://bucket/prefix (default: $ADVISOR_RUNS_DIR or ./advisor-runs).",
+    help="Run store: a folder or s3://bucket/prefix (default: $ADVISOR_RUNS_DIR or "
+    "./advisor-runs).",
 )
 @click.option("-v", "--verbose", is_flag=True, help="Log debug details to stderr.")
 @click.option("--debug", is_flag=True, help="Show the traceback of an error (exit code 2).")

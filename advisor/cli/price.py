@@ -1,4 +1,5 @@
-"""``advisor price INSTANCE [--region R] [--spot]``: the USD/h the advisor would use, and its source.
+"""``advisor price INSTANCE [--region R] [--spot]``: the USD/h the advisor would use, and where
+it comes from.
 
 Asks AWS (the Pricing API, or spot price history with ``--spot``) through boto3's credentials,
 caches the answer on disk, and falls back to the embedded table with a one-line note when AWS

@@ -91,33 +91,11 @@ def command(
 def load_table(
     source: str | None, runs_dir: str | None, overrides: Mapping[str, Any]
 ) -> ScalingTable:
-    """The table for a sweep id / sweep directory / runs directory / saved JSON / the latest sweep."""
+    """The table for a sweep id / sweep directory / runs directory / saved JSON / the latest
+    sweep."""
     from advisor.service import RunService
+    from advisor.service.scaling import saved_table
 
     if source and Path(source).is_file() and source.endswith(".json"):
-        return _saved(Path(source))
+        return saved_table(Path(source))
     return RunService(runs_dir).scaling_table(source, **overrides)
-
-
-def _saved(path: Path) -> ScalingTable:
-    """A report saved as JSON, to render again (another format, plots); one saved before
-    recommendations existed gets them computed from its rows (its runs' D6 findings need the
-    runs themselves)."""
-    from advisor.analysis.scaling import ScalingTable
-    from advisor.analysis.scaling_advice import advice_notes, recommend
-    from advisor.errors import RunFormatError
-    from advisor.store.limits import load_json_file
-
-    try:
-        data = load_json_file(path)  # bounded: size, nesting, numbers; regular files only
-        if not isinstance(data, dict) or "rows" not in data:
-            raise ValueError("not a scaling report (no 'rows')")
-        table = ScalingTable.from_dict(data)
-        if not table.recommendations:
-            table.recommendations = recommend(table)
-            table.notes += [
-                n for n in advice_notes(table, table.recommendations) if n not in table.notes
-            ]
-        return table
-    except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError, AttributeError) as exc:
-        raise RunFormatError(f"{path}: cannot read the saved report ({exc})") from None

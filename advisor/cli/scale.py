@@ -57,7 +57,8 @@ if TYPE_CHECKING:
 @click.option(
     "--address",
     default=None,
-    help="ray: the cluster to join (e.g. ray://head:10001, auto); default: a local one for the sweep.",
+    help="ray: the cluster to join (e.g. ray://head:10001, auto); default: a local one for the "
+    "sweep.",
 )
 @click.option("--instance-type", default=None, help="Cloud instance type (price and samples/$).")
 @click.option("--sweep-id", default=None, help="Name of the sweep (default: sweep-<time>-<hex>).")
@@ -114,6 +115,50 @@ def command(
     \b
     advisor scale --workers 1,2,4 --strategy multiworker --strategy jax -- python train.py
     """
+    plan, runs_dir = _checked_plan(
+        ctx, command, workers_text, strategies, repeat, sweep_id, launcher, address
+    )
+    if launcher == "slurm":
+        from advisor.launch.shared import check_runs_dir
+        from advisor.launch.slurm import SlurmOptions, check_horovod, node_addresses, pmix_refusal
+
+        if any(c.strategy == "horovod" for c in plan.configs):  # before anything is written
+            check_horovod([c.strategy for c in plan.configs], pmix_refusal(partition))
+        check_runs_dir(runs_dir, node_addresses(partition), lambda line: click.echo(line, err=True))
+        options = SlurmOptions(
+            gpus_per_node=gpus_per_node,
+            tasks_per_node=tasks_per_node,
+            partition=partition,
+            account=account,
+            extra=list(sbatch_args),
+        )
+        record = _slurm(plan, runs_dir, timeout_s, instance_type, options, wait)
+    elif launcher == "ray":
+        record, wedged = _ray(plan, runs_dir, timeout_s, instance_type, address)
+        if wedged:
+            _summary_then_exit(ctx, record, runs_dir, report)
+    else:
+        from advisor.launch.progress import Display
+        from advisor.launch.sweep import new_record, run_sweep
+
+        record = new_record(plan, "local", timeout_s, instance_type)
+        with Display(record, runs_dir, measured=measured_rate) as display:
+            run_sweep(plan, runs_dir, timeout_s, instance_type, display=display, record=record)
+    if record is not None:
+        _summary(ctx, record, runs_dir, report)
+
+
+def _checked_plan(
+    ctx: click.Context,
+    command: tuple[str, ...],
+    workers_text: str,
+    strategies: tuple[str, ...],
+    repeat: int,
+    sweep_id: str | None,
+    launcher: str,
+    address: str | None,
+) -> tuple[Plan, Path]:
+    """The sweep's plan and its local store, once every check before launching has passed."""
     from advisor.errors import UsageError
     from advisor.launch.plan import RUN_ID_SAFE, check_available, make_plan, parse_workers
     from advisor.store.paths import resolve_runs_dir
@@ -148,38 +193,12 @@ def command(
         raise UsageError(
             f"sweep {plan.sweep_id} already exists in {runs_dir}; choose another --sweep-id"
         )
-    if launcher == "slurm":
-        from advisor.launch.shared import check_runs_dir
-        from advisor.launch.slurm import SlurmOptions, check_horovod, node_addresses, pmix_refusal
-
-        if any(c.strategy == "horovod" for c in plan.configs):  # before anything is written
-            check_horovod([c.strategy for c in plan.configs], pmix_refusal(partition))
-        check_runs_dir(runs_dir, node_addresses(partition), lambda line: click.echo(line, err=True))
-        options = SlurmOptions(
-            gpus_per_node=gpus_per_node,
-            tasks_per_node=tasks_per_node,
-            partition=partition,
-            account=account,
-            extra=list(sbatch_args),
-        )
-        record = _slurm(plan, runs_dir, timeout_s, instance_type, options, wait)
-    elif launcher == "ray":
-        record, wedged = _ray(plan, runs_dir, timeout_s, instance_type, address)
-        if wedged:
-            _summary_then_exit(ctx, record, runs_dir, report)
-    else:
-        from advisor.launch.progress import Display
-        from advisor.launch.sweep import new_record, run_sweep
-
-        record = new_record(plan, "local", timeout_s, instance_type)
-        with Display(record, runs_dir, measured=measured_rate) as display:
-            run_sweep(plan, runs_dir, timeout_s, instance_type, display=display, record=record)
-    if record is not None:
-        _summary(ctx, record, runs_dir, report)
+    return plan, runs_dir
 
 
 def measured_rate(run_dir: Path) -> float | None:
-    """An ended run's samples/s as ``report``, ``runs`` and the TUI give it (not its last window)."""
+    """An ended run's samples/s as ``report``, ``runs`` and the TUI give it (not its last
+    window)."""
     from advisor.service import RunService
 
     value = RunService(run_dir.parent).analyse(run_dir).facts.get("throughput.samples_per_s")

@@ -22,7 +22,8 @@ from advisor.cli.common import store_of
     "into",
     metavar="RUN",
     default=None,
-    help="Attach the profile to this run (id, prefix, path or 'latest') so `advisor check` uses it.",
+    help="Attach the profile to this run (id, prefix, path or 'latest') so `advisor check` uses "
+    "it.",
 )
 @click.option(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True

@@ -54,6 +54,11 @@ def client(service: str, region: str | None = None, budget: Budget = "command") 
     return boto3.session.Session().client(service, region_name=region_name(region), config=config)
 
 
+def _response(exc: BaseException, part: str) -> dict[str, Any]:
+    """One part of a botocore error's response (``Error``, ``ResponseMetadata``); {} without."""
+    return (getattr(exc, "response", {}) or {}).get(part) or {}
+
+
 def error_code(exc: BaseException) -> str | None:
     response = getattr(exc, "response", None)
     if isinstance(response, dict):
@@ -111,7 +116,7 @@ def cloud_error(exc: BaseException, what: str, permission: str | None = None) ->
     ):
         return CloudError(f"{what}: cannot reach AWS ({type(exc).__name__}); offline or blocked?")
     if code == "NoSuchBucket":
-        bucket = ((getattr(exc, "response", {}) or {}).get("Error") or {}).get("BucketName")
+        bucket = _response(exc, "Error").get("BucketName")
         return CloudError(
             f"{what}: bucket {bucket!r} does not exist"
             if bucket
@@ -128,45 +133,19 @@ def cloud_error(exc: BaseException, what: str, permission: str | None = None) ->
     if code in THROTTLED:
         return CloudError(f"{what}: AWS is throttling the requests ({code}); try again later")
     if code in ("NoSuchKey", "404", "NotFound", "ResourceNotFound", "ValidationException") and code:
-        message = ((getattr(exc, "response", {}) or {}).get("Error") or {}).get("Message") or code
+        message = _response(exc, "Error").get("Message") or code
         return CloudError(f"{what}: {first_line(message, 200)}")
     if isinstance(exc, bx.BotoCoreError):
         return CloudError(f"{what}: {one_line(exc, 200)}")
-    status = ((getattr(exc, "response", {}) or {}).get("ResponseMetadata") or {}).get(
-        "HTTPStatusCode"
-    )
+    status = _response(exc, "ResponseMetadata").get("HTTPStatusCode")
     if isinstance(status, int) and status >= 500:
         return CloudError(
             f"{what}: the service answered HTTP {status} (a server error); try again later"
         )
     if code:
-        message = ((getattr(exc, "response", {}) or {}).get("Error") or {}).get("Message") or ""
+        message = _response(exc, "Error").get("Message") or ""
         return CloudError(f"{what}: {code}{': ' + first_line(message, 200) if message else ''}")
     return CloudError(f"{what}: {one_line(exc, 200)}")
-
-
-def is_transient(exc: BaseException) -> bool:
-    """Worth retrying later: no network, a timeout, throttling, a server error."""
-    from botocore import exceptions as bx
-
-    if isinstance(
-        exc,
-        (
-            bx.EndpointConnectionError,
-            bx.ConnectTimeoutError,
-            bx.ReadTimeoutError,
-            bx.ConnectionClosedError,
-            bx.ConnectionError,
-        ),
-    ):
-        return True
-    code = error_code(exc)
-    if code in THROTTLED or code in ("InternalError", "ServiceUnavailable", "503", "500"):
-        return True
-    status = ((getattr(exc, "response", {}) or {}).get("ResponseMetadata") or {}).get(
-        "HTTPStatusCode"
-    )
-    return isinstance(status, int) and status >= 500
 
 
 def parse_s3_url(url: str) -> tuple[str, str]:

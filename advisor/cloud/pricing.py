@@ -104,7 +104,8 @@ def fetch_on_demand(instance_type: str, region: str, pricing_client: Any = None)
 def pick_on_demand(
     items: list[Any], instance_type: str, training: bool = False
 ) -> tuple[float, str | None]:
-    """The hourly USD price among Pricing API items (JSON strings); CloudError when there is none."""
+    """The hourly USD price among Pricing API items (JSON strings); CloudError when there is
+    none."""
     candidates: list[tuple[float, str]] = []
     for raw in items:
         try:

@@ -1,9 +1,9 @@
 """The data check of S3 prefixes and of the ``s3://`` paths a tf.data pipeline reads.
 
-Lists with ``list_objects_v2`` page by page (streamed into :class:`~advisor.probes.datacheck.DataCheck`,
-never held as a listing), then reads the first KiB of a random sample of objects with a ranged
-GET to recognise compression and format. IAM: ``s3:ListBucket`` on the bucket and
-``s3:GetObject`` on the objects.
+Lists with ``list_objects_v2`` page by page (streamed into
+:class:`~advisor.probes.datacheck.DataCheck`, never held as a listing), then reads the first KiB of
+a random sample of objects with a ranged GET to recognise compression and format. IAM:
+``s3:ListBucket`` on the bucket and ``s3:GetObject`` on the objects.
 """
 
 from __future__ import annotations

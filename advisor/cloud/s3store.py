@@ -41,7 +41,8 @@ class RemoteObject:
 
 
 def local_folder(kind: str, url: str) -> Path:
-    """Where a URL's local copy lives: ``<cache>/<kind>/<bucket>/<prefix>`` (``kind``: s3 or spool)."""
+    """Where a URL's local copy lives: ``<cache>/<kind>/<bucket>/<prefix>`` (``kind``: s3 or
+    spool)."""
     bucket, prefix = parse_s3_url(url)
     safe = [
         re.sub(r"[^A-Za-z0-9._=-]", "_", part)

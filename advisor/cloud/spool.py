@@ -1,12 +1,13 @@
 """The spool: a run is written locally first and uploaded to its S3 store in the background.
 
 ``AdvisorCallback(runs_dir="s3://bucket/prefix")`` writes each worker's run into
-``<spool>/rank-<r>/<run_id>/`` (``$ADVISOR_SPOOL_DIR``, else ``~/.cache/advisor/spool/<bucket>/<prefix>``)
-and a :class:`RunUploader` thread sends what changed at every epoch end and at train end, with
-retries and exponential backoff. S3 checks each upload against its MD5 and the uploader records
-what it confirmed; the spool folder is removed only once every file of the ended run is
-confirmed. An upload failure is logged once and never reaches ``fit()``; what could not be sent
-stays in the spool until ``advisor upload`` (or the next training run into the same store) sends it.
+``<spool>/rank-<r>/<run_id>/`` (``$ADVISOR_SPOOL_DIR``, else
+``~/.cache/advisor/spool/<bucket>/<prefix>``) and a :class:`RunUploader` thread sends what changed
+at every epoch end and at train end, with retries and exponential backoff. S3 checks each upload
+against its MD5 and the uploader records what it confirmed; the spool folder is removed only once
+every file of the ended run is confirmed. An upload failure is logged once and never reaches
+``fit()``; what could not be sent stays in the spool until ``advisor upload`` (or the next training
+run into the same store) sends it.
 """
 
 from __future__ import annotations
@@ -147,7 +148,8 @@ class RunUploader:
         self._wake.set()
 
     def finish(self) -> None:
-        """The writer closed: upload the rest, then remove the spool once confirmed. Never blocks."""
+        """The writer closed: upload the rest, then remove the spool once confirmed. Never
+        blocks."""
         self._finishing = True
         self._wake.set()
 

@@ -1,4 +1,5 @@
-"""The baseline collector: runs the cached-input baseline (``advisor.experiments.baseline``) in a fit.
+"""The baseline collector: runs the cached-input baseline (``advisor.experiments.baseline``)
+in a fit.
 
 It decides when (``"auto"`` after the last epoch, sized by time within a share of the fit;
 ``"end"``; ``"start"`` before the first step) and records the result, or why it was skipped or
@@ -9,10 +10,10 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from typing import Any, Literal
 
 from advisor.collectors.collector import Collector
-from advisor.collectors.options import normalize_baseline
+from advisor.collectors.option_spec import Option, count, positive
 from advisor.errors import UsageError
 from advisor.experiments.baseline import (
     MULTI_WORKER,
@@ -32,10 +33,74 @@ from advisor.experiments.settings import (
     BASELINE_MAX_SECONDS,
     BASELINE_MIN_STEPS,
     BASELINE_ROUNDS,
-    BASELINE_SECONDS,
 )
 
 log = logging.getLogger("advisor")
+BASELINE_MODES = ("auto", "start", "end")
+# What baseline= accepts; True means "on, the default way" ("auto"), as for whatif=.
+Baseline = Literal["auto", "end", "start"] | bool | None
+
+
+def parse_baseline(name: str, value: Any) -> str | None:
+    """``"auto"``, ``"end"``, ``"start"``, or None (off): the one interpretation of baseline=."""
+    if value in (None, False, "", "off", "none"):
+        return None
+    if value is True:  # on, the default way: as whatif=True
+        return "auto"
+    if value in BASELINE_MODES:
+        return str(value)
+    raise UsageError(f"{name} must be 'auto', 'end', 'start' or None, got {value!r}")
+
+
+OPTIONS = (
+    Option(
+        "baseline",
+        "Baseline",
+        "auto",
+        '``"auto"`` (default): measure the cached-input baseline after the last epoch, sized '
+        "by time and capped at a small share of the fit, or skip it with the reason recorded "
+        'where it cannot run; ``"end"`` or ``"start"``: measure it then, uncapped; True: '
+        '``"auto"`` (as for ``whatif``); None or False: off.',
+        parse_baseline,
+        stored="str | None",
+    ),
+    Option(
+        "baseline_steps",
+        "int",
+        BASELINE_MIN_STEPS,
+        "measured steps per arm of the baseline, at least.",
+        count(1),
+    ),
+    Option(
+        "baseline_seconds",
+        "float | None",
+        None,
+        "measured time of the whole baseline (all arms and rounds); None: about 2 s or 200 steps, "
+        'whichever is longer, with ``"auto"``, 3 s with ``"end"``/``"start"``.',
+        positive(optional=True),
+    ),
+    Option(
+        "baseline_rounds",
+        "int",
+        BASELINE_ROUNDS,
+        "interleaved rounds (real and cached input alternate; each figure gets a noise band from "
+        "the rounds' spread).",
+        count(1),
+    ),
+    Option(
+        "baseline_max_seconds",
+        "float",
+        BASELINE_MAX_SECONDS,
+        "the baseline stops within this allowance.",
+        positive(),
+    ),
+    Option(
+        "baseline_source_cache",
+        "bool",
+        True,
+        "also measure with a cache right after the file source.",
+    ),
+)
 
 
 class BaselineCollector(Collector):
@@ -47,7 +112,7 @@ class BaselineCollector(Collector):
 
     def __init__(
         self,
-        mode: Any = "end",
+        mode: str = "end",
         steps: int = BASELINE_MIN_STEPS,
         source_cache: bool = True,
         seconds: float | None = None,
@@ -55,21 +120,7 @@ class BaselineCollector(Collector):
         max_seconds: float = BASELINE_MAX_SECONDS,
     ) -> None:
         super().__init__()
-        self.mode = normalize_baseline(mode)
-        for name, value, kind in (
-            ("baseline_steps", steps, int),
-            ("baseline_rounds", rounds, int),
-            ("baseline_seconds", BASELINE_SECONDS if seconds is None else seconds, float),
-            ("baseline_max_seconds", max_seconds, float),
-        ):
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, (int, float))
-                or not value > 0
-                or (kind is int and not isinstance(value, int))
-            ):
-                what = "a positive integer" if kind is int else "a positive number of seconds"
-                raise UsageError(f"{name} must be {what}, got {value!r}")
+        self.mode: str | None = mode  # parse_baseline's value: the options checked them all
         self.steps, self.rounds = steps, rounds
         self.seconds = None if seconds is None else float(seconds)
         self.max_seconds = float(max_seconds)

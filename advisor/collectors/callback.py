@@ -23,7 +23,7 @@ from advisor.collectors.collector import Collector, Guard
 from advisor.collectors.fitinfo import find_fit_locals
 from advisor.collectors.keras_protocol import KerasCallbackProtocol
 from advisor.collectors.ledger import ADVISOR, BOUNDARY, STARTUP, TRAIN, VALIDATION
-from advisor.collectors.opening import OPEN_RUNS, report_closed
+from advisor.collectors.lifecycle import RunLifecycle
 from advisor.collectors.options import (
     BASELINE_MAX_SECONDS,
     BASELINE_MIN_STEPS,
@@ -35,99 +35,108 @@ from advisor.collectors.options import (
     TelemetryDevices,
     WhatIf,
     check_names,
-    renamed,
+    takes_options,
 )
 from advisor.collectors.session import Session
-from advisor.collectors.windows import ensure_log_handler
 
 log = logging.getLogger("advisor")
 
 
-class AdvisorCallback(KerasCallbackProtocol):
+class AdvisorCallback(RunLifecycle, KerasCallbackProtocol):
     """Measure a training run and write it to the run store.
 
     Args:
         runs_dir: the store (default ``$ADVISOR_RUNS_DIR`` or ``./advisor-runs``).
+        name: a human name that becomes part of the run id.
+        tags: free-form labels stored in the manifest.
         instance_type: cloud instance type, e.g. ``g5.xlarge`` (also ``$ADVISOR_INSTANCE_TYPE``;
             found from the machine's DMI data on AWS when not given).
         price_per_hour: USD per hour per instance; overrides the embedded price table.
-        tags: free-form labels stored in the manifest.
-        name: a human name that becomes part of the run id.
-        window_seconds: length of a throughput window in seconds.
-        warmup_steps: steps excluded from throughput summaries (tracing, compilation, caches).
-        log_every_seconds: period of the one-line samples/s log (None: no log).
-        collectors: names or instances to run instead of the defaults.
-        baseline: ``"auto"`` (default): measure the cached-input baseline after the last epoch,
-            sized by time and capped at a small share of the fit, or skip it with the reason
-            recorded where it cannot run; ``"end"`` or ``"start"``: measure it then, uncapped;
-            True: ``"auto"`` (as for ``whatif``); None or False: off.
-        baseline_steps: measured steps per arm of the baseline, at least.
-        baseline_seconds: measured time of the whole baseline (all arms and rounds); None: about
-            2 s or 200 steps, whichever is longer, with ``"auto"``, 3 s with ``"end"``/``"start"``.
-        baseline_rounds: interleaved rounds (real and cached input alternate; each figure gets a
-            noise band from the rounds' spread).
-        baseline_max_seconds: the baseline stops within this budget.
-        baseline_source_cache: also measure with a cache right after the file source.
-        profile_steps: ``(start, stop)``: profile these training steps (1-based, inclusive);
-            ``"auto"``: 25 steps from a few steps after the warm-up.
-        profile_summary: summarise the profile with XProf at train end.
-        profile_timeout_seconds: seconds the summary may take (None: ``$ADVISOR_TRACE_TIMEOUT_S``, else 120).
-        telemetry: sample GPU (NVML) and host (psutil) metrics.
-        telemetry_interval_seconds: seconds between telemetry samples.
-        telemetry_devices: ``"mine"`` (this process's GPUs) or ``"all"``.
-        mfu: estimate FLOPs and MFU (None: when a GPU is present).
-        instance_metadata: ask the cloud metadata service for the instance type (≤ 0.5 s).
-        pipeline: inspect the tf.data pipeline and its files at train begin.
-        budget: account for the fit's wall clock (goodput): time the hooks of the fit's other
-            callbacks and the model's saves, by wrapping them for the fit's duration only
-            (docs/goodput.md). False: only the advisor's own phases are timed.
-        whatif: ``"needed"`` (default): after training, when what it measured points to a change
-            the what-if can try (the input costs 10% of step time or more, a step under 5 ms, a
-            step run eagerly) and 10% of the fit is at least 3 s, try the changes ``"auto"``
-            would, on a single worker; ``"auto"``: always try the changes the model and input
-            point to; or a list of candidate names (``parallel_map``, ``cache_map``,
-            ``jit_compile``, ``steps_per_execution_8``, ``batch_x2``…). Each change is tried on
-            this model and input beside the unchanged configuration and its measured gain is
-            recorded (None: off); ``"backends"`` in the list: every Keras backend × jit_compile in
-            fresh processes. See docs/whatif.md.
-        whatif_max_seconds: the what-if's whole budget (None: the smaller of 10% of the fit and 60 s).
-        whatif_rounds: interleaved rounds of the what-if (each gain's band comes from them).
-        whatif_seconds: measure the rounds for about this long in all, then stop (None: use
-            what the budget leaves after preparing); ``whatif_max_seconds`` still caps it all.
         pricing: ``"table"`` or ``"aws"`` (the AWS price, cached; at most 3 s, else the table);
             None: ``$ADVISOR_PRICING``, else ``"table"``.
         spot: price the instance at the current spot price (with ``pricing="aws"``).
         region: AWS region of the instance for prices (default: boto3's region).
+        instance_metadata: ask the cloud metadata service for the instance type (≤ 0.5 s).
+        window_seconds: length of a throughput window in seconds.
+        warmup_steps: steps excluded from throughput summaries (tracing, compilation, caches).
+        log_every_seconds: period of the one-line samples/s log (0: every window; None: no log).
+        collectors: names or instances to run instead of the defaults.
+        baseline: ``"auto"`` (default): measure the cached-input baseline after the last epoch,
+            sized by time and capped at a small share of the fit, or skip it with the reason
+            recorded where it cannot run; ``"end"`` or ``"start"``: measure it then, uncapped; True:
+            ``"auto"`` (as for ``whatif``); None or False: off.
+        baseline_steps: measured steps per arm of the baseline, at least.
+        baseline_seconds: measured time of the whole baseline (all arms and rounds); None: about 2 s
+            or 200 steps, whichever is longer, with ``"auto"``, 3 s with ``"end"``/``"start"``.
+        baseline_rounds: interleaved rounds (real and cached input alternate; each figure gets a
+            noise band from the rounds' spread).
+        baseline_max_seconds: the baseline stops within this allowance.
+        baseline_source_cache: also measure with a cache right after the file source.
+        profile_steps: ``(start, stop)``: profile these training steps (1-based, inclusive);
+            ``"auto"``: 25 steps from a few steps after the warm-up.
+        profile_summary: summarise the profile with XProf at train end.
+        profile_timeout_seconds: seconds the summary may take (None: ``$ADVISOR_TRACE_TIMEOUT_S``,
+            else 120).
+        telemetry: sample GPU (NVML) and host (psutil) metrics.
+        telemetry_interval_seconds: seconds between telemetry samples.
+        telemetry_devices: ``"mine"`` (this process's GPUs) or ``"all"``.
+        mfu: estimate FLOPs and MFU (None: when a GPU is present).
+        pipeline: inspect the tf.data pipeline and its files at train begin.
+        goodput: account for the fit's wall clock (goodput): time the hooks of the fit's other
+            callbacks and the model's saves, by wrapping them for the fit's duration only
+            (docs/goodput.md). False: only the advisor's own phases are timed.
+        whatif: ``"needed"`` (default): after training, when what it measured points to a change the
+            what-if can try (the input costs 10% of step time or more, a step under 5 ms, a step run
+            eagerly) and 10% of the fit is at least 3 s, try the changes ``"auto"`` would, on a
+            single worker; ``"auto"``: always try the changes the model and input point to; or a
+            list of candidate names (``parallel_map``, ``cache_map``, ``jit_compile``,
+            ``steps_per_execution_8``, ``batch_x2``…). Each change is tried on this model and input
+            beside the unchanged configuration and its measured gain is recorded (None: off);
+            ``"backends"`` in the list: every Keras backend × jit_compile in fresh processes. True:
+            ``"auto"``. See docs/whatif.md.
+        whatif_max_seconds: the what-if's whole allowance (None: the smaller of 10% of the fit and
+            60 s).
+        whatif_rounds: interleaved rounds of the what-if (each gain's band comes from them).
+        whatif_seconds: measure the rounds for about this long in all, then stop (None: use what the
+            allowance leaves after preparing); ``whatif_max_seconds`` still caps it all.
         cloudwatch_namespace: publish samples/s, samples/$ and utilization to CloudWatch.
-        mlflow: log samples/s, samples/$, utilization and energy to the active MLflow run at
-            every window end (off the training thread), and the report and plots at the end.
+        mlflow: log samples/s, samples/$, utilization and energy to the active MLflow run at every
+            window end (off the training thread), and the report and plots at the end.
 
-    ``runs_dir="s3://bucket/prefix"`` writes a local spool, uploaded in the background (docs/cloud.md).
+    ``runs_dir="s3://bucket/prefix"`` writes a local spool, uploaded in the background
+    (docs/cloud.md).
 
     A misspelled option raises ``TypeError`` naming the closest valid one; a bad value raises
     :class:`~advisor.errors.UsageError`. The options are recorded in ``run.json``. Durations end
     in ``_seconds``; ``window_s``, ``log_every_s``, ``telemetry_interval_s`` and
-    ``profile_timeout_s`` still work, with a DeprecationWarning. Where settings come from: an
-    argument you pass, then its environment variable (``$ADVISOR_RUNS_DIR``, ``$ADVISOR_INSTANCE_TYPE``,
-    ``$ADVISOR_INSTANCE_METADATA``, ``$ADVISOR_PRICING``, ``$ADVISOR_TRACE_TIMEOUT_S``), then the default.
+    ``profile_timeout_s`` still work, with a DeprecationWarning, and so does ``budget``, the old
+    name of ``goodput``. Where settings come from: an argument you pass, then its environment
+    variable (``$ADVISOR_RUNS_DIR``, ``$ADVISOR_INSTANCE_TYPE``, ``$ADVISOR_INSTANCE_METADATA``,
+    ``$ADVISOR_PRICING``, ``$ADVISOR_TRACE_TIMEOUT_S``), then the default. Each option is
+    declared once, beside its collector (``advisor.collectors.option_registry``); the Args above
+    are generated from those declarations (``python -m advisor.collectors.option_docs``).
     """
 
-    _advisor_own = (
-        True  # the budget collector counts these hooks as the advisor's, not a user callback's
-    )
+    # the goodput collector counts these hooks as the advisor's, not a user callback's
+    _advisor_own = True
 
     def __new__(cls, *args: Any, **kwargs: Any) -> AdvisorCallback:
         check_names(kwargs, cls.__name__)
         return super().__new__(cls)
 
+    @takes_options  # the arguments become self.options, each through its declaration
     def __init__(
         self,
         runs_dir: str | os.PathLike[str] | None = None,
         *,
+        name: str | None = None,
+        tags: dict[str, str] | None = None,
         instance_type: str | None = None,
         price_per_hour: float | None = None,
-        tags: dict[str, str] | None = None,
-        name: str | None = None,
+        pricing: Pricing | None = None,
+        spot: bool = False,
+        region: str | None = None,
+        instance_metadata: bool | None = None,
         window_seconds: float = 10.0,
         warmup_steps: int = 5,
         log_every_seconds: float | None = 60.0,
@@ -145,31 +154,17 @@ class AdvisorCallback(KerasCallbackProtocol):
         telemetry_interval_seconds: float = 1.0,
         telemetry_devices: TelemetryDevices = "mine",
         mfu: bool | None = None,
-        instance_metadata: bool | None = None,
         pipeline: bool = True,
-        budget: bool = True,
+        goodput: bool = True,
         whatif: WhatIf = "needed",
         whatif_max_seconds: float | None = None,
         whatif_rounds: int = WHATIF_ROUNDS,
         whatif_seconds: float | None = None,
-        pricing: Pricing | None = None,
-        spot: bool = False,
-        region: str | None = None,
         cloudwatch_namespace: str | None = None,
         mlflow: bool = False,
         **deprecated: Any,
     ) -> None:
-        given = {
-            name: value
-            for name, value in locals().items()
-            if name not in ("self", "__class__", "deprecated")
-        }
-        given.update(
-            tags=tags or {}, collectors=tuple(collectors) if collectors is not None else None
-        )
-        self.options = AdvisorOptions(
-            **renamed(given, deprecated)
-        )  # each parameter is the option of its name
+        self.options: AdvisorOptions  # set by takes_options, from these arguments
         from advisor.collectors.registry import build_collectors
 
         self.collectors: list[Collector] = build_collectors(self.options)
@@ -185,9 +180,8 @@ class AdvisorCallback(KerasCallbackProtocol):
         self._epoch: int | None = None
         self._last_batch_ended: int | None = None  # index of the epoch's last batch ended
         self._train_t0 = 0.0
-        self._switch_at = (
-            2  # the batch whose begin ends start-up or an epoch boundary (training steps resume)
-        )
+        # the batch whose begin ends start-up or an epoch boundary (training steps resume)
+        self._switch_at = 2
         self._in_fit = False
         self._collectors_used = False
         self.uploader: Any = None  # RunUploader when runs_dir is an s3:// store
@@ -344,91 +338,3 @@ class AdvisorCallback(KerasCallbackProtocol):
             if ledger is not None:
                 ledger.leave()
         self._own_seconds += time.perf_counter() - t0
-
-    def _begin(self, fit_locals: dict[str, Any] | None, t0: float) -> None:
-        from advisor.collectors.opening import open_run
-        from advisor.collectors.registry import build_collectors
-
-        opts = self.options
-        self.writer, self.session, url, found = open_run(opts, fit_locals, self.model, t0)
-        rank = self.session.rank
-        # Every fit starts fresh collectors (and a new run); the first uses those made in __init__.
-        if self._collectors_used:
-            self.collectors = build_collectors(opts)
-        self._collectors_used = True
-        for collector in self.collectors:
-            collector.attach(self.session)
-        self.guard = Guard(self.collectors, self.session)
-        self._refresh_batch_calls()
-        self._batches = self._batch_sampled = 0
-        self._switch_at = 2
-        self._batch_sampled_seconds = self._own_seconds = 0.0
-        self._train_t0 = time.perf_counter()
-        self._in_fit = True
-        OPEN_RUNS.add(self)
-        if found.note:
-            log.warning("advisor: price: %s", found.note)
-            self.session.event("prices", found.note, level="warning")
-        if url is not None:
-            from advisor.cloud.spool import start_upload
-
-            session = self.session
-            self.uploader = start_upload(
-                url,
-                self.writer.path,
-                self.writer.run_id,
-                rank,
-                note=lambda message: session.event("upload", message, level="warning"),
-            )
-        if rank == 0 and opts.log_every_seconds is not None:
-            ensure_log_handler()
-
-    def _own_batch_estimate(self) -> float:
-        """Seconds spent in the advisor's batch hooks so far, from the one call in 128 it times."""
-        per_batch = (
-            self._batch_sampled_seconds / self._batch_sampled if self._batch_sampled else 0.0
-        )
-        return per_batch * self._batches
-
-    def _own_estimate(self) -> float:
-        return self._own_seconds + self._own_batch_estimate()
-
-    def _finish(self, status: str) -> None:
-        if self.writer is None or self.writer.closed:
-            return
-        try:
-            # A baseline or a what-if trains on purpose: it is neither overhead nor the user's training.
-            baseline = self.session.notes.measuring_seconds if self.session else 0.0
-            train_seconds = time.perf_counter() - self._train_t0 - baseline
-            own = max(0.0, self._own_estimate() - baseline)
-            if self.session is not None and self.guard is not None:
-                self.session.notes.own_batch_seconds = self._own_batch_estimate()
-                self.guard.call(
-                    "on_before_close", status
-                )  # the budget's final record, before the end record
-            self.writer.close(status, advisor_seconds=own, train_seconds=train_seconds)
-        except Exception as exc:
-            log.warning("advisor: could not close the run: %s", exc)
-        if self.uploader is not None:
-            self.uploader.finish()
-        self._in_fit = False
-        OPEN_RUNS.discard(self)
-        if self.guard is not None:
-            self.guard.call("on_run_closed", status)
-        if self.session is not None and self.session.rank == 0 and status == "finished":
-            where = (
-                f"{self.uploader.url} (uploading from {self.writer.path})"
-                if self.uploader
-                else self.writer.path
-            )
-            report_closed(self.writer, where)
-
-    def _abort(self, reason: str) -> None:
-        if self.writer is not None and not self.writer.closed:
-            if self.guard is not None:
-                self.guard.call("on_train_end")  # stop samplers and profilers
-            try:
-                self.session.event("advisor", reason, level="error") if self.session else None
-            except Exception:
-                pass
-            self._finish("failed")

@@ -83,10 +83,10 @@ class Collector:
     def on_train_end(self) -> None: ...
 
     def on_before_close(self, status: str) -> None:
-        """Just before the run's end record: every other hook of the fit has run (rank 0 and others)."""
+        """Just before the run's end record: every other hook of the fit has run (every rank)."""
 
     def on_run_closed(self, status: str) -> None:
-        """After the run directory is complete (end record written, manifest final); rank 0 and others."""
+        """After the run directory is complete (end record written, manifest final); every rank."""
 
 
 class Guard:

@@ -126,7 +126,8 @@ def introspect(session: Any) -> dict[str, Any]:
 
 
 def horovod_compression(optimizer: Any) -> str | None:
-    """The gradient compression of a Horovod ``DistributedOptimizer`` (``none``, ``fp16``…), else None.
+    """The gradient compression of a Horovod ``DistributedOptimizer`` (``none``, ``fp16``…),
+    else None.
 
     Horovod's torch and TF1 wrappers keep the compressor class in ``_compression``; its Keras
     wrapper keeps it only in the closure of the class it makes (``__init__``) and of its

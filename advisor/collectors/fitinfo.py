@@ -113,7 +113,8 @@ def _from_tf_keras(handler: Any, info: DataInfo) -> None:
 
 
 def _from_dataset(adapter: Any, info: DataInfo) -> None:
-    """A tf.data input: the dataset, and its batch and short last batch where the adapter did not say."""
+    """A tf.data input: the dataset, and its batch and short last batch where the adapter did not
+    say."""
     info.dataset = getattr(adapter, "_dataset", None)
     if info.batch_size is None:
         info.batch_size = _tf_first_batch_size(info.dataset)

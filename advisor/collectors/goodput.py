@@ -16,138 +16,70 @@ run closes (after the baseline and the what-if, whose time it counts). Checkpoin
 from __future__ import annotations
 
 import logging
-import os
 import sys
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 from advisor.collectors.collector import Collector
+from advisor.collectors.goodput_wrap import (
+    BATCH_HOOKS,
+    EPOCH_ENDING,
+    FIT_HOOKS,
+    MISSING,
+    SAVE_METHODS,
+    SYNCING_ON_TF_KERAS,
+    Saves,
+    drop_stale,
+    hook_wrapper,
+    kind_of,
+    overrides,
+    put_back,
+    save_wrapper,
+)
 from advisor.collectors.ledger import ADVISOR, CHECKPOINT, PHASES, TRAIN, Ledger
+from advisor.collectors.option_spec import Option
 
 log = logging.getLogger("advisor")
 
-# Hooks a fit calls; a callback's override of any of them is wrapped.
-FIT_HOOKS = (
-    "on_train_begin",
-    "on_train_end",
-    "on_epoch_begin",
-    "on_epoch_end",
-    "on_train_batch_begin",
-    "on_train_batch_end",
-    "on_batch_begin",
-    "on_batch_end",
-    "on_test_begin",
-    "on_test_end",
-    "on_test_batch_begin",
-    "on_test_batch_end",
-)
-BATCH_HOOKS = frozenset(
-    {"on_train_batch_begin", "on_train_batch_end", "on_batch_begin", "on_batch_end"}
-)
-CHECKPOINT_CLASSES = frozenset(
-    {"ModelCheckpoint", "BackupAndRestore", "BackupAndRestoreExperimental"}
-)
-KERAS_CLASSES = frozenset({"History", "ProgbarLogger"})  # added by fit itself
-SAVE_METHODS = ("save", "save_weights")
 MEASURE_COLLECTORS = {
     "baseline": "advisor_measure",
     "whatif": "advisor_measure",
     "profiler": "profile",
 }
-SLOW_HOOK_SHARE = (
-    0.10  # a batch hook above this share of the step is tried in the baseline's "hooks" arm
+# A batch hook above this share of the step is tried in the baseline's "hooks" arm.
+SLOW_HOOK_SHARE = 0.10
+OPTIONS = (
+    Option(
+        "goodput",
+        "bool",
+        True,
+        "account for the fit's wall clock (goodput): time the hooks of the fit's other callbacks "
+        "and the model's saves, by wrapping them for the fit's duration only (docs/goodput.md). "
+        "False: only the advisor's own phases are timed.",
+        old_names=("budget",),
+        recorded_as="budget",
+    ),
 )
-MAX_WALK_FILES = 10_000  # a saved directory is sized from at most this many files
-
-
-def kind_of(callback: Any) -> str:
-    names = {klass.__name__ for klass in type(callback).__mro__}
-    if names & CHECKPOINT_CLASSES:
-        return "checkpoint"
-    if type(callback).__name__ in KERAS_CLASSES and type(callback).__module__.startswith(
-        ("keras", "tf_keras")
-    ):
-        return "keras"
-    return "callback"
-
-
-def _overrides(callback: Any, hook: str) -> bool:
-    """The callback has a hook of its own: set on the instance (``LambdaCallback`` keeps its
-    functions there) or overridden by its class (Keras marks its base no-ops ``_is_default``)."""
-    own = getattr(callback, "__dict__", {}).get(hook)
-    if callable(own):
-        return True
-    method = getattr(type(callback), hook, None)
-    return method is not None and not getattr(method, "_is_default", False)
-
-
-# Keras's own callbacks whose batch hook waits for the step on tf_keras (they read the logs as
-# numbers, and tf_keras hands them tensors): timing them would charge the step to the callback.
-SYNCING_ON_TF_KERAS = frozenset({"ProgbarLogger", "TerminateOnNaN"})
-# Exceptions that end an epoch, not the fit (Keras catches them around its batch loop).
-EPOCH_ENDING = frozenset({"StopIteration", "OutOfRangeError"})
-
-
-def bytes_at(path: Any) -> int | None:
-    """Bytes of the file or directory a save wrote (a TensorFlow checkpoint prefix: its files)."""
-    try:
-        target = Path(os.fspath(path))
-    except TypeError:
-        return None
-    try:
-        if target.is_file():
-            return target.stat().st_size
-        if target.is_dir():
-            total = 0
-            for n, file in enumerate(p for p in target.rglob("*") if p.is_file()):
-                if n >= MAX_WALK_FILES:
-                    break
-                total += file.stat().st_size
-            return total
-        parts = [
-            p for p in target.parent.glob(target.name + ".*") if p.is_file()
-        ]  # prefix.index, prefix.data-…
-        return sum(p.stat().st_size for p in parts) if parts else None
-    except OSError:
-        return None
-
-
-class _Saves:
-    """Count, seconds and bytes of the saves made during the fit, and who made them."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.bytes: int | None = None
-        self.by: dict[str, int] = {}
-
-    def add(self, who: str, written: int | None) -> None:
-        self.count += 1
-        self.by[who] = self.by.get(who, 0) + 1
-        if written is not None:
-            self.bytes = (self.bytes or 0) + written
 
 
 class GoodputCollector(Collector):
-    name = "budget"
+    name = "goodput"
 
     def __init__(self, wrap: bool = True) -> None:
         super().__init__()
-        self.wrap = (
-            wrap  # False: the phases and the advisor's own time only, nothing of the user's wrapped
-        )
-        self._restore: list[tuple[Any, str, Any]] = []  # (object, attribute, the wrapper put there)
-        self._keys: dict[
-            str, tuple[str, str, str]
-        ] = {}  # ledger state → (callback name, hook, kind)
+        # False: the phases and the advisor's own time only, nothing of the user's wrapped
+        self.wrap = wrap
+        # (object, attribute, the wrapper put there)
+        self._restore: list[tuple[Any, str, Any]] = []
+        # ledger state → (callback name, hook, kind)
+        self._keys: dict[str, tuple[str, str, str]] = {}
         self._originals: dict[str, Any] = {}  # ledger state → the hook it wraps
-        self._saves = _Saves()
+        self._saves = Saves()
         self._last_written = 0.0
         self._lock = threading.Lock()  # the overlapped time of hooks on Keras's worker threads
-        self._fit_frame: int | None = (
-            None  # id of the fit's frame: a save outside it finds the wrappers stale
-        )
+        # id of the fit's frame: a save outside it finds the wrappers stale
+        self._fit_frame: int | None = None
 
     # -- hooks ---------------------------------------------------------------------------------
     def on_train_begin(self) -> None:
@@ -168,9 +100,9 @@ class GoodputCollector(Collector):
             if self.session.keras_flavor == "tf_keras" and base in SYNCING_ON_TF_KERAS:
                 continue
             for hook in FIT_HOOKS:
-                if _overrides(callback, hook):
+                if overrides(callback, hook):
                     key = f"cb:{name}.{hook}"
-                    _drop_stale(callback, hook)
+                    drop_stale(callback, hook)
                     original = getattr(callback, hook)
                     self._keys[key] = (name, hook, kind)
                     self._originals[key] = original
@@ -182,7 +114,7 @@ class GoodputCollector(Collector):
         model = self.session.model
         if model is not None:
             for method in SAVE_METHODS:
-                _drop_stale(model, method)
+                drop_stale(model, method)
                 original = getattr(model, method, None)
                 if callable(original):
                     self._wrap(model, method, self._save_wrapper(original, ledger))
@@ -203,10 +135,9 @@ class GoodputCollector(Collector):
 
     # -- wrapping --------------------------------------------------------------------------------
     def _wrap(self, obj: Any, attr: str, wrapper: Any) -> None:
-        before = obj.__dict__.get(attr, _MISSING) if hasattr(obj, "__dict__") else _MISSING
-        wrapper._advisor_before = (
-            before  # what a later fit puts back if this one never ends (it raised)
-        )
+        before = obj.__dict__.get(attr, MISSING) if hasattr(obj, "__dict__") else MISSING
+        # what a later fit puts back if this one never ends (it raised)
+        wrapper._advisor_before = before
         try:
             object.__setattr__(obj, attr, wrapper)
         except Exception as exc:  # a class with __slots__ or a frozen object: left alone
@@ -238,100 +169,17 @@ class GoodputCollector(Collector):
         while self._restore:
             obj, attr, wrapper = self._restore.pop()
             if wrapper is not None and getattr(obj, "__dict__", {}).get(attr) is wrapper:
-                _put_back(obj, attr, getattr(wrapper, "_advisor_before", _MISSING))
+                put_back(obj, attr, getattr(wrapper, "_advisor_before", MISSING))
 
     def _hook_wrapper(
         self, original: Any, key: str, ledger: Ledger, callback: Any, checkpoint: bool
     ) -> Any:
-        # Ledger.enter and .leave, inlined: this runs at every call of a user's batch hook.
-        enter, leave, clock, ident = (
-            ledger.enter,
-            ledger.leave,
-            time.perf_counter,
-            threading.get_ident,
+        return hook_wrapper(
+            original, key, ledger, self._saves, self.fit_raised, self._lock, callback, checkpoint
         )
-        seconds, calls, stack, main = ledger.seconds, ledger.calls, ledger.stack, ledger.thread
-        saves = self._saves
-        collector = self
-
-        def hook(*args: Any, **kwargs: Any) -> Any:
-            if ident() != main:  # Keras's async dispatch: beside training, kept apart
-                t0 = clock()
-                try:
-                    return original(*args, **kwargs)
-                except BaseException as exc:
-                    collector.fit_raised(exc)
-                    raise
-                finally:
-                    with collector._lock:
-                        ledger.overlapped[key] = ledger.overlapped.get(key, 0.0) + clock() - t0
-            if not checkpoint:
-                now = clock()
-                state = ledger.state
-                seconds[state] = seconds.get(state, 0.0) + (now - ledger.last)
-                ledger.last = now
-                stack.append(state)
-                ledger.state = key
-                calls[key] = calls.get(key, 0) + 1
-                try:
-                    return original(*args, **kwargs)
-                except BaseException as exc:
-                    collector.fit_raised(exc)  # the fit ends with it (Keras skips on_train_end)
-                    raise
-                finally:
-                    now = clock()
-                    state = ledger.state
-                    seconds[state] = seconds.get(state, 0.0) + (now - ledger.last)
-                    ledger.last = now
-                    ledger.state = stack.pop() if stack else ledger.current_phase
-            before, t0 = ledger.saves, clock()
-            enter(key)
-            try:
-                return original(*args, **kwargs)
-            except BaseException as exc:
-                collector.fit_raised(exc)
-                raise
-            finally:
-                leave()
-                # A checkpoint callback that saved without model.save (tf_keras's BackupAndRestore
-                # writes a TensorFlow checkpoint): one save, sized by its directory.
-                folder = getattr(callback, "backup_dir", None) or getattr(
-                    callback, "_backup_dir", None
-                )
-                if (
-                    folder
-                    and ledger.saves == before
-                    and clock() - t0 > 0.001
-                    and "epoch_end" in key
-                ):
-                    saves.add(key[3:], bytes_at(folder))
-
-        hook.__wrapped__ = original  # type: ignore[attr-defined]
-        return hook
 
     def _save_wrapper(self, original: Any, ledger: Ledger) -> Any:
-        saves = self._saves
-
-        collector = self
-
-        def save(*args: Any, **kwargs: Any) -> Any:
-            if not ledger.on_training_thread() or ledger.state == CHECKPOINT:
-                return original(*args, **kwargs)  # another thread, or a save inside a save
-            if not collector._inside_fit():  # the fit raised outside a hook and left its wrappers
-                collector.unwrap()
-                return original(*args, **kwargs)
-            who = ledger.state[3:] if ledger.state.startswith("cb:") else "fit"
-            ledger.enter(CHECKPOINT)
-            try:
-                return original(*args, **kwargs)
-            finally:
-                ledger.leave()
-                ledger.saves += 1
-                path = args[0] if args else kwargs.get("filepath")
-                saves.add(who, bytes_at(path) if path is not None else None)
-
-        save.__wrapped__ = original  # type: ignore[attr-defined]
-        return save
+        return save_wrapper(original, ledger, self._saves, self._inside_fit, self.unwrap)
 
     # -- the budget ----------------------------------------------------------------------------
     def slow_batch_hooks(self) -> list[tuple[str, Any]]:
@@ -349,7 +197,8 @@ class GoodputCollector(Collector):
                 or kind != "callback"
                 or any(w.startswith(f"{name}.") for w in self._saves.by)
             ):
-                continue  # checkpoints, Keras's own, and callbacks that saved: not called again in the arm
+                # checkpoints, Keras's own, and callbacks that saved: not called again in the arm
+                continue
             spent = ledger.seconds.get(key, 0.0)
             step = (train + spent) / steps
             if step > 0 and spent / steps > SLOW_HOOK_SHARE * step:
@@ -422,24 +271,3 @@ class GoodputCollector(Collector):
         if self.session.ledger is None:
             return
         self.session.writer.write(self.record(final))
-
-
-_MISSING = object()
-
-
-def _put_back(obj: Any, attr: str, before: Any) -> None:
-    try:
-        if before is _MISSING:
-            object.__delattr__(obj, attr)
-        else:
-            object.__setattr__(obj, attr, before)
-    except Exception as exc:
-        log.debug("advisor: could not restore %s.%s (%s)", type(obj).__name__, attr, exc)
-
-
-def _drop_stale(obj: Any, attr: str) -> None:
-    """A wrapper left by an earlier fit that raised (Keras then skips ``on_train_end``): put back
-    what was there before it, so that wrappers never pile up."""
-    current = getattr(obj, "__dict__", {}).get(attr)
-    if current is not None and hasattr(current, "_advisor_before"):
-        _put_back(obj, attr, current._advisor_before)

@@ -23,7 +23,8 @@ import time
 STARTUP = "startup"  # train begin → the first step's end (tracing, compiling, the first batch)
 TRAIN = "train_steps"  # training steps, the input wait inside them included
 VALIDATION = "validation"
-BOUNDARY = "epoch_boundary"  # an epoch's end → the next epoch's first step (a new iterator, Keras's bookkeeping)
+# an epoch's end → the next epoch's first step (a new iterator, Keras's bookkeeping)
+BOUNDARY = "epoch_boundary"
 ADVISOR = "advisor"  # the advisor's own hooks (its collectors enter "advisor:<name>")
 CHECKPOINT = "checkpoint"  # model.save / save_weights during the fit
 PHASES = (STARTUP, TRAIN, VALIDATION, BOUNDARY)

@@ -1,18 +1,84 @@
-"""The run manifest (``run.json``) as the callback and custom loops (``advisor.track``) both write it."""
+"""The run manifest (``run.json``) as the callback and custom loops (``advisor.track``) both
+write it, and the options that price the run."""
 
 from __future__ import annotations
 
 import os
 import platform
 import socket
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from advisor._version import __version__
+from advisor.collectors.option_spec import Option, from_env, positive
+from advisor.errors import UsageError
 
 if TYPE_CHECKING:
     from advisor.reference.prices import PriceResolution
 
-PRICE_WAIT_S = 3.0  # pricing="aws": the longest a run's start waits for AWS before using the table
+# pricing="aws": the longest a run's start waits for AWS before using the table
+PRICE_WAIT_S = 3.0
+PRICING_SOURCES = ("table", "aws")
+Pricing = Literal["table", "aws"]
+_TRUE = ("1", "true", "yes", "on")
+
+
+def pricing_source(name: str, value: Any) -> str:
+    """``"table"`` or ``"aws"``; None: ``$ADVISOR_PRICING``, else ``"table"``."""
+    if value is None:  # an explicit argument beats the environment
+        value = (os.environ.get("ADVISOR_PRICING") or "table").strip().lower()
+    if value not in PRICING_SOURCES:
+        raise UsageError(f"{name} must be 'table' or 'aws' (got {value!r})")
+    return str(value)
+
+
+OPTIONS = (
+    Option(
+        "instance_type",
+        "str | None",
+        None,
+        "cloud instance type, e.g. ``g5.xlarge`` (also ``$ADVISOR_INSTANCE_TYPE``; found from "
+        "the machine's DMI data on AWS when not given).",
+        from_env("ADVISOR_INSTANCE_TYPE"),
+        env="ADVISOR_INSTANCE_TYPE",
+    ),
+    Option(
+        "price_per_hour",
+        "float | None",
+        None,
+        "USD per hour per instance; overrides the embedded price table.",
+        positive(optional=True),
+    ),
+    Option(
+        "pricing",
+        "Pricing | None",
+        None,
+        '``"table"`` or ``"aws"`` (the AWS price, cached; at most 3 s, else the table); '
+        'None: ``$ADVISOR_PRICING``, else ``"table"``.',
+        pricing_source,
+        stored="str | None",
+        env="ADVISOR_PRICING",
+    ),
+    Option(
+        "spot",
+        "bool",
+        False,
+        'price the instance at the current spot price (with ``pricing="aws"``).',
+    ),
+    Option(
+        "region",
+        "str | None",
+        None,
+        "AWS region of the instance for prices (default: boto3's region).",
+    ),
+    Option(
+        "instance_metadata",
+        "bool | None",
+        None,
+        "ask the cloud metadata service for the instance type (≤ 0.5 s).",
+        from_env("ADVISOR_INSTANCE_METADATA", parse=lambda v: v.strip().lower() in _TRUE),
+        env="ADVISOR_INSTANCE_METADATA",
+    ),
+)
 
 
 def memory_bytes() -> int | None:

@@ -19,6 +19,16 @@ import time
 from typing import Any
 
 from advisor.collectors.collector import Collector
+from advisor.collectors.option_spec import Option
+
+OPTIONS = (
+    Option(
+        "pipeline",
+        "bool",
+        True,
+        "inspect the tf.data pipeline and its files at train begin.",
+    ),
+)
 
 
 class PipelineCollector(Collector):
@@ -122,7 +132,8 @@ S3_SIZING_S = 10.0  # listing budget at train begin: a huge prefix is sized from
 
 
 def size_s3(paths: list[str], declared_compression: str | None = None) -> dict[str, Any]:
-    """Storage values of the ``s3://`` objects a pipeline reads (``error`` when they cannot be sized)."""
+    """Storage values of the ``s3://`` objects a pipeline reads (``error`` when they cannot be
+    sized)."""
     from advisor.errors import AdvisorError
 
     try:

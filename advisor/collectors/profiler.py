@@ -31,138 +31,95 @@ import os
 import time
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from advisor.collectors.collector import Collector
-from advisor.collectors.options import auto_profile_window, normalize_profile_steps
-from advisor.errors import one_line
+from advisor.collectors.option_spec import Option, positive
+from advisor.collectors.profiler_backends import BACKENDS, ProfilerBackend
+from advisor.errors import UsageError, one_line
 from advisor.store.schema import TraceRecord
 
 log = logging.getLogger("advisor")
 
 SOURCE = "profiler"
+DEFAULT_PROFILE_STEPS = (10, 34)  # 25 marked steps: trace shares need at least 20 to be stable
+AUTO_PROFILE_STEPS = 25  # profile_steps="auto": this many steps, starting after the warm-up
 
 
-class ProfilerBackend(Protocol):
-    """How one framework starts, stops and marks steps in a profile (xplane.pb output)."""
-
-    name: str
-
-    def start(self, logdir: str) -> None: ...
-
-    def stop(self) -> None: ...
-
-    def marker(self, step: int) -> AbstractContextManager[Any]: ...
-
-    def already_running(self, exc: BaseException) -> bool: ...
-
-
-class TensorFlowProfiler:
-    name = "tensorflow"
-
-    def __init__(self) -> None:
-        import tensorflow as tf
-
-        self._tf = tf
-
-    def start(self, logdir: str) -> None:
-        self._tf.profiler.experimental.start(logdir)
-
-    def stop(self) -> None:
-        self._tf.profiler.experimental.stop()
-
-    def marker(self, step: int) -> AbstractContextManager[Any]:
-        return self._tf.profiler.experimental.Trace("train", step_num=step, _r=1)  # type: ignore[no-any-return]
-
-    def already_running(self, exc: BaseException) -> bool:
-        return type(exc).__name__ == "AlreadyExistsError" or "already" in str(exc).lower()
+def parse_profile_steps(value: Any) -> tuple[int, int]:
+    """``(10, 34)``, ``[10, 34]``, ``"10,34"`` or ``12`` → (start, stop), 1-based and inclusive."""
+    if isinstance(value, str):
+        parts = [p.strip() for p in value.split(",") if p.strip()]
+    elif isinstance(value, (list, tuple)):
+        parts = list(value)
+    else:
+        parts = [value, value]
+    if len(parts) == 1:
+        parts = parts * 2
+    try:
+        start, stop = (int(p) for p in parts)
+        if isinstance(parts[0], bool) or isinstance(parts[1], bool) or len(parts) != 2:
+            raise ValueError
+    except (TypeError, ValueError):
+        raise UsageError(
+            f"profile_steps={value!r}: give (start, stop), two step numbers from 1, e.g. (10, 34)"
+        ) from None
+    if start < 1 or stop < start:
+        raise UsageError(f"profile_steps={value!r}: need 1 <= start <= stop (steps count from 1)")
+    return start, stop
 
 
-class JaxProfiler:
-    name = "jax"
-
-    def __init__(self) -> None:
-        import jax
-
-        self._jax = jax
-
-    def start(self, logdir: str) -> None:
-        # JAX traces every Python call by default: that costs more than the steps themselves and
-        # would show up as "all others" time. TF's profiler leaves Python tracing off too.
-        options_cls = getattr(self._jax.profiler, "ProfileOptions", None)
-        if options_cls is None:
-            self._jax.profiler.start_trace(logdir)
-            return
-        options = options_cls()
-        options.python_tracer_level = 0
-        self._jax.profiler.start_trace(logdir, profiler_options=options)
-
-    def stop(self) -> None:
-        self._jax.profiler.stop_trace()
-
-    def marker(self, step: int) -> AbstractContextManager[Any]:
-        return self._jax.profiler.StepTraceAnnotation("train", step_num=step)  # type: ignore[no-any-return]
-
-    def already_running(self, exc: BaseException) -> bool:
-        return "already" in str(exc).lower()
+def profile_window(name: str, value: Any) -> tuple[int, int] | str | None:
+    """None (no profile), ``"auto"`` (a short window after the warm-up, chosen at train begin)
+    or (start, stop): the one interpretation of profile_steps=."""
+    if value is None:
+        return None
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return "auto"
+    return parse_profile_steps(value)
 
 
-class TorchProfiler:
-    """``torch.profiler`` (Kineto): CPU activity, and CUDA where a GPU is present.
+def auto_profile_window(
+    warmup_steps: int, steps_per_execution: int = 1, epoch_steps: int | None = None
+) -> tuple[int, int]:
+    """The steps ``profile_steps="auto"`` captures: AUTO_PROFILE_STEPS steps (trace shares need
+    20 to be stable) from a few steps after the warm-up, on whole executions; earlier (but after
+    the warm-up) when that keeps the window inside the first epoch."""
+    spe = max(1, int(steps_per_execution))
 
-    Writes Kineto's chrome trace as ``<logdir>/plugins/profile/<session>/<host>.pt.trace.json``
-    (the folder layout of TensorFlow profiles, so runs look alike). Steps are
-    ``record_function("ProfilerStep#N")`` ranges, the name torch's own ``profiler.step()`` gives
-    them, so TensorBoard's torch plugin and HTA read our traces too.
-    """
+    def execution_start(step: int) -> int:  # the first step of the execution holding ``step``
+        return ((step - 1) // spe) * spe + 1
 
-    name = "torch"
-    trace_suffix = ".pt.trace.json"
-
-    def __init__(self) -> None:
-        import torch
-        import torch.profiler
-
-        self._torch = torch
-        self._profile: Any = None
-        self._logdir = ""
-
-    def start(self, logdir: str) -> None:
-        profiler = self._torch.profiler
-        activities = [profiler.ProfilerActivity.CPU]
-        if self._torch.cuda.is_available():
-            activities.append(profiler.ProfilerActivity.CUDA)
-        prof = profiler.profile(activities=activities, record_shapes=False, with_stack=False)
-        prof.start()
-        self._profile, self._logdir = prof, logdir
-
-    def stop(self) -> None:
-        import socket
-
-        prof, self._profile = self._profile, None
-        if prof is None:
-            return
-        prof.stop()
-        session = Path(self._logdir) / "plugins" / "profile" / time.strftime("%Y_%m_%d_%H_%M_%S")
-        session.mkdir(parents=True, exist_ok=True)
-        prof.export_chrome_trace(
-            str(session / f"{socket.gethostname()}.{os.getpid()}{self.trace_suffix}")
-        )
-
-    def marker(self, step: int) -> AbstractContextManager[Any]:
-        return self._torch.profiler.record_function(f"ProfilerStep#{step}")  # type: ignore[no-any-return]
-
-    def already_running(self, exc: BaseException) -> bool:
-        text = str(exc).lower()
-        return "already" in text and "profil" in text
+    earliest = execution_start(warmup_steps + spe) if warmup_steps else 1
+    start = max(earliest, execution_start(warmup_steps + 5 + spe))
+    if epoch_steps and start + AUTO_PROFILE_STEPS - 1 > epoch_steps:
+        start = max(earliest, execution_start(epoch_steps - AUTO_PROFILE_STEPS + 1))
+    return start, start + AUTO_PROFILE_STEPS - 1
 
 
-# Keras backend name → profiler backend factory.
-BACKENDS: dict[str, Any] = {
-    "tensorflow": TensorFlowProfiler,
-    "jax": JaxProfiler,
-    "torch": TorchProfiler,
-}
+OPTIONS = (
+    Option(
+        "profile_steps",
+        "tuple[int, int] | str | int | None",
+        None,
+        '``(start, stop)``: profile these training steps (1-based, inclusive); ``"auto"``: 25 '
+        "steps from a few steps after the warm-up.",
+        profile_window,
+        stored="tuple[int, int] | str | None",
+        record=lambda v: list(v) if isinstance(v, tuple) else v,
+    ),
+    Option("profile_summary", "bool", True, "summarise the profile with XProf at train end."),
+    Option(
+        "profile_timeout_seconds",
+        "float | None",
+        None,
+        "seconds the summary may take (None: ``$ADVISOR_TRACE_TIMEOUT_S``, else 120).",
+        positive(optional=True),
+        env="ADVISOR_TRACE_TIMEOUT_S",
+        old_names=("profile_timeout_s",),
+        recorded_as="profile_timeout_s",
+    ),
+)
 
 
 class ProfilerCollector(Collector):
@@ -174,13 +131,14 @@ class ProfilerCollector(Collector):
 
     def __init__(
         self,
-        profile_steps: Any = (10, 34),
+        profile_steps: tuple[int, int] | str = DEFAULT_PROFILE_STEPS,
         summarize: bool = True,
         timeout_s: float | None = None,
         backend: ProfilerBackend | None = None,
     ) -> None:
         super().__init__()
-        window = normalize_profile_steps(profile_steps)
+        # profile_window's value (the options checked it): "auto" or (start, stop)
+        window = profile_steps
         self.auto = window == "auto"  # the window is chosen at train begin (after the warm-up)
         self.start_step, self.stop_step = (0, 0) if isinstance(window, str) else window
         self.summarize = bool(summarize)
@@ -212,7 +170,8 @@ class ProfilerCollector(Collector):
             if factory is None:
                 s.event(
                     SOURCE,
-                    f"profiling is not supported on the {s.backend!r} backend yet; no profile taken",
+                    f"profiling is not supported on the {s.backend!r} backend yet; "
+                    "no profile taken",
                     level="warning",
                 )
                 self._finish_hooks()
@@ -268,7 +227,8 @@ class ProfilerCollector(Collector):
             self._backend.start(str(self._logdir))
         except Exception as exc:  # noqa: BLE001 — recorded; training goes on
             reason = (
-                "another profiler is already running in this process (e.g. TensorBoard's profile_batch)"
+                "another profiler is already running in this process "
+                "(e.g. TensorBoard's profile_batch)"
                 if self._backend.already_running(exc)
                 else f"the profiler did not start: {one_line(exc)}"
             )
@@ -280,7 +240,8 @@ class ProfilerCollector(Collector):
         if not marked:
             self.session.event(
                 SOURCE,
-                f"steps_per_execution={self._spe}: Keras runs {self._spe} steps per call, so the profile cannot "
+                f"steps_per_execution={self._spe}: Keras runs {self._spe} steps per call, "
+                "so the profile cannot "
                 "mark single steps; it has op statistics but no step-time breakdown (profile with "
                 "steps_per_execution=1 for that)",
                 level="warning",

@@ -1,17 +1,58 @@
 """Collector names → factories. ``AdvisorCallback(collectors=[...])`` picks from here.
 
 Optional collectors join the defaults when their option asks for them (e.g. ``profile_steps``)
-or unless switched off (``baseline=None``, ``telemetry=False``, ``pipeline=False``). Factories
-import their module on use, so an unused collector costs nothing.
+or unless switched off (``baseline=None``, ``telemetry=False``, ``pipeline=False``). A
+collector imports its framework (TensorFlow, NVML, MLflow…) only when it runs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from advisor.collectors.collector import Collector
-from advisor.collectors.options import DEFAULT_PROFILE_STEPS, AdvisorOptions
+from advisor.collectors.option_spec import Option, warn_once
 from advisor.errors import UsageError
+
+if TYPE_CHECKING:
+    from advisor.collectors.options import AdvisorOptions
+
+# Old collector names, still accepted in collectors=[...] (a DeprecationWarning once each).
+RENAMED = {"budget": "goodput"}
+
+
+def collector_list(name: str, value: Any) -> tuple[Any, ...] | None:
+    """None (the defaults) or the collectors named (or given as objects), old names renamed."""
+    if value is None:
+        return None
+    out = []
+    for item in value:
+        if isinstance(item, str) and item in RENAMED:
+            new = RENAMED[item]
+            warn_once(f"collector:{item}", f"{name}=[{item!r}] is deprecated: use {new!r}")
+            item = new
+        out.append(item)
+    return tuple(out)
+
+
+def collector_names(value: tuple[Any, ...] | None) -> list[str] | None:
+    """The collectors as ``run.json`` records them: objects by name."""
+    if value is None:
+        return None
+    return [c if isinstance(c, str) else getattr(c, "name", type(c).__name__) for c in value]
+
+
+OPTIONS = (
+    Option(
+        "collectors",
+        "Sequence[str | Collector] | None",
+        None,
+        "names or instances to run instead of the defaults.",
+        collector_list,
+        stored="tuple[Any, ...] | None",
+        record=collector_names,
+    ),
+)
 
 
 def _throughput(o: AdvisorOptions) -> Collector:
@@ -35,7 +76,7 @@ def _context(o: AdvisorOptions) -> Collector:
 
 
 def _profiler(o: AdvisorOptions) -> Collector:
-    from advisor.collectors.profiler import ProfilerCollector
+    from advisor.collectors.profiler import DEFAULT_PROFILE_STEPS, ProfilerCollector
 
     return ProfilerCollector(
         profile_steps=o.profile_steps or DEFAULT_PROFILE_STEPS,
@@ -65,10 +106,10 @@ def _baseline(o: AdvisorOptions) -> Collector:
     )
 
 
-def _budget(o: AdvisorOptions) -> Collector:
+def _goodput(o: AdvisorOptions) -> Collector:
     from advisor.collectors.goodput import GoodputCollector
 
-    return GoodputCollector(wrap=o.budget)
+    return GoodputCollector(wrap=o.goodput)
 
 
 def _pipeline(o: AdvisorOptions) -> Collector:
@@ -78,10 +119,10 @@ def _pipeline(o: AdvisorOptions) -> Collector:
 
 
 def _whatif(o: AdvisorOptions) -> Collector:
-    from advisor.collectors.whatif import WhatIfCollector
+    from advisor.collectors.whatif import AUTO, WhatIfCollector
 
     return WhatIfCollector(
-        o.whatif if isinstance(o.whatif, (str, tuple)) else "auto",
+        o.whatif or AUTO,
         max_seconds=o.whatif_max_seconds,
         rounds=o.whatif_rounds,
         seconds=o.whatif_seconds,
@@ -106,7 +147,7 @@ FACTORIES: dict[str, Callable[[AdvisorOptions], Collector]] = {
     "throughput": _throughput,
     "epochs": _epochs,
     "context": _context,
-    "budget": _budget,
+    "goodput": _goodput,
     "profiler": _profiler,
     "telemetry": _telemetry,
     "baseline": _baseline,
@@ -121,7 +162,7 @@ DEFAULTS: dict[str, Callable[[AdvisorOptions], bool]] = {
     "throughput": lambda o: True,
     "epochs": lambda o: True,
     "context": lambda o: True,
-    "budget": lambda o: True,
+    "goodput": lambda o: True,
     "profiler": lambda o: o.profile_steps is not None,
     "telemetry": lambda o: o.telemetry,
     "baseline": lambda o: o.baseline is not None,

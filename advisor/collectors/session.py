@@ -102,9 +102,9 @@ class Session:
 
     writer: RunWriter
     model: Any
+    options: AdvisorOptions  # the callback's (or the loop's), as declared and normalised
     rank: int = 0
     num_workers: int = 1
-    options: AdvisorOptions = field(default_factory=lambda: _default_options())
     data: DataInfo = field(default_factory=DataInfo)
     fit_callbacks: list[Any] = field(default_factory=list)
     keras_flavor: str = "keras3"  # keras3 | tf_keras
@@ -117,9 +117,8 @@ class Session:
     # finished epoch's tally.
     epoch_step0: int | None = None
     tally: EpochTally | None = None
-    ledger: Ledger | None = (
-        None  # the fit's time budget (collectors/ledger.py), kept by the callback
-    )
+    # the fit's time accounting (goodput; collectors/ledger.py), kept by the callback
+    ledger: Ledger | None = None
 
     def iterations(self) -> int | None:
         """Optimizer steps so far (``optimizer.iterations``). Read at boundaries only."""
@@ -224,9 +223,3 @@ class Session:
         self.writer.write(
             EventRecord(t=time.time(), level=level, source=source, message=message, detail=detail)  # type: ignore[arg-type]
         )
-
-
-def _default_options() -> AdvisorOptions:
-    from advisor.collectors.options import AdvisorOptions
-
-    return AdvisorOptions()

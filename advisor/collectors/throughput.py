@@ -25,12 +25,40 @@ import time
 from typing import Any
 
 from advisor.collectors.collector import Collector
+from advisor.collectors.option_spec import Option, count, positive
 from advisor.collectors.session import agreed_samples
 from advisor.collectors.windows import WindowClock, interval_stats, rate_line, slices
 from advisor.store.schema import WindowRecord
 
 log = logging.getLogger("advisor")
 
+OPTIONS = (
+    Option(
+        "window_seconds",
+        "float",
+        10.0,
+        "length of a throughput window in seconds.",
+        positive(),
+        old_names=("window_s",),
+        recorded_as="window_s",
+    ),
+    Option(
+        "warmup_steps",
+        "int",
+        5,
+        "steps excluded from throughput summaries (tracing, compilation, caches).",
+        count(0),
+    ),
+    Option(
+        "log_every_seconds",
+        "float | None",
+        60.0,
+        "period of the one-line samples/s log (0: every window; None: no log).",
+        positive(allow_zero=True, optional=True),
+        old_names=("log_every_s",),
+        recorded_as="log_every_s",
+    ),
+)
 SLICED_WINDOWS = (
     12  # windows (after warm-up) that carry slices: enough for any run too short for windows
 )
@@ -223,7 +251,7 @@ class ThroughputCollector(Collector):
         self._maybe_log()
 
     def _goodput(self, now: float) -> float | None:
-        """Training steps ÷ the fit's wall clock so far, from the budget's ledger (None: no ledger)."""
+        """Training steps ÷ the fit's wall clock so far, from the goodput ledger (None: none)."""
         ledger = self.session.ledger
         if ledger is None or ledger.wall(now) <= 0:
             return None

@@ -13,23 +13,25 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
+from typing import Any, Literal
 
 from advisor.collectors.collector import Collector
+from advisor.collectors.option_spec import Option, count, positive
 from advisor.collectors.session import Notes, Session
 from advisor.experiments.settings import (
     NEEDED_INPUT_COST,
-    NEEDED_MIN_BUDGET,
+    NEEDED_MIN_ALLOWANCE,
     NEEDED_STEP_S,
-    WHATIF_PROCESS_NAMES,
     WHATIF_ROUNDS,
-    normalize_whatif,
+    WhatIfPlan,
+    parse_whatif,
 )
 from advisor.experiments.whatif import (
     InputError,
     Situation,
     WhatIfResult,
     cpu_count,
-    default_budget,
+    default_allowance,
     feeds_from_session,
     pipeline_summary,
     run_whatif,
@@ -38,7 +40,60 @@ from advisor.experiments.whatif import (
 from advisor.noise import beyond_the_inputs_work
 
 log = logging.getLogger("advisor")
-BACKENDS = WHATIF_PROCESS_NAMES[0]
+# What whatif= accepts; True means "on, the default way" ("auto"), as for baseline=.
+WhatIf = Literal["needed", "auto"] | Sequence[str] | bool | None
+AUTO = WhatIfPlan("auto")  # collectors=["whatif"] with whatif=None: the changes "auto" would try
+
+
+def _whatif(name: str, value: Any) -> WhatIfPlan | None:
+    return parse_whatif(value)  # whatif= is interpreted there, once, for every reader
+
+
+def _recorded(plan: WhatIfPlan | None) -> str | list[str] | None:
+    return None if plan is None else plan.recorded()
+
+
+OPTIONS = (
+    Option(
+        "whatif",
+        "WhatIf",
+        "needed",
+        '``"needed"`` (default): after training, when what it measured points to a change the '
+        "what-if can try (the input costs 10% of step time or more, a step under 5 ms, a step run "
+        'eagerly) and 10% of the fit is at least 3 s, try the changes ``"auto"`` would, on a '
+        'single worker; ``"auto"``: always try the changes the model and input point to; or a '
+        "list of candidate names (``parallel_map``, ``cache_map``, ``jit_compile``, "
+        "``steps_per_execution_8``, ``batch_x2``…). Each change is tried on this model and input "
+        "beside the unchanged configuration and its measured gain is recorded (None: off); "
+        '``"backends"`` in the list: every Keras backend × jit_compile in fresh processes. '
+        'True: ``"auto"``. See docs/whatif.md.',
+        _whatif,
+        stored="WhatIfPlan | None",
+        record=_recorded,
+    ),
+    Option(
+        "whatif_max_seconds",
+        "float | None",
+        None,
+        "the what-if's whole allowance (None: the smaller of 10% of the fit and 60 s).",
+        positive(optional=True),
+    ),
+    Option(
+        "whatif_rounds",
+        "int",
+        WHATIF_ROUNDS,
+        "interleaved rounds of the what-if (each gain's band comes from them).",
+        count(3),
+    ),
+    Option(
+        "whatif_seconds",
+        "float | None",
+        None,
+        "measure the rounds for about this long in all, then stop (None: use what the "
+        "allowance leaves after preparing); ``whatif_max_seconds`` still caps it all.",
+        positive(optional=True),
+    ),
+)
 
 
 def situation_from_session(session: Session) -> Situation:
@@ -113,10 +168,10 @@ def _training_step_seconds(notes: Notes, batch_size: int) -> float | None:
     )
 
 
-def needed(session: Session, budget: float) -> str | None:
+def needed(session: Session, allowance: float) -> str | None:
     """Why the default what-if (``whatif="needed"``) should run after this fit, or None: what
-    training measured points to a change it can try, the budget can hold it, one worker."""
-    if session.num_workers > 1 or budget < NEEDED_MIN_BUDGET:
+    training measured points to a change it can try, the allowance can hold it, one worker."""
+    if session.num_workers > 1 or allowance < NEEDED_MIN_ALLOWANCE:
         return None
     notes = session.notes
     baseline = notes.baseline
@@ -151,19 +206,16 @@ class WhatIfCollector(Collector):
 
     def __init__(
         self,
-        requested: str | Sequence[str] = "auto",
+        plan: WhatIfPlan = AUTO,
         max_seconds: float | None = None,
         rounds: int = WHATIF_ROUNDS,
         seconds: float | None = None,
     ) -> None:
         super().__init__()
         self.seconds = seconds
-        names = normalize_whatif(requested) or "auto"
-        self.backends = not isinstance(names, str) and BACKENDS in names
-        rest = names if isinstance(names, str) else tuple(n for n in names if n != BACKENDS)
-        self.requested: str | tuple[str, ...] | None = (
-            rest or None
-        )  # None: the backend what-if alone
+        self.backends = plan.backends
+        # None: the backend what-if alone
+        self.requested: str | tuple[str, ...] | None = plan.in_process
         self.max_seconds = max_seconds
         self.rounds = rounds
         self.result: WhatIfResult | None = None
@@ -183,17 +235,18 @@ class WhatIfCollector(Collector):
         s = self.session
         if s.rank != 0:
             return
-        budget = self.max_seconds if self.max_seconds is not None else MAX_SECONDS
+        allowance = self.max_seconds if self.max_seconds is not None else MAX_SECONDS
         log.info(
-            "advisor: backend what-if: this model on every installed backend x compile mode, each in a "
+            "advisor: backend what-if: this model on every installed backend x compile mode, "
+            "each in a "
             "fresh process, for up to %.0f s",
-            budget,
+            allowance,
         )
         now = time.perf_counter()
         try:
             data, batch_size = data_from_session(s.data)
             result = measure_backends(
-                s.model, data, batch_size=batch_size or s.data.batch_size, max_seconds=budget
+                s.model, data, batch_size=batch_size or s.data.batch_size, max_seconds=allowance
             )
         except (AdvisorError, OSError) as exc:
             s.event("whatif", f"backend what-if skipped: {exc}", level="info")
@@ -203,48 +256,54 @@ class WhatIfCollector(Collector):
         s.writer.write(result.to_record())
         log.info("advisor: backend what-if (%.1f s): %s", result.seconds, result.summary())
 
+    def _situation(self, allowance: float) -> tuple[Situation | None, str | None, bool]:
+        """(the situation, or None with why it was skipped, whether a Ctrl-C did it)."""
+        s = self.session
+        if s.num_workers > 1:
+            return (
+                None,
+                f"{s.num_workers} workers: every worker would have to try each change in "
+                "lockstep, which the what-if does not coordinate; run it on a single-worker job",
+                False,
+            )
+        if s.rank == 0:
+            log.info(
+                "advisor: what-if: trying changes on this model for up to %.0f s "
+                "(Ctrl-C ends it and keeps the run)",
+                allowance,
+            )
+        try:
+            return situation_from_session(s), None, False
+        except InputError as exc:
+            return None, str(exc), False
+        except KeyboardInterrupt:  # inspecting the input took the Ctrl-C: the run goes on
+            return None, "interrupted (Ctrl-C) before it started", True
+
     def _in_process(self) -> None:
         assert self.requested is not None
         s = self.session
         now = time.perf_counter()
         fit_seconds = now - s.train_begin_t - s.notes.baseline_seconds
-        budget = self.max_seconds if self.max_seconds is not None else default_budget(fit_seconds)
+        allowance = (
+            self.max_seconds if self.max_seconds is not None else default_allowance(fit_seconds)
+        )
         wanted = self.requested
         if wanted == "needed":
-            why = needed(s, budget)
+            why = needed(s, allowance)
             if why is None:
-                return  # nothing measured points to a change: the fit ends as it would without the what-if
+                # nothing measured points to a change: the fit ends as it would without it
+                return
             log.debug("advisor: what-if needed: %s", why)
             wanted = "auto"
-        requested = wanted if isinstance(wanted, str) else list(wanted)
-        skipped = None
-        if s.num_workers > 1:
-            skipped = (
-                f"{s.num_workers} workers: every worker would have to try each change in lockstep, "
-                "which the what-if does not coordinate; run it on a single-worker job"
-            )
-        situation = None
-        interrupted = False
-        if skipped is None:
-            if s.rank == 0:
-                log.info(
-                    "advisor: what-if: trying changes on this model for up to %.0f s "
-                    "(Ctrl-C ends it and keeps the run)",
-                    budget,
-                )
-            try:
-                situation = situation_from_session(s)
-            except InputError as exc:
-                skipped = str(exc)
-            except KeyboardInterrupt:  # inspecting the input took the Ctrl-C: the run goes on
-                skipped, interrupted = "interrupted (Ctrl-C) before it started", True
+        situation, skipped, interrupted = self._situation(allowance)
         if situation is None:
+            requested = wanted if isinstance(wanted, str) else list(wanted)
             result = WhatIfResult(
                 "end",
                 s.data.kind,
                 s.data.batch_size,
                 requested,
-                budget,
+                allowance,
                 fit_seconds,
                 skipped=skipped,
             )
@@ -257,7 +316,7 @@ class WhatIfCollector(Collector):
             self.result = run_whatif(
                 situation,
                 wanted,
-                budget=budget,
+                allowance=allowance,
                 rounds=self.rounds,
                 mode="end",
                 fit_seconds=fit_seconds,
@@ -278,6 +337,6 @@ class WhatIfCollector(Collector):
             log.info(
                 "advisor: what-if (%.1f of %.1f s): %s",
                 self.result.seconds,
-                budget,
+                allowance,
                 self.result.summary(),
             )

@@ -52,7 +52,8 @@ class WindowClock:
 def rate_line(
     samples_per_s: float, price_per_hour: float | None, goodput: float | None = None
 ) -> str:
-    """The periodic log line: ``advisor: 1,234.5 samples/s, 4,415,000 samples/$ at $1.01/h, goodput 91%``
+    """The periodic log line:
+    ``advisor: 1,234.5 samples/s, 4,415,000 samples/$ at $1.01/h, goodput 91%``
     (goodput: the share of the fit's wall clock so far spent in training steps)."""
     text = f"advisor: {samples_per_s:,.1f} samples/s"
     if price_per_hour:

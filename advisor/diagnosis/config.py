@@ -28,7 +28,7 @@ from typing import Any
 from advisor.bounded_reads import read_text
 from advisor.diagnosis.expr_runtime import finite_number, number_text
 from advisor.diagnosis.selection import Layer, normalize, select_codes, validate
-from advisor.errors import ConfigError, UsageError, first_line
+from advisor.errors import PARSER_LIMITS, ConfigError, UsageError, parser_limit
 
 log = logging.getLogger("advisor")
 
@@ -99,10 +99,8 @@ def load_config(path: str | Path | None = None, *, search: bool = True) -> Confi
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{file}: invalid TOML ({exc})") from None
-    except RecursionError:
-        raise ConfigError(f"{file}: invalid TOML (nested too deeply)") from None
-    except (ValueError, OverflowError) as exc:  # e.g. an integer of more than 4300 digits
-        raise ConfigError(f"{file}: invalid TOML ({first_line(exc, 80)})") from None
+    except PARSER_LIMITS as exc:
+        raise ConfigError(f"{file}: invalid TOML ({parser_limit(exc)})") from None
     tool = data.get("tool", {})
     if not isinstance(tool, dict):
         raise ConfigError(f"{file}: [tool] must be a table")

@@ -116,8 +116,8 @@ def rule_markdown(rule: Rule) -> str:
     lines += ["", f"## {DOC_TITLES['references']}", ""]
     lines += [f"- {ref}" for ref in rule.references]
     configure = (
-        f"Configure: `[tool.advisor.thresholds.{rule.code}]` in pyproject.toml; select or ignore with "
-        f"`--select {rule.code}` / `--ignore {rule.code}`."
+        f"Configure: `[tool.advisor.thresholds.{rule.code}]` in pyproject.toml; select or ignore "
+        f"with `--select {rule.code}` / `--ignore {rule.code}`."
     )
     lines += ["", configure, ""]
     return "\n".join(lines) + "\n" + FOOTER.format(file=Path(rule.file).name)
@@ -128,7 +128,8 @@ def index_markdown(rules: Sequence[Rule]) -> str:
         "# Rule reference",
         "",
         "Every item of the performance checklist is a rule; `advisor rules` lists them and",
-        "`advisor rule CODE` explains one. The file format is described in [../rules.md](../rules.md).",
+        "`advisor rule CODE` explains one. The file format is described in "
+        "[../rules.md](../rules.md).",
         "",
     ]
     for section, title in SECTIONS.items():
@@ -229,7 +230,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         stale = stale_files(out, rules)
         if stale:
             print(
-                f"{out}: stale rule docs: {', '.join(stale)}; run `python -m advisor.diagnosis.docgen`",
+                f"{out}: stale rule docs: {', '.join(stale)}; run `python -m "
+                "advisor.diagnosis.docgen`",
                 file=sys.stderr,
             )
             return 1

@@ -14,11 +14,10 @@ from datetime import datetime, timezone
 from typing import Any
 
 from advisor.analysis.registry import FactRegistry, registry
-from advisor.diagnosis.measured_gains import lead_with_measured, measured_for
+from advisor.diagnosis.measured_gains import ceilings_for, lead_with_measured, measured_for
 from advisor.diagnosis.missing_facts import enabler, hints_for, withheld_reasons
+from advisor.diagnosis.ranking import rank
 from advisor.diagnosis.report import (
-    SEVERITY_RANK,
-    STATUS_ORDER,
     Coverage,
     Evidence,
     FactValue,
@@ -35,7 +34,6 @@ from advisor.diagnosis.rules import SECTIONS, SEVERITIES, Rule, custom_loop
 # Impact of a failure whose rule gives no estimate: none. Ranking puts it after every failure
 # that saves time, and severity orders it among the others.
 DEFAULT_IMPACT = {"info": 0.0, "warning": 0.0, "error": 0.0}
-IMPACT_RESOLUTION = 0.01  # impacts closer than one point of training time are a tie
 ADVICE_MEASURE = "needs a human decision; the evidence the advisor has is listed"
 
 
@@ -125,6 +123,7 @@ def evaluate(
         found = _evaluate(rule, facts, values, measured_steps, min_measured_steps, reg)
         found.measured = measured_for(rule.whatif, facts, rule.ceiling)
         found.fix = lead_with_measured(found.fix, found.measured)
+        found.ceilings = ceilings_for((e.fact for e in found.evidence), facts, found.measured)
         return found
     except Exception as exc:  # noqa: BLE001 — one broken rule must not hide the others
         return _finding(
@@ -193,84 +192,54 @@ def _evaluate(
             rule, "pass", message, evidence=_evidence(rule, facts, reg), thresholds=thresholds
         )
 
-    severity = rule.severity
-    for level, expr in rule.severity_when:
-        if expr.evaluate(facts, params):
-            severity = level
-            break
-    note = None
-    if (
-        rule.gated
-        and measured_steps is not None
-        and measured_steps < min_steps
-        and severity != "info"
-    ):
-        note = f"only {measured_steps} measured steps (fewer than {min_steps}): reported as info until there is more evidence"
-        severity = "info"
-    impact = rule.impact.evaluate(facts, params) if rule.impact is not None else None
-    if isinstance(impact, bool) or not isinstance(impact, (int, float)):
-        impact = DEFAULT_IMPACT[severity]
-    impact = round(min(1.0, max(0.0, float(impact))), 4)
+    severity, note = _severity(rule, facts, params, measured_steps, min_steps)
     return _finding(
         rule,
         "fail",
         rule.message.render(facts, params),
         severity=severity,
         fix=rule.fix_in(facts).render(facts, params),
-        impact=impact,
+        impact=_impact(rule, facts, params, severity),
         evidence=_evidence(rule, facts, reg),
         thresholds=thresholds,
         note=note,
     )
 
 
-def saving(finding: Finding, rule: Rule | None = None) -> float:
-    """The share of training time the ranking credits a failure with: its estimated impact,
-    unless the failure is reported below its rule's severity — too few measured steps, a shared
-    host whose noise may be what was measured — where its estimate is not trusted to outrank a
-    finding that stands on its own (it still orders the findings it ties with). A fix the what-if
-    tried is credited with the share of step time it was measured to save at the low end of its
-    noise band (1 − 1 ÷ (speedup × (1 − band)), at least 0: a gain inside its band credits
-    nothing); a measured ceiling (a fix that could not be tried) is not a gain and leaves the
-    estimate."""
-    if finding.measured is not None and not finding.measured.ceiling:
-        return finding.measured.assured_time_saved
-    if rule is not None and SEVERITY_RANK[finding.severity] < SEVERITY_RANK[rule.severity]:
-        return 0.0
-    return finding.impact or 0.0
+def _severity(
+    rule: Rule,
+    facts: Mapping[str, Any],
+    params: dict[str, Any],
+    measured_steps: int | None,
+    min_steps: int,
+) -> tuple[str, str | None]:
+    """A failure's severity (the first ``severity_when`` that holds, else the rule's), and why it
+    is reported as info when a gated rule has too few measured steps."""
+    severity = rule.severity
+    for level, expr in rule.severity_when:
+        if expr.evaluate(facts, params):
+            severity = level
+            break
+    if (
+        rule.gated
+        and measured_steps is not None
+        and measured_steps < min_steps
+        and severity != "info"
+    ):
+        note = (
+            f"only {measured_steps} measured steps (fewer than {min_steps}): "
+            "reported as info until there is more evidence"
+        )
+        return "info", note
+    return severity, None
 
 
-def rank(findings: Sequence[Finding], rules: Mapping[str, Rule] | None = None) -> list[Finding]:
-    """Failures first — by estimated time saved, then severity, then causes before symptoms —
-    then errors, unknown, n/a, pass.
-
-    The time saved is the what-if's measured gain where it tried the fix, else the rule's
-    estimate. Impacts within IMPACT_RESOLUTION of each other are a tie (they are measured, and two rules
-    often price the same lost time, e.g. the input's share of step time). On a tie the more
-    severe finding comes first; then the larger estimate of a finding credited none (see
-    :func:`saving`); then a rule naming a cause (C401 "no prefetch") before the rule that
-    measures its symptom (M108 "input-bound"), whose cost it explains.
-    """
-    rules = rules or {}
-    symptom = {code for code, rule in rules.items() if rule.symptom}
-
-    def bucket(value: float) -> int:
-        return round(value / IMPACT_RESOLUTION)
-
-    def key(f: Finding) -> tuple[Any, ...]:
-        if f.status == "fail":
-            credited = saving(f, rules.get(f.code))
-            return (
-                0,
-                -bucket(credited),
-                -SEVERITY_RANK[f.severity],
-                -bucket(f.impact or 0.0),
-                f.code in symptom,
-                f.code,
-            )
-        return (STATUS_ORDER[f.status], 0, 0, 0, False, f.code)
-
-    return sorted(findings, key=key)
+def _impact(rule: Rule, facts: Mapping[str, Any], params: dict[str, Any], severity: str) -> float:
+    """The rule's impact estimate, clamped to [0, 1]; the severity's default without one."""
+    impact = rule.impact.evaluate(facts, params) if rule.impact is not None else None
+    if isinstance(impact, bool) or not isinstance(impact, (int, float)):
+        impact = DEFAULT_IMPACT[severity]
+    return round(min(1.0, max(0.0, float(impact))), 4)
 
 
 def coverage(

@@ -127,7 +127,8 @@ class _Compiler:
         for part in parts:
             if part.startswith("_"):
                 raise ExprError(
-                    f"forbidden attribute access {part!r} (dunder and private names are not allowed)"
+                    f"forbidden attribute access {part!r} (dunder and private names are not "
+                    "allowed)"
                 )
         return self._name(".".join(reversed(parts)))
 
@@ -308,7 +309,8 @@ def compile_expr(
     param_names: Container[str] = (),
     suggestions: Iterable[str] = (),
 ) -> Expr:
-    """Parse and check ``source``; raise :class:`ExprError` with the reason when it is not allowed."""
+    """Parse and check ``source``; raise :class:`ExprError` with the reason when it is not
+    allowed."""
     if not isinstance(source, str) or not source.strip():
         raise ExprError("empty expression")
     if len(source) > MAX_SOURCE_CHARS:

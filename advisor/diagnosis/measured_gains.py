@@ -10,7 +10,7 @@ pass it; a ceiling is shown as one and does not rank the finding (its estimate d
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from advisor.diagnosis.report import Measured
@@ -108,7 +108,8 @@ def lead_with_measured(fix: str | None, measured: Measured | None) -> str | None
     if measured.speedup <= 1.0 or measured.outside_band is False:
         return fix
     per_sample = ", per sample" if measured.changes_optimisation else ""
-    return f"Measured best on this run: {measured.label} ({speedup_text(measured.speedup)}{per_sample}). {fix}"
+    gain = f"{speedup_text(measured.speedup)}{per_sample}"
+    return f"Measured best on this run: {measured.label} ({gain}). {fix}"
 
 
 def measured_for(
@@ -150,3 +151,43 @@ def measured_for(
         ceiling=is_ceiling,
         text=text,
     )
+
+
+# A baseline ceiling the what-if measures too, with longer rounds: its candidate wins, as the rules'
+# ``ceiling:`` lists order them ([cached_input, input_removed]), under a label saying whose it is.
+WHATIF_CEILINGS = {"input_removed": ("cached_input", "the input served from memory (the what-if)")}
+
+
+def ceilings_for(
+    evidence: Iterable[str], facts: Mapping[str, Any], measured: Measured | None = None
+) -> list[Measured]:
+    """The measured ceilings a finding's evidence bears on (the baseline ceilings whose facts it
+    shows), beside its ``measured`` gain and not repeating it: ``Finding.ceilings``."""
+    shown = set(evidence)
+    ceilings: list[Measured] = []
+    for name, ceiling_facts in BASELINE_CEILINGS.items():
+        if not shown & set(ceiling_facts[:3]):
+            continue  # this finding's evidence does not bear on that ceiling
+        if measured is not None and measured.ceiling and measured.candidate == name:
+            continue  # it is the finding's measured gain already
+        row = ceiling_row(name, facts)
+        if name in WHATIF_CEILINGS:
+            candidate, label = WHATIF_CEILINGS[name]
+            served = _rows([candidate], facts)
+            row = {**served[0], "label": label} if served else row
+        if row is not None:
+            band, seconds = _number(row.get("band")), _number(row.get("seconds"))
+            ceilings.append(
+                Measured(
+                    candidate=str(row["candidate"]),
+                    label=row.get("label"),
+                    speedup=float(row["speedup"]),
+                    band=band,
+                    outside_band=row.get("outside_band"),
+                    seconds=seconds,
+                    samples_per_s=row.get("samples_per_s"),
+                    ceiling=True,
+                    text=measured_text(float(row["speedup"]), band, seconds),
+                )
+            )
+    return ceilings

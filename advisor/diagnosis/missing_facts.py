@@ -13,19 +13,43 @@ HINTS: dict[str, str] = {
     "context": "train with advisor.AdvisorCallback (its context collector is on by default)",
     "guard": "train with advisor.AdvisorCallback",
     "store": "train with advisor.AdvisorCallback",
-    "prices": 'give the price: AdvisorCallback(instance_type="g5.xlarge") or price_per_hour=..., or set ADVISOR_INSTANCE_TYPE',
-    "nvml": "train on a host with an NVIDIA GPU and nvidia-ml-py installed (telemetry is on by default; telemetry=False turns it off)",
+    "prices": (
+        'give the price: AdvisorCallback(instance_type="g5.xlarge") or price_per_hour=..., '
+        "or set ADVISOR_INSTANCE_TYPE"
+    ),
+    "nvml": (
+        "train on a host with an NVIDIA GPU and nvidia-ml-py installed (telemetry is on by "
+        "default; telemetry=False turns it off)"
+    ),
     "psutil": "keep telemetry on (the default; AdvisorCallback(telemetry=False) turns it off)",
-    "baseline": 'measure the cached-input ceiling: keep AdvisorCallback(baseline="auto") (the default; it skips fits shorter than about 10 s), pass baseline="end", or call advisor.measure_input(model, data)',
+    "baseline": (
+        'measure the cached-input ceiling: keep AdvisorCallback(baseline="auto") (the default; '
+        'it skips fits shorter than about 10 s), pass baseline="end", or call '
+        "advisor.measure_input(model, data)"
+    ),
     "pipeline": "feed fit() a tf.data.Dataset: the advisor inspects its graph at train begin",
-    "storage": "read training data from files through tf.data (file sources are inspected), or `advisor data PATH --into RUN`",
-    "trace": 'capture a profile: AdvisorCallback(profile_steps="auto") (or (10, 34)) with keras-advisor[profile] installed, or `advisor trace PROFILE_DIR --into RUN`',
+    "storage": (
+        "read training data from files through tf.data (file sources are inspected), or "
+        "`advisor data PATH --into RUN`"
+    ),
+    "trace": (
+        'capture a profile: AdvisorCallback(profile_steps="auto") (or (10, 34)) with '
+        "keras-advisor[profile] installed, or `advisor trace PROFILE_DIR --into RUN`"
+    ),
     "scaling": "run a sweep: `advisor scale --workers 1,2,4 -- python train.py`",
-    "instance": "name the cloud instance: AdvisorCallback(instance_type=...) or ADVISOR_INSTANCE_TYPE",
+    "instance": (
+        "name the cloud instance: AdvisorCallback(instance_type=...) or ADVISOR_INSTANCE_TYPE"
+    ),
     "hardware": "train on a known accelerator (see the hardware table) and keep telemetry on",
-    "cloud": "`advisor data s3://BUCKET/PREFIX --into RUN` or `advisor import sagemaker JOB` (keras-advisor[cloud]); inside a SageMaker job the input mode is read at train begin",
+    "cloud": (
+        "`advisor data s3://BUCKET/PREFIX --into RUN` or `advisor import sagemaker JOB` "
+        "(keras-advisor[cloud]); inside a SageMaker job the input mode is read at train begin"
+    ),
     "derived": "measure the facts it is derived from",
-    "goodput": "train with advisor.AdvisorCallback (budget=True, the default) to record where the fit's time went",
+    "goodput": (
+        "train with advisor.AdvisorCallback (goodput=True, the default) to record where the "
+        "fit's time went"
+    ),
 }
 
 # The same, for a custom loop recorded with advisor.track: what its markers and options give, and
@@ -39,11 +63,15 @@ TRACK_HINTS: dict[str, str] = {
     ),
     "guard": "record the loop with advisor.track",
     "store": "record the loop with advisor.track",
-    "prices": 'give the price: advisor.track(instance_type="g5.xlarge") or price_per_hour=..., or set ADVISOR_INSTANCE_TYPE',
+    "prices": (
+        'give the price: advisor.track(instance_type="g5.xlarge") or price_per_hour=..., '
+        "or set ADVISOR_INSTANCE_TYPE"
+    ),
     "psutil": "keep telemetry on (the default; advisor.track(telemetry=False) turns it off)",
     "baseline": (
-        "the cached-input ceiling replays a Keras fit's input and is not measured in a custom loop: "
-        "time a few hundred steps on one batch held in memory and compare with the loop's samples/s"
+        "the cached-input ceiling replays a Keras fit's input and is not measured in a custom "
+        "loop: time a few hundred steps on one batch held in memory and compare with the loop's "
+        "samples/s"
     ),
     "pipeline": (
         "the input pipeline is inspected only when a Keras fit is given a tf.data.Dataset, a "
@@ -53,7 +81,9 @@ TRACK_HINTS: dict[str, str] = {
         "profile some steps with the backend's profiler (torch.profiler or jax.profiler.trace) and "
         "attach it: `advisor trace PROFILE_DIR --into RUN` (keras-advisor[profile])"
     ),
-    "instance": "name the cloud instance: advisor.track(instance_type=...) or ADVISOR_INSTANCE_TYPE",
+    "instance": (
+        "name the cloud instance: advisor.track(instance_type=...) or ADVISOR_INSTANCE_TYPE"
+    ),
     "goodput": "record the loop with advisor.track (its markers give the time budget)",
     "storage": "`advisor data PATH --into RUN` inspects the files the loop reads",
 }
@@ -70,7 +100,10 @@ TRACK_FACT_HINTS: dict[str, str] = {
 
 # Facts whose measurement depends on more than switching a collector on.
 FACT_HINTS: dict[str, str] = {
-    "context.graph_retraces": "retracing is counted on the TensorFlow and JAX backends (torch compiles no train function to count)",
+    "context.graph_retraces": (
+        "retracing is counted on the TensorFlow and JAX backends (torch compiles no train "
+        "function to count)"
+    ),
 }
 
 
@@ -101,7 +134,8 @@ ENABLERS: dict[str, tuple[str, str]] = {
     "scaling": ("a sweep", "`advisor scale --workers 1,2,4 -- python train.py`"),
     "cloud": (
         "cloud facts",
-        "train on SageMaker, or attach them: `advisor data s3://… --into RUN` (keras-advisor[cloud])",
+        "train on SageMaker, or attach them: `advisor data s3://… --into RUN` "
+        "(keras-advisor[cloud])",
     ),
     "storage": (
         "data files",
@@ -128,7 +162,7 @@ ENABLERS: dict[str, tuple[str, str]] = {
     ),
     "goodput": (
         "the time budget",
-        "train with advisor.AdvisorCallback(budget=True) (the default; runs written "
+        "train with advisor.AdvisorCallback(goodput=True) (the default; runs written "
         "before the budget existed have none)",
     ),
 }

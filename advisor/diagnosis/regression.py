@@ -27,34 +27,12 @@ def compare(
     """
     if max_regression_pct < 0:
         raise UsageError(f"--max-regression must be a percentage ≥ 0, not {max_regression_pct}")
-    metrics: list[RegressionMetric] = []
-    for name, unit in METRICS:
-        base, cur = _number(baseline.get(name)), _number(current.get(name))
-        if base is None or cur is None or base <= 0:
-            side = "baseline" if base is None or base <= 0 else "this run"
-            metrics.append(
-                RegressionMetric(
-                    name=name,
-                    unit=unit,
-                    baseline=base,
-                    current=cur,
-                    change_pct=None,
-                    regressed=False,
-                    note=f"not measured on the {side}: not compared",
-                )
-            )
-            continue
-        change = (cur - base) / base * 100.0
-        metrics.append(
-            RegressionMetric(
-                name=name,
-                unit=unit,
-                baseline=base,
-                current=cur,
-                change_pct=round(change, 2),
-                regressed=-change > max_regression_pct,
-            )
+    metrics = [
+        _metric(
+            name, unit, _number(baseline.get(name)), _number(current.get(name)), max_regression_pct
         )
+        for name, unit in METRICS
+    ]
     if all(m.change_pct is None for m in metrics):
         raise UsageError(
             f"cannot compare with baseline {baseline_run}: samples/s is not measured on both runs"
@@ -64,6 +42,28 @@ def compare(
         max_regression_pct=max_regression_pct,
         metrics=metrics,
         failed=any(m.regressed for m in metrics),
+    )
+
+
+def _metric(
+    name: str, unit: str, base: float | None, cur: float | None, max_regression_pct: float
+) -> RegressionMetric:
+    """One metric compared; one missing or not positive on the baseline is noted, not judged."""
+    if base is None or cur is None or base <= 0:
+        side = "baseline" if base is None or base <= 0 else "this run"
+        note: str | None = f"not measured on the {side}: not compared"
+        change_pct, regressed = None, False
+    else:
+        change = (cur - base) / base * 100.0
+        note, change_pct, regressed = None, round(change, 2), -change > max_regression_pct
+    return RegressionMetric(
+        name=name,
+        unit=unit,
+        baseline=base,
+        current=cur,
+        change_pct=change_pct,
+        regressed=regressed,
+        note=note,
     )
 
 

@@ -7,9 +7,12 @@ from these models.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from advisor.analysis.registry import deprecated_facts_text, resolve_fact
 
 REPORT_SCHEMA_VERSION = 1
 
@@ -104,6 +107,11 @@ class Finding(_Model):
     measured: Measured | None = Field(
         default=None, description="the gain measured by trying the fix (the what-if), when it ran"
     )
+    ceilings: list[Measured] = Field(
+        default_factory=list,
+        description="the measured ceilings the evidence bears on (the most a fix of that cost can "
+        "gain), beside `measured` and not repeating it",
+    )
     docs: str = Field(description="path of the rule's documentation page")
 
 
@@ -173,6 +181,23 @@ class FactValue(_Model):
     source: str = ""
 
 
+# A report's facts, fact name -> FactValue (``Report.facts``): what a view that reads facts takes.
+Facts = Mapping[str, FactValue]
+
+
+def fact_value(facts: Facts, name: str) -> Any:
+    """The value of the fact ``name`` in a report's facts (``Report.facts``), None when it was not
+    measured: the one way a view reads a fact. A deprecated name reads its new name's fact."""
+    fact = facts.get(resolve_fact(name, "fact_value"))
+    return None if fact is None else fact.value
+
+
+def as_facts(values: Mapping[str, Any]) -> dict[str, FactValue]:
+    """Plain fact values (an analysis' ``facts``) as a report holds them: the one conversion, made
+    where plain values reach a view that reads facts."""
+    return {name: FactValue(value=value) for name, value in values.items()}
+
+
 class RegressionMetric(_Model):
     name: str
     unit: str
@@ -229,11 +254,15 @@ class Report(_Model):
     generated_at: str = Field(description="ISO 8601 time the report was made")
     run: RunInfo
     findings: list[Finding] = Field(
-        description="failures first, ranked by estimated time saved (impact), severity breaking ties"
+        description="failures first, ranked by estimated time saved (impact), severity breaking "
+        "ties"
     )
     coverage: Coverage
     summary: Summary
-    facts: dict[str, FactValue] = Field(default_factory=dict)
+    facts: dict[str, FactValue] = Field(
+        default_factory=dict,
+        description=" ".join(("The run's facts by name.", deprecated_facts_text())).strip(),
+    )
     errors: list[str] = Field(
         default_factory=list, description="problems reading the run or deriving facts"
     )
@@ -244,6 +273,10 @@ class Report(_Model):
         description="why the run cannot be judged (killed, running, failed, empty, a collector "
         "failed, unreadable data): `advisor check` exits 3 unless --allow-incomplete",
     )
+
+    def fact(self, name: str) -> Any:
+        """The value of the fact ``name``; None when it was not measured."""
+        return fact_value(self.facts, name)
 
     @property
     def failures(self) -> list[Finding]:

@@ -104,8 +104,9 @@ class RuleEntry(_Strict):
     fix: Text
     fix_for: dict[FixContext, Text] = Field(
         default_factory=dict,
-        description="the fix in the words of another loop or backend: fit:jax, fit:torch, fit:tensorflow, "
-        "track, track:torch, track:jax, track:tensorflow (the most specific one that matches wins)",
+        description="the fix in the words of another loop or backend: fit:jax, fit:torch, "
+        "fit:tensorflow, track, track:torch, track:jax, track:tensorflow (the most specific one "
+        "that matches wins)",
     )
     fit_only: Text | Omitted = None
     impact: Expression | Omitted = None
@@ -143,7 +144,8 @@ class RuleEntry(_Strict):
                 raise ValueError(f"{key} must be a non-empty string")
         if self.condition is None and not self.advice:
             raise ValueError(
-                "missing field 'condition' (or 'advice: true' for a rule that needs a human decision)"
+                "missing field 'condition' (or 'advice: true' for a rule that needs a human "
+                "decision)"
             )
         return self
 

@@ -14,15 +14,16 @@ import functools
 import os
 import re
 import stat
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from advisor.bounded_reads import describe_os_error, file_kind, read_text
+from advisor.bounded_reads import describe_os_error, file_kind
 from advisor.diagnosis.expr import Expr, ExprError, compile_expr
 from advisor.diagnosis.measured_gains import BASELINE_CEILINGS
 from advisor.diagnosis.paths import default_rules_dir
+from advisor.diagnosis.rule_aliases import current_names
 from advisor.diagnosis.rule_model import (  # noqa: F401 — the rule vocabulary, read from here too
     CODE_PATTERN,
     DOC_SECTIONS,
@@ -34,13 +35,11 @@ from advisor.diagnosis.rule_model import (  # noqa: F401 — the rule vocabulary
     file_reason,
     reason,
 )
+from advisor.diagnosis.rule_yaml import compose, key_lines
 from advisor.diagnosis.template import Template, TemplateError, compile_template
-from advisor.errors import RuleError, first_line
+from advisor.errors import RuleError
 
 CODE_RE = re.compile(CODE_PATTERN)
-MAX_RULE_FILE_BYTES = 1 << 20  # the shipped rule files are ~30 KB each
-MAX_YAML_NODES = 200_000
-MAX_YAML_DEPTH = 64
 
 
 @dataclass(frozen=True)
@@ -70,22 +69,20 @@ class Rule:
     file: str = ""
     line: int = 0
     field_lines: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
-    whatif: tuple[str, ...] = ()  # what-if candidates that try this rule's fix (docs/whatif.md)
-    ceiling: tuple[
-        str, ...
-    ] = ()  # what measures the most the fix can gain, where it cannot be tried
-    symptom: bool = (
-        False  # measures a cost other rules name the cause of: ranks after them on a tie
-    )
-    fix_for: tuple[
-        tuple[str, Template], ...
-    ] = ()  # ("track:torch", the fix in that loop's words), …
-    fit_only: str | None = (
-        None  # why the rule cannot apply to a custom loop: n/a there, with this reason
-    )
+    # what-if candidates that try this rule's fix (docs/whatif.md)
+    whatif: tuple[str, ...] = ()
+    # what measures the most the fix can gain, where it cannot be tried
+    ceiling: tuple[str, ...] = ()
+    # measures a cost other rules name the cause of: ranks after them on a tie
+    symptom: bool = False
+    # ("track:torch", the fix in that loop's words), …
+    fix_for: tuple[tuple[str, Template], ...] = ()
+    # why the rule cannot apply to a custom loop: n/a there, with this reason
+    fit_only: str | None = None
 
     def fix_in(self, facts: Mapping[str, Any]) -> Template:
-        """The fix in the words of the run's loop and backend (``fix_for``), else the general one."""
+        """The fix in the words of the run's loop and backend (``fix_for``), else the general
+        one."""
         if self.fix_for:
             variants = dict(self.fix_for)
             for key in fix_contexts(facts):
@@ -178,89 +175,30 @@ def _check_unique(rules: Sequence[Rule]) -> None:
         if rule.code in seen:
             first = seen[rule.code]
             raise RuleError(
-                f"{rule.file}:{rule.line}: duplicate rule code {rule.code} (first at {first.file}:{first.line})"
+                f"{rule.file}:{rule.line}: duplicate rule code {rule.code} "
+                f"(first at {first.file}:{first.line})"
             )
         if rule.name in seen_names:
             first = seen_names[rule.name]
             raise RuleError(
-                f"{rule.file}:{rule.line}: duplicate rule name {rule.name!r} (first at {first.file}:{first.line})"
+                f"{rule.file}:{rule.line}: duplicate rule name {rule.name!r} "
+                f"(first at {first.file}:{first.line})"
             )
         seen[rule.code] = rule
         seen_names[rule.name] = rule
 
 
-def _compose(path: Path) -> Any:
-    import yaml
-
-    loader_cls = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    text = read_text(path, MAX_RULE_FILE_BYTES, RuleError)
-    loader = loader_cls(text)
-    try:
-        node = loader.get_single_node()
-        if node is None:
-            raise RuleError(f"{path}:1: empty rule file")
-        _check_tree(path, node)
-        data = loader.construct_document(node)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark is not None else 1
-        raise RuleError(f"{path}:{line}: YAML syntax error: {exc.problem or exc}") from None
-    except yaml.YAMLError as exc:
-        raise RuleError(f"{path}: YAML error: {first_line(exc, 200)}") from None
-    except RecursionError:
-        raise RuleError(f"{path}: YAML nested too deeply") from None
-    except (ValueError, OverflowError) as exc:  # e.g. an integer of more than 4300 digits
-        raise RuleError(f"{path}: YAML value out of range ({first_line(exc, 80)})") from None
-    finally:
-        loader.dispose()
-    return node, data
-
-
-def _check_tree(path: Path, root: Any) -> None:
-    """No anchors or aliases (a node reached twice), bounded size and nesting."""
-    import yaml
-
-    seen: set[int] = set()
-    stack: list[tuple[Any, int]] = [(root, 1)]
-    while stack:
-        node, depth = stack.pop()
-        line = node.start_mark.line + 1
-        if id(node) in seen:
-            raise RuleError(
-                f"{path}:{line}: YAML anchors and aliases are not allowed in rule files"
-            )
-        seen.add(id(node))
-        if len(seen) > MAX_YAML_NODES:
-            raise RuleError(f"{path}: more than {MAX_YAML_NODES} YAML nodes; refused")
-        if depth > MAX_YAML_DEPTH:
-            raise RuleError(f"{path}:{line}: YAML nested deeper than {MAX_YAML_DEPTH} levels")
-        if isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                stack.append((key, depth + 1))
-                stack.append((value, depth + 1))
-        elif isinstance(node, yaml.SequenceNode):
-            stack.extend((item, depth + 1) for item in node.value)
-
-
-def _lines(node: Any) -> dict[str, int]:
-    """Line numbers (1-based) of a mapping node's keys."""
-    import yaml
-
-    if not isinstance(node, yaml.MappingNode):
-        return {}
-    return {k.value: k.start_mark.line + 1 for k, _ in node.value if isinstance(k, yaml.ScalarNode)}
-
-
 def load_file(path: Path, fact_names: Iterable[str]) -> list[Rule]:
     """The rules of one file: its shape checked by the model (``rule_model.RuleFile``), then each
-    rule against the registered ``fact_names``. Every problem is a ``RuleError`` at ``file:line``."""
+    rule against the registered ``fact_names``. Every problem is a ``RuleError`` at
+    ``file:line``."""
     import yaml
     from pydantic import ValidationError
 
-    node, data = _compose(path)
+    node, data = compose(path)
     if not isinstance(data, dict) or not isinstance(node, yaml.MappingNode):
         raise RuleError(f"{path}:1: a rule file is a mapping with 'section' and 'rules'")
-    top = _lines(node)
+    top = key_lines(node)
     rules_node = next((v for k, v in node.value if getattr(k, "value", None) == "rules"), None)
     entries = rules_node.value if isinstance(rules_node, yaml.SequenceNode) else []
     try:
@@ -289,7 +227,7 @@ def load_file(path: Path, fact_names: Iterable[str]) -> list[Rule]:
 
 def _at(path: Path, node: Any, item: Any, key: str | None, why: str) -> RuleError:
     """A rule's error at the line of ``key`` (the rule's first line without one)."""
-    line = _lines(node).get(key, node.start_mark.line + 1) if key else node.start_mark.line + 1
+    line = key_lines(node).get(key, node.start_mark.line + 1) if key else node.start_mark.line + 1
     code = item.get("code") if isinstance(item, dict) else None
     return RuleError(
         f"{path}:{line}: {'rule ' + code + ': ' if isinstance(code, str) else ''}{why}"
@@ -305,74 +243,28 @@ def _build(
     def fail(key: str | None, why: str) -> RuleError:
         return _at(path, node, item, key, why)
 
-    code = entry.code
-    if code[:2] != section:
-        if not code.startswith(section[0]):
-            raise fail(
-                "code", f"code must look like {section[0]}123 and belong to section {section}"
-            )
-        raise fail("code", f"code {code} is not in section {section}")
-    for key in ("requires", "requires_any", "optional"):
-        unknown = next((f for f in getattr(entry, key) if f not in facts), None)
-        if unknown is not None:
-            raise fail(key, f"unknown fact {unknown!r} in {key} (not in the facts registry)")
-    declared = {*entry.requires, *entry.requires_any, *entry.optional}
-    params = dict(entry.params)
-    shadowing = next((p for p in params if p in facts), None)
-    if shadowing is not None:
-        raise fail("params", f"parameter {shadowing!r} shadows a fact")
-    suggestions = sorted(declared | set(params))
-
-    def expr(key: str, source: str | float | None) -> Expr | None:
-        if source is None:
-            return None
-        try:
-            compiled = compile_expr(str(source), facts, params, suggestions)
-        except ExprError as exc:
-            raise fail(key, f"{key}: {exc}") from None
-        undeclared = sorted(compiled.facts - declared)
-        if undeclared:
-            raise fail(
-                key,
-                f"{key} reads {undeclared[0]!r}, which is not listed in requires, requires_any or optional",
-            )
-        return compiled
-
+    _check_code(entry.code, section, fail)
+    entry = current_names(entry, str(path))  # a deprecated fact name reads as its new one
+    _check_names(entry, facts, fail)
+    parts = _Parts(entry, facts, fail)
     condition, applies, impact = (
-        expr("condition", entry.condition),
-        expr("applies", entry.applies),
-        expr("impact", entry.impact),
+        parts.expr("condition", entry.condition),
+        parts.expr("applies", entry.applies),
+        parts.expr("impact", entry.impact),
     )
     severity_when = sorted(
-        ((level, expr("severity_when", source)) for level, source in entry.severity_when.items()),
+        (
+            (level, parts.expr("severity_when", source))
+            for level, source in entry.severity_when.items()
+        ),
         key=lambda pair: -SEVERITIES.index(pair[0]),
     )  # error first
-
-    def template(key: str, text: str | None) -> Template | None:
-        if text is None:
-            return None
-        try:
-            return compile_template(text, declared | set(params))
-        except TemplateError as exc:
-            raise fail(
-                key, f"{key}: {exc} (fields must be facts listed in requires/optional, or params)"
-            ) from None
-
-    message, fix = template("message", entry.message), template("fix", entry.fix)
-    for candidate in entry.whatif:
-        if f"whatif.{candidate}.speedup" not in facts:
-            raise fail("whatif", f"unknown what-if candidate {candidate!r} (see docs/whatif.md)")
-    for bound in entry.ceiling:
-        if bound not in BASELINE_CEILINGS and f"whatif.{bound}.speedup" not in facts:
-            known = ", ".join(BASELINE_CEILINGS)
-            raise fail(
-                "ceiling",
-                f"unknown ceiling {bound!r}: {known} or a what-if candidate (see docs/whatif.md)",
-            )
-    fix_for = tuple((key, template("fix_for", text)) for key, text in entry.fix_for.items())
+    message, fix = parts.template("message", entry.message), parts.template("fix", entry.fix)
+    _check_trials(entry, facts, fail)
+    fix_for = tuple((key, parts.template("fix_for", text)) for key, text in entry.fix_for.items())
     assert message is not None and fix is not None
     return Rule(
-        code=code,
+        code=entry.code,
         name=entry.name,
         section=section,
         summary=entry.summary,
@@ -385,19 +277,93 @@ def _build(
         severity_when=tuple((lvl, e) for lvl, e in severity_when if e),
         impact=impact,
         message=message,
-        pass_message=template("pass_message", entry.pass_message),
+        pass_message=parts.template("pass_message", entry.pass_message),
         fix=fix,
         advice=entry.advice,
         gated=entry.gated,
         symptom=entry.symptom,
         measure=entry.measure,
-        params=params,
+        params=parts.params,
         docs=entry.docs.model_dump(),
         file=str(path),
         line=node.start_mark.line + 1,
-        field_lines=_lines(node),
+        field_lines=key_lines(node),
         whatif=tuple(entry.whatif),
         ceiling=tuple(entry.ceiling),
         fix_for=tuple((key, t) for key, t in fix_for if t is not None),
         fit_only=entry.fit_only,
     )
+
+
+Fail = Callable[[str | None, str], RuleError]
+
+
+def _check_code(code: str, section: str, fail: Fail) -> None:
+    """The code belongs to the file's section (``C401`` in section ``C4``)."""
+    if code[:2] != section:
+        if not code.startswith(section[0]):
+            raise fail(
+                "code", f"code must look like {section[0]}123 and belong to section {section}"
+            )
+        raise fail("code", f"code {code} is not in section {section}")
+
+
+def _check_names(entry: RuleEntry, facts: set[str], fail: Fail) -> None:
+    """Every fact the rule lists is registered, and no parameter is named like a fact."""
+    for key in ("requires", "requires_any", "optional"):
+        unknown = next((f for f in getattr(entry, key) if f not in facts), None)
+        if unknown is not None:
+            raise fail(key, f"unknown fact {unknown!r} in {key} (not in the facts registry)")
+    shadowing = next((p for p in entry.params if p in facts), None)
+    if shadowing is not None:
+        raise fail("params", f"parameter {shadowing!r} shadows a fact")
+
+
+def _check_trials(entry: RuleEntry, facts: set[str], fail: Fail) -> None:
+    """Its what-if candidates and ceilings are known (a ``whatif.<name>.speedup`` fact)."""
+    for candidate in entry.whatif:
+        if f"whatif.{candidate}.speedup" not in facts:
+            raise fail("whatif", f"unknown what-if candidate {candidate!r} (see docs/whatif.md)")
+    for bound in entry.ceiling:
+        if bound not in BASELINE_CEILINGS and f"whatif.{bound}.speedup" not in facts:
+            known = ", ".join(BASELINE_CEILINGS)
+            raise fail(
+                "ceiling",
+                f"unknown ceiling {bound!r}: {known} or a what-if candidate (see docs/whatif.md)",
+            )
+
+
+class _Parts:
+    """Compiles a rule's expressions and templates against what it declares."""
+
+    def __init__(self, entry: RuleEntry, facts: set[str], fail: Fail) -> None:
+        self.facts, self.fail = facts, fail
+        self.declared = {*entry.requires, *entry.requires_any, *entry.optional}
+        self.params = dict(entry.params)
+        self.suggestions = sorted(self.declared | set(self.params))
+
+    def expr(self, key: str, source: str | float | None) -> Expr | None:
+        if source is None:
+            return None
+        try:
+            compiled = compile_expr(str(source), self.facts, self.params, self.suggestions)
+        except ExprError as exc:
+            raise self.fail(key, f"{key}: {exc}") from None
+        undeclared = sorted(compiled.facts - self.declared)
+        if undeclared:
+            raise self.fail(
+                key,
+                f"{key} reads {undeclared[0]!r}, which is not listed in requires, "
+                "requires_any or optional",
+            )
+        return compiled
+
+    def template(self, key: str, text: str | None) -> Template | None:
+        if text is None:
+            return None
+        try:
+            return compile_template(text, self.declared | set(self.params))
+        except TemplateError as exc:
+            raise self.fail(
+                key, f"{key}: {exc} (fields must be facts listed in requires/optional, or params)"
+            ) from None

@@ -1,5 +1,6 @@
 """Cleanup after a measurement: what it made — iterators, prefetch threads, DataLoader worker
-pools, PyDataset enqueuers — is destroyed before it returns, and nothing the user made is touched."""
+pools, PyDataset enqueuers — is destroyed before it returns, and nothing the user made is
+touched."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ a cache after its file source) or of pulling the input alone (data-only). A *seg
 arm for a target time (``segment_s``, and at least ``min_steps`` steps) after its own warm-up. A
 *round* measures every arm once; rounds alternate their order (A B C, C B A, …) so that drift and
 load hit every arm alike, and each round gives one paired value per comparison. The whole
-measurement stays inside a time budget: segments shrink so that the planned rounds fit, are
+measurement stays inside a time allowance: segments shrink so that the planned rounds fit, are
 capped so that ``MIN_ROUNDS`` rounds fit, and later rounds start only while one more fits.
 """
 
@@ -23,7 +23,8 @@ from advisor.noise import MIN_ROUNDS
 @dataclass(frozen=True)
 class Plan:
     """How long to measure: ``seconds`` over all arms and rounds, at least ``min_steps`` measured
-    steps per arm, ``rounds`` rounds, everything after a short calibration within ``max_seconds``."""
+    steps per arm, ``rounds`` rounds, everything after a short calibration within
+    ``max_seconds``."""
 
     seconds: float
     min_steps: int
@@ -70,15 +71,15 @@ def run_rounds(
     overhead_s: float = 0.0,
 ) -> Outcome:
     """Measure every arm once per round, alternating the order, until ``plan.rounds`` rounds are
-    done or the budget (``deadline``, a ``perf_counter`` time) would be exceeded.
+    done or the allowance (``deadline``, a ``perf_counter`` time) would be exceeded.
 
     Every segment first sets aside what each remaining segment costs beyond its measured time
     (``fit`` set-up, warm-up): ``overhead_s`` at first (from the calibration), then the largest
-    seen so far. Its target time shrinks so that all planned rounds fit the budget (the rounds
-    make the band; a shorter segment only widens it), and it is capped at its share of the time
-    left for the first MIN_ROUNDS rounds, however many steps it still needs. The budget is hard:
-    a machine that stalls a step for longer than a share can leave fewer than MIN_ROUNDS rounds,
-    and then the figure has no band (and no verdict).
+    seen so far. Its target time shrinks so that all planned rounds fit the allowance (the
+    rounds make the band; a shorter segment only widens it), and it is capped at its share of the
+    time left for the first MIN_ROUNDS rounds, however many steps it still needs. The allowance
+    is hard: a machine that stalls a step for longer than a share can leave fewer than
+    MIN_ROUNDS rounds, and then the figure has no band (and no verdict).
     """
     outcome = Outcome()
     segment_s = plan.segment_seconds(len(arms))
@@ -88,12 +89,13 @@ def run_rounds(
         now = time.perf_counter()
         if index >= MIN_ROUNDS and round_times and now + max(round_times) > deadline:
             outcome.stopped = (
-                f"the time budget ({plan.max_seconds:g} s) allowed {index} of {plan.rounds} rounds"
+                f"the time allowance ({plan.max_seconds:g} s) had room for {index} of "
+                f"{plan.rounds} rounds"
             )
             break
         if now >= deadline:
             outcome.stopped = (
-                f"the time budget ({plan.max_seconds:g} s) ran out after {index} rounds"
+                f"the time allowance ({plan.max_seconds:g} s) ran out after {index} rounds"
             )
             break
         started = now
@@ -101,9 +103,8 @@ def run_rounds(
         try:
             for position, arm in enumerate(order):
                 now = time.perf_counter()
-                if (
-                    now >= deadline
-                ):  # nothing could be measured: the round's other arms get no segment
+                # nothing could be measured: the round's other arms get no segment
+                if now >= deadline:
                     arm.segments.append(None)
                     continue
                 left = (max(MIN_ROUNDS - index, 1) * len(arms)) - position

@@ -57,8 +57,9 @@ def fit_segment(
     Finite feeds (arrays, PyDataset, DataLoader) run whole epochs, as training does, until the
     clock stops them; endless feeds run epochs of ``epoch_steps`` (the real feed's length, so
     that both arms pay the same per-epoch cost) or one long epoch. None: no step after warm-up.
-    ``whole_epochs`` and ``epoch_length``: see :func:`segment_clock`; ``stop``: when it returns True at a batch end,
-    the segment ends there (a Ctrl-C asked for it: fit ends normally, its iterator closes).
+    ``whole_epochs`` and ``epoch_length``: see :func:`segment_clock`; ``stop``: when it returns
+    True at a batch end, the segment ends there (a Ctrl-C asked for it: fit ends normally, its
+    iterator closes).
     ``first_tick``, when given, receives the time the first execution ended (after compiling).
     ``extra``: callbacks trained with it, after the clock (the baseline's hooks arm).
     """
@@ -117,92 +118,110 @@ def segment_clock(
         import keras
 
         base = keras.callbacks.Callback
-    warm_seconds = WARMUP_SHARE * seconds
 
-    class _SegmentClock(base):  # type: ignore[misc, valid-type]
-        def __init__(self) -> None:
-            super().__init__()
-            self.steps = 0
-            self.begin: int | None = None
-            self.first_tick: float | None = None
-            self.start: tuple[float, int] | None = None
-            self.end: tuple[float, int] | None = None
-            self.epoch_start: tuple[float, int] | None = None
-            self.epoch_end: tuple[float, int] | None = None
-            self.cut = False  # this clock stopped training inside an epoch: that epoch is not whole
-            self.first_begin: float | None = (
-                None  # when the first epoch began (before its iterator)
-            )
+    class _SegmentClock(_Clock, base):  # type: ignore[misc, valid-type]
+        """The clock on this Keras flavour's callback."""
 
-        def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
-            self.begin = None
-            if self.first_begin is None:
-                self.first_begin = time.perf_counter()
-            if whole_epochs and self.epoch_start is None:
-                self.epoch_start = (time.perf_counter(), self.steps)
+    return _SegmentClock(warm, seconds, min_steps, deadline, whole_epochs, stop, epoch_length)
 
-        def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
-            # Keras ends the epoch it stopped inside too: that partial epoch, its start weighed
-            # against a few of its steps, is not a whole epoch (it read a restart-heavy rate).
-            if not whole_epochs or self.epoch_start is None or self.cut:
-                return
-            now = time.perf_counter()
-            self.epoch_end = (now, self.steps)
-            if (
-                now - self.epoch_start[0] >= seconds
-                and self.steps - self.epoch_start[1] >= min_steps
-            ) or now >= deadline:
-                self.model.stop_training = True
 
-        def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
-            self.begin = batch
+class _Clock:
+    """What :func:`segment_clock` times and when it stops training, on the flavour's callback
+    (the class after it in the method resolution order)."""
 
-        def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
-            now = time.perf_counter()
-            begin = self.begin
-            self.steps += batch - begin + 1 if begin is not None and batch >= begin else 1
-            if stop is not None and stop():
-                self.halt()
-            if self.start is None:
-                if self.first_tick is None:
-                    self.first_tick = now
-                if self.steps >= warm and now - self.first_tick >= warm_seconds:
-                    self.start = (now, self.steps)
-                elif now >= deadline:
-                    self.halt()
-                return
-            self.end = (now, self.steps)
-            measured = self.steps - self.start[1]
-            if now >= deadline or (
-                measured >= min_steps
-                and now - self.start[0] >= seconds
-                and (self.epoch_end is None or not whole_epochs)
-            ):
-                self.halt()
+    model: Any  # set by Keras on the callback
 
-        def halt(self) -> None:
-            """Stop training at this batch, inside its epoch."""
+    def __init__(
+        self,
+        warm: int,
+        seconds: float,
+        min_steps: int,
+        deadline: float,
+        whole_epochs: bool,
+        stop: Callable[[], bool] | None,
+        epoch_length: int | None,
+    ) -> None:
+        super().__init__()
+        self.warm, self.seconds, self.min_steps, self.deadline = warm, seconds, min_steps, deadline
+        self.whole_epochs, self.stop_asked, self.epoch_length = whole_epochs, stop, epoch_length
+        self.warm_seconds = WARMUP_SHARE * seconds
+        self.steps = 0
+        self.begin: int | None = None
+        self.first_tick: float | None = None
+        self.start: tuple[float, int] | None = None
+        self.end: tuple[float, int] | None = None
+        self.epoch_start: tuple[float, int] | None = None
+        self.epoch_end: tuple[float, int] | None = None
+        self.cut = False  # this clock stopped training inside an epoch: that epoch is not whole
+        self.first_begin: float | None = None  # when the first epoch began (before its iterator)
+
+    def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+        self.begin = None
+        if self.first_begin is None:
+            self.first_begin = time.perf_counter()
+        if self.whole_epochs and self.epoch_start is None:
+            self.epoch_start = (time.perf_counter(), self.steps)
+
+    def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+        # Keras ends the epoch it stopped inside too: that partial epoch, its start weighed
+        # against a few of its steps, is not a whole epoch (it read a restart-heavy rate).
+        if not self.whole_epochs or self.epoch_start is None or self.cut:
+            return
+        now = time.perf_counter()
+        self.epoch_end = (now, self.steps)
+        if (
+            now - self.epoch_start[0] >= self.seconds
+            and self.steps - self.epoch_start[1] >= self.min_steps
+        ) or now >= self.deadline:
             self.model.stop_training = True
-            self.cut = True
 
-        def segment(self) -> Segment | None:
-            if self.epoch_start is not None and self.epoch_end is not None:
-                return Segment(
-                    self.epoch_end[1] - self.epoch_start[1],
-                    self.epoch_end[0] - self.epoch_start[0],
-                    self.epoch_end[0],
-                )
-            if self.start is None or self.end is None:
-                return None
-            steps, timed = self.end[1] - self.start[1], self.end[0] - self.start[0]
-            restart = 0.0
-            if epoch_length and self.first_begin is not None and steps > 0 and timed > 0:
-                # the segment lies in its first epoch (none ended): what began it beyond steady steps
-                lead = self.start[0] - self.first_begin - self.start[1] * timed / steps
-                restart = max(0.0, lead) * min(1.0, steps / epoch_length)
-            return Segment(steps, timed + restart, self.end[0], restart)
+    def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
+        self.begin = batch
 
-    return _SegmentClock()
+    def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+        now = time.perf_counter()
+        begin = self.begin
+        self.steps += batch - begin + 1 if begin is not None and batch >= begin else 1
+        if self.stop_asked is not None and self.stop_asked():
+            self.halt()
+        if self.start is None:
+            if self.first_tick is None:
+                self.first_tick = now
+            if self.steps >= self.warm and now - self.first_tick >= self.warm_seconds:
+                self.start = (now, self.steps)
+            elif now >= self.deadline:
+                self.halt()
+            return
+        self.end = (now, self.steps)
+        measured = self.steps - self.start[1]
+        if now >= self.deadline or (
+            measured >= self.min_steps
+            and now - self.start[0] >= self.seconds
+            and (self.epoch_end is None or not self.whole_epochs)
+        ):
+            self.halt()
+
+    def halt(self) -> None:
+        """Stop training at this batch, inside its epoch."""
+        self.model.stop_training = True
+        self.cut = True
+
+    def segment(self) -> Segment | None:
+        if self.epoch_start is not None and self.epoch_end is not None:
+            return Segment(
+                self.epoch_end[1] - self.epoch_start[1],
+                self.epoch_end[0] - self.epoch_start[0],
+                self.epoch_end[0],
+            )
+        if self.start is None or self.end is None:
+            return None
+        steps, timed = self.end[1] - self.start[1], self.end[0] - self.start[0]
+        restart = 0.0
+        if self.epoch_length and self.first_begin is not None and steps > 0 and timed > 0:
+            # the segment lies in its first epoch (none ended): what began it beyond steady steps
+            lead = self.start[0] - self.first_begin - self.start[1] * timed / steps
+            restart = max(0.0, lead) * min(1.0, steps / self.epoch_length)
+        return Segment(steps, timed + restart, self.end[0], restart)
 
 
 def pull_segment(

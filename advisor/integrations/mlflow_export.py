@@ -81,13 +81,12 @@ def export_run(
     """Log run ``ref`` of ``store`` into MLflow (see the module docs); returns what was logged."""
     try:
         import mlflow
-        from mlflow.entities import Metric, Param
+        from mlflow.entities import Param
         from mlflow.tracking import MlflowClient
     except ImportError:
         raise MlflowExportError(
             "MLflow is not installed: pip install 'keras-advisor[mlflow]'"
         ) from None
-    from advisor.render import render
 
     analysis = store.analyse(ref)
     report = store.diagnose(ref, config, rules_dir=rules_dir)
@@ -102,27 +101,7 @@ def export_run(
                 experiment_id, run_name=analysis.run_id, tags={"advisor.run_id": analysis.run_id}
             ).info.run_id
         result = ExportResult(run_id, uri, created)
-        now = int(time.time() * 1000)
-        last_step = _last_step(analysis)
-        metrics: list[Any] = []
-        if series and not client.get_metric_history(run_id, "advisor.samples_per_s"):
-            for point in _series(analysis):
-                metrics += [
-                    Metric(k, float(v), point.timestamp_ms, point.step)
-                    for k, v in point.keyed().items()
-                ]
-        for name in SUMMARY_FACTS:
-            value = analysis.facts.get(name)
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                key = name if name.startswith("advisor.") else f"advisor.{name}"
-                metrics.append(Metric(key, float(value), now, last_step))
-        counts = report.summary
-        for status, count in (
-            ("fail", counts.fail),
-            ("pass", counts.passed),
-            ("unknown", counts.unknown),
-        ):
-            metrics.append(Metric(f"advisor.findings.{status}", float(count), now, last_step))
+        metrics = _metrics(client, run_id, analysis, report, series)
         for i in range(0, len(metrics), 1000):  # MLflow takes at most 1000 metrics a batch
             client.log_batch(run_id, metrics=metrics[i : i + 1000], synchronous=True)
         result.metrics = len(metrics)
@@ -137,20 +116,7 @@ def export_run(
             client.log_batch(run_id, params=new, synchronous=True)
         top = report.failures[0].code if report.failures else "none"
         client.set_tag(run_id, "advisor.top_finding", top)
-        with tempfile.TemporaryDirectory(prefix="advisor-mlflow-") as tmp:
-            folder = Path(tmp) / "advisor"
-            (folder / "run").mkdir(parents=True)
-            (folder / "report.json").write_text(render(report, "json"), encoding="utf-8")
-            (folder / "report.txt").write_text(render(report, "text"), encoding="utf-8")
-            for f in sorted(Path(analysis.run.path).iterdir()):
-                if f.is_file() and (f.name == "run.json" or f.name.endswith(".jsonl")):
-                    (folder / "run" / f.name).write_bytes(f.read_bytes())
-            if plots:
-                result.notes += _plots(store, analysis, folder / "plots")
-            client.log_artifacts(run_id, str(folder), artifact_path="advisor")
-            result.artifacts = sorted(
-                str(p.relative_to(Path(tmp))) for p in folder.rglob("*") if p.is_file()
-            )
+        _log_artifacts(client, run_id, store, analysis, report, plots, result)
         if created:
             client.set_terminated(
                 run_id, "FINISHED" if analysis.run.status == "finished" else "FAILED"
@@ -160,6 +126,63 @@ def export_run(
     except Exception as exc:  # the tracking store's own errors, in one line
         raise MlflowExportError(f"MLflow at {uri}: {one_line(exc)}") from None
     return result
+
+
+def _metrics(client: Any, run_id: str, analysis: Analysis, report: Any, series: bool) -> list[Any]:
+    """What is logged as metrics: the series (unless the run has them already), the summary
+    facts and the finding counts."""
+    from mlflow.entities import Metric
+
+    now = int(time.time() * 1000)
+    last_step = _last_step(analysis)
+    metrics: list[Any] = []
+    if series and not client.get_metric_history(run_id, "advisor.samples_per_s"):
+        for point in _series(analysis):
+            metrics += [
+                Metric(k, float(v), point.timestamp_ms, point.step)
+                for k, v in point.keyed().items()
+            ]
+    for name in SUMMARY_FACTS:
+        value = analysis.facts.get(name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            key = name if name.startswith("advisor.") else f"advisor.{name}"
+            metrics.append(Metric(key, float(value), now, last_step))
+    counts = report.summary
+    for status, count in (
+        ("fail", counts.fail),
+        ("pass", counts.passed),
+        ("unknown", counts.unknown),
+    ):
+        metrics.append(Metric(f"advisor.findings.{status}", float(count), now, last_step))
+    return metrics
+
+
+def _log_artifacts(
+    client: Any,
+    run_id: str,
+    store: RunService,
+    analysis: Analysis,
+    report: Any,
+    plots: bool,
+    result: ExportResult,
+) -> None:
+    """The report (JSON and text), the run's records and its plots, under ``advisor/``."""
+    from advisor.render import render
+
+    with tempfile.TemporaryDirectory(prefix="advisor-mlflow-") as tmp:
+        folder = Path(tmp) / "advisor"
+        (folder / "run").mkdir(parents=True)
+        (folder / "report.json").write_text(render(report, "json"), encoding="utf-8")
+        (folder / "report.txt").write_text(render(report, "text"), encoding="utf-8")
+        for f in sorted(Path(analysis.run.path).iterdir()):
+            if f.is_file() and (f.name == "run.json" or f.name.endswith(".jsonl")):
+                (folder / "run" / f.name).write_bytes(f.read_bytes())
+        if plots:
+            result.notes += _plots(store, analysis, folder / "plots")
+        client.log_artifacts(run_id, str(folder), artifact_path="advisor")
+        result.artifacts = sorted(
+            str(p.relative_to(Path(tmp))) for p in folder.rglob("*") if p.is_file()
+        )
 
 
 def _recorded_run(analysis: Analysis, uri: str) -> str | None:

@@ -8,9 +8,9 @@ HINTS: tuple[tuple[re.Pattern[str], str], ...] = (
     (
         re.compile(r"PerReplica.*unsupported type|unsupported type.*PerReplica", re.DOTALL),
         (
-            "Keras 3 cannot fit under MultiWorkerMirroredStrategy (keras-team/keras#20585): train with "
-            "tf_keras (`import tf_keras as keras`; `advisor scale` sets TF_USE_LEGACY_KERAS=1) or sweep "
-            "the `jax` strategy instead"
+            "Keras 3 cannot fit under MultiWorkerMirroredStrategy (keras-team/keras#20585): train "
+            "with tf_keras (`import tf_keras as keras`; `advisor scale` sets "
+            "TF_USE_LEGACY_KERAS=1) or sweep the `jax` strategy instead"
         ),
     ),
     (
@@ -28,9 +28,9 @@ HINTS: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
     (
         re.compile(r"Invalid MPI type '?pmix|can not load PMIx library"),
-        "this cluster's srun cannot load PMIx (`srun --mpi=pmix`), which Horovod on Slurm is started "
-        "with: install the PMIx library on the nodes (Debian: libpmix2) with an MPI build of Horovod, "
-        "or sweep multiworker or jax on this cluster",
+        "this cluster's srun cannot load PMIx (`srun --mpi=pmix`), which Horovod on Slurm is "
+        "started with: install the PMIx library on the nodes (Debian: libpmix2) with an MPI "
+        "build of Horovod, or sweep multiworker or jax on this cluster",
     ),
     (
         re.compile(r"No module named '?horovod"),

@@ -197,7 +197,8 @@ def local_processes(
 
 
 def horovod_timeline_path(runs_dir: Path, sweep_id: str, config: Config) -> Path:
-    """Where ``horovodrun --timeline-filename`` writes a configuration's timeline (in the sweep folder)."""
+    """Where ``horovodrun --timeline-filename`` writes a configuration's timeline (in the sweep
+    folder)."""
     from advisor.store.sweep import sweep_dir
 
     return sweep_dir(runs_dir, sweep_id) / "timelines" / f"{config.label}.json"

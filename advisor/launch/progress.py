@@ -20,7 +20,8 @@ from typing_extensions import Self
 
 from advisor.store.sweep import ConfigRecord, SweepRecord
 
-# Strategies whose every worker is fed (and counts) the global batch: one worker's rate is the job's.
+# Strategies whose every worker is fed (and counts) the global batch: one worker's rate is the
+# job's.
 GLOBAL_BATCH_STRATEGIES = ("multiworker", "mirrored", "single")
 
 
@@ -152,7 +153,8 @@ class Display:
         self._refresh()
 
     def _measured(self, run_dir: Path) -> float | None:
-        """The ended run's samples/s from ``measured``; None when there is none (no run, no data)."""
+        """The ended run's samples/s from ``measured``; None when there is none (no run, no
+        data)."""
         if self.measured is None or not run_dir.is_dir():
             return None
         try:

@@ -101,7 +101,8 @@ def ray_session(address: str | None, num_cpus: int) -> Iterator[RaySession]:
     with counting_interrupts() as interrupts:
         try:
             if own is not None:
-                # "local": a new instance even where RAY_ADDRESS names a cluster (--address auto uses it)
+                # "local": a new instance even where RAY_ADDRESS names a cluster (--address auto
+                # uses it)
                 ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, **options)
                 own.note()
             elif started_here:

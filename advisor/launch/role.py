@@ -71,13 +71,15 @@ class Role:
         return tags
 
     def shard(self, n: int) -> slice:
-        """This process's share of ``n`` samples when every process feeds its own data (jax, horovod)."""
+        """This process's share of ``n`` samples when every process feeds its own data (jax,
+        horovod)."""
         if self.strategy in ("jax", "horovod") and self.processes > 1:
             return slice(self.rank, n, self.processes)
         return slice(0, n)
 
     def tf_strategy(self) -> Any:
-        """The ``tf.distribute`` strategy of this role; None where the strategy is not tf.distribute."""
+        """The ``tf.distribute`` strategy of this role; None where the strategy is not
+        tf.distribute."""
         import tensorflow as tf
 
         if self.strategy == "mirrored":

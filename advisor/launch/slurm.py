@@ -198,7 +198,8 @@ def check_horovod(strategies: Sequence[str], refusal: str | None) -> None:
         return
     raise UsageError(
         f"strategy horovod under --launcher slurm needs srun --mpi=pmix, which this Slurm refuses "
-        f"({refusal}): sweep horovod with --launcher local (horovodrun --gloo) or choose another strategy"
+        f"({refusal}): sweep horovod with --launcher local (horovodrun --gloo) or choose another "
+        "strategy"
     )
 
 

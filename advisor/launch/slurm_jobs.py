@@ -1,10 +1,10 @@
 """Follow submitted Slurm jobs until they end, and say how each ended.
 
 A job's state comes from ``sacct`` where accounting is on; else from ``scontrol show job`` (which
-keeps a finished job for ``MinJobAge``, 300 s by default); else from ``squeue`` while it is queued or
-running and, once it has left the queue, from the exit file its batch script wrote
-(``exit-<job id>``). A job that has left without one ended for an unknown reason: it is failed,
-never left ``submitted``.
+keeps a finished job for ``MinJobAge``, 300 s by default); else from ``squeue`` while it is queued
+or running and, once it has left the queue, from the exit file its batch script wrote (``exit-<job
+id>``). A job that has left without one ended for an unknown reason: it is failed, never left
+``submitted``.
 """
 
 from __future__ import annotations
@@ -63,7 +63,8 @@ class JobState:
         return self.state == "COMPLETED" and not self.exit_code and not self.signal
 
     def describe(self, job_id: str) -> str:
-        """One line on how the job ended, e.g. ``Slurm job 12 FAILED, exit code 1 (NonZeroExitCode)``."""
+        """One line on how the job ended, e.g. ``Slurm job 12 FAILED, exit code 1
+        (NonZeroExitCode)``."""
         text = f"Slurm job {job_id} {self.state}"
         if self.exit_code:
             text += f", exit code {self.exit_code}"
@@ -101,7 +102,8 @@ def _exit_code(text: str) -> tuple[int | None, int | None]:
 
 
 def run_seconds(text: str) -> float | None:
-    """Slurm's ``RunTime`` / ``Elapsed`` (``[D-]HH:MM:SS``) or ``ElapsedRaw`` (seconds) → seconds."""
+    """Slurm's ``RunTime`` / ``Elapsed`` (``[D-]HH:MM:SS``) or ``ElapsedRaw`` (seconds) →
+    seconds."""
     days, _, clock = text.strip().rpartition("-")
     try:
         parts = [int(p) for p in clock.split(":")]

@@ -106,7 +106,8 @@ def _map(fn: Any, specs: Any) -> Any:
 
 
 def _outputs_sum(outputs: Any) -> Any:
-    """A scalar "loss": the sum of squares of every output (non-linear, so the forward pass stays)."""
+    """A scalar "loss": the sum of squares of every output (non-linear, so the forward pass
+    stays)."""
     import keras
 
     total = None
@@ -173,7 +174,8 @@ DOT_OPS = frozenset(
 
 
 def count_graph_flops(graph: Any, targets: list[Any]) -> dict[str, float]:
-    """Matmul / convolution FLOPs per op type of the ops ``targets`` depend on (no function bodies)."""
+    """Matmul / convolution FLOPs per op type of the ops ``targets`` depend on (no function
+    bodies)."""
     from tensorflow.python.framework import ops as tf_ops
     from tensorflow.python.profiler.internal import flops_registry  # noqa: F401  (registers stats)
 
@@ -367,7 +369,8 @@ def torch_flops_per_sample(
         return torch.rand((batch, *shape), dtype=torch_dtype, device=device)
 
     x = _map(make, specs)
-    # Views of the weights that track gradients: no copy, and the model's own tensors stay untouched.
+    # Views of the weights that track gradients: no copy, and the model's own tensors stay
+    # untouched.
     trainable = [v.value.detach().requires_grad_(True) for v in model.trainable_variables]
     frozen = [v.value.detach() for v in model.non_trainable_variables]
     counter = FlopCounterMode(display=False)

@@ -1,4 +1,5 @@
-"""Which instance is this? From the argument, ``$ADVISOR_INSTANCE_TYPE``, DMI, or the metadata service.
+"""Which instance is this? From the argument, ``$ADVISOR_INSTANCE_TYPE``, DMI, or the metadata
+service.
 
 AWS Nitro writes the instance type into the machine's DMI data (a local file, no network). The
 cloud metadata service is asked only when the user allows it, with a hard deadline (0.5 s) that

@@ -56,11 +56,6 @@ def sniff(path: str) -> tuple[str | None, str | None]:
     return classify(head, path)
 
 
-def sniff_compression(path: str) -> str | None:
-    """Compression recognised from the file's magic bytes or its extension; None = empty file."""
-    return sniff(path)[0]
-
-
 def file_facts(
     declared: Sequence[str], candidates: Sequence[str] = (), declared_compression: str | None = None
 ) -> dict[str, Any]:

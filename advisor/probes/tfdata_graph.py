@@ -1,4 +1,5 @@
-"""Reading a tf.data GraphDef: op families, constants, library functions and the files a pipeline reads.
+"""Reading a tf.data GraphDef: op families, constants, library functions and the files a pipeline
+reads.
 
 Helpers of :mod:`advisor.probes.tfdata`; plain protobuf walking, no TensorFlow import.
 """

@@ -132,14 +132,6 @@ def _from_table(instance_type: str, spot: bool, note: str | None) -> PriceResolu
     )
 
 
-def resolve_price(
-    instance_type: str | None, price_per_hour: float | None
-) -> tuple[float | None, str | None]:
-    """(USD/h, source): an explicit price wins; else the table; else unknown (no network)."""
-    found = resolve(instance_type, price_per_hour)
-    return found.usd_per_hour, found.source
-
-
 def samples_per_dollar(samples_per_s: float, usd_per_hour: float) -> float:
     """Samples per dollar = samples/s × 3600 ÷ USD/h."""
     return samples_per_s * 3600.0 / usd_per_hour

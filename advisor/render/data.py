@@ -31,7 +31,8 @@ def _counted(counts: dict[str, int], of: int) -> str:
 def render_data(summary: dict[str, Any], findings: Sequence[Finding] = ()) -> str:
     lines = [
         (
-            f"{summary['location']}: {readable(summary['objects'])} objects, {size(summary['total_bytes'])} "
+            f"{summary['location']}: {readable(summary['objects'])} objects, "
+            f"{size(summary['total_bytes'])} "
             f"in total (checked in {summary.get('seconds', 0):.1f} s)"
         )
     ]
@@ -41,7 +42,8 @@ def render_data(summary: dict[str, Any], findings: Sequence[Finding] = ()) -> st
         )
     if summary["objects"]:
         lines.append(
-            f"  size:        median {size(summary['bytes_p50'])}, p10 {size(summary['bytes_p10'])}, "
+            f"  size:        median {size(summary['bytes_p50'])}, p10 "
+            f"{size(summary['bytes_p10'])}, "
             f"p90 {size(summary['bytes_p90'])} (smallest {size(summary['bytes_min'])}, "
             f"largest {size(summary['bytes_max'])})"
         )
@@ -49,7 +51,8 @@ def render_data(summary: dict[str, Any], findings: Sequence[Finding] = ()) -> st
     if summary.get("compressions"):
         lines.append(f"  compression: {_counted(summary['compressions'], sniffed)}")
     lines.append(
-        f"  formats:     {_counted(summary['formats'], sniffed) if summary.get('formats') else 'not recognised'}"
+        "  formats:     "
+        f"{_counted(summary['formats'], sniffed) if summary.get('formats') else 'not recognised'}"
     )
     if summary.get("extensions"):
         ext = ", ".join(f"{k} {readable(v)}" for k, v in summary["extensions"].items())

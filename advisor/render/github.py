@@ -34,9 +34,8 @@ def render_many(reports: list[Report], **_: Any) -> str:
             lines.append(f"::{COMMAND[f.severity]} title={title}::{escape_data(body)}")
         for f in report.findings:
             if f.status == "error":
-                lines.append(
-                    f"::error title={escape_property(f'{f.code} could not be evaluated')}::{escape_data(f.error or '')}"
-                )
+                title = escape_property(f"{f.code} could not be evaluated")
+                lines.append(f"::error title={title}::{escape_data(f.error or '')}")
         counts = report.summary.by_severity
         tally = (
             ", ".join(f"{counts[k]} {k}" for k in ("error", "warning", "info") if counts.get(k))
@@ -45,14 +44,17 @@ def render_many(reports: list[Report], **_: Any) -> str:
         cov = report.coverage
         lines.append(
             f"advisor: run {run_id}: {tally}; checklist coverage {cov.decided}/{cov.total} decided "
-            f"({percent(cov.fraction, 0, fraction=True)}), {cov.not_applicable} n/a, {cov.unknown} unknown"
+            f"({percent(cov.fraction, 0, fraction=True)}), {cov.not_applicable} n/a, {cov.unknown} "
+            "unknown"
         )
         if report.regression is not None:
             reg = report.regression
             for m in reg.metrics:
                 if m.regressed:
-                    msg = f"{m.unit} dropped {-(m.change_pct or 0):.1f}% versus {reg.baseline_run} (limit {reg.max_regression_pct:g}%)"
-                    lines.append(
-                        f"::error title={escape_property(f'performance regression ({run_id})')}::{escape_data(msg)}"
+                    msg = (
+                        f"{m.unit} dropped {-(m.change_pct or 0):.1f}% versus {reg.baseline_run} "
+                        f"(limit {reg.max_regression_pct:g}%)"
                     )
+                    title = escape_property(f"performance regression ({run_id})")
+                    lines.append(f"::error title={title}::{escape_data(msg)}")
     return "\n".join(lines) + "\n"

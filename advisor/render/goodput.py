@@ -36,7 +36,8 @@ def budget_heading(facts: dict[str, Any]) -> str | None:
         else " (up to the last epoch end: the job did not end normally)"
     )
     return (
-        f"Where the time went: {readable(wall, 1)} s of fit{final}, goodput {percent(goodput, 0, fraction=True)}"
+        f"Where the time went: {readable(wall, 1)} s of fit{final}, goodput "
+        f"{percent(goodput, 0, fraction=True)}"
         f" (training steps ÷ wall clock)"
     )
 
@@ -92,8 +93,8 @@ def callbacks_lines(facts: dict[str, Any]) -> list[str]:
             else ""
         )
         lines.append(
-            f"  checkpoints: {count} saves in {float(facts.get('checkpoint.seconds', 0.0)):.2f} s{size}"
-            + (f" ({facts['checkpoint.by']})" if facts.get("checkpoint.by") else "")
+            f"  checkpoints: {count} saves in {float(facts.get('checkpoint.seconds', 0.0)):.2f} "
+            f"s{size}" + (f" ({facts['checkpoint.by']})" if facts.get("checkpoint.by") else "")
         )
     return lines
 

@@ -16,6 +16,10 @@ if TYPE_CHECKING:
     from advisor.diagnosis.report import Finding, Report
 
 
+def _evidence_value(value: Any) -> Any:
+    return say_changes(value) if is_changes(value) else value
+
+
 def _case(suite: ET.Element, f: Finding, fail_level: int) -> str:
     case = ET.SubElement(
         suite,
@@ -25,8 +29,7 @@ def _case(suite: ET.Element, f: Finding, fail_level: int) -> str:
     if f.status == "fail" and SEVERITY_RANK[f.severity] >= fail_level:
         node = ET.SubElement(case, "failure", {"type": f.severity, "message": f.message})
         evidence = "\n".join(
-            f"  {e.fact} = {say_changes(e.value) if is_changes(e.value) else e.value} {e.unit}".rstrip()
-            for e in f.evidence
+            f"  {e.fact} = {_evidence_value(e.value)} {e.unit}".rstrip() for e in f.evidence
         )
         node.text = (
             f"{f.message}\n\nFix: {f.fix or ''}\n\nEvidence:\n{evidence}\n\nDocs: {f.docs}\n"

@@ -1,4 +1,5 @@
-"""The plot of one run (matplotlib, no display): its epochs — training and validation time, samples/s.
+"""The plot of one run (matplotlib, no display): its epochs — training and validation time, and
+samples/s.
 
 Drawn from the run's overview (:class:`~advisor.analysis.overview.RunOverview`), like ``advisor
 show``'s epoch table; saved by :func:`write_run_plots` for ``advisor export --to mlflow``.
@@ -13,7 +14,8 @@ from advisor.analysis.overview import RunOverview
 
 
 def epochs_figure(view: RunOverview) -> Any:
-    """Stacked training/validation seconds per epoch, samples/s on a second axis; None without epochs."""
+    """Stacked training/validation seconds per epoch, samples/s on a second axis; None without
+    epochs."""
     if not view.epochs:
         return None
     from matplotlib.figure import Figure

@@ -39,7 +39,8 @@ def _descriptor(f: Finding) -> dict[str, Any]:
         "fullDescription": {"text": f"{f.summary} (checklist section {f.section})"},
         "help": {
             "text": f"{f.summary} See {f.docs} or run `advisor rule {f.code}`.",
-            "markdown": f"**{f.code} {f.name}**: {f.summary}\n\nSee [{f.docs}]({f.docs}) or run `advisor rule {f.code}`.",
+            "markdown": f"**{f.code} {f.name}**: {f.summary}\n\nSee [{f.docs}]({f.docs}) or run "
+            f"`advisor rule {f.code}`.",
         },
         "defaultConfiguration": {"level": LEVEL[f.severity]},
         "properties": {"section": f.section, "tags": ["performance", f.section]},

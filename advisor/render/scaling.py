@@ -1,9 +1,9 @@
 """The scaling table as text, JSON, CSV or Markdown (one renderer per format, one table model).
 
 JSON is the table itself with its ``schema_version`` (a saved report can be reloaded and rendered
-again); CSV has one line per strategy × workers with every column — ``recommended`` names the
-goals a configuration is best for — and one more line per projection (``projected`` true, only
-the projected columns filled); text and Markdown open with the recommendations (the best configuration
+again); CSV has one line per strategy × workers with every column — ``recommended`` names the goals
+a configuration is best for — and one more line per projection (``projected`` true, only the
+projected columns filled); text and Markdown open with the recommendations (the best configuration
 per goal, and a labelled projection with its assumptions) and the sweep's D6 findings, then group
 the columns the way people read them: time, cost, accelerators and energy, computation vs other.
 """

@@ -262,6 +262,7 @@ def events_table(view: RunOverview) -> Table | None:
 
 
 def run_summary(view: RunOverview, facts: dict[str, Any]) -> Group:
+    from advisor.diagnosis.report import as_facts
     from advisor.render.goodput import goodput_parts
     from advisor.render.whatif import whatif_heading, whatif_table
 
@@ -270,10 +271,11 @@ def run_summary(view: RunOverview, facts: dict[str, Any]) -> Group:
     if budget:
         parts += [*budget, Text("")]
     parts.append(facts_table(facts))
-    heading = whatif_heading(facts)
+    report_facts = as_facts(facts)  # the what-if view reads a report's facts
+    heading = whatif_heading(report_facts)
     if heading is not None:
         parts += [Text(""), Text(heading, style="bold")]
-        table = whatif_table(facts, all_rows=True)
+        table = whatif_table(report_facts, all_rows=True)
         if table is not None:
             parts.append(table)
     for extra in (epochs_table(view), events_table(view)):

@@ -11,6 +11,7 @@ from rich.padding import Padding
 from rich.text import Text
 
 from advisor.diagnosis.phrases import is_changes
+from advisor.diagnosis.report import fact_value
 from advisor.diagnosis.template import format_value
 from advisor.numbers import percent, strategy_label
 
@@ -58,7 +59,7 @@ def _headline(report: Report) -> Text:
         ("mfu", "MFU", ".1%"),
     ):
         if name in facts:
-            value = format_value(facts[name].value, spec)
+            value = format_value(fact_value(facts, name), spec)
             parts.append(f"{value} {unit}" if name != "mfu" else f"{unit} {value}")
     return Text(
         "  " + " · ".join(parts) if parts else "  no throughput measured",
@@ -89,6 +90,18 @@ def _report(console: Console, report: Report) -> None:
     )
     console.print(_headline(report))
     console.print()
+    _incomplete(console, report)
+    _findings(console, report)
+    _whatif(console, report)
+    _undecided(console, report)
+    if report.regression is not None:
+        _regression(console, report)
+    for problem in report.errors:
+        console.print(Text(f"note: {problem}", style="dim"))
+    _coverage(console, report)
+
+
+def _incomplete(console: Console, report: Report) -> None:
     if report.incomplete:
         console.print(
             Text(
@@ -100,6 +113,8 @@ def _report(console: Console, report: Report) -> None:
             console.print(Padding(Text(f"- {reason}"), (0, 0, 0, 2)))
         console.print()
 
+
+def _findings(console: Console, report: Report) -> None:
     failures = report.failures
     if failures:
         console.print(Text(f"Findings, most costly first ({len(failures)})", style="bold"))
@@ -107,8 +122,10 @@ def _report(console: Console, report: Report) -> None:
             _failure(console, rank, finding)
     else:
         console.print(Text("No findings: every decided rule passed.", style="green"))
-    _whatif(console, report)
 
+
+def _undecided(console: Console, report: Report) -> None:
+    """The rules that errored, were not measured or need a human; then those passed and n/a."""
     errors = [f for f in report.findings if f.status == "error"]
     if errors:
         console.print()
@@ -141,11 +158,8 @@ def _report(console: Console, report: Report) -> None:
     if na:
         console.print(Text.assemble(("Not applicable: ", "bold"), " ".join(na)))
 
-    if report.regression is not None:
-        _regression(console, report)
-    for problem in report.errors:
-        console.print(Text(f"note: {problem}", style="dim"))
 
+def _coverage(console: Console, report: Report) -> None:
     console.print()
     cov = report.coverage
     console.print(Text.assemble(("Checklist coverage: ", "bold"), coverage_line(report)))
@@ -167,7 +181,8 @@ def coverage_line(report: Report) -> str:
     """``29/55 rules decided (53%: passed or failed) · 18 n/a · 8 unknown``."""
     cov = report.coverage
     return (
-        f"{cov.decided}/{cov.total} rules decided ({percent(cov.fraction, 0, fraction=True)}: passed or failed) · "
+        f"{cov.decided}/{cov.total} rules decided ({percent(cov.fraction, 0, fraction=True)}: "
+        "passed or failed) · "
         f"{cov.not_applicable} n/a · {cov.unknown} unknown"
     )
 
@@ -246,5 +261,6 @@ def _regression(console: Console, report: Report) -> None:
         else:
             style = "red" if m.regressed else ""
             spec = ",.0f" if m.unit == "samples/$" else ",.1f"
-            line = f"{m.unit}: {format_value(m.baseline, spec)} → {format_value(m.current, spec)} ({m.change_pct:+.1f}%)"
+            before, after = format_value(m.baseline, spec), format_value(m.current, spec)
+            line = f"{m.unit}: {before} → {after} ({m.change_pct:+.1f}%)"
             console.print(Padding(Text(line, style=style), (0, 0, 0, 2)))

@@ -38,7 +38,8 @@ def render_text(s: TraceSummary, where: str) -> str:
         lines.append(f"  hosts {host} · {s.hardware} · XProf {s.xprof_version or '?'}{took}")
     if s.steps:
         lines.append(
-            f"  steps found {s.steps} · step time {s.step_time_ms_mean:.2f} ms ± {s.step_time_ms_std:.2f}"
+            f"  steps found {s.steps} · step time {s.step_time_ms_mean:.2f} ms ± "
+            f"{s.step_time_ms_std:.2f}"
         )
         parts = [
             f"{name.replace('_', ' ')} {_pct(value)}"
@@ -55,8 +56,10 @@ def render_text(s: TraceSummary, where: str) -> str:
         lines.append(f"  input classification {s.input_classification}")
     if s.on_device:
         lines.append(
-            f"  device: compute {_pct(s.device_compute_percent)} · idle {_pct(s.device_idle_percent)} · "
-            f"H2D {_pct(s.h2d_percent)} · D2H {_pct(s.d2h_percent)} · 16-bit compute {_pct(s.compute_16bit_percent)}"
+            f"  device: compute {_pct(s.device_compute_percent)} · idle "
+            f"{_pct(s.device_idle_percent)} · "
+            f"H2D {_pct(s.h2d_percent)} · D2H {_pct(s.d2h_percent)} · 16-bit compute "
+            f"{_pct(s.compute_16bit_percent)}"
         )
     if s.eager_percent is not None:
         lines.append(f"  eager op execution {_pct(s.eager_percent)} of step time")
@@ -82,7 +85,8 @@ def render_text(s: TraceSummary, where: str) -> str:
         for i, op in enumerate(s.top_ops, 1):
             name = op.name if len(op.name) <= 70 else "…" + op.name[-69:]
             lines.append(
-                f"    {i:2d}. {_pct(op.self_time_percent):>6}  {op.where:6s} {op.type:24.24s} {name}"
+                f"    {i:2d}. {_pct(op.self_time_percent):>6}  {op.where:6s} {op.type:24.24s} "
+                f"{name}"
             )
     for note in s.notes:
         lines.append(f"  note: {note}")

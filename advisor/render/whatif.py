@@ -3,13 +3,13 @@ samples/s, gain, band, what it cost; candidates that were not measured say why."
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from rich.table import Table
 from rich.text import Text
 
 from advisor.diagnosis.measured_gains import speedup_text
+from advisor.diagnosis.report import Facts, fact_value
 from advisor.numbers import percent, readable
 
 STATUS_WORDS = {
@@ -20,21 +20,16 @@ STATUS_WORDS = {
 }
 
 
-def whatif_rows(facts: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The ``whatif.table`` fact's rows (plain values or a report's FactValue)."""
-    value = facts.get("whatif.table")
-    value = getattr(value, "value", value)
+def whatif_rows(facts: Facts) -> list[dict[str, Any]]:
+    """The ``whatif.table`` fact's rows."""
+    value = fact_value(facts, "whatif.table")
     return [r for r in value if isinstance(r, dict)] if isinstance(value, list) else []
 
 
-def _value(facts: Mapping[str, Any], name: str) -> Any:
-    value = facts.get(name)
-    return getattr(value, "value", value)
-
-
-def whatif_heading(facts: Mapping[str, Any]) -> str | None:
-    """``Measured what-if: 4 changes tried in 19.4 s (budget 20 s) beside 704 samples/s unchanged``."""
-    skipped = _value(facts, "whatif.skipped")
+def whatif_heading(facts: Facts) -> str | None:
+    """The what-if's heading, e.g. ``Measured what-if: 4 changes tried in 19.4 s (allowance 20 s)
+    beside 704 samples/s unchanged``."""
+    skipped = fact_value(facts, "whatif.skipped")
     if skipped:
         return f"Measured what-if: skipped ({skipped})"
     rows = whatif_rows(facts)
@@ -44,20 +39,21 @@ def whatif_heading(facts: Mapping[str, Any]) -> str | None:
     text = f"Measured what-if: {measured} change{'s' if measured != 1 else ''} measured"
     if any(r.get("speedup") is not None and r.get("ceiling") for r in rows):
         text += " and the input-removed ceiling"
-    seconds, budget = _value(facts, "whatif.seconds"), _value(facts, "whatif.budget_seconds")
+    seconds = fact_value(facts, "whatif.seconds")
+    allowance = fact_value(facts, "whatif.allowance_seconds")
     if isinstance(seconds, (int, float)):
         text += f" in {seconds:.1f} s" + (
-            f" (budget {round(budget, 1):g} s)" if isinstance(budget, (int, float)) else ""
+            f" (allowance {round(allowance, 1):g} s)" if isinstance(allowance, (int, float)) else ""
         )
-    unchanged = _value(facts, "whatif.unchanged_samples_per_s")
+    unchanged = fact_value(facts, "whatif.unchanged_samples_per_s")
     if isinstance(unchanged, (int, float)):
         text += f", beside {readable(unchanged, 1, compact=True)} samples/s unchanged"
-    if _value(facts, "whatif.interrupted"):
+    if fact_value(facts, "whatif.interrupted"):
         text += "; interrupted by Ctrl-C"
     return text
 
 
-def whatif_table(facts: Mapping[str, Any], *, all_rows: bool = False) -> Table | None:
+def whatif_table(facts: Facts, *, all_rows: bool = False) -> Table | None:
     """Measured candidates first (largest gain first), then those that failed or were skipped;
     with ``all_rows`` also those that do not apply or were not tried."""
     rows = whatif_rows(facts)
@@ -86,7 +82,8 @@ def whatif_table(facts: Mapping[str, Any], *, all_rows: bool = False) -> Table |
             if row.get("ceiling"):
                 note = "ceiling, not a fix: " + note
         else:
-            note = f"{STATUS_WORDS.get(row.get('status', ''), row.get('status', ''))}: {row.get('reason') or ''}"
+            status = row.get("status", "")
+            note = f"{STATUS_WORDS.get(status, status)}: {row.get('reason') or ''}"
         table.add_row(
             str(row.get("candidate")),
             readable(rate, 1, compact=True) if isinstance(rate, (int, float)) else "—",

@@ -48,7 +48,8 @@ def check_data(
 
 
 def data_findings(summary: DataSummary) -> list[Finding]:
-    """S301 and S305 evaluated on the data check's facts alone (unknown says what else to measure)."""
+    """S301 and S305 evaluated on the data check's facts alone (unknown says what else to
+    measure)."""
     from advisor.diagnosis import evaluate, load_rules
 
     facts = summary.facts()
@@ -105,7 +106,8 @@ def import_sagemaker(
 
 
 def upload_spooled(url: str) -> list[tuple[str, int, bool, Path]]:
-    """Send the runs waiting in the spool of ``url``: (run id, files sent, spool removed, folder)."""
+    """Send the runs waiting in the spool of ``url``: (run id, files sent, spool removed,
+    folder)."""
     from advisor.cloud.spool import upload_pending
 
     return [(p.state.run_id, sent, removed, p.folder) for p, sent, removed in upload_pending(url)]

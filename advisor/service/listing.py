@@ -13,7 +13,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from advisor.errors import AdvisorError, RunNotFoundError
 from advisor.service.run_service import RunRow
@@ -59,35 +59,17 @@ def entries(store: RunService) -> list[RunRow]:
                 reason = f"{path}: unreadable manifest"
             except AdvisorError as exc:
                 reason = str(exc)
-            rows.append(RunRow(run_id=path.name, path=str(path), status="unreadable", error=reason))
+            rows.append(RunRow.unreadable(path, reason))
             continue
-        strategy, workers = _configuration(manifest.tags, manifest.strategy, manifest.num_workers)
-        rows.append(
-            RunRow(
-                run_id=manifest.run_id,
-                path=str(path),
-                status=manifest_state(manifest, now),
-                created=manifest.created,
-                name=manifest.name,
-                strategy=strategy,
-                workers=workers,
-                sweep_id=manifest.sweep_id,
-                tags=dict(manifest.tags),
-            )
-        )
+        rows.append(RunRow.of(path, manifest, manifest_state(manifest, now)))
     return rows
 
 
-def _configuration(tags: dict[str, str], strategy: str | None, num_workers: int) -> tuple[str, int]:
-    """How a run is labelled: its sweep configuration (``scale.strategy`` × ``scale.workers``,
-    what ``advisor scale`` launched it as) when it has one, else its manifest's."""
-    from advisor.numbers import strategy_label, workers_label
-
-    return strategy_label(strategy, tags), workers_label(num_workers, tags)
-
-
-def digest(store: RunService, path: str | os.PathLike[str], config: Config | None = None) -> RunDigest:
-    """A run's throughput, cost and top finding (read, derived and diagnosed once, then forgotten)."""
+def digest(
+    store: RunService, path: str | os.PathLike[str], config: Config | None = None
+) -> RunDigest:
+    """A run's throughput, cost and top finding (read, derived and diagnosed once, then
+    forgotten)."""
     try:
         report = store.diagnose(path, config)
     except AdvisorError as exc:
@@ -105,16 +87,11 @@ def digest_of(report: Report) -> RunDigest:
     top = serious[0] if serious else None
     return RunDigest(
         status=report.run.status or "unknown",
-        samples_per_s=_value(report, "throughput.samples_per_s"),
-        samples_per_dollar=_value(report, "cost.samples_per_dollar"),
+        samples_per_s=report.fact("throughput.samples_per_s"),
+        samples_per_dollar=report.fact("cost.samples_per_dollar"),
         top=TopFinding(top.code, top.name, top.severity, top.message) if top else None,
         failures=len(failures),
     )
-
-
-def _value(report: Report, name: str) -> Any:
-    fact = report.facts.get(name)
-    return fact.value if fact is not None else None
 
 
 def run_status(path: str | os.PathLike[str]) -> str:
@@ -144,7 +121,8 @@ def resolve_target(arg: str | None, runs_dir: str | os.PathLike[str] | None = No
     """A runs directory, a run (directory, id, unique prefix, ``latest``) or a sweep (directory,
     id, unique prefix). Exact ids win over prefixes; a sweep id over a run id."""
     from advisor.store.paths import resolve_runs_dir
-    from advisor.store.reader import list_run_dirs, pick_by_name, resolve_run
+    from advisor.store.run_refs import pick_by_name, resolve_run
+    from advisor.store.scan import list_run_dirs
     from advisor.store.schema import MANIFEST_NAME
     from advisor.store.sweep import SWEEP_FILE, SWEEPS_DIR, list_sweeps, read_sweep
 

@@ -24,7 +24,8 @@ class Mirrors:
     def localize(
         self, target: str | None, *, store_url: str | None, store_root: Path
     ) -> str | None:
-        """``target`` unchanged unless it is an ``s3://`` URL: then its mirror folder, up to date."""
+        """``target`` unchanged unless it is an ``s3://`` URL: then its mirror folder, up to
+        date."""
         from advisor.cloud.s3store import S3Store
         from advisor.store.paths import is_store_url
 

@@ -1,5 +1,5 @@
-"""``RunService``: the service's one door — a run store's reads and derivations (``runs.CachedRuns``),
-its scaling tables (``scaling``) and its profiles (``traces``).
+"""``RunService``: the service's one door — a run store's reads and derivations
+(``runs.CachedRuns``), its scaling tables (``scaling``) and its profiles (``traces``).
 
 ``CachedRuns`` reads, derives and diagnoses; the scaling and profile helpers take a ``CachedRuns``,
 and ``RunService`` adds them as methods, so that nothing imports back up into this module.
@@ -12,7 +12,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from advisor.service.runs import Analysis, CachedRuns, RunRow, is_store_url, run_info
+from advisor.service.run_rows import Analysis, RunRow, run_info
+from advisor.service.runs import CachedRuns, is_store_url
 
 if TYPE_CHECKING:
     from advisor.analysis.scaling import Failure, ScalingTable
@@ -57,7 +58,8 @@ class RunService(CachedRuns):
     def points(
         self, root: Path | None = None, sweep_id: str | None = None
     ) -> tuple[list[Point], list[Failure]]:
-        """Finished runs under ``root`` (of one sweep when ``sweep_id``) as points, and the failures."""
+        """Finished runs under ``root`` (of one sweep when ``sweep_id``) as points, and the
+        failures."""
         from advisor.service.scaling import sweep_points
 
         return sweep_points(self, root or self.root, sweep_id)
@@ -72,7 +74,8 @@ class RunService(CachedRuns):
         timeout_s: float | None = None,
         memory_mb: int | None = None,
     ) -> tuple[list[tuple[str, TraceSummary]], list[str]]:
-        """Summaries of a profile (a file, session, log dir or run); ``into`` attaches it to a run."""
+        """Summaries of a profile (a file, session, log dir or run); ``into`` attaches it to a
+        run."""
         from advisor.service.traces import summarize_traces
 
         return summarize_traces(
@@ -100,5 +103,6 @@ def diagnose(
     runs_dir: str | os.PathLike[str] | None = None,
     **options: Any,
 ) -> Report:
-    """The diagnosis of one run: ``advisor.diagnose("latest")``; options as :meth:`RunService.diagnose`."""
+    """The diagnosis of one run: ``advisor.diagnose("latest")``; options as
+    :meth:`RunService.diagnose`."""
     return RunService(runs_dir).diagnose(run, config, select, ignore, **options)

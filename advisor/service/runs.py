@@ -1,70 +1,25 @@
-"""``CachedRuns``: a run store with every read, derivation and diagnosis cached (see :mod:`advisor.service`)."""
+"""``CachedRuns``: a run store with every read, derivation and diagnosis cached (see
+:mod:`advisor.service`)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from advisor.errors import AdvisorError
-from advisor.numbers import strategy_label, workers_label
 from advisor.service.remote import Mirrors
+from advisor.service.run_rows import Analysis, RunRow, run_info
 from advisor.store.paths import resolve_runs_dir
 
 if TYPE_CHECKING:
-    from advisor.analysis.overview import RunOverview
     from advisor.analysis.scaling_points import Point
     from advisor.diagnosis.config import Config
-    from advisor.diagnosis.report import Report, RunInfo
+    from advisor.diagnosis.report import Report
     from advisor.store.reader import Run
     from advisor.store.schema import Manifest
     from advisor.store.sweep import SweepRecord
-
-
-@dataclass
-class Analysis:
-    """One run and everything derived from it."""
-
-    run: Run
-    facts: dict[str, Any]
-    errors: list[str] = field(default_factory=list)  # derivation errors (a broken fact area)
-
-    @property
-    def run_id(self) -> str:
-        return self.run.run_id
-
-    @property
-    def notes(self) -> list[str]:
-        """Reader warnings (a truncated line, an unreadable summary) and derivation errors."""
-        return [*self.run.warnings, *self.errors]
-
-    def overview(self) -> RunOverview:
-        from advisor.analysis.overview import overview
-
-        return overview(self.run)
-
-
-@dataclass
-class RunRow:
-    """One line of ``advisor runs``: a readable run, or an unreadable one with its reason."""
-
-    run_id: str
-    path: str
-    status: str
-    created: float | None = None
-    name: str | None = None
-    strategy: str | None = None
-    workers: int | None = None
-    samples_per_s: float | None = None
-    samples_per_dollar: float | None = None
-    sweep_id: str | None = None
-    tags: dict[str, str] = field(default_factory=dict)
-    error: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items()}
 
 
 class CachedRuns:
@@ -101,8 +56,9 @@ class CachedRuns:
 
     # -- finding runs ---------------------------------------------------------------------------
     def resolve(self, ref: str | os.PathLike[str] | None) -> Path:
-        """A run directory from a path, an id, a unique id prefix, ``latest`` or an ``s3://`` URL."""
-        from advisor.store.reader import resolve_run
+        """A run directory from a path, an id, a unique id prefix, ``latest`` or an ``s3://``
+        URL."""
+        from advisor.store.run_refs import resolve_run
 
         if ref is not None and is_store_url(ref):
             ref = self.localize(str(ref))
@@ -245,7 +201,8 @@ class CachedRuns:
         return points
 
     def sweep(self, parent: Path, sweep_id: str | None) -> SweepRecord | None:
-        """The sweep file of ``sweep_id`` in the store at ``parent`` (read once), None if there is none."""
+        """The sweep file of ``sweep_id`` in the store at ``parent`` (read once), None if there is
+        none."""
         from advisor.store.schema import RUN_ID_RE
         from advisor.store.sweep import SWEEP_FILE, read_sweep, sweep_dir
 
@@ -295,7 +252,8 @@ class CachedRuns:
         """The ranked report of a run, from the facts :meth:`analyse` derived.
 
         ``select`` / ``extend_select`` / ``ignore`` take codes or prefixes and win over ``config``.
-        With ``baseline`` (a run, or a saved :class:`Report`), the report carries the samples/s and samples/$ regression check.
+        With ``baseline`` (a run, or a saved :class:`Report`), the report carries the samples/s and
+        samples/$ regression check.
         """
         from advisor.diagnosis import diagnose_facts, load_rules, resolve_settings
         from advisor.diagnosis.regression import compare
@@ -355,39 +313,21 @@ class CachedRuns:
 
     # -- the whole store ------------------------------------------------------------------------
     def runs(self, limit: int | None = None) -> list[RunRow]:
-        """Every run of the store, oldest first (newest ``limit`` when given); unreadable ones too."""
+        """Every run of the store, oldest first (newest ``limit`` when given); unreadable ones
+        too."""
         dirs = self.run_dirs()
         if limit:
             dirs = dirs[-limit:]
-        rows = [
-            RunRow(run_id=path.name, path=str(path), status="unreadable", error=reason)
-            for path, reason in self.unlisted()
-        ]
+        rows = [RunRow.unreadable(path, reason) for path, reason in self.unlisted()]
         for path in dirs:
             try:
                 analysis = self.analyse(path)
-            except Exception as exc:  # noqa: BLE001 — an unreadable run is listed; the others still are
+            except Exception as exc:  # noqa: BLE001 — an unreadable run is listed, the rest too
                 reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-                rows.append(
-                    RunRow(run_id=path.name, path=str(path), status="unreadable", error=reason)
-                )
+                rows.append(RunRow.unreadable(path, reason))
                 continue
             m = analysis.run.manifest
-            rows.append(
-                RunRow(
-                    run_id=m.run_id,
-                    path=str(path),
-                    status=analysis.run.status,
-                    created=m.created,
-                    name=m.name,
-                    strategy=strategy_label(m.strategy, m.tags),
-                    workers=workers_label(m.num_workers, m.tags),
-                    samples_per_s=analysis.facts.get("throughput.samples_per_s"),
-                    samples_per_dollar=analysis.facts.get("cost.samples_per_dollar"),
-                    sweep_id=m.sweep_id,
-                    tags=dict(m.tags),
-                )
-            )
+            rows.append(RunRow.of(path, m, analysis.run.status, analysis.facts))
         return rows
 
 
@@ -399,24 +339,3 @@ def is_store_url(value: str | os.PathLike[str]) -> bool:
     from advisor.store.paths import is_store_url as check
 
     return check(value)
-
-
-def run_info(run: Run) -> RunInfo:
-    """The report's description of a run."""
-    from advisor.diagnosis.report import RunInfo
-
-    m = run.manifest
-    return RunInfo(
-        run_id=m.run_id,
-        path=str(run.path),
-        name=m.name,
-        status=run.status,
-        created=m.created,
-        backend=m.framework.backend,
-        strategy=strategy_label(
-            m.strategy, m.tags
-        ),  # as every view names it (the class is context.strategy)
-        num_workers=m.num_workers,
-        instance_type=m.instance_type,
-        tags=dict(m.tags),
-    )

@@ -71,7 +71,8 @@ def write_run(
     price_per_hour: float | None = None,
     live_price: bool = False,
 ) -> Path:
-    """Write the job as a run directory under ``runs_root``; refuses to overwrite an earlier import."""
+    """Write the job as a run directory under ``runs_root``; refuses to overwrite an earlier
+    import."""
     from advisor.reference.prices import resolve
     from advisor.store.schema import EventRecord, FactsRecord
     from advisor.store.writer import RunWriter
@@ -81,7 +82,8 @@ def write_run(
         raise UsageError(f"job {job.name} is {job.status}: import it when it has ended")
     if (runs_root / run_id).exists():
         raise UsageError(
-            f"{runs_root / run_id}: job {job.name} was imported already (delete that run to import again)"
+            f"{runs_root / run_id}: job {job.name} was imported already (delete that run to import "
+            "again)"
         )
     price = resolve(
         job.instance_type, price_per_hour, live=live_price, region=job.region, spot=job.managed_spot

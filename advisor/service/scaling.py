@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from advisor.analysis.scaling import Failure, ScalingTable
     from advisor.analysis.scaling_points import Point
     from advisor.service.runs import CachedRuns
+    from advisor.store.reader import Run
 
 
 def scaling_table(
@@ -154,46 +155,62 @@ def sweep_points(
         point = store.point(run)
         record = store.sweep(Path(os.path.abspath(root)), sid)
         cfg = record.config(run.run_id) if record is not None else None
-        missing = [r for r in range(manifest.num_workers or 1) if r not in run.ranks]
-        if run.status == "finished" and (cfg is None or cfg.status != "failed") and missing:
-            failures.append(
-                Failure(
-                    point.strategy,
-                    point.workers,
-                    run.run_id,
-                    point.repeat,
-                    f"{manifest.num_workers} workers, but no records of rank(s) "
-                    f"{', '.join(map(str, missing))}: is the runs directory shared with "
-                    "every node? Rank 0's share alone is not the whole",
-                )
-            )
-        elif run.problems:  # doubtful figures would move the table: left out, and said why
-            more = f" (and {len(run.problems) - 1} more)" if len(run.problems) > 1 else ""
-            failures.append(
-                Failure(
-                    point.strategy,
-                    point.workers,
-                    run.run_id,
-                    point.repeat,
-                    f"left out: damaged data: {run.problems[0]}{more}",
-                )
-            )
-        elif run.status == "finished" and (cfg is None or cfg.status != "failed"):
+        failure = _failure(run, point, manifest.num_workers, cfg)
+        if failure is None:
             found.append(point)
         else:
-            failures.append(
-                Failure(
-                    point.strategy,
-                    point.workers,
-                    run.run_id,
-                    point.repeat,
-                    (cfg.reason if cfg else None) or f"run {run.status}",
-                    cfg.hint if cfg else None,
-                    cfg.log_tail if cfg else None,
-                )
-            )
+            failures.append(failure)
     if sweep_id is not None:
         sweep_ids.add(sweep_id)
+    failures += _not_run(store, root, sweep_ids, seen)
+    return found, failures
+
+
+def _failure(run: Run, point: Point, num_workers: int, cfg: Any) -> Failure | None:
+    """Why a run read from the store is left out of the table (None: it is a point of it): ranks
+    missing, damaged data, or a run that did not finish (or whose configuration failed)."""
+    from advisor.analysis.scaling import Failure
+
+    missing = [r for r in range(num_workers or 1) if r not in run.ranks]
+    if run.status == "finished" and (cfg is None or cfg.status != "failed") and missing:
+        return Failure(
+            point.strategy,
+            point.workers,
+            run.run_id,
+            point.repeat,
+            f"{num_workers} workers, but no records of rank(s) "
+            f"{', '.join(map(str, missing))}: is the runs directory shared with "
+            "every node? Rank 0's share alone is not the whole",
+        )
+    elif run.problems:  # doubtful figures would move the table: left out, and said why
+        more = f" (and {len(run.problems) - 1} more)" if len(run.problems) > 1 else ""
+        return Failure(
+            point.strategy,
+            point.workers,
+            run.run_id,
+            point.repeat,
+            f"left out: damaged data: {run.problems[0]}{more}",
+        )
+    elif run.status == "finished" and (cfg is None or cfg.status != "failed"):
+        return None
+    else:
+        return Failure(
+            point.strategy,
+            point.workers,
+            run.run_id,
+            point.repeat,
+            (cfg.reason if cfg else None) or f"run {run.status}",
+            cfg.hint if cfg else None,
+            cfg.log_tail if cfg else None,
+        )
+
+
+def _not_run(store: CachedRuns, root: Path, sweep_ids: set[str], seen: set[str]) -> list[Failure]:
+    """The configurations of these sweeps without a run: failed before writing one, not ended
+    yet, or never submitted (said, not left out)."""
+    from advisor.analysis.scaling import Failure
+
+    failures: list[Failure] = []
     for sid in sorted(sweep_ids):  # configurations that failed before writing a run
         record = store.sweep(Path(os.path.abspath(root)), sid)
         for cfg in record.configs if record is not None else []:
@@ -226,7 +243,7 @@ def sweep_points(
                         state=cfg.status,
                     )
                 )
-    return found, failures
+    return failures
 
 
 def _unreadable(path: Path) -> str:
@@ -238,3 +255,27 @@ def _unreadable(path: Path) -> str:
     except AdvisorError as exc:
         return f"unreadable: {exc}"
     return f"unreadable: {path}"
+
+
+def saved_table(path: Path) -> ScalingTable:
+    """A report saved as JSON, to render again (another format, plots); one saved before
+    recommendations existed gets them computed from its rows (its runs' D6 findings need the
+    runs themselves)."""
+    from advisor.analysis.scaling import ScalingTable
+    from advisor.analysis.scaling_advice import advice_notes, recommend
+    from advisor.errors import RunFormatError
+    from advisor.store.limits import load_json_file
+
+    try:
+        data = load_json_file(path)  # bounded: size, nesting, numbers; regular files only
+        if not isinstance(data, dict) or "rows" not in data:
+            raise ValueError("not a scaling report (no 'rows')")
+        table = ScalingTable.from_dict(data)
+        if not table.recommendations:
+            table.recommendations = recommend(table)
+            table.notes += [
+                n for n in advice_notes(table, table.recommendations) if n not in table.notes
+            ]
+        return table
+    except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise RunFormatError(f"{path}: cannot read the saved report ({exc})") from None

@@ -136,7 +136,8 @@ def _fix(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text)
 
 
-# -- files (opened and read within their limits by advisor.bounded_reads) ---------------------------
+# -- files (opened and read within their limits by advisor.bounded_reads)
+# ---------------------------
 
 
 def load_json_file(path: str | os.PathLike[str], max_bytes: int = MAX_JSON_FILE_BYTES) -> Any:

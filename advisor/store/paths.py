@@ -49,7 +49,8 @@ def resolve_runs_dir(runs_dir: str | os.PathLike[str] | None = None) -> Path:
         return Path(DEFAULT_RUNS_DIR)
     if store_url(chosen) is not None:
         raise UsageError(
-            f"{chosen}: an S3 store is read through advisor.RunService / the advisor command and written "
-            "through AdvisorCallback (install keras-advisor[cloud]); this call needs a local folder"
+            f"{chosen}: an S3 store is read through advisor.RunService / the advisor command and "
+            "written through AdvisorCallback (install keras-advisor[cloud]); this call needs a "
+            "local folder"
         )
     return Path(chosen).expanduser()

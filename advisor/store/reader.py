@@ -7,15 +7,14 @@ read; a truncated last line — what a killed writer leaves — is skipped and c
 (``Run.warnings``). What parses but cannot be true — a negative count, a clock that jumps
 back, a repeated line, worker files the manifest does not know, a record that must be there and
 is not (:mod:`advisor.store.validate`) — is skipped or said the same way. A run with problems is
-incomplete, never silently misread: ``advisor check`` exits 3 on it. Only the manifest is essential: without a readable one there is no run.
-The status comes from the records (see :mod:`advisor.store.status`).
+incomplete, never silently misread: ``advisor check`` exits 3 on it. Only the manifest is
+essential: without a readable one there is no run. The status comes from the records (see
+:mod:`advisor.store.status`); each worker file is read by :mod:`advisor.store.worker_file`, and
+:mod:`advisor.store.run_refs` finds a run in the store.
 """
 
 from __future__ import annotations
 
-import contextlib
-import gc
-import math
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -31,16 +30,13 @@ from advisor.store.limits import (
     BadInput,
     describe_os_error,
     inside,
-    iter_lines,
     parse_json,
-    plain,
     read_limited,
 )
-from advisor.store.paths import resolve_runs_dir
+from advisor.store.run_refs import resolve_run
 from advisor.store.scan import list_run_dirs, scan_store  # noqa: F401 — read from here too
 from advisor.store.schema import (
     MANIFEST_NAME,
-    RECORD_TYPES,
     SCHEMA_VERSION,
     WORKER_FILE_RE,
     Manifest,
@@ -52,19 +48,14 @@ from advisor.store.schema import (
 from advisor.store.status import WorkerState, derive_status, incomplete_reasons
 from advisor.store.trace_summary import TraceSummary, load_summary
 from advisor.store.validate import (
-    WorkerOrder,
     absent_workers,
     checked_manifest,
     missing_at_the_edges,
     missing_ends,
-    missing_records,
-    record_doubt,
 )
+from advisor.store.worker_file import first_error, read_worker_file
 
 R = TypeVar("R", bound=Record)
-
-# Bad lines reported one by one per file; beyond this only their number.
-MAX_REPORTED_LINES = 3
 
 
 @dataclass
@@ -114,9 +105,15 @@ class Run:
         return list(found)
 
     def chief_of_type(self, cls: type[R]) -> list[R]:
-        """Records of one type from the chief (the lowest rank present): what the job reports once."""
+        """Records of one type from the chief (the lowest rank present): what the job reports
+        once."""
         ranks = self.ranks
         return self.of_type(cls, rank=ranks[0] if ranks else None)
+
+    def chief_last(self, cls: type[R]) -> R | None:
+        """The chief's last record of one type (what the job reports once); None without one."""
+        found = self.chief_of_type(cls)
+        return found[-1] if found else None
 
     def all_records(self) -> Iterator[tuple[int, Record]]:
         for rank in self.ranks:
@@ -165,7 +162,7 @@ class RunReader:
             return Manifest.model_validate(data, strict=True)
         except ValidationError as exc:
             raise RunFormatError(
-                f"{manifest_path}: invalid manifest ({_first_error(exc)})"
+                f"{manifest_path}: invalid manifest ({first_error(exc)})"
             ) from None
 
     def read(self, now: float | None = None) -> Run:
@@ -185,7 +182,7 @@ class RunReader:
             if rank >= manifest.num_workers:
                 extra.append(file.name)
                 continue
-            part = _read_worker_file(file)
+            part = read_worker_file(file)
             if part.records or not part.problems:  # an unreadable file is a problem, not a worker
                 records[rank] = part.records
             unknown += part.unknown
@@ -244,171 +241,6 @@ def _read_trace_summaries(run: Run) -> dict[str, TraceSummary]:
             except (TraceError, RunFormatError) as exc:
                 run.warnings.append(str(exc))
     return summaries
-
-
-@dataclass
-class _FilePart:
-    records: list[Record] = field(default_factory=list)
-    unknown: int = 0
-    torn: int = 0
-    warnings: list[str] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
-
-
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while records are built: a week-long run creates
-    hundreds of thousands of objects without cycles, and each collection would walk them all."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def _read_worker_file(file: Path) -> _FilePart:
-    """The records of one worker file; bad lines are skipped and reported, never fatal."""
-    with _gc_paused():
-        return _read_lines(file)
-
-
-def _read_lines(file: Path) -> _FilePart:
-    part = _FilePart()
-    order = WorkerOrder()
-    bad = 0
-    try:
-        for number, line, complete in iter_lines(file):
-            if line is None:
-                reason = "longer than the line limit"
-            elif not line.strip():
-                continue
-            else:
-                try:
-                    record = parse_line(line)
-                except BadInput as exc:
-                    reason = str(exc)
-                else:
-                    if record is None:
-                        part.unknown += 1
-                        continue
-                    doubt = record_doubt(record) or order.doubt(record, line, number)
-                    if doubt is None:
-                        part.records.append(record)
-                        continue
-                    reason = f"{record.type} record: {doubt}"
-            if not complete:
-                part.torn += 1
-                part.warnings.append(f"{file.name}:{number}: truncated last line ignored")
-                continue
-            bad += 1
-            if bad <= MAX_REPORTED_LINES:
-                part.problems.append(f"{file.name}:{number}: {reason}; line skipped")
-    except OSError as exc:
-        part.problems.append(
-            f"{file.name}: cannot read ({describe_os_error(exc)}); records missing"
-        )
-    except BadInput as exc:
-        part.problems.append(f"{file.name}: {exc}; records missing")
-    if bad > MAX_REPORTED_LINES:
-        part.problems.append(f"{file.name}: {bad - MAX_REPORTED_LINES} more bad lines skipped")
-    if not part.problems:  # a skipped line already explains a gap it leaves
-        part.problems.extend(f"{file.name}: {missing}" for missing in missing_records(part.records))
-    return part
-
-
-_FAST: list[Any] = []
-
-
-def _fast_parser() -> Any:
-    """One validator for every known record type, straight from JSON bytes (pydantic-core)."""
-    if not _FAST:
-        from typing import Annotated, Union
-
-        from pydantic import Field, TypeAdapter
-
-        union: Any = Union[tuple(RECORD_TYPES.values())]  # noqa: UP007 — built from the table
-        _FAST.append(TypeAdapter(Annotated[union, Field(discriminator="type")]))
-    return _FAST[0]
-
-
-def parse_line(line: bytes) -> Record | None:
-    """One record, None for an unknown type; :class:`BadInput` with the reason otherwise.
-
-    A line that cannot break a limit is validated straight from its bytes (3x faster, which
-    matters on week-long runs); anything else, or anything that fails there, takes the careful
-    path that says why."""
-    if plain(line):
-        try:
-            record: Record = _fast_parser().validate_json(line, strict=True)
-        except ValidationError:
-            pass  # an unknown type or an invalid record: the careful path tells which
-        else:
-            return record
-    try:
-        payload = parse_json(line)
-    except BadInput as exc:
-        raise BadInput(f"not a JSON record ({exc})") from None
-    if not isinstance(payload, dict) or not isinstance(payload.get("type"), str):
-        raise BadInput("a record must be a JSON object with a 'type'")
-    cls = RECORD_TYPES.get(payload["type"])
-    if cls is None:
-        return None
-    try:
-        return cls.model_validate(payload, strict=True)
-    except ValidationError as exc:
-        raise BadInput(f"invalid {payload['type']!r} record ({_first_error(exc)})") from None
-
-
-def _first_error(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    where = ".".join(str(p) for p in err.get("loc", ())) or "record"
-    return f"{where}: {err.get('msg', 'invalid')}"
-
-
-# ---------------------------------------------------------------------------------------------
-# The store: many runs under one directory
-
-
-def resolve_run(ref: str | None, runs_dir: str | os.PathLike[str] | None = None) -> Path:
-    """A run from a path, a run id, a unique id prefix, or ``latest`` (also when ``ref`` is None)."""
-    if ref and Path(ref).is_dir() and (Path(ref) / MANIFEST_NAME).exists():
-        return Path(ref)
-    root = resolve_runs_dir(runs_dir)
-    runs = list_run_dirs(root)
-    if ref in (None, "", "latest", "last"):
-        if not runs:
-            raise RunNotFoundError(f"{root}: no runs in this store")
-        return max(runs, key=_created)
-    assert ref is not None
-    if Path(ref).is_dir():
-        raise RunFormatError(f"{ref}: missing manifest {MANIFEST_NAME} (not a run directory?)")
-    return pick_by_name(runs, ref, "run", root, "see `advisor runs`")
-
-
-def pick_by_name(paths: list[Path], ref: str, kind: str, where: Path, hint: str) -> Path:
-    """The one path whose name is ``ref``, else the only one that starts with or contains it."""
-    exact = [p for p in paths if p.name == ref]
-    if exact:
-        return exact[0]
-    matches = [p for p in paths if p.name.startswith(ref) or ref in p.name]
-    if len(matches) == 1:
-        return matches[0]
-    if not matches:
-        raise RunNotFoundError(f"no {kind} {ref!r} in {where} ({hint})")
-    names = ", ".join(p.name for p in matches[:5])
-    raise RunNotFoundError(f"{ref!r} matches {len(matches)} {kind}s in {where}: {names}")
-
-
-def _created(path: Path) -> tuple[float, str]:
-    try:
-        created = float(
-            parse_json(read_limited(path / MANIFEST_NAME, MAX_MANIFEST_BYTES)).get("created", 0.0)
-        )
-    except (OSError, ValueError, TypeError, AttributeError, OverflowError):
-        created = 0.0
-    return (created if math.isfinite(created) else 0.0), path.name
 
 
 def read_run(ref: str | None = None, runs_dir: str | os.PathLike[str] | None = None) -> Run:

@@ -158,7 +158,8 @@ class EpochRecord(Record):
 
 
 class FirstStepRecord(Record):
-    """Time from ``on_train_begin`` to the end of the first training step (compile + first batch)."""
+    """Time from ``on_train_begin`` to the end of the first training step (compile + first
+    batch)."""
 
     type: Literal["first_step"] = "first_step"
     seconds: float

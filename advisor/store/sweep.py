@@ -129,6 +129,6 @@ def resolve_sweep(ref: str | None, runs_dir: Path) -> Path:
                 f"{runs_dir}: no sweeps in this store (run `advisor scale` first)"
             )
         return sweeps[-1]
-    from advisor.store.reader import pick_by_name
+    from advisor.store.run_refs import pick_by_name
 
     return pick_by_name(sweeps, ref, "sweep", runs_dir, "neither a runs directory nor a sweep id")

@@ -15,9 +15,10 @@ from pathlib import Path
 
 from advisor.errors import RunFormatError
 from advisor.store.limits import MAX_LINE_BYTES, BadInput, describe_os_error, open_regular
-from advisor.store.reader import RunReader, parse_line
+from advisor.store.reader import RunReader
 from advisor.store.schema import MANIFEST_NAME, WORKER_FILE_RE, Manifest, Record, Status
 from advisor.store.status import derive_status
+from advisor.store.worker_file import parse_line
 
 
 class RecordTail:

@@ -95,7 +95,8 @@ def save_summary(summary: TraceSummary, folder: str | os.PathLike[str]) -> Path:
 
 
 def load_summary(path: str | os.PathLike[str]) -> TraceSummary:
-    """A saved summary, read within the store's size and depth limits; a newer version is refused."""
+    """A saved summary, read within the store's size and depth limits; a newer version is
+    refused."""
     from advisor.store.limits import load_versioned
 
     return load_versioned(

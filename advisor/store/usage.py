@@ -8,7 +8,8 @@ from pathlib import Path
 
 from advisor.store.schema import MANIFEST_NAME
 
-# Scanning a huge store must not make `advisor check` slow: stop counting bytes after this many files.
+# Scanning a huge store must not make `advisor check` slow: stop counting bytes after this many
+# files.
 SCAN_LIMIT = 20000
 
 
@@ -19,7 +20,8 @@ class StoreUsage:
 
 
 def store_usage(store: str | os.PathLike[str]) -> StoreUsage | None:
-    """Runs and bytes under ``store`` (only directories that hold a run manifest); None if unreadable."""
+    """Runs and bytes under ``store`` (only directories that hold a run manifest); None if
+    unreadable."""
     runs = 0
     total = 0
     files = 0

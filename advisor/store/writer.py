@@ -117,13 +117,7 @@ class RunWriter:
                 fields.update(manifest or {})
                 fields["run_id"] = self.run_id
                 self._manifest = Manifest.model_validate(fields)
-                manifest = self._manifest.model_dump(mode="json")
-                for key in (
-                    "tags",
-                    "config",
-                ):  # the user's labels and options: a URL may carry credentials
-                    manifest[key] = redact_value(manifest.get(key) or {})
-                write_json_atomic(self.path / MANIFEST_NAME, manifest)
+                self._save_manifest()
                 self._wrote_manifest = True
             start = StartRecord(
                 t=time.time(),
@@ -191,11 +185,6 @@ class RunWriter:
     @property
     def manifest(self) -> Manifest | None:
         return self._manifest
-
-    @property
-    def faults(self) -> dict[int, int]:
-        """Write errors so far, by errno (ENOSPC, EROFS, ...)."""
-        return dict(self._faults)
 
     def add_listener(self, listener: Callable[[Record], None]) -> None:
         """Call ``listener(record)`` after each typed record is written (from the writing thread).
@@ -304,15 +293,18 @@ class RunWriter:
         assert self._manifest is not None
         with self._lock:
             try:
-                manifest = self._manifest.model_dump(mode="json")
-                for key in (
-                    "tags",
-                    "config",
-                ):  # the user's labels and options: a URL may carry credentials
-                    manifest[key] = redact_value(manifest.get(key) or {})
-                write_json_atomic(self.path / MANIFEST_NAME, manifest)
+                self._save_manifest()
             except OSError as exc:
                 self._fault("the manifest", exc)
+
+    def _save_manifest(self) -> None:
+        """Write the manifest atomically, the user's labels and options redacted (a URL in them
+        may carry credentials)."""
+        assert self._manifest is not None
+        manifest = self._manifest.model_dump(mode="json")
+        for key in ("tags", "config"):
+            manifest[key] = redact_value(manifest.get(key) or {})
+        write_json_atomic(self.path / MANIFEST_NAME, manifest)
 
     def _fault(self, what: str, exc: OSError) -> None:
         """Count a write error; warn on the first of its kind in this run only."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
+from pathlib import Path
 
 from advisor.errors import RunFormatError, TraceError
 from advisor.store.append import append_record as append_line
@@ -77,15 +78,7 @@ def attach(
         raise TraceError(
             f"{folder}: cannot copy the profile into the run ({exc.strerror or exc})"
         ) from None
-    target = save_summary(summary, folder)
-    record = TraceRecord(
-        t=time.time(),
-        path=os.path.relpath(folder, run.path),
-        steps_marked=summary.steps > 0,
-        summary=os.path.relpath(target, run.path),
-    )
-    append_record(run, record)
-    return record, summary
+    return _record_summary(run, summary, folder)
 
 
 def attach_timeline(
@@ -112,6 +105,13 @@ def attach_timeline(
         raise TraceError(
             f"{folder}: cannot copy the timeline into the run ({exc.strerror or exc})"
         ) from None
+    return _record_summary(run, summary, folder)
+
+
+def _record_summary(
+    run: Run, summary: TraceSummary, folder: Path
+) -> tuple[TraceRecord, TraceSummary]:
+    """Save ``summary`` beside the copied files in ``folder`` and append its record to the run."""
     target = save_summary(summary, folder)
     record = TraceRecord(
         t=time.time(),

@@ -44,7 +44,8 @@ SNIFF_BYTES = 65536
 
 
 def is_horovod_timeline(path: str | os.PathLike[str]) -> bool:
-    """A JSON file whose opening events are Horovod's (``NEGOTIATE_*`` or its epoch-time metadata)."""
+    """A JSON file whose opening events are Horovod's (``NEGOTIATE_*`` or its epoch-time
+    metadata)."""
     p = Path(path)
     if not p.is_file() or p.name.endswith((".pb", ".gz")):
         return False
@@ -148,7 +149,8 @@ def summarize_timeline(
     else:
         if windows:
             notes.append(
-                "the timeline does not overlap the run's training windows: shares are of its own span"
+                "the timeline does not overlap the run's training windows: shares are of its own "
+                "span"
             )
         reduces = sorted(spans.get("ALLREDUCE", [])) or ops
         windows = [(reduces[0][0], max(e for _, e in reduces))]
@@ -182,7 +184,8 @@ def summarize_timeline(
 
 
 def _rounds(per_tensor: dict[Any, list[Interval]], windows: list[Interval]) -> list[float]:
-    """Start times of the all-reduces of the tensor reduced most often inside the windows: one per step."""
+    """Start times of the all-reduces of the tensor reduced most often inside the windows: one per
+    step."""
     best: list[float] = []
     for intervals in per_tensor.values():
         starts = sorted(s for s, _ in intervals if any(a <= s < b for a, b in windows))

@@ -186,7 +186,8 @@ def _run_worker(
         )
     if result.returncode == EXIT_NO_XPROF:
         raise TraceError(
-            f"reading profiles needs XProf's converter: pip install xprof ({_last_line(result.stderr)})"
+            "reading profiles needs XProf's converter: pip install xprof "
+            f"({_last_line(result.stderr)})"
         )
     if (
         result.returncode != 0
@@ -196,11 +197,12 @@ def _run_worker(
             m in result.stderr for m in ("MemoryError", "bad_alloc", "allocate memory")
         ):
             raise TraceError(
-                f"{where}: XProf's converter stopped (exit {result.returncode}), probably at the memory "
-                f"limit of {memory_mb} MB (raise it with --memory-mb or {MEMORY_ENV})"
+                f"{where}: XProf's converter stopped (exit {result.returncode}), probably at the "
+                f"memory limit of {memory_mb} MB (raise it with --memory-mb or {MEMORY_ENV})"
             )
         raise TraceError(
-            f"{where}: XProf's converter failed: {_last_line(result.stderr) or f'exit {result.returncode}'}"
+            f"{where}: XProf's converter failed: "
+            f"{_last_line(result.stderr) or f'exit {result.returncode}'}"
         )
     return result
 
@@ -277,8 +279,8 @@ def build_summary(tools: dict[str, str], files: list[Path]) -> TraceSummary:
             fields.pop("input_classification")
         fields.setdefault("notes", []).append(
             "XProf found no steps: each step must be wrapped in a step marker "
-            "(tf.profiler.experimental.Trace('train', step_num=i, _r=1)); with steps_per_execution > 1 "
-            "steps cannot be marked"
+            "(tf.profiler.experimental.Trace('train', step_num=i, _r=1)); with steps_per_execution "
+            "> 1 steps cannot be marked"
         )
     fields["files"] = [f.name for f in files]
     fields["hosts"] = [f.name[: -len(XPLANE_SUFFIX)] for f in files]
@@ -329,5 +331,6 @@ def _device_fallbacks(fields: dict[str, Any], events: dict[str, Any]) -> None:
     fields["top_ops_host"] = count_host_ops(merged)
     fields["top_ops_copies"] = sum(1 for op in merged if is_copy(op["name"]) or is_copy(op["type"]))
     fields.setdefault("notes", []).append(
-        "device ops come from the timeline's kernels (XProf's op table had none, e.g. CUDA command buffers)"
+        "device ops come from the timeline's kernels (XProf's op table had none, e.g. CUDA command "
+        "buffers)"
     )

@@ -1,4 +1,5 @@
-"""Custom training loops: ``advisor.track`` and ``advisor.tracked`` record a loop without ``model.fit``.
+"""Custom training loops: ``advisor.track`` and ``advisor.tracked`` record a loop without
+``model.fit``.
 
 (The package is ``tracking``, not ``track``: a subpackage named ``track`` would replace the
 ``advisor.track`` function on the package once imported.)

@@ -6,58 +6,40 @@ import functools
 import inspect
 import os
 from collections.abc import Callable
-from typing import Any, TypeVar, overload
+from typing import Any, ParamSpec, TypeVar, overload
 
 from advisor.collectors.options import Pricing
 from advisor.tracking.run import TrackedRun
 
 F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
-def track(
-    batch_size: int | None = None,
-    runs_dir: str | os.PathLike[str] | None = None,
-    *,
-    name: str | None = None,
-    tags: dict[str, str] | None = None,
-    backend: str | None = None,
-    instance_type: str | None = None,
-    price_per_hour: float | None = None,
-    window_seconds: float = 10.0,
-    warmup_steps: int = 5,
-    log_every_seconds: float | None = 60.0,
-    telemetry: bool = True,
-    telemetry_interval_seconds: float = 1.0,
-    mlflow: bool = False,
-    pricing: Pricing | None = None,
-    **deprecated: Any,
-) -> TrackedRun:
+def _signature_of(source: Callable[P, Any]) -> Callable[[Callable[..., R]], Callable[P, R]]:
+    """Give the decorated function ``source``'s parameters, for type checkers (``ParamSpec``) and
+    for ``inspect.signature``: one written signature, ``TrackedRun``'s, serves ``track`` too."""
+
+    def apply(fn: Callable[..., R]) -> Callable[P, R]:
+        fn.__signature__ = inspect.signature(source)  # type: ignore[attr-defined]
+        return fn
+
+    return apply
+
+
+@_signature_of(TrackedRun)
+def track(*args: Any, **kwargs: Any) -> TrackedRun:
     """Record a custom training loop: ``with advisor.track(batch_size=64) as run: ... run.step()``.
 
     The first parameter is ``batch_size``, what only the loop can tell (``fit`` tells the
     callback); the second is ``runs_dir``, the store, which every other entry point takes first
-    (``AdvisorCallback``, ``advisor.RunService``, the frames). ``backend``: ``jax``/``torch``/``tensorflow``
-    (found from the imported modules otherwise); the other options mean what they mean for
-    ``AdvisorCallback``, environment variables included (an argument wins over them). The old
-    ``window_s``, ``log_every_s`` and ``telemetry_interval_s`` still work, with a DeprecationWarning.
+    (``AdvisorCallback``, ``advisor.RunService``, the frames). ``backend``: ``jax``, ``torch``
+    or ``tensorflow`` (found from the imported modules otherwise); the other options mean what
+    they mean for ``AdvisorCallback``, environment variables included (an argument wins over
+    them). The old ``window_s``, ``log_every_s`` and ``telemetry_interval_s`` still work, with a
+    DeprecationWarning. The parameters are :class:`TrackedRun`'s.
     """
-    return TrackedRun(
-        batch_size,
-        runs_dir,
-        name=name,
-        tags=tags,
-        backend=backend,
-        instance_type=instance_type,
-        price_per_hour=price_per_hour,
-        window_seconds=window_seconds,
-        warmup_steps=warmup_steps,
-        log_every_seconds=log_every_seconds,
-        telemetry=telemetry,
-        telemetry_interval_seconds=telemetry_interval_seconds,
-        mlflow=mlflow,
-        pricing=pricing,
-        **deprecated,
-    )
+    return TrackedRun(*args, **kwargs)
 
 
 @overload
@@ -86,52 +68,14 @@ def tracked(
 ) -> Callable[[F], F]: ...
 
 
-def tracked(
-    func: F | None = None,
-    /,
-    *,
-    batch_size: int | None = None,
-    runs_dir: str | os.PathLike[str] | None = None,
-    name: str | None = None,
-    tags: dict[str, str] | None = None,
-    backend: str | None = None,
-    instance_type: str | None = None,
-    price_per_hour: float | None = None,
-    window_seconds: float = 10.0,
-    warmup_steps: int = 5,
-    log_every_seconds: float | None = 60.0,
-    telemetry: bool = True,
-    telemetry_interval_seconds: float = 1.0,
-    mlflow: bool = False,
-    pricing: Pricing | None = None,
-    **deprecated: Any,
-) -> F | Callable[[F], F]:
+def tracked(func: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
     """Decorate a ``train()`` function or method so that each call is one tracked run; the
     options are :func:`track`'s.
 
     ``@advisor.tracked(batch_size=64)``; inside, ``advisor.current_run()`` is the run, and a
     ``run`` parameter of the function (when it has one and the caller gave none) receives it.
     """
-    options: dict[str, Any] = dict(
-        batch_size=batch_size,
-        runs_dir=runs_dir,
-        name=name,
-        tags=tags,
-        backend=backend,
-        instance_type=instance_type,
-        price_per_hour=price_per_hour,
-        window_seconds=window_seconds,
-        warmup_steps=warmup_steps,
-        log_every_seconds=log_every_seconds,
-        telemetry=telemetry,
-        telemetry_interval_seconds=telemetry_interval_seconds,
-        mlflow=mlflow,
-        pricing=pricing,
-    )
-    TrackedRun(
-        **options, **deprecated
-    )  # check the options now, at decoration, not at the first call
-    options.update(deprecated)
+    TrackedRun(**options)  # check the options now, at decoration, not at the first call
 
     def decorate(fn: F) -> F:
         wants_run = "run" in inspect.signature(fn).parameters

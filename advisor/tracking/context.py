@@ -44,7 +44,8 @@ def loop_context(
 
 def detect_backend(modules: Any = None) -> str | None:
     """The loop's framework from what is imported: torch or jax when only one of them is (tf.data
-    beside either is common), else tensorflow; None when torch and jax both are (pass ``backend=``)."""
+    beside either is common), else tensorflow; None when torch and jax both are (pass
+    ``backend=``)."""
     modules = sys.modules if modules is None else modules
     found = [name for name in ("torch", "jax") if name in modules]
     if len(found) == 1:

@@ -1,4 +1,5 @@
-"""Custom training loops: ``advisor.track`` records a loop without ``model.fit`` into a run directory.
+"""Custom training loops: ``advisor.track`` records a loop without ``model.fit`` into a run
+directory.
 
     with advisor.track(batch_size=64, runs_dir="advisor-runs") as run:
         for epoch in range(3):
@@ -15,31 +16,28 @@ every rule whose facts a loop can give decides. ``@advisor.tracked(...)`` wraps 
 function or method in the same way.
 
 ``step()`` is the hot path: a counter, a sum and one clock read; windows close inside it only when
-``window_seconds`` has passed. Nothing here raises into the loop: a failure is logged once, recorded as an
-event, and recording stops while training goes on.
+``window_seconds`` has passed. Nothing here raises into the loop: a failure is logged once,
+recorded as an event, and recording stops while training goes on.
 """
 
 from __future__ import annotations
 
 import contextvars
-import dataclasses
 import inspect
 import logging
 import os
-import sys
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from advisor.collectors.collector import Collector, Guard
-from advisor.collectors.manifest import instance_and_price, run_manifest
+from advisor.collectors.collector import Guard
 from advisor.collectors.opening import report_closed
-from advisor.collectors.options import AdvisorOptions, Pricing, check_names, renamed
-from advisor.collectors.session import DataInfo, Session
+from advisor.collectors.options import Pricing, check_names, options_from
+from advisor.collectors.session import Session
 from advisor.collectors.windows import WindowClock, ensure_log_handler, interval_stats, rate_line
-from advisor.probes.distributed import detect_rank_world
-from advisor.store.schema import ContextRecord, EpochRecord, FirstStepRecord, WindowRecord
-from advisor.tracking.context import BACKENDS, detect_backend, loop_context
+from advisor.store.schema import EpochRecord, FirstStepRecord, WindowRecord
+from advisor.tracking.context import BACKENDS
+from advisor.tracking.opening import goodput_record, open_loop_run
 
 log = logging.getLogger("advisor")
 
@@ -55,7 +53,8 @@ def current_run() -> TrackedRun | None:
 
 
 class TrackedRun:
-    """One custom-loop run; use through :func:`track`. Markers: ``step``, ``epoch``, ``validation``."""
+    """One custom-loop run; use through :func:`track`. Markers: ``step``, ``epoch``,
+    ``validation``."""
 
     def __init__(
         self,
@@ -92,9 +91,9 @@ class TrackedRun:
         self.backend = backend
         # The callback's typed options validate and record the shared settings.
         given = dict(
-            runs_dir=None if runs_dir is None else os.fspath(runs_dir),
+            runs_dir=runs_dir,
             name=name,
-            tags=tags or {},
+            tags=tags,
             instance_type=instance_type,
             price_per_hour=price_per_hour,
             window_seconds=window_seconds,
@@ -105,9 +104,8 @@ class TrackedRun:
             mlflow=mlflow,
             pricing=pricing,
         )
-        self.options = AdvisorOptions(
-            **renamed(given, deprecated, "advisor.track"), mfu=False, pipeline=False
-        )
+        given.update(mfu=False, pipeline=False)  # not a loop's: off
+        self.options = options_from(given, deprecated, "advisor.track")
         self.writer: Any = None
         self.session: Session | None = None
         self.guard: Guard | None = None
@@ -185,7 +183,7 @@ class TrackedRun:
             self._end_validation()
             self._close_window(time.perf_counter(), force=True)
             self._write_epoch()
-            self._write_budget(final=False)
+            self._write_goodput(final=False)
             self._epochs_marked += 1
             self._epoch += 1
             self._start_epoch(time.perf_counter())
@@ -195,7 +193,8 @@ class TrackedRun:
             self._fail("epoch", exc)
 
     def validation(self) -> _Validation:
-        """Validation begins: ``with run.validation(): ...``; without ``with``, it ends at the next marker."""
+        """Validation begins: ``with run.validation(): ...``; without ``with``, it ends at the
+        next marker."""
         if self._on:
             try:
                 self._close_window(time.perf_counter(), force=True)
@@ -241,7 +240,7 @@ class TrackedRun:
             if reason and self.session is not None:
                 self.session.event("advisor", reason, level="error")
             self._call("on_train_end")
-            self._write_budget(final=True)
+            self._write_goodput(final=True)
             own = self._own_estimate()
             self.writer.close(
                 status, advisor_seconds=own, train_seconds=time.perf_counter() - self._t0
@@ -255,60 +254,15 @@ class TrackedRun:
 
     # -- internals -----------------------------------------------------------------------------
     def _begin(self) -> None:
-        from advisor.collectors.registry import build_collectors
-        from advisor.store.writer import RunWriter
-
-        opts = self.options
-        rank, world = detect_rank_world()
-        backend = self.backend or detect_backend()
-        instance, found = instance_and_price(opts)
-        price, price_source = found.usd_per_hour, found.source
-        framework: dict[str, Any] = {"backend": backend, "legacy_keras": False}
-        module = sys.modules.get(backend or "")
-        if module is not None:
-            framework["backend_version"] = getattr(module, "__version__", None)
-        config = opts.recorded()
-        config.update(batch_size=self.batch_size, loop="custom")
-        manifest = run_manifest(
-            framework=framework,
-            num_workers=world,
-            steps_per_execution=1,
-            instance=instance,
-            price=(price, price_source),
-            options=opts,
-            config=config,
-            strategy="default" if world == 1 else "custom",
-            replicas=world,
-            per_replica_batch_size=self.batch_size,
-            global_batch_size=self.batch_size * world if self.batch_size else None,
+        self.writer, self.session, self.guard = open_loop_run(
+            self.options, self.batch_size, self.backend
         )
-        self.writer = RunWriter(opts.runs_dir, rank=rank, manifest=manifest, name=opts.name)
-        self.session = Session(
-            writer=self.writer,
-            model=None,
-            rank=rank,
-            num_workers=world,
-            options=opts,
-            data=DataInfo(kind="custom", batch_size=self.batch_size),
-            keras_flavor="custom",
-            backend=backend,
-            train_begin_t=time.perf_counter(),
-            price_per_hour=price,
-        )
-        wanted = tuple(n for n in ("telemetry", "mlflow") if getattr(opts, n))
-        collectors: list[Collector] = build_collectors(dataclasses.replace(opts, collectors=wanted))
-        for collector in collectors:
-            collector.attach(self.session)
-        self.guard = Guard(collectors, self.session)
-        values = loop_context(backend, world, self.batch_size, opts.log_every_seconds is not None)
-        self.writer.write(ContextRecord(t=time.time(), values=values))
-        self.session.notes.context = values
         self._reset_counters()
         now = time.perf_counter()
         self._t0 = self._log_t = now
         self._start_epoch(now)
         self._on = True
-        if rank == 0 and opts.log_every_seconds is not None:
+        if self.session.rank == 0 and self.options.log_every_seconds is not None:
             ensure_log_handler()
         self._call("on_train_begin")
         self._call("on_epoch_begin", 0)
@@ -378,32 +332,12 @@ class TrackedRun:
             self._sampled_seconds / self._sampled * self._steps if self._sampled else 0.0
         )
 
-    def _write_budget(self, final: bool) -> None:
-        """Where the loop's time went, as its markers tell: start-up (to the first step's end),
-        steps, validation blocks and the advisor's own time; the rest (between markers) is
-        unaccounted (docs/goodput.md)."""
-        from advisor.store.schema import BudgetRecord
-
+    def _write_goodput(self, final: bool) -> None:
+        """Where the loop's time went, as its markers tell (:func:`goodput_record`)."""
         wall = time.perf_counter() - self._t0
-        own = min(self._own_estimate(), self._window_seconds)
-        startup = min(self._first_step_s or 0.0, self._window_seconds - own)
-        seconds = {
-            "startup": startup,
-            "train_steps": max(0.0, self._window_seconds - own - startup),
-            "validation": self._val_total,
-            "advisor_hooks": own,
-        }
-        seconds["unaccounted"] = wall - sum(seconds.values())
-        self.writer.write(
-            BudgetRecord(
-                t=time.time(),
-                final=final,
-                wall_seconds=round(wall, 6),
-                seconds={k: round(v, 6) for k, v in seconds.items()},
-                steps=self._steps,
-                source="track",
-            )
-        )
+        own = self._own_estimate()
+        window, first, validation = self._window_seconds, self._first_step_s, self._val_total
+        self.writer.write(goodput_record(final, wall, own, window, first, validation, self._steps))
 
     def _end_validation(self) -> None:
         if self._val_t0 is None:

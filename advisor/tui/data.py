@@ -1,5 +1,5 @@
-"""The TUI's one door to the application layer: a :class:`~advisor.service.RunService` behind a lock,
-and the exports. No textual here: screens call it from worker threads, tests call it directly.
+"""The TUI's one door to the application layer: a :class:`~advisor.service.RunService` behind a
+lock, and the exports. No textual here: screens call it from worker threads, tests call it directly.
 
 Every read goes through ``service`` (read once, derive once, diagnose once); the lock keeps the
 background listing and a screen's request from deriving the same run at the same time. Errors a

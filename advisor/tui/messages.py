@@ -49,14 +49,6 @@ class DigestsLoaded(Message):
 
 
 @dataclass
-class StatusChanged(Message):
-    """A running run's status changed (it finished, failed or was killed)."""
-
-    path: str
-    status: str
-
-
-@dataclass
 class ReportLoaded(Message):
     path: str
     report: Report
@@ -82,7 +74,8 @@ class LoadFailed(Message):
 
 @dataclass
 class LiveUpdate(Message):
-    """A live run as it is now (a whole snapshot: a newer one replaces an older one still queued)."""
+    """A live run as it is now (a whole snapshot: a newer one replaces an older one still
+    queued)."""
 
     snapshot: LiveSnapshot
     note: str | None = field(default=None)

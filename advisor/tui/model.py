@@ -9,7 +9,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from advisor.diagnosis.measured_gains import BASELINE_CEILINGS, ceiling_row, measured_text
 from advisor.numbers import count_text, percent, readable, strategy_label, workers_label
 
 if TYPE_CHECKING:
@@ -176,16 +175,12 @@ def sort_views(views: Iterable[RunView], column: str, reverse: bool = False) -> 
 
 @dataclass(frozen=True)
 class Comparison:
-    """Runs side by side: one value per run for each metric, and the findings whose status differs."""
+    """Runs side by side: one value per run for each metric, and the findings whose status
+    differs."""
 
     run_ids: list[str]
     metrics: list[tuple[str, list[str]]]
     differing: list[tuple[str, str, list[str]]]  # code, name, one status per run ("fail: error")
-
-
-def _fact(report: Report, name: str) -> Any:
-    fact = report.facts.get(name)
-    return fact.value if fact is not None else None
 
 
 def _relative(value: Any, base: Any) -> str:
@@ -211,9 +206,9 @@ def compare(reports: list[Report]) -> Comparison:
         ("epoch time (s, first out)", "time.epoch_s.mean", lambda v: readable(v, 2)),
         ("measured steps", "throughput.measured_steps", lambda v: readable(v, 0)),
     ):
-        base = _fact(first, name)
+        base = first.fact(name)
         values = [
-            show(_fact(r, name)) + (_relative(_fact(r, name), base) if i else "")
+            show(r.fact(name)) + (_relative(r.fact(name), base) if i else "")
             for i, r in enumerate(reports)
         ]
         if any(v != "—" for v in values):
@@ -311,57 +306,20 @@ class Gain:
     text: str
 
 
-def measured_gains(finding: Finding, facts: dict[str, Any]) -> list[Gain]:
-    """Gains that were measured (not estimated) and bear on this finding, for the detail pane."""
+def measured_gains(finding: Finding) -> list[Gain]:
+    """Gains that were measured (not estimated) and bear on this finding, for the detail pane: the
+    what-if's gain of its fix, the ceilings the diagnosis put on it, and its measured gain facts."""
     values = {e.fact: e.value for e in finding.evidence}
     gains: list[Gain] = []
     m = finding.measured
-    if (
-        m is not None
-    ):  # the what-if's gain of this fix (or its measured ceiling), worded as `show` prints it:
-        label, _, text = m.text.partition(
-            ": "
-        )  # the text names itself ("measured ceiling: 2.7× …")
+    if m is not None:
+        # The what-if's gain of this fix (or its measured ceiling), worded as `show` prints it:
+        # the text names itself ("measured ceiling: 2.7× …").
+        label, _, text = m.text.partition(": ")
         gains.append(Gain(label, text + f" — {m.candidate}" + (f": {m.label}" if m.label else "")))
-    plain = {name: _plain(facts, name) for name in facts}
-    # The input served from memory is measured twice when the what-if ran: its longer rounds win,
-    # as in `advisor check`'s what-if table, so the screen never shows two figures for one ceiling.
-    table = plain.get("whatif.table")
-    served = (
-        next(
-            (
-                r
-                for r in table
-                if isinstance(r, dict)
-                and r.get("candidate") == "cached_input"
-                and isinstance(r.get("speedup"), (int, float))
-            ),
-            None,
-        )
-        if isinstance(table, list)
-        else None
-    )
-    for (
-        name,
-        facts_of_ceiling,
-    ) in BASELINE_CEILINGS.items():  # as `advisor check` and `show` give them
-        if not values.keys() & set(facts_of_ceiling[:3]):
-            continue  # this finding's evidence does not bear on that ceiling
-        row = ceiling_row(name, plain)
-        if name == "input_removed" and served is not None:
-            row = {**served, "label": "the input served from memory (the what-if)"}
-        if row is not None and not (m is not None and m.ceiling and m.candidate == name):
-            rate = (
-                f"{readable(row['samples_per_s'], 1)} samples/s, "
-                if row.get("samples_per_s")
-                else ""
-            )
-            gains.append(
-                Gain(
-                    str(row["label"]),
-                    rate + measured_text(row["speedup"], row["band"], row["seconds"]),
-                )
-            )
+    for ceiling in finding.ceilings:
+        rate = f"{readable(ceiling.samples_per_s, 1)} samples/s, " if ceiling.samples_per_s else ""
+        gains.append(Gain(str(ceiling.label), rate + ceiling.text))
     data_only = values.get("baseline.data_only_samples_per_s")
     if isinstance(data_only, (int, float)):
         gains.append(
@@ -371,11 +329,6 @@ def measured_gains(finding: Finding, facts: dict[str, Any]) -> list[Gain]:
         if name.endswith("_gain") and isinstance(value, (int, float)):
             gains.append(Gain(name, f"{percent(value, 0, fraction=True, signed=True)} measured"))
     return gains
-
-
-def _plain(facts: dict[str, Any], name: str) -> Any:
-    fact = facts.get(name)
-    return getattr(fact, "value", fact)
 
 
 @dataclass(frozen=True)

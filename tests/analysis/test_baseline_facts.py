@@ -91,7 +91,7 @@ def test_a_cost_inside_its_band_is_no_measured_input_cost(runs_dir):
     assert facts["input.bound_fraction"] > 0.1 and facts["input.bound_outside_band"] is False
     assert facts["input.bound_fraction"] <= facts["input.bound_band"]
     assert facts["input.bound_verdict"].startswith("inside the noise band")
-    # a band this wide reaches costs that matter: the input's share is unknown (NaN in frames), not 0
+    # so wide a band reaches costs that matter: the input's share is unknown (NaN in frames), not 0
     assert "input.share" not in facts and "too wide to tell" in facts["input.withheld"]
     finding = m108(run)
     assert (

@@ -1,4 +1,4 @@
-"""Telemetry and hardware facts from hand-made run directories, checked against hand-computed values."""
+"""Telemetry and hardware facts from hand-made run directories, checked against values by hand."""
 
 from __future__ import annotations
 

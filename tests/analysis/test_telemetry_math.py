@@ -7,8 +7,8 @@ import math
 import pytest
 
 from advisor.analysis.telemetry_math import (
+    EnergySeries,
     counter_usable,
-    energy_joules,
     growth_points,
     histogram,
     js_distance,
@@ -43,19 +43,19 @@ def test_energy_prefers_the_counter_and_falls_back_to_power() -> None:
     times = [0.0, 1.0, 2.0]
     counter = [1000.0, 1250.0, 1600.0]  # joules since driver load
     power = [999.0, 999.0, 999.0]  # ignored while the counter is usable
-    assert energy_joules(times, counter, power) == (pytest.approx(600.0), "counter")
+    assert EnergySeries(times, counter, power).joules() == (pytest.approx(600.0), "counter")
     # Interpolated counter over [0.5, 1.5]: 1125 → 1425.
-    assert energy_joules(times, counter, power, 0.5, 1.5) == (pytest.approx(300.0), "counter")
+    assert EnergySeries(times, counter, power).joules(0.5, 1.5) == (pytest.approx(300.0), "counter")
     # A missing reading or a reset (driver reload) makes the counter unusable: power × Δt instead.
-    assert energy_joules(times, [1000.0, None, 1600.0], [100.0, 200.0, 300.0]) == (
+    assert EnergySeries(times, [1000.0, None, 1600.0], [100.0, 200.0, 300.0]).joules() == (
         pytest.approx(400.0),
         "power-integration",
     )
-    assert energy_joules(times, [1000.0, 10.0, 20.0], [100.0, 100.0, 100.0]) == (
+    assert EnergySeries(times, [1000.0, 10.0, 20.0], [100.0, 100.0, 100.0]).joules() == (
         pytest.approx(200.0),
         "power-integration",
     )
-    assert energy_joules(times, [None] * 3, [None] * 3) is None
+    assert EnergySeries(times, [None] * 3, [None] * 3).joules() is None
     assert not counter_usable([5.0])
 
 

@@ -18,7 +18,7 @@ def _facts(tmp_path, record=None):
 
 
 def test_every_candidate_the_engine_tries_has_its_facts():
-    """The engine's trials (advisor.experiments.whatif), the named candidates and the facts agree."""
+    """The engine's trials (advisor.experiments.whatif), the named candidates and facts agree."""
     from advisor.experiments.whatif.engine import candidates
 
     assert tuple(c.name for c in candidates()) == CANDIDATES

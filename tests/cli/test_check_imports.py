@@ -1,4 +1,4 @@
-"""`advisor check` stays light: diagnosing a run loads no TensorFlow, Keras, textual or matplotlib."""
+"""`advisor check` stays light: a diagnosis loads no TensorFlow, Keras, textual or matplotlib."""
 
 from __future__ import annotations
 

@@ -28,8 +28,8 @@ def test_check_shows_the_measured_gain_on_the_finding_and_the_table(tmp_path):
     assert "measured: 40× (±0%) in 4.2 s — cache_map: ds.cache() after map #1 ('decode')" in text
     assert "measured: 2.4× (±0%) in 3.1 s — parallel_map" in text
     assert (
-        "Measured what-if: 3 changes measured in 12.5 s (budget 20 s), beside 100.0 samples/s unchanged"
-        in text
+        "Measured what-if: 3 changes measured in 12.5 s (allowance 20 s), "
+        "beside 100.0 samples/s unchanged" in text
     )
     header = next(line for line in text.splitlines() if "samples/s" in line and "candidate" in line)
     assert header.split()[:5] == ["candidate", "samples/s", "gain", "band", "cost"]
@@ -71,21 +71,22 @@ def test_a_skipped_whatif_is_one_line(tmp_path):
     )
     text = _run(["check", str(input_bound_run(tmp_path, record)), "--no-color"])
     assert (
-        "Measured what-if: skipped (2 workers: every worker would have to try each change in lockstep)"
-        in text
+        "Measured what-if: skipped "
+        "(2 workers: every worker would have to try each change in lockstep)" in text
     )
     assert "measured:" not in text
 
 
-def test_the_heading_rounds_a_budget_the_fit_derived():
-    """A default budget is 10% of the fit (6.0675 s for a 60.675 s fit): one decimal, as the seconds."""
+def test_the_heading_rounds_an_allowance_the_fit_derived():
+    """A default allowance is 10% of the fit (6.0675 s of a 60.675 s fit): rounded to 0.1 s."""
+    from advisor.diagnosis.report import as_facts
     from advisor.render.whatif import whatif_heading
 
     facts = {
         "whatif.seconds": 4.93,
-        "whatif.budget_seconds": 6.0675,
+        "whatif.allowance_seconds": 6.0675,
         "whatif.unchanged_samples_per_s": 735.9,
         "whatif.table": [{"candidate": "cache_map", "speedup": 53.2, "samples_per_s": 39134.0}],
     }
-    heading = whatif_heading(facts)
-    assert heading is not None and "in 4.9 s (budget 6.1 s)" in heading, heading
+    heading = whatif_heading(as_facts(facts))
+    assert heading is not None and "in 4.9 s (allowance 6.1 s)" in heading, heading

@@ -58,7 +58,9 @@ def price_item(instance: str, usd: str, usage: str | None = None, region: str = 
                                 "endRange": "Inf",
                                 "beginRange": "0",
                                 "appliesTo": [],
-                                "description": f"${usd} per On Demand Linux {instance} Instance Hour",
+                                "description": (
+                                    f"${usd} per On Demand Linux {instance} Instance Hour"
+                                ),
                                 "rateCode": f"{sku}.JRTCKXETXF.6YS6EN2CT7",
                                 "pricePerUnit": {"USD": usd},
                             }

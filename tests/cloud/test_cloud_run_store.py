@@ -148,7 +148,9 @@ SCRIPT = textwrap.dedent("""
     x = np.random.rand(512, 4).astype("float32"); y = np.random.rand(512, 1).astype("float32")
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
     model.compile("sgd", "mse")
-    cb = advisor.AdvisorCallback(runs_dir="s3://late-bucket/runs", log_every_seconds=None, telemetry=False)
+    cb = advisor.AdvisorCallback(
+        runs_dir="s3://late-bucket/runs", log_every_seconds=None, telemetry=False
+    )
     model.fit(x, y, batch_size=32, epochs=2, callbacks=[cb], verbose=0)
     # The first upload (asked for at the first epoch end) has failed before the process exits: on
     # a busy host, importing boto3 and asking took longer than the fit and the 1 s final wait.

@@ -162,7 +162,7 @@ def test_a_hook_that_raises_still_raises_and_its_original_is_put_back(tmp_path):
 
 
 @pytest.mark.slow
-def test_budget_false_wraps_nothing(tmp_path):
+def test_goodput_false_wraps_nothing(tmp_path):
     pytest.importorskip("tensorflow")
     import keras
 
@@ -172,7 +172,7 @@ def test_budget_false_wraps_nothing(tmp_path):
         def on_epoch_end(self, epoch, logs=None):
             seen.append("on_epoch_end" in vars(self) or "save" in vars(self.model))
 
-    _, cb = _fit(tmp_path, [Look()], epochs=1, budget=False)
+    _, cb = _fit(tmp_path, [Look()], epochs=1, goodput=False)
     assert seen == [False]
     _, budgets = _budget(cb)
     final = budgets[-1]
@@ -200,7 +200,9 @@ HUNG = textwrap.dedent("""
     x = np.random.rand(400, 4).astype("float32"); y = np.random.rand(400, 1).astype("float32")
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
     model.compile("sgd", "mse")
-    cb = advisor.AdvisorCallback(log_every_seconds=None, telemetry=False, baseline=None, window_seconds=0.5)
+    cb = advisor.AdvisorCallback(
+        log_every_seconds=None, telemetry=False, baseline=None, window_seconds=0.5
+    )
     model.fit(x, y, batch_size=8, epochs=3, callbacks=[cb, SlowAfterEpoch0()], verbose=0)
 """)
 

@@ -153,6 +153,7 @@ def test_profile_timeout_argument_beats_advisor_trace_timeout(tmp_path, monkeypa
 def test_true_is_auto_for_baseline_and_whatif():
     options = AdvisorOptions(baseline=True, whatif=True)
     assert (options.baseline, options.whatif) == ("auto", "auto")
+    assert options.whatif.mode == "auto" and AdvisorOptions(whatif=False).whatif is None
     assert (
         AdvisorOptions(baseline=False).baseline is None
         and AdvisorOptions(baseline="end").baseline == "end"

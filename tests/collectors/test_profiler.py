@@ -26,8 +26,7 @@ from click.testing import CliRunner
 import advisor
 from advisor.analysis.registry import registry
 from advisor.cli.main import cli
-from advisor.collectors.options import parse_profile_steps
-from advisor.collectors.profiler import ProfilerCollector
+from advisor.collectors.profiler import ProfilerCollector, parse_profile_steps
 from advisor.collectors.singles import ProfilerCallback
 from advisor.errors import UsageError
 from advisor.service import diagnose

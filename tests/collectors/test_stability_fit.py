@@ -21,8 +21,8 @@ from advisor.store.schema import WindowRecord  # noqa: E402
 
 
 class SlowSecondHalf(keras.callbacks.Callback):
-    """After 4 s every step waits 20 ms more (throughput falls to a small fraction of a ~1 ms step's,
-    also when a busy host makes that step several times slower); stops at 8 s."""
+    """After 4 s every step waits 20 ms more (throughput falls to a small fraction of a ~1 ms
+    step's, also when a busy host makes that step several times slower); stops at 8 s."""
 
     def on_train_begin(self, logs=None):
         self.t0 = time.perf_counter()

@@ -115,9 +115,10 @@ def test_the_input_rule_and_stability_are_decided(report):
 
 def test_unknown_rules_are_few_and_say_what_would_decide_them(report):
     unknown = [f for f in report.findings if f.status == "unknown"]
-    # 9 with G560 (faster-backend): only the opt-in backend what-if (minutes, fresh processes) decides it.
-    # A busy host can widen the default baseline's band past ± 10 points: the input's share is then
-    # unknown, not 0 (input.withheld says so), and C404, which needs it, is undecided with it.
+    # 9 with G560 (faster-backend): only the opt-in backend what-if (minutes, fresh processes)
+    # decides it. A busy host can widen the default baseline's band past ± 10 points: the input's
+    # share is then unknown, not 0 (input.withheld says so), and C404, which needs that share, is
+    # undecided as well.
     wide = "input.withheld" in report.facts
     assert len(unknown) <= 9 + wide, [(f.code, f.missing) for f in unknown]
     if wide:

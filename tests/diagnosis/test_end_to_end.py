@@ -1,8 +1,8 @@
 """End to end on real runs: tiny Keras models trained with AdvisorCallback, then diagnosed.
 
 An input-bound job (a tf.data map that sleeps in a py_function per element: ~100 ms of input per
-batch for a narrow model's step of well under 1 ms) must get an input-pipeline finding ranked first; a
-healthy one (cached, prefetched, the same ~10 ms step) must get no warning or error about its
+batch for a narrow model's step of well under 1 ms) must get an input-pipeline finding ranked first;
+a healthy one (cached, prefetched, the same ~10 ms step) must get no warning or error about its
 input. The cached-input baseline (``baseline="end"``) gives the measured input cost, in
 interleaved rounds with a noise band: scheduler noise on a busy machine stays inside the band.
 """

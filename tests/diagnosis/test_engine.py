@@ -1,4 +1,4 @@
-"""The engine: evidence gating, error isolation, ranking, coverage, selection and the diagnose API."""
+"""The engine: evidence gating, error isolation, ranking, coverage, selection, the diagnose API."""
 
 from __future__ import annotations
 

@@ -121,7 +121,9 @@ def test_runtime_type_errors_raise_expr_error():
 
 def test_templates_render_and_drop_optional_groups():
     t = compile_template(
-        "input costs {input.bound_fraction:.0%}[[ (p95 {gpu.util.p95:.0f}%)]][[, prefetch {pipeline.prefetch}]]",
+        "input costs {input.bound_fraction:.0%}"
+        "[[ (p95 {gpu.util.p95:.0f}%)]]"
+        "[[, prefetch {pipeline.prefetch}]]",
         FACTS | set(PARAMS),
     )
     assert t.render({"input.bound_fraction": 0.5}, {}) == "input costs 50%"

@@ -1,5 +1,5 @@
-"""Advice in the user's framework: a rule's fix and the hints to decide more are chosen from the
-run's loop (Keras ``fit`` or ``advisor.track``) and backend; Keras-only rules are n/a in a custom loop."""
+"""Advice in the user's framework: a rule's fix and the hints to decide more follow the run's loop
+(Keras ``fit`` or ``advisor.track``) and backend; Keras-only rules are n/a in a custom loop."""
 
 from __future__ import annotations
 

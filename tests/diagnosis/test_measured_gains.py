@@ -193,7 +193,8 @@ def test_a_ceiling_reads_the_baseline_and_says_it_is_one():
         found.text == "measured ceiling: 8.0× (±5%) in 4.0 s (the fix can approach it, not pass it)"
     )
     assert found.label is not None and found.label.startswith("the input served from memory")
-    # The source cache's gain is relative (3.0 = 4×) and its band absolute: shown as a speedup and a share.
+    # The source cache's gain is relative (3.0 = 4×) and its band absolute: shown as a speedup and
+    # as a share.
     reads = measured_for((), BASELINE_FACTS, ("reads_removed", "input_removed"))
     assert reads is not None and reads.candidate == "reads_removed"
     assert (
@@ -285,7 +286,8 @@ def test_a_rule_naming_an_unknown_ceiling_is_refused(tmp_path):
 
 def test_the_shipped_rules_whose_fix_cannot_be_tried_name_a_ceiling():
     rules = {r.code: r for r in load_rules()}
-    # other machines' CPUs: the input served from memory, by the what-if (longer rounds), else the baseline
+    # other machines' CPUs: the input served from memory, measured by the what-if (longer rounds),
+    # else by the baseline
     assert rules["C404"].ceiling == ("cached_input", "input_removed")
     # files repacked into shards: the reads cached (what-if, then baseline), else the whole input
     assert rules["S301"].ceiling == (

@@ -1,5 +1,6 @@
 """The backend what-if's parts without processes: candidate names, the batch sample and its file,
-the result's speedups and table, the child's one-line reasons, and ``whatif(["backends"])``'s wiring."""
+the result's speedups and table, the child's one-line reasons, and how ``whatif(["backends"])`` is
+wired."""
 
 from __future__ import annotations
 
@@ -144,7 +145,8 @@ def test_paired_rounds_cancel_the_machine_slowing_down_and_unpaired_ones_add_the
 
 def test_child_reasons_are_one_clean_line() -> None:
     exc = RuntimeError(
-        "Exception encountered when calling L.call().\n\n\x1b[1mboom\x1b[0m\n\nArguments received by L.call(): x"
+        "Exception encountered when calling L.call().\n\n\x1b[1mboom\x1b[0m\n\n"
+        "Arguments received by L.call(): x"
     )
     assert _line(exc) == "RuntimeError: Exception encountered when calling L.call(). boom"
     assert len(_line(ValueError("x" * 1000))) == 300
@@ -170,12 +172,13 @@ def test_whatif_backends_only_runs_the_backend_whatif(monkeypatch) -> None:
 def test_stopping_a_candidate_whose_process_has_gone_does_not_raise(tmp_path):
     """A candidate's process that exited on its own (killed by a loaded host's timeout, a crash)
     leaves the "stop" line unsent in the pipe's buffer; closing the pipe must not raise
-    BrokenPipeError out of the what-if (seen beside a busy core on a fresh clone). A real process."""
+    BrokenPipeError out of the what-if (seen beside a busy core on a fresh clone). A real
+    process."""
     import subprocess
     import sys
 
+    from advisor.experiments.backends.process import Child
     from advisor.experiments.backends.result import BackendCandidate, Config
-    from advisor.experiments.backends.runner import _Child
 
     proc = subprocess.Popen(
         [sys.executable, "-c", "pass"],
@@ -184,7 +187,7 @@ def test_stopping_a_candidate_whose_process_has_gone_does_not_raise(tmp_path):
         start_new_session=True,
     )
     proc.wait()
-    child = _Child(BackendCandidate(Config("jax", True)), proc, tmp_path / "stderr.txt")
+    child = Child(BackendCandidate(Config("jax", True)), proc, tmp_path / "stderr.txt")
     child.send("stop")  # the pipe is broken: the line stays in its buffer
     child.stop()  # no BrokenPipeError
     assert proc.stdin is not None and proc.stdin.closed

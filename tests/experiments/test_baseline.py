@@ -313,7 +313,8 @@ def test_pydataset_and_arrays_through_the_api(trained) -> None:
 
 
 class Custom(keras.Model):
-    """A subclassed model with a constructor argument Keras cannot serialize (so it cannot be cloned)."""
+    """A subclassed model with a constructor argument Keras cannot serialize (so it cannot be
+    cloned)."""
 
     def __init__(self, helper: object) -> None:
         super().__init__()

@@ -16,7 +16,7 @@ from advisor.experiments.baseline.auto import (
     mean_step_seconds,
 )
 from advisor.experiments.settings import (
-    AUTO_BASELINE_MIN_BUDGET,
+    AUTO_BASELINE_MIN_ALLOWANCE,
     AUTO_BASELINE_SHARE,
     AUTO_BASELINE_STEPS,
     BASELINE_SECONDS,
@@ -51,7 +51,7 @@ def test_two_seconds_or_two_hundred_steps_whichever_is_longer():
     assert slow.max_seconds == pytest.approx(AUTO_BASELINE_SHARE * 100.0)
 
 
-def test_capped_at_a_share_of_the_fit_and_at_the_absolute_budget():
+def test_capped_at_a_share_of_the_fit_and_at_the_absolute_allowance():
     sizing = auto_sizing(12.0, 0.01)
     assert sizing.max_seconds == pytest.approx(AUTO_BASELINE_SHARE * 12.0)
     assert sizing.seconds <= sizing.max_seconds
@@ -60,13 +60,15 @@ def test_capped_at_a_share_of_the_fit_and_at_the_absolute_budget():
 
 
 def test_a_fit_too_short_is_skipped_with_its_reason():
-    short = auto_sizing(AUTO_BASELINE_MIN_BUDGET / AUTO_BASELINE_SHARE * 0.9, 0.001)
+    short = auto_sizing(AUTO_BASELINE_MIN_ALLOWANCE / AUTO_BASELINE_SHARE * 0.9, 0.001)
     assert (
         short.skipped
         and "too short to measure" in short.skipped
         and "baseline='end'" in short.skipped
     )
-    assert auto_sizing(AUTO_BASELINE_MIN_BUDGET / AUTO_BASELINE_SHARE * 1.1, 0.001).skipped is None
+    assert (
+        auto_sizing(AUTO_BASELINE_MIN_ALLOWANCE / AUTO_BASELINE_SHARE * 1.1, 0.001).skipped is None
+    )
 
 
 def test_explicit_modes_measure_what_they_are_asked():

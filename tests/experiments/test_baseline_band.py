@@ -3,7 +3,8 @@
 A healthy run (input cached and prefetched, a step of several milliseconds) must come out
 "inside the band": no measurable input cost. An input far slower than the step (30×, and at
 least 60 ms a batch: a sleep, which load does not stretch, while a busy machine can slow the step
-tenfold) must come out far outside it. The time budget must shorten the segments, cap the rounds and say so.
+tenfold) must come out far outside it. The time allowance must shorten the segments, cap the
+rounds and say so.
 """
 
 from __future__ import annotations
@@ -158,8 +159,8 @@ def test_an_input_far_slower_than_the_step_is_far_outside_the_band(small_model, 
     )
 
 
-def test_the_budget_shortens_segments_then_caps_the_rounds_and_says_so(model, busy_core):
-    """A segment stops at the first step that ends after its deadline, so the budget holds to
+def test_the_allowance_shortens_segments_then_caps_the_rounds_and_says_so(model, busy_core):
+    """A segment stops at the first step that ends after its deadline, so the allowance holds to
     within a step per segment: a machine that stalls one step for seconds overruns it by that
     much. The bounds below are therefore half of what the measurement would take unbounded."""
     # 30 s asked for, 2 s allowed: the segments shrink so that the rounds fit.
@@ -169,7 +170,7 @@ def test_the_budget_shortens_segments_then_caps_the_rounds_and_says_so(model, bu
     )
     wall = time.perf_counter() - t0
     assert result.budget_seconds == 2.0 and result.rounds >= 1
-    assert result.stopped is None or "time budget (2 s)" in result.stopped
+    assert result.stopped is None or "time allowance (2 s)" in result.stopped
     assert wall < 15.0  # unbounded: 30 s
     # 2400 steps per arm (200 per segment, >= 1.2 s of ~6 ms steps) cannot fit 12 rounds in 2 s:
     # the segments are capped so that 3 rounds fit, and the record says why it stopped.
@@ -185,7 +186,7 @@ def test_the_budget_shortens_segments_then_caps_the_rounds_and_says_so(model, bu
     )
     wall = time.perf_counter() - t0
     assert 1 <= result.rounds < 12
-    assert result.stopped and "time budget (2 s)" in result.stopped
+    assert result.stopped and "time allowance (2 s)" in result.stopped
     assert any("stopped early" in note for note in result.notes)
     # With fewer than 3 paired rounds there is no band, and no cost either.
     paired = sum(

@@ -26,7 +26,8 @@ def garbage():
 
 def holders(ref):
     node = ref()
-    kinds = [type(r).__name__ for r in gc.get_referrers(node) if r is not node.__dict__] if node else []
+    holders = gc.get_referrers(node) if node else []
+    kinds = [type(r).__name__ for r in holders if r is not node.__dict__]
     return f"held by {kinds}; threads {[t.name for t in threading.enumerate()]}"
 '''
 

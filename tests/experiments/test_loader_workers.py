@@ -4,10 +4,11 @@
 Keras on torch leaves a segment's iterator in a reference cycle when training stops mid-epoch;
 when the garbage collector destroys it, torch waits its 5 s status interval for each worker
 before killing it (~10 s a segment with two workers: the torch_workers candidate could not be
-measured in a 20 s budget). ``release_loader_workers`` shuts such pools down while they are
+measured in a 20 s allowance). ``release_loader_workers`` shuts such pools down while they are
 intact. These tests build the cycle directly (the test process runs Keras on TensorFlow, so
-they name the torch backend as the what-if does there) and check the facts: the pool made inside ``own_garbage`` is shut and its processes are gone; a pool
-made before it, the user's, still serves batches.
+they name the torch backend as the what-if does there) and check the facts: the pool made inside
+``own_garbage`` is shut and its processes are gone; a pool made before it, the user's, still serves
+batches.
 """
 
 from __future__ import annotations

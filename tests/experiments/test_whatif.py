@@ -1,4 +1,4 @@
-"""The measured what-if on real small fits: state restored bit for bit, the budget kept, every
+"""The measured what-if on real small fits: state restored bit for bit, the allowance kept, every
 input kind, decisive gains (an input 30× slower than the step, a cache that removes it)."""
 
 from __future__ import annotations
@@ -86,12 +86,14 @@ def _whatif_record(cb) -> WhatIfRecord:
 def test_training_state_is_exactly_as_the_fit_left_it(tmp_path):
     model, snapshot = build_model(), Snapshot()
     # a cache, a compiled-step change and a batch change (jit_compile's swap is in the arrays test).
-    # The budget only has to admit every arm: a compiled-step change is prepared only when training's
-    # time to its first step (the compile estimate) fits, and on a swamped clean-clone CI host that
-    # first step took 39 s, so two arms of a 30 s budget were left unprepared (before that, three
-    # arms in 15 s and five in 10 s). The measuring target still ends the what-if in ~11 s quiet.
+    # The allowance only has to admit every arm: a compiled-step change is prepared only when
+    # training's time to its first step (the compile estimate) fits, and on a swamped clean-clone
+    # CI host that first step took 39 s, so two arms of a 30 s allowance were left unprepared
+    # (before that, three arms in 15 s and five in 10 s). The measuring target still ends the
+    # what-if in ~11 s quiet.
     names = ["cache_map", "steps_per_execution_8", "batch_x2"]
-    # (the state is the point, not the gains: the fewest rounds, 2 s of them in all, whatever the budget)
+    # (the state is the point, not the gains: the fewest rounds, 2 s of them in all, whatever
+    # the allowance)
     cb = advisor.AdvisorCallback(
         tmp_path,
         whatif=names,
@@ -123,7 +125,7 @@ def test_by_default_an_input_bound_run_measures_its_fixes_and_the_findings_lead_
     tmp_path,
 ):
     model = build_model()
-    # a decisive gain (≈ 30×) needs no long measurement: three rounds, 2 s in all; the budget is
+    # a decisive gain (≈ 30×) needs no long measurement: three rounds, 2 s in all; the allowance is
     # generous for a busy host's preparation (a 10 s one left candidates unprepared under load).
     # whatif is left at its default ("needed"): the baseline's input cost is what starts it.
     cb = advisor.AdvisorCallback(
@@ -159,11 +161,11 @@ def test_by_default_an_input_bound_run_measures_its_fixes_and_the_findings_lead_
     c402 = next(f for f in store.diagnose(cb.run_path).findings if f.code == "C402")
     assert c402.measured is not None and c402.measured.candidate == "cache_map"
     assert c402.measured.text.startswith("measured: ")
-    # The fix text leads with what measured best here when its gain is beyond its noise band, whatever
-    # the general advice names first (both sides: tests/diagnosis/test_measured_gains.py). Three rounds
-    # give a band of their whole range: that CI run's rounds spread wider than their gain (7.5× ±
-    # 161%, its highest round ~20×), and the general advice rightly stayed first. Assert what was
-    # measured.
+    # The fix text leads with what measured best here when its gain is beyond its noise band,
+    # whatever the general advice names first (both sides: tests/diagnosis/test_measured_gains.py).
+    # Three rounds give a band of their whole range: that CI run's rounds spread wider than their
+    # gain (7.5× ± 161%, its highest round ~20×), and the general advice rightly stayed first.
+    # Assert what was measured.
     lead = "Measured best on this run: ds.cache() after map #1"
     assert c402.fix.startswith(lead) is bool(facts["whatif.cache_map.outside_band"]), (
         c402.fix,
@@ -204,32 +206,33 @@ def test_by_default_a_compute_bound_fit_runs_the_whatif_only_if_its_baseline_mea
     input_costs = cost >= 0.10 and bool(facts.get("input.bound_outside_band"))
     ran = run.of_type(WhatIfRecord) != []
     assert ran == input_costs, (
-        f"input cost {cost:.0%} (outside band: {facts.get('input.bound_outside_band')}), what-if ran: {ran}"
+        f"input cost {cost:.0%} (outside band: {facts.get('input.bound_outside_band')}), "
+        f"what-if ran: {ran}"
     )
 
 
 @pytest.mark.parametrize("kind", ["arrays", "slow tf.data"])
-def test_the_budget_is_never_exceeded(kind):
+def test_the_allowance_is_never_exceeded(kind):
     model = build_model()
     data = arrays() if kind == "arrays" else slow_dataset()
     model.fit(*(data if kind == "arrays" else (data,)), epochs=1, verbose=0)
     # Long enough that a host with two cores' worth of other work still calibrates and prepares a
     # candidate (5 s did not: "no candidate could be prepared", all candidates' compiles cut off);
-    # the budget is exact whatever it is.
-    budget = 12.0
+    # the allowance is exact whatever it is.
+    allowance = 12.0
     t0 = time.perf_counter()
-    result = advisor.whatif(model, data, "auto", max_seconds=budget)
+    result = advisor.whatif(model, data, "auto", max_seconds=allowance)
     wall = time.perf_counter() - t0
-    assert result.seconds <= budget and wall <= budget + 0.05, (wall, result.summary())
+    assert result.seconds <= allowance and wall <= allowance + 0.05, (wall, result.summary())
     reasons = {name: c.reason for name, c in result.candidates.items()}
     assert result.unchanged_rounds, (
         result.stopped,
         reasons,
-    )  # it measured something within the budget
+    )  # it measured something within the allowance
     assert gc.get_freeze_count() == 0  # the objects frozen for the what-if's collections are back
 
 
-def test_a_measuring_target_ends_the_whatif_long_before_a_generous_budget():
+def test_a_measuring_target_ends_the_whatif_long_before_a_generous_allowance():
     model = build_model()
     data = slow_dataset()
     model.fit(data, epochs=1, verbose=0)
@@ -248,9 +251,9 @@ def test_a_measuring_target_ends_the_whatif_long_before_a_generous_budget():
         advisor.whatif(model, data, ["cache_map"], seconds=0)
 
 
-def test_a_cache_whose_epoch_would_not_fill_in_the_budget_is_measured_on_a_repeated_prefix():
+def test_a_cache_whose_epoch_would_not_fill_in_the_allowance_is_measured_on_a_repeated_prefix():
     """An epoch of 256 batches at ≈ 32 ms of input each (≈ 8 s) cannot fill within what a 12 s
-    budget lets one fill take (a quarter of it): the cache is measured on a cached, repeated
+    allowance lets one fill take (a quarter of it): the cache is measured on a cached, repeated
     prefix of the epoch, and says so, instead of being left unprepared."""
     model = build_model()
     data = slow_dataset(4096)
@@ -268,8 +271,8 @@ def test_model_candidates_on_arrays_swap_their_compiled_step_in_and_out():
     x, y = arrays(2048)
     model.fit(x, y, epochs=1, verbose=0, batch_size=BATCH)
     step, state = model.train_function, ModelState(model)
-    # three compiles: a generous budget for a busy host, of which the rounds (the fewest) take 2 s
-    # (preparing may use the rest)
+    # three compiles: a generous allowance for a busy host, of which the rounds (the fewest) take
+    # 2 s (preparing may use the rest)
     result = advisor.whatif(
         model,
         (x, y),
@@ -318,7 +321,7 @@ class SlowPyDataset(keras.utils.PyDataset):
 
 def test_pydataset_workers_are_measured_on_a_copy(tmp_path, threads_left):
     model, data = build_model(), SlowPyDataset()
-    # 3 s of rounds; the budget is generous for a busy host's calibration and preparation
+    # 3 s of rounds; the allowance is generous for a busy host's calibration and preparation
     cb = advisor.AdvisorCallback(
         tmp_path,
         whatif=["pydataset_workers", "cached_input"],
@@ -361,8 +364,9 @@ def test_torch_dataloader_workers(tmp_path):
 
     loader = DataLoader(Slow(), batch_size=BATCH)
     model = build_model()
-    # 2 s of rounds; a generous budget: with two test processes and a busy core, the calibration of
-    # this 1 ms-per-sample loader left 2.2 s of a 10 s budget for a 3.7 s preparation
+    # 2 s of rounds; a generous allowance: with two test processes and a busy core, the
+    # calibration of this 1 ms-per-sample loader left 2.2 s of a 10 s allowance for a 3.7 s
+    # preparation
     result = advisor.whatif(
         model, loader, ["torch_workers", "cached_input"], max_seconds=60, seconds=2, rounds=3
     )
@@ -384,7 +388,7 @@ def test_mixed_precision_asked_for_on_a_cpu_trains_a_bfloat16_clone():
     state = ModelState(model)
     # ("auto" leaves it out on a CPU: asserted on the input-bound run of
     # test_auto_measures_the_fixes_of_an_input_bound_run_and_the_findings_show_them)
-    # a budget whose preparation share fits the bfloat16 step's compile also on a busy host
+    # an allowance whose preparation share fits the bfloat16 step's compile also on a busy host
     result = advisor.whatif(
         model, (x, y), ["mixed_precision"], max_seconds=60, seconds=2, rounds=3, batch_size=BATCH
     )
@@ -415,7 +419,7 @@ def test_a_generator_cannot_be_replayed_and_the_run_says_so(tmp_path):
     assert "generator can be read only once" in _whatif_record(cb).skipped
 
 
-def test_the_default_budget_is_a_tenth_of_the_fit(tmp_path):
+def test_the_default_allowance_is_a_tenth_of_the_fit(tmp_path):
     cb = advisor.AdvisorCallback(tmp_path, whatif="auto", log_every_seconds=None, telemetry=False)
     t0 = time.perf_counter()
     build_model().fit(*arrays(), epochs=2, verbose=0, callbacks=[cb])

@@ -40,20 +40,24 @@ SCRIPT = textwrap.dedent("""
     rng = np.random.default_rng(0)
     data = (rng.normal(size=(256, 16)).astype("float32"), rng.integers(0, 4, 256).astype("int64"))
     ds = tf.data.Dataset.from_tensor_slices(data).map(decode).batch(16)
-    model = keras.Sequential([keras.Input((16,)), keras.layers.Dense(32, activation="relu"), keras.layers.Dense(4)])
+    layers = [keras.Input((16,)), keras.layers.Dense(32, activation="relu"), keras.layers.Dense(4)]
+    model = keras.Sequential(layers)
     model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
 
     class Snapshot(keras.callbacks.Callback):
         def on_train_end(self, logs=None):
             self.state, self.step = ModelState(self.model), self.model.train_function
 
-    logging.basicConfig(format="%(message)s")  # and the advisor's debug lines: the test waits for one
+    # and the advisor's debug lines: the test waits for one
+    logging.basicConfig(format="%(message)s")
     logging.getLogger("advisor").setLevel(logging.DEBUG)
     snap = Snapshot()
-    cb = advisor.AdvisorCallback(sys.argv[1], whatif=["parallel_map", "prefetch", "steps_per_execution_8"],
+    candidates = ["parallel_map", "prefetch", "steps_per_execution_8"]
+    cb = advisor.AdvisorCallback(sys.argv[1], whatif=candidates,
                                  whatif_max_seconds=60, telemetry=False, log_every_seconds=60)
     model.fit(ds, epochs=1, verbose=0, callbacks=[snap, cb])
-    print("after fit", snap.state.unchanged(), model.train_function is snap.step, cb.run_path, flush=True)
+    same_step = model.train_function is snap.step
+    print("after fit", snap.state.unchanged(), same_step, cb.run_path, flush=True)
 """)
 
 
@@ -82,7 +86,7 @@ def test_ctrl_c_during_the_whatif_ends_it_and_keeps_the_run(tmp_path):
     reader.start()
     try:
         assert started.wait(180), "the what-if did not start: " + "".join(lines[-20:])
-        time.sleep(2.0)  # into the calibration, the preparation or the rounds (a 60 s budget)
+        time.sleep(2.0)  # into the calibration, the preparation or the rounds (a 60 s allowance)
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=120)
     finally:

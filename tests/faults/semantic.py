@@ -2,11 +2,11 @@
 
 Unlike the syntax fuzzers beside it (garbage, deep nesting, huge numbers), every mutation here
 leaves valid JSON that a careless reader would believe: a negative count, a clock that jumps
-back, a line written twice or lost in the middle, a number or a boolean quoted as a string, a manifest value
-that cannot be true, extra worker files, the last lines cut at a line boundary. A mutated run is
-*judged as clean* when `advisor check --format json` exits 0 or 1 with no `incomplete` reason and
-no `errors`, while its facts or its verdicts differ from the intact run's: a confident, wrong
-diagnosis. The sweep counts those per mutation class:
+back, a line written twice or lost in the middle, a number or a boolean quoted as a string, a
+manifest value that cannot be true, extra worker files, the last lines cut at a line boundary. A
+mutated run is *judged as clean* when `advisor check --format json` exits 0 or 1 with no
+`incomplete` reason and no `errors`, while its facts or its verdicts differ from the intact run's:
+a confident, wrong diagnosis. The sweep counts those per mutation class:
 
     PYTHONPATH=. python tests/faults/semantic.py --runs 2000 --seed 1
 
@@ -242,8 +242,9 @@ def main() -> None:
     clean = sum(v for k, v in tally.items() if k.endswith(":clean"))
     for kind in sorted(MUTATIONS):
         print(f"{kind:16} {tally[kind]:6} runs, judged as clean {tally[kind + ':clean']:5}")
+    clean_percent = 100 * clean / max(1, args.runs)
     print(
-        f"{'all':16} {args.runs:6} runs, judged as clean {clean:5} ({100 * clean / max(1, args.runs):.1f} %); "
+        f"{'all':16} {args.runs:6} runs, judged as clean {clean:5} ({clean_percent:.1f} %); "
         f"internal errors, tracebacks or exit codes outside 0-3: {tally['internal errors']}"
     )
 

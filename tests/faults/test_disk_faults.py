@@ -2,14 +2,14 @@
 
 Every case trains a small Keras model, all of them one after the other in one subprocess (each
 TensorFlow start costs several seconds on a 2-core machine; each fit has a store of its own and
-the output is split by case); after epoch 1 the store starts failing: through the writer's fault-injection
-point (``advisor.store.atomic_writes._write`` raising the errno the kernel would: a file system gone
-read-only under the job), for real on a 4 MiB tmpfs that is filled up (when this machine lets the test
-mount one), or for real by taking write permission away from the run directory (then the open
-record file still takes records, but the manifest can no longer be replaced). Linux refuses to
-remount a file system read-only while a file on it is open for writing, so that case exists only
-through the hook. Each asserts what is kept, the status shown and the exit code of ``advisor
-check``."""
+the output is split by case); after epoch 1 the store starts failing: through the writer's
+fault-injection point (``advisor.store.atomic_writes._write`` raising the errno the kernel would: a
+file system gone read-only under the job), for real on a 4 MiB tmpfs that is filled up (when this
+machine lets the test mount one), or for real by taking write permission away from the run directory
+(then the open record file still takes records, but the manifest can no longer be replaced). Linux
+refuses to remount a file system read-only while a file on it is open for writing, so that case
+exists only through the hook. Each asserts what is kept, the status shown and the exit code of
+``advisor check``."""
 
 from __future__ import annotations
 
@@ -70,7 +70,8 @@ SCRIPT = textwrap.dedent("""
                         fill(mount)
                     elif mode == "chmod":
                         os.chmod(cb.run_path, 0o555)
-                if epoch == 3 and mode.endswith("enospc"):  # space comes back (the read-only store does not)
+                # space comes back (the read-only store does not)
+                if epoch == 3 and mode.endswith("enospc"):
                     print("FAULT ENDS", file=sys.stderr, flush=True)
                     files._write = real_write
                     if mode == "tmpfs-enospc":
@@ -81,7 +82,9 @@ SCRIPT = textwrap.dedent("""
         model.compile("sgd", "mse")
         # Short windows: a full tmpfs still takes small appends into a file's last, partly used
         # page (up to 4 KiB), so the fault must outlast that to be seen.
-        cb = advisor.AdvisorCallback(runs_dir=store, window_seconds=0.01, warmup_steps=2, log_every_seconds=None)
+        cb = advisor.AdvisorCallback(
+            runs_dir=store, window_seconds=0.01, warmup_steps=2, log_every_seconds=None
+        )
         model.fit(x, y, batch_size=16, epochs=EPOCHS, callbacks=[cb, Fault()], verbose=0)
 
     for pair in sys.argv[2:]:
@@ -176,7 +179,7 @@ def _train_each(
 
 
 def _by_mode(text: str) -> dict[str, str]:
-    """The text after each ``MODE name`` line up to the next (what comes before goes to the first)."""
+    """The text after each ``MODE name`` line up to the next; what precedes goes to the first."""
     parts: dict[str, list[str]] = {}
     preamble: list[str] = []
     current = preamble

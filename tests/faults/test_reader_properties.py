@@ -205,7 +205,8 @@ def test_a_thousand_random_mutations_keep_the_untouched_records(tmp_path):
         assert f"worker-0.jsonl:{bad + 1}:" in read.problems[0]
         if bad == len(records) - 1:  # the end record: the manifest's "finished" is in doubt
             assert read.problems[1:] == [
-                "worker-0.jsonl: no end record although run.json says 'finished'; its last records may be lost"
+                "worker-0.jsonl: no end record although run.json says 'finished'; "
+                "its last records may be lost"
             ]
         else:
             assert len(read.problems) == 1, read.problems

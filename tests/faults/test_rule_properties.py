@@ -46,7 +46,8 @@ YAML_VALUES = [
     "'" + "x" * 5000 + "'", "[" * 200 + "]" * 200, "!!python/object/apply:os.system ['true']",
     "!!binary aGk=", "&a [*a]", "*undefined", "'{throughput.samples_per_s:,.999999f}'",
     "'{__class__}'", "'round(throughput.samples_per_s, -100000000)'", "'0 ** -1'",
-    "'throughput.samples_per_s.__class__'", "{limit: .nan}", "{limit: 1.0e+999}", "{limit: " + "9" * 400 + "}",
+    "'throughput.samples_per_s.__class__'", "{limit: .nan}", "{limit: 1.0e+999}",
+    "{limit: " + "9" * 400 + "}",
     "[throughput.samples_per_s, nope]", "[[throughput.samples_per_s]]", "'\\ud800'", '"\\ud800"',
 ]  # fmt: skip
 

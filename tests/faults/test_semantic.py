@@ -120,7 +120,8 @@ def test_records_a_callback_always_writes_are_expected(tmp_path):
     config = {"window_s": 1.0, "collectors": None}
     read = RunReader(_run(tmp_path, records, "callback", config=config)).read()
     assert read.problems == [
-        "worker-0.jsonl: no context record, though the context collector was on (a record is missing)",
+        "worker-0.jsonl: no context record, though the context collector was on "
+        "(a record is missing)",
         "worker-0.jsonl: epoch 0 has windows but no epoch record, although the fit finished "
         "(an epoch record is missing)",
     ]
@@ -229,8 +230,8 @@ def test_a_run_cut_at_a_line_boundary_is_not_read_as_finished_and_clean(tmp_path
     code, text = _check(_run(tmp_path, records))
     assert code == 3
     assert (
-        "worker-0.jsonl: no end record although run.json says 'finished'; its last records may be lost"
-        in text
+        "worker-0.jsonl: no end record although run.json says 'finished'; "
+        "its last records may be lost" in text
     )
 
 

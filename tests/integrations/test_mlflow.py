@@ -83,7 +83,7 @@ def _fit(runs_dir, epochs=3, callbacks=(), **options):
 
 
 def test_metric_series_arithmetic():
-    """samples/s × workers, samples/$, utilization means per window, energy from the counter or power."""
+    """samples/s × workers, samples/$, utilization means per window, energy by counter or power."""
     t = 1000.0
     records = [
         WindowRecord(
@@ -261,7 +261,7 @@ def test_fit_logs_window_metrics_and_the_report_into_the_active_run(tracking, tm
 
 @pytest.mark.slow
 def test_a_failing_tracking_store_never_fails_the_fit(tracking, tmp_path):
-    """The store breaks mid-training (its metrics table dropped): logged once, recorded, fit goes on."""
+    """The store breaks mid-training (metrics table dropped): logged once, recorded, fit goes on."""
     import keras
 
     db = tracking.removeprefix("sqlite:///")

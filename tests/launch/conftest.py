@@ -40,7 +40,8 @@ def _install_reason() -> str | None:
     if not _missing():
         return None
     if os.geteuid() != 0 or shutil.which("apt-get") is None:
-        return f"needs Slurm and munge ({' '.join(_missing())} missing): apt-get install slurm-wlm munge as root"
+        missing = " ".join(_missing())
+        return f"needs Slurm and munge ({missing} missing): apt-get install slurm-wlm munge as root"
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     try:
         done = subprocess.run(
@@ -57,7 +58,7 @@ def _install_reason() -> str | None:
 
 @pytest.fixture(scope="session")
 def slurm_cluster(tmp_path_factory):
-    """The running cluster; ``SLURM_CONF`` points at it for the session (sbatch and the launcher)."""
+    """The running cluster; ``SLURM_CONF`` points at it for the session (sbatch and launcher)."""
     reason = _install_reason()
     if reason:
         pytest.skip(reason)

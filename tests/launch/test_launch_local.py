@@ -122,7 +122,7 @@ def test_progress_display_reads_the_last_throughput(tmp_path, capsys):
         samples_per_epoch=500,
         steps_per_epoch=5,
     )
-    # jax: each process counts its own share, so the job's rate is the sum; multiworker: one worker's.
+    # jax: each process counts its share, so the job's rate is the sum; multiworker: one worker's.
     assert last_throughput(runs / "s-jax-n2-r0", "jax") == 1000.0
     assert last_throughput(runs / "s-jax-n2-r0", "multiworker") == 500.0
     assert last_throughput(runs / "missing", "jax") is None

@@ -136,8 +136,8 @@ def test_the_sweep_runs_to_completion_on_two_nodes(sweep):
         assert tags["ray.job_id"] == rec.job_id and tags["ray.nodes"] == ",".join(rec.nodes)
         assert tags["ray.actors"] == ",".join(rec.actors)
         assert _processes_of(rec.run_id) == []  # no worker outlives its configuration
-    # A healthy two-node run: who waits least is measured, far from a deliberate straggler, and named
-    # exactly where D651 fails (a shared host can really slow one rank: tests/support/stragglers.py).
+    # A healthy two-node run: who waits least is measured, far from a deliberate straggler, and
+    # named exactly where D651 fails (a shared host can slow one rank: tests/support/stragglers.py).
     table = RunService(runs).scaling_table(SWEEP)
     assert_healthy_workers(table.row("multiworker", 2), table.findings)
 

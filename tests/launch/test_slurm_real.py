@@ -1,7 +1,7 @@
 """`advisor scale --launcher slurm` on a real Slurm 22.05 cluster of this host (two node daemons,
 tests/launch/conftest.py): a 1- and 2-worker multiworker (and jax) sweep runs to completion, each
-job after the other, on a CPU partition asked for no GPUs; the job ids are in the sweep and in the runs;
-`advisor report` has both rows; a job cancelled with scancel is failed with Slurm's reason."""
+job after the other, on a CPU partition asked for no GPUs; the job ids are in the sweep and in the
+runs; `advisor report` has both rows; a job cancelled with scancel is failed with Slurm's reason."""
 
 from __future__ import annotations
 

@@ -193,7 +193,7 @@ def test_each_run_knows_its_strategy(sweep, config, strategy, ranks, replicas, l
     )
     assert m.framework.legacy_keras is legacy
     assert m.framework.backend == ("jax" if config.startswith("jax") else "tensorflow")
-    # Each worker keeps its own time budget (MirroredStrategy, MultiWorkerMirrored, JAX DataParallel).
+    # Each worker keeps its own time budget (Mirrored, MultiWorkerMirrored, JAX DataParallel).
     for rank in run.ranks:
         (final,) = [b for b in run.of_type(BudgetRecord, rank=rank) if b.final]
         assert sum(final.seconds.values()) == pytest.approx(final.wall_seconds, abs=1e-4)
@@ -213,7 +213,7 @@ def test_report_of_the_real_sweep(sweep):
         assert row.per_replica_batch == pytest.approx(32)
     assert table.failures == []
     # Healthy two-process runs: who waits least is measured, far from a deliberate straggler, and
-    # named exactly where D651 fails (a shared host can really slow one rank: tests/support/stragglers.py).
+    # named exactly where D651 fails (a shared host can slow one rank: tests/support/stragglers.py).
     for strategy in ("multiworker", "jax"):
         assert_healthy_workers(table.row(strategy, 2), table.findings)
     assert table.row("mirrored", 2).straggler_share is None  # one process: nobody to wait for

@@ -1,5 +1,5 @@
-"""The frames take the store first, like the callback and ``advisor.RunService``; the older calls that
-gave the run first still work, with one DeprecationWarning (no pandas needed here)."""
+"""The frames take the store first, like the callback and ``advisor.RunService``; the older calls
+that gave the run first still work, with one DeprecationWarning (no pandas needed here)."""
 
 from __future__ import annotations
 

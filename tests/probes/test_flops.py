@@ -113,17 +113,26 @@ import os, json
 os.environ["KERAS_BACKEND"] = "jax"
 import keras
 from advisor.probes.flops import estimate_flops_per_sample
-dense = keras.Sequential([keras.Input((64,)), keras.layers.Dense(128, activation="relu"), keras.layers.Dense(10)])
-conv = keras.Sequential([keras.Input((32, 32, 3)), keras.layers.Conv2D(16, 3, padding="same", activation="relu"),
-                         keras.layers.Conv2D(8, 3), keras.layers.Flatten(), keras.layers.Dense(10)])
-out = {k: estimate_flops_per_sample(m, backend="jax") for k, m in (("dense", dense), ("conv", conv))}
+dense = keras.Sequential(
+    [keras.Input((64,)), keras.layers.Dense(128, activation="relu"), keras.layers.Dense(10)]
+)
+conv = keras.Sequential([
+    keras.Input((32, 32, 3)),
+    keras.layers.Conv2D(16, 3, padding="same", activation="relu"),
+    keras.layers.Conv2D(8, 3),
+    keras.layers.Flatten(),
+    keras.layers.Dense(10),
+])
+out = {
+    k: estimate_flops_per_sample(m, backend="jax") for k, m in (("dense", dense), ("conv", conv))
+}
 print(json.dumps({k: [v.flops_per_sample, v.method] for k, v in out.items()}))
 """
 
 
 @pytest.mark.slow
 def test_jax_jaxpr_count_within_5_percent() -> None:
-    """In a subprocess: the Keras backend is fixed per process. Skipped where JAX is not installed."""
+    """In a subprocess: the Keras backend is fixed per process. Skipped where JAX is missing."""
     import importlib.util
     import json
     import os

@@ -15,14 +15,8 @@ from typing import Any
 import pytest
 
 from advisor.probes.instance import detect_instance_type, instance_from_dmi, instance_from_metadata
-from advisor.reference.hardware import (
-    ACCELERATORS,
-    compute_dtype,
-    family_of,
-    instance_info,
-    match_accelerator,
-    peak_tflops,
-)
+from advisor.reference.families import family_of, instance_info
+from advisor.reference.hardware import ACCELERATORS, compute_dtype, match_accelerator, peak_tflops
 from advisor.reference.prices import price_table
 
 

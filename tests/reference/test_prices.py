@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.reference.prices import lookup, price_table, resolve_price, samples_per_dollar
+from advisor.reference.prices import lookup, price_table, samples_per_dollar
 
 
 def test_table_has_source_and_date_and_all_three_clouds():
@@ -22,15 +22,6 @@ def test_lookup_by_name_or_provider_key():
     assert lookup("aws/p4d.24xlarge") == row
     assert lookup("AZURE/standard_nc6s_v3") is not None
     assert lookup("no-such-instance") is None
-
-
-def test_price_resolution_order():
-    assert resolve_price("g5.xlarge", 2.5) == (2.5, "argument")
-    price, source = resolve_price("g5.xlarge", None)
-    assert price == lookup("g5.xlarge").usd_per_hour and source.startswith("table:")
-    assert resolve_price("unknown", None) == (None, None)
-    with pytest.raises(ValueError):
-        resolve_price(None, 0)
 
 
 def test_samples_per_dollar_formula():

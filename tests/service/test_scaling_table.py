@@ -74,7 +74,9 @@ def test_missing_data_is_a_note_not_a_failure(sweep_dir):
 
 
 def test_price_override_and_instances_scale_cost(sweep_dir):
-    table = RunService(sweep_dir).scaling_table("sweep-fixture", price_per_hour=3.0, gpus_per_instance=2)
+    table = RunService(sweep_dir).scaling_table(
+        "sweep-fixture", price_per_hour=3.0, gpus_per_instance=2
+    )
     m1, m4 = table.row("mirrored", 1), table.row("mirrored", 4)
     assert m1.instances == 1 and m4.instances == 2  # ⌈4 ÷ 2⌉ instances are paid for
     assert m4.usd_per_hour == pytest.approx(6.0)
@@ -427,8 +429,8 @@ def test_a_split_without_computation_is_not_projected(tmp_path):
     assert (table.row("jax", 4).step_ms or 0) > 0 and table.row("jax", 4).per_replica_batch
     assert [r.goal for r in table.recommendations] == ["samples_per_s"]  # no projection
     note = (
-        "no projection for jax: the trace found no computation at ×2 and ×4 (0 ms of the step), so its "
-        "step cannot be split to project a larger size"
+        "no projection for jax: the trace found no computation at ×2 and ×4 (0 ms of the step), "
+        "so its step cannot be split to project a larger size"
     )
     assert note in table.notes
     from advisor.render.scaling import render_table

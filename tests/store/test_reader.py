@@ -11,7 +11,8 @@ import time
 import pytest
 
 from advisor.errors import RunFormatError, RunNotFoundError, SchemaVersionError, UsageError
-from advisor.store.reader import RunReader, list_run_dirs, resolve_run
+from advisor.store.reader import RunReader, list_run_dirs
+from advisor.store.run_refs import resolve_run
 from advisor.store.schema import SCHEMA_VERSION, EpochRecord, EventRecord, WindowRecord
 from advisor.store.writer import RunWriter, new_run_id
 

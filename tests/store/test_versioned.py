@@ -75,7 +75,10 @@ def test_a_newer_version_is_refused_not_read_as_ours(kind, tmp_path):
     path = _write(tmp_path, json.dumps({**payload, key: known + 1}))
     with pytest.raises(
         error,
-        match=rf"^{re.escape(str(path))}: written by a newer advisor .*{key} {known + 1}\); upgrade advisor$",
+        match=(
+            rf"^{re.escape(str(path))}: written by a newer advisor "
+            rf".*{key} {known + 1}\); upgrade advisor$"
+        ),
     ):
         read(path)
 

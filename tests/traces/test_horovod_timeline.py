@@ -157,7 +157,7 @@ def test_d606_fails_on_the_same_timeline_when_the_optimizer_did_not_compress(hor
 
 def test_compression_is_read_from_horovods_optimizer_wrappers():
     """Horovod cannot be built in the test environment (scripts/horovod_ci.sh builds it and checks
-    this on the real optimizer); here classes shaped like its wrappers stand in, at that boundary."""
+    this on the real optimizer); here classes shaped like its wrappers stand in at that boundary."""
 
     def compressor(name: str) -> type:
         return type(name, (), {"__module__": "horovod.tensorflow.compression"})

@@ -1,4 +1,4 @@
-"""Custom training loops: ``advisor.track`` / ``@advisor.tracked`` write the run directory ``fit`` would."""
+"""Custom training loops: ``advisor.track`` and ``@advisor.tracked`` write what ``fit`` would."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ def test_a_plain_pytorch_loop_is_diagnosed_without_fit(tmp_path):
     assert status["D607"] == "fail", "validation time was excluded from training and judged"
     assert not [f for f in report.findings if f.status == "error"]
     assert report.summary.passed > 0 and report.summary.fail > 0
-    # Advice in the loop's own terms: no Keras compile settings or callbacks, and Keras-only rules n/a.
+    # Advice in the loop's own terms: no Keras compile settings or callbacks, Keras-only rules n/a.
     d607 = next(f for f in report.findings if f.code == "D607")
     assert "validation_freq" not in d607.fix and "every N epochs" in d607.fix
     for f in report.findings:

@@ -15,8 +15,9 @@ from tui_helpers import drive, make, settle, until
 
 from advisor.tui.columns import fit_widths, shorten
 from advisor.tui.screens.live import LiveScreen
-from advisor.tui.screens.runs import COLUMNS, RunsScreen
+from advisor.tui.screens.runs import RunsScreen
 from advisor.tui.widgets.charts import y_range
+from advisor.tui.widgets.run_table import COLUMNS
 
 SWEEP = "sweep-20261201-214201-5aef"  # ids as advisor scale and the RunWriter make them
 

@@ -14,6 +14,7 @@ import pytest
 from rich.console import Console
 from tui_helpers import drive, make, until
 
+from advisor.diagnosis.report import FactValue, as_facts
 from advisor.numbers import percent
 from advisor.tui.screens.findings import FindingsScreen
 from advisor.tui.widgets.goodput_bar import NO_GOODPUT, GoodputBar, goodput_view
@@ -30,7 +31,7 @@ def row(category: str, share: float, part_of: str | None = None) -> dict:
 
 
 # A fit of 10 s: steps 46% (20% of the wall clock waiting for input inside them), callbacks 45%,
-# start-up 6.5%, epoch boundaries 0.5%, the advisor's hooks 0.3%, checkpoints 1.7%, nothing unaccounted.
+# start-up 6.5%, epoch boundaries 0.5%, advisor hooks 0.3%, checkpoints 1.7%, nothing unaccounted.
 TABLE = [
     row("startup", 0.065),
     row("train_steps", 0.46),
@@ -57,7 +58,7 @@ def plain(renderable, width: int = 80) -> list[str]:
 
 
 def test_segments_follow_the_table_and_the_input_wait_is_inside_the_steps():
-    view = goodput_view(FACTS)
+    view = goodput_view(as_facts(FACTS))
     assert view is not None
     assert [s.category for s in view.segments] == [
         "startup",
@@ -77,7 +78,7 @@ def test_segments_follow_the_table_and_the_input_wait_is_inside_the_steps():
 
 
 def test_legend_is_largest_first_with_the_small_categories_as_other():
-    view = goodput_view(FACTS)
+    view = goodput_view(as_facts(FACTS))
     assert view is not None
     assert (
         view.legend().plain
@@ -93,14 +94,10 @@ def test_legend_is_largest_first_with_the_small_categories_as_other():
 
 
 def test_facts_as_the_report_holds_them_and_no_budget():
-    class Fact:
-        def __init__(self, value):
-            self.value = value
-
-    view = goodput_view({name: Fact(value) for name, value in FACTS.items()})
+    view = goodput_view({name: FactValue(value=value) for name, value in FACTS.items()})
     assert view is not None and view.goodput == pytest.approx(0.46)
     assert goodput_view({}) is None
-    assert goodput_view({"time.table": [row("train_steps", 0.0)]}) is None
+    assert goodput_view(as_facts({"time.table": [row("train_steps", 0.0)]})) is None
 
 
 def test_the_input_wait_is_a_share_of_the_wall_clock_in_the_bar_and_in_show(tmp_path):
@@ -146,11 +143,12 @@ def test_the_input_wait_is_a_share_of_the_wall_clock_in_the_bar_and_in_show(tmp_
     facts = RunService(tmp_path).analyse(writer.run_id).facts
     wait = percent(facts["time.input_wait.share"], 0, fraction=True)
     assert wait == "18%"
-    view = goodput_view(facts)
+    view = goodput_view(as_facts(facts))
     assert view is not None
     line = view.goodput_line().plain
     assert line.startswith(
-        f"goodput 19% of the wall clock in training steps ({wait} of the wall clock waiting for input)"
+        "goodput 19% of the wall clock in training steps "
+        f"({wait} of the wall clock waiting for input)"
     )
     assert "of which" not in line
     shown = CliRunner().invoke(
@@ -166,7 +164,7 @@ def test_the_input_wait_is_a_share_of_the_wall_clock_in_the_bar_and_in_show(tmp_
 
 @pytest.fixture
 def trained(tmp_path, monkeypatch):
-    """A store in ./runs holding one run trained with the real AdvisorCallback (budget on, the default)."""
+    """A store in ./runs with one run trained by the real AdvisorCallback (budget on by default)."""
     keras = pytest.importorskip("keras")
     import numpy as np
 

@@ -139,7 +139,7 @@ def test_findings_filter_counts_and_what_to_enable(store):
 def test_measured_gains_come_from_the_baseline(store):
     report = RunService(store).diagnose("run-input-bound")
     finding = next(f for f in report.findings if f.code == "M108")
-    gains = measured_gains(finding, report.facts)
+    gains = measured_gains(finding)
     # The same figure `advisor check` and `show` give: the paired rounds' median speedup, not a
     # ratio of the two medians (which read ×5.33 here).
     assert [(g.label, g.text) for g in gains] == [
@@ -150,7 +150,7 @@ def test_measured_gains_come_from_the_baseline(store):
     ]
     assert report.facts["input.removed_speedup"].value == pytest.approx(5.3, abs=0.05)
     healthy = RunService(store).diagnose("run-healthy")
-    assert not measured_gains(next(f for f in healthy.findings if f.code == "M101"), healthy.facts)
+    assert not measured_gains(next(f for f in healthy.findings if f.code == "M101"))
 
 
 def test_the_whatifs_gain_of_a_finding_is_among_its_measured_gains(tmp_path):
@@ -158,7 +158,7 @@ def test_the_whatifs_gain_of_a_finding_is_among_its_measured_gains(tmp_path):
 
     report = RunService(tmp_path).diagnose(str(input_bound_run(tmp_path)))
     c401 = next(f for f in report.findings if f.code == "C401")
-    gains = measured_gains(c401, report.facts)
+    gains = measured_gains(c401)
     assert gains[0].label == "measured"  # once: not "what-if: measured: 2.4×"
     assert (
         gains[0].text.startswith("2.4× (±") and "— parallel_map: map #1 ('decode')" in gains[0].text
@@ -174,14 +174,14 @@ def _shown(report: Report) -> list[str]:
 
 
 def test_a_measured_ceiling_is_named_once_as_show_names_it(store):
-    """The detail pane's ceiling line reads ``measured ceiling: 5.3× …``, as `advisor show` prints it
-    for the same finding, not ``ceiling: measured ceiling: 5.3×``."""
+    """The detail pane's ceiling line reads ``measured ceiling: 5.3× …``, as `advisor show` prints
+    it for the same finding, not ``ceiling: measured ceiling: 5.3×``."""
     report = RunService(store).diagnose("run-input-bound")
     c402 = next(
         f for f in report.findings if f.code == "C402"
     )  # passes here: shown failing, as on C460
     assert c402.measured is not None and c402.measured.ceiling
-    first = measured_gains(c402, report.facts)[0]
+    first = measured_gains(c402)[0]
     assert first.label == "measured ceiling" and not first.text.startswith(("measured", "ceiling"))
     failing = report.model_copy(update={"findings": [c402.model_copy(update={"status": "fail"})]})
     assert f"    {first.label}: {first.text}" in _shown(failing)
@@ -231,7 +231,7 @@ def test_a_measured_gain_is_written_with_its_own_sign():
             Evidence(fact="input.prefetch_gain", value=-0.05),
         ],
     )
-    assert [(g.label, g.text) for g in measured_gains(finding, {})] == [
+    assert [(g.label, g.text) for g in measured_gains(finding)] == [
         ("input.source_cache_gain", "+25% measured"),
         ("input.prefetch_gain", "-5% measured"),
     ]
@@ -258,6 +258,6 @@ def test_the_whatifs_input_served_from_memory_replaces_the_baselines(tmp_path):
     )
     report = RunService(tmp_path).diagnose(str(input_bound_run(tmp_path, record)))
     m108 = next(f for f in report.findings if f.code == "M108")
-    labels = [g.label for g in measured_gains(m108, report.facts)]
+    labels = [g.label for g in measured_gains(m108)]
     assert "the input served from memory (the what-if)" in labels
     assert "the input served from memory (the cached-input baseline)" not in labels

@@ -81,7 +81,8 @@ def test_advisor_tui_in_tmux(tmp_path):
     exe = Path(sys.executable).with_name("advisor")
     done = tmp_path / "exit-code"
     command = (
-        f"cd {tmp_path} && env -u COLUMNS -u LINES ADVISOR_RUNS_DIR={runs_dir} TERM=xterm-256color {exe} tui; "
+        f"cd {tmp_path} && "
+        f"env -u COLUMNS -u LINES ADVISOR_RUNS_DIR={runs_dir} TERM=xterm-256color {exe} tui; "
         f"echo $? > {done}"
     )
     tmux = Tmux(f"advisor-test-{os.getpid()}")

@@ -21,7 +21,7 @@ def make(target: str | None = None, runs_dir: str | Path | None = "runs", **opti
 
 
 async def settle(pilot: Any, rounds: int = 3) -> None:
-    """Let workers finish and their messages land (not the live follower: it runs until the run ends)."""
+    """Let workers finish and their messages land (not the live follower: it runs until the end)."""
     from textual.worker import WorkerCancelled, WorkerFailed
 
     for _ in range(rounds):

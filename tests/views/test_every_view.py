@@ -360,7 +360,7 @@ def test_hints_name_their_extra_in_check_and_show(store):
 
 
 def test_demo_prints_the_run_as_show_does(store):
-    """``advisor demo`` prints its run through show's ``print_run`` (training aside, the same text)."""
+    """``advisor demo`` prints its run through show's ``print_run`` (training aside, same text)."""
     from rich.console import Console
 
     from advisor.cli.show import print_run

@@ -92,10 +92,9 @@ def _relative_band(rounds: list[float]) -> float | None:
 def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any]:
     from advisor.store.schema import BackendsRecord
 
-    records = run.chief_of_type(BackendsRecord)
-    if not records:
+    record = run.chief_last(BackendsRecord)
+    if record is None:
         return {}
-    record = records[-1]
     out: dict[str, Any] = {"backends.own": record.own}
     if record.seconds is not None:
         out["backends.seconds"] = record.seconds

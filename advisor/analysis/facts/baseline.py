@@ -76,7 +76,8 @@ FACTS = (
     Fact(
         "baseline.stalled_rounds",
         "",
-        "rounds set aside because the cached or real arm stalled (ran under a third of its median rate)",
+        "rounds set aside because the cached or real arm stalled (ran under a third of its median "
+        "rate)",
         "baseline",
     ),
     Fact(
@@ -144,7 +145,8 @@ FACTS = (
     Fact(
         "baseline.skipped",
         "",
-        "why the default baseline (baseline='auto') did not run: too short a fit, a multi-worker job, a one-shot generator",
+        "why the default baseline (baseline='auto') did not run: too short a fit, a multi-worker "
+        "job, a one-shot generator",
         "baseline",
         "str",
     ),
@@ -158,7 +160,8 @@ FACTS = (
     Fact(
         "input.withheld",
         "",
-        "why the input's cost is not a fact: the baseline's skip reason or error, or too few rounds for a noise band (and what to change)",
+        "why the input's cost is not a fact: the baseline's skip reason or error, or too few "
+        "rounds for a noise band (and what to change)",
         "baseline",
         "str",
     ),
@@ -193,27 +196,14 @@ FACTS = (
 def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any]:
     from advisor.store.schema import BaselineRecord
 
-    ranks = run.ranks
-    records = run.chief_of_type(BaselineRecord)
-    if not records:
+    record = run.chief_last(BaselineRecord)
+    if record is None:
         return {}
-    record = records[-1]
     out: dict[str, Any] = {}
     if record.mode:
         out["baseline.mode"] = record.mode
     if record.skipped or record.error:
-        # Nothing measured: say why (the rules that need the baseline name the reason).
-        reason = (
-            f"the baseline was skipped: {record.skipped}"
-            if record.skipped
-            else f"the baseline failed: {record.error}"
-        )
-        out["baseline.skipped" if record.skipped else "baseline.error"] = (
-            record.skipped or record.error
-        )
-        out["input.withheld"] = out["baseline.withheld"] = reason
-        if record.error:
-            out["baseline.steps"] = record.steps
+        _not_measured(record, out)
         return out
     out["baseline.steps"] = record.steps
     for name, value in (
@@ -225,20 +215,7 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
         if value is not None:
             out[name] = value
     cached = record.cached_samples_per_s
-    real = record.real_samples_per_s
-    real_rounds = record.real_rounds
-    if real is not None:
-        out["baseline.real_source"] = "baseline"
-    elif (
-        cached is not None
-        and len(ranks) <= 1
-        and facts.get("throughput.samples_per_s")
-        and record.input_kind == "generator"
-    ):
-        # One-shot generators cannot be replayed: compare with what training itself measured.
-        real = float(facts["throughput.samples_per_s"])
-        real_rounds = [real] * len(record.cached_rounds or [])
-        out["baseline.real_source"] = "training"
+    real, real_rounds = _real_rate(record, facts, len(run.ranks), out)
     for name, value in (
         ("baseline.real_samples_per_s", real),
         ("baseline.cached_samples_per_s", cached),
@@ -250,8 +227,53 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
     if real and cached:
         out.update(_bound(record, real, cached, real_rounds))
         out.update(_beyond_the_inputs_work(out, facts, record, real))
+    if real:
+        _other_arms(record, real, real_rounds, out)
+    return out
+
+
+def _not_measured(record: BaselineRecord, out: dict[str, Any]) -> None:
+    """Nothing measured: say why (the rules that need the baseline name the reason)."""
+    reason = (
+        f"the baseline was skipped: {record.skipped}"
+        if record.skipped
+        else f"the baseline failed: {record.error}"
+    )
+    out["baseline.skipped" if record.skipped else "baseline.error"] = record.skipped or record.error
+    out["input.withheld"] = out["baseline.withheld"] = reason
+    if record.error:
+        out["baseline.steps"] = record.steps
+
+
+def _real_rate(
+    record: BaselineRecord, facts: dict[str, Any], workers: int, out: dict[str, Any]
+) -> tuple[float | None, list[float | None] | None]:
+    """The real input's rate and rounds: the baseline's, else (a one-shot generator cannot be
+    replayed) what training itself measured."""
+    real, real_rounds = record.real_samples_per_s, record.real_rounds
+    if real is not None:
+        out["baseline.real_source"] = "baseline"
+    elif (
+        record.cached_samples_per_s is not None
+        and workers <= 1
+        and facts.get("throughput.samples_per_s")
+        and record.input_kind == "generator"
+    ):
+        real = float(facts["throughput.samples_per_s"])
+        real_rounds = [real] * len(record.cached_rounds or [])
+        out["baseline.real_source"] = "training"
+    return real, real_rounds
+
+
+def _other_arms(
+    record: BaselineRecord,
+    real: float,
+    real_rounds: list[float | None] | None,
+    out: dict[str, Any],
+) -> None:
+    """The data-only and source-cached arms against the real input, with their bands."""
     planned = record.rounds is not None
-    if real and record.data_only_samples_per_s:
+    if record.data_only_samples_per_s:
         out.update(
             _paired(
                 "input.data_only_ratio",
@@ -262,7 +284,7 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
                 planned,
             )
         )
-    if real and record.source_cached_samples_per_s:
+    if record.source_cached_samples_per_s:
         gain = _paired(
             "input.source_cache_gain",
             record.source_cached_rounds,
@@ -274,7 +296,6 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
         if "input.source_cache_gain" in gain:
             gain["input.source_cache_gain"] = max(0.0, gain["input.source_cache_gain"])
         out.update(gain)
-    return out
 
 
 def _bound(
@@ -300,9 +321,9 @@ def _bound(
     elif record.rounds is not None:
         # Rounds were planned, but fewer than MIN_ROUNDS paired: noise cannot be told from cost.
         out["input.withheld"] = (
-            f"the baseline paired only {len(costs)} round(s) of cached and real input within its time budget; "
-            f"a cost needs {noise.MIN_ROUNDS} to be told from noise: raise baseline_max_seconds "
-            f"(it had {record.budget_seconds or 0:g} s) or baseline_seconds"
+            f"the baseline paired only {len(costs)} round(s) of cached and real input within its "
+            f"time budget; a cost needs {noise.MIN_ROUNDS} to be told from noise: raise "
+            f"baseline_max_seconds (it had {record.budget_seconds or 0:g} s) or baseline_seconds"
         )
     else:  # an older record: one measurement per arm, no band
         out["input.bound_fraction"] = max(0.0, noise.input_cost(real, cached))
@@ -318,7 +339,8 @@ def _beyond_the_inputs_work(
 ) -> dict[str, Any]:
     """A cost the input's own work cannot account for is the host's noise, not input cost
     (``noise.beyond_the_inputs_work``): a cached pipeline that delivers 275× the training rate on
-    2 cores cannot cost 19% of a step (seen beside a busy core: the rounds drifted with the load)."""
+    2 cores cannot cost 19% of a step (seen beside a busy core: the rounds drifted with the
+    load)."""
     bound, data_only = out.get("input.bound_fraction"), record.data_only_samples_per_s
     if not out.get("input.bound_outside_band") or not isinstance(bound, (int, float)):
         return {}

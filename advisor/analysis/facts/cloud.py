@@ -20,7 +20,8 @@ FACTS = (
     Fact(
         "cloud.input_mode",
         "",
-        "how training data reaches the job: SageMaker File, FastFile or Pipe, or Stream (the pipeline reads s3:// itself)",
+        "how training data reaches the job: SageMaker File, FastFile or Pipe, or Stream (the "
+        "pipeline reads s3:// itself)",
         "cloud",
         "str",
     ),

@@ -1,4 +1,5 @@
-"""Facts introspected at train begin: framework, strategy, batch, precision, compilation, callbacks."""
+"""Facts introspected at train begin: framework, strategy, batch, precision, compilation,
+callbacks."""
 
 from __future__ import annotations
 

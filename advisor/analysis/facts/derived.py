@@ -26,7 +26,8 @@ FACTS = (
     Fact(
         "pattern.cpu_bound",
         "",
-        "GPU mostly idle (median < 10%) while some CPU core is above 90% in over half of the samples",
+        "GPU mostly idle (median < 10%) while some CPU core is above 90% in over half of the "
+        "samples",
         "nvml+psutil",
         "bool",
     ),
@@ -40,15 +41,17 @@ FACTS = (
     Fact(
         "pattern.small_batch",
         "",
-        "CPU (p95 of the mean over cores), GPU (p95) and GPU memory (peak) all under 70%: the batch leaves the hardware idle",
+        "CPU (p95 of the mean over cores), GPU (p95) and GPU memory (peak) all under 70%: the "
+        "batch leaves the hardware idle",
         "nvml+psutil",
         "bool",
     ),
     Fact(
         "input.share",
         "fraction",
-        "best estimate of the input's share of step time (baseline, else trace); 0 when the baseline's cost is inside "
-        "a narrow noise band, unknown (input.withheld says why) when the band is ± 10 points or wider",
+        "best estimate of the input's share of step time (baseline, else trace); 0 when the "
+        "baseline's cost is inside a narrow noise band, unknown (input.withheld says why) when the "
+        "band is ± 10 points or wider",
         "baseline+trace",
     ),
     Fact(
@@ -116,9 +119,9 @@ def derive_from(facts: dict[str, Any]) -> dict[str, Any]:
         band = _num(facts, "input.bound_band")
         if inside and band is not None and band >= WIDE_INPUT_BAND:
             out["input.withheld"] = (
-                f"the baseline measured the input at {bound:.0%} ± {band:.0%} of step time: inside its noise band, "
-                "which is too wide to tell a cost that matters from none (a longer baseline, baseline_seconds, "
-                "or a quieter host narrows it)"
+                f"the baseline measured the input at {bound:.0%} ± {band:.0%} of step time: inside "
+                "its noise band, which is too wide to tell a cost that matters from none (a longer "
+                "baseline, baseline_seconds, or a quieter host narrows it)"
             )
         else:
             out["input.share"] = 0.0 if inside else min(1.0, max(0.0, bound))

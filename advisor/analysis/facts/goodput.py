@@ -59,7 +59,10 @@ def _category_facts(name: str) -> tuple[Fact, ...]:
     what = LABELS[name]
     return (
         Fact(
-            f"time.{name}.seconds", "s", f"wall-clock seconds of the fit spent in: {what}", "goodput"
+            f"time.{name}.seconds",
+            "s",
+            f"wall-clock seconds of the fit spent in: {what}",
+            "goodput",
         ),
         Fact(
             f"time.{name}.share",
@@ -142,7 +145,9 @@ FACTS = (
         "goodput",
         "str",
     ),
-    Fact("callbacks.slowest_name", "", "the class of the costliest callback hook", "goodput", "str"),
+    Fact(
+        "callbacks.slowest_name", "", "the class of the costliest callback hook", "goodput", "str"
+    ),
     Fact(
         "callbacks.slowest_hook",
         "",
@@ -208,7 +213,9 @@ FACTS = (
     ),
     Fact("checkpoint.seconds", "s", "time the fit spent saving checkpoints", "goodput"),
     Fact("checkpoint.share", "fraction", "checkpoint saves ÷ the fit's wall clock", "goodput"),
-    Fact("checkpoint.bytes", "bytes", "bytes the saves wrote (the files each save left)", "goodput"),
+    Fact(
+        "checkpoint.bytes", "bytes", "bytes the saves wrote (the files each save left)", "goodput"
+    ),
     Fact("checkpoint.seconds_per_save", "s", "mean time of one save", "goodput"),
     Fact(
         "checkpoint.mb_per_s",

@@ -111,12 +111,8 @@ FACTS = (
 
 
 def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any]:
-    from advisor.reference.hardware import (
-        compute_dtype,
-        instance_info,
-        match_accelerator,
-        peak_tflops,
-    )
+    from advisor.reference.families import instance_info
+    from advisor.reference.hardware import compute_dtype, match_accelerator, peak_tflops
 
     out: dict[str, Any] = {}
     m = run.manifest
@@ -186,7 +182,8 @@ def _model_flops(run: Run) -> tuple[float, str] | None:
 
 
 def _mfu(facts: dict[str, Any], out: dict[str, Any]) -> None:
-    """MFU only for a GPU seen at run time: a table guess about an unseen device is no measurement."""
+    """MFU only for a GPU seen at run time: a table guess about an unseen device is no
+    measurement."""
     flops = out.get("model.flops_per_sample")
     rate = facts.get("throughput.samples_per_s")
     peak = out.get("accelerator.peak_tflops")

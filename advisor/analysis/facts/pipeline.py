@@ -86,7 +86,8 @@ FACTS = (
     Fact(
         "pipeline.dynamic_dims",
         "",
-        "input dimensions beyond the batch axis whose size is not fixed (each new size compiles the step again under XLA)",
+        "input dimensions beyond the batch axis whose size is not fixed (each new size compiles "
+        "the step again under XLA)",
         "pipeline",
     ),
     Fact(
@@ -131,7 +132,5 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
     from advisor.analysis.pipeline_advice import pipeline_facts
     from advisor.store.schema import PipelineRecord
 
-    records = run.chief_of_type(PipelineRecord)
-    if not records:
-        return {}
-    return pipeline_facts(records[-1].values)
+    record = run.chief_last(PipelineRecord)
+    return pipeline_facts(record.values) if record is not None else {}

@@ -92,7 +92,8 @@ FACTS = (
     Fact(
         "scaling.keras3_multiworker",
         "",
-        "Keras 3 trains under MultiWorkerMirroredStrategy (fails with more than one worker: keras#20585)",
+        "Keras 3 trains under MultiWorkerMirroredStrategy (fails with more than one worker: "
+        "keras#20585)",
         "context",
         "bool",
     ),

@@ -43,7 +43,8 @@ FACTS = (
     Fact(
         "throughput.cv",
         "fraction",
-        "spread of samples/s over the stability windows: (p90 − p10) ÷ (2.563 × median), σ ÷ μ for normal noise",
+        "spread of samples/s over the stability windows: (p90 − p10) ÷ (2.563 × median), σ ÷ μ for "
+        "normal noise",
         "throughput",
     ),
     Fact(
@@ -119,7 +120,8 @@ FACTS = (
     Fact(
         "time.epoch_start_s.mean",
         "s",
-        "mean time from an epoch's begin to its first step (input iterator built and filled, epoch-begin callbacks)",
+        "mean time from an epoch's begin to its first step (input iterator built and filled, "
+        "epoch-begin callbacks)",
         "throughput",
     ),
     Fact(
@@ -150,10 +152,18 @@ FACTS = (
 
 
 def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any]:
-    from advisor.analysis.scaling_points import counts_global_batch
-    from advisor.store.schema import ContextRecord, EpochRecord, FirstStepRecord, WindowRecord
-
     out: dict[str, Any] = {}
+    _rates(run, out)
+    _logging(run, out)
+    _epoch_times(run, out)
+    _cost(run, out)
+    return out
+
+
+def _rates(run: Run, out: dict[str, Any]) -> None:
+    """Samples and steps per second over the measured windows, and how steady they are."""
+    from advisor.analysis.scaling_points import counts_global_batch
+    from advisor.store.schema import WindowRecord
 
     windows = {
         rank: [
@@ -167,33 +177,39 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
     def measured(rank: int) -> list[WindowRecord]:
         return windows[rank]
 
-    if run.ranks and measured(run.ranks[0]):
-        # Job throughput. Usually each worker records its own samples and they add up; under
-        # tf.distribute multi-worker strategies every worker records the global batch, so the
-        # chief's windows alone hold the job's samples.
-        global_batch = counts_global_batch(run)
-        ranks = run.ranks[:1] if global_batch else run.ranks
-        scale = 1 if global_batch else max(1, len(run.ranks))
-        seconds = max(sum(w.seconds for w in measured(rank)) for rank in run.ranks)
-        chief = measured(run.ranks[0])
-        steps_total = sum(w.steps for w in chief)
-        if all(w.samples is not None for rank in ranks for w in measured(rank)) and seconds > 0:
-            samples = sum(w.samples or 0 for rank in ranks for w in measured(rank))
-            out["throughput.samples_per_s"] = samples / seconds
-            rates = [(w.samples or 0) / w.seconds * scale for w in chief]
-        else:
-            rates = []
-        if seconds > 0:
-            out["throughput.steps_per_s"] = steps_total / seconds
-        out["throughput.windows"] = len(chief)
-        out["throughput.measured_steps"] = steps_total
-        if rates:
-            out["throughput.samples_per_s.p10"] = percentile(rates, 10)
-            out["throughput.samples_per_s.p50"] = percentile(rates, 50)
-            out["throughput.samples_per_s.p90"] = percentile(rates, 90)
-        _stability(chief, out)
-        _step_stats(chief, out)
-        _epoch_starts(chief, out)
+    if not (run.ranks and measured(run.ranks[0])):
+        return
+    # Job throughput. Usually each worker records its own samples and they add up; under
+    # tf.distribute multi-worker strategies every worker records the global batch, so the
+    # chief's windows alone hold the job's samples.
+    global_batch = counts_global_batch(run)
+    ranks = run.ranks[:1] if global_batch else run.ranks
+    scale = 1 if global_batch else max(1, len(run.ranks))
+    seconds = max(sum(w.seconds for w in measured(rank)) for rank in run.ranks)
+    chief = measured(run.ranks[0])
+    steps_total = sum(w.steps for w in chief)
+    if all(w.samples is not None for rank in ranks for w in measured(rank)) and seconds > 0:
+        samples = sum(w.samples or 0 for rank in ranks for w in measured(rank))
+        out["throughput.samples_per_s"] = samples / seconds
+        rates = [(w.samples or 0) / w.seconds * scale for w in chief]
+    else:
+        rates = []
+    if seconds > 0:
+        out["throughput.steps_per_s"] = steps_total / seconds
+    out["throughput.windows"] = len(chief)
+    out["throughput.measured_steps"] = steps_total
+    if rates:
+        out["throughput.samples_per_s.p10"] = percentile(rates, 10)
+        out["throughput.samples_per_s.p50"] = percentile(rates, 50)
+        out["throughput.samples_per_s.p90"] = percentile(rates, 90)
+    _stability(chief, out)
+    _step_stats(chief, out)
+    _epoch_starts(chief, out)
+
+
+def _logging(run: Run, out: dict[str, Any]) -> None:
+    """Whether the fit logged progress, and how often (the chief's context)."""
+    from advisor.store.schema import ContextRecord
 
     for record in run.of_type(ContextRecord, rank=run.ranks[0] if run.ranks else None):
         if "throughput.logging" in record.values:
@@ -203,6 +219,11 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
                 out[name] = record.values[name]
     if "throughput.logging" not in out and "log_every_s" in run.manifest.config:
         out["throughput.logging"] = run.manifest.config["log_every_s"] is not None
+
+
+def _epoch_times(run: Run, out: dict[str, Any]) -> None:
+    """The first step, the first and the mean epoch, and the share spent validating."""
+    from advisor.store.schema import EpochRecord, FirstStepRecord
 
     first = run.of_type(FirstStepRecord)
     if first:
@@ -216,6 +237,9 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
         if total > 0:
             out["time.val_fraction"] = sum(e.val_seconds for e in epochs) / total
 
+
+def _cost(run: Run, out: dict[str, Any]) -> None:
+    """Price per hour, samples per dollar and the price of an epoch; why not, without a price."""
     m = run.manifest
     if m.price_per_hour:
         # A multi-instance job pays for every instance: the manifest price is per instance.
@@ -234,9 +258,9 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
         )
     else:
         out["cost.missing_price"] = (
-            "no instance_type or price_per_hour was given and the machine is not a recognised cloud instance"
+            "no instance_type or price_per_hour was given and the machine is not a recognised "
+            "cloud instance"
         )
-    return out
 
 
 def _stability(chief: list[Any], out: dict[str, Any]) -> None:

@@ -229,6 +229,6 @@ def withhold_unstable_shares(facts: dict[str, Any]) -> None:
         del facts[name]
     start, stop = SUGGESTED_WINDOW
     facts["trace.withheld"] = (
-        f"the profile has {steps} steps; its step-time shares need at least {MIN_TRACE_STEPS} to be "
-        f"stable: capture a longer window, e.g. profile_steps=({start}, {stop})"
+        f"the profile has {steps} steps; its step-time shares need at least {MIN_TRACE_STEPS} to "
+        f"be stable: capture a longer window, e.g. profile_steps=({start}, {stop})"
     )

@@ -75,7 +75,13 @@ def _candidate_facts(name: str) -> tuple[Fact, ...]:
 
 FACTS = (
     Fact("whatif.seconds", "s", "wall time of the whole what-if", "whatif"),
-    Fact("whatif.budget_seconds", "s", "the time budget the what-if stayed within", "whatif"),
+    Fact(
+        "whatif.allowance_seconds",
+        "s",
+        "the allowance the what-if stayed within (whatif_max_seconds or its default; "
+        "formerly whatif.budget_seconds)",
+        "whatif",
+    ),
     Fact(
         "whatif.share_of_fit",
         "fraction",
@@ -126,14 +132,13 @@ FACTS = (
 def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any]:
     from advisor.store.schema import WhatIfRecord
 
-    records = run.chief_of_type(WhatIfRecord)
-    if not records:
+    record = run.chief_last(WhatIfRecord)
+    if record is None:
         return {}
-    record = records[-1]
     out: dict[str, Any] = {"whatif.interrupted": record.interrupted}
     for name, value in (
         ("whatif.seconds", record.seconds),
-        ("whatif.budget_seconds", record.budget_seconds),
+        ("whatif.allowance_seconds", record.budget_seconds),
         ("whatif.rounds", record.rounds),
         ("whatif.stopped", record.stopped),
         ("whatif.skipped", record.skipped),

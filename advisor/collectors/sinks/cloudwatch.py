@@ -1,4 +1,5 @@
-"""CloudWatch collector: samples/s, samples/$ and utilization as custom metrics, off the training thread.
+"""CloudWatch collector: samples/s, samples/$ and utilization as custom metrics, off the training
+thread.
 
 ``AdvisorCallback(cloudwatch_namespace="Training/Advisor")`` adds it. It listens to the records
 the other collectors write (``RunWriter.add_listener``): at each throughput window it queues
@@ -14,7 +15,34 @@ import threading
 from typing import Any
 
 from advisor.collectors.collector import Collector
+from advisor.collectors.option_spec import Option
+from advisor.errors import UsageError
 from advisor.store.schema import GpuSample, HostSample, Record, WindowRecord
+
+
+def namespace(name: str, value: Any) -> str | None:
+    """None (off) or a CloudWatch namespace: 1-255 characters, not starting with ``AWS/``."""
+    if value is not None and (
+        not isinstance(value, str)
+        or not value.strip()
+        or value.startswith("AWS/")
+        or len(value) > 255
+    ):
+        raise UsageError(
+            f"{name} must be a name of 1-255 characters not starting with 'AWS/' (got {value!r})"
+        )
+    return value
+
+
+OPTIONS = (
+    Option(
+        "cloudwatch_namespace",
+        "str | None",
+        None,
+        "publish samples/s, samples/$ and utilization to CloudWatch.",
+        namespace,
+    ),
+)
 
 
 class CloudWatchCollector(Collector):
@@ -41,7 +69,7 @@ class CloudWatchCollector(Collector):
         s.writer.add_listener(self.on_record)
 
     def on_record(self, record: Record) -> None:
-        """Called for every record written (any thread): keep it to arithmetic and a queue append."""
+        """Called for every record written (any thread): arithmetic and a queue append only."""
         if isinstance(record, GpuSample) and record.util is not None:
             with self._lock:
                 self._gpu.append(float(record.util))

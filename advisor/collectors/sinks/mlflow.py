@@ -29,11 +29,21 @@ import time
 from typing import Any
 
 from advisor.collectors.collector import Collector
+from advisor.collectors.option_spec import Option
 from advisor.integrations.mlflow_metrics import MetricSeries, run_params
 from advisor.store.schema import ContextRecord, GpuSample, HostSample, Record, WindowRecord
 
 log = logging.getLogger("advisor")
 
+OPTIONS = (
+    Option(
+        "mlflow",
+        "bool",
+        False,
+        "log samples/s, samples/$, utilization and energy to the active MLflow run at every "
+        "window end (off the training thread), and the report and plots at the end.",
+    ),
+)
 EXPORT_TIMEOUT_S = 120.0  # $ADVISOR_MLFLOW_EXPORT_TIMEOUT_S overrides
 JOIN_TIMEOUT_S = 10.0
 FLUSH_S = 5.0  # the logging thread writes what it holds at most this often (one log_batch)

@@ -21,20 +21,44 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from advisor.collectors.collector import Collector
+from advisor.collectors.option_spec import Option, at_least, one_of
 from advisor.errors import UsageError
 from advisor.store.schema import ContextRecord, EventRecord, Record
 
 log = logging.getLogger("advisor")
 
 MIN_INTERVAL_S = 0.1
+TELEMETRY_DEVICES = ("mine", "all")
+TelemetryDevices = Literal["mine", "all"]
+OPTIONS = (
+    Option("telemetry", "bool", True, "sample GPU (NVML) and host (psutil) metrics."),
+    Option(
+        "telemetry_interval_seconds",
+        "float",
+        1.0,
+        "seconds between telemetry samples.",
+        at_least(MIN_INTERVAL_S),
+        old_names=("telemetry_interval_s",),
+        recorded_as="telemetry_interval_s",
+    ),
+    Option(
+        "telemetry_devices",
+        "TelemetryDevices",
+        "mine",
+        '``"mine"`` (this process\'s GPUs) or ``"all"``.',
+        one_of(*TELEMETRY_DEVICES),
+    ),
+    Option("mfu", "bool | None", None, "estimate FLOPs and MFU (None: when a GPU is present)."),
+)
 PROCESS_GPU_CHECK_AFTER_S = 5.0  # the CUDA context exists by then
 
 
 class TelemetrySampler:
-    """Samples sources on a thread; ``write`` receives records, ``note`` (level, source, message)."""
+    """Samples sources on a thread; ``write`` receives records, ``note`` (level, source,
+    message)."""
 
     def __init__(
         self,
@@ -139,7 +163,10 @@ class TelemetrySampler:
         self.samples += 1
 
     def _fail(self, part: str, exc: BaseException) -> None:
-        message = f"{part} sampling failed ({type(exc).__name__}: {exc}); it is switched off, training goes on"
+        message = (
+            f"{part} sampling failed ({type(exc).__name__}: {exc}); "
+            "it is switched off, training goes on"
+        )
         self.failed[part] = message
         try:
             self.note("warning", "telemetry", message)

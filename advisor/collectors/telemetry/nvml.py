@@ -150,7 +150,7 @@ class NvmlMonitor:
 
     # -- setup ---------------------------------------------------------------------------------
     def open(self) -> bool:
-        """Initialise NVML and pick the devices; False (and ``reason``) when there is no GPU data."""
+        """Initialise NVML and pick the devices; False (and ``reason``) without GPU data."""
         nvml = self._nvml
         if nvml is None:
             try:
@@ -336,7 +336,8 @@ class NvmlMonitor:
         ]
 
     def process_devices(self, pid: int | None = None) -> list[int] | None:
-        """NVML indices of the sampled GPUs on which ``pid`` holds a compute context (None: unknown).
+        """NVML indices of the sampled GPUs on which ``pid`` holds a compute context (None:
+        unknown).
 
         Inside containers NVML may report host PIDs; then nothing matches and this says None.
         """

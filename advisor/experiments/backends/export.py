@@ -252,7 +252,8 @@ def _iterate(data: Any, count: int) -> Any:
 
 
 def write_batches(path: Path, x: Any, y: Any, batch_size: int) -> None:
-    """``x`` and ``y`` into one ``.npz`` with their layout (array, tuple or dict), for ``read_batches``."""
+    """``x`` and ``y`` into one ``.npz`` with their layout (array, tuple or dict), for
+    ``read_batches``."""
     arrays: dict[str, np.ndarray] = {}
     layout = {
         "x": _flatten("x", x, arrays),

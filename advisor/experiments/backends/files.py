@@ -21,7 +21,8 @@ from advisor.experiments.backends.result import BACKENDS, Config
 
 
 def saved_jit_compile(model_path: Path) -> bool | str | None:
-    """``jit_compile`` as the ``.keras`` file's compile config holds it ("auto", a bool, or None)."""
+    """``jit_compile`` as the ``.keras`` file's compile config holds it ("auto", a bool, or
+    None)."""
     try:
         with zipfile.ZipFile(model_path) as archive:
             config = json.loads(archive.read("config.json"))
@@ -30,7 +31,8 @@ def saved_jit_compile(model_path: Path) -> bool | str | None:
     compiled = config.get("compile_config")
     if not compiled:
         raise UsageError(
-            f"{model_path}: the model was saved uncompiled: compile it (optimizer, loss) and save again"
+            f"{model_path}: the model was saved uncompiled: compile it (optimizer, loss) and "
+            "save again"
         )
     return (compiled.get("config") or {}).get("jit_compile", "auto")  # type: ignore[no-any-return]
 

@@ -14,7 +14,7 @@ BACKENDS = ("tensorflow", "jax", "torch")
 MEASURED = "measured"
 FAILED = "failed"
 NOT_INSTALLED = "not_installed"
-SKIPPED = "skipped"  # the budget left no time for it
+SKIPPED = "skipped"  # the allowance left no time for it
 JIT_NAMES = {"tensorflow": "XLA", "jax": "jit", "torch": "torch.compile"}
 
 
@@ -63,7 +63,8 @@ class BackendCandidate:
     status: str = SKIPPED
     reason: str | None = None
     rounds: list[float] = field(default_factory=list)
-    # the first training step (tracing, compiling), and a compile on the second fit call (torch.compile)
+    # the first training step (tracing, compiling), and a compile on the second fit call
+    # (torch.compile)
     compile_seconds: float | None = None
     load_seconds: float | None = None  # rebuilding the model from its file
     import_seconds: float | None = None  # importing the backend and Keras

@@ -4,7 +4,8 @@ The default baseline runs after the last epoch. Its measuring time is about
 ``AUTO_BASELINE_SECONDS`` or ``AUTO_BASELINE_STEPS`` training steps, whichever is longer (a step
 count alone is milliseconds of measuring on a fast step, and noise becomes a finding; a time
 alone is a handful of steps on a slow one). The whole baseline — calibration, warm-ups, restores
-included — stays within ``AUTO_BASELINE_SHARE`` of the fit's own time and the absolute budget; a
+included — stays within ``AUTO_BASELINE_SHARE`` of the fit's own time and the absolute allowance;
+a
 fit too short for a useful measurement within that share is skipped, and so are inputs it
 cannot replay side by side with the cached one. Every skip is recorded with its reason.
 """
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from advisor.experiments.settings import (
-    AUTO_BASELINE_MIN_BUDGET,
+    AUTO_BASELINE_MIN_ALLOWANCE,
     AUTO_BASELINE_SECONDS,
     AUTO_BASELINE_SHARE,
     AUTO_BASELINE_STEPS,
@@ -23,12 +24,13 @@ from advisor.experiments.settings import (
     BASELINE_SECONDS,
 )
 
-MEASURED_SHARE_OF_BUDGET = 0.6  # the rest of the budget goes to calibration, warm-ups and restores
+# the rest of the allowance goes to calibration, warm-ups and restores
+MEASURED_SHARE_OF_ALLOWANCE = 0.6
 
 
 @dataclass(frozen=True)
 class Sizing:
-    """The measuring time and budget of one baseline, or why it is skipped."""
+    """The measuring time and allowance of one baseline, or why it is skipped."""
 
     seconds: float = 0.0
     max_seconds: float = 0.0
@@ -47,21 +49,25 @@ def auto_sizing(
     ``seconds`` (the user's ``baseline_seconds``) replaces the time-or-steps target; the share
     cap and ``max_seconds`` still apply.
     """
-    budget = min(max_seconds, AUTO_BASELINE_SHARE * max(0.0, fit_seconds))
-    if budget < AUTO_BASELINE_MIN_BUDGET:
+    allowance = min(max_seconds, AUTO_BASELINE_SHARE * max(0.0, fit_seconds))
+    if allowance < AUTO_BASELINE_MIN_ALLOWANCE:
         return Sizing(
             skipped=(
-                f"the fit took {fit_seconds:.1f} s: a baseline within {AUTO_BASELINE_SHARE:.0%} of it "
-                f"({budget:.1f} s) is too short to measure (baseline='end' measures anyway)"
+                f"the fit took {fit_seconds:.1f} s: a baseline within {AUTO_BASELINE_SHARE:.0%} "
+                f"of it ({allowance:.1f} s) is too short to measure (baseline='end' measures "
+                "anyway)"
             )
         )
     if seconds is None:
         seconds = max(AUTO_BASELINE_SECONDS, AUTO_BASELINE_STEPS * (step_seconds or 0.0))
-    return Sizing(seconds=min(seconds, MEASURED_SHARE_OF_BUDGET * budget), max_seconds=budget)
+    return Sizing(
+        seconds=min(seconds, MEASURED_SHARE_OF_ALLOWANCE * allowance), max_seconds=allowance
+    )
 
 
 def explicit_sizing(seconds: float | None, max_seconds: float) -> Sizing:
-    """``baseline="end"`` / ``"start"``: what the user asked, within the absolute budget only."""
+    """``baseline="end"`` / ``"start"``: what the user asked, within the absolute allowance
+    only."""
     return Sizing(seconds=BASELINE_SECONDS if seconds is None else seconds, max_seconds=max_seconds)
 
 

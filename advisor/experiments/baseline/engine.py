@@ -9,7 +9,7 @@ With the same compiled train step, the baseline measures side by side
 - for tf.data pipelines that read files, training with a cache right after the reading stage.
 
 Each is measured **for a time, not a step count**, in **interleaved rounds** (cached, real, …,
-then the reverse order), each segment after its own warm-up, within a time budget. Every round
+then the reverse order), each segment after its own warm-up, within a time allowance. Every round
 gives a paired value — the input's cost ``1 − real ÷ cached`` of that round — and the figure is
 their median with a noise band (``advisor.noise``): a cost inside the band is no input cost.
 
@@ -22,20 +22,20 @@ never see those steps. Use it from a callback, ``AdvisorCallback(baseline="end")
 from __future__ import annotations
 
 import logging
-import math
 import time
 import warnings
 from collections.abc import Sequence
 from typing import Any
 
 from advisor.errors import one_line
+from advisor.experiments.baseline.calibration import calibrate
 from advisor.experiments.baseline.result import InputBaseline
 from advisor.experiments.cleanup import own_garbage, tear_down
-from advisor.experiments.feeds.base import MAX_SLICE_BYTES, Feeds, InputError
+from advisor.experiments.feeds.base import Feeds, InputError
 from advisor.experiments.feeds.choose import epoch_batches, feeds_from_session, feeds_from_user
 from advisor.experiments.hooks import hooks_callback
 from advisor.experiments.random_state import GlobalRandomState
-from advisor.experiments.rounds import Arm, Plan, round_up, run_rounds
+from advisor.experiments.rounds import Arm, Outcome, Plan, round_up, run_rounds
 from advisor.experiments.segments import Segment, fit_segment
 from advisor.experiments.settings import (
     BASELINE_MAX_SECONDS,
@@ -55,7 +55,6 @@ DEFAULT_ROUNDS = (
 DEFAULT_MAX_SECONDS = (
     BASELINE_MAX_SECONDS  # the whole baseline, from its first (compiled) step, stays within this
 )
-CALIBRATION_STEPS = 5  # cached steps timed before the rounds
 MODES = ("auto", "start", "end")
 
 __all__ = [
@@ -113,7 +112,8 @@ def measure_input(
     data_only: bool = True,
     timeout_s: float | None = None,
 ) -> InputBaseline:
-    """Measure real, cached-input, data-only (and source-cached) throughput of ``model`` on ``data``.
+    """Measure real, cached-input, data-only (and source-cached) throughput of ``model`` on
+    ``data``.
 
     ``data`` is what you would pass to ``fit``: a tf.data.Dataset, a tuple ``(x, y)`` of arrays
     (with ``batch_size``, default 32), a keras.utils.PyDataset, a torch DataLoader or a generator.
@@ -125,7 +125,7 @@ def measure_input(
     """
     if timeout_s is not None:
         warnings.warn(
-            "measure_input(timeout_s=) is now max_seconds= (a budget for the whole baseline)",
+            "measure_input(timeout_s=) is now max_seconds= (an allowance for the whole baseline)",
             DeprecationWarning,
             stacklevel=2,
         )
@@ -205,12 +205,39 @@ def run_baseline(
     if feeds.first is not None:
         ensure_built(model, feeds.first)
     state = ModelState(model)
+    arms = _Arms(model, feeds, warm, spe)
+    try:
+        deadline, overhead, need = calibrate(model, feeds, plan, spe, t0, state.restore)
+        if feeds.resize is not None:
+            feeds.resize(need)
+        chosen = arms.choose(need, result, source_cache, data_only, hooks)
+        outcome = run_rounds(chosen, plan, deadline, state.restore, overhead)
+    finally:
+        state.restore()
+    _gather(result, chosen, outcome, feeds)
+    result.seconds = time.perf_counter() - t0
+    return result
 
-    backend = backend_of(model)
 
-    def training_arm(
-        name: str, kwargs: dict[str, Any], finite: bool, what: str, extra: tuple[Any, ...] = ()
+class _Arms:
+    """The baseline's arms on one model and its feeds: the cached input, the real input, the
+    source-cached input, the input alone (data-only) and the cached input with the slow hooks."""
+
+    def __init__(self, model: Any, feeds: Feeds, warm: int, spe: int) -> None:
+        self.model, self.feeds, self.warm, self.spe = model, feeds, warm, spe
+        self.backend = backend_of(model)
+
+    def training(
+        self,
+        name: str,
+        kwargs: dict[str, Any],
+        finite: bool,
+        what: str,
+        extra: tuple[Any, ...] = (),
     ) -> Arm:
+        """An arm that trains ``model`` on ``kwargs`` (a nested fit per segment)."""
+        model, feeds, warm, spe, backend = self.model, self.feeds, self.warm, self.spe, self.backend
+
         def measure(seconds: float, min_steps: int, deadline: float) -> Segment | None:
             try:
                 return fit_segment(
@@ -227,45 +254,25 @@ def run_baseline(
                     extra=extra,
                 )
             finally:
-                tear_down(
-                    backend
-                )  # the real input's threads must not work on in the next arm's time
+                # the real input's threads must not work on in the next arm's time
+                tear_down(backend)
 
         return Arm(name, measure, trains=True)
 
-    try:
-        # Calibration: a few cached steps that compile the step if needed and time it, so that
-        # sliced feeds can be sized. The budget starts once the first step (compilation) is done.
-        first_tick: list[float] = []
-        calibrating = time.perf_counter()
-        calibration = fit_segment(
-            model,
-            feeds.cached,
-            finite=False,
-            warm=warm,
-            seconds=0.0,
-            min_steps=min(plan.segment_min_steps(spe), round_up(CALIBRATION_STEPS, spe)),
-            deadline=t0 + plan.max_seconds,
-            what="the cached input",
-            error=InputError,
-            first_tick=first_tick,
-        )
-        state.restore()
-        deadline = (first_tick[0] if first_tick else time.perf_counter()) + plan.max_seconds
-        # What a segment costs beyond its measured time (compilation aside); the rounds replace
-        # this first estimate with what they see.
-        since = first_tick[0] if first_tick else calibrating
-        overhead = min(
-            max(0.0, time.perf_counter() - since - (calibration.seconds if calibration else 0.0)),
-            plan.max_seconds / (4 * max(1, plan.rounds)),
-        )
-        need = _batches_needed(feeds, plan, calibration, warm)
-        if feeds.resize is not None:
-            feeds.resize(need)
-        arms = [training_arm("cached", feeds.cached, False, "the cached input")]
+    def choose(
+        self,
+        need: int,
+        result: InputBaseline,
+        source_cache: bool,
+        data_only: bool,
+        hooks: Sequence[tuple[str, Any]],
+    ) -> list[Arm]:
+        """The arms this feed has and the caller asked for, the cached input first."""
+        feeds = self.feeds
+        arms = [self.training("cached", feeds.cached, False, "the cached input")]
         if feeds.real is not None:
             arms.append(
-                training_arm("real", feeds.real, feeds.real_batches is not None, "the real input")
+                self.training("real", feeds.real, feeds.real_batches is not None, "the real input")
             )
         if source_cache and feeds.source_cached is not None:
             try:
@@ -275,24 +282,28 @@ def run_baseline(
                 result.notes.append(f"no source-cache run: {one_line(exc)}")
             if source_kwargs is not None:
                 arms.append(
-                    training_arm("source_cached", source_kwargs, False, "the source-cached input")
+                    self.training("source_cached", source_kwargs, False, "the source-cached input")
                 )
         if data_only and feeds.data_only is not None:
-            arms.append(Arm("data_only", _data_only_measure(feeds, warm, backend), trains=False))
+            measure = _data_only_measure(feeds, self.warm, self.backend)
+            arms.append(Arm("data_only", measure, trains=False))
         if hooks:
             result.hooks_of = [name for name, _ in hooks]
             arms.append(
-                training_arm(
+                self.training(
                     "hooks",
                     feeds.cached,
                     False,
                     "the cached input with the slow callback hooks",
-                    (hooks_callback(model, hooks),),
+                    (hooks_callback(self.model, hooks),),
                 )
             )
-        outcome = run_rounds(arms, plan, deadline, state.restore, overhead)
-    finally:
-        state.restore()
+        return arms
+
+
+def _gather(result: InputBaseline, arms: list[Arm], outcome: Outcome, feeds: Feeds) -> None:
+    """Each arm's rates per round into ``result``, with the rounds' outcome and notes on what
+    stopped them, what was set aside and what gave no step."""
     for arm in arms:
         result.set_rounds(
             arm.name,
@@ -313,22 +324,6 @@ def run_baseline(
         result.notes.append(
             "the real input gave no measured step (it ran out or failed to start in time)"
         )
-    result.seconds = time.perf_counter() - t0
-    return result
-
-
-def _batches_needed(feeds: Feeds, plan: Plan, calibration: Segment | None, warm: int) -> int:
-    """Batches one segment may need: warm-up, then twice the target time at the calibrated
-    cached speed (the real input is not faster), bounded by what a slice may copy."""
-    arms = 2 + (feeds.source_cached is not None) + (feeds.data_only is not None)
-    need = warm + plan.segment_min_steps(1)
-    if calibration is not None and calibration.steps > 0 and calibration.seconds > 0:
-        step_s = calibration.seconds / calibration.steps
-        need += math.ceil(2.0 * plan.segment_seconds(arms) / step_s)
-    batch_bytes = feeds.batch_bytes()
-    if batch_bytes > 0:
-        need = min(need, max(warm + plan.segment_min_steps(1), MAX_SLICE_BYTES // batch_bytes))
-    return need
 
 
 def _data_only_measure(feeds: Feeds, warm: int, backend: str | None) -> Any:
@@ -364,7 +359,8 @@ def measure_fit_input(
     """The baseline of a running fit, on the input it trains on (``data``: the callback's
     ``DataInfo``): the global random generators are put back and what the measurement made is
     torn down before it returns. ``need_real``: raise :class:`NoRealInput` rather than measure
-    the cached input alone. Raises :class:`InputError` (one line) when the input cannot be measured."""
+    the cached input alone. Raises :class:`InputError` (one line) when the input cannot be
+    measured."""
     randomness = GlobalRandomState()  # what the feeds and the rounds draw is put back
     feeds = None
     with own_garbage():

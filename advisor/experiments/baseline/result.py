@@ -112,14 +112,15 @@ class InputBaseline:
             plus = f" ± {band:.0%}" if band is not None else ""
             if self.bound_outside_band is False:
                 parts.append(
-                    f"input costs {bound:.0%}{plus} of step time: inside the noise band, no measurable "
-                    f"input cost (cached {self.cached_samples_per_s:.0f} vs real "
+                    f"input costs {bound:.0%}{plus} of step time: inside the noise band, no "
+                    f"measurable input cost (cached {self.cached_samples_per_s:.0f} vs real "
                     f"{self.real_samples_per_s:.0f} samples/s)"
                 )
             else:
                 parts.append(
-                    f"input costs {bound:.0%}{plus} of step time; with input removed this model trains "
-                    f"at {self.cached_samples_per_s:.0f} samples/s instead of {self.real_samples_per_s:.0f}"
+                    f"input costs {bound:.0%}{plus} of step time; with input removed this model "
+                    f"trains at {self.cached_samples_per_s:.0f} samples/s instead of "
+                    f"{self.real_samples_per_s:.0f}"
                 )
         elif self.cached_samples_per_s is not None:
             parts.append(f"cached-input ceiling {self.cached_samples_per_s:.0f} samples/s")
@@ -132,7 +133,8 @@ class InputBaseline:
             parts.append(f"the input alone delivers {self.data_only_samples_per_s:.0f} samples/s")
         if self.source_cached_samples_per_s is not None:
             parts.append(
-                f"with a cache after the file source: {self.source_cached_samples_per_s:.0f} samples/s"
+                "with a cache after the file source: "
+                f"{self.source_cached_samples_per_s:.0f} samples/s"
             )
         return "; ".join(parts) or "nothing measured"
 

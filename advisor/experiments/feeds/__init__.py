@@ -1,1 +1,2 @@
-"""Input feeds: every kind of input ``fit`` accepts, as cached, real, data-only and rewritten feeds."""
+"""Input feeds: every kind of input ``fit`` accepts, as cached, real, data-only and rewritten
+feeds."""

@@ -36,7 +36,8 @@ def feeds_from_session(data: Any, backend: str | None, training_done: bool = Tru
         dataset = data.dataset
         if dataset is None or not is_tf_dataset(dataset):
             raise InputError(
-                f"the input is a {type(dataset).__name__}, not a tf.data.Dataset the baseline can replay"
+                f"the input is a {type(dataset).__name__}, not a tf.data.Dataset the baseline "
+                "can replay"
             )
         return tfdata_feeds(dataset, backend)
     if kind == "numpy":
@@ -160,8 +161,8 @@ def feeds_from_user(
         x, y, sw = data, None, None
     else:
         raise InputError(
-            f"unsupported input {type(data).__name__}: pass a tf.data.Dataset, a tuple (x, y) of arrays, "
-            "a keras.utils.PyDataset, a torch DataLoader or a generator"
+            f"unsupported input {type(data).__name__}: pass a tf.data.Dataset, a tuple (x, y) "
+            "of arrays, a keras.utils.PyDataset, a torch DataLoader or a generator"
         )
     return array_feeds(x, y, sw, int(batch_size or 32), True, backend, legacy)
 

@@ -1,10 +1,11 @@
 """The inputs a baseline trains on, for every kind of data ``fit`` accepts.
 
-For arrays, generators, PyDataset and torch DataLoaders this module builds the *feeds* the baseline needs: the real input (endless,
-or finite and then replayed epoch after epoch as training does), the first batch served from
-memory (the cached-input ceiling), a time-boxed way to iterate the input without training
-(data-only), and for tf.data pipelines that read files, the same pipeline with a cache right
-after the reading stage (checklist S304; tf.data feeds: ``feeds.tfdata``; which feeds an input gets: ``feeds.choose``).
+For arrays, generators, PyDataset and torch DataLoaders this module builds the *feeds* the
+baseline needs: the real input (endless, or finite and then replayed epoch after epoch as
+training does), the first batch served from memory (the cached-input ceiling), a time-boxed way
+to iterate the input without training (data-only), and for tf.data pipelines that read files,
+the same pipeline with a cache right after the reading stage (checklist S304; tf.data feeds:
+``feeds.tfdata``; which feeds an input gets: ``feeds.choose``).
 
 Nothing here changes the user's data: tf.data pipelines get fresh iterators, arrays are sliced
 (views where possible), one-shot Python generators are never consumed (their first batch was

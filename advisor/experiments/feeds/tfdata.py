@@ -72,7 +72,8 @@ class GraphPuller:
         self._pull = pull
 
     def pull(self, iterator: Any, count: int) -> None:
-        """Pull ``count`` batches from ``iterator`` in one graph call (OutOfRangeError at its end)."""
+        """Pull ``count`` batches from ``iterator`` in one graph call (OutOfRangeError at its
+        end)."""
         import tensorflow as tf
 
         self._pull(iterator, tf.constant(count, tf.int64))

@@ -1,9 +1,10 @@
-"""The measured what-if: each recommended change tried on the user's own model and input (``engine``)."""
+"""The measured what-if: each recommended change tried on the user's own model and input
+(``engine``)."""
 
 from advisor.experiments.feeds.base import InputError
 from advisor.experiments.feeds.choose import feeds_from_session
 from advisor.experiments.whatif.api import (
-    default_budget,
+    default_allowance,
     pipeline_summary,
     situation_from_user,
     whatif,
@@ -21,7 +22,7 @@ __all__ = [
     "WhatIfResult",
     "candidates",
     "cpu_count",
-    "default_budget",
+    "default_allowance",
     "feeds_from_session",
     "pipeline_summary",
     "run_whatif",

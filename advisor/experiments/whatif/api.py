@@ -22,7 +22,7 @@ from advisor.experiments.whatif.trials import Situation, unchanged_trial
 from advisor.probes.batch import leading_dim
 
 
-def default_budget(fit_seconds: float | None) -> float:
+def default_allowance(fit_seconds: float | None) -> float:
     """The smaller of 10% of the fit and 60 s (60 s when the fit's length is unknown)."""
     if fit_seconds is None or fit_seconds <= 0:
         return WHATIF_MAX_SECONDS
@@ -157,7 +157,7 @@ def whatif(
     result = run_whatif(
         situation,
         requested,
-        budget=float(max_seconds),
+        allowance=float(max_seconds),
         rounds=rounds,
         mode="api",
         started=started,

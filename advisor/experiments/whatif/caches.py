@@ -1,7 +1,7 @@
 """The cache candidates: ``.cache()`` after the stage that reads (or generates) the data, or after
 the last deterministic map, filled once before the rounds — as the first epoch of a run with the
 cache would fill it — so that its gain is the steady state of the later epochs. An epoch too long
-to fill within the budget is measured on a cached, repeated prefix of it."""
+to fill within the allowance is measured on a cached, repeated prefix of it."""
 
 from __future__ import annotations
 
@@ -121,7 +121,7 @@ def cache(name: str, pick: Any, what: str) -> Any:
         base = s.unchanged
         label = (
             f"ds.cache() after {where} (measured on the first {batches} of {epoch} batches of an "
-            "epoch, cached and repeated: a whole epoch would not fill within the budget)"
+            "epoch, cached and repeated: a whole epoch would not fill within the allowance)"
         )
         return Trial(
             name,
@@ -150,7 +150,8 @@ def _fill(puller: Any, dataset: Any, batches: int, deadline: float, stop: Any) -
         while done < batches and not stop():
             if time.perf_counter() >= deadline:
                 raise NotApplicable(
-                    f"filling the cache took longer than the time left ({done} of {batches} batches)"
+                    "filling the cache took longer than the time left "
+                    f"({done} of {batches} batches)"
                 )
             t0 = time.perf_counter()
             count = min(chunk, batches - done)

@@ -41,7 +41,8 @@ _REWRITABLE_OPS = {
 
 
 def _sequential(s: Situation, kinds: tuple[str, ...]) -> list[dict[str, Any]]:
-    """Main-chain stages of these kinds that run one element at a time (no parallel calls, or one)."""
+    """Main-chain stages of these kinds that run one element at a time (no parallel calls, or
+    one)."""
     return [
         st
         for st in s.stages
@@ -242,8 +243,9 @@ CACHED_INPUT_LABEL = "the first batch served from memory: the input's whole cost
 def _cached_input_relevant(s: Situation) -> str | None:
     if s.input_cost is None:
         return (
-            "no baseline measured the input's cost: with one (baseline='end', or the default 'auto' on fits "
-            'of ~10 s or more) "auto" measures this ceiling when the input costs time'
+            "no baseline measured the input's cost: with one (baseline='end', or the default "
+            "'auto' on fits of ~10 s or more) \"auto\" measures this ceiling when the input "
+            "costs time"
         )
     if not s.input_cost_outside_band:
         return (

@@ -24,7 +24,8 @@ STEP_ATTRIBUTES = ("steps_per_execution", "_jit_compile", "train_function")
 
 
 def step_settings(model: Any) -> dict[str, Any]:
-    """The model's compiled-step settings and step, to put back with :func:`restore_step_settings`."""
+    """The model's compiled-step settings and step, to put back with
+    :func:`restore_step_settings`."""
     return {name: model.__dict__.get(name, _MISSING) for name in STEP_ATTRIBUTES}
 
 
@@ -95,8 +96,8 @@ def _model_reason(s: Situation) -> str | None:
     """Why a change to the step is left out of "auto" although it applies: the input dominates."""
     if s.input_bound and s.input_cost is not None:
         return (
-            f"the input costs {s.input_cost:.0%} of step time: a faster step cannot show until the input "
-            "is fixed (measure it again then)"
+            f"the input costs {s.input_cost:.0%} of step time: a faster step cannot show until "
+            "the input is fixed (measure it again then)"
         )
     return None
 
@@ -115,8 +116,8 @@ def _spe_relevant(k: int) -> Any:
             and s.step_seconds > MAX_DISPATCH_STEP_S * s.steps_per_execution
         ):
             return (
-                f"a step takes {1000 * s.step_seconds:.0f} ms: the dispatch overhead steps_per_execution saves "
-                "is far below 1% of it"
+                f"a step takes {1000 * s.step_seconds:.0f} ms: the dispatch overhead "
+                "steps_per_execution saves is far below 1% of it"
             )
         return _model_reason(s)
 
@@ -132,7 +133,8 @@ def _spe(k: int) -> Any:
             )
         if s.run_eagerly:
             raise NotApplicable(
-                "the model runs eagerly (run_eagerly=True): nothing is compiled to run several steps"
+                "the model runs eagerly (run_eagerly=True): nothing is compiled to run several "
+                "steps"
             )
         return _swapped(
             s,
@@ -215,8 +217,9 @@ def _mixed_relevant(s: Situation) -> str | None:
         return f"the model already trains in mixed precision ({s.dtype_policy})"
     if s.device != "gpu":
         return (
-            f"no GPU ({s.device or 'unknown device'}): 16-bit compute is fast on accelerators (NVIDIA Volta "
-            "or newer, TPU); ask for whatif=['mixed_precision'] to try bfloat16 on this CPU"
+            f"no GPU ({s.device or 'unknown device'}): 16-bit compute is fast on accelerators "
+            "(NVIDIA Volta or newer, TPU); ask for whatif=['mixed_precision'] to try bfloat16 on "
+            "this CPU"
         )
     if _gpu_capability() < (7, 0):
         return "this GPU has no fast 16-bit units (compute capability below 7.0)"

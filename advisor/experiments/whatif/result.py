@@ -16,7 +16,7 @@ MEASURED = "measured"
 FAILED = "failed"
 NOT_APPLICABLE = "not_applicable"  # the change cannot be made to this model or input
 NOT_RELEVANT = "not_relevant"  # "auto" left it out: nothing the collectors saw points to it
-SKIPPED = "skipped"  # applicable, but the budget (or Ctrl-C) left no time for it
+SKIPPED = "skipped"  # applicable, but the allowance (or Ctrl-C) left no time for it
 
 
 @dataclass

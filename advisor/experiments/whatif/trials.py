@@ -52,7 +52,8 @@ class Trial:
 
 @dataclass
 class Situation:
-    """What is known when the what-if starts (from the collectors, or from ``whatif()``'s arguments)."""
+    """What is known when the what-if starts (from the collectors, or from ``whatif()``'s
+    arguments)."""
 
     model: Any
     backend: str | None
@@ -76,7 +77,7 @@ class Situation:
     )
     step_seconds: float | None = None  # one unchanged step (from the calibration segment)
     cpu_count: int = 1
-    fill_seconds: float = 5.0  # what one cache fill may take (set by the engine from the budget)
+    fill_seconds: float = 5.0  # what one cache fill may take (set by the engine from the allowance)
     notes: list[str] = field(default_factory=list)
 
     @property

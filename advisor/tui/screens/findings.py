@@ -13,6 +13,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Footer, Select, Static
 
+from advisor.diagnosis.report import fact_value
 from advisor.numbers import count_text, percent, readable, strategy_label, workers_label
 from advisor.tui.messages import LoadFailed, Navigate, ReportLoaded
 from advisor.tui.model import (
@@ -22,9 +23,9 @@ from advisor.tui.model import (
     counts,
 )
 from advisor.tui.screens.base import AdvisorScreen
-from advisor.tui.widgets.goodput_bar import GoodputBar
 from advisor.tui.widgets.filter_bar import FilterBar
 from advisor.tui.widgets.finding_detail import FindingDetail
+from advisor.tui.widgets.goodput_bar import GoodputBar
 
 if TYPE_CHECKING:
     from advisor.diagnosis.report import Finding, Report
@@ -43,7 +44,7 @@ def headline(report: Report) -> str:
         ("throughput.measured_steps", "measured steps", lambda v: readable(v, 0)),
     ):
         if name in facts:
-            parts.append(f"{show(facts[name].value)} {unit}")
+            parts.append(f"{show(fact_value(facts, name))} {unit}")
     return " · ".join(parts) if parts else "no throughput measured"
 
 
@@ -114,7 +115,8 @@ class FindingsScreen(AdvisorScreen):
             for v in (
                 run.status,
                 run.backend,
-                f"{strategy_label(run.strategy, run.tags)} ×{workers_label(run.num_workers or 1, run.tags)}",
+                f"{strategy_label(run.strategy, run.tags)} "
+                f"×{workers_label(run.num_workers or 1, run.tags)}",
                 run.instance_type,
             )
             if v
@@ -202,9 +204,8 @@ class FindingsScreen(AdvisorScreen):
             if self.shown and 0 <= table.cursor_row < len(self.shown)
             else None
         )
-        facts = self.report.facts if self.report else {}
         docs = self.data.rule_docs(finding.code) if finding else None
-        self.query_one(FindingDetail).show(finding, facts, docs)
+        self.query_one(FindingDetail).show(finding, docs)
 
     @on(DataTable.RowHighlighted, "#findings")
     def _highlighted(self) -> None:

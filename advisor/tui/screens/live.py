@@ -40,7 +40,8 @@ def stats_line(snap: LiveSnapshot, now: float | None = None) -> str:
     ]
     if snap.warmup_windows:
         parts.append(
-            f"{snap.warmup_windows} warm-up window{'s' if snap.warmup_windows > 1 else ''} not charted"
+            f"{snap.warmup_windows} warm-up window{'s' if snap.warmup_windows > 1 else ''} not "
+            "charted"
         )
     if not snap.final and snap.last_record_t is not None:
         age = max(0.0, (now if now is not None else time.time()) - snap.last_record_t)

@@ -36,9 +36,7 @@ def _is_prose(value: Any) -> bool:
     return (isinstance(value, str) and len(value) > 80) or is_changes(value)
 
 
-def detail_renderable(
-    finding: Finding, facts: Mapping[str, Any], docs: Mapping[str, Any] | None
-) -> RenderableType:
+def detail_renderable(finding: Finding, docs: Mapping[str, Any] | None) -> RenderableType:
     """Everything the pane shows about one finding, as one rich renderable."""
     parts: list[RenderableType] = []
     status = finding.status
@@ -53,7 +51,7 @@ def detail_renderable(
     parts.append(Text(finding.message))
     if finding.fix:
         parts += [Text(""), Text.assemble(("Fix: ", "bold green"), finding.fix)]
-    gains = measured_gains(finding, dict(facts))
+    gains = measured_gains(finding)
     if gains:
         parts += [Text(""), Text("Measured", style="bold")]
         parts += [Text.assemble(f"  {g.label}: ", (g.text, "bold")) for g in gains]
@@ -113,14 +111,12 @@ class FindingDetail(VerticalScroll):
             id="detail-body",
         )
 
-    def show(
-        self, finding: Finding | None, facts: Mapping[str, Any], docs: Mapping[str, Any] | None
-    ) -> None:
+    def show(self, finding: Finding | None, docs: Mapping[str, Any] | None) -> None:
         body = self.query_one("#detail-body", Static)
         if finding is None:
             self.code = None
             body.update(Text("No finding matches the filter.", style="dim"))
             return
         self.code = finding.code
-        body.update(detail_renderable(finding, facts, docs))
+        body.update(detail_renderable(finding, docs))
         self.scroll_home(animate=False)

@@ -11,17 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.widgets import Static
 
+from advisor.diagnosis.report import Facts, fact_value
 from advisor.numbers import percent
 
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions
 
-NO_GOODPUT = "no time budget: train with advisor.AdvisorCallback (budget=True, the default)"
+NO_GOODPUT = "no time budget: train with advisor.AdvisorCallback (goodput=True, the default)"
 OTHER_BELOW = 0.01  # a share under this is one of the "other" categories in the legend
 OTHER_STYLE = "grey50"
 BAR_CELL = "█"
@@ -80,7 +81,8 @@ class BudgetView:
     input_wait: float | None = None
 
     def legend(self) -> Text:
-        """``training steps 46% · callbacks 45% · … · other 2%``, largest first, each name in its colour."""
+        """``training steps 46% · callbacks 45% · … · other 2%``, largest first, each name in its
+        colour."""
         shown = sorted((s for s in self.segments if s.share >= OTHER_BELOW), key=lambda s: -s.share)
         other = sum(s.share for s in self.segments if s.share < OTHER_BELOW)
         text = Text()
@@ -96,27 +98,31 @@ class BudgetView:
         return text
 
     def goodput_line(self) -> Text:
-        """``goodput 46% of the wall clock in training steps (20% of the wall clock waiting for input)``,
-        then the goodput had the advisor not been there."""
+        """``goodput 46% of the wall clock in training steps (20% of the wall clock waiting for
+        input)``, then the goodput had the advisor not been there."""
         text = Text.assemble(
             ("goodput ", "bold"), (percent(self.goodput, 0, fraction=True), "bold green")
         )
         text.append(" of the wall clock in training steps", style="dim")
         if self.input_wait is not None and self.input_wait >= OTHER_BELOW:
-            # A share of the wall clock, as goodput is (not of the goodput): as `show`'s table gives it.
+            # A share of the wall clock, as goodput is (not of the goodput): as `show`'s table gives
+            # it.
             text.append(
-                f" ({percent(self.input_wait, 0, fraction=True)} of the wall clock waiting for input)",
+                f" ({percent(self.input_wait, 0, fraction=True)} of the wall clock waiting for "
+                "input)",
                 style="dim",
             )
         if self.without_advisor is not None:
             text.append(
-                f" · {percent(self.without_advisor, 0, fraction=True)} without the advisor's own time",
+                f" · {percent(self.without_advisor, 0, fraction=True)} without the advisor's own "
+                "time",
                 style="dim",
             )
         return text
 
     def widths(self, width: int) -> list[int]:
-        """Cells per segment, proportional to its share, that add up to ``width`` (largest remainder)."""
+        """Cells per segment, proportional to its share, that add up to ``width`` (largest
+        remainder)."""
         total = sum(s.share for s in self.segments)
         if total <= 0 or width <= 0:
             return [0] * len(self.segments)
@@ -140,9 +146,9 @@ class BudgetView:
         yield self.goodput_line()
 
 
-def goodput_view(facts: Mapping[str, Any]) -> BudgetView | None:
-    """The bar of a run's facts (plain values or ``Fact``s with ``.value``); None without a budget."""
-    table = _value(facts, "time.table")
+def goodput_view(facts: Facts) -> BudgetView | None:
+    """The bar of a run's facts (a report's); None without a budget."""
+    table = fact_value(facts, "time.table")
     if not isinstance(table, list) or not table:
         return None
     segments = []
@@ -170,17 +176,13 @@ def goodput_view(facts: Mapping[str, Any]) -> BudgetView | None:
 
 
 def _share(value: float) -> str:
-    """A share in whole percent; one under 1% with a decimal, so that it does not read as nothing."""
+    """A share in whole percent; one under 1% with a decimal, so that it does not read as
+    nothing."""
     return percent(value, 0 if value >= OTHER_BELOW else 1, fraction=True)
 
 
-def _value(facts: Mapping[str, Any], name: str) -> Any:
-    fact = facts.get(name)
-    return getattr(fact, "value", fact)
-
-
-def _number(facts: Mapping[str, Any], name: str) -> float | None:
-    value = _value(facts, name)
+def _number(facts: Facts, name: str) -> float | None:
+    value = fact_value(facts, name)
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
@@ -189,6 +191,6 @@ class GoodputBar(Static):
 
     budget: BudgetView | None = None
 
-    def show(self, facts: Mapping[str, Any]) -> None:
+    def show(self, facts: Facts) -> None:
         self.budget = goodput_view(facts)
         self.update(self.budget if self.budget is not None else Text(NO_GOODPUT, style="dim"))

@@ -70,10 +70,9 @@ def input_bound(target: Path) -> None:
             shutil.rmtree(target)
         session = target / "plugins" / "profile" / SESSION
         session.mkdir(parents=True)
-        shutil.copyfile(produced[0], session / "fixture.xplane.pb")
-    print(
-        f"wrote {session / 'fixture.xplane.pb'} ({(session / 'fixture.xplane.pb').stat().st_size} bytes)"
-    )
+        fixture = session / "fixture.xplane.pb"
+        shutil.copyfile(produced[0], fixture)
+    print(f"wrote {fixture} ({fixture.stat().st_size} bytes)")
 
 
 if __name__ == "__main__":
