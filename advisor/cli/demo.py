@@ -146,7 +146,7 @@ def command(
         # (cost ~98%, the band a few %) in about half the time of the default 12 rounds of 20.
         options.update(baseline="end", baseline_rounds=6, baseline_steps=5)
         if not no_whatif:
-            # The fixes the findings name, tried on the example: about 3 s of rounds; the budget
+            # The fixes the findings name, tried on the example: about 3 s of rounds; the allowance
             # leaves a slow or shared host room to prepare them (the cache's fill, each change's
             # first steps).
             options.update(whatif="auto", whatif_max_seconds=20, whatif_seconds=3, whatif_rounds=4)

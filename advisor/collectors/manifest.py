@@ -31,7 +31,38 @@ def pricing_source(name: str, value: Any) -> str:
     return str(value)
 
 
-OPTIONS = (
+def store_path(name: str, value: Any) -> str | None:
+    return None if value is None else os.fspath(value)
+
+
+def string_tags(name: str, value: Any) -> dict[str, str]:
+    return {str(k): str(v) for k, v in (value or {}).items()}
+
+
+RUN_OPTIONS = (
+    Option(
+        "runs_dir",
+        "str | os.PathLike[str] | None",
+        None,
+        "the store (default ``$ADVISOR_RUNS_DIR`` or ``./advisor-runs``).",
+        store_path,
+        stored="str | None",
+        env="ADVISOR_RUNS_DIR",
+    ),
+    Option("name", "str | None", None, "a human name that becomes part of the run id."),
+    Option(
+        "tags",
+        "dict[str, str] | None",
+        None,
+        "free-form labels stored in the manifest.",
+        string_tags,
+        record=dict,
+    ),
+)
+
+
+# Pricing: what the run's samples per dollar are computed from.
+PRICING_OPTIONS = (
     Option(
         "instance_type",
         "str | None",

@@ -4,7 +4,6 @@ session; and the options that say where the run goes and what it is called."""
 from __future__ import annotations
 
 import atexit
-import os
 import time
 import weakref
 from typing import TYPE_CHECKING, Any
@@ -12,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 from advisor.collectors.fitinfo import discover
 from advisor.collectors.ledger import ADVISOR, Ledger
 from advisor.collectors.manifest import instance_and_price, run_manifest
-from advisor.collectors.option_spec import Option
 from advisor.collectors.session import Session
 from advisor.probes.distributed import detect_rank_world
 from advisor.probes.framework import detect_framework, steps_per_execution
@@ -20,35 +18,6 @@ from advisor.probes.framework import detect_framework, steps_per_execution
 if TYPE_CHECKING:
     from advisor.collectors.options import AdvisorOptions
 
-
-def store_path(name: str, value: Any) -> str | None:
-    return None if value is None else os.fspath(value)
-
-
-def string_tags(name: str, value: Any) -> dict[str, str]:
-    return {str(k): str(v) for k, v in (value or {}).items()}
-
-
-OPTIONS = (
-    Option(
-        "runs_dir",
-        "str | os.PathLike[str] | None",
-        None,
-        "the store (default ``$ADVISOR_RUNS_DIR`` or ``./advisor-runs``).",
-        store_path,
-        stored="str | None",
-        env="ADVISOR_RUNS_DIR",
-    ),
-    Option("name", "str | None", None, "a human name that becomes part of the run id."),
-    Option(
-        "tags",
-        "dict[str, str] | None",
-        None,
-        "free-form labels stored in the manifest.",
-        string_tags,
-        record=dict,
-    ),
-)
 
 # Runs still open when the interpreter exits (fit raised, or the script exited mid-fit): each is
 # closed as failed, with that reason.

@@ -13,10 +13,9 @@ from advisor.collectors import (
     baseline,
     goodput,
     manifest,
-    opening,
     pipeline,
     profiler,
-    registry,
+    selection,
     throughput,
     whatif,
 )
@@ -26,10 +25,10 @@ from advisor.collectors.telemetry import collector as telemetry
 
 # (group, its options): the group names the collector (or the part of the run) they set.
 GROUPS: tuple[tuple[str, tuple[Option, ...]], ...] = (
-    ("run", opening.OPTIONS),
-    ("pricing", manifest.OPTIONS),
+    ("run", manifest.RUN_OPTIONS),
+    ("pricing", manifest.PRICING_OPTIONS),
     ("throughput", throughput.OPTIONS),
-    ("collectors", registry.OPTIONS),
+    ("collectors", selection.OPTIONS),
     ("baseline", baseline.OPTIONS),
     ("profiler", profiler.OPTIONS),
     ("telemetry", telemetry.OPTIONS),

@@ -6,17 +6,31 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from advisor.collectors.ledger import Ledger
-    from advisor.collectors.options import AdvisorOptions
     from advisor.experiments.baseline import InputBaseline
     from advisor.experiments.whatif import WhatIfResult
     from advisor.store.schema import WindowRecord
     from advisor.store.writer import RunWriter
 
 log = logging.getLogger("advisor")
+
+
+class FitOptions(Protocol):
+    """What collectors read of the fit's options through the session (``AdvisorOptions`` has
+    them). A protocol, not the options class: the options are assembled from every collector's
+    declarations, so the session they all share cannot depend on them."""
+
+    @property
+    def warmup_steps(self) -> int: ...
+
+    @property
+    def profile_steps(self) -> tuple[int, int] | str | None: ...
+
+    @property
+    def mlflow(self) -> bool: ...
 
 
 @dataclass
@@ -102,7 +116,7 @@ class Session:
 
     writer: RunWriter
     model: Any
-    options: AdvisorOptions  # the callback's (or the loop's), as declared and normalised
+    options: FitOptions  # the callback's (or the loop's) AdvisorOptions
     rank: int = 0
     num_workers: int = 1
     data: DataInfo = field(default_factory=DataInfo)

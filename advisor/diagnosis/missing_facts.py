@@ -163,7 +163,7 @@ ENABLERS: dict[str, tuple[str, str]] = {
     "goodput": (
         "the time budget",
         "train with advisor.AdvisorCallback(goodput=True) (the default; runs written "
-        "before the budget existed have none)",
+        "before goodput was recorded have none)",
     ),
 }
 TRACK_ENABLERS: dict[str, tuple[str, str]] = {

@@ -21,7 +21,9 @@ def _signature_of(source: Callable[P, Any]) -> Callable[[Callable[..., R]], Call
     for ``inspect.signature``: one written signature, ``TrackedRun``'s, serves ``track`` too."""
 
     def apply(fn: Callable[..., R]) -> Callable[P, R]:
-        fn.__signature__ = inspect.signature(source)  # type: ignore[attr-defined]
+        returns = inspect.signature(fn).return_annotation
+        signature = inspect.signature(source).replace(return_annotation=returns)
+        fn.__signature__ = signature  # type: ignore[attr-defined]
         return fn
 
     return apply
@@ -90,3 +92,18 @@ def tracked(func: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
         return wrapper  # type: ignore[return-value]
 
     return decorate(func) if func is not None else decorate
+
+
+def _keyword_signature(fn: Callable[..., Any]) -> inspect.Signature:
+    """``fn``'s own first parameter (the function it decorates, positional), then ``track``'s
+    parameters as keywords: what ``help(advisor.tracked)`` shows."""
+    func = next(iter(inspect.signature(fn).parameters.values()))
+    options = [
+        p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
+        for p in inspect.signature(TrackedRun).parameters.values()
+        if p.kind is not inspect.Parameter.VAR_KEYWORD
+    ]
+    return inspect.Signature([func, *options], return_annotation="F | Callable[[F], F]")
+
+
+tracked.__signature__ = _keyword_signature(tracked)  # type: ignore[attr-defined]

@@ -102,3 +102,13 @@ def test_profile_steps_auto_is_a_short_window_after_the_warm_up():
     assert auto_profile_window(5, epoch_steps=20) == (6, 30)  # as early as the warm-up allows
     start, stop = auto_profile_window(5, steps_per_execution=4)
     assert (start - 1) % 4 == 0 and start > 8  # whole executions, after the warm-up's two
+
+
+def test_the_minimums_old_names_still_read_with_a_warning():
+    """``*_MIN_BUDGET`` were renamed ``*_MIN_ALLOWANCE`` (an allowance, not the time budget)."""
+    from advisor.experiments import settings
+
+    with pytest.warns(DeprecationWarning, match="AUTO_BASELINE_MIN_ALLOWANCE"):
+        assert settings.AUTO_BASELINE_MIN_BUDGET == AUTO_BASELINE_MIN_ALLOWANCE
+    with pytest.warns(DeprecationWarning, match="NEEDED_MIN_ALLOWANCE"):
+        assert settings.NEEDED_MIN_BUDGET == settings.NEEDED_MIN_ALLOWANCE

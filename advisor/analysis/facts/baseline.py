@@ -69,7 +69,7 @@ FACTS = (
     Fact(
         "baseline.stopped",
         "",
-        "why the baseline ended before its planned rounds (e.g. its time budget)",
+        "why the baseline ended before its planned rounds (e.g. its allowance ran out)",
         "baseline",
         "str",
     ),
@@ -322,7 +322,7 @@ def _bound(
         # Rounds were planned, but fewer than MIN_ROUNDS paired: noise cannot be told from cost.
         out["input.withheld"] = (
             f"the baseline paired only {len(costs)} round(s) of cached and real input within its "
-            f"time budget; a cost needs {noise.MIN_ROUNDS} to be told from noise: raise "
+            f"allowance; a cost needs {noise.MIN_ROUNDS} to be told from noise: raise "
             f"baseline_max_seconds (it had {record.budget_seconds or 0:g} s) or baseline_seconds"
         )
     else:  # an older record: one measurement per arm, no band

@@ -268,9 +268,8 @@ class TelemetryCollector(Collector):
 
     # -- helpers -------------------------------------------------------------------------------
     def _note(self, level: str, source: str, message: str) -> None:
-        self.session.writer.write(
-            EventRecord(t=time.time(), level=level, source=source, message=message)
-        )  # type: ignore[arg-type]
+        record = EventRecord(t=time.time(), level=level, source=source, message=message)  # type: ignore[arg-type]
+        self.session.writer.write(record)
 
     def _flops(self) -> dict[str, Any]:
         from advisor.probes.flops import estimate_flops_per_sample

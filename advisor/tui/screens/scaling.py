@@ -150,8 +150,8 @@ class ScalingScreen(AdvisorScreen):
             grid.add_row(
                 Text(row.strategy, style=style),
                 Text(str(row.workers), style=style, justify="right"),
-                *[Text(fmt(row), justify="right") for _, fmt in cols],
-            )  # type: ignore[operator]
+                *[Text(fmt(row), justify="right") for _, fmt in cols],  # type: ignore[operator]
+            )
         self.query_one("#recommendations", Static).update(self._recommendations(table))
         self._plot(table)
         notes = [
