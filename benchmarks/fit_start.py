@@ -4,7 +4,7 @@
 
 The baseline and the what-if measure each arm in a ``fit`` of its own (a fresh epoch iterator,
 callbacks set up, the compiled step reused). Their budgets reserve time for that start
-(``experiments/settings.py``: ``AUTO_BASELINE_MIN_ALLOWANCE``; ``experiments/whatif/engine.py``:
+(``experiments/settings.py``: ``AUTO_BASELINE_MIN_ALLOWANCE``; ``experiments/whatif/state.py``:
 ``FIT_START_SECONDS``). This times ``model.fit(cached, epochs=1, steps_per_epoch=1)`` on a small
 compiled MLP, after a warm-up, and prints the median and 90th percentile of the wall time less
 the one step's own time; ``--busy N`` keeps N other processes spinning meanwhile, as on a

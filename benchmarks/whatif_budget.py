@@ -8,7 +8,7 @@ Python decode sleeps 2 ms an element, no cache, no prefetch: the input costs ~30
 pure-Python spin processes load the host. Each run prints how long before the budget's end it
 returned (negative: over budget), and the segments that ended furthest past the deadline they were
 given, with their teardown (the last measured step to the segment's return). Every segment
-reserves room for the longest teardown of any segment so far (``whatif.engine._Run.segment``);
+reserves room for the longest teardown of any segment so far (``whatif.state.RunState.segment``);
 destroying a tf.data iterator stalls at random, which is what that reserve is for.
 """
 

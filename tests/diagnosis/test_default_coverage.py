@@ -1,4 +1,4 @@
-"""What a plain fit with default settings decides (issue 15's bar): about 20 s, two epochs,
+"""What a plain fit with default settings decides: about 20 s, two epochs,
 ``AdvisorCallback()`` with no arguments, on a CPU.
 
 The input rule (M108, from the default baseline) and stability (M103, on windows fitted to the

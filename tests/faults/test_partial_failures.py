@@ -1,4 +1,4 @@
-"""Partial failures stay partial (issue 38): an optional part of a run that cannot be read is
+"""Partial failures stay partial: an optional part of a run that cannot be read is
 skipped and said while the run is still judged, and a command over a store serves the good
 runs and names the bad ones — a link loop, a FIFO as run.json, a run with damaged lines."""
 

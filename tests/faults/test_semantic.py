@@ -1,4 +1,4 @@
-"""Corrupt values that parse are never judged as clean (issue 38): each class of semantic
+"""Corrupt values that parse are never judged as clean: each class of semantic
 damage is skipped, counted and said, and `advisor check` exits 3 (or 2 for a manifest that
 cannot be read), never 0 or 1 with figures that differ from the intact run's."""
 

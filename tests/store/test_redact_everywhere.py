@@ -1,4 +1,4 @@
-"""Secrets out of every file the advisor writes for sharing (issue 38, item 4): a property test
+"""Secrets out of every file the advisor writes for sharing: a property test
 puts secrets of every shape into error messages, URLs, JSON and shell lines, and a real fit whose
 collector fails with a secret in its message leaves it in no record, manifest or report."""
 

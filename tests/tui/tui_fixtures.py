@@ -7,7 +7,7 @@
 - ``priced``: a run with an instance price (samples/$), tagged ``team=vision``;
 - a sweep ``sweep-fixture`` (mirrored at 1, 2, 4 workers; jax at 1, 2) from the scaling tests;
 - optionally a corrupt run (its manifest cut short: the run cannot be read; a damaged record line
-  would only be skipped and reported, see issue 20).
+  would only be skipped and reported).
 
 Times: every run is created at a fixed instant (``T0`` + minutes), so dates, charts and
 snapshots do not depend on when the test runs.

@@ -1,4 +1,4 @@
-"""One voice (issue 37): one real small run and a hand-written two-point sweep, rendered through
+"""One voice: one real small run and a hand-written two-point sweep, rendered through
 every view — ``advisor check`` (text and JSON), ``show``, ``runs``, ``report``, ``runs_frame()``,
 the TUI (Runs, Findings and Scaling screens) and the MLflow export — give the same samples/s, epoch
 time (first epoch out), strategy name, worker count and goodput; and hints that name an extra
