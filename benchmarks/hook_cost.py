@@ -2,10 +2,10 @@
 
     python benchmarks/hook_cost.py [--calls 200000] [--repeats 7]
 
-The goodput collector (advisor/collectors/goodput_wrap.py) wraps every hook a fit's other callbacks override;
-each call of a wrapped hook reads the clock twice and updates the ledger. This times a no-op
-``on_train_batch_end`` called directly and through the wrapper, in alternating repeats, and
-prints the median extra cost per call, and what five such callbacks add to a 1 ms step. The
+The goodput collector (advisor/collectors/goodput_wrap.py) wraps every hook a fit's other
+callbacks override; each call of a wrapped hook reads the clock twice and updates the ledger.
+This times a no-op ``on_train_batch_end`` called directly and through the wrapper, in
+alternating repeats, and prints the median extra cost per call, and what five such callbacks add to a 1 ms step. The
 whole-fit overhead (noisier, a ratio of two fits) is ``benchmarks/overhead.py --user-callbacks 5``.
 """
 
