@@ -5,8 +5,9 @@
 The goodput collector (advisor/collectors/goodput_wrap.py) wraps every hook a fit's other
 callbacks override; each call of a wrapped hook reads the clock twice and updates the ledger.
 This times a no-op ``on_train_batch_end`` called directly and through the wrapper, in
-alternating repeats, and prints the median extra cost per call, and what five such callbacks add to a 1 ms step. The
-whole-fit overhead (noisier, a ratio of two fits) is ``benchmarks/overhead.py --user-callbacks 5``.
+alternating repeats, and prints the median extra cost per call, and what five such callbacks
+add to a 1 ms step. The whole-fit overhead (noisier, a ratio of two fits) is
+``benchmarks/overhead.py --user-callbacks 5``.
 """
 
 from __future__ import annotations
