@@ -92,9 +92,11 @@ def count(minimum: int) -> Normaliser:
 
 
 def at_least(minimum: float, unit: str = "s") -> Normaliser:
-    """A number of at least ``minimum``."""
+    """A finite number of at least ``minimum``."""
+    number = positive()
 
     def check(name: str, value: Any) -> Any:
+        number(name, value)
         if value < minimum:
             raise UsageError(f"{name} must be at least {minimum} {unit} (got {value})")
         return value

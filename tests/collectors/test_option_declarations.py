@@ -205,6 +205,7 @@ def test_validation_happens_in_the_declaration():
         ("whatif_rounds", 2),
         ("cloudwatch_namespace", "AWS/x"),
         ("telemetry_interval_seconds", 0.01),
+        ("telemetry_interval_seconds", "1"),  # a usage error, not a TypeError from a comparison
         ("pricing", "cheap"),
     ):
         with pytest.raises(UsageError, match=name):
