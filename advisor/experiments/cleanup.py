@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -23,24 +24,34 @@ def own_garbage(collect: Callable[[], object] = gc.collect) -> Iterator[None]:
     long-lived process more, against well under a millisecond with the freeze
     (benchmarks/RESULTS.md, "Figures quoted in the experiments' docstrings"). When something
     else has frozen objects already (a pre-fork server does),
-    nothing is frozen here, the collection is a full one, and their freeze is left alone."""
-    global _frozen_here
-    freeze = gc.get_freeze_count() == 0
-    if freeze:
-        gc.freeze()
-        _frozen_here = True
+    nothing is frozen here, the collection is a full one, and their freeze is left alone.
+
+    Measurements may overlap (two threads of one process): the first in freezes, the last out
+    unfreezes, so one leaving never thaws the objects another still relies on."""
+    global _holders
+    with _lock:
+        ours = _holders > 0 or gc.get_freeze_count() == 0
+        if ours:
+            if _holders == 0:
+                gc.freeze()
+            _holders += 1
     try:
         yield
     finally:
         try:
             collect()
         finally:
-            if freeze:
-                _frozen_here = False
-                gc.unfreeze()
+            if ours:
+                with _lock:
+                    _holders -= 1
+                    if _holders == 0:
+                        gc.unfreeze()
 
 
-_frozen_here = False  # own_garbage froze the older objects: the young generations are ours
+_lock = threading.Lock()
+# Measurements inside own_garbage that rely on its freeze: while one is, the older objects are
+# frozen and the young generations hold only what measurements made.
+_holders = 0
 
 
 def tear_down(backend: str | None) -> None:
@@ -72,7 +83,7 @@ def release_loader_workers(backend: str | None) -> int:
     left alone. Returns the iterators shut."""
     module = sys.modules.get("torch.utils.data.dataloader")
     kind = getattr(module, "_MultiProcessingDataLoaderIter", None)
-    if backend != "torch" or kind is None or not _frozen_here:
+    if backend != "torch" or kind is None or not _holders:
         return 0
     shut = 0
     for obj in _made_here():
@@ -104,7 +115,7 @@ def stop_pydataset_enqueuers() -> int:
     ``own_garbage`` froze the older objects are looked at; the user's own are never touched."""
     module = sys.modules.get("keras.src.trainers.data_adapters.py_dataset_adapter")
     kind = getattr(module, "PyDatasetEnqueuer", None)
-    if kind is None or not _frozen_here:
+    if kind is None or not _holders:
         return 0
     stopped = 0
     for obj in _made_here():
@@ -119,6 +130,6 @@ def stop_pydataset_enqueuers() -> int:
 
 def _made_here() -> Iterator[Any]:
     """The objects of the young generations: while ``own_garbage`` has frozen everything older,
-    only what the measurement made (callers check ``_frozen_here`` first)."""
+    only what the measurement made (callers check ``_holders`` first)."""
     for generation in (0, 1, 2):
         yield from gc.get_objects(generation)

@@ -110,3 +110,30 @@ def test_no_enqueuer_is_stopped_outside_own_garbage():
         assert enqueuer.running
     finally:
         enqueuer.stop()
+
+
+def test_a_measurement_leaving_does_not_thaw_one_still_inside():
+    """Two measurements overlap (threads of one process): the first one out must not unfreeze the
+    objects the other relies on. Before, the other then found nothing of its own to stop (a
+    loaded suite run, where an earlier test's measurement thread was still ending)."""
+    import gc
+    import threading
+
+    inside, leave = threading.Event(), threading.Event()
+
+    def other() -> None:
+        with own_garbage():
+            inside.set()
+            leave.wait(30)
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    assert inside.wait(30)
+    with own_garbage():
+        ours = _started_enqueuer()
+        leave.set()
+        thread.join(30)
+        assert not thread.is_alive() and gc.get_freeze_count() > 0
+        assert stop_pydataset_enqueuers() == 1
+        assert not ours.running
+    assert gc.get_freeze_count() == 0  # the last one out thawed them
