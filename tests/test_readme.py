@@ -25,15 +25,16 @@ def test_ci_runs_the_readme_test_command():
 
 
 def test_ci_runs_the_cluster_tests_the_readme_command_leaves_out():
-    """pyproject's addopts leave the `cluster` tests out of the README's command; CI runs them in a
+    """pyproject's addopts leave the `cluster` and `long` tests out of the README's command; CI runs them in a
     step of its own, with the same extras, before that command (its summary stays the last line)."""
     import tomllib
 
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
-    assert "-m 'not cluster'" in config["addopts"]
+    assert "-m 'not cluster and not long'" in config["addopts"]
     assert any(m.startswith("cluster:") for m in config["markers"])
+    assert any(m.startswith("long:") for m in config["markers"])
     ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
-    (step,) = [line for line in ci if line.endswith("python -m pytest -q -m cluster")]
+    (step,) = [line for line in ci if line.endswith('python -m pytest -q -m "cluster or long"')]
     extras = readme_commands()[1].split('".[', 1)[1].split(']"', 1)[0]
     assert f'EXTRAS="{extras}"' in ci and '".[$EXTRAS]"' in step
     assert ci.index(step) < ci.index(readme_commands()[1])
