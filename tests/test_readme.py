@@ -25,8 +25,9 @@ def test_ci_runs_the_readme_test_command():
 
 
 def test_ci_runs_the_cluster_tests_the_readme_command_leaves_out():
-    """pyproject's addopts leave the `cluster` and `long` tests out of the README's command; CI runs them in a
-    step of its own, with the same extras, before that command (its summary stays the last line)."""
+    """pyproject's addopts leave the `cluster` and `long` tests out of the README's command; CI
+    runs them in a step of its own, with the same extras, before that command (its summary stays
+    the last line)."""
     import tomllib
 
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
