@@ -33,6 +33,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 ROWS, BATCH, EPOCHS = 9600, 64, 6
+PLAN = [("callback +5%", 0.05, 8), ("callback +10%", 0.10, 20), ("callback +20%", 0.20, 8)]
 
 
 def make_fit(store: Path):
@@ -148,7 +149,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a few pairs of each kind")
     parser.add_argument("--store", default=None, help="keep the runs here (default: a temp dir)")
+    parser.add_argument(
+        "--judge-only",
+        action="store_true",
+        help="judge the runs already in --store again (after a change to the gate), no fits",
+    )
     args = parser.parse_args()
+    if args.judge_only:
+        return judge_store(Path(args.store), 2 if args.quick else 1)
     store = Path(args.store or tempfile.mkdtemp(prefix="regression-gate-"))
     from advisor.service import RunService
 
@@ -161,27 +169,45 @@ def main() -> int:
     alone = [fit("same") for _ in range(16 // k)]
     step_ms = _median_step_ms(service, alone)
     print(f"step time of the no-change runs: {step_ms:.2f} ms", flush=True)
-    no_change = [judge(service, alone[i + 1], alone[i]) for i in range(0, len(alone) - 1, 2)]
     # 2. known slowdowns, each against a no-change run
-    injected: dict[str, list[dict]] = {}
-    plan = [("callback +5%", 0.05, 8), ("callback +10%", 0.10, 20), ("callback +20%", 0.20, 8)]
-    for label, share, count in plan:
-        runs = [fit("slow-callback", end=share * step_ms / 1000) for _ in range(count // k)]
-        injected[label] = [judge(service, r, alone[i % len(alone)]) for i, r in enumerate(runs)]
-    runs = [fit("slow-map", map_sleep=0.5 * step_ms / 1000) for _ in range(8 // k)]
-    injected["map +0.5 step"] = [judge(service, r, alone[i]) for i, r in enumerate(runs)]
-    runs = [fit("retrace", retrace=True) for _ in range(8 // k)]
-    injected["retrace each epoch"] = [judge(service, r, alone[i]) for i, r in enumerate(runs)]
+    for label, share, count in PLAN:
+        for _ in range(count // k):
+            fit("slow-callback", end=share * step_ms / 1000)
+    for _ in range(8 // k):
+        fit("slow-map", map_sleep=0.5 * step_ms / 1000)
+    for _ in range(8 // k):
+        fit("retrace", retrace=True)
     # 3. the series
-    series = []
     for i in range(30):
         end = 0.25 * step_ms / 1000 if i >= 10 else 0.0
         begin = 0.25 * step_ms / 1000 if i >= 20 else 0.0
-        series.append(fit("series", end=end, begin=begin, tags={"commit": f"c{i:02d}"}))
-    flat = [(i - 1, i) for i in range(1, 30) if i not in (10, 20)]
-    no_change += [judge(service, series[b], series[a]) for a, b in flat]
+        fit("series", end=end, begin=begin, tags={"commit": f"c{i:02d}"})
+    print(f"\nstore: {store}  ({time.time() - started:.0f} s of fits)\n")
+    return judge_store(store, k)
+
+
+def judge_store(store: Path, k: int) -> int:
+    """Judges every pair of the store's runs (by name, in the order they were trained)."""
+    from advisor.service import RunService
+    from advisor.store.reader import RunReader
+
+    service = RunService(store)
+    by_name: dict[str, list[str]] = {}
+    for path in sorted(service.run_dirs(), key=lambda p: RunReader(p).read_manifest().created):
+        by_name.setdefault(RunReader(path).read_manifest().name or "", []).append(str(path))
+    alone, series = by_name["same"], by_name["series"]
+    no_change = [judge(service, alone[i + 1], alone[i]) for i in range(0, len(alone) - 1, 2)]
+    no_change += [
+        judge(service, series[i], series[i - 1]) for i in range(1, 30) if i not in (10, 20)
+    ]
+    injected: dict[str, list[dict]] = {}
+    slow = iter(by_name["slow-callback"])
+    for label, _, count in PLAN:
+        runs = [next(slow) for _ in range(count // k)]
+        injected[label] = [judge(service, r, alone[i % len(alone)]) for i, r in enumerate(runs)]
+    for name, label in (("slow-map", "map +0.5 step"), ("retrace", "retrace each epoch")):
+        injected[label] = [judge(service, r, alone[i]) for i, r in enumerate(by_name[name])]
     hook = "part.callback.Sleeper.on_train_batch_end"
-    print(f"\nstore: {store}  ({time.time() - started:.0f} s)\n")
     print(
         "| pairs | n | noise-aware gate fails | fixed 5% gate fails | named | not judgeable "
         "| contention | median samples/s change |"
@@ -196,7 +222,7 @@ def main() -> int:
         for r in rs:
             counts[str(r["blamed"])] = counts.get(str(r["blamed"]), 0) + 1
         print(f"  {label}: {counts}")
-    _history(service, store)
+    _history(service)
     return 0
 
 
@@ -208,17 +234,14 @@ def _median_step_ms(service, runs: list[str]) -> float:
     return float(median(values) or 0.0)
 
 
-def _history(service, store: Path) -> None:
+def _history(service) -> None:
+    from advisor.render.history import change_line
     from advisor.service.comparisons import history
 
     found = history(service, name="series", group_by="commit")
-    print("\nhistory of 'series' (samples/s):")
-    for point in found.change_points:
-        print(
-            f"  change at {point.group} (run {point.index}): {point.change_pct:+.1f}%, "
-            f"confidence {point.confidence:.4f}, {point.before_n} runs before, "
-            f"{point.after_n} after"
-        )
+    print(f"\nhistory of 'series': {len(found.points)} points, one per commit")
+    for change in found.changes:
+        print("  " + change_line(change))
 
 
 if __name__ == "__main__":

@@ -35,6 +35,9 @@ class FigureChange(_Model):
         description="a part's shift in ms/step ÷ the baseline's time per step, in percent: what "
         "the change costs the fit",
     )
+    step_share_low_pct: float | None = Field(
+        default=None, description="the low end of step_share_pct's 95 % interval"
+    )
     detectable_pct: float | None = Field(
         default=None,
         description="the smallest change this pair could tell from noise, in percent (of the "

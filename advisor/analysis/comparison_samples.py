@@ -103,7 +103,8 @@ def _parts(run: Run, out: RunSamples) -> None:
 def _epoch_deltas(records: list[BudgetRecord]) -> list[tuple[int, float, dict[str, float]]]:
     """(steps, wall seconds, seconds by part key) between consecutive budget records."""
     deltas = []
-    prev_steps, prev_wall, prev = 0, 0.0, {}
+    prev_steps, prev_wall = 0, 0.0
+    prev: dict[str, float] = {}
     for record in records:
         now = _cumulative(record)
         steps = (record.steps or 0) - prev_steps

@@ -4,7 +4,8 @@ sharing a name or tag, over time, with their change points (``advisor.analysis.c
 On a shared machine samples/s of one run varies by tens of percent with the load beside it; a
 part's own time (a callback hook, validation) varies much less, so a change in one part is
 found in its own series even when samples/s hides it. A part is followed when it costs at
-least ``MIN_PART_SHARE`` of a step in some point.
+least ``MIN_PART_SHARE`` of a step in some point, and its change points are listed when they
+move it by at least that much.
 
 Runs are ordered by creation. With ``group_by`` (a tag such as the commit), the runs sharing
 the tag's value are one point, at the median of their figures, placed at its first run; runs
@@ -159,6 +160,8 @@ def _changes(points: Sequence[HistoryPoint], metric: str) -> list[HistoryChange]
         share = None
         if metric not in METRICS and step:
             share = (cp.after_mean - cp.before_mean) / step * 100.0
+            if abs(share) < MIN_PART_SHARE * 100.0:
+                continue  # a part's change of under 1 % of a step: real, but not worth a line
         out.append(
             HistoryChange(
                 metric=metric,

@@ -107,3 +107,30 @@ def test_a_category_only_one_run_has_is_compared_as_new():
     compile_ = next(p for p in c.parts if p.key == "part.compile")
     assert compile_.baseline == 0.0 and compile_.verdict == "slower" and compile_.regressed
     assert c.failed
+
+
+def with_boundary(run: RunSamples, ms: float) -> RunSamples:
+    run.parts["part.epoch_boundary"] = [ms * s for s in SPREAD[:6]]
+    run.labels["part.epoch_boundary"] = "epoch boundaries"
+    return run
+
+
+def test_the_frameworks_own_work_slower_on_a_host_shared_differently_is_contention():
+    base = with_boundary(samples("a"), 0.1)
+    cur = with_boundary(samples("b"), 2.0)  # +1.9 ms/step: 19 % of a step
+    loaded = compare_runs(base, cur, 5.0, facts(0.05), facts(0.40))
+    assert loaded.verdict == "contention" and not loaded.failed
+    assert "epoch boundaries +1.89 ms/step (+1900%), outside noise" in loaded.summary
+    quiet = compare_runs(base, cur, 5.0, facts(0.05), facts(0.07))
+    assert quiet.verdict == "regression" and quiet.regressed_parts()[0].key == "part.epoch_boundary"
+
+
+def test_a_callback_on_a_loaded_host_fails_only_when_its_whole_interval_is_beyond_the_limit():
+    clear = compare_runs(samples("a"), samples("b", hook_ms=1.2), 5.0, facts(0.05), facts(0.40))
+    assert clear.failed and clear.regressed_parts()[0].step_share_low_pct > 5.0
+    wobbly = samples("b", hook_ms=0.7)
+    wobbly.parts[HOOK] = [0.2, 1.3, 0.5, 0.9, 0.8, 0.3]  # +~6 % of a step, low end near 0
+    near = compare_runs(samples("a"), wobbly, 5.0, facts(0.05), facts(0.40))
+    hook = next(p for p in near.parts if p.key == HOOK)
+    assert hook.verdict == "slower" and hook.step_share_pct > 5.0 and not hook.regressed
+    assert not near.failed
