@@ -60,21 +60,38 @@ def history_text(history: History) -> str:
 
 
 def history_figure(history: History) -> Any:
-    """samples/s and goodput per point, change points as vertical lines, segment means drawn."""
+    """samples/s, goodput and the parts with a change point (ms/step), one panel each; every
+    change point a dashed line on every panel, labelled on its own figure's panel."""
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(8.0, 5.0), dpi=100, layout="constrained")
-    axes = fig.subplots(2, 1, sharex=True)
+    parts = sorted({c.metric for c in history.changes if c.metric not in METRIC_LABEL})
+    panels = ["samples_per_s", "goodput"] + (["parts"] if parts else [])
+    fig = Figure(figsize=(8.0, 2.4 * len(panels)), dpi=100, layout="constrained")
+    axes = fig.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0]
     xs = list(range(len(history.points)))
-    for ax, metric in zip(axes, ("samples_per_s", "goodput"), strict=True):
-        ys = [getattr(p, metric) for p in history.points]
-        ax.plot(xs, [float("nan") if y is None else y for y in ys], "o-", ms=3)
-        ax.set_ylabel(METRIC_LABEL[metric])
+    for ax, panel in zip(axes, panels, strict=True):
+        if panel == "parts":
+            for key in parts:
+                ys = [p.parts.get(key, 0.0) for p in history.points]
+                ax.plot(xs, ys, "o-", ms=3, label=metric_label(key).removesuffix(" (ms/step)"))
+            ax.set_ylabel("ms per step")
+            ax.legend(fontsize="small")
+        else:
+            ys = [getattr(p, panel) for p in history.points]
+            ax.plot(xs, [float("nan") if y is None else y for y in ys], "o-", ms=3)
+            ax.set_ylabel(METRIC_LABEL[panel])
         ax.grid(True, alpha=0.3)
-        for change in (c for c in history.changes if c.metric == metric):
+        for change in history.changes:
             ax.axvline(change.index - 0.5, color="tab:red", ls="--", lw=1)
-            label = "" if change.change_pct is None else f"{change.change_pct:+.0f}%"
-            ax.annotate(label, (change.index - 0.5, ax.get_ylim()[1]), color="tab:red", va="top")
+            own = change.metric == panel or (panel == "parts" and change.metric in parts)
+            if own and change.change_pct is not None:
+                size = change.step_share_pct if change.step_share_pct is not None else None
+                label = (
+                    f"{size:+.0f}% of a step" if size is not None else f"{change.change_pct:+.0f}%"
+                )
+                ax.annotate(
+                    label, (change.index - 0.4, ax.get_ylim()[1]), color="tab:red", va="top"
+                )
     axes[0].set_title(f"History of {history.selection}")
     axes[-1].set_xlabel(f"point ({history.group_by or 'run'}), oldest first")
     return fig
