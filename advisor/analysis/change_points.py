@@ -45,20 +45,27 @@ class ChangePoint:
 
 def energy_split(values: Sequence[float], min_size: int = MIN_SIZE) -> tuple[int, float] | None:
     """The split τ (values[:τ] | values[τ:]) with the largest E-divisive statistic, and that
-    statistic; None when the segment is too short to split."""
+    statistic; None when the segment is too short to split. O(n²): the sums of distances within
+    the left side, within the right side and between them are updated as τ moves."""
     n = len(values)
     if n < 2 * min_size:
         return None
     dist = [[abs(a - b) for b in values] for a in values]
+    total = sum(sum(row) for row in dist) / 2.0
+    left = sum(dist[i][j] for i in range(min_size) for j in range(i + 1, min_size))
+    right = sum(dist[i][j] for i in range(min_size, n) for j in range(i + 1, n))
     best: tuple[int, float] | None = None
     for tau in range(min_size, n - min_size + 1):
         m, k = tau, n - tau
-        between = sum(dist[i][j] for i in range(tau) for j in range(tau, n)) * 2.0 / (m * k)
-        within_x = sum(dist[i][j] for i in range(tau) for j in range(i + 1, tau)) * 2.0 / (m * m)
-        within_y = sum(dist[i][j] for i in range(tau, n) for j in range(i + 1, n)) * 2.0 / (k * k)
-        stat = (m * k / n) * (between - within_x - within_y)
+        between = total - left - right
+        stat = (m * k / n) * (
+            between * 2.0 / (m * k) - left * 2.0 / (m * m) - right * 2.0 / (k * k)
+        )
         if best is None or stat > best[1]:
             best = (tau, stat)
+        row = dist[tau]  # value tau moves from the right side to the left
+        left += sum(row[:tau])
+        right -= sum(row[tau + 1 :])
     return best
 
 

@@ -58,3 +58,20 @@ def test_a_single_outlier_is_not_a_change_point():
     series = [100.0, 101.0, 99.0, 100.5, 99.5] * 4
     series[11] = 40.0
     assert change_points(series) == []
+
+
+def test_energy_split_statistic_matches_its_definition():
+    values = _noisy([(10.0, 7), (14.0, 6)], 0.1, 3)
+    n = len(values)
+
+    def statistic(tau: int) -> float:
+        xs, ys = values[:tau], values[tau:]
+        m, k = len(xs), len(ys)
+        between = sum(abs(a - b) for a in xs for b in ys) * 2 / (m * k)
+        within_x = sum(abs(a - b) for a in xs for b in xs) / (m * m)
+        within_y = sum(abs(a - b) for a in ys for b in ys) / (k * k)
+        return m * k / n * (between - within_x - within_y)
+
+    tau, stat = energy_split(values)
+    best = max(range(3, n - 2), key=statistic)
+    assert tau == best and stat == pytest.approx(statistic(best))
