@@ -211,7 +211,8 @@ class RegressionMetric(_Model):
 
 
 class Regression(_Model):
-    """The CI gate: throughput and cost per sample versus a baseline run."""
+    """The CI gate: throughput and cost per sample versus a baseline run (with a baseline run,
+    its noise-aware comparison part by part), and the history gate of ``check --history``."""
 
     baseline_run: str
     max_regression_pct: float
@@ -222,7 +223,6 @@ class Regression(_Model):
         description="the noise-aware comparison with a baseline run: every figure and part with "
         "its interval, and the verdict (absent for a baseline read from a saved report)",
     )
-
     history: HistoryGate | None = Field(
         default=None, description="the history gate: the latest change point of the run's series"
     )
