@@ -21,3 +21,4 @@ run python benchmarks/diagnosis.py --markdown
 run python benchmarks/whatif.py --scenario all
 run python benchmarks/fast_step_spread.py --fits 8
 run python benchmarks/after_idle.py --rounds 6
+run python benchmarks/regression_gate.py

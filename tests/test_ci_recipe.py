@@ -101,6 +101,8 @@ def test_the_recipe_names_every_step_it_needs():
     for command in (
         "advisor check latest --format github",
         "--baseline baseline/advisor-report.json",
+        "--history --group-by git_sha",
+        "advisor history --name ci --group-by git_sha",
         "--format sarif -o advisor.sarif",
         "--format junit -o advisor-junit.xml",
         "advisor export latest -o advisor-report.json",
@@ -109,6 +111,8 @@ def test_the_recipe_names_every_step_it_needs():
     uses = [s.get("uses", "") for s in steps]
     assert any(u.startswith("github/codeql-action/upload-sarif") for u in uses)
     assert any(u.startswith("actions/upload-artifact") for u in uses)
+    assert any(u.startswith("actions/cache/restore") for u in uses)
+    assert any(u.startswith("actions/cache/save") for u in uses)
     assert set(NOT_RUN) <= {s.get("id") for s in steps}
 
 
@@ -130,9 +134,9 @@ def test_main_stores_its_report_and_pull_requests_are_gated_against_it(tmp_path)
     stored = json.loads((main / "advisor-report.json").read_text())
     assert stored["facts"]["throughput.samples_per_s"]["value"] > 0
     (run_dir,) = (main / "advisor-runs").iterdir()
-    assert (
-        stored["run"]["run_id"] == run_dir.name and "ci-0123456" in run_dir.name
-    )  # named by the commit
+    assert stored["run"]["run_id"] == run_dir.name and "-ci-" in run_dir.name
+    assert stored["run"]["tags"]["git_sha"] == "0123456789ab"  # the history's point per commit
+    assert "History of name=ci, one point per git_sha: 1 point(s)" in steps["check"].stdout
 
     def pull_request(name: str, slow_ms: str) -> dict[str, subprocess.CompletedProcess]:
         folder = checkout(tmp_path, name)

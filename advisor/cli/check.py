@@ -1,8 +1,9 @@
 """``advisor check [RUN | RUNS_DIR]``: diagnose runs against the checklist; exit 0 / 1 / 2 / 3.
 
 Exit codes: 0 clean; 1 a finding at or above ``--fail-on``, or a regression versus
-``--baseline``; 2 a usage, input or rule error; 3 a run that cannot be judged (killed, still
-running, failed, empty, a collector failed, data unreadable) unless ``--allow-incomplete``.
+``--baseline`` or in ``--history``; 2 a usage, input or rule error; 3 a run that cannot be judged
+(killed, still running, failed, empty, a collector failed, data unreadable; a comparison or a
+history too short or too noisy to tell) unless ``--allow-incomplete``.
 ``--exit-zero`` turns 1 into 0 only. Over a store, an unreadable run is reported on stderr and
 the others are still checked. Imports nothing heavy: no TensorFlow, textual or matplotlib.
 """
@@ -134,6 +135,36 @@ def _use_color(color: bool | None, output: str | None) -> bool:
     return sys.stdout.isatty() and "NO_COLOR" not in os.environ
 
 
+def _diagnose_all(
+    store: RunService,
+    paths: list[Path],
+    unlisted: list[tuple[Path, str]],
+    store_wide: bool,
+    options: dict[str, Any],
+    config: Any,
+) -> tuple[list[Any], int]:
+    """The report of every run, and how many could not be read (each one line on stderr)."""
+    from advisor.cli.main import one_line
+
+    reports = []
+    unreadable = len(unlisted)
+    for path, reason in unlisted:
+        click.echo(f"advisor: error: run {path.name} unreadable: {one_line(reason)}", err=True)
+    for path in paths:
+        try:
+            run = store.read(path)
+        except Exception as exc:  # over a store, one unreadable run is one line, not the end
+            if not store_wide:
+                raise
+            unreadable += 1
+            click.echo(
+                f"advisor: error: run {path.name} unreadable: {one_line(str(exc))}", err=True
+            )
+            continue
+        reports.append(store.diagnose(run, config, **options))
+    return reports, unreadable
+
+
 @click.command("check")
 @click.argument("target", required=False, metavar="[RUN | RUNS_DIR]")
 @selection_options
@@ -161,16 +192,29 @@ def _use_color(color: bool | None, output: str | None) -> bool:
     "--baseline",
     default=None,
     metavar="RUN|REPORT.json",
-    help="Compare samples/s and samples/$ with this run, or with a saved JSON report (advisor "
-    "export).",
+    help="Compare samples/s, samples/$ and every part of the fit with this run, against both "
+    "runs' noise; or samples/s and samples/$ with a saved JSON report (advisor export).",
 )
 @click.option(
     "--max-regression",
     type=float,
     default=None,
     metavar="PCT",
-    help="Fail when samples/s or samples/$ dropped by more than PCT percent versus --baseline "
-    "(default 5).",
+    help="The size that matters (default 5): fail when a drop beyond the noise is larger than "
+    "PCT percent (of samples/s, or of the step time for a part of the fit).",
+)
+@click.option(
+    "--history",
+    "use_history",
+    is_flag=True,
+    help="Gate on the latest change point of the history of the runs sharing this run's name "
+    "(see advisor history).",
+)
+@click.option(
+    "--group-by",
+    default=None,
+    metavar="KEY",
+    help="With --history: one point per value of this tag (e.g. commit).",
 )
 @click.option(
     "--color/--no-color",
@@ -194,17 +238,20 @@ def command(
     allow_incomplete: bool,
     baseline: str | None,
     max_regression: float | None,
+    use_history: bool,
+    group_by: str | None,
     color: bool | None,
 ) -> None:
     """Diagnose RUN (an id, prefix, path or 'latest'; default: latest) or every run in RUNS_DIR."""
-    from advisor.cli.main import one_line
     from advisor.diagnosis import load_rules
     from advisor.diagnosis.config import load_config, parse_threshold_options
     from advisor.errors import UsageError
     from advisor.render import render_many
 
-    if max_regression is not None and baseline is None:
-        raise UsageError("--max-regression needs --baseline RUN")
+    if max_regression is not None and baseline is None and not use_history:
+        raise UsageError("--max-regression needs --baseline RUN or --history")
+    if group_by is not None and not use_history:
+        raise UsageError("--group-by needs --history")
     store = store_of(ctx)
     load_rules(rules_dir)  # a broken rule file is an error before any run is read
     config = load_config(config_file)
@@ -212,37 +259,32 @@ def command(
     base_run = _baseline(store, baseline) if baseline else None
     paths, unlisted = run_targets(target, store)
     store_wide = is_store(target)
-    reports = []
-    unreadable = len(unlisted)
-    for path, reason in unlisted:
-        click.echo(f"advisor: error: run {path.name} unreadable: {one_line(reason)}", err=True)
-    for path in paths:
-        try:
-            run = store.read(path)
-        except Exception as exc:  # over a store, one unreadable run is one line, not the end
-            if not store_wide:
-                raise
-            unreadable += 1
-            click.echo(
-                f"advisor: error: run {path.name} unreadable: {one_line(str(exc))}", err=True
-            )
-            continue
-        reports.append(
-            store.diagnose(
-                run,
-                config,
-                select=select or None,
-                extend_select=extend_select,
-                ignore=ignore,
-                fail_on=fail_on,
-                thresholds=overrides,
-                rules_dir=rules_dir,
-                baseline=base_run,
-                max_regression_pct=5.0 if max_regression is None else max_regression,
-            )
-        )
+    reports, unreadable = _diagnose_all(
+        store,
+        paths,
+        unlisted,
+        store_wide,
+        dict(
+            select=select or None,
+            extend_select=extend_select,
+            ignore=ignore,
+            fail_on=fail_on,
+            thresholds=overrides,
+            rules_dir=rules_dir,
+            baseline=base_run,
+            max_regression_pct=5.0 if max_regression is None else max_regression,
+        ),
+        config,
+    )
     if not reports:
         ctx.exit(2)
+    if use_history:
+        from advisor.cli.history import attach_history_gate
+
+        if store_wide:
+            raise UsageError("--history checks one run, not a store")
+        limit = 5.0 if max_regression is None else max_regression
+        attach_history_gate(store, reports[0], group_by, limit)
     level = reports[0].settings.fail_on if reports[0].settings else "warning"
     width = 100 if output or not sys.stdout.isatty() else shutil.get_terminal_size().columns
     text = render_many(reports, fmt, color=_use_color(color, output), width=width, fail_on=level)

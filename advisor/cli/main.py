@@ -33,6 +33,7 @@ COMMANDS: dict[str, str] = {
     "report": "advisor.cli.report",
     "trace": "advisor.cli.trace",
     "check": "advisor.cli.check",
+    "history": "advisor.cli.history",
     "rule": "advisor.cli.rule",
     "rules": "advisor.cli.rules",
     "export": "advisor.cli.export",

@@ -1,10 +1,15 @@
-"""The CI regression gate: samples/s and samples/$ of a run versus a baseline run."""
+"""The CI regression gate: samples/s and samples/$ of a run versus a baseline run.
+
+Against a baseline *run* the gate is the noise-aware comparison (``advisor.analysis.comparison``);
+against a saved report, which keeps facts but not windows, it is the fixed percentage alone.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+from advisor.analysis.comparison_model import RunComparison
 from advisor.diagnosis.report import Regression, RegressionMetric
 from advisor.errors import UsageError
 
@@ -71,3 +76,19 @@ def _number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value)
+
+
+def with_comparison(regression: Regression, comparison: RunComparison) -> Regression:
+    """The gate decided by the noise-aware comparison of two runs: a metric regressed only when
+    the comparison says its drop is outside the noise and beyond the limit."""
+    judged = {figure.key: figure for figure in comparison.rates}
+    for metric in regression.metrics:
+        figure = judged.get(metric.name)
+        metric.regressed = bool(figure and figure.regressed)
+        if figure is not None and figure.verdict != "too few":
+            metric.note = (
+                f"{figure.verdict}: 95% interval {figure.low_pct:+.1f}% to {figure.high_pct:+.1f}%"
+            )
+    regression.comparison = comparison
+    regression.failed = comparison.failed
+    return regression

@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from advisor.analysis.comparison_model import RunComparison
+from advisor.analysis.history import HistoryGate
 from advisor.analysis.registry import deprecated_facts_text, resolve_fact
 
 REPORT_SCHEMA_VERSION = 1
@@ -209,12 +211,27 @@ class RegressionMetric(_Model):
 
 
 class Regression(_Model):
-    """The CI gate: throughput and cost per sample versus a baseline run."""
+    """The CI gate: throughput and cost per sample versus a baseline run (with a baseline run,
+    its noise-aware comparison part by part), and the history gate of ``check --history``."""
 
     baseline_run: str
     max_regression_pct: float
     metrics: list[RegressionMetric]
     failed: bool
+    comparison: RunComparison | None = Field(
+        default=None,
+        description="the noise-aware comparison with a baseline run: every figure and part with "
+        "its interval, and the verdict (absent for a baseline read from a saved report)",
+    )
+    history: HistoryGate | None = Field(
+        default=None, description="the history gate: the latest change point of the run's series"
+    )
+
+    @property
+    def judgeable(self) -> bool:
+        """False when the comparison with a baseline run cannot tell (too short or too noisy);
+        a history too short for change points gates nothing and says so."""
+        return self.comparison is None or self.comparison.verdict != "not judgeable"
 
 
 class Settings(_Model):
@@ -314,13 +331,16 @@ class Report(_Model):
 
     def exit_code(self, fail_on: str, allow_incomplete: bool = False) -> int:
         """0 clean, 1 findings at or above ``fail_on`` or a regression, 2 a rule that errored,
-        3 a run that cannot be judged (unless ``allow_incomplete``)."""
+        3 a run that cannot be judged, or else a comparison that cannot tell (unless
+        ``allow_incomplete``)."""
         if any(f.status == "error" for f in self.findings):
             return 2
         if self.incomplete and not allow_incomplete:
             return 3
         if self.failing(fail_on) or (self.regression is not None and self.regression.failed):
             return 1
+        if self.regression is not None and not self.regression.judgeable and not allow_incomplete:
+            return 3
         return 0
 
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from advisor.numbers import percent
 
 if TYPE_CHECKING:
+    from advisor.analysis.comparison_model import RunComparison
     from advisor.diagnosis.report import Report
 
 COMMAND = {"error": "error", "warning": "warning", "info": "notice"}
@@ -49,6 +50,13 @@ def render_many(reports: list[Report], **_: Any) -> str:
         )
         if report.regression is not None:
             reg = report.regression
+            if reg.history is not None and reg.history.verdict != "no regression":
+                level = "error" if reg.history.failed else "notice"
+                title = escape_property(f"history gate ({run_id}, {reg.history.selection})")
+                lines.append(f"::{level} title={title}::{escape_data(reg.history.summary)}")
+            if reg.comparison is not None:
+                lines += _comparison(reg.comparison, run_id)
+                continue
             for m in reg.metrics:
                 if m.regressed:
                     msg = (
@@ -58,3 +66,21 @@ def render_many(reports: list[Report], **_: Any) -> str:
                     title = escape_property(f"performance regression ({run_id})")
                     lines.append(f"::error title={title}::{escape_data(msg)}")
     return "\n".join(lines) + "\n"
+
+
+def _comparison(comparison: RunComparison, run_id: str) -> list[str]:
+    """One annotation per part that regressed (or the rate, when no part is to blame), else a
+    warning for contention or a pair that cannot tell."""
+    from advisor.render.comparison import annotation, describe
+
+    title = escape_property(f"performance regression ({run_id} vs {comparison.baseline_run})")
+    culprits = comparison.regressed_parts()
+    if culprits:
+        return [f"::error title={title}::{escape_data(describe(p, comparison))}" for p in culprits]
+    found = annotation(comparison)
+    if found is None:
+        return []
+    level, message = found
+    if level == "warning":
+        title = escape_property(f"performance comparison ({run_id})")
+    return [f"::{level} title={title}::{escape_data(message)}"]

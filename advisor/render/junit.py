@@ -76,7 +76,45 @@ def render_many(reports: list[Report], fail_on: str = "info", **_: Any) -> str:
                 suite.set(key, str(value))
                 totals[key] += value
             suite.set("time", "0")
+        if report.regression is not None and (
+            report.regression.comparison is not None or report.regression.history is not None
+        ):
+            _comparison_suite(root, report, totals)
     for key, value in totals.items():
         root.set(key, str(value))
     ET.indent(root)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _comparison_suite(root: ET.Element, report: Report, totals: dict[str, int]) -> None:
+    """A test suite of the comparison with the baseline run: a test case per figure and per part
+    of the fit; a part that regressed fails."""
+    from advisor.render.comparison import junit_cases
+
+    reg = report.regression
+    assert reg is not None
+    name = f"advisor.{report.run.run_id}.versus.{reg.baseline_run}"
+    suite = ET.SubElement(root, "testsuite", {"name": name})
+    failures = 0
+    cases = junit_cases(reg.comparison) if reg.comparison is not None else []
+    if reg.history is not None:
+        failure = reg.history.summary if reg.history.failed else None
+        cases.append((f"history of {reg.history.selection}", failure, reg.history.summary))
+    for label, failure, details in cases:
+        case = ET.SubElement(suite, "testcase", {"classname": name, "name": label, "time": "0"})
+        if failure is not None:
+            failures += 1
+            ET.SubElement(
+                case, "failure", {"type": "regression", "message": failure}
+            ).text = details
+        else:
+            ET.SubElement(case, "system-out").text = details
+    for key, value in (
+        ("tests", len(cases)),
+        ("failures", failures),
+        ("errors", 0),
+        ("skipped", 0),
+    ):
+        suite.set(key, str(value))
+        totals[key] += value
+    suite.set("time", "0")

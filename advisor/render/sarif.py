@@ -105,13 +105,67 @@ def _run(report: Report) -> dict[str, Any]:
                 "toolExecutionNotifications": notifications,
             }
         ],
-        "results": [_result(f, index[f.code], report) for f in report.failures],
+        "results": [_result(f, index[f.code], report) for f in report.failures]
+        + _regression_results(report, descriptors),
         "properties": {
             "run": report.run.model_dump(mode="json"),
             "coverage": report.coverage.model_dump(mode="json"),
             "reportSchemaVersion": report.schema_version,
         },
     }
+
+
+REGRESSION_RULE = "regression"
+
+
+def _regression_results(report: Report, descriptors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A result per part of the fit that regressed versus the baseline (the rate when no part is
+    to blame), under a descriptor of their own; a pair that cannot tell is a note."""
+    reg = report.regression
+    if reg is None:
+        return []
+    from advisor.render.comparison import describe
+
+    c = reg.comparison
+    if c is None and reg.history is not None and reg.history.verdict != "no regression":
+        key = reg.history.latest.metric if reg.history.latest else "history"
+        texts, keys = [reg.history.summary], [key]
+        level = "error" if reg.history.failed else "note"
+    elif c is None:
+        return []
+    elif c.failed:
+        blamed = c.regressed_parts()
+        texts = [describe(p, c) for p in blamed] or [c.summary]
+        keys = [p.key for p in blamed] or [c.rates[0].key]
+        level = "error"
+    elif c.verdict in ("contention", "not judgeable"):
+        texts, keys, level = [f"{c.verdict}: {c.summary}"], [c.verdict], "note"
+    else:
+        return []
+    descriptors.append(
+        {
+            "id": REGRESSION_RULE,
+            "name": "performance-regression",
+            "shortDescription": {"text": "slower than the baseline run beyond its noise"},
+            "help": {"text": "See docs/ci.md: verdicts, intervals and the history gate."},
+            "defaultConfiguration": {"level": "error"},
+        }
+    )
+    index = len(descriptors) - 1
+    location = {"physicalLocation": {"artifactLocation": {"uri": _uri(report)}}}
+    return [
+        {
+            "ruleId": REGRESSION_RULE,
+            "ruleIndex": index,
+            "kind": "fail",
+            "level": level,
+            "message": {"text": text},
+            "locations": [location],
+            "partialFingerprints": {"advisorRegression/v1": f"{report.run.run_id}:{key}"},
+            "properties": {"part": key, "baseline": reg.baseline_run},
+        }
+        for text, key in zip(texts, keys, strict=True)
+    ]
 
 
 def render_many(reports: list[Report], **_: Any) -> str:

@@ -16,6 +16,8 @@ from advisor.diagnosis.template import format_value
 from advisor.numbers import percent, strategy_label
 
 if TYPE_CHECKING:
+    from advisor.analysis.comparison_model import RunComparison
+    from advisor.analysis.history import HistoryGate
     from advisor.diagnosis.report import Finding, Report
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -247,6 +249,13 @@ def _regression(console: Console, report: Report) -> None:
     assert reg is not None
     console.print()
     verdict = ("REGRESSION", "bold red") if reg.failed else ("ok", "green")
+    if reg.history is not None:
+        _history(console, reg.history)
+    if reg.comparison is not None:
+        _comparison(console, reg.comparison)
+        return
+    if not reg.metrics:
+        return
     console.print(
         Text.assemble(
             ("Versus baseline ", "bold"),
@@ -264,3 +273,30 @@ def _regression(console: Console, report: Report) -> None:
             before, after = format_value(m.baseline, spec), format_value(m.current, spec)
             line = f"{m.unit}: {before} → {after} ({m.change_pct:+.1f}%)"
             console.print(Padding(Text(line, style=style), (0, 0, 0, 2)))
+
+
+def _comparison(console: Console, comparison: RunComparison) -> None:
+    from advisor.render.comparison import comparison_lines
+
+    head, *rest = comparison_lines(comparison)
+    style = (
+        "bold red"
+        if comparison.failed
+        else "bold yellow"
+        if comparison.verdict != "no regression"
+        else "green"
+    )
+    limit = f" (size that matters {comparison.max_regression_pct:g}%): "
+    console.print(Text.assemble(("Versus baseline ", "bold"), comparison.baseline_run, limit))
+    console.print(Padding(Text(head, style=style), (0, 0, 0, 2)))
+    for line in rest:
+        console.print(Padding(Text(line, style="red" if "REGRESSED" in line else ""), (0, 0, 0, 2)))
+
+
+def _history(console: Console, gate: HistoryGate) -> None:
+    words = {"regression": "REGRESSION", "no regression": "ok", "too short": "TOO SHORT TO JUDGE"}
+    style = {"regression": "bold red", "no regression": "green"}.get(gate.verdict, "bold yellow")
+    console.print(Text.assemble(("History gate ", "bold"), gate.selection, ": "))
+    console.print(
+        Padding(Text(f"{words[gate.verdict]}: {gate.summary}", style=style), (0, 0, 0, 2))
+    )

@@ -309,6 +309,9 @@ class CachedRuns:
                 report.regression = compare(
                     analysis.facts, base.facts, base.run_id, max_regression_pct
                 )
+                from advisor.service.comparisons import noise_aware
+
+                report.regression = noise_aware(report, analysis, base, chosen, resolved)
         return report
 
     # -- the whole store ------------------------------------------------------------------------

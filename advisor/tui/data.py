@@ -19,6 +19,7 @@ from advisor.errors import AdvisorError
 from advisor.tui.model import ExportResult
 
 if TYPE_CHECKING:
+    from advisor.analysis.comparison_model import RunComparison
     from advisor.analysis.scaling import ScalingTable
     from advisor.diagnosis.config import Config
     from advisor.diagnosis.report import Report
@@ -100,6 +101,16 @@ class TuiData:
                 self._reports[path] = attempt(lambda: self.store.diagnose(path, self.config))
                 self.store.forget(path)
             return self._reports[path]
+
+    def comparison(self, baseline: str, path: str) -> RunComparison | None:
+        """``path`` against ``baseline``, part by part against their noise (None when the runs
+        cannot be compared: no samples/s on one of them)."""
+        with self.lock:
+            try:
+                report = self.store.diagnose(path, self.config, baseline=baseline)
+            except AdvisorError:
+                return None
+        return report.regression.comparison if report.regression else None
 
     def rule_docs(self, code: str) -> Mapping[str, Any] | None:
         """The rule's documentation sections (what, why, how, references), if it is a known rule."""

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Literal
 from textual.message import Message
 
 if TYPE_CHECKING:
+    from advisor.analysis.comparison_model import RunComparison
     from advisor.analysis.live import LiveSnapshot
     from advisor.analysis.scaling import ScalingTable
     from advisor.diagnosis.report import Report
@@ -57,6 +58,7 @@ class ReportLoaded(Message):
 @dataclass
 class ReportsLoaded(Message):
     reports: list[Report]
+    comparisons: list[RunComparison | None] = field(default_factory=list)  # runs[1:] vs runs[0]
 
 
 @dataclass

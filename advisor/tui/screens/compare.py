@@ -17,7 +17,23 @@ from advisor.tui.model import SEVERITY_STYLE, Comparison, ExportResult, compare
 from advisor.tui.screens.base import AdvisorScreen
 
 if TYPE_CHECKING:
+    from advisor.analysis.comparison_model import RunComparison
     from advisor.diagnosis.report import Report
+
+
+def _parts_text(run_ids: list[str], comparisons: list[RunComparison | None]) -> Text:
+    """Each run against the first, part by part, with 95 % intervals (advisor check --baseline)."""
+    from advisor.render.comparison import comparison_lines
+
+    text = Text("Against the first run, part by part (95% intervals)", style="bold underline")
+    for run_id, comparison in zip(run_ids[1:], comparisons, strict=False):
+        text.append(f"\n{run_id}\n", style="bold")
+        if comparison is None:
+            text.append("  not comparable: samples/s is not measured on both runs\n", style="dim")
+            continue
+        for line in comparison_lines(comparison)[:-1]:
+            text.append(f"  {line}\n", style="red" if "REGRESS" in line else "")
+    return text
 
 
 def _status_cell(label: str) -> Text:
@@ -48,12 +64,18 @@ class CompareScreen(AdvisorScreen):
             yield DataTable(id="metrics", cursor_type="row", zebra_stripes=True)
             yield Static(Text("Findings that differ", style="bold underline"), classes="panel")
             yield DataTable(id="differing", cursor_type="row", zebra_stripes=True)
+            yield Static(id="parts", classes="panel")
         yield Footer()
 
     def on_mount(self) -> None:
         self.query_one("#message", Static).display = False
         paths = self.paths
-        self.load(lambda: ReportsLoaded([self.data.report(p) for p in paths]), "the runs")
+
+        def read() -> ReportsLoaded:
+            reports = [self.data.report(p) for p in paths]
+            return ReportsLoaded(reports, [self.data.comparison(paths[0], p) for p in paths[1:]])
+
+        self.load(read, "the runs")
 
     @on(ReportsLoaded)
     def _loaded(self, message: ReportsLoaded) -> None:
@@ -82,6 +104,7 @@ class CompareScreen(AdvisorScreen):
             differing.add_row(
                 "—", "every rule has the same outcome in these runs", *[""] * len(cmp.run_ids)
             )
+        self.query_one("#parts", Static).update(_parts_text(cmp.run_ids, message.comparisons))
         metrics.focus()
 
     @on(LoadFailed)
