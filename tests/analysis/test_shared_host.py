@@ -57,11 +57,11 @@ def test_i204_names_the_share_and_the_softened_rules_say_why():
         "gpu.present": False,
     }
     i204 = evaluate(RULES["I204"], facts)
-    assert i204.status == "fail" and i204.severity == "warning"
-    assert "other processes used 56% of the host's CPU" in i204.message
-    assert i204.impact == pytest.approx(0.56)  # a saturated CPU-only host: their share
-    with_gpu = evaluate(RULES["I204"], {**facts, "gpu.present": True})
-    assert with_gpu.status == "fail" and not with_gpu.impact
+    assert i204.status == "fail" and i204.severity == "info" and not i204.impact
+    assert i204.message.startswith(
+        "other processes used 56% of the host's CPU while this job trained (60% or more in a "
+        "tenth of the samples); the job itself used 98% of a core of 2 CPUs"
+    )
     unstable = {**facts, "throughput.cv": 0.4, "throughput.stability_windows": 10}
     m103 = evaluate(RULES["M103"], unstable)
     assert m103.status == "fail" and m103.severity == "info"
