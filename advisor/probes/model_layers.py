@@ -96,7 +96,7 @@ def init_arguments(cls: type) -> tuple[list[str], list[str]]:
     """(required, optional) named arguments of ``cls.__init__``, without ``self``, ``*args`` and
     ``**kwargs`` (which Keras fills from the base config: name, dtype, trainable…)."""
     try:
-        params = list(inspect.signature(cls.__init__).parameters.values())[1:]
+        params = list(inspect.signature(_constructor(cls)).parameters.values())[1:]
     except (TypeError, ValueError):
         return [], []
     named = [
@@ -107,6 +107,11 @@ def init_arguments(cls: type) -> tuple[list[str], list[str]]:
     required = [p.name for p in named if p.default is p.empty]
     optional = [p.name for p in named if p.default is not p.empty]
     return required, optional
+
+
+def _constructor(cls: type) -> Any:
+    """The ``__init__`` that builds ``cls`` (its own or inherited)."""
+    return getattr(cls, "__init__")  # noqa: B009 — mypy refuses ``cls.__init__`` on a type
 
 
 def is_custom(cls: type) -> bool:
