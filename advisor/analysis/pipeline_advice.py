@@ -88,12 +88,44 @@ def pipeline_facts(values: dict[str, Any]) -> dict[str, Any]:
         workers = settings.get("workers", settings.get("num_workers"))
         if isinstance(workers, int):
             out["pipeline.workers"] = workers
+    shapes = values.get("shapes_seen")
+    if isinstance(shapes, list) and shapes and all(isinstance(b, list) for b in shapes):
+        out.update(seen_shape_facts(shapes))
     if kind == "numpy":  # arrays in memory: the pipeline reads no files
         out["pipeline.file_source"] = False
     storage = values.get("storage")
     if isinstance(storage, dict):
         out.update(_storage_facts(storage))
     return out
+
+
+def seen_shape_facts(batches: list[list[Any]]) -> dict[str, Any]:
+    """From the shapes of the first batches read (per batch, per component): how many
+    dimensions beyond the batch axis changed size among them, and the distinct shapes."""
+    varying = 0
+    components = max(len(b) for b in batches)
+    for c in range(components):
+        shapes = [tuple(b[c]) if c < len(b) and isinstance(b[c], list) else None for b in batches]
+        ranks = {len(x) for x in shapes if x is not None}
+        if None in shapes or len(ranks) > 1:
+            varying += max(1, max(ranks, default=1) - 1)
+            continue
+        for d in range(1, ranks.pop() if ranks else 0):
+            sizes = {x[d] for x in shapes if x is not None}
+            varying += 1 if len(sizes) > 1 or None in sizes else 0
+    distinct = list(dict.fromkeys(" + ".join(_shape_text(c) for c in b) for b in batches))
+    return {
+        "pipeline.batches_seen": len(batches),
+        "pipeline.varying_dims": varying,
+        "pipeline.shapes_seen": distinct[:3],
+    }
+
+
+def _shape_text(shape: Any) -> str:
+    if not isinstance(shape, list):
+        return "?"
+    dims = ", ".join("?" if d is None else str(d) for d in shape)
+    return f"({dims},)" if len(shape) == 1 else f"({dims})"
 
 
 def _tfdata_facts(summary: dict[str, Any]) -> dict[str, Any]:
@@ -110,6 +142,7 @@ def _tfdata_facts(summary: dict[str, Any]) -> dict[str, Any]:
         "pipeline.prefetch_at_end": bool(real) and real[-1].get("kind") == "prefetch",
         "pipeline.maps": len(maps),
         "pipeline.sequential_maps": sum(1 for s in maps if not s.get("parallel")),
+        "pipeline.random_maps": sum(1 for s in maps if s.get("random")),
         "pipeline.sequential_interleaves": sum(1 for s in interleaves if not s.get("parallel"))
         + sum(1 for s in real if s.get("kind") == "flat_map" and s.get("reads_files")),
         "pipeline.fixed_parallelism": sum(

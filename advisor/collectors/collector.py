@@ -98,6 +98,12 @@ class Guard:
         self.disabled: dict[str, str] = {}
 
     def call(self, hook: str, *args: Any) -> None:
+        from advisor.probes.quiet import quiet_tracing
+
+        with quiet_tracing():  # the advisor's own traces are no retracing in the user's code
+            self._call_each(hook, *args)
+
+    def _call_each(self, hook: str, *args: Any) -> None:
         ledger = self.session.ledger if self.session is not None else None
         for collector in self.collectors:
             if collector.name in self.disabled:

@@ -122,7 +122,19 @@ def introspect(session: Any) -> dict[str, Any]:
     v["throughput.logging"] = session.notes.logging
     v["context.optimizer"] = type(getattr(model, "optimizer", None)).__name__
     v["context.horovod_compression"] = horovod_compression(getattr(model, "optimizer", None))
+    v.update(_model_contents(model))
     return {k: val for k, val in v.items() if val is not None}
+
+
+def _model_contents(model: Any) -> dict[str, Any]:
+    """The model's preprocessing layers and custom objects (``advisor.probes.model_layers``);
+    nothing when the model cannot be read."""
+    from advisor.probes.model_layers import read_model
+
+    try:
+        return read_model(model)
+    except Exception:  # noqa: BLE001 — an unusual model: its contents stay unknown
+        return {}
 
 
 def horovod_compression(optimizer: Any) -> str | None:

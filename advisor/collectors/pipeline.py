@@ -33,6 +33,7 @@ OPTIONS = (
 
 class PipelineCollector(Collector):
     name = "pipeline"
+    _shapes: Any = None  # BatchShapes while the first batches' shapes are being read
 
     def on_train_begin(self) -> None:
         from advisor.store.schema import PipelineRecord
@@ -45,6 +46,10 @@ class PipelineCollector(Collector):
             return
         s.writer.write(PipelineRecord(t=time.time(), values=values))
         s.notes.pipeline = values
+        if reads_shapes(values):
+            from advisor.probes.batch_shapes import BatchShapes
+
+            self._shapes = BatchShapes(s.data.dataset).start()
         for problem in (values.get("storage") or {}).get("missing", []) + (
             values.get("storage") or {}
         ).get("unreadable", []):
@@ -57,6 +62,41 @@ class PipelineCollector(Collector):
                 f"s3 data not sized: {values['storage']['remote_error']}",
                 level="warning",
             )
+
+    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None) -> None:
+        if self._shapes is not None and self._shapes.done:
+            self._record_shapes()
+
+    def on_train_end(self) -> None:
+        if self._shapes is not None and self._shapes.wait(SHAPES_WAIT_S):
+            self._record_shapes()
+        self._shapes = None
+
+    def _record_shapes(self) -> None:
+        """The pipeline record again, with the shapes of the first batches read."""
+        from advisor.store.schema import PipelineRecord
+
+        shapes, self._shapes = self._shapes, None
+        if not shapes.shapes:
+            return
+        s = self.session
+        s.notes.pipeline = {**s.notes.pipeline, "shapes_seen": shapes.shapes}
+        s.writer.write(PipelineRecord(t=time.time(), values=s.notes.pipeline))
+
+
+SHAPES_WAIT_S = 2.0  # at train end, for the first batches' shapes still being read
+
+
+def reads_shapes(values: dict[str, Any]) -> bool:
+    """Read the first batches' shapes: a tf.data spec with open dimensions, whose source is no
+    Python generator (a generator's function would run a second time)."""
+    stages = (values.get("summary") or {}).get("stages") or []
+    return (
+        values.get("input_kind") == "tf.data"
+        and bool(values.get("dynamic_dims"))
+        and bool(stages)
+        and not any(stage.get("python_source") for stage in stages)
+    )
 
 
 def describe_input(data: Any) -> dict[str, Any]:

@@ -44,6 +44,11 @@ FIX_CONTEXTS = {
     "track:tensorflow": "a custom TensorFlow loop (`advisor.track`)",
     "track:jax": "a custom JAX loop (`advisor.track`)",
     "track:torch": "a custom PyTorch loop (`advisor.track`)",
+    "input:tf.data": "a Keras fit reading a tf.data.Dataset",
+    "input:numpy": "a Keras fit reading arrays (NumPy, tensors)",
+    "input:generator": "a Keras fit reading a Python generator",
+    "input:pydataset": "a Keras fit reading a keras.utils.PyDataset",
+    "input:torch": "a Keras fit reading a torch DataLoader",
 }
 
 

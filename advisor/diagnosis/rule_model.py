@@ -61,6 +61,11 @@ FixContext = Literal[
     "track:tensorflow",
     "track:jax",
     "track:torch",
+    "input:tf.data",
+    "input:numpy",
+    "input:generator",
+    "input:pydataset",
+    "input:torch",
 ]
 Omitted = SkipJsonSchema[
     None
@@ -104,9 +109,10 @@ class RuleEntry(_Strict):
     fix: Text
     fix_for: dict[FixContext, Text] = Field(
         default_factory=dict,
-        description="the fix in the words of another loop or backend: fit:jax, fit:torch, "
-        "fit:tensorflow, track, track:torch, track:jax, track:tensorflow (the most specific one "
-        "that matches wins)",
+        description="the fix in the words of another input, loop or backend: input:tf.data, "
+        "input:numpy, input:generator, input:pydataset, input:torch (what fit reads), fit:jax, "
+        "fit:torch, fit:tensorflow, track, track:torch, track:jax, track:tensorflow (the most "
+        "specific one that matches wins: the input, then the backend)",
     )
     fit_only: Text | Omitted = None
     impact: Expression | Omitted = None

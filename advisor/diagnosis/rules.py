@@ -116,12 +116,19 @@ def custom_loop(facts: Mapping[str, Any]) -> bool:
     return facts.get("context.framework") == "custom" or facts.get("context.input_kind") == "custom"
 
 
+INPUT_KINDS = ("tf.data", "numpy", "generator", "pydataset", "torch")
+
+
 def fix_contexts(facts: Mapping[str, Any]) -> tuple[str, ...]:
-    """The ``fix_for`` keys that match the run, most specific first."""
+    """The ``fix_for`` keys that match the run, most specific first: what a Keras fit reads
+    (``input:numpy`` …), then the loop and backend."""
     backend = facts.get("context.backend")
     loop = "track" if custom_loop(facts) else "fit"
     keys = [f"{loop}:{backend}"] if backend in ("tensorflow", "jax", "torch") else []
-    return (*keys, "track") if loop == "track" else tuple(keys)
+    if loop == "track":
+        return (*keys, "track")
+    kind = facts.get("context.input_kind") or facts.get("pipeline.input_kind")
+    return (f"input:{kind}", *keys) if kind in INPUT_KINDS else tuple(keys)
 
 
 # -- locating ---------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from advisor.diagnosis.phrases import is_changes
 from advisor.diagnosis.report import fact_value
 from advisor.diagnosis.template import format_value
 from advisor.numbers import percent, strategy_label
+from advisor.render.whatif import shared_host_note
 
 if TYPE_CHECKING:
     from advisor.analysis.comparison_model import RunComparison
@@ -120,8 +121,9 @@ def _findings(console: Console, report: Report) -> None:
     failures = report.failures
     if failures:
         console.print(Text(f"Findings, most costly first ({len(failures)})", style="bold"))
+        shared = shared_host_note(report.facts)
         for rank, finding in enumerate(failures, start=1):
-            _failure(console, rank, finding)
+            _failure(console, rank, finding, shared)
     else:
         console.print(Text("No findings: every decided rule passed.", style="green"))
 
@@ -189,7 +191,7 @@ def coverage_line(report: Report) -> str:
     )
 
 
-def _failure(console: Console, rank: int, f: Finding) -> None:
+def _failure(console: Console, rank: int, f: Finding, shared: str | None = None) -> None:
     head = Text.assemble(
         f"{rank:>2}. ",
         (f"{LABEL[f.severity]:<7}", SEVERITY_STYLE[f.severity]),
@@ -206,6 +208,8 @@ def _failure(console: Console, rank: int, f: Finding) -> None:
             (m.text, "bold"), f" — {m.candidate}" + (f": {m.label}" if m.label else "")
         )
         console.print(Padding(gain, (0, 0, 0, 4)))
+        if shared:  # the gain holds for the shared host it was measured on
+            console.print(Padding(Text(f"({shared})", style="dim"), (0, 0, 0, 4)))
     if f.fix:
         console.print(Padding(Text.assemble(("fix: ", "bold"), f.fix), (0, 0, 0, 4)))
     if f.evidence:

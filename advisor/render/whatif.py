@@ -26,6 +26,17 @@ def whatif_rows(facts: Facts) -> list[dict[str, Any]]:
     return [r for r in value if isinstance(r, dict)] if isinstance(value, list) else []
 
 
+def shared_host_note(facts: Facts) -> str | None:
+    """What every measured gain of a run on a shared host carries (I204), or None."""
+    shared = fact_value(facts, "host.shared_cpu_fraction")
+    if not isinstance(shared, (int, float)):
+        return None
+    return (
+        f"measured on a shared host: other processes used up to {percent(shared, 0, fraction=True)}"
+        " of its CPU meanwhile (I204)"
+    )
+
+
 def whatif_heading(facts: Facts) -> str | None:
     """The what-if's heading, e.g. ``Measured what-if: 4 changes tried in 19.4 s (allowance 20 s)
     beside 704 samples/s unchanged``."""
@@ -50,7 +61,8 @@ def whatif_heading(facts: Facts) -> str | None:
         text += f", beside {readable(unchanged, 1, compact=True)} samples/s unchanged"
     if fact_value(facts, "whatif.interrupted"):
         text += "; interrupted by Ctrl-C"
-    return text
+    shared = shared_host_note(facts)
+    return f"{text}; {shared}" if shared else text
 
 
 def whatif_table(facts: Facts, *, all_rows: bool = False) -> Table | None:

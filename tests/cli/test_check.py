@@ -118,7 +118,19 @@ def test_selection_by_prefix_and_ignore(store, tmp_path):
         str(tmp_path / "empty.toml"),
     )
     codes = {f["code"] for f in json.loads(result.stdout)["findings"]}
-    assert codes == {"G501", "G502", "G503", "G504", "G505", "G506", "G560", "P701", "P703", "P704"}
+    assert codes == {
+        "G501",
+        "G502",
+        "G503",
+        "G504",
+        "G505",
+        "G506",
+        "G560",
+        "P701",
+        "P703",
+        "P704",
+        "P705",
+    }
     result = check(
         str(run),
         "--select",

@@ -49,7 +49,8 @@ def test_no_fix_tells_a_custom_loop_to_change_what_only_fit_has(backend):
 def test_the_most_specific_variant_wins_and_fit_keeps_the_general_fix():
     g551 = RULES["G551"]
     assert fix_contexts(_track("torch")) == ("track:torch", "track")
-    assert fix_contexts(_fit("jax")) == ("fit:jax",)
+    assert fix_contexts(_fit("jax")) == ("input:tf.data", "fit:jax")
+    assert fix_contexts({**_fit("jax"), "context.input_kind": "unknown"}) == ("fit:jax",)
     assert "torch.compile" in g551.fix_in(_track("torch")).source
     assert "jax.lax.scan" in g551.fix_in(_track("jax")).source
     assert "steps_per_execution=32" in g551.fix_in(_fit("tensorflow")).source
@@ -57,9 +58,43 @@ def test_the_most_specific_variant_wins_and_fit_keeps_the_general_fix():
     m101 = RULES["M101"]  # one variant for every custom loop
     assert m101.fix_in(_track("jax")).source == m101.fix_in(_track("torch")).source
     assert "advisor.track(log_every_seconds=60)" in m101.fix_in(_track("jax")).source
-    m154 = RULES["M154"]  # a variant for fit on torch only
-    assert "persistent_workers=True" in m154.fix_in(_fit("torch")).source
-    assert m154.fix_in(_fit("jax")).source == m154.fix.source
+    m154 = RULES["M154"]  # a variant for fit on torch, with an input of no variant of its own
+    unknown_input = {**_fit("torch"), "context.input_kind": "unknown"}
+    assert "persistent_workers=True" in m154.fix_in(unknown_input).source
+    assert m154.fix_in({**_fit("jax"), "context.input_kind": "unknown"}).source == m154.fix.source
+
+
+def _fed(kind: str, backend: str = "tensorflow") -> dict[str, object]:
+    return {**_fit(backend), "context.input_kind": kind}
+
+
+@pytest.mark.parametrize(
+    "kind,says,never",
+    [
+        ("numpy", "from_tensor_slices((x, y))", "persistent_workers"),
+        ("generator", "while True:", "persistent_workers"),
+        ("pydataset", "use_multiprocessing=False", ".repeat()"),
+        ("torch", "persistent_workers=True", ".repeat()"),
+        ("tf.data", ".repeat()", "persistent_workers"),
+    ],
+)
+def test_epoch_start_fix_follows_the_input(kind, says, never):
+    """M154's fix is written for what fit reads: arrays get no tf.data-only advice to end
+    ``.repeat()``-ed, a DataLoader gets its own switch, whatever the backend."""
+    for backend in ("tensorflow", "torch"):
+        fix = RULES["M154"].fix_in(_fed(kind, backend)).source
+        assert says in fix and never not in fix, (kind, backend, fix)
+    numpy_fix = RULES["M154"].fix_in(_fed("numpy")).source
+    assert not numpy_fix.lstrip().startswith("Build the input iterator once: end the dataset")
+
+
+def test_the_input_kind_is_read_from_the_pipeline_record_too():
+    facts = {
+        "context.framework": "keras3",
+        "context.backend": "jax",
+        "pipeline.input_kind": "numpy",
+    }
+    assert fix_contexts(facts) == ("input:numpy", "fit:jax")
 
 
 def _dispatch_bound(loop: dict[str, object]) -> dict[str, object]:

@@ -123,6 +123,41 @@ FACTS = (
         "str",
     ),
     Fact("context.device_count", "", "devices of that kind this process sees", "context"),
+    Fact(
+        "model.preprocessing_layers",
+        "",
+        "Keras preprocessing layers inside the model (they run with the model, on its device)",
+        "context",
+        "list",
+    ),
+    Fact(
+        "model.augmentation_layers",
+        "",
+        "random augmentation layers inside the model (RandomFlip, RandomRotation, MixUp…)",
+        "context",
+        "list",
+    ),
+    Fact(
+        "model.custom_objects",
+        "",
+        "layers, losses, metrics and model classes defined outside Keras",
+        "context",
+        "list",
+    ),
+    Fact(
+        "model.config_problems",
+        "",
+        "custom objects that cannot be rebuilt from their config (get_config missing, failing "
+        "or leaving out __init__ arguments), each with what is missing",
+        "context",
+        "list",
+    ),
+    Fact(
+        "model.config_problem_count",
+        "",
+        "custom objects that model.save, clone_model and a reload cannot rebuild",
+        "context",
+    ),
 )
 
 
@@ -152,6 +187,8 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
     for key, value in manifest_values.items():
         if value is not None:
             out.setdefault(key, value)
+    if isinstance(out.get("model.config_problems"), list):
+        out["model.config_problem_count"] = len(out["model.config_problems"])
     if "context.strategy" in out:
         out["context.strategy_name"] = strategy_label(str(out["context.strategy"]), m.tags)
     return out

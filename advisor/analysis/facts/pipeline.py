@@ -16,6 +16,12 @@ FACTS = (
     Fact("pipeline.maps", "", "map stages", "pipeline"),
     Fact("pipeline.sequential_maps", "", "map stages without parallel calls", "pipeline"),
     Fact(
+        "pipeline.random_maps",
+        "",
+        "map stages that draw random numbers (augmentation on the CPU)",
+        "pipeline",
+    ),
+    Fact(
         "pipeline.sequential_interleaves",
         "",
         "interleave stages without parallel calls",
@@ -89,6 +95,26 @@ FACTS = (
         "input dimensions beyond the batch axis whose size is not fixed (each new size compiles "
         "the step again under XLA)",
         "pipeline",
+    ),
+    Fact(
+        "pipeline.batches_seen",
+        "",
+        "batches of the input read at train begin to see their shapes (a spec with open "
+        "dimensions only)",
+        "pipeline",
+    ),
+    Fact(
+        "pipeline.varying_dims",
+        "",
+        "dimensions beyond the batch axis whose size changed among the batches read",
+        "pipeline",
+    ),
+    Fact(
+        "pipeline.shapes_seen",
+        "",
+        "the distinct shapes of the batches read (at most three)",
+        "pipeline",
+        "list",
     ),
     Fact(
         "pipeline.workers",

@@ -93,6 +93,14 @@ FACTS = (
         "high when they ran for part of the training only",
         "psutil",
     ),
+    Fact(
+        "host.shared_cpu_fraction",
+        "fraction",
+        "the share of the host's CPU other processes used (the larger of the mean and the 90th "
+        "percentile), present only when the host was shared (a tenth or more): the reason M103, "
+        "M150 and M154 give when they report as info",
+        "psutil",
+    ),
     Fact("telemetry.samples", "", "host samples recorded", "psutil"),
     Fact(
         "telemetry.sampler_cpu_fraction",

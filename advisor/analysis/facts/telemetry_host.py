@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 
 SATURATED_CORE = 90.0  # % of one core
 HIGH_IOWAIT = 50.0  # %
+SHARED_HOST = 0.10  # share of the host's CPU other processes used (I204's and M103's default)
 
 
 def host_facts(run: Run, info: dict[int, dict[str, Any]], out: dict[str, Any]) -> None:
@@ -61,6 +62,9 @@ def host_facts(run: Run, info: dict[int, dict[str, Any]], out: dict[str, Any]) -
     if others:  # the CPU other processes took while this one trained (a shared host)
         out["host.others_cpu_fraction"] = min(1.0, sum(others) / len(others))
         out["host.others_cpu_p90"] = min(1.0, percentile(others, 90))
+        shared = max(out["host.others_cpu_fraction"], out["host.others_cpu_p90"])
+        if shared >= SHARED_HOST:
+            out["host.shared_cpu_fraction"] = shared
     rss = values(all_host, "proc_rss")
     if rss:
         out["host.proc_rss.peak"] = int(max(rss))

@@ -1,0 +1,85 @@
+"""A shared host: the share of the CPU other processes took (recorded telemetry, by hand), the
+finding that says so (I204), the rules that soften on it saying why, and the note beside every
+measured gain in the text report. A real busy host: tests/collectors/test_model_probe_fit.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from whatif_fixtures import input_bound_run
+
+from advisor.analysis.registry import registry
+from advisor.diagnosis import evaluate, load_rules
+from advisor.render import render
+from advisor.service import diagnose
+from advisor.store.append import append_record
+from advisor.store.reader import RunReader
+from advisor.store.schema import HostSample, WindowRecord
+
+RULES = {r.code: r for r in load_rules()}
+
+
+def _host_samples(t0: float, others_share: float) -> list[HostSample]:
+    """Two saturated cores; other processes took ``others_share`` of them, the job the rest."""
+    ours = 200.0 * (1.0 - others_share)
+    return [
+        HostSample(t=t0 + k, cpu_percent=[100.0, 100.0], proc_cpu_percent=ours) for k in range(4)
+    ]
+
+
+def _run_with_host(tmp_path: Path, others_share: float) -> Path:
+    path = input_bound_run(tmp_path)
+    windows = RunReader(path).read().of_type(WindowRecord)
+    for sample in _host_samples(windows[0].t, others_share):
+        append_record(path, sample)
+    return path
+
+
+def test_the_share_others_took_is_derived_from_the_samples(tmp_path):
+    facts, _ = registry().derive(RunReader(_run_with_host(tmp_path, 0.56)).read())
+    # (2 × 100% busy − 88% ours) ÷ 200% = 56% of the host, in every sample
+    assert facts["host.others_cpu_fraction"] == pytest.approx(0.56)
+    assert facts["host.shared_cpu_fraction"] == pytest.approx(0.56)
+    quiet, _ = registry().derive(RunReader(_run_with_host(tmp_path / "q", 0.02)).read())
+    assert quiet["host.others_cpu_fraction"] == pytest.approx(0.02)
+    assert "host.shared_cpu_fraction" not in quiet
+
+
+def test_i204_names_the_share_and_the_softened_rules_say_why():
+    facts = {
+        "host.others_cpu_fraction": 0.56,
+        "host.others_cpu_p90": 0.6,
+        "host.shared_cpu_fraction": 0.6,
+        "host.proc_cpu.mean": 98.0,
+        "host.cpu.mean": 99.0,
+        "context.host_cpu_count": 2,
+        "gpu.present": False,
+    }
+    i204 = evaluate(RULES["I204"], facts)
+    assert i204.status == "fail" and i204.severity == "info" and not i204.impact
+    assert i204.message.startswith(
+        "other processes used 56% of the host's CPU while this job trained (60% or more in a "
+        "tenth of the samples); the job itself used 98% of a core of 2 CPUs"
+    )
+    unstable = {**facts, "throughput.cv": 0.4, "throughput.stability_windows": 10}
+    m103 = evaluate(RULES["M103"], unstable)
+    assert m103.status == "fail" and m103.severity == "info"
+    assert "the host was shared" in m103.message and "(I204)" in m103.message
+    alone = {k: v for k, v in unstable.items() if k != "host.shared_cpu_fraction"}
+    alone["host.others_cpu_fraction"] = alone["host.others_cpu_p90"] = 0.01
+    assert "shared" not in evaluate(RULES["M103"], alone).message
+
+
+def test_every_measured_gain_in_the_text_report_carries_the_shared_host(tmp_path):
+    shared = render(diagnose(_run_with_host(tmp_path / "shared", 0.56)), "text")
+    lines = shared.splitlines()
+    after_gains = [lines[i + 1] for i, line in enumerate(lines) if "measured: " in line]
+    assert after_gains, shared
+    note = "measured on a shared host: other processes used up to 56% of its CPU meanwhile (I204)"
+    assert all(line.strip() == f"({note})" for line in after_gains), after_gains
+    assert "I204 shared-host" in shared
+    heading = shared[shared.index("Measured what-if") :].split("\n\n")[0]
+    assert note in " ".join(heading.split()), heading
+    quiet = render(diagnose(_run_with_host(tmp_path / "quiet", 0.0)), "text")
+    assert "shared host" not in quiet and "I204 shared-host" not in quiet
