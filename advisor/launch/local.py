@@ -48,6 +48,8 @@ def describe_exit(rank: int, code: int) -> str:
             name = signal.Signals(-code).name
         except ValueError:
             name = f"signal {-code}"
+        if name == "SIGTERM":  # told to stop (preempted, evicted, cancelled): not a crash
+            return f"worker {rank} was terminated by SIGTERM (preempted, evicted or cancelled)"
         return f"worker {rank} was killed by {name}"
     return f"worker {rank} exited with code {code}"
 

@@ -268,7 +268,7 @@ class RunWriter:
         self.write(
             EndRecord(
                 t=now,
-                status="failed" if status == "failed" else "finished",
+                status=status if status in ("failed", "terminated") else "finished",
                 dropped_records=dropped,
                 **end_fields,
             )
@@ -287,6 +287,8 @@ class RunWriter:
             )
             if self.end_lost:  # the manifest may still be writable: the reader then knows why
                 extra["end_record_lost"] = self.end_lost
+            if end_fields.get("signal"):
+                extra["signal"] = end_fields["signal"]
             self.update_manifest(status=status, ended=now, **extra)
 
     def _write_manifest(self) -> None:
