@@ -145,6 +145,7 @@ class Worker:
     def __init__(self) -> None:
         self.proc: subprocess.Popen[bytes] | None = None
         self.log: Path | None = None
+        self.redacted: Any = None  # the log's RedactedLog, once started
 
     def where(self, taken: list[int]) -> tuple[str, str, int, str]:
         """(node address, node id, a free port on it not in ``taken``, this actor's id)."""
@@ -156,27 +157,35 @@ class Worker:
         return host, context.get_node_id(), port, context.get_actor_id() or ""
 
     def start(self, argv: list[str], env: dict[str, str], log: str) -> None:
+        from advisor.launch.logpipe import RedactedLog
+
         self.log = Path(log)
         self.log.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log, "wb") as handle:
-            self.proc = subprocess.Popen(
-                argv,
-                env=merged_env(env),
-                stdout=handle,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                preexec_fn=_own_group_dying_with_parent,
-            )
+        full_env = merged_env(env)
+        self.redacted = RedactedLog(self.log, argv, full_env)
+        self.proc = subprocess.Popen(
+            argv,
+            env=full_env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            preexec_fn=_own_group_dying_with_parent,
+        )
+        self.redacted.follow(self.proc.stdout)  # type: ignore[arg-type]
 
     def poll(self) -> int | None:
         return None if self.proc is None else self.proc.poll()
 
     def tail(self) -> str:
+        if self.redacted is not None and self.poll() is not None:
+            self.redacted.close()  # its pipe drained: the tail holds the last lines
         return log_tail(self.log, TAIL_LINES) if self.log else ""
 
     def stop(self) -> None:
         if self.proc is not None:
             kill_group(self.proc.pid, [self.proc])
+        if self.redacted is not None:
+            self.redacted.close()
 
 
 def _own_group_dying_with_parent() -> None:

@@ -5,7 +5,8 @@ Multi-process strategies get N tasks, ``tasks_per_node`` on each of ⌈N / tasks
 with one GPU each where the partition has GPUs; ``mirrored`` gets one task with N GPUs (or N
 logical CPU devices) on one node. Each task runs through ``python -m advisor.launch.task``, which
 turns Slurm's variables into the worker's role. The script resolves the job's node names to their
-addresses (``NodeAddr``) and records how its job step ended in ``exit-<job id>`` beside its log.
+addresses (``NodeAddr``) and records how its job step ended in ``exit-<job id>`` beside its log;
+the step's output reaches that log through ``advisor.launch.logpipe`` (redacted).
 """
 
 from __future__ import annotations
@@ -128,9 +129,12 @@ def sbatch_script(
     if config.strategy == "horovod":  # needs Slurm with PMIx and Horovod built with MPI
         srun.append("--mpi=pmix")
     wrapper = [_python_of(command), "-m", "advisor.launch.task", "--"]
+    # the job's log is kept in the store: its lines are redacted before they reach it (logpipe)
+    redact = [_python_of(command), "-m", "advisor.launch.logpipe", "--"]
     lines += [
         "code=0",
-        shlex.join(srun + wrapper + list(command)) + " || code=$?",
+        f"{shlex.join(srun + wrapper + list(command))} 2>&1 | {shlex.join(redact + list(command))}"
+        " || code=$?",
         f'echo "$code" > {shlex.quote(str(log_dir))}/exit-"$SLURM_JOB_ID"',
         'exit "$code"',
     ]
