@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from advisor.launch.logpipe import RedactedLog
 from advisor.launch.plan import ProcessSpec, merged_env
@@ -145,9 +145,7 @@ def _wait(
         bad = [(spec, proc.returncode) for spec, proc in procs if proc.returncode not in (None, 0)]
         if bad:
             spec, code = bad[0]
-            failed = Outcome(
-                "failed", elapsed, describe_exit(spec.rank, code), "", codes, logs
-            )
+            failed = Outcome("failed", elapsed, describe_exit(spec.rank, code), "", codes, logs)
             return failed, log_dir / spec.log_name
         if all(code == 0 for code in codes.values()):
             return Outcome("finished", elapsed, returncodes=codes, logs=logs), None
