@@ -6,7 +6,8 @@ address and a free port on it; from those the role variables are made as for loc
 subprocess in a process group of its own, logging to the sweep's log folder (the runs directory
 must be shared with every node, as under Slurm). The driver polls the actors: the first worker
 that exits non-zero, or whose actor dies (killed, or its node lost), fails the configuration at
-once; so does the timeout. Whatever happens, the workers are stopped, the actors killed and the
+once; so does the timeout, and a group the live nodes can never hold (too few CPUs: what is
+missing is said). Whatever happens, the workers are stopped, the actors killed and the
 placement group removed before the next configuration starts.
 
 Ctrl-C stops the sweep the same way, then the Ray session, within ``ray_stop.STOP_DEADLINE_S``
@@ -44,8 +45,8 @@ from advisor.launch.ray_stop import (
 )
 
 EXTRA_HINT = "pip install 'keras-advisor[ray]'"
-# Waiting for a placement group to be placed before the configuration is failed: long enough for
-# an autoscaler to add a node, short enough that an impossible request does not hang the sweep.
+# Waiting for a placement group to be placed before the configuration is failed (the cluster has
+# the CPUs, busy: placement_shortfall fails a group it can never hold at once).
 PLACEMENT_TIMEOUT_S = 120.0
 ACTOR_CALL_TIMEOUT_S = 60.0
 _PR_SET_PDEATHSIG = 1
@@ -220,6 +221,20 @@ def ray_runner(ray: Any, poll_s: float = 0.5) -> Callable[..., Outcome]:
     return run
 
 
+def placement_shortfall(nodes: list[dict[str, Any]], workers: int) -> str | None:
+    """What the cluster lacks to ever place ``workers`` actors of one CPU each (``ray.nodes()``:
+    its live nodes' CPUs); None when it has enough, even if they are busy now (waited for)."""
+    alive = [n for n in nodes if n.get("Alive")]
+    cpus = sum(float(n.get("Resources", {}).get("CPU", 0)) for n in alive)
+    if cpus >= workers:
+        return None
+    return (
+        f"Ray cannot place {workers} worker(s) of one CPU each: the cluster has {cpus:g} CPU(s) "
+        f"on {len(alive)} live node(s), {workers - cpus:g} missing; add nodes (or start them "
+        "before the sweep, on an autoscaling cluster) or sweep fewer --workers"
+    )
+
+
 def processes_of(config: Config) -> int:
     return 1 if config.strategy in ("mirrored", "single") else config.workers
 
@@ -240,6 +255,9 @@ def run_on_ray(
 
     n = processes_of(config)
     t0 = time.monotonic()
+    missing = placement_shortfall(ray.nodes(), n)
+    if missing is not None:
+        return Outcome("failed", 0.0, missing)
     pg = placement_group([{"CPU": 1}] * n, strategy="SPREAD")
     actors: list[Any] = []
     try:

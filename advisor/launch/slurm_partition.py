@@ -70,7 +70,9 @@ def read_partition(name: str | None, run: Runner) -> Partition | None:
     partition = name
     for line in out.splitlines():
         parts = line.strip().split("|")
-        if len(parts) != 5 or (name is None and not parts[4].endswith("*")):
+        if len(parts) != 5 or not (
+            parts[4].rstrip("*") == name if name else parts[4].endswith("*")
+        ):
             continue
         partition = parts[4].rstrip("*")
         if _stripped_state(parts[3]) in UNUSABLE:
