@@ -7,11 +7,14 @@ the partition has GPUs; ``mirrored`` gets one task with N GPUs (or N
 logical CPU devices) on one node. Each task runs through ``python -m advisor.launch.task``, which
 turns Slurm's variables into the worker's role. The script resolves the job's node names to their
 addresses (``NodeAddr``) and records how its job step ended in ``exit-<job id>`` beside its log;
-the step's output reaches that log through ``advisor.launch.logpipe`` (redacted).
+the step's output reaches that log through ``advisor.launch.logpipe`` (redacted). The script is
+kept in the store: secrets of the command line are read from ``ADVISOR_SECRET_<n>`` variables,
+which ``submit`` gives sbatch (export them before submitting such a script by hand).
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import shutil
@@ -160,21 +163,48 @@ def sbatch_script(
     wrapper = [_python_of(command), "-m", "advisor.launch.task", "--"]
     # the job's log is kept in the store: its lines are redacted before they reach it (logpipe)
     redact = [_python_of(command), "-m", "advisor.launch.logpipe", "--"]
+    refs = secret_refs(command)
+    step, piped = shlex.join(srun + wrapper), shell_join(redact + list(command), refs)
     lines += [
         "code=0",
-        f"{shlex.join(srun + wrapper + list(command))} 2>&1 | {shlex.join(redact + list(command))}"
-        " || code=$?",
+        f"{step} {shell_join(command, refs)} 2>&1 | {piped} || code=$?",
         f'echo "$code" > {shlex.quote(str(log_dir))}/exit-"$SLURM_JOB_ID"',
         'exit "$code"',
     ]
     return "\n".join(lines) + "\n"
 
 
-def submit(script: Path, after: str | None = None) -> str | None:
+def secret_refs(command: Sequence[str]) -> dict[str, str]:
+    """Each secret of the command line (``secret_values``) → the variable the script reads it
+    from: the script is kept in the store, the secret is not (``submit`` passes it to sbatch in
+    its environment, which the job inherits)."""
+    from advisor.store.redact import secret_values
+
+    return {value: f"ADVISOR_SECRET_{i}" for i, value in enumerate(secret_values(command, {}))}
+
+
+def shell_join(argv: Sequence[str], refs: dict[str, str]) -> str:
+    """``shlex.join`` with each secret written as a reference to its variable (``secret_refs``)."""
+    if not refs:
+        return shlex.join(argv)
+    pattern = re.compile("(" + "|".join(re.escape(v) for v in refs) + ")")
+    words = []
+    for arg in argv:
+        parts = [p for p in pattern.split(arg) if p]
+        words.append(
+            "".join(f'"${{{refs[p]}}}"' if p in refs else shlex.quote(p) for p in parts) or "''"
+        )
+    return " ".join(words)
+
+
+def submit(
+    script: Path, after: str | None = None, secrets: dict[str, str] | None = None
+) -> str | None:
     """``sbatch --parsable script`` → the job id; None where sbatch is not installed.
 
     ``after``: a job id this one waits for (``--dependency=afterany``), so that configurations
-    never share nodes while they are measured."""
+    never share nodes while they are measured. ``secrets``: ``secret_refs`` of the command, given
+    to sbatch (and so to the job) as environment variables."""
     sbatch = shutil.which("sbatch")
     if sbatch is None:
         return None
@@ -184,6 +214,7 @@ def submit(script: Path, after: str | None = None) -> str | None:
     try:
         done = subprocess.run(
             argv + [str(script)],
+            env={**os.environ, **{name: value for value, name in (secrets or {}).items()}},
             capture_output=True,
             text=True,
             timeout=SUBMIT_TIMEOUT_S,

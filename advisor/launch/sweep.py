@@ -203,7 +203,7 @@ def submit_sweep(
     has ended (``--dependency=afterany``). A script sbatch refuses fails its configuration, with
     sbatch's words; the others are submitted."""
     from advisor.errors import UsageError
-    from advisor.launch.slurm import SlurmOptions, sbatch_script, submit
+    from advisor.launch.slurm import SlurmOptions, sbatch_script, secret_refs, submit
     from advisor.launch.slurm_partition import read_partition
     from advisor.launch.slurm_text import run_slurm
 
@@ -234,7 +234,7 @@ def submit_sweep(
         script.chmod(0o755)
         rec.script, rec.layout = str(script), options.layout(config).describe()
         try:
-            job = submit(script, after=previous)
+            job = submit(script, after=previous, secrets=secret_refs(plan.command))
         except UsageError as exc:
             rec.status, rec.reason = "failed", str(exc)
         else:

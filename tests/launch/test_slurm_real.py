@@ -302,3 +302,34 @@ def test_scancel_signal_term_reads_as_terminated(slurm_cluster, tmp_path):
     listed = _cli(runs, "runs")
     assert "terminated (SIGTERM)" in listed.stdout and "killed" not in listed.stdout
     assert result.exit_code == 1
+
+
+def test_a_failing_slurm_sweep_leaves_no_secret_in_the_store(slurm_cluster, tmp_path, monkeypatch):
+    """The job's script reads the command line's secrets from variables sbatch passes on, and its
+    log reaches the store through the redacting pipe: neither the secret argument nor the secret
+    variable is in any file of the store, and the script still ran the real command."""
+    runs = tmp_path / "runs"
+    sweep_id = f"secret{os.getpid()}"
+    api_key, password = "sk-" + "Qw3" * 10, "correct-horse-battery-staple"
+    monkeypatch.setenv("SERVICE_PASSWORD", password)
+    train = tmp_path / "train.py"
+    train.write_text(
+        "import argparse, os\n"
+        "print('password', os.environ['SERVICE_PASSWORD'], flush=True)\n"
+        "argparse.ArgumentParser().parse_args()\n",
+        encoding="utf-8",
+    )
+    result = _cli(
+        runs, "scale", "--launcher", "slurm", "--wait", "--workers", "2", "--strategy", "jax",
+        "--timeout", "60", "--sweep-id", sweep_id, "--no-report", "--", sys.executable,
+        str(train), f"--api-key={api_key}",
+    )  # fmt: skip
+    (rec,) = read_sweep(sweep_dir(runs, sweep_id)).configs
+    assert result.exit_code == 1 and rec.status == "failed", rec.reason
+    log = Path(rec.logs[0]).read_text(encoding="utf-8")
+    assert "unrecognized arguments: --api-key=***" in log and "password ***" in log, log
+    assert '--api-key="${ADVISOR_SECRET_0}"' in Path(rec.script).read_text()
+    files = [p for p in runs.rglob("*") if p.is_file()]
+    for path in files:
+        data = path.read_bytes()
+        assert api_key.encode() not in data and password.encode() not in data, path
