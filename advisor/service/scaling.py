@@ -200,8 +200,7 @@ def _failure(run: Run, point: Point, num_workers: int, cfg: Any) -> Failure | No
             point.workers,
             run.run_id,
             point.repeat,
-            (cfg.reason if cfg else None)
-            or f"run {status_label(run.status, run.manifest.signal)}",
+            (cfg.reason if cfg else None) or f"run {status_label(run.status, run.manifest.signal)}",
             cfg.hint if cfg else None,
             cfg.log_tail if cfg else None,
         )

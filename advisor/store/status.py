@@ -161,7 +161,7 @@ def incomplete_reasons(
     if status == "running":
         reasons.append("the run is still running (its writer's heartbeat is recent)")
     for kind, what in (
-        ("terminated", "was terminated by SIGTERM (preempted, evicted or cancelled) before it ended"),
+        ("terminated", "was terminated by SIGTERM (preempted, evicted or cancelled)"),
         ("killed", "was killed: no end record, and its writer is gone"),
         ("failed", "failed: fit() ended with an exception"),
     ):
