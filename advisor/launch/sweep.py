@@ -8,6 +8,7 @@ Ctrl-C fails the running configuration as interrupted, and the sweep ends there.
 from __future__ import annotations
 
 import logging
+import signal
 import time
 from collections.abc import Callable
 from functools import partial
@@ -158,7 +159,9 @@ def run_sweep(
                 horovod_timeline_path(runs_dir, plan.sweep_id, config), runs_dir / rec.run_id
             )
         if rec.status == "failed":
-            rec.reason = said_preempted(run_dir, outcome.reason)
+            codes = {c for c in outcome.returncodes.values() if c}  # the exits seen: SIGTERM's?
+            stopped = bool(codes) and codes <= {-signal.SIGTERM, 128 + signal.SIGTERM}
+            rec.reason = said_preempted(run_dir, outcome.reason) if stopped else outcome.reason
             rec.log_tail = outcome.log_tail or None
             rec.hint = hint_for(outcome.log_tail or "") if outcome.log_tail else None
         write_sweep(runs_dir, record)
@@ -321,11 +324,12 @@ def said_preempted(run_dir: Path, reason: str) -> str:
     from advisor.store.status import status_label
 
     try:
-        manifest = RunReader(run_dir).read_manifest()
+        run = RunReader(run_dir).read()
     except AdvisorError:
         return reason
-    if manifest.status != "terminated":
+    if run.status != "terminated":  # also when a worker failed first (the others then stopped)
         return reason
+    manifest = run.manifest
     when = time.strftime(" at %H:%M:%S", time.localtime(manifest.ended)) if manifest.ended else ""
     return (
         f"preempted: its run was {status_label('terminated', manifest.signal)}{when} before it "

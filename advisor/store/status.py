@@ -11,6 +11,7 @@ once. A copied run is judged by the times written in it, never by local file tim
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Iterable, Sequence
@@ -36,7 +37,8 @@ STALE_AFTER_S = 120.0
 _ATTACHED = (TraceRecord, FactsRecord)
 # A run is as far from finished as its least finished worker: a killed worker is the cause when
 # the others then fail (their collectives time out); a terminated one (SIGTERM: preemption) is the
-# cause when others were then killed (the grace period ran out before they closed).
+# cause when others were then killed (the grace period ran out before they closed) or failed after
+# it (their peers left) — unless one failed first (``_failed_first``).
 _ORDER: dict[str, int] = {"running": 0, "terminated": 1, "killed": 2, "failed": 3, "finished": 4}
 
 Liveness = Literal["alive", "dead", "unknown"]
@@ -144,7 +146,19 @@ def derive_status(
     if not states:
         return manifest_state(manifest, now), states
     status = min((s.status for s in states.values()), key=lambda s: _ORDER[s])
+    if status == "terminated" and _failed_first(states.values()):
+        status = "failed"  # a worker failed, and the others were then stopped (SIGTERM)
     return status, states
+
+
+def _failed_first(states: Iterable[WorkerState]) -> bool:
+    """A worker failed before any was terminated: the failure is the cause (a launcher stops
+    the survivors of a failed configuration with SIGTERM), not a preemption."""
+    ended = {"failed": math.inf, "terminated": math.inf}
+    for state in states:
+        if state.status in ended and state.last_seen is not None:
+            ended[state.status] = min(ended[state.status], state.last_seen)
+    return ended["failed"] < ended["terminated"]
 
 
 def incomplete_reasons(
