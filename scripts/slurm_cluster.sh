@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A one-host Slurm cluster for trying `advisor scale --launcher slurm` (and for the tests):
 # munged, slurmctld and two node daemons (`slurmd -N n1`, `slurmd -N n2`, each on its own port,
-# both on 127.0.0.1), everything under one directory, run as root.
+# both on 127.0.0.1), everything under one directory, run as root. Partitions: `debug` (both
+# nodes, the default) and `one` (n1 only).
 #
 #   bash scripts/slurm_cluster.sh start [DIR]   # prints `export SLURM_CONF=DIR/slurm.conf`
 #   bash scripts/slurm_cluster.sh status [DIR]
@@ -88,6 +89,8 @@ EOF
   done
   echo "PartitionName=debug Nodes=$(IFS=,; echo "${NODES[*]}") Default=YES MaxTime=INFINITE State=UP" \
     >>"$DIR/slurm.conf"
+  # one node, as small clusters and interactive partitions have (tasks packed onto it)
+  echo "PartitionName=one Nodes=${NODES[0]} MaxTime=INFINITE State=UP" >>"$DIR/slurm.conf"
 }
 
 stop_daemons() {  # TERM the daemons of these pid files together, KILL what is left after 5 s
@@ -121,7 +124,7 @@ stop() {
 
 nodes_idle() {
   local idle
-  idle="$(SLURM_CONF="$DIR/slurm.conf" sinfo -h -N -o '%N %t' 2>/dev/null | awk '$2 == "idle"' | wc -l)"
+  idle="$(SLURM_CONF="$DIR/slurm.conf" sinfo -h -N -o '%N %t' 2>/dev/null | sort -u | awk '$2 == "idle"' | wc -l)"
   [[ "$idle" -eq ${#NODES[@]} ]]
 }
 

@@ -71,7 +71,7 @@ def command(ctx: click.Context, fmt: str, limit: int, facts: str | None) -> None
         table.add_row(
             r.run_id,
             _date(r.created),
-            r.status,
+            r.status_text,
             r.strategy or "—",
             readable(r.workers),
             readable(r.samples_per_s, compact=True),

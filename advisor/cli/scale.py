@@ -299,11 +299,16 @@ def _slurm(
 
     record = submit_sweep(plan, runs_dir, timeout_s, options, instance_type)
     for rec in record.configs:
+        where = f"{rec.layout}; {rec.script}"
         if rec.job_id:
-            click.echo(f"{rec.strategy} ×{rec.workers}: submitted job {rec.job_id} ({rec.script})")
+            click.echo(f"{rec.strategy} ×{rec.workers}: submitted job {rec.job_id} ({where})")
+        elif rec.status == "failed":
+            click.echo(f"{rec.strategy} ×{rec.workers}: not submitted: {rec.reason}", err=True)
         else:
-            click.echo(f"{rec.strategy} ×{rec.workers}: wrote {rec.script}")
+            click.echo(f"{rec.strategy} ×{rec.workers}: wrote {rec.script} ({rec.layout})")
     if not any(rec.job_id for rec in record.configs):
+        if any(rec.status == "failed" for rec in record.configs):
+            return record  # sbatch refused every script: each one's reason
         click.echo(
             "sbatch is not installed here: submit the scripts on the cluster "
             "(`sbatch FILE`), then `advisor report " + record.sweep_id + "`",

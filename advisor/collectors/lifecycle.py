@@ -12,7 +12,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from advisor.collectors.collector import Collector, Guard
-from advisor.collectors.opening import OPEN_RUNS, report_closed
+from advisor.collectors.opening import OPEN_RUNS, SIGTERM, report_closed
 from advisor.collectors.windows import ensure_log_handler
 
 if TYPE_CHECKING:
@@ -65,6 +65,7 @@ class RunLifecycle:
         self._train_t0 = time.perf_counter()
         self._in_fit = True
         OPEN_RUNS.add(self)
+        SIGTERM.install()  # preemption closes the run as terminated (collectors/preemption.py)
         if found.note:
             log.warning("advisor: price: %s", found.note)
             self.session.event("prices", found.note, level="warning")
@@ -92,7 +93,7 @@ class RunLifecycle:
     def _own_estimate(self) -> float:
         return self._own_seconds + self._own_batch_estimate()
 
-    def _finish(self, status: str) -> None:
+    def _finish(self, status: str, signal: str | None = None) -> None:
         if self.writer is None or self.writer.closed:
             return
         try:
@@ -106,13 +107,16 @@ class RunLifecycle:
                 self.guard.call(
                     "on_before_close", status
                 )  # the budget's final record, before the end record
-            self.writer.close(status, advisor_seconds=own, train_seconds=train_seconds)
+            ended = {"signal": signal} if signal else {}
+            self.writer.close(status, advisor_seconds=own, train_seconds=train_seconds, **ended)
         except Exception as exc:
             log.warning("advisor: could not close the run: %s", exc)
         if self.uploader is not None:
             self.uploader.finish()
         self._in_fit = False
         OPEN_RUNS.discard(self)
+        if not OPEN_RUNS:
+            SIGTERM.restore()
         if self.guard is not None:
             self.guard.call("on_run_closed", status)
         if self.session is not None and self.session.rank == 0 and status == "finished":
@@ -132,3 +136,22 @@ class RunLifecycle:
             except Exception:
                 pass
             self._finish("failed")
+
+    def _terminate(self, signal_name: str) -> None:
+        """The process was told to stop (``signal_name``: preempted, evicted, cancelled): what is
+        held is written, and the run closed as terminated, with the time, before it ends."""
+        if self.writer is None or self.writer.closed:
+            return
+        if self.guard is not None:
+            self.guard.call("on_train_end")  # stop samplers and profilers; their last records
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S %z")
+        try:
+            if self.session is not None:
+                self.session.event(
+                    "advisor",
+                    f"terminated by {signal_name} at {stamp} (preempted, evicted or cancelled)",
+                    level="warning",
+                )
+        except Exception:
+            pass
+        self._finish("terminated", signal=signal_name)

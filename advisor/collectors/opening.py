@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from advisor.collectors.fitinfo import discover
 from advisor.collectors.ledger import ADVISOR, Ledger
 from advisor.collectors.manifest import instance_and_price, run_manifest
+from advisor.collectors.preemption import SigtermHandler
 from advisor.collectors.session import Session
 from advisor.probes.distributed import detect_rank_world
 from advisor.probes.framework import detect_framework, steps_per_execution
@@ -30,6 +31,15 @@ def _close_open_runs() -> None:
 
 
 atexit.register(_close_open_runs)
+
+
+def _terminate_open_runs(signal_name: str) -> None:
+    for callback in list(OPEN_RUNS):
+        callback._terminate(signal_name)
+
+
+# Installed while a run is open (from the main thread): SIGTERM closes the open runs as terminated.
+SIGTERM = SigtermHandler(_terminate_open_runs)
 
 
 def open_run(

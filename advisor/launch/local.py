@@ -17,8 +17,9 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
+from advisor.launch.logpipe import RedactedLog
 from advisor.launch.plan import ProcessSpec, merged_env
 
 # absl / TF informational lines that crowd out the real error in a log tail.
@@ -48,6 +49,8 @@ def describe_exit(rank: int, code: int) -> str:
             name = signal.Signals(-code).name
         except ValueError:
             name = f"signal {-code}"
+        if name == "SIGTERM":  # told to stop (preempted, evicted, cancelled): not a crash
+            return f"worker {rank} was terminated by SIGTERM (preempted, evicted or cancelled)"
         return f"worker {rank} was killed by {name}"
     return f"worker {rank} exited with code {code}"
 
@@ -76,19 +79,19 @@ def run_local(
     of the training job itself (only ``KeyboardInterrupt`` passes, after the cleanup)."""
     log_dir.mkdir(parents=True, exist_ok=True)
     procs: list[tuple[ProcessSpec, subprocess.Popen[bytes]]] = []
-    handles: list[IO[bytes]] = []
+    logs: list[RedactedLog] = []
     pgid: int | None = None
     t0 = time.monotonic()
     try:
         for spec in specs:
-            handle: IO[bytes] = open(log_dir / spec.log_name, "wb")  # noqa: SIM115 (closed below)
-            handles.append(handle)
+            env = merged_env(spec.env)
+            logs.append(RedactedLog(log_dir / spec.log_name, spec.argv, env))
             group = _group_kwargs(pgid)
             try:
                 proc = subprocess.Popen(
                     spec.argv,
-                    env=merged_env(spec.env),
-                    stdout=handle,
+                    env=env,
+                    stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT,
                     stdin=subprocess.DEVNULL,
                     **group,  # type: ignore[call-overload]
@@ -103,12 +106,16 @@ def run_local(
             if pgid is None:
                 pgid = proc.pid
             procs.append((spec, proc))
-        return _wait(procs, log_dir, timeout_s, on_tick, poll_s, t0)
+            logs[-1].follow(proc.stdout)  # type: ignore[arg-type]
+        outcome, tail_of = _wait(procs, log_dir, timeout_s, on_tick, poll_s, t0)
     finally:
         if pgid is not None:
             kill_group(pgid, [p for _, p in procs])
-        for handle in handles:
-            handle.close()
+        for redacted in logs:
+            redacted.close()  # the pipes drained: each log holds its process's last lines
+    if tail_of is not None:
+        outcome.log_tail = log_tail(tail_of)
+    return outcome
 
 
 def _group_kwargs(pgid: int | None) -> dict[str, Any]:
@@ -129,7 +136,8 @@ def _wait(
     on_tick: Callable[[float], None] | None,
     poll_s: float,
     t0: float,
-) -> Outcome:
+) -> tuple[Outcome, Path | None]:
+    """How the processes ended, and the log whose tail says why (read once its pipe drained)."""
     logs = [str(log_dir / spec.log_name) for spec, _ in procs]
     while True:
         codes = {spec.rank: proc.poll() for spec, proc in procs}
@@ -137,27 +145,15 @@ def _wait(
         bad = [(spec, proc.returncode) for spec, proc in procs if proc.returncode not in (None, 0)]
         if bad:
             spec, code = bad[0]
-            return Outcome(
-                "failed",
-                elapsed,
-                describe_exit(spec.rank, code),
-                log_tail(log_dir / spec.log_name),
-                codes,
-                logs,
-            )
+            failed = Outcome("failed", elapsed, describe_exit(spec.rank, code), "", codes, logs)
+            return failed, log_dir / spec.log_name
         if all(code == 0 for code in codes.values()):
-            return Outcome("finished", elapsed, returncodes=codes, logs=logs)
+            return Outcome("finished", elapsed, returncodes=codes, logs=logs), None
         if timeout_s is not None and elapsed > timeout_s:
             waiting = [spec.rank for spec, proc in procs if proc.returncode is None]
             chief = procs[0][0]
-            return Outcome(
-                "failed",
-                elapsed,
-                f"timed out after {timeout_s:g} s (workers still running: {waiting})",
-                log_tail(log_dir / chief.log_name),
-                codes,
-                logs,
-            )
+            reason = f"timed out after {timeout_s:g} s (workers still running: {waiting})"
+            return Outcome("failed", elapsed, reason, "", codes, logs), log_dir / chief.log_name
         if on_tick is not None:
             on_tick(elapsed)
         time.sleep(poll_s)

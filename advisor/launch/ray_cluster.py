@@ -6,7 +6,8 @@ address and a free port on it; from those the role variables are made as for loc
 subprocess in a process group of its own, logging to the sweep's log folder (the runs directory
 must be shared with every node, as under Slurm). The driver polls the actors: the first worker
 that exits non-zero, or whose actor dies (killed, or its node lost), fails the configuration at
-once; so does the timeout. Whatever happens, the workers are stopped, the actors killed and the
+once; so does the timeout, and a group the live nodes can never hold (too few CPUs: what is
+missing is said). Whatever happens, the workers are stopped, the actors killed and the
 placement group removed before the next configuration starts.
 
 Ctrl-C stops the sweep the same way, then the Ray session, within ``ray_stop.STOP_DEADLINE_S``
@@ -44,8 +45,8 @@ from advisor.launch.ray_stop import (
 )
 
 EXTRA_HINT = "pip install 'keras-advisor[ray]'"
-# Waiting for a placement group to be placed before the configuration is failed: long enough for
-# an autoscaler to add a node, short enough that an impossible request does not hang the sweep.
+# Waiting for a placement group to be placed before the configuration is failed (the cluster has
+# the CPUs, busy: placement_shortfall fails a group it can never hold at once).
 PLACEMENT_TIMEOUT_S = 120.0
 ACTOR_CALL_TIMEOUT_S = 60.0
 _PR_SET_PDEATHSIG = 1
@@ -145,6 +146,7 @@ class Worker:
     def __init__(self) -> None:
         self.proc: subprocess.Popen[bytes] | None = None
         self.log: Path | None = None
+        self.redacted: Any = None  # the log's RedactedLog, once started
 
     def where(self, taken: list[int]) -> tuple[str, str, int, str]:
         """(node address, node id, a free port on it not in ``taken``, this actor's id)."""
@@ -156,27 +158,35 @@ class Worker:
         return host, context.get_node_id(), port, context.get_actor_id() or ""
 
     def start(self, argv: list[str], env: dict[str, str], log: str) -> None:
+        from advisor.launch.logpipe import RedactedLog
+
         self.log = Path(log)
         self.log.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log, "wb") as handle:
-            self.proc = subprocess.Popen(
-                argv,
-                env=merged_env(env),
-                stdout=handle,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                preexec_fn=_own_group_dying_with_parent,
-            )
+        full_env = merged_env(env)
+        self.redacted = RedactedLog(self.log, argv, full_env)
+        self.proc = subprocess.Popen(
+            argv,
+            env=full_env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            preexec_fn=_own_group_dying_with_parent,
+        )
+        self.redacted.follow(self.proc.stdout)  # type: ignore[arg-type]
 
     def poll(self) -> int | None:
         return None if self.proc is None else self.proc.poll()
 
     def tail(self) -> str:
+        if self.redacted is not None and self.poll() is not None:
+            self.redacted.close()  # its pipe drained: the tail holds the last lines
         return log_tail(self.log, TAIL_LINES) if self.log else ""
 
     def stop(self) -> None:
         if self.proc is not None:
             kill_group(self.proc.pid, [self.proc])
+        if self.redacted is not None:
+            self.redacted.close()
 
 
 def _own_group_dying_with_parent() -> None:
@@ -211,6 +221,20 @@ def ray_runner(ray: Any, poll_s: float = 0.5) -> Callable[..., Outcome]:
     return run
 
 
+def placement_shortfall(nodes: list[dict[str, Any]], workers: int) -> str | None:
+    """What the cluster lacks to ever place ``workers`` actors of one CPU each (``ray.nodes()``:
+    its live nodes' CPUs); None when it has enough, even if they are busy now (waited for)."""
+    alive = [n for n in nodes if n.get("Alive")]
+    cpus = sum(float(n.get("Resources", {}).get("CPU", 0)) for n in alive)
+    if cpus >= workers:
+        return None
+    return (
+        f"Ray cannot place {workers} worker(s) of one CPU each: the cluster has {cpus:g} CPU(s) "
+        f"on {len(alive)} live node(s), {workers - cpus:g} missing; add nodes (or start them "
+        "before the sweep, on an autoscaling cluster) or sweep fewer --workers"
+    )
+
+
 def processes_of(config: Config) -> int:
     return 1 if config.strategy in ("mirrored", "single") else config.workers
 
@@ -231,6 +255,9 @@ def run_on_ray(
 
     n = processes_of(config)
     t0 = time.monotonic()
+    missing = placement_shortfall(ray.nodes(), n)
+    if missing is not None:
+        return Outcome("failed", 0.0, missing)
     pg = placement_group([{"CPU": 1}] * n, strategy="SPREAD")
     actors: list[Any] = []
     try:

@@ -4,19 +4,20 @@ A job's state comes from ``sacct`` where accounting is on; else from ``scontrol 
 keeps a finished job for ``MinJobAge``, 300 s by default); else from ``squeue`` while it is queued
 or running and, once it has left the queue, from the exit file its batch script wrote (``exit-<job
 id>``). A job that has left without one ended for an unknown reason: it is failed, never left
-``submitted``.
+``submitted``. A job pending for a reason that waiting cannot clear is cancelled at once
+(``slurm_pending``).
 """
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from advisor.launch.slurm import QUERY_TIMEOUT_S, exit_file
+from advisor.launch.slurm import exit_file
+from advisor.launch.slurm_pending import cannot_start
+from advisor.launch.slurm_text import Runner, parse_scontrol, run_seconds, run_slurm
 
 ACTIVE = frozenset(
     {
@@ -75,23 +76,6 @@ class JobState:
         return text
 
 
-Runner = Callable[[Sequence[str]], "str | None"]
-
-
-def _run(argv: Sequence[str]) -> str | None:
-    """stdout of a Slurm client command; None where it is missing, fails or does not answer."""
-    exe = shutil.which(argv[0])
-    if exe is None:
-        return None
-    try:
-        done = subprocess.run(
-            [exe, *argv[1:]], capture_output=True, text=True, timeout=QUERY_TIMEOUT_S, check=False
-        )
-    except (subprocess.TimeoutExpired, OSError):
-        return None
-    return done.stdout if done.returncode == 0 else None
-
-
 def _exit_code(text: str) -> tuple[int | None, int | None]:
     """Slurm's ``ExitCode`` ``"1:0"`` → (1, 0) (code, signal)."""
     code, _, sig = text.partition(":")
@@ -101,18 +85,6 @@ def _exit_code(text: str) -> tuple[int | None, int | None]:
         return None, None
 
 
-def run_seconds(text: str) -> float | None:
-    """Slurm's ``RunTime`` / ``Elapsed`` (``[D-]HH:MM:SS``) or ``ElapsedRaw`` (seconds) →
-    seconds."""
-    days, _, clock = text.strip().rpartition("-")
-    try:
-        parts = [int(p) for p in clock.split(":")]
-        seconds = sum(v * 60**i for i, v in enumerate(reversed(parts)))
-        return float(seconds + 86400 * int(days or 0))
-    except ValueError:
-        return None
-
-
 def _hostnames(nodelist: str, run: Runner) -> list[str]:
     if not nodelist or nodelist in ("(null)", "None assigned", "None"):
         return []
@@ -120,7 +92,7 @@ def _hostnames(nodelist: str, run: Runner) -> list[str]:
     return out.split() if out else [nodelist]
 
 
-def from_sacct(job_id: str, run: Runner = _run) -> JobState | None:
+def from_sacct(job_id: str, run: Runner = run_slurm) -> JobState | None:
     out = run(
         [
             "sacct",
@@ -149,17 +121,7 @@ def from_sacct(job_id: str, run: Runner = _run) -> JobState | None:
     return None
 
 
-def parse_scontrol(text: str) -> dict[str, str]:
-    """``scontrol -o show job`` → its ``Key=Value`` fields (a value ends at the next space)."""
-    fields: dict[str, str] = {}
-    for token in text.split():
-        key, sep, value = token.partition("=")
-        if sep and key not in fields:
-            fields[key] = value
-    return fields
-
-
-def from_scontrol(job_id: str, run: Runner = _run) -> JobState | None:
+def from_scontrol(job_id: str, run: Runner = run_slurm) -> JobState | None:
     out = run(["scontrol", "-o", "show", "job", job_id])
     if not out or "JobState=" not in out:
         return None
@@ -175,7 +137,7 @@ def from_scontrol(job_id: str, run: Runner = _run) -> JobState | None:
     )
 
 
-def from_squeue(job_id: str, log_dir: Path | None, run: Runner = _run) -> JobState:
+def from_squeue(job_id: str, log_dir: Path | None, run: Runner = run_slurm) -> JobState:
     out = run(["squeue", "-h", "-j", job_id, "-o", "%T|%r|%N"])
     line = (out or "").strip().splitlines()
     if line:
@@ -197,14 +159,14 @@ def from_squeue(job_id: str, log_dir: Path | None, run: Runner = _run) -> JobSta
     )
 
 
-def job_state(job_id: str, log_dir: Path | None = None, run: Runner = _run) -> JobState:
+def job_state(job_id: str, log_dir: Path | None = None, run: Runner = run_slurm) -> JobState:
     """The job's state from the best source this cluster has (module docstring)."""
     return (
         from_sacct(job_id, run) or from_scontrol(job_id, run) or from_squeue(job_id, log_dir, run)
     )
 
 
-def cancel(job_id: str, run: Runner = _run) -> None:
+def cancel(job_id: str, run: Runner = run_slurm) -> None:
     run(["scancel", job_id])
 
 
@@ -215,6 +177,17 @@ class Ended:
     state: JobState
     seconds: float | None  # from when it was seen running; None if it ended unseen
     timed_out: bool = False
+    cannot_start: str | None = None  # pending for a reason waiting cannot clear: the fix
+
+    def describe(self, job_id: str) -> str:
+        """One line on how the job ended (a job cancelled because it could never start says
+        Slurm's reason and the fix)."""
+        if self.cannot_start:
+            return (
+                f"Slurm job {job_id} could not start: pending for {self.state.reason}, which "
+                f"waiting cannot clear; cancelled. Fix: {self.cannot_start}"
+            )
+        return self.state.describe(job_id)
 
 
 def follow(
@@ -224,16 +197,21 @@ def follow(
     on_start: Callable[[JobState], None] | None = None,
     on_tick: Callable[[float], None] | None = None,
     poll_s: float = 1.0,
-    run: Runner = _run,
+    run: Runner = run_slurm,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Ended:
     """Poll the job until it ends. Once running, a job still running ``timeout_s`` later (Slurm's
-    own ``--time`` missed it) is cancelled and reported as timed out."""
+    own ``--time`` missed it) is cancelled and reported as timed out; a job pending for a reason
+    that waiting cannot clear (``slurm_pending``) is cancelled at once."""
     started_at: float | None = None
     while True:
         state = job_state(job_id, log_dir, run)
         now = clock()
+        fix = cannot_start(state.reason, run) if state.state == "PENDING" else None
+        if fix is not None:
+            cancel(job_id, run)
+            return Ended(state, None, cannot_start=fix)
         if started_at is None and state.started:
             started_at = now
             if on_start is not None:

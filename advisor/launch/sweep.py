@@ -8,6 +8,7 @@ Ctrl-C fails the running configuration as interrupted, and the sweep ends there.
 from __future__ import annotations
 
 import logging
+import signal
 import time
 from collections.abc import Callable
 from functools import partial
@@ -158,7 +159,9 @@ def run_sweep(
                 horovod_timeline_path(runs_dir, plan.sweep_id, config), runs_dir / rec.run_id
             )
         if rec.status == "failed":
-            rec.reason = outcome.reason
+            codes = {c for c in outcome.returncodes.values() if c}  # the exits seen: SIGTERM's?
+            stopped = bool(codes) and codes <= {-signal.SIGTERM, 128 + signal.SIGTERM}
+            rec.reason = said_preempted(run_dir, outcome.reason) if stopped else outcome.reason
             rec.log_tail = outcome.log_tail or None
             rec.hint = hint_for(outcome.log_tail or "") if outcome.log_tail else None
         write_sweep(runs_dir, record)
@@ -198,14 +201,20 @@ def submit_sweep(
     options: Any = None,
     instance_type: str | None = None,
 ) -> SweepRecord:
-    """Write one sbatch script per configuration and submit each where ``sbatch`` exists, each
-    job after the previous one has ended (``--dependency=afterany``)."""
-    from advisor.launch.slurm import SlurmOptions, detect_gpus_per_node, sbatch_script, submit
+    """Write one sbatch script per configuration, laid out to fit the partition (read first where
+    Slurm can be asked), and submit each where ``sbatch`` exists, each job after the previous one
+    has ended (``--dependency=afterany``). A script sbatch refuses fails its configuration, with
+    sbatch's words; the others are submitted."""
+    from advisor.errors import UsageError
+    from advisor.launch.slurm import SlurmOptions, sbatch_script, secret_refs, submit
+    from advisor.launch.slurm_partition import read_partition
+    from advisor.launch.slurm_text import run_slurm
 
     runs_dir = runs_dir.resolve()
     options = options or SlurmOptions()
-    if options.gpus_per_node is None:
-        options.gpus_per_node = detect_gpus_per_node(options.partition)
+    options.cluster = options.cluster or read_partition(options.partition, run_slurm)
+    if options.gpus_per_node is None and options.cluster is not None:
+        options.gpus_per_node = options.cluster.gpus_per_node
     record = new_record(plan, "slurm", timeout_s, instance_type)
     root = sweep_dir(runs_dir, plan.sweep_id)
     previous: str | None = None
@@ -214,25 +223,27 @@ def submit_sweep(
         log_dir = root / "logs" / config.label
         log_dir.mkdir(parents=True, exist_ok=True)
         script.parent.mkdir(parents=True, exist_ok=True)
-        script.write_text(
-            sbatch_script(
-                config,
-                plan.command,
-                plan.sweep_id,
-                runs_dir,
-                log_dir,
-                timeout_s,
-                options,
-                instance_type,
-            ),
-            encoding="utf-8",
+        text = sbatch_script(
+            config,
+            plan.command,
+            plan.sweep_id,
+            runs_dir,
+            log_dir,
+            timeout_s,
+            options,
+            instance_type,
         )
+        script.write_text(text, encoding="utf-8")
         script.chmod(0o755)
-        rec.script = str(script)
-        job = submit(script, after=previous)
-        previous = job or previous
-        rec.status = "submitted" if job else "written"
-        rec.job_id = job
+        rec.script, rec.layout = str(script), options.layout(config).describe()
+        try:
+            job = submit(script, after=previous, secrets=secret_refs(plan.command))
+        except UsageError as exc:
+            rec.status, rec.reason = "failed", str(exc)
+        else:
+            previous = job or previous
+            rec.status = "submitted" if job else "written"
+            rec.job_id = job
         write_sweep(runs_dir, record)
     return record
 
@@ -295,7 +306,7 @@ def follow_sweep(
                     "advisor.AdvisorCallback() to fit?"
                 )
             else:
-                rec.reason = ended.state.describe(job_id)
+                rec.reason = said_preempted(run_dir, ended.describe(job_id))
             tail = log_tail(log_dir / f"slurm-{job_id}.log")
             rec.log_tail = tail or None
             rec.hint = hint_for(tail) if tail else None
@@ -303,6 +314,27 @@ def follow_sweep(
         if display is not None:
             display.finish(rec)
     return record
+
+
+def said_preempted(run_dir: Path, reason: str) -> str:
+    """``reason``, led by what preempted the configuration where its run was terminated by a
+    signal (SIGTERM: preemption, eviction, scancel) rather than crashing."""
+    from advisor.errors import AdvisorError
+    from advisor.store.reader import RunReader
+    from advisor.store.status import status_label
+
+    try:
+        run = RunReader(run_dir).read()
+    except AdvisorError:
+        return reason
+    if run.status != "terminated":  # also when a worker failed first (the others then stopped)
+        return reason
+    manifest = run.manifest
+    when = time.strftime(" at %H:%M:%S", time.localtime(manifest.ended)) if manifest.ended else ""
+    return (
+        f"preempted: its run was {status_label('terminated', manifest.signal)}{when} before it "
+        f"ended ({reason}); run the sweep again to measure it"
+    )
 
 
 def missing_ranks(run_dir: Path, rec: ConfigRecord) -> list[int]:

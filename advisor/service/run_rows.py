@@ -56,6 +56,15 @@ class RunRow:
     sweep_id: str | None = None
     tags: dict[str, str] = field(default_factory=dict)
     error: str | None = None
+    signal: str | None = None  # a terminated run: the signal that ended it (SIGTERM)
+
+    @property
+    def status_text(self) -> str:
+        """The status as listings say it: ``terminated (SIGTERM)``, never ``killed``, for a run
+        that was preempted."""
+        from advisor.store.status import status_label
+
+        return status_label(self.status, self.signal)
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items()}
@@ -84,6 +93,7 @@ class RunRow:
             samples_per_dollar=facts.get("cost.samples_per_dollar"),
             sweep_id=manifest.sweep_id,
             tags=dict(manifest.tags),
+            signal=manifest.signal if status == "terminated" else None,
         )
 
     @classmethod

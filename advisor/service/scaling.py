@@ -170,6 +170,7 @@ def _failure(run: Run, point: Point, num_workers: int, cfg: Any) -> Failure | No
     """Why a run read from the store is left out of the table (None: it is a point of it): ranks
     missing, damaged data, or a run that did not finish (or whose configuration failed)."""
     from advisor.analysis.scaling import Failure
+    from advisor.store.status import status_label
 
     missing = [r for r in range(num_workers or 1) if r not in run.ranks]
     if run.status == "finished" and (cfg is None or cfg.status != "failed") and missing:
@@ -199,7 +200,7 @@ def _failure(run: Run, point: Point, num_workers: int, cfg: Any) -> Failure | No
             point.workers,
             run.run_id,
             point.repeat,
-            (cfg.reason if cfg else None) or f"run {run.status}",
+            (cfg.reason if cfg else None) or f"run {status_label(run.status, run.manifest.signal)}",
             cfg.hint if cfg else None,
             cfg.log_tail if cfg else None,
         )

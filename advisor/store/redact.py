@@ -1,5 +1,6 @@
-"""Secrets out of what the store keeps: command lines and log tails in sweep records, and the free
-text of run records (error messages, reasons, paths) before it reaches a shared file.
+"""Secrets out of what the store keeps: command lines and log tails in sweep records, the free
+text of run records (error messages, reasons, paths), and the worker and launcher logs kept beside
+a sweep (``advisor.launch.logpipe``), before any of it reaches a shared file.
 
 Real launch lines carry tokens (``--hf-token hf_…``), passwords (``DB_PASSWORD=…``) and URLs with
 credentials (``https://user:pass@host``); a sweep file is shared, copied and attached to CI.
@@ -10,7 +11,7 @@ what was passed. It errs on the side of hiding: a harmless value that looks secr
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import pairwise
 from typing import Any
 
@@ -160,3 +161,39 @@ def redact_value(value: Any) -> Any:
     if isinstance(value, list):
         return [redact_value(v) for v in value]
     return value
+
+
+# Named like a secret ("pwd"), holding the working directory: hiding it would hide every path.
+_DIRECTORY_VARIABLES = frozenset({"PWD", "OLDPWD"})
+
+
+def secret_values(argv: Sequence[str], env: Mapping[str, str]) -> list[str]:
+    """The secrets a process is given, word for word, longest first: values of secret-named flags
+    (``--api-key=X``, ``--token X``) and variables (``DB_PASSWORD``), and token shapes anywhere in
+    its arguments or environment. A log that quotes one elsewhere (a config dump, a traceback) has
+    it hidden too. Values shorter than 4 characters are left to the patterns (they would hide too
+    much)."""
+    found: set[str] = set()
+    args = [str(a) for a in argv]
+    for arg, following in zip(args, [*args[1:], ""]):
+        name, sep, value = arg.partition("=")
+        if sep and is_secret_name(name):
+            found.add(value)
+        elif arg.startswith("-") and not sep and is_secret_name(arg) and following[:1] != "-":
+            found.add(following)
+        found.update(_TOKENS.findall(arg))
+    for name, value in env.items():
+        if is_secret_name(name) and name not in _DIRECTORY_VARIABLES:
+            found.add(value)
+        found.update(_TOKENS.findall(value))
+    return sorted((v for v in found if len(v) >= 4), key=len, reverse=True)
+
+
+def redact_known(text: str, values: Sequence[str]) -> str:
+    """``text`` through :func:`redact_text`, then each of ``values`` (``secret_values``) hidden
+    wherever it still appears."""
+    text = redact_text(text)
+    for value in values:
+        if value in text:
+            text = text.replace(value, REDACTED)
+    return text

@@ -32,7 +32,7 @@ TRACES_DIR = "traces"
 WORKER_FILE_RE = re.compile(r"^worker-(0|[1-9]\d{0,5})\.jsonl$")
 RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
-Status = Literal["running", "finished", "failed", "killed"]
+Status = Literal["running", "finished", "failed", "terminated", "killed"]
 
 
 def worker_file_name(rank: int) -> str:
@@ -63,7 +63,8 @@ class Manifest(SchemaModel):
     created: Timestamp
     updated: Timestamp | None = None
     ended: Timestamp | None = None
-    status: Literal["running", "finished", "failed"] = "running"
+    status: Literal["running", "finished", "failed", "terminated"] = "running"
+    signal: str | None = None  # "terminated": the signal that ended it (SIGTERM)
     pid: int | None = None
     hostname: str | None = None
     scope: str | None = None  # kernel boot + PID namespace of ``pid`` (see store/status.py)
@@ -112,7 +113,8 @@ class HeartbeatRecord(Record):
 
 class EndRecord(Record):
     type: Literal["end"] = "end"
-    status: Literal["finished", "failed"] = "finished"
+    status: Literal["finished", "failed", "terminated"] = "finished"
+    signal: str | None = None  # "terminated": the signal that ended it (SIGTERM)
     advisor_seconds: float | None = None  # time spent inside the advisor's own hooks
     train_seconds: float | None = None
     dropped_records: int | None = None  # records lost to write errors (full disk, read-only store)

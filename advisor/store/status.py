@@ -1,7 +1,8 @@
 """A run's status from its records, liveness from heartbeats, and whether it can be judged.
 
-The records decide: an ``end`` record means the worker ended (finished or failed) whatever the
-manifest says — after a full disk the manifest may never have been updated. A worker without an
+The records decide: an ``end`` record means the worker ended (finished, failed, or terminated by
+SIGTERM: preempted, evicted, cancelled) whatever the manifest says — after a full disk the
+manifest may never have been updated. A worker without an
 end record is alive while its writer's heartbeat is fresh (the writer writes one at least every
 ``HEARTBEAT_S`` seconds) and killed once it is older than ``STALE_AFTER_S``. On the machine that
 wrote it (same kernel boot and PID namespace, recorded as ``scope``) a dead process is known at
@@ -10,6 +11,7 @@ once. A copied run is judged by the times written in it, never by local file tim
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Iterable, Sequence
@@ -34,8 +36,10 @@ STALE_AFTER_S = 120.0
 # Attached afterwards by `advisor trace` and imports: not a sign that the writer is alive.
 _ATTACHED = (TraceRecord, FactsRecord)
 # A run is as far from finished as its least finished worker: a killed worker is the cause when
-# the others then fail (their collectives time out).
-_ORDER: dict[str, int] = {"running": 0, "killed": 1, "failed": 2, "finished": 3}
+# the others then fail (their collectives time out); a terminated one (SIGTERM: preemption) is the
+# cause when others were then killed (the grace period ran out before they closed) or failed after
+# it (their peers left) — unless one failed first (``_failed_first``).
+_ORDER: dict[str, int] = {"running": 0, "terminated": 1, "killed": 2, "failed": 3, "finished": 4}
 
 Liveness = Literal["alive", "dead", "unknown"]
 
@@ -119,6 +123,11 @@ def manifest_state(manifest: Manifest, now: float) -> Status:
     return "running" if live == "alive" else "killed"
 
 
+def status_label(status: str, signal: str | None = None) -> str:
+    """The status as the listings say it: ``terminated (SIGTERM)`` names its signal."""
+    return f"{status} ({signal})" if status == "terminated" and signal else status
+
+
 def derive_status(
     manifest: Manifest, records: dict[int, list[Record]], now: float | None = None
 ) -> tuple[Status, dict[int, WorkerState]]:
@@ -137,7 +146,19 @@ def derive_status(
     if not states:
         return manifest_state(manifest, now), states
     status = min((s.status for s in states.values()), key=lambda s: _ORDER[s])
+    if status == "terminated" and _failed_first(states.values()):
+        status = "failed"  # a worker failed, and the others were then stopped (SIGTERM)
     return status, states
+
+
+def _failed_first(states: Iterable[WorkerState]) -> bool:
+    """A worker failed before any was terminated: the failure is the cause (a launcher stops
+    the survivors of a failed configuration with SIGTERM), not a preemption."""
+    ended = {"failed": math.inf, "terminated": math.inf}
+    for state in states:
+        if state.status in ended and state.last_seen is not None:
+            ended[state.status] = min(ended[state.status], state.last_seen)
+    return ended["failed"] < ended["terminated"]
 
 
 def incomplete_reasons(
@@ -154,6 +175,7 @@ def incomplete_reasons(
     if status == "running":
         reasons.append("the run is still running (its writer's heartbeat is recent)")
     for kind, what in (
+        ("terminated", "was terminated by SIGTERM (preempted, evicted or cancelled)"),
         ("killed", "was killed: no end record, and its writer is gone"),
         ("failed", "failed: fit() ended with an exception"),
     ):

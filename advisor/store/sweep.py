@@ -41,6 +41,7 @@ class ConfigRecord(_Model):
     log_tail: str | None = None
     logs: list[str] = Field(default_factory=list)
     script: str | None = None  # slurm: the sbatch script
+    layout: str | None = None  # slurm: where its tasks go ("2 tasks on 1 node (packed: …)")
     job_id: str | None = None  # slurm: the submitted job; ray: the sweep's Ray job (driver)
     nodes: list[str] = Field(default_factory=list)  # slurm, ray: the nodes the job ran on
     actors: list[str] = Field(default_factory=list)  # ray: each rank's actor id, in rank order

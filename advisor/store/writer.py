@@ -24,7 +24,7 @@ import time
 import weakref
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from advisor.errors import UsageError
 from advisor.store.atomic_writes import RecordFile, dumps_line, write_json_atomic
@@ -48,6 +48,12 @@ __all__ = ["RunWriter", "new_run_id", "write_json_atomic"]
 log = logging.getLogger("advisor")
 
 MAX_ATTEMPTS = 100
+
+# The status an end record says, by the status the run is closed with (else "finished").
+_END_STATUS: dict[str, Literal["finished", "failed", "terminated"]] = {
+    "failed": "failed",
+    "terminated": "terminated",
+}
 
 
 def new_run_id(name: str | None = None, now: float | None = None) -> str:
@@ -268,7 +274,7 @@ class RunWriter:
         self.write(
             EndRecord(
                 t=now,
-                status="failed" if status == "failed" else "finished",
+                status=_END_STATUS.get(status, "finished"),
                 dropped_records=dropped,
                 **end_fields,
             )
@@ -287,6 +293,8 @@ class RunWriter:
             )
             if self.end_lost:  # the manifest may still be writable: the reader then knows why
                 extra["end_record_lost"] = self.end_lost
+            if end_fields.get("signal"):
+                extra["signal"] = end_fields["signal"]
             self.update_manifest(status=status, ended=now, **extra)
 
     def _write_manifest(self) -> None:

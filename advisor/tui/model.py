@@ -26,6 +26,7 @@ STATUS_STYLE = {
     "running": "bold green",
     "finished": "",
     "failed": "red",
+    "terminated": "yellow",
     "killed": "red",
     "unreadable": "bold magenta",
 }

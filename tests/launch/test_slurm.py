@@ -11,8 +11,9 @@ import pytest
 
 from advisor.launch.plan import Config
 from advisor.launch.role import role
-from advisor.launch.slurm import SlurmOptions, gpus_in_gres, sbatch_script
-from advisor.launch.slurm_jobs import follow, job_state, parse_scontrol
+from advisor.launch.slurm import SlurmOptions, sbatch_script
+from advisor.launch.slurm_jobs import follow, job_state
+from advisor.launch.slurm_text import gpus_in_gres, parse_scontrol
 from advisor.launch.task import port_base, task_env, tasks_per_node
 
 CMD = ["python", "train.py"]

@@ -84,6 +84,21 @@ def test_workers_combine_running_then_killed_then_failed_then_finished():
     assert derive_status(m, {0: failed, 1: live}, NOW)[0] == "running"
 
 
+def test_a_terminated_worker_is_the_cause_unless_another_failed_first():
+    """SIGTERM (preemption) ends a run as terminated, also when a peer then failed or was killed;
+    a worker that failed before any was terminated (the launcher then stops the others with
+    SIGTERM) makes the run failed."""
+    m = manifest()
+    stopped = [start(NOW - 100), EndRecord(t=NOW - 50, status="terminated", signal="SIGTERM")]
+    failed_after = [start(NOW - 100), EndRecord(t=NOW - 40, status="failed")]
+    failed_before = [start(NOW - 100), EndRecord(t=NOW - 60, status="failed")]
+    killed = [start(NOW - 1000)]
+    assert derive_status(m, {0: stopped, 1: stopped}, NOW)[0] == "terminated"
+    assert derive_status(m, {0: stopped, 1: failed_after}, NOW)[0] == "terminated"
+    assert derive_status(m, {0: stopped, 1: killed}, NOW)[0] == "terminated"
+    assert derive_status(m, {0: stopped, 1: failed_before}, NOW)[0] == "failed"
+
+
 def test_a_manifest_alone_is_judged_by_its_own_times():
     assert derive_status(manifest(updated=NOW - 5, scope=FOREIGN), {}, NOW)[0] == "running"
     assert derive_status(manifest(updated=NOW - 5000, scope=FOREIGN), {}, NOW)[0] == "killed"
