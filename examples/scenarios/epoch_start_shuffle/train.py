@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import common  # noqa: E402
 
-BATCHES = 64
+BATCHES = 32
 BATCH = 256
 
 
