@@ -22,6 +22,7 @@ from advisor.collectors.ledger import PHASES, STARTUP
 
 log = logging.getLogger("advisor")
 MAX_EVENTS = 5000  # events kept per fit; a process compiling more is summarised by its counts
+MAX_SPANS = 1000  # recent events whose time the throughput collector may look up
 
 
 class CompileCollector(Collector):
@@ -81,8 +82,11 @@ class CompileCollector(Collector):
         try:
             phase = self._phase()
             event["phase"] = phase
-            spent = self.session.notes.compile_seconds
-            spent[phase] = spent.get(phase, 0.0) + float(event["seconds"])
+            notes = self.session.notes
+            notes.compile_seconds[phase] = notes.compile_seconds.get(phase, 0.0) + event["seconds"]
+            notes.compile_spans.append((time.perf_counter(), float(event["seconds"])))
+            if len(notes.compile_spans) > MAX_SPANS:
+                del notes.compile_spans[: MAX_SPANS // 2]
             if self._kept < MAX_EVENTS:
                 self._kept += 1
                 self._pending.append(event)

@@ -103,6 +103,8 @@ class Notes:
     )
     # compile: seconds of compile events by the budget phase they ran in (goodput moves them)
     compile_seconds: dict[str, float] = field(default_factory=dict)
+    # compile: (perf_counter at its end, seconds) of recent compile events (throughput reads it)
+    compile_spans: list[tuple[float, float]] = field(default_factory=list)
     # a custom loop (tracking): the budget phase it is in now, for the compile events
     loop_phase: Callable[[], str] | None = None
     horovod_size: int | None = (

@@ -116,3 +116,12 @@ def test_an_epochs_first_step_that_waits_for_input_is_taken_out_of_the_steps():
 )
 def test_no_wait_is_found_where_the_first_step_is_usual(stamps):
     assert first_step_wait(stamps) == 0.0
+
+
+def test_a_compile_inside_the_first_step_is_no_wait_for_input():
+    from advisor.collectors.throughput import _less_compiles
+
+    stamps = [10.0, 11.2, 11.22, 11.24]
+    assert _less_compiles(1.18, stamps, [(11.1, 1.0)]) == pytest.approx(0.18)
+    assert _less_compiles(1.18, stamps, [(11.1, 1.17)]) == 0.0  # what is left is no wait
+    assert _less_compiles(1.18, stamps, [(9.0, 1.0), (11.3, 1.0)]) == pytest.approx(1.18)
