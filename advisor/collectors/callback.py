@@ -83,8 +83,9 @@ class AdvisorCallback(RunLifecycle, KerasCallbackProtocol):
         mfu: estimate FLOPs and MFU (None: when a GPU is present).
         pipeline: inspect the tf.data pipeline and its files at train begin.
         goodput: account for the fit's wall clock (goodput): time the hooks of the fit's other
-            callbacks and the model's saves, by wrapping them for the fit's duration only
-            (docs/goodput.md). False: only the advisor's own phases are timed.
+            callbacks and the model's saves, by wrapping them for the fit's duration only, and count
+            the backend's compile events (docs/goodput.md). False: only the advisor's own phases are
+            timed.
         whatif: ``"needed"`` (default): after training, when what it measured points to a change the
             what-if can try (the input costs 10% of step time or more, a step under 5 ms, a step run
             eagerly) and 10% of the fit is at least 3 s, try the changes ``"auto"`` would, on a

@@ -22,6 +22,7 @@ import time
 from typing import Any
 
 from advisor.collectors.collector import Collector
+from advisor.collectors.compile_events import move_compile
 from advisor.collectors.goodput_wrap import (
     BATCH_HOOKS,
     EPOCH_ENDING,
@@ -55,8 +56,9 @@ OPTIONS = (
         "bool",
         True,
         "account for the fit's wall clock (goodput): time the hooks of the fit's other callbacks "
-        "and the model's saves, by wrapping them for the fit's duration only (docs/goodput.md). "
-        "False: only the advisor's own phases are timed.",
+        "and the model's saves, by wrapping them for the fit's duration only, and count the "
+        "backend's compile events (docs/goodput.md). False: only the advisor's own phases are "
+        "timed.",
         old_names=("budget",),
         recorded_as="budget",
     ),
@@ -248,6 +250,7 @@ class GoodputCollector(Collector):
         own = min(self.session.notes.own_batch_seconds, seconds[TRAIN])
         seconds[TRAIN] -= own
         seconds["advisor_hooks"] += own
+        compile_startup = move_compile(seconds, self.session.notes.compile_seconds)
         wall = ledger.wall(now)
         seconds["unaccounted"] = wall - sum(seconds.values())
         saves = self._saves
@@ -265,6 +268,7 @@ class GoodputCollector(Collector):
             steps=self._steps(),
             callbacks=sorted(rows, key=lambda r: -r.seconds),
             checkpoint=checkpoint,
+            compile_startup_seconds=round(compile_startup, 6) if "compile" in seconds else None,
         )
 
     def _write(self, final: bool) -> None:

@@ -74,6 +74,12 @@ def _goodput(o: AdvisorOptions) -> Collector:
     return GoodputCollector(wrap=o.goodput)
 
 
+def _compile(o: AdvisorOptions) -> Collector:
+    from advisor.collectors.compile_events import CompileCollector
+
+    return CompileCollector()
+
+
 def _pipeline(o: AdvisorOptions) -> Collector:
     from advisor.collectors.pipeline import PipelineCollector
 
@@ -110,6 +116,7 @@ FACTORIES: dict[str, Callable[[AdvisorOptions], Collector]] = {
     "epochs": _epochs,
     "context": _context,
     "goodput": _goodput,
+    "compile": _compile,
     "profiler": _profiler,
     "telemetry": _telemetry,
     "baseline": _baseline,
@@ -125,6 +132,7 @@ DEFAULTS: dict[str, Callable[[AdvisorOptions], bool]] = {
     "epochs": lambda o: True,
     "context": lambda o: True,
     "goodput": lambda o: True,
+    "compile": lambda o: o.goodput,
     "profiler": lambda o: o.profile_steps is not None,
     "telemetry": lambda o: o.telemetry,
     "baseline": lambda o: o.baseline is not None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -100,6 +101,12 @@ class Notes:
     own_batch_seconds: float = (
         0.0  # the callback: its batch hooks' sampled cost so far (budget reads it)
     )
+    # compile: seconds of compile events by the budget phase they ran in (goodput moves them)
+    compile_seconds: dict[str, float] = field(default_factory=dict)
+    # compile: (perf_counter at its end, seconds) of recent compile events (throughput reads it)
+    compile_spans: list[tuple[float, float]] = field(default_factory=list)
+    # a custom loop (tracking): the budget phase it is in now, for the compile events
+    loop_phase: Callable[[], str] | None = None
     horovod_size: int | None = (
         None  # set by tests and launchers that know Horovod's world before it starts
     )

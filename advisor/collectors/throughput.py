@@ -27,7 +27,14 @@ from typing import Any
 from advisor.collectors.collector import Collector
 from advisor.collectors.option_spec import Option, count, positive
 from advisor.collectors.session import agreed_samples
-from advisor.collectors.windows import WindowClock, interval_stats, rate_line, slices
+from advisor.collectors.windows import (
+    FIRST_WAIT_MIN_S,
+    WindowClock,
+    first_step_wait,
+    interval_stats,
+    rate_line,
+    slices,
+)
 from advisor.store.schema import WindowRecord
 
 log = logging.getLogger("advisor")
@@ -222,9 +229,16 @@ class ThroughputCollector(Collector):
             samples = self._samples(steps, step, seen)
             stamps = sorted(self._clock.stamps)  # appended by worker threads under async dispatch
             spe = max(1, self.session.steps_per_execution)
+            wait = first_step_wait(stamps) if self._epoch_start_s is not None and not warmup else 0
+            if wait:  # a compile in that step is no wait for input (the compile rules have it)
+                wait = _less_compiles(wait, stamps, self.session.notes.compile_spans)
+            if wait:  # the first step waited for the new iterator: epoch-start time, not a step
+                stamps[0] += wait
             stats = interval_stats(stamps, spe)
             if self._epoch_start_s is not None:
-                stats["epoch_start_seconds"] = self._epoch_start_s
+                stats["epoch_start_seconds"] = self._epoch_start_s + wait
+                if wait:
+                    stats["epoch_first_wait_seconds"] = wait
                 self._epoch_start_s = None
             if not warmup and self._sliced < SLICED_WINDOWS:
                 self._sliced += 1
@@ -291,3 +305,10 @@ class ThroughputCollector(Collector):
         log.info(rate_line(rate, self.session.price_per_hour, self._goodput(now)))
         self._log_times.append(now)
         self.session.notes.last_samples_per_s = rate
+
+
+def _less_compiles(wait: float, stamps: list[float], spans: list[tuple[float, float]]) -> float:
+    """The first step's wait less the compile events that ended inside it."""
+    compiled = sum(seconds for end, seconds in spans if stamps[0] < end <= stamps[1])
+    left = wait - compiled
+    return left if left >= FIRST_WAIT_MIN_S else 0.0

@@ -86,6 +86,28 @@ def interval_stats(stamps: list[float], steps_per_call: int = 1) -> dict[str, An
     }
 
 
+FIRST_WAIT_RATIO = 3.0  # an epoch's first step this many times the median step waited for input
+FIRST_WAIT_MIN_S = 0.02  # and by at least this long
+FIRST_WAIT_MIN_STEPS = 5  # steps after it to judge the usual step by
+
+
+def first_step_wait(stamps: list[float]) -> float:
+    """How long an epoch's first step (``stamps[0]`` to ``stamps[1]``) took beyond the median of
+    the steps after it, when it stands out (``FIRST_WAIT_RATIO`` times that median and above
+    their mean + 3σ): the wait for the new iterator's first batch. 0 when it does not."""
+    if len(stamps) < FIRST_WAIT_MIN_STEPS + 2:
+        return 0.0
+    first = stamps[1] - stamps[0]
+    rest = sorted(b - a for a, b in zip(stamps[1:], stamps[2:]))
+    median = rest[len(rest) // 2]
+    mean = sum(rest) / len(rest)
+    std = math.sqrt(sum((x - mean) ** 2 for x in rest) / len(rest))
+    if first < FIRST_WAIT_RATIO * median or first <= mean + 3 * std:
+        return 0.0
+    wait = first - median
+    return wait if wait >= FIRST_WAIT_MIN_S else 0.0
+
+
 def slices(stamps: list[float], steps_per_call: int) -> list[list[float]]:
     """[steps, seconds] of consecutive stretches of about SLICE_S between batch ends."""
     out: list[list[float]] = []

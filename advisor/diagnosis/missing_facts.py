@@ -50,6 +50,10 @@ HINTS: dict[str, str] = {
         "train with advisor.AdvisorCallback (goodput=True, the default) to record where the "
         "fit's time went"
     ),
+    "compile": (
+        "train with advisor.AdvisorCallback (goodput=True, the default) to record the backend's "
+        "compile events (TensorFlow, JAX or torch.compile)"
+    ),
 }
 
 # The same, for a custom loop recorded with advisor.track: what its markers and options give, and
@@ -62,6 +66,10 @@ TRACK_HINTS: dict[str, str] = {
         "fit's are read when it begins)"
     ),
     "guard": "record the loop with advisor.track",
+    "compile": (
+        "record the loop with advisor.track, with TensorFlow, JAX or torch imported before it: "
+        "it records their compile events"
+    ),
     "store": "record the loop with advisor.track",
     "prices": (
         'give the price: advisor.track(instance_type="g5.xlarge") or price_per_hour=..., '
@@ -89,8 +97,8 @@ TRACK_HINTS: dict[str, str] = {
 }
 TRACK_FACT_HINTS: dict[str, str] = {
     "context.graph_retraces": (
-        "retracing is counted in a Keras fit (its train function); a custom loop's "
-        "compiled step is not watched"
+        "a custom loop's retraces are counted from its compile events (advisor.track records "
+        "them while TensorFlow, JAX or torch is loaded; runs written before it have none)"
     ),
     "time.epoch_start_fraction": (
         "a custom loop's epoch start is part of its first step (advisor.track has no "
@@ -165,6 +173,11 @@ ENABLERS: dict[str, tuple[str, str]] = {
         "train with advisor.AdvisorCallback(goodput=True) (the default; runs written "
         "before goodput was recorded have none)",
     ),
+    "compile": (
+        "compile events",
+        "train with advisor.AdvisorCallback(goodput=True) (the default) with TensorFlow, JAX or "
+        "torch loaded when training begins; runs written before compile events have none",
+    ),
 }
 TRACK_ENABLERS: dict[str, tuple[str, str]] = {
     "baseline": ("a Keras fit", "the cached-input ceiling is measured only in a Keras fit"),
@@ -185,6 +198,10 @@ TRACK_ENABLERS: dict[str, tuple[str, str]] = {
     "throughput": ("run.step()", "call run.step() after every step inside advisor.track"),
     "epochs": ("run.epoch()", "call run.epoch() at every epoch's end inside advisor.track"),
     "goodput": ("the time budget", "record the loop with advisor.track"),
+    "compile": (
+        "compile events",
+        "record the loop with advisor.track, with TensorFlow, JAX or torch imported before it",
+    ),
     "storage": ("data files", "`advisor data PATH --into RUN`"),
 }
 HUMAN = ("a human decision", "advice rules list the evidence; the decision is yours")

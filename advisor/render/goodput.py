@@ -1,8 +1,9 @@
-"""Where the time went: the fit's time budget as a table with bars, and its costliest callbacks.
+"""Where the time went: the fit's time budget as a table with bars, its costliest callbacks and
+the functions it traced or compiled.
 
 Reads the budget facts only (``time.table``, ``goodput``, ``callbacks.table``, ``checkpoint.*``;
-advisor/analysis/facts/budget.py), so ``advisor show``, the demo and any other view print the
-same rows from the same numbers.
+advisor/analysis/facts/goodput.py) and the compile events' ``compile.functions``, so ``advisor
+show``, the demo and any other view print the same rows from the same numbers.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from advisor.numbers import percent, readable
 
 BAR_WIDTH = 24
 CALLBACK_ROWS = 5  # the costliest callback hooks listed under the table
+FUNCTION_ROWS = 5  # the compiled functions listed under the table
 MIN_CALLBACK_SHARE = 0.001  # hooks under a thousandth of the wall clock are left out
 
 
@@ -99,8 +101,27 @@ def callbacks_lines(facts: dict[str, Any]) -> list[str]:
     return lines
 
 
+def compile_lines(facts: dict[str, Any]) -> list[str]:
+    """The traced or compiled functions, most retraces first: count, seconds and causes."""
+    rows = facts.get("compile.functions")
+    if not isinstance(rows, list):
+        return []
+    lines = []
+    for r in rows[:FUNCTION_ROWS]:
+        retraces = int(r.get("retraces") or 0)
+        again = f", {retraces} again ({r['causes']})" if retraces and r.get("causes") else ""
+        detail = f": {r['detail']}" if retraces and r.get("detail") else ""
+        lines.append(
+            f"  {r['function']}: {r['count']:,} × in {float(r['seconds']):.2f} s{again}{detail}"
+        )
+    if len(rows) > FUNCTION_ROWS:
+        lines.append(f"  … and {len(rows) - FUNCTION_ROWS} more functions")
+    return lines
+
+
 def goodput_parts(facts: dict[str, Any]) -> list[Any]:
-    """What ``advisor show`` prints first: the heading, the table and the callback lines."""
+    """What ``advisor show`` prints first: the heading, the table, the callback lines and the
+    compiled functions."""
     heading, table = budget_heading(facts), budget_table(facts)
     if heading is None or table is None:
         return []
@@ -109,4 +130,8 @@ def goodput_parts(facts: dict[str, Any]) -> list[Any]:
     if lines:
         parts.append(Text("Costliest hooks and saves", style="bold"))
         parts += [Text(line) for line in lines]
+    compiled = compile_lines(facts)
+    if compiled:
+        parts.append(Text("Traced and compiled functions", style="bold"))
+        parts += [Text(line) for line in compiled]
     return parts

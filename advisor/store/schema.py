@@ -143,6 +143,10 @@ class WindowRecord(Record):
     # A window that opens an epoch: from epoch begin to its first step's begin (the input
     # iterator's creation and first fill, epoch-begin callbacks). In ``seconds``, not in the steps.
     epoch_start_seconds: float | None = None
+    # The part of epoch_start_seconds that the epoch's first step spent waiting for its input
+    # beyond a usual step (a new iterator's shuffle buffer or cache filling, prefetch warming):
+    # taken out of the step statistics, so it is not a step outlier (newer writers).
+    epoch_first_wait_seconds: float | None = None
     # Consecutive stretches of about half a second: [steps, seconds] each (the first windows of a
     # run only). A short run has too few windows to judge its stability; their slices do.
     slices: list[list[float]] | None = None
@@ -300,9 +304,8 @@ class CheckpointTime(SchemaModel):
     count: int = 0
     seconds: float = 0.0
     bytes: int | None = None  # bytes of the files the saves wrote (None: not measurable)
-    by: dict[str, int] = Field(
-        default_factory=dict
-    )  # who saved ("ModelCheckpoint.on_epoch_end") → count
+    # who saved ("ModelCheckpoint.on_epoch_end") → count
+    by: dict[str, int] = Field(default_factory=dict)
 
 
 class BudgetRecord(Record):
@@ -311,7 +314,8 @@ class BudgetRecord(Record):
     Written at every epoch end (``final`` False: a killed job keeps the last one) and at the
     fit's end. ``seconds`` holds exclusive categories that add up to ``wall_seconds`` but for
     ``unaccounted``: startup, train_steps, validation, epoch_boundary, callbacks, checkpoint,
-    advisor_hooks, advisor_measure, profile.
+    advisor_hooks, advisor_measure, profile, compile (traces and compilations moved out of
+    the phase they ran in).
     """
 
     type: Literal["budget"] = "budget"
@@ -322,6 +326,36 @@ class BudgetRecord(Record):
     callbacks: list[CallbackTime] = Field(default_factory=list)
     checkpoint: CheckpointTime = Field(default_factory=CheckpointTime)
     source: str = "callback"  # callback (AdvisorCallback) | track (custom loop markers)
+    # The part of ``seconds["compile"]`` spent before the first step's end (newer writers).
+    compile_startup_seconds: float | None = None
+
+
+class CompileEvent(SchemaModel):
+    """One trace or compilation of a function (docs/goodput.md, "Compiling")."""
+
+    t: float  # wall clock at its end, seconds since the epoch
+    seconds: float = Field(ge=0)
+    function: str
+    kind: str = (
+        "trace"  # trace | compile | backward (torch: with the forward before it) | graph_break
+    )
+    cause: str = "unknown"  # first, shape, python_value, partial_batch, … (docs/goodput.md)
+    detail: str = ""  # what changed ("n: 2 → 3"), the failed guard, the graph break's reason
+    phase: str = "train_steps"  # the budget category it happened in (startup, validation, …)
+    count: int = 1  # graph breaks: how many with this reason
+
+
+class CompileRecord(Record):
+    """Compile events of the process since the last such record (written at epoch ends and at
+    the run's close), from the backend's own hooks: TensorFlow's tracing, ``jax.monitoring``,
+    Dynamo's compile callbacks."""
+
+    type: Literal["compile"] = "compile"
+    backend: str | None = None
+    events: list[CompileEvent] = Field(default_factory=list)
+    # The framework's own total of compile seconds so far, where it keeps one (TensorFlow's
+    # graph-building counter), to check the events against.
+    framework_seconds: float | None = None
 
 
 class FactsRecord(Record):
@@ -352,6 +386,7 @@ RECORD_TYPES: dict[str, type[Record]] = {
         TraceRecord,
         FactsRecord,
         BudgetRecord,
+        CompileRecord,
     )
 }
 

@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from advisor.collectors.collector import Collector, Guard
+from advisor.collectors.compile_events import move_compile
 from advisor.collectors.manifest import instance_and_price, run_manifest
 from advisor.collectors.options import AdvisorOptions
 from advisor.collectors.session import DataInfo, Session
@@ -64,7 +65,7 @@ def open_loop_run(
         train_begin_t=time.perf_counter(),
         price_per_hour=price,
     )
-    wanted = tuple(n for n in ("telemetry", "mlflow") if getattr(opts, n))
+    wanted = ("compile", *(n for n in ("telemetry", "mlflow") if getattr(opts, n)))
     collectors: list[Collector] = build_collectors(dataclasses.replace(opts, collectors=wanted))
     for collector in collectors:
         collector.attach(session)
@@ -83,11 +84,13 @@ def goodput_record(
     first_step_seconds: float | None,
     validation_seconds: float,
     steps: int,
+    compile_seconds: dict[str, float] | None = None,
 ) -> BudgetRecord:
     """Where the loop's time went, as its markers tell: start-up (to the first step's end),
     steps, validation blocks and the advisor's own time; the rest (between markers) is
     unaccounted (docs/goodput.md). ``window_seconds``: all windows' time (the steps, start-up
-    included, and the advisor's work in them)."""
+    included, and the advisor's work in them). ``compile_seconds``: the compile events' seconds by
+    the phase they ran in, moved into the ``compile`` category."""
     own = min(own, window_seconds)
     startup = min(first_step_seconds or 0.0, window_seconds - own)
     seconds = {
@@ -96,6 +99,7 @@ def goodput_record(
         "validation": validation_seconds,
         "advisor_hooks": own,
     }
+    compile_startup = move_compile(seconds, compile_seconds or {})
     seconds["unaccounted"] = wall - sum(seconds.values())
     return BudgetRecord(
         t=time.time(),
@@ -104,4 +108,5 @@ def goodput_record(
         seconds={k: round(v, 6) for k, v in seconds.items()},
         steps=steps,
         source="track",
+        compile_startup_seconds=round(compile_startup, 6) if "compile" in seconds else None,
     )

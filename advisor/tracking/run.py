@@ -114,29 +114,20 @@ class TrackedRun:
         self._reset_counters()
 
     def _reset_counters(self) -> None:
-        self._steps = 0  # steps since the run began
-        self._samples = 0
+        self._steps = self._samples = 0  # steps and samples since the run began
         self._clock = WindowClock(self.options.window_seconds)  # the window's opening and step ends
         self._win_step0 = self._win_samples0 = 0
-        self._epoch = 0
-        self._epoch_t0 = 0.0
-        self._epoch_step0 = self._epoch_samples0 = 0
-        self._epochs_marked = 0
+        self._epoch, self._epoch_t0 = 0, 0.0
+        self._epoch_step0 = self._epoch_samples0 = self._epochs_marked = 0
         self._val_t0: float | None = None
         self._val_seconds = 0.0
-        self._warmup_end = (
-            self.options.warmup_steps
-        )  # steps 1..warmup_steps form a window of their own
-        self._t0 = 0.0
-        self._own_seconds = 0.0
-        self._sampled = 0
-        self._sampled_seconds = 0.0
-        self._log_t = 0.0
-        self._log_samples = 0
-        self._log_seconds = 0.0
-        self._window_seconds = (
-            0.0  # all windows' time: the steps (start-up included) and our work in them
-        )
+        # steps 1..warmup_steps form a window of their own
+        self._warmup_end = self.options.warmup_steps
+        self._t0 = self._own_seconds = 0.0
+        self._sampled, self._sampled_seconds = 0, 0.0
+        self._log_t, self._log_samples, self._log_seconds = 0.0, 0, 0.0
+        # all windows' time: the steps (start-up included) and our work in them
+        self._window_seconds = 0.0
         self._val_total = 0.0
         self._first_step_s: float | None = None
 
@@ -258,6 +249,7 @@ class TrackedRun:
             self.options, self.batch_size, self.backend
         )
         self._reset_counters()
+        self.session.notes.loop_phase = self._phase
         now = time.perf_counter()
         self._t0 = self._log_t = now
         self._start_epoch(now)
@@ -266,6 +258,12 @@ class TrackedRun:
             ensure_log_handler()
         self._call("on_train_begin")
         self._call("on_epoch_begin", 0)
+
+    def _phase(self) -> str:
+        """The budget phase the loop is in now (compile events are charged to it)."""
+        if self._steps == 0:
+            return "startup"
+        return "validation" if self._val_t0 is not None else "train_steps"
 
     def _start_epoch(self, now: float) -> None:
         self._epoch_t0 = now
@@ -337,7 +335,10 @@ class TrackedRun:
         wall = time.perf_counter() - self._t0
         own = self._own_estimate()
         window, first, validation = self._window_seconds, self._first_step_s, self._val_total
-        self.writer.write(goodput_record(final, wall, own, window, first, validation, self._steps))
+        spent = self.session.notes.compile_seconds if self.session else {}
+        self.writer.write(
+            goodput_record(final, wall, own, window, first, validation, self._steps, spent)
+        )
 
     def _end_validation(self) -> None:
         if self._val_t0 is None:

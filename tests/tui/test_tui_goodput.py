@@ -93,6 +93,27 @@ def test_legend_is_largest_first_with_the_small_categories_as_other():
     assert lines[1].startswith("training steps 46% · callbacks 45%")
 
 
+def test_the_compile_events_are_listed_under_the_bar():
+    functions = [
+        {
+            "function": "train_step",
+            "count": 80,
+            "retraces": 79,
+            "seconds": 5.3,
+            "causes": "a new Python value ×79",
+        },
+        {"function": "Dataset_map_f", "count": 1, "retraces": 0, "seconds": 0.01, "causes": ""},
+    ]
+    table = [row("compile", 0.5), row("compile_startup", 0.05, part_of="compile"), *TABLE]
+    view = goodput_view(as_facts({**FACTS, "time.table": table, "compile.functions": functions}))
+    assert view is not None and view.segments[0].label == "compiling"
+    assert view.compiled == (
+        "compiled train_step 80× in 5.30 s, 79 again (a new Python value ×79)",
+    )
+    assert plain(view)[-1] == view.compiled[0]
+    assert goodput_view(as_facts(FACTS)).compiled == ()  # type: ignore[union-attr]
+
+
 def test_facts_as_the_report_holds_them_and_no_budget():
     view = goodput_view({name: FactValue(value=value) for name, value in FACTS.items()})
     assert view is not None and view.goodput == pytest.approx(0.46)

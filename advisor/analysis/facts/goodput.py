@@ -25,9 +25,14 @@ if TYPE_CHECKING:
     from advisor.store.reader import Run
     from advisor.store.schema import BaselineRecord, BudgetRecord
 
-# Categories in the order the views list them; input_wait is a part of train_steps, not beside it.
+# Categories in the order the views list them; input_wait is a part of train_steps, and the two
+# compile_* parts of compile, not beside them.
+PARTS = {"input_wait": "train_steps", "compile_startup": "compile", "compile_midfit": "compile"}
 CATEGORIES = (
     "startup",
+    "compile",
+    "compile_startup",
+    "compile_midfit",
     "train_steps",
     "input_wait",
     "callbacks",
@@ -40,7 +45,10 @@ CATEGORIES = (
     "unaccounted",
 )
 LABELS = {
-    "startup": "start-up to the first step (tracing, compiling)",
+    "startup": "start-up to the first step (compiling apart)",
+    "compile": "compiling (traces and compilations of functions)",
+    "compile_startup": "compiling at start-up",
+    "compile_midfit": "compiling mid-fit (retraces, new functions)",
     "train_steps": "training steps",
     "input_wait": "waiting for input, inside the training steps (baseline)",
     "callbacks": "callbacks (other than checkpoints)",
@@ -110,9 +118,7 @@ FACTS = (
         "goodput",
         "str",
     ),
-    Fact(
-        "time.largest_loss_share", "fraction", "that category's share of the wall clock", "goodput"
-    ),
+    Fact("time.largest_loss_share", "fraction", "its share of the wall clock", "goodput"),
     Fact(
         "callbacks.table",
         "",
@@ -145,9 +151,7 @@ FACTS = (
         "goodput",
         "str",
     ),
-    Fact(
-        "callbacks.slowest_name", "", "the class of the costliest callback hook", "goodput", "str"
-    ),
+    Fact("callbacks.slowest_name", "", "the costliest callback hook's class", "goodput", "str"),
     Fact(
         "callbacks.slowest_hook",
         "",
@@ -202,9 +206,7 @@ FACTS = (
         "goodput",
         "bool",
     ),
-    Fact(
-        "callbacks.removed_of", "", "the hooks the ceiling left out (Class.hook)", "goodput", "str"
-    ),
+    Fact("callbacks.removed_of", "", "the hooks the ceiling left out", "goodput", "str"),
     Fact(
         "checkpoint.count",
         "",
@@ -267,6 +269,9 @@ def _budget(record: BudgetRecord, facts: dict[str, Any], last_t: float | None) -
     if wall <= 0:
         return {}
     seconds["unaccounted"] = max(0.0, unaccounted)
+    if "compile" in seconds and record.compile_startup_seconds is not None:
+        part = min(seconds["compile"], max(0.0, record.compile_startup_seconds))
+        seconds["compile_startup"], seconds["compile_midfit"] = part, seconds["compile"] - part
     bound, outside = facts.get("input.bound_fraction"), facts.get("input.bound_outside_band")
     if bound is not None and outside is not None:
         seconds["input_wait"] = seconds.get("train_steps", 0.0) * (float(bound) if outside else 0.0)
@@ -284,7 +289,7 @@ def _budget(record: BudgetRecord, facts: dict[str, Any], last_t: float | None) -
                 "label": LABELS[name],
                 "seconds": round(value, 4),
                 "share": value / wall,
-                "part_of": "train_steps" if name == "input_wait" else None,
+                "part_of": PARTS.get(name),
             }
         )
     out["time.table"] = table
@@ -293,7 +298,7 @@ def _budget(record: BudgetRecord, facts: dict[str, Any], last_t: float | None) -
     own = sum(seconds.get(k, 0.0) for k in ("advisor_hooks", "advisor_measure", "profile"))
     if wall - own > 0:
         out["goodput.without_advisor"] = min(1.0, train / (wall - own))
-    losses = {k: v for k, v in seconds.items() if k not in ("train_steps", "input_wait")}
+    losses = {k: v for k, v in seconds.items() if k != "train_steps" and k not in PARTS}
     if losses:
         worst = max(losses, key=lambda k: losses[k])
         out["time.largest_loss"] = LABELS[worst]
