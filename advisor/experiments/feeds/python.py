@@ -28,13 +28,23 @@ from advisor.probes.batch import leading_dim
 
 
 def _strip_none(batch: Any) -> Any:
-    """(x, y, None) → (x, y): tf.data cannot hold None."""
+    """(x, y, None) → (x, y): tf.data cannot hold None. Anything else is left as it is."""
     if isinstance(batch, tuple):
         items = list(batch)
         while items and items[-1] is None:
             items.pop()
         return tuple(items)
     return batch
+
+
+def packed(x: Any, y: Any = None, sample_weight: Any = None) -> Any:
+    """One batch of arrays in the structure Keras's array adapter gives ``train_step``
+    (``keras.utils.pack_x_y_sample_weight``): ``x`` alone when there is no ``y`` and ``x`` is not
+    a tuple or list, so that a model with its own ``train_step`` fed ``fit(x)`` gets the same
+    batch from the baseline as from training."""
+    if y is None and sample_weight is None:
+        return (x,) if isinstance(x, (tuple, list)) else x
+    return _strip_none((x, y, sample_weight))
 
 
 def _to_numpy(batch: Any) -> Any:
@@ -67,8 +77,10 @@ def _to_numpy(batch: Any) -> Any:
 
 
 def memory_feed(batch: Any, backend: str | None) -> dict[str, Any]:
-    """fit kwargs that replay one batch from memory forever."""
-    batch = _strip_none(batch if isinstance(batch, tuple) else (batch,))
+    """fit kwargs that replay one batch from memory forever, in the structure it came in (a bare
+    array stays bare: a custom ``train_step`` receives exactly what training gave it). A list at
+    the top becomes a tuple, as Keras's own unpacking does, since tf.data would stack it."""
+    batch = _strip_none(tuple(batch) if isinstance(batch, list) else batch)
     if backend in (None, "tensorflow"):
         import tensorflow as tf
 
@@ -145,7 +157,7 @@ def array_feeds(
     if not rows:
         raise InputError("the input arrays are empty: no batch to measure")
     first_index = np.arange(min(batch_size, rows))
-    first = tuple(_take_rows(v, first_index) for v in (x, y, sample_weight))
+    first = packed(*(_take_rows(v, first_index) for v in (x, y, sample_weight)))
     feeds = Feeds("numpy", batch_size, memory_feed(first, backend), first=first)
     arrays: dict[str, Any] = {}
 
@@ -218,7 +230,7 @@ def pydataset_feeds(py_dataset: Any, backend: str | None) -> Feeds:
     batch_size = leading_dim(first)
     if not batch_size:
         raise InputError("cannot tell the batch size of the PyDataset's first batch")
-    if not isinstance(first, tuple):
+    if not isinstance(first, tuple):  # Keras's PyDataset adapter gives train_step (x,)
         first = (first,)
     legacy = not hasattr(py_dataset, "num_batches")
     num = len(py_dataset) if legacy else py_dataset.num_batches
