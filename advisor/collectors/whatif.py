@@ -24,6 +24,7 @@ from advisor.experiments.settings import (
     NEEDED_STEP_S,
     WHATIF_ROUNDS,
     WhatIfPlan,
+    measurement_allowance,
     parse_whatif,
 )
 from advisor.experiments.whatif import (
@@ -289,6 +290,11 @@ class WhatIfCollector(Collector):
         )
         wanted = self.requested
         if wanted == "needed":
+            if self.max_seconds is None:  # the defaults together keep to their share of the fit
+                allowance = max(
+                    0.0,
+                    min(allowance, measurement_allowance(fit_seconds) - s.notes.baseline_seconds),
+                )
             why = needed(s, allowance)
             if why is None:
                 # nothing measured points to a change: the fit ends as it would without it

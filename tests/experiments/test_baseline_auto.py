@@ -14,12 +14,14 @@ from advisor.experiments.baseline.auto import (
     auto_sizing,
     explicit_sizing,
     mean_step_seconds,
+    minimum_seconds,
 )
 from advisor.experiments.settings import (
     AUTO_BASELINE_MIN_ALLOWANCE,
     AUTO_BASELINE_SHARE,
     AUTO_BASELINE_STEPS,
     BASELINE_SECONDS,
+    measurement_allowance,
 )
 from advisor.store.schema import WindowRecord
 
@@ -39,36 +41,65 @@ def test_auto_is_the_default_and_none_turns_it_off():
     assert cb.options.baseline == "auto"
 
 
+def _allowance(fit: float) -> float:
+    return AUTO_BASELINE_SHARE * measurement_allowance(fit)
+
+
 def test_two_seconds_or_two_hundred_steps_whichever_is_longer():
     # A fast step: 2 s of measuring (200 steps of 1 ms would be 0.2 s of noise).
     fast = auto_sizing(60.0, 0.001)
     assert fast.skipped is None and fast.seconds == pytest.approx(2.0)
-    # A 50 ms step: 200 steps take 10 s, within a share of a 100 s fit.
+    # A 50 ms step: 200 steps take 10 s, cut to the measured share of the allowance.
     slow = auto_sizing(100.0, 0.05)
-    assert slow.seconds == pytest.approx(
-        min(AUTO_BASELINE_STEPS * 0.05, 0.6 * AUTO_BASELINE_SHARE * 100.0)
-    )
-    assert slow.max_seconds == pytest.approx(AUTO_BASELINE_SHARE * 100.0)
+    assert slow.seconds == pytest.approx(min(AUTO_BASELINE_STEPS * 0.05, 0.6 * _allowance(100.0)))
+    assert slow.max_seconds == pytest.approx(_allowance(100.0))
 
 
 def test_capped_at_a_share_of_the_fit_and_at_the_absolute_allowance():
     sizing = auto_sizing(12.0, 0.01)
-    assert sizing.max_seconds == pytest.approx(AUTO_BASELINE_SHARE * 12.0)
+    assert sizing.max_seconds == pytest.approx(_allowance(12.0))
     assert sizing.seconds <= sizing.max_seconds
-    long = auto_sizing(3600.0, 0.5, max_seconds=30.0)
+    long = auto_sizing(3600.0, 0.05, max_seconds=30.0)
     assert long.max_seconds == 30.0 and long.seconds <= 30.0
 
 
+@pytest.mark.parametrize("fit", [60.0, 91.0, 300.0, 3600.0])
+def test_defaults_together_take_a_tenth_of_a_fit_of_a_minute_or_more(fit):
+    assert measurement_allowance(fit) <= 0.1 * fit + 1e-9
+    assert _allowance(fit) < measurement_allowance(fit)  # the what-if gets the rest
+
+
+def test_short_fits_get_the_floor_within_their_share():
+    assert measurement_allowance(25.0) == pytest.approx(6.0)
+    assert measurement_allowance(10.0) == pytest.approx(3.0)
+
+
 def test_a_fit_too_short_is_skipped_with_its_reason():
-    short = auto_sizing(AUTO_BASELINE_MIN_ALLOWANCE / AUTO_BASELINE_SHARE * 0.9, 0.001)
+    shortest = AUTO_BASELINE_MIN_ALLOWANCE / AUTO_BASELINE_SHARE / 0.3  # within the short share
+    short = auto_sizing(shortest * 0.9, 0.001)
     assert (
         short.skipped
         and "too short to measure" in short.skipped
         and "baseline='end'" in short.skipped
     )
-    assert (
-        auto_sizing(AUTO_BASELINE_MIN_ALLOWANCE / AUTO_BASELINE_SHARE * 1.1, 0.001).skipped is None
-    )
+    assert auto_sizing(shortest * 1.1, 0.001).skipped is None
+
+
+def test_slow_steps_that_cannot_fit_three_rounds_are_skipped_before_measuring():
+    """The image classifier's 3 s steps after a 91 s fit: three rounds of two arms cannot fit
+    its allowance, so it does not start (it once ran one round in 31 s of an 18 s allowance)."""
+    sizing = auto_sizing(91.0, 3.0)
+    assert sizing.skipped and "a step takes 3.00 s" in sizing.skipped
+    assert f"{minimum_seconds(3.0):.0f} s" in sizing.skipped
+    assert minimum_seconds(3.0) > _allowance(91.0)
+    # the same fit with 20 ms steps measures
+    assert auto_sizing(91.0, 0.02).skipped is None
+    assert minimum_seconds(0.02) < _allowance(91.0)
+
+
+def test_the_least_measurement_grows_with_warm_up_and_steps():
+    assert minimum_seconds(0.1, warm=4) > minimum_seconds(0.1, warm=1)
+    assert minimum_seconds(0.1, min_steps=120) > minimum_seconds(0.1)
 
 
 def test_explicit_modes_measure_what_they_are_asked():

@@ -21,7 +21,8 @@ def calibrate(
 ) -> tuple[float, float, int]:
     """A few cached steps that compile the step if needed and time it, so that sliced feeds can
     be sized: the rounds' deadline, a first estimate of a segment's overhead, and the batches a
-    segment may need. The allowance starts once the first step (compilation) is done."""
+    segment may need. The allowance starts once the first step (compilation) is done, or with the
+    baseline when ``plan.from_start``."""
     warm = plan.warmup_steps
     first_tick: list[float] = []
     calibrating = time.perf_counter()
@@ -38,7 +39,8 @@ def calibrate(
         first_tick=first_tick,
     )
     restore()
-    deadline = (first_tick[0] if first_tick else time.perf_counter()) + plan.max_seconds
+    started = t0 if plan.from_start else (first_tick[0] if first_tick else time.perf_counter())
+    deadline = started + plan.max_seconds
     # What a segment costs beyond its measured time (compilation aside); the rounds replace
     # this first estimate with what they see.
     since = first_tick[0] if first_tick else calibrating

@@ -79,6 +79,7 @@ def make_plan(
     max_seconds: float = DEFAULT_MAX_SECONDS,
     warmup_steps: int | None = None,
     error: type[Exception] = InputError,
+    from_start: bool = False,
 ) -> Plan:
     """A checked measuring plan for ``model`` (warm-up rounded to ``steps_per_execution``)."""
     if not isinstance(seconds, (int, float)) or not seconds > 0:
@@ -91,7 +92,7 @@ def make_plan(
         raise error(f"max_seconds must be a positive number, got {max_seconds!r}")
     spe = steps_per_execution(model)
     warm = round_up(warmup_steps if warmup_steps is not None else spe, spe)
-    return Plan(float(seconds), int(min_steps), int(rounds), float(max_seconds), warm)
+    return Plan(float(seconds), int(min_steps), int(rounds), float(max_seconds), warm, from_start)
 
 
 # ---------------------------------------------------------------------------------------------
