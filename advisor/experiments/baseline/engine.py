@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from advisor.errors import one_line
-from advisor.experiments.baseline.calibration import calibrate
+from advisor.experiments.baseline.calibration import calibrate, rounds_that_fit, that_fit
 from advisor.experiments.baseline.result import InputBaseline
 from advisor.experiments.cleanup import own_garbage, tear_down
 from advisor.experiments.feeds.base import Feeds, InputError
@@ -208,11 +208,17 @@ def run_baseline(
     state = ModelState(model)
     arms = _Arms(model, feeds, warm, spe)
     try:
-        deadline, overhead, need = calibrate(model, feeds, plan, spe, t0, state.restore)
+        found = calibrate(model, feeds, plan, spe, t0, state.restore)
         if feeds.resize is not None:
-            feeds.resize(need)
-        chosen = arms.choose(need, result, source_cache, data_only, hooks)
-        outcome = run_rounds(chosen, plan, deadline, state.restore, overhead)
+            feeds.resize(found.need)
+        chosen = arms.choose(found.need, result, source_cache, data_only, hooks)
+        if plan.from_start:
+            chosen = that_fit(chosen, found, plan, result)
+            plan = rounds_that_fit(plan, len(chosen), found)
+        if chosen:
+            outcome = run_rounds(chosen, plan, found.deadline, state.restore, found.overhead)
+        else:
+            outcome = Outcome(stopped=result.stopped)
     finally:
         state.restore()
     _gather(result, chosen, outcome, feeds)

@@ -84,7 +84,13 @@ def memory_feed(batch: Any, backend: str | None) -> dict[str, Any]:
     if backend in (None, "tensorflow"):
         import tensorflow as tf
 
-        return {"x": tf.data.Dataset.from_tensors(batch).repeat()}
+        # unbatched and batched again: the batch axis is unknown, as in the adapters' datasets,
+        # so that the step compiled for training is reused instead of traced for a fixed shape
+        rows = leading_dim(batch)
+        one = tf.data.Dataset.from_tensors(batch)
+        if rows:
+            one = one.unbatch().batch(rows)
+        return {"x": one.cache().repeat()}
 
     def forever() -> Iterator[Any]:
         while True:
