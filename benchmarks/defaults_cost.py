@@ -77,6 +77,7 @@ def measure(name: str, seconds: float | None) -> dict[str, object]:
         "whatif": facts.get("whatif.best") or facts.get("whatif.skipped") or "-",
         "top": failures[0] if failures else "-",
         "wall_s": wall,
+        "runs": str(runs),
     }
 
 
@@ -101,6 +102,7 @@ def main() -> None:
             f"{row['baseline']} | {row['whatif']} | {row['top']} |",
             flush=True,
         )
+        print(f"<!-- {name}: {row['runs']} -->", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ NEEDED_MIN_ALLOWANCE = 3.0
 # AUTO_BASELINE_STEPS steps, whichever is longer; the whole baseline stays within
 # AUTO_BASELINE_SHARE of the measurement allowance (``measurement_allowance``), and is skipped
 # (with the reason recorded) when that is under AUTO_BASELINE_MIN_ALLOWANCE seconds (a fit of
-# about 11 s): each segment of each round starts a fit of its own with a fresh iterator, whose
+# about 14 s): each segment of each round starts a fit of its own with a fresh iterator, whose
 # start is a cost beyond its steps, so a smaller allowance cannot hold the three interleaved
 # rounds a noise band needs. How large that start is depends on the host and the input: 6 ms
 # median and 15-20 ms p90 for a cached input on the project's 2-core development VM, more for a
@@ -50,7 +50,7 @@ NEEDED_MIN_ALLOWANCE = 3.0
 # fit's start").
 AUTO_BASELINE_SECONDS = 2.0
 AUTO_BASELINE_STEPS = 200
-AUTO_BASELINE_SHARE = 0.6
+AUTO_BASELINE_SHARE = 0.5
 AUTO_BASELINE_MIN_ALLOWANCE = 2.0
 # The default measurements together (baseline="auto", then whatif="needed"): at most
 # MEASURE_FIT_SHARE of a fit, or MEASURE_FLOOR_SECONDS when that is more but no more than

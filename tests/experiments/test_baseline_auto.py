@@ -143,3 +143,41 @@ def test_the_minimums_old_names_still_read_with_a_warning():
         assert settings.AUTO_BASELINE_MIN_BUDGET == AUTO_BASELINE_MIN_ALLOWANCE
     with pytest.warns(DeprecationWarning, match="NEEDED_MIN_ALLOWANCE"):
         assert settings.NEEDED_MIN_BUDGET == settings.NEEDED_MIN_ALLOWANCE
+
+
+def _calibrated(left: float, step: float, start: float):
+    import time
+
+    from advisor.experiments.baseline.calibration import Calibration
+
+    return Calibration(time.perf_counter() + left, min(start, 0.05), 8, step, start, 1.0)
+
+
+def _arms(*names: str):
+    from advisor.experiments.rounds import Arm
+
+    return [Arm(name, lambda *a: None, trains=name != "data_only") for name in names]
+
+
+def test_after_calibrating_only_the_arms_three_rounds_can_hold_are_kept():
+    from advisor.experiments.baseline.calibration import rounds_that_fit, that_fit
+    from advisor.experiments.baseline.result import InputBaseline
+    from advisor.experiments.rounds import Plan
+
+    plan = Plan(2.0, 20, 12, 6.0, 1, from_start=True)
+    result = InputBaseline("numpy", 32, 0, 1)
+    arms = _arms("cached", "real", "data_only")
+    # a segment: 0.3 s to start, 3 steps of 0.1 s: 3 rounds of 3 arms need 5.4 s, of 2 need 3.6
+    kept = that_fit(arms, _calibrated(4.0, 0.1, 0.3), plan, result)
+    assert [a.name for a in kept] == ["cached", "real"] and result.stopped is None
+    assert any("data-only" in note for note in result.notes)
+    # not even the cached and the real input: nothing is spent, and the reason is one line
+    none = InputBaseline("numpy", 32, 0, 1)
+    assert that_fit(arms, _calibrated(2.0, 0.1, 0.3), plan, none) == []
+    assert none.stopped and "3 rounds of 2 arms" in none.stopped and "\n" not in none.stopped
+    spent = InputBaseline("numpy", 32, 0, 1)
+    assert that_fit(arms, _calibrated(-0.5, 0.1, 0.3), plan, spent) == []
+    assert "calibrating" in spent.stopped
+    # rounds shrink to what segments of a measurable length allow, never under three
+    assert rounds_that_fit(plan, 2, _calibrated(4.0, 0.1, 0.3)).rounds == 3
+    assert rounds_that_fit(plan, 2, _calibrated(60.0, 0.01, 0.05)).rounds == 12
