@@ -47,7 +47,7 @@ def _allowance(fit: float) -> float:
 
 def test_two_seconds_or_two_hundred_steps_whichever_is_longer():
     # A fast step: 2 s of measuring (200 steps of 1 ms would be 0.2 s of noise).
-    fast = auto_sizing(60.0, 0.001)
+    fast = auto_sizing(100.0, 0.001)
     assert fast.skipped is None and fast.seconds == pytest.approx(2.0)
     # A 50 ms step: 200 steps take 10 s, cut to the measured share of the allowance.
     slow = auto_sizing(100.0, 0.05)
@@ -56,8 +56,8 @@ def test_two_seconds_or_two_hundred_steps_whichever_is_longer():
 
 
 def test_capped_at_a_share_of_the_fit_and_at_the_absolute_allowance():
-    sizing = auto_sizing(12.0, 0.01)
-    assert sizing.max_seconds == pytest.approx(_allowance(12.0))
+    sizing = auto_sizing(16.0, 0.01)
+    assert sizing.max_seconds == pytest.approx(_allowance(16.0))
     assert sizing.seconds <= sizing.max_seconds
     long = auto_sizing(3600.0, 0.05, max_seconds=30.0)
     assert long.max_seconds == 30.0 and long.seconds <= 30.0
