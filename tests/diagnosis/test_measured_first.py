@@ -69,3 +69,13 @@ def test_no_change_needed_is_never_said_beside_a_measured_input_cost():
     assert text is not None and "no change needed" not in text and "38" in text
     free = {**costly, "input.bound_outside_band": False}
     assert _fmt("changes", "pipeline.advice", free).startswith("no change needed")
+
+
+def test_an_untried_whatif_fix_ranks_after_the_other_unpriced_findings():
+    from advisor.diagnosis.rules import load_rules
+
+    rules = {r.code: r for r in load_rules()}
+    xla, price = _fail("G502", "info", None), _fail("M102", "info", None)
+    goodput = _fail("M170", "info", 0.0)
+    ranked = [f.code for f in rank([xla, price, goodput], rules)]
+    assert ranked[-1] == "G502" and set(ranked[:2]) == {"M102", "M170"}

@@ -56,8 +56,8 @@ class WhatIfRun(RunState):
         if self.situation.step_seconds is not None:
             warm = warm_steps(unchanged)
             step = self.situation.step_seconds
-            segment = FIT_START_SECONDS + (warm + unchanged.spe) * step
-            needed = FIT_START_SECONDS + (warm + steps) * step + MIN_ROUNDS * 2 * segment
+            least = FIT_START_SECONDS + (warm + unchanged.spe) * step  # one segment, at least
+            needed = FIT_START_SECONDS + (warm + steps) * step + MIN_ROUNDS * 2 * least
             if needed > self.left():
                 self.result.skipped = (
                     f"a step takes {step:.2f} s: calibrating and {MIN_ROUNDS} rounds of one "
