@@ -141,7 +141,15 @@ class BaselineCollector(Collector):
         session = self.session
         fit_seconds = time.perf_counter() - session.train_begin_t
         step = mean_step_seconds(list(session.notes.windows))
-        return auto_sizing(fit_seconds, step, seconds=self.seconds, max_seconds=self.max_seconds)
+        return auto_sizing(
+            fit_seconds,
+            step,
+            seconds=self.seconds,
+            max_seconds=self.max_seconds,
+            warm=session.steps_per_execution or 1,
+            min_steps=self.steps,
+            rounds=self.rounds,
+        )
 
     def _run(self) -> None:
         session = self.session
@@ -161,6 +169,7 @@ class BaselineCollector(Collector):
             rounds=self.rounds,
             max_seconds=sizing.max_seconds,
             error=UsageError,
+            from_start=mode == "auto",  # the default's allowance is the user's time, all of it
         )
         try:
             self.result = measure_fit_input(

@@ -88,13 +88,14 @@ class AdvisorCallback(RunLifecycle, KerasCallbackProtocol):
             timed.
         whatif: ``"needed"`` (default): after training, when what it measured points to a change the
             what-if can try (the input costs 10% of step time or more, a step under 5 ms, a step run
-            eagerly) and 10% of the fit is at least 3 s, try the changes ``"auto"`` would, on a
-            single worker; ``"auto"``: always try the changes the model and input point to; or a
-            list of candidate names (``parallel_map``, ``cache_map``, ``jit_compile``,
-            ``steps_per_execution_8``, ``batch_x2``…). Each change is tried on this model and input
-            beside the unchanged configuration and its measured gain is recorded (None: off);
-            ``"backends"`` in the list: every Keras backend × jit_compile in fresh processes. True:
-            ``"auto"``. See docs/whatif.md.
+            eagerly) and the defaults' share of the fit (a tenth of a fit of a minute or more, the
+            baseline included) leaves it 3 s, try the changes ``"auto"`` would, on a single worker;
+            ``"auto"``: always try the changes the model and input point to; or a list of candidate
+            names (``parallel_map``, ``cache_map``, ``jit_compile``, ``steps_per_execution_8``,
+            ``batch_x2``…). Each change is tried on this model and input beside the unchanged
+            configuration and its measured gain is recorded (None: off); ``"backends"`` in the list:
+            every Keras backend × jit_compile in fresh processes. True: ``"auto"``. See
+            docs/whatif.md.
         whatif_max_seconds: the what-if's whole allowance (None: the smaller of 10% of the fit and
             60 s).
         whatif_rounds: interleaved rounds of the what-if (each gain's band comes from them).

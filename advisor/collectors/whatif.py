@@ -24,6 +24,7 @@ from advisor.experiments.settings import (
     NEEDED_STEP_S,
     WHATIF_ROUNDS,
     WhatIfPlan,
+    measurement_allowance,
     parse_whatif,
 )
 from advisor.experiments.whatif import (
@@ -60,7 +61,8 @@ OPTIONS = (
         "needed",
         '``"needed"`` (default): after training, when what it measured points to a change the '
         "what-if can try (the input costs 10% of step time or more, a step under 5 ms, a step run "
-        'eagerly) and 10% of the fit is at least 3 s, try the changes ``"auto"`` would, on a '
+        "eagerly) and the defaults' share of the fit (a tenth of a fit of a minute or more, "
+        'the baseline included) leaves it 3 s, try the changes ``"auto"`` would, on a '
         'single worker; ``"auto"``: always try the changes the model and input point to; or a '
         "list of candidate names (``parallel_map``, ``cache_map``, ``jit_compile``, "
         "``steps_per_execution_8``, ``batch_x2``…). Each change is tried on this model and input "
@@ -289,6 +291,11 @@ class WhatIfCollector(Collector):
         )
         wanted = self.requested
         if wanted == "needed":
+            if self.max_seconds is None:  # the defaults together keep to their share of the fit
+                allowance = max(
+                    0.0,
+                    min(allowance, measurement_allowance(fit_seconds) - s.notes.baseline_seconds),
+                )
             why = needed(s, allowance)
             if why is None:
                 # nothing measured points to a change: the fit ends as it would without it

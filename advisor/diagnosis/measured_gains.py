@@ -105,8 +105,8 @@ def lead_with_measured(fix: str | None, measured: Measured | None) -> str | None
     band: the general advice may name a weaker change first (a parallel map before a cache)."""
     if not fix or measured is None or measured.ceiling or not measured.label:
         return fix
-    if measured.speedup <= 1.0 or measured.outside_band is False:
-        return fix
+    if measured.speedup <= 1.0 or measured.outside_band is not True:
+        return fix  # a gain inside its band (or with none) is not the measured fix
     per_sample = ", per sample" if measured.changes_optimisation else ""
     gain = f"{speedup_text(measured.speedup)}{per_sample}"
     return f"Measured best on this run: {measured.label} ({gain}). {fix}"
@@ -130,9 +130,12 @@ def measured_for(
                 break
     if not rows:
         return None
-    best = max(rows, key=lambda r: float(r["speedup"]))
+    # a gain beyond its noise band before any larger one inside its band
+    best = max(rows, key=lambda r: (r.get("outside_band") is True, float(r["speedup"])))
     band, seconds = _number(best.get("band")), _number(best.get("seconds"))
     text = measured_text(float(best["speedup"]), band, seconds)
+    if best.get("outside_band") is False and not is_ceiling:
+        text += ", inside its noise band: no measured gain"
     if (
         is_ceiling
     ):  # what was taken away is the row's label, shown beside the text as a candidate's is

@@ -31,6 +31,17 @@ def saving(finding: Finding, rule: Rule | None = None) -> float:
     return finding.impact or 0.0
 
 
+def unpriced(finding: Finding) -> bool:
+    """Nothing prices this failure: no measured gain or ceiling, and no estimated impact."""
+    return finding.measured is None and not finding.impact
+
+
+def untried(finding: Finding, rule: Rule | None) -> bool:
+    """An unpriced failure whose fix the what-if can try but did not ("try XLA" unmeasured):
+    it ranks after the other unpriced ones, which at least state what the run did."""
+    return unpriced(finding) and rule is not None and bool(rule.whatif)
+
+
 def rank(findings: Sequence[Finding], rules: Mapping[str, Rule] | None = None) -> list[Finding]:
     """Failures first — by estimated time saved, then severity, then causes before symptoms —
     then errors, unknown, n/a, pass.
@@ -41,6 +52,10 @@ def rank(findings: Sequence[Finding], rules: Mapping[str, Rule] | None = None) -
     severe finding comes first; then the larger estimate of a finding credited none (see
     :func:`saving`); then a rule naming a cause (C401 "no prefetch") before the rule that
     measures its symptom (M108 "input-bound"), whose cost it explains.
+    A failure with neither a measured gain nor an estimated cost (generic advice such as "try
+    XLA", :func:`unpriced`) comes after every failure that has one, whatever its severity: an
+    assumed impact never outranks a measured one, and among those, a fix the what-if could have
+    measured but did not comes last (:func:`untried`).
     """
     rules = rules or {}
     symptom = {code for code, rule in rules.items() if rule.symptom}
@@ -54,11 +69,13 @@ def rank(findings: Sequence[Finding], rules: Mapping[str, Rule] | None = None) -
             return (
                 0,
                 -bucket(credited),
+                unpriced(f),
+                untried(f, rules.get(f.code)),
                 -SEVERITY_RANK[f.severity],
                 -bucket(f.impact or 0.0),
                 f.code in symptom,
                 f.code,
             )
-        return (STATUS_ORDER[f.status], 0, 0, 0, False, f.code)
+        return (STATUS_ORDER[f.status], 0, False, False, 0, 0, False, f.code)
 
     return sorted(findings, key=key)

@@ -31,6 +31,9 @@ class Plan:
     rounds: int
     max_seconds: float
     warmup_steps: int
+    # the allowance counts from the measurement's start, compiling included (the default
+    # baseline: its share of the fit is the user's time); else from the first compiled step
+    from_start: bool = False
 
     def segment_seconds(self, arms: int) -> float:
         return self.seconds / max(1, self.rounds * arms)

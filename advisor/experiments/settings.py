@@ -40,17 +40,32 @@ NEEDED_STEP_S = 0.005
 NEEDED_MIN_ALLOWANCE = 3.0
 # baseline="auto" (the default): after the last epoch, about AUTO_BASELINE_SECONDS of measuring or
 # AUTO_BASELINE_STEPS steps, whichever is longer; the whole baseline stays within
-# AUTO_BASELINE_SHARE of the fit's time, and is skipped (with the reason recorded) when that share
-# is under AUTO_BASELINE_MIN_ALLOWANCE seconds (a fit of 10 s): each segment of each round starts a
-# fit of its own with a fresh iterator, whose start is a cost beyond its steps, so a smaller
-# allowance cannot hold the three interleaved rounds a noise band needs. How large that start is
-# depends on the host and the input: 6 ms median and 15-20 ms p90 for a cached input on the
-# project's 2-core development VM, more for a pipeline whose iterator must fill its buffers
-# (benchmarks/fit_start.py; RESULTS.md, "A nested fit's start").
+# AUTO_BASELINE_SHARE of the measurement allowance (``measurement_allowance``), and is skipped
+# (with the reason recorded) when that is under AUTO_BASELINE_MIN_ALLOWANCE seconds (a fit of
+# about 14 s): each segment of each round starts a fit of its own with a fresh iterator, whose
+# start is a cost beyond its steps, so a smaller allowance cannot hold the three interleaved
+# rounds a noise band needs. How large that start is depends on the host and the input: 6 ms
+# median and 15-20 ms p90 for a cached input on the project's 2-core development VM, more for a
+# pipeline whose iterator must fill its buffers (benchmarks/fit_start.py; RESULTS.md, "A nested
+# fit's start").
 AUTO_BASELINE_SECONDS = 2.0
 AUTO_BASELINE_STEPS = 200
-AUTO_BASELINE_SHARE = 0.2
+AUTO_BASELINE_SHARE = 0.5
 AUTO_BASELINE_MIN_ALLOWANCE = 2.0
+# The default measurements together (baseline="auto", then whatif="needed"): at most
+# MEASURE_FIT_SHARE of a fit, or MEASURE_FLOOR_SECONDS when that is more but no more than
+# SHORT_FIT_SHARE of a short fit. A fit of a minute or more pays at most a tenth of its time;
+# a fit of 20-60 s may pay 6 s, so that its input cost is measured at all.
+MEASURE_FIT_SHARE = 0.10
+MEASURE_FLOOR_SECONDS = 6.0
+SHORT_FIT_SHARE = 0.3
+
+
+def measurement_allowance(fit_seconds: float) -> float:
+    """Seconds the default measurements (baseline, then the needed what-if) may take together
+    after a fit of ``fit_seconds``."""
+    fit = max(0.0, fit_seconds)
+    return min(SHORT_FIT_SHARE * fit, max(MEASURE_FLOOR_SECONDS, MEASURE_FIT_SHARE * fit))
 
 
 WHATIF_MODES = ("needed", "auto")

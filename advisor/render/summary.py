@@ -108,7 +108,17 @@ def _fmt(kind: str, name: str, facts: dict[str, Any]) -> str | None:
     if kind == "changes":
         from advisor.diagnosis.phrases import say_changes
 
-        return say_changes(value) if isinstance(value, list) else None
+        if not isinstance(value, list):
+            return None
+        cost = facts.get("input.bound_fraction")
+        if not value and isinstance(cost, (int, float)) and cost > 0:
+            if facts.get("input.bound_outside_band"):
+                # nothing in the graph to change, yet the input measurably costs time
+                return (
+                    f"none found in the pipeline's graph, yet the input costs "
+                    f"{percent(float(cost), fraction=True)} of step time: see the findings"
+                )
+        return say_changes(value)
     if kind == "util3":
         keys = ("gpu.util.p5", "gpu.util.p50", "gpu.util.p95")
         if not all(k in facts for k in keys):

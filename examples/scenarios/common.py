@@ -66,6 +66,13 @@ def advisor_callback() -> Any:
     return advisor.AdvisorCallback()
 
 
+def family_seconds(default: float) -> float:
+    """Training time of a model-family scenario (``ADVISOR_FAMILY_SECONDS`` overrides
+    ``default``): long enough for the default baseline and what-if to measure within their
+    share of the fit (a tenth of a fit of a minute or more)."""
+    return float(os.environ.get("ADVISOR_FAMILY_SECONDS", default))
+
+
 def time_budget(seconds: float) -> Any:
     """A callback that ends training at the first epoch end after ``seconds`` of training."""
     import keras

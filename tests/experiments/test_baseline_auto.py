@@ -14,12 +14,14 @@ from advisor.experiments.baseline.auto import (
     auto_sizing,
     explicit_sizing,
     mean_step_seconds,
+    minimum_seconds,
 )
 from advisor.experiments.settings import (
     AUTO_BASELINE_MIN_ALLOWANCE,
     AUTO_BASELINE_SHARE,
     AUTO_BASELINE_STEPS,
     BASELINE_SECONDS,
+    measurement_allowance,
 )
 from advisor.store.schema import WindowRecord
 
@@ -39,36 +41,65 @@ def test_auto_is_the_default_and_none_turns_it_off():
     assert cb.options.baseline == "auto"
 
 
+def _allowance(fit: float) -> float:
+    return AUTO_BASELINE_SHARE * measurement_allowance(fit)
+
+
 def test_two_seconds_or_two_hundred_steps_whichever_is_longer():
     # A fast step: 2 s of measuring (200 steps of 1 ms would be 0.2 s of noise).
-    fast = auto_sizing(60.0, 0.001)
+    fast = auto_sizing(100.0, 0.001)
     assert fast.skipped is None and fast.seconds == pytest.approx(2.0)
-    # A 50 ms step: 200 steps take 10 s, within a share of a 100 s fit.
+    # A 50 ms step: 200 steps take 10 s, cut to the measured share of the allowance.
     slow = auto_sizing(100.0, 0.05)
-    assert slow.seconds == pytest.approx(
-        min(AUTO_BASELINE_STEPS * 0.05, 0.6 * AUTO_BASELINE_SHARE * 100.0)
-    )
-    assert slow.max_seconds == pytest.approx(AUTO_BASELINE_SHARE * 100.0)
+    assert slow.seconds == pytest.approx(min(AUTO_BASELINE_STEPS * 0.05, 0.6 * _allowance(100.0)))
+    assert slow.max_seconds == pytest.approx(_allowance(100.0))
 
 
 def test_capped_at_a_share_of_the_fit_and_at_the_absolute_allowance():
-    sizing = auto_sizing(12.0, 0.01)
-    assert sizing.max_seconds == pytest.approx(AUTO_BASELINE_SHARE * 12.0)
+    sizing = auto_sizing(16.0, 0.01)
+    assert sizing.max_seconds == pytest.approx(_allowance(16.0))
     assert sizing.seconds <= sizing.max_seconds
-    long = auto_sizing(3600.0, 0.5, max_seconds=30.0)
+    long = auto_sizing(3600.0, 0.05, max_seconds=30.0)
     assert long.max_seconds == 30.0 and long.seconds <= 30.0
 
 
+@pytest.mark.parametrize("fit", [60.0, 91.0, 300.0, 3600.0])
+def test_defaults_together_take_a_tenth_of_a_fit_of_a_minute_or_more(fit):
+    assert measurement_allowance(fit) <= 0.1 * fit + 1e-9
+    assert _allowance(fit) < measurement_allowance(fit)  # the what-if gets the rest
+
+
+def test_short_fits_get_the_floor_within_their_share():
+    assert measurement_allowance(25.0) == pytest.approx(6.0)
+    assert measurement_allowance(10.0) == pytest.approx(3.0)
+
+
 def test_a_fit_too_short_is_skipped_with_its_reason():
-    short = auto_sizing(AUTO_BASELINE_MIN_ALLOWANCE / AUTO_BASELINE_SHARE * 0.9, 0.001)
+    shortest = AUTO_BASELINE_MIN_ALLOWANCE / AUTO_BASELINE_SHARE / 0.3  # within the short share
+    short = auto_sizing(shortest * 0.9, 0.001)
     assert (
         short.skipped
         and "too short to measure" in short.skipped
         and "baseline='end'" in short.skipped
     )
-    assert (
-        auto_sizing(AUTO_BASELINE_MIN_ALLOWANCE / AUTO_BASELINE_SHARE * 1.1, 0.001).skipped is None
-    )
+    assert auto_sizing(shortest * 1.1, 0.001).skipped is None
+
+
+def test_slow_steps_that_cannot_fit_three_rounds_are_skipped_before_measuring():
+    """The image classifier's 3 s steps after a 91 s fit: three rounds of two arms cannot fit
+    its allowance, so it does not start (it once ran one round in 31 s of an 18 s allowance)."""
+    sizing = auto_sizing(91.0, 3.0)
+    assert sizing.skipped and "a step takes 3.00 s" in sizing.skipped
+    assert f"{minimum_seconds(3.0):.0f} s" in sizing.skipped
+    assert minimum_seconds(3.0) > _allowance(91.0)
+    # the same fit with 20 ms steps measures
+    assert auto_sizing(91.0, 0.02).skipped is None
+    assert minimum_seconds(0.02) < _allowance(91.0)
+
+
+def test_the_least_measurement_grows_with_warm_up_and_steps():
+    assert minimum_seconds(0.1, warm=4) > minimum_seconds(0.1, warm=1)
+    assert minimum_seconds(0.1, min_steps=120) > minimum_seconds(0.1)
 
 
 def test_explicit_modes_measure_what_they_are_asked():
@@ -112,3 +143,41 @@ def test_the_minimums_old_names_still_read_with_a_warning():
         assert settings.AUTO_BASELINE_MIN_BUDGET == AUTO_BASELINE_MIN_ALLOWANCE
     with pytest.warns(DeprecationWarning, match="NEEDED_MIN_ALLOWANCE"):
         assert settings.NEEDED_MIN_BUDGET == settings.NEEDED_MIN_ALLOWANCE
+
+
+def _calibrated(left: float, step: float, start: float):
+    import time
+
+    from advisor.experiments.baseline.calibration import Calibration
+
+    return Calibration(time.perf_counter() + left, min(start, 0.05), 8, step, start, 1.0)
+
+
+def _arms(*names: str):
+    from advisor.experiments.rounds import Arm
+
+    return [Arm(name, lambda *a: None, trains=name != "data_only") for name in names]
+
+
+def test_after_calibrating_only_the_arms_three_rounds_can_hold_are_kept():
+    from advisor.experiments.baseline.calibration import rounds_that_fit, that_fit
+    from advisor.experiments.baseline.result import InputBaseline
+    from advisor.experiments.rounds import Plan
+
+    plan = Plan(2.0, 20, 12, 6.0, 1, from_start=True)
+    result = InputBaseline("numpy", 32, 0, 1)
+    arms = _arms("cached", "real", "data_only")
+    # a segment: 0.3 s to start, 3 steps of 0.1 s: 3 rounds of 3 arms need 5.4 s, of 2 need 3.6
+    kept = that_fit(arms, _calibrated(4.0, 0.1, 0.3), plan, result)
+    assert [a.name for a in kept] == ["cached", "real"] and result.stopped is None
+    assert any("data-only" in note for note in result.notes)
+    # not even the cached and the real input: nothing is spent, and the reason is one line
+    none = InputBaseline("numpy", 32, 0, 1)
+    assert that_fit(arms, _calibrated(2.0, 0.1, 0.3), plan, none) == []
+    assert none.stopped and "3 rounds of 2 arms" in none.stopped and "\n" not in none.stopped
+    spent = InputBaseline("numpy", 32, 0, 1)
+    assert that_fit(arms, _calibrated(-0.5, 0.1, 0.3), plan, spent) == []
+    assert "calibrating" in spent.stopped
+    # rounds shrink to what segments of a measurable length allow, never under three
+    assert rounds_that_fit(plan, 2, _calibrated(4.0, 0.1, 0.3)).rounds == 3
+    assert rounds_that_fit(plan, 2, _calibrated(60.0, 0.01, 0.05)).rounds == 12

@@ -4,28 +4,40 @@ The default baseline runs after the last epoch. Its measuring time is about
 ``AUTO_BASELINE_SECONDS`` or ``AUTO_BASELINE_STEPS`` training steps, whichever is longer (a step
 count alone is milliseconds of measuring on a fast step, and noise becomes a finding; a time
 alone is a handful of steps on a slow one). The whole baseline — calibration, warm-ups, restores
-included — stays within ``AUTO_BASELINE_SHARE`` of the fit's own time and the absolute allowance;
-a
-fit too short for a useful measurement within that share is skipped, and so are inputs it
-cannot replay side by side with the cached one. Every skip is recorded with its reason.
+included — stays within ``AUTO_BASELINE_SHARE`` of the measurement allowance (a tenth of a fit of
+a minute or more; ``settings.measurement_allowance``) and the absolute allowance. It does not
+start when the allowance cannot hold a meaningful measurement: a fit too short, or training's
+own step time too long for the calibration and the three rounds a noise band needs
+(:func:`minimum_seconds`). Inputs it cannot replay side by side with the cached one are skipped
+too. Every skip is recorded with its one-line reason.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
+from advisor.experiments.baseline.calibration import CALIBRATION_STEPS
 from advisor.experiments.settings import (
     AUTO_BASELINE_MIN_ALLOWANCE,
     AUTO_BASELINE_SECONDS,
     AUTO_BASELINE_SHARE,
     AUTO_BASELINE_STEPS,
     BASELINE_MAX_SECONDS,
+    BASELINE_MIN_STEPS,
+    BASELINE_ROUNDS,
     BASELINE_SECONDS,
+    measurement_allowance,
 )
+from advisor.noise import MIN_ROUNDS
 
 # the rest of the allowance goes to calibration, warm-ups and restores
 MEASURED_SHARE_OF_ALLOWANCE = 0.6
+TRAINING_ARMS = 2  # the cached and the real input: the fewest arms that measure the input's cost
+# A nested fit's start, beyond its steps: a generous figure (6 ms median, 20 ms p90 measured on
+# the development VM; benchmarks/RESULTS.md, "A nested fit's start").
+FIT_START_SECONDS = 0.05
 
 
 @dataclass(frozen=True)
@@ -37,27 +49,57 @@ class Sizing:
     skipped: str | None = None
 
 
+def minimum_seconds(
+    step_seconds: float,
+    warm: int = 1,
+    min_steps: int = BASELINE_MIN_STEPS,
+    rounds: int = BASELINE_ROUNDS,
+) -> float:
+    """The least time a baseline with a noise band takes at ``step_seconds`` a step: the
+    calibration's steps, then ``MIN_ROUNDS`` rounds of the two training arms, each segment a
+    fit's start, its warm-up and its share of ``min_steps``."""
+    segment_steps = max(1, math.ceil(min_steps / max(1, rounds)))
+    calibration = (warm + min(segment_steps, CALIBRATION_STEPS)) * step_seconds
+    segment = FIT_START_SECONDS + (warm + segment_steps) * step_seconds
+    return calibration + MIN_ROUNDS * TRAINING_ARMS * segment
+
+
 def auto_sizing(
     fit_seconds: float,
     step_seconds: float | None,
     *,
     seconds: float | None = None,
     max_seconds: float = BASELINE_MAX_SECONDS,
+    warm: int = 1,
+    min_steps: int = BASELINE_MIN_STEPS,
+    rounds: int = BASELINE_ROUNDS,
 ) -> Sizing:
-    """The auto baseline's plan after a fit of ``fit_seconds`` whose steps took ``step_seconds``.
+    """The auto baseline's plan after a fit of ``fit_seconds`` whose steps took ``step_seconds``
+    (``warm`` steps of warm-up per segment, ``min_steps`` measured steps per arm over ``rounds``
+    rounds, as the plan will have them).
 
     ``seconds`` (the user's ``baseline_seconds``) replaces the time-or-steps target; the share
     cap and ``max_seconds`` still apply.
     """
-    allowance = min(max_seconds, AUTO_BASELINE_SHARE * max(0.0, fit_seconds))
+    share = measurement_allowance(fit_seconds)
+    allowance = min(max_seconds, AUTO_BASELINE_SHARE * share)
     if allowance < AUTO_BASELINE_MIN_ALLOWANCE:
         return Sizing(
             skipped=(
-                f"the fit took {fit_seconds:.1f} s: a baseline within {AUTO_BASELINE_SHARE:.0%} "
-                f"of it ({allowance:.1f} s) is too short to measure (baseline='end' measures "
-                "anyway)"
+                f"the fit took {fit_seconds:.1f} s: a baseline within its share of it "
+                f"({allowance:.1f} s) is too short to measure (baseline='end' measures anyway)"
             )
         )
+    if step_seconds:
+        least = minimum_seconds(step_seconds, warm, min_steps, rounds)
+        if least > allowance:
+            return Sizing(
+                skipped=(
+                    f"a step takes {step_seconds:.2f} s: {MIN_ROUNDS} rounds of the cached and "
+                    f"the real input need about {least:.0f} s, more than its allowance of "
+                    f"{allowance:.1f} s (baseline='end' measures anyway)"
+                )
+            )
     if seconds is None:
         seconds = max(AUTO_BASELINE_SECONDS, AUTO_BASELINE_STEPS * (step_seconds or 0.0))
     return Sizing(

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from advisor.errors import one_line
-from advisor.experiments.baseline.calibration import calibrate
+from advisor.experiments.baseline.calibration import calibrate, rounds_that_fit, that_fit
 from advisor.experiments.baseline.result import InputBaseline
 from advisor.experiments.cleanup import own_garbage, tear_down
 from advisor.experiments.feeds.base import Feeds, InputError
@@ -79,6 +79,7 @@ def make_plan(
     max_seconds: float = DEFAULT_MAX_SECONDS,
     warmup_steps: int | None = None,
     error: type[Exception] = InputError,
+    from_start: bool = False,
 ) -> Plan:
     """A checked measuring plan for ``model`` (warm-up rounded to ``steps_per_execution``)."""
     if not isinstance(seconds, (int, float)) or not seconds > 0:
@@ -91,7 +92,7 @@ def make_plan(
         raise error(f"max_seconds must be a positive number, got {max_seconds!r}")
     spe = steps_per_execution(model)
     warm = round_up(warmup_steps if warmup_steps is not None else spe, spe)
-    return Plan(float(seconds), int(min_steps), int(rounds), float(max_seconds), warm)
+    return Plan(float(seconds), int(min_steps), int(rounds), float(max_seconds), warm, from_start)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -207,11 +208,17 @@ def run_baseline(
     state = ModelState(model)
     arms = _Arms(model, feeds, warm, spe)
     try:
-        deadline, overhead, need = calibrate(model, feeds, plan, spe, t0, state.restore)
+        found = calibrate(model, feeds, plan, spe, t0, state.restore)
         if feeds.resize is not None:
-            feeds.resize(need)
-        chosen = arms.choose(need, result, source_cache, data_only, hooks)
-        outcome = run_rounds(chosen, plan, deadline, state.restore, overhead)
+            feeds.resize(found.need)
+        chosen = arms.choose(found.need, result, source_cache, data_only, hooks)
+        if plan.from_start:
+            chosen = that_fit(chosen, found, plan, result)
+            plan = rounds_that_fit(plan, len(chosen), found)
+        if chosen:
+            outcome = run_rounds(chosen, plan, found.deadline, state.restore, found.overhead)
+        else:
+            outcome = Outcome(stopped=result.stopped)
     finally:
         state.restore()
     _gather(result, chosen, outcome, feeds)

@@ -136,7 +136,9 @@ class InputBaseline:
                 "with a cache after the file source: "
                 f"{self.source_cached_samples_per_s:.0f} samples/s"
             )
-        return "; ".join(parts) or "nothing measured"
+        if parts:
+            return "; ".join(parts)
+        return f"nothing measured: {self.stopped}" if self.stopped else "nothing measured"
 
     def to_record(self, mode: str) -> Any:
         from advisor.store.schema import BaselineRecord

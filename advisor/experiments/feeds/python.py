@@ -28,13 +28,23 @@ from advisor.probes.batch import leading_dim
 
 
 def _strip_none(batch: Any) -> Any:
-    """(x, y, None) → (x, y): tf.data cannot hold None."""
+    """(x, y, None) → (x, y): tf.data cannot hold None. Anything else is left as it is."""
     if isinstance(batch, tuple):
         items = list(batch)
         while items and items[-1] is None:
             items.pop()
         return tuple(items)
     return batch
+
+
+def packed(x: Any, y: Any = None, sample_weight: Any = None) -> Any:
+    """One batch of arrays in the structure Keras's array adapter gives ``train_step``
+    (``keras.utils.pack_x_y_sample_weight``): ``x`` alone when there is no ``y`` and ``x`` is not
+    a tuple or list, so that a model with its own ``train_step`` fed ``fit(x)`` gets the same
+    batch from the baseline as from training."""
+    if y is None and sample_weight is None:
+        return (x,) if isinstance(x, (tuple, list)) else x
+    return _strip_none((x, y, sample_weight))
 
 
 def _to_numpy(batch: Any) -> Any:
@@ -67,12 +77,20 @@ def _to_numpy(batch: Any) -> Any:
 
 
 def memory_feed(batch: Any, backend: str | None) -> dict[str, Any]:
-    """fit kwargs that replay one batch from memory forever."""
-    batch = _strip_none(batch if isinstance(batch, tuple) else (batch,))
+    """fit kwargs that replay one batch from memory forever, in the structure it came in (a bare
+    array stays bare: a custom ``train_step`` receives exactly what training gave it). A list at
+    the top becomes a tuple, as Keras's own unpacking does, since tf.data would stack it."""
+    batch = _strip_none(tuple(batch) if isinstance(batch, list) else batch)
     if backend in (None, "tensorflow"):
         import tensorflow as tf
 
-        return {"x": tf.data.Dataset.from_tensors(batch).repeat()}
+        # unbatched and batched again: the batch axis is unknown, as in the adapters' datasets,
+        # so that the step compiled for training is reused instead of traced for a fixed shape
+        rows = leading_dim(batch)
+        one = tf.data.Dataset.from_tensors(batch)
+        if rows:
+            one = one.unbatch().batch(rows)
+        return {"x": one.cache().repeat()}
 
     def forever() -> Iterator[Any]:
         while True:
@@ -145,8 +163,9 @@ def array_feeds(
     if not rows:
         raise InputError("the input arrays are empty: no batch to measure")
     first_index = np.arange(min(batch_size, rows))
-    first = tuple(_take_rows(v, first_index) for v in (x, y, sample_weight))
-    feeds = Feeds("numpy", batch_size, memory_feed(first, backend), first=first)
+    batch = [_take_rows(v, first_index) for v in (x, y, sample_weight)]
+    first = packed(*batch)
+    feeds = Feeds("numpy", batch_size, _array_memory_feed(batch, backend, legacy), first=first)
     arrays: dict[str, Any] = {}
 
     def resize(batches: int) -> None:
@@ -185,6 +204,21 @@ def array_feeds(
     return feeds
 
 
+def _array_memory_feed(batch: list[Any], backend: str | None, legacy: bool) -> dict[str, Any]:
+    """The first batch of arrays from memory. On TensorFlow it goes through Keras's own array
+    adapter, as training's batches did: the same structure and the same element spec, so the
+    nested ``fit`` reuses the step compiled for training instead of tracing it again (a retrace
+    of a Transformer's step took 10 s of a 3 s allowance on a busy host)."""
+    if backend in (None, "tensorflow") and not legacy:
+        try:
+            x, y, sample_weight = batch
+            adapter = _keras_adapter(x, y, sample_weight, batch_size=leading_dim(x), shuffle=False)
+            return {"x": adapter.get_tf_dataset().take(1).cache().repeat()}
+        except Exception:  # noqa: BLE001 — the plain feed below holds the same batch
+            pass
+    return memory_feed(packed(*batch), backend)
+
+
 def _keras_adapter(x: Any, y: Any = None, sample_weight: Any = None, **kwargs: Any) -> Any:
     from keras.src.trainers.data_adapters import get_data_adapter
 
@@ -218,7 +252,7 @@ def pydataset_feeds(py_dataset: Any, backend: str | None) -> Feeds:
     batch_size = leading_dim(first)
     if not batch_size:
         raise InputError("cannot tell the batch size of the PyDataset's first batch")
-    if not isinstance(first, tuple):
+    if not isinstance(first, tuple):  # Keras's PyDataset adapter gives train_step (x,)
         first = (first,)
     legacy = not hasattr(py_dataset, "num_batches")
     num = len(py_dataset) if legacy else py_dataset.num_batches

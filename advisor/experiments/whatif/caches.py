@@ -58,10 +58,14 @@ def cache_relevant(pick: Any, what: str) -> Any:
         elif (
             stage is not None
             and stage.get("kind") == "map"
+            and not s.input_costs
             and not (
                 stage.get("py_function") or stage.get("heavy") or (stage.get("fn_ops") or 0) >= 20
             )
         ):
+            # A map that looks cheap is judged by its graph only while no input cost was
+            # measured: a measured cost beyond its band may lie anywhere up to it (windowing,
+            # interleaving, the source), and the cache takes it all away.
             reason = f"{stage_label(stage)} is cheap: caching after it would save little"
         return reason or input_reason(s)
 

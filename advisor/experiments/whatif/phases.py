@@ -26,6 +26,7 @@ from advisor.experiments.whatif.state import (
     warm_steps,
 )
 from advisor.experiments.whatif.trials import Candidate, NotApplicable, Trial
+from advisor.noise import MIN_ROUNDS
 
 PREPARE_SHARE = 0.5  # cache fills and compiles may use up to this share of the allowance
 MEASURE_SHARE = 0.6  # of the time left for the rounds, the share inside measured segments
@@ -51,14 +52,17 @@ class WhatIfRun(RunState):
         """Time a few unchanged steps (the step time sizes caches, compiles and segments)."""
         unchanged = self.situation.unchanged
         steps = round_up(CALIBRATION_STEPS, unchanged.spe)
-        # training's own step time: will the calibration fit?
+        # training's own step time: will the calibration and the least measurement fit?
         if self.situation.step_seconds is not None:
             warm = warm_steps(unchanged)
-            needed = FIT_START_SECONDS + (warm + steps) * self.situation.step_seconds
+            step = self.situation.step_seconds
+            least = FIT_START_SECONDS + (warm + unchanged.spe) * step  # one segment, at least
+            needed = FIT_START_SECONDS + (warm + steps) * step + MIN_ROUNDS * 2 * least
             if needed > self.left():
                 self.result.skipped = (
-                    f"a step takes {self.situation.step_seconds:.2f} s: the {self.left():.1f} s "
-                    "left of the allowance cannot measure one (raise whatif_max_seconds)"
+                    f"a step takes {step:.2f} s: calibrating and {MIN_ROUNDS} rounds of one "
+                    f"change beside the unchanged input need about {needed:.0f} s, more than "
+                    f"the {self.left():.1f} s left of the allowance (raise whatif_max_seconds)"
                 )
                 return False
         started = time.perf_counter()

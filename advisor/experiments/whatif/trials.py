@@ -88,6 +88,13 @@ class Situation:
         )
 
     @property
+    def input_costs(self) -> bool:
+        """The baseline measured an input cost beyond its noise band (of any size)."""
+        return bool(
+            self.input_cost is not None and self.input_cost > 0 and self.input_cost_outside_band
+        )
+
+    @property
     def input_free(self) -> bool:
         """The baseline found no measurable input cost."""
         return self.input_cost_outside_band is False
