@@ -212,10 +212,10 @@ def _logging(run: Run, out: dict[str, Any]) -> None:
     from advisor.store.schema import ContextRecord
 
     for record in run.of_type(ContextRecord, rank=run.ranks[0] if run.ranks else None):
-        if "throughput.logging" in record.values:
-            out["throughput.logging"] = bool(record.values["throughput.logging"])
-        for name in ("throughput.log_lines", "throughput.log_gap_s"):
-            if isinstance(record.values.get(name), (int, float)):
+        # as written: a value of the wrong kind is left out and said by the registry, never
+        # coerced (``[]`` read as False made M101 fail without a word)
+        for name in ("throughput.logging", "throughput.log_lines", "throughput.log_gap_s"):
+            if name in record.values:
                 out[name] = record.values[name]
     if "throughput.logging" not in out and "log_every_s" in run.manifest.config:
         out["throughput.logging"] = run.manifest.config["log_every_s"] is not None
