@@ -224,6 +224,7 @@ def load_versioned(
     known: int,
     error: type[Exception],
     parse: Callable[[bytes], Any] = parse_json,
+    strict: bool = False,
 ) -> M:
     """A versioned JSON file (a sweep, a trace summary) read within the size and depth limits and
     validated by ``model``. Every problem is one ``error`` naming the file: unreadable, not a JSON
@@ -247,7 +248,7 @@ def load_versioned(
             f"{file}: written by a newer advisor ({what} {version_key} {version}); upgrade advisor"
         )
     try:
-        return model.model_validate(data)
+        return model.model_validate(data, strict=strict)
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err.get("loc", ()))

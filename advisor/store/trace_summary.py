@@ -131,6 +131,7 @@ def load_summary(path: str | os.PathLike[str], wall_seconds: float | None = None
         known=SUMMARY_VERSION,
         error=TraceError,
         parse=parse,
+        strict=True,  # a quoted number is not a number: our writers never quote one
     )
     doubt = (
         f"{nonfinite[0]} is not a finite number"
