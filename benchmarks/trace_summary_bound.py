@@ -2,13 +2,14 @@
 
     python benchmarks/trace_summary_bound.py [--repeats 3] [--ops 800000]
 
-Writes a run whose `advisor-summary.json` holds ``--ops`` top ops (800,000 make 49.5 MiB; with
+Writes a run whose `advisor-summary.json` holds ``--ops`` top ops (800,000 make 61.5 MiB; with
 ``--fill`` the file is padded with ops up to just under the 64 MiB limit of
 ``advisor.store.limits``), then, in fresh processes, times (1) ``load_summary`` alone and (2)
 ``advisor check --format json`` on the run, reporting each one's wall and CPU time (the CPU
-time says more on a shared machine) and the process's peak resident memory (``ru_maxrss``, interpreter and imports included). Targets: < 2 s and
-< 500 MB for the check. The reader keeps 1,000 entries of any list (the ops with the most self
-time), so memory follows what is kept, not the file.
+time says more on a shared machine) and the process's peak resident memory (``ru_maxrss``,
+interpreter and imports included). Targets: < 2 s and < 500 MB for the check. The reader keeps
+1,000 entries of any list (the ops with the most self time), so memory follows what is kept,
+not the file.
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ def parse_json_bounded(
     start = _space(text, 0)
     if not text.startswith("{", start):
         return parse_json(raw, nonfinite), {}, nonfinite
-    scan = json.scanner.make_scanner(NONFINITE_DECODER)  # type: ignore[attr-defined]
+    scan: Any = json.scanner.make_scanner(NONFINITE_DECODER)  # type: ignore[attr-defined,arg-type]
     out: dict[str, Any] = {}
     dropped: dict[str, int] = {}
     try:
@@ -103,8 +103,10 @@ class _Kept:
             return
         field, ranked = self.largest, self.ranked
         items = [entry[1] for entry in entries] if mapping else entries
-        ranks = [item.get(field) if type(item) is dict else None for item in items]
-        ranks = [r if (type(r) is float or type(r) is int) else -math.inf for r in ranks]
+        written = [item.get(field) if type(item) is dict else None for item in items]
+        ranks: list[float] = [
+            r if (type(r) is float or type(r) is int) else -math.inf for r in written
+        ]
         filling = max(0, min(len(entries), self.keep - len(ranked)))
         for j in range(filling):
             heapq.heappush(ranked, (ranks[j], -(start + j + 1), entries[j]))

@@ -99,7 +99,7 @@ class SummaryDoubt(TraceError):
     """A summary that reads but holds a value that cannot be true: the run is not judgeable."""
 
 
-PERCENT_SLACK = 1e-3  # percentages written from sums of floats may pass 100 by a rounding error
+PERCENT_SLACK = 1e-3  # a share summed from floats may exceed 100 by a rounding error
 
 
 def load_summary(path: str | os.PathLike[str], wall_seconds: float | None = None) -> TraceSummary:
