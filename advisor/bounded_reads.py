@@ -55,7 +55,11 @@ def read_limited(path: str | os.PathLike[str], max_bytes: int) -> bytes:
     """The bytes of a regular file of at most ``max_bytes``; OSError or :class:`BadInput`."""
     fd = open_regular(path)
     with os.fdopen(fd, "rb") as fh:
-        data = fh.read(max_bytes + 1)
+        # sized by the file, not the limit: read(limit) allocates the whole limit first
+        size = min(os.fstat(fh.fileno()).st_size, max_bytes)
+        data = fh.read(size + 1)
+        if len(data) > size:  # it grew while being read (or fstat cannot tell): the rest
+            data += fh.read(max_bytes + 1 - len(data))
     if len(data) > max_bytes:
         raise BadInput(f"larger than {size_text(max_bytes)}; refused")
     return data

@@ -21,6 +21,46 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import pytest  # noqa: E402
 
+
+def _hypothesis_profiles() -> None:
+    """Property tests draw the same examples on every run of the suite and in CI (``replay``:
+    derandomized, no example database written into the checkout, no deadline on a busy
+    machine), or new ones with ``ADVISOR_HYPOTHESIS=explore`` (random, ten times the examples,
+    the failing example's blob printed to replay it). docs/testing.md says how to use them."""
+    try:
+        from hypothesis import HealthCheck, settings
+    except ImportError:  # the test extra is not installed: no property tests run
+        return
+    from property_examples import profile
+
+    common = {
+        "database": None,
+        "deadline": None,
+        "print_blob": True,
+        "suppress_health_check": [HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+    }
+    settings.register_profile("replay", derandomize=True, **common)
+    settings.register_profile("explore", derandomize=False, max_examples=1000, **common)
+    settings.load_profile(profile())
+    if profile() == "replay":
+        _without_local_constants()
+
+
+def _without_local_constants() -> None:
+    """Hypothesis mixes constants of the code loaded so far into its draws: which modules a
+    process has loaded when a test draws depends on the tests before it, so two runs of the
+    same command drew different examples. Replaying draws without them (exploring keeps them:
+    they find edge cases). Hypothesis has no setting for this; its provider's lookup is
+    replaced, and a Hypothesis without it is left alone."""
+    from hypothesis.internal.conjecture import providers
+
+    if hasattr(providers, "_get_local_constants") and hasattr(providers, "Constants"):
+        empty = providers.Constants()
+        providers._get_local_constants = lambda: empty
+
+
+_hypothesis_profiles()
+
 # Files whose tests share the session's killed processes (below): one unit of work under xdist.
 SHARED_PROCESS_FILES = frozenset(
     {

@@ -239,6 +239,23 @@ def kind_error(fact: Fact, value: Any) -> str | None:
     return None
 
 
+def written_values(written: Iterable[dict[str, Any]], facts: dict[str, Fact]) -> dict[str, Any]:
+    """The last value written for each of ``facts`` (by name) across ``written`` (the values of
+    records, in order). A value of the wrong kind in any record wins over the later ones: the
+    registry then leaves the fact out and says why, where a later record would have hidden the
+    damage."""
+    out: dict[str, Any] = {}
+    wrong: dict[str, Any] = {}
+    for values in written:
+        for name, value in values.items():
+            fact = facts.get(name)
+            if fact is not None and value is not None:
+                out[name] = value
+                if kind_error(fact, value):
+                    wrong.setdefault(name, value)
+    return {**out, **wrong}
+
+
 def _shown(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."

@@ -14,7 +14,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -57,18 +57,29 @@ def _constant(name: str) -> Any:
     return None
 
 
+class _NonFinite:
+    """Where a ``NaN`` or ``Infinity`` was read, while the caller wants to know which field."""
+
+
+_NONFINITE = _NonFinite()
 _DECODER = json.JSONDecoder(parse_constant=_constant)
+NONFINITE_DECODER = json.JSONDecoder(parse_constant=lambda name: _NONFINITE)
 
 
-def parse_json(data: bytes | str) -> Any:
-    """Parse one JSON document within the limits; raise :class:`BadInput` with the reason."""
+def parse_json(data: bytes | str, nonfinite: list[str] | None = None) -> Any:
+    """Parse one JSON document within the limits; raise :class:`BadInput` with the reason.
+
+    Non-finite numbers read as None; with ``nonfinite`` given, the top-level key of each (or
+    ``"value"`` for a bare number) is appended to it, so that a caller can say which field
+    held one."""
     try:
         raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
         text = raw.decode("utf-8")
     except UnicodeError:
         raise BadInput("not UTF-8 text") from None
+    tracking = nonfinite is not None and (b"NaN" in raw or b"Infinity" in raw)
     try:
-        value = _DECODER.decode(text)
+        value = (NONFINITE_DECODER if tracking else _DECODER).decode(text)
     except RecursionError:
         raise BadInput(f"nested deeper than {MAX_DEPTH} levels") from None
     except json.JSONDecodeError as exc:
@@ -80,8 +91,10 @@ def parse_json(data: bytes | str) -> Any:
     brackets = raw.count(b"[") + raw.count(b"{")
     big = _big_numbers(raw)
     surrogates = b"\\u" in raw and _SURROGATE_ESCAPE.search(raw) is not None
-    if brackets > _MANY_BRACKETS or big or surrogates:
-        value = _checked(value, check_numbers=big, fix_strings=surrogates)
+    if brackets > _MANY_BRACKETS or big or surrogates or tracking:
+        value = checked_value(
+            value, check_numbers=big or tracking, fix_strings=surrogates, nonfinite=nonfinite
+        )
     return value
 
 
@@ -103,12 +116,15 @@ def plain(raw: bytes) -> bool:
     )
 
 
-def _checked(value: Any, *, check_numbers: bool, fix_strings: bool) -> Any:
-    """Walk ``value`` (iteratively): depth, number ranges; lone surrogates become U+FFFD."""
+def checked_value(
+    value: Any, *, check_numbers: bool, fix_strings: bool, nonfinite: list[str] | None = None
+) -> Any:
+    """Walk ``value`` (iteratively): depth, number ranges; lone surrogates become U+FFFD;
+    non-finite numbers become None (their top-level keys go to ``nonfinite`` when given)."""
     root: list[Any] = [value]
-    stack: list[tuple[Any, Any, int]] = [(root, 0, 0)]  # (container, key, depth)
+    stack: list[tuple[Any, Any, int, str]] = [(root, 0, 0, "value")]  # (container, key, depth, top)
     while stack:
-        container, key, depth = stack.pop()
+        container, key, depth, top = stack.pop()
         item = container[key]
         if isinstance(item, dict):
             if depth >= MAX_DEPTH:
@@ -116,19 +132,23 @@ def _checked(value: Any, *, check_numbers: bool, fix_strings: bool) -> Any:
             if fix_strings and any(_SURROGATE.search(k) for k in item):
                 item = {_fix(k): v for k, v in item.items()}
                 container[key] = item
-            stack.extend((item, k, depth + 1) for k in item)
+            stack.extend((item, k, depth + 1, k if depth == 0 else top) for k in item)
         elif isinstance(item, list):
             if depth >= MAX_DEPTH:
                 raise BadInput(f"nested deeper than {MAX_DEPTH} levels")
-            stack.extend((item, i, depth + 1) for i in range(len(item)))
+            stack.extend((item, i, depth + 1, top) for i in range(len(item)))
         elif isinstance(item, str):
             if fix_strings and _SURROGATE.search(item):
                 container[key] = _fix(item)
-        elif check_numbers and not isinstance(item, bool):
-            if isinstance(item, int) and abs(item) > MAX_INT:
+        elif item is _NONFINITE or (
+            check_numbers and isinstance(item, float) and not math.isfinite(item)
+        ):
+            container[key] = None  # 1e999 reads as inf: missing, like NaN
+            if nonfinite is not None and top not in nonfinite:
+                nonfinite.append(top)
+        elif check_numbers and isinstance(item, int) and not isinstance(item, bool):
+            if abs(item) > MAX_INT:
                 raise BadInput(f"integer out of range ({len(str(abs(item)))} digits)")
-            if isinstance(item, float) and not math.isfinite(item):
-                container[key] = None  # 1e999 reads as inf: missing, like NaN
     return root[0]
 
 
@@ -196,7 +216,15 @@ def inside(root: str | os.PathLike[str], relative: str) -> Path:
 
 
 def load_versioned(
-    file: Path, model: type[M], *, what: str, version_key: str, known: int, error: type[Exception]
+    file: Path,
+    model: type[M],
+    *,
+    what: str,
+    version_key: str,
+    known: int,
+    error: type[Exception],
+    parse: Callable[[bytes], Any] = parse_json,
+    strict: bool = False,
 ) -> M:
     """A versioned JSON file (a sweep, a trace summary) read within the size and depth limits and
     validated by ``model``. Every problem is one ``error`` naming the file: unreadable, not a JSON
@@ -205,7 +233,7 @@ def load_versioned(
     from pydantic import ValidationError
 
     try:
-        data: Any = load_json_file(file)
+        data: Any = parse(read_limited(file, MAX_JSON_FILE_BYTES))
     except OSError as exc:
         raise error(f"{file}: unreadable {what} ({describe_os_error(exc)})") from None
     except BadInput as exc:
@@ -220,7 +248,7 @@ def load_versioned(
             f"{file}: written by a newer advisor ({what} {version_key} {version}); upgrade advisor"
         )
     try:
-        return model.model_validate(data)
+        return model.model_validate(data, strict=strict)
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err.get("loc", ()))

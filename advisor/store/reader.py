@@ -33,6 +33,7 @@ from advisor.store.limits import (
     parse_json,
     read_limited,
 )
+from advisor.store.ranges import RunBounds
 from advisor.store.run_refs import resolve_run
 from advisor.store.scan import list_run_dirs, scan_store  # noqa: F401 — read from here too
 from advisor.store.schema import (
@@ -46,7 +47,7 @@ from advisor.store.schema import (
     worker_file_name,
 )
 from advisor.store.status import WorkerState, derive_status, incomplete_reasons
-from advisor.store.trace_summary import TraceSummary, load_summary
+from advisor.store.trace_summary import SummaryDoubt, TraceSummary, load_summary
 from advisor.store.validate import (
     absent_workers,
     checked_manifest,
@@ -133,6 +134,7 @@ class RunReader:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
+        self._nonfinite: list[str] = []  # manifest fields whose NaN or Infinity read as missing
 
     def read_manifest(self) -> Manifest:
         manifest_path = self.path / MANIFEST_NAME
@@ -141,7 +143,8 @@ class RunReader:
         if not os.path.lexists(manifest_path):
             raise RunFormatError(f"{manifest_path}: missing manifest (not a run directory?)")
         try:
-            data = parse_json(read_limited(manifest_path, MAX_MANIFEST_BYTES))
+            self._nonfinite = []
+            data = parse_json(read_limited(manifest_path, MAX_MANIFEST_BYTES), self._nonfinite)
         except OSError as exc:
             raise RunFormatError(
                 f"{manifest_path}: unreadable manifest ({describe_os_error(exc)})"
@@ -171,7 +174,8 @@ class RunReader:
         warnings: list[str] = []
         problems: list[str] = []
         unknown = torn = 0
-        manifest, doubts, notes = checked_manifest(manifest)
+        manifest, doubts, notes = checked_manifest(manifest, tuple(self._nonfinite))
+        bounds = RunBounds.of(manifest, now)
         problems.extend(f"{MANIFEST_NAME}: {doubt}; read as unknown" for doubt in doubts)
         warnings.extend(f"{MANIFEST_NAME}: {note}" for note in notes)
         extra: list[str] = []
@@ -182,7 +186,7 @@ class RunReader:
             if rank >= manifest.num_workers:
                 extra.append(file.name)
                 continue
-            part = read_worker_file(file)
+            part = read_worker_file(file, bounds)
             if part.records or not part.problems:  # an unreadable file is a problem, not a worker
                 records[rank] = part.records
             unknown += part.unknown
@@ -226,8 +230,10 @@ class RunReader:
 
 def _read_trace_summaries(run: Run) -> dict[str, TraceSummary]:
     """The trace summaries the run's trace records name (read once, kept in the run); one that
-    cannot be read, or that points outside the run, is a warning."""
+    cannot be read, or that points outside the run, is a warning; one that holds a value that
+    cannot be true is a problem (the run is not judgeable)."""
     summaries: dict[str, TraceSummary] = {}
+    wall = RunBounds.of(run.manifest).wall_seconds
     for rank in run.ranks:
         for record in run.records[rank]:
             if (
@@ -237,7 +243,9 @@ def _read_trace_summaries(run: Run) -> dict[str, TraceSummary]:
             ):
                 continue
             try:
-                summaries[record.summary] = load_summary(run.resolve(record.summary))
+                summaries[record.summary] = load_summary(run.resolve(record.summary), wall)
+            except SummaryDoubt as exc:  # read, but cannot be true: the run is not judgeable
+                run.problems.append(str(exc))
             except (TraceError, RunFormatError) as exc:
                 run.warnings.append(str(exc))
     return summaries

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from advisor.store.limits import MAX_WORKER_FILES
+from advisor.store.ranges import manifest_range_doubts
 from advisor.store.schema import (
     MANIFEST_NAME,
     RUN_ID_RE,
@@ -210,19 +211,15 @@ class WorkerOrder:
         return None
 
 
-_POSITIVE_MANIFEST = (
-    "replicas",
-    "global_batch_size",
-    "per_replica_batch_size",
-    "steps_per_execution",
-)
-
-
-def checked_manifest(manifest: Manifest) -> tuple[Manifest, list[str], list[str]]:
+def checked_manifest(
+    manifest: Manifest, nonfinite: tuple[str, ...] = ()
+) -> tuple[Manifest, list[str], list[str]]:
     """The manifest with values that cannot be true read as unknown (None), and why: a negative
-    price, a batch or replica count below one, a run that ended before it was created (doubts
-    about the measurement); a ``num_workers`` below one reads as one. A ``sweep_id`` that is no
-    sweep id (sweep ids are run-id prefixes) only loses the sweep link: a note, not a doubt."""
+    price, a batch or replica count below one, a run that ended before it was created, a value
+    outside its range (:func:`advisor.store.ranges.manifest_range_doubts`) or not finite
+    (``nonfinite``: the fields whose NaN or Infinity were read as missing) are doubts about the
+    measurement; a ``num_workers`` below one reads as one. A ``sweep_id`` that is no sweep id
+    (sweep ids are run-id prefixes) only loses the sweep link: a note, not a doubt."""
     changes: dict[str, Any] = {}
     doubts: list[str] = []
     notes: list[str] = []
@@ -235,14 +232,6 @@ def checked_manifest(manifest: Manifest) -> tuple[Manifest, list[str], list[str]
             f"sweep_id {shown!r} is not a sweep id (letters, digits, '.', '_', '-', at most "
             "128); the run is read without its sweep"
         )
-    if manifest.price_per_hour is not None and manifest.price_per_hour < 0:
-        changes["price_per_hour"] = None
-        doubts.append(f"price_per_hour is negative ({manifest.price_per_hour})")
-    for name in _POSITIVE_MANIFEST:
-        value = getattr(manifest, name)
-        if value is not None and value < 1:
-            changes[name] = None
-            doubts.append(f"{name} is below 1 ({value})")
     if manifest.num_workers < 1:
         changes["num_workers"] = 1
         doubts.append(f"num_workers is below 1 ({manifest.num_workers})")
@@ -251,6 +240,17 @@ def checked_manifest(manifest: Manifest) -> tuple[Manifest, list[str], list[str]
         if value is not None and value < manifest.created - CLOCK_STEP_BACK_S:
             changes[name] = None
             doubts.append(f"{name} is before created")
+    doubts.extend(f"{name} is not a finite number" for name in nonfinite)
+    host: dict[str, Any] = {}
+    for name, (value, why) in manifest_range_doubts(manifest).items():
+        if name.startswith("host."):
+            host[name.removeprefix("host.")] = value
+        elif name not in changes:
+            changes[name] = value
+        if why not in doubts:
+            doubts.append(why)
+    if host:
+        changes["host"] = manifest.host.model_copy(update=host)
     return (manifest.model_copy(update=changes) if changes else manifest), doubts, notes
 
 

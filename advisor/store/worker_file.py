@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from advisor.store.limits import BadInput, describe_os_error, iter_lines, parse_json, plain
+from advisor.store.ranges import RunBounds
 from advisor.store.schema import RECORD_TYPES, Record
 from advisor.store.validate import WorkerOrder, missing_records, record_doubt
 
@@ -48,13 +49,15 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def read_worker_file(file: Path) -> WorkerFilePart:
-    """The records of one worker file; bad lines are skipped and reported, never fatal."""
+def read_worker_file(file: Path, bounds: RunBounds | None = None) -> WorkerFilePart:
+    """The records of one worker file; bad lines are skipped and reported, never fatal. With
+    ``bounds``, a record that cannot belong to the run (:mod:`advisor.store.ranges`) is a bad
+    line too."""
     with _gc_paused():
-        return _read_lines(file)
+        return _read_lines(file, bounds)
 
 
-def _read_lines(file: Path) -> WorkerFilePart:
+def _read_lines(file: Path, bounds: RunBounds | None) -> WorkerFilePart:
     part = WorkerFilePart()
     order = WorkerOrder()
     bad = 0
@@ -73,7 +76,11 @@ def _read_lines(file: Path) -> WorkerFilePart:
                     if record is None:
                         part.unknown += 1
                         continue
-                    doubt = record_doubt(record) or order.doubt(record, line, number)
+                    doubt = (
+                        record_doubt(record)
+                        or (bounds.doubt(record) if bounds is not None else None)
+                        or order.doubt(record, line, number)
+                    )
                     if doubt is None:
                         part.records.append(record)
                         continue
@@ -126,12 +133,15 @@ def parse_line(line: bytes) -> Record | None:
             pass  # an unknown type or an invalid record: the careful path tells which
         else:
             return record
+    nonfinite: list[str] = []
     try:
-        payload = parse_json(line)
+        payload = parse_json(line, nonfinite)
     except BadInput as exc:
         raise BadInput(f"not a JSON record ({exc})") from None
     if not isinstance(payload, dict) or not isinstance(payload.get("type"), str):
         raise BadInput("a record must be a JSON object with a 'type'")
+    if nonfinite and payload["type"] in RECORD_TYPES:  # our writers write null, never NaN
+        raise BadInput(f"{payload['type']} record: {nonfinite[0]} is not a finite number")
     cls = RECORD_TYPES.get(payload["type"])
     if cls is None:
         return None

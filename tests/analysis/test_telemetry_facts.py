@@ -25,7 +25,8 @@ GIB = 2**30
 
 
 def make_run(tmp_path: Path, records: list[Record], **manifest: Any) -> Any:
-    writer = RunWriter(tmp_path / "runs", run_id="r1", manifest=manifest)
+    # the run begins just before its records (a record outside a run's life is not read)
+    writer = RunWriter(tmp_path / "runs", run_id="r1", manifest={"created": T0 - 1, **manifest})
     for record in records:
         writer.write(record)
     writer.close()

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner, Result
+from property_examples import examples, profile  # noqa: F401 — examples: for the tests
 
 CLEAN_EXIT_CODES = {0, 1, 2, 3}
 FUZZ_SHARE = 5  # the suite's run of a deep fuzzer draws a fifth of its deep count
@@ -25,13 +26,13 @@ T0 = 1_764_000_000.0  # a fixed time (2025-11-24): generated runs must not depen
 def fuzz_examples(deep: int) -> int:
     """``max_examples`` of a deep ``test_many_*`` fuzzer.
 
-    Those fuzzers are not derandomized and keep no database: each run of the suite draws new
-    examples, so a run need not draw them all (the ``test_any_*`` tests beside them replay a fixed,
-    derandomized set every time). By default a fifth of ``deep`` (the suite runs on shared 2-core
-    machines); ``ADVISOR_FUZZ_EXAMPLES=deep`` draws the full ``deep`` count, and
-    ``ADVISOR_FUZZ_EXAMPLES=N`` draws N examples in each of them (a soak run)."""
+    Like every property test, it draws the same examples on every run of the suite (the
+    ``replay`` profile of ``tests/conftest.py``): a fifth of ``deep`` by default (the suite runs
+    on shared 2-core machines), the full ``deep`` count under ``ADVISOR_HYPOTHESIS=explore``
+    (with new examples each run). ``ADVISOR_FUZZ_EXAMPLES=deep`` draws the full count in either
+    profile, ``ADVISOR_FUZZ_EXAMPLES=N`` draws N (a soak run)."""
     wanted = os.environ.get("ADVISOR_FUZZ_EXAMPLES", "").strip().lower()
-    if wanted == "deep":
+    if wanted == "deep" or (not wanted and profile() == "explore"):
         return deep
     if wanted:
         return max(1, int(wanted))

@@ -3,8 +3,8 @@ settings or a ConfigError / UsageError naming the file or option, within a time 
 threshold that is NaN or infinite is refused, never silently turning a failing rule into a pass.
 
 The deep fuzzer (`test_many_*`, slow) draws a fifth of its 2000 examples in the suite's run,
-new ones every run (not derandomized, no database); `ADVISOR_FUZZ_EXAMPLES=deep` draws all
-2000, `ADVISOR_FUZZ_EXAMPLES=N` draws N (tests/faults/fault_helpers.py)."""
+the same ones every run (the `replay` profile); `ADVISOR_HYPOTHESIS=explore` draws all
+2000 anew, `ADVISOR_FUZZ_EXAMPLES=N` draws N (tests/faults/fault_helpers.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from fault_helpers import (
     assert_clean,
     assert_one_clear_line,
     cli,
+    examples,
     fuzz_examples,
     lines,
     time_limit,
@@ -20,7 +21,7 @@ from fault_helpers import (
     valid_records,
     write_run_dir,
 )
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from advisor.diagnosis import load_rules
@@ -81,13 +82,6 @@ def configs(draw: st.DrawFn) -> str:
     return text
 
 
-SETTINGS = {
-    "deadline": None,
-    "database": None,
-    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-}
-
-
 def _load_and_resolve(path) -> None:
     with time_limit(10):
         try:
@@ -104,7 +98,7 @@ def _load_and_resolve(path) -> None:
     assert resolved.fail_on == (config.fail_on or DEFAULT_FAIL_ON)
 
 
-@settings(max_examples=200, derandomize=True, **SETTINGS)
+@settings(max_examples=examples(200))
 @given(text=configs() | st.text(max_size=200))
 def test_any_configuration_gives_settings_or_a_clean_error(text, tmp_path_factory):
     path = tmp_path_factory.mktemp("cfg") / "pyproject.toml"
@@ -113,7 +107,7 @@ def test_any_configuration_gives_settings_or_a_clean_error(text, tmp_path_factor
 
 
 @pytest.mark.slow
-@settings(max_examples=fuzz_examples(2000), **SETTINGS)
+@settings(max_examples=fuzz_examples(2000))
 @given(text=configs())
 def test_many_configurations(text, tmp_path_factory):
     path = tmp_path_factory.mktemp("cfg") / "pyproject.toml"
@@ -121,7 +115,7 @@ def test_many_configurations(text, tmp_path_factory):
     _load_and_resolve(path)
 
 
-@settings(max_examples=200, derandomize=True, **SETTINGS)
+@settings(max_examples=examples(200))
 @given(
     options=st.lists(
         st.text(max_size=40)
@@ -156,7 +150,7 @@ def test_any_threshold_option_gives_settings_or_a_usage_error(options):
     )
 
 
-@settings(max_examples=20, derandomize=True, **SETTINGS)
+@settings(max_examples=examples(20))
 @given(text=configs())
 def test_check_with_any_configuration_exits_cleanly(text, tmp_path_factory):
     root = tmp_path_factory.mktemp("case")

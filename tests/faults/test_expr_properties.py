@@ -3,14 +3,14 @@ ExprError, and any compiled expression evaluates on any facts to a value or an E
 within a time limit, never another exception and never a hang.
 
 The deep fuzzer (`test_many_*`, slow) draws a fifth of its 3000 examples in the suite's run,
-new ones every run (not derandomized, no database); `ADVISOR_FUZZ_EXAMPLES=deep` draws all
-3000, `ADVISOR_FUZZ_EXAMPLES=N` draws N (tests/faults/fault_helpers.py)."""
+the same ones every run (the `replay` profile); `ADVISOR_HYPOTHESIS=explore` draws all
+3000 anew, `ADVISOR_FUZZ_EXAMPLES=N` draws N (tests/faults/fault_helpers.py)."""
 
 from __future__ import annotations
 
 import pytest
-from fault_helpers import assert_one_clear_line, fuzz_examples, time_limit
-from hypothesis import HealthCheck, given, settings
+from fault_helpers import assert_one_clear_line, examples, fuzz_examples, time_limit
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from advisor.diagnosis.expr import ExprError, compile_expr
@@ -113,8 +113,6 @@ fact_values = st.one_of(
     st.lists(st.integers(), max_size=4),
 )
 
-SETTINGS = {"deadline": None, "database": None, "suppress_health_check": [HealthCheck.too_slow]}
-
 
 def _compile_and_evaluate(source: str, facts: dict) -> None:
     with time_limit(5):
@@ -133,14 +131,14 @@ def _compile_and_evaluate(source: str, facts: dict) -> None:
     )  # a value the rules can compare
 
 
-@settings(max_examples=300, derandomize=True, **SETTINGS)
+@settings(max_examples=examples(300))
 @given(source=expressions, facts=st.dictionaries(st.sampled_from(FACTS), fact_values))
 def test_any_expression_compiles_and_evaluates_or_is_refused(source, facts):
     _compile_and_evaluate(source, facts)
 
 
 @pytest.mark.slow
-@settings(max_examples=fuzz_examples(3000), **SETTINGS)
+@settings(max_examples=fuzz_examples(3000))
 @given(source=expressions, facts=st.dictionaries(st.sampled_from(FACTS), fact_values))
 def test_many_expressions(source, facts):
     _compile_and_evaluate(source, facts)

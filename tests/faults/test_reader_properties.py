@@ -3,8 +3,8 @@ check`, `show` and `runs` a result or a clean one-line error within a time limit
 exit code, never an internal error, a traceback or a hang.
 
 The deep fuzzer (`test_many_*`, slow) draws a fifth of its 400 examples in the suite's run,
-new ones every run (not derandomized, no database); `ADVISOR_FUZZ_EXAMPLES=deep` draws all
-400, `ADVISOR_FUZZ_EXAMPLES=N` draws N (tests/faults/fault_helpers.py)."""
+the same ones every run (the `replay` profile); `ADVISOR_HYPOTHESIS=explore` draws all
+400 anew, `ADVISOR_FUZZ_EXAMPLES=N` draws N (tests/faults/fault_helpers.py)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from fault_helpers import (
     assert_clean,
     assert_one_clear_line,
     cli,
+    examples,
     fuzz_examples,
     lines,
     time_limit,
@@ -23,7 +24,7 @@ from fault_helpers import (
     valid_records,
     write_run_dir,
 )
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from advisor.errors import AdvisorError
@@ -131,14 +132,6 @@ def mutated_runs(draw: st.DrawFn) -> tuple[str, str]:
     return manifest_text, worker_text
 
 
-SETTINGS = {
-    "deadline": None,
-    "database": None,
-    "derandomize": True,
-    "suppress_health_check": [HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-}
-
-
 def _check_all(root, run) -> None:
     with time_limit(20):
         try:
@@ -158,7 +151,7 @@ def _check_all(root, run) -> None:
             assert_clean(cli(*args))
 
 
-@settings(max_examples=40, **SETTINGS)
+@settings(max_examples=examples(40))
 @given(case=mutated_runs())
 def test_any_mutated_run_gives_a_result_or_a_clean_error(case, tmp_path_factory):
     root = tmp_path_factory.mktemp("store")
@@ -167,12 +160,7 @@ def test_any_mutated_run_gives_a_result_or_a_clean_error(case, tmp_path_factory)
 
 
 @pytest.mark.slow
-@settings(
-    max_examples=fuzz_examples(400),
-    deadline=None,
-    database=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@settings(max_examples=fuzz_examples(400))
 @given(case=mutated_runs())
 def test_many_mutated_runs(case, tmp_path_factory):
     root = tmp_path_factory.mktemp("store")
@@ -180,7 +168,7 @@ def test_many_mutated_runs(case, tmp_path_factory):
     _check_all(root, run)
 
 
-@settings(max_examples=30, **SETTINGS)
+@settings(max_examples=examples(30))
 @given(data=st.binary(max_size=400), cut=st.integers(0, 2000))
 def test_random_bytes_in_a_worker_file(data, cut, tmp_path_factory):
     root = tmp_path_factory.mktemp("store")

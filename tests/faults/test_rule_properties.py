@@ -3,8 +3,8 @@ text — loads to rules or to a RuleError naming the file, within a time limit; 
 --rules-dir` on it exits with a documented code, never an internal error.
 
 The deep fuzzer (`test_many_*`, slow) draws a fifth of its 1500 examples in the suite's run,
-new ones every run (not derandomized, no database); `ADVISOR_FUZZ_EXAMPLES=deep` draws all
-1500, `ADVISOR_FUZZ_EXAMPLES=N` draws N (tests/faults/fault_helpers.py)."""
+the same ones every run (the `replay` profile); `ADVISOR_HYPOTHESIS=explore` draws all
+1500 anew, `ADVISOR_FUZZ_EXAMPLES=N` draws N (tests/faults/fault_helpers.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from fault_helpers import (
     assert_clean,
     assert_one_clear_line,
     cli,
+    examples,
     fuzz_examples,
     lines,
     time_limit,
@@ -20,7 +21,7 @@ from fault_helpers import (
     valid_records,
     write_run_dir,
 )
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from advisor.analysis.registry import registry
@@ -100,11 +101,6 @@ def rule_files(draw: st.DrawFn) -> str:
 
 
 FACT_NAMES = set(registry().names())
-SETTINGS = {
-    "deadline": None,
-    "database": None,
-    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-}
 
 
 def _load(path) -> None:
@@ -117,7 +113,7 @@ def _load(path) -> None:
     assert rules and all(rule.file == str(path) for rule in rules)
 
 
-@settings(max_examples=150, derandomize=True, **SETTINGS)
+@settings(max_examples=examples(150))
 @given(text=rule_files() | st.text(max_size=300))
 def test_any_rule_file_loads_or_is_refused(text, tmp_path_factory):
     path = tmp_path_factory.mktemp("rules") / "M1-fuzz.yaml"
@@ -126,7 +122,7 @@ def test_any_rule_file_loads_or_is_refused(text, tmp_path_factory):
 
 
 @pytest.mark.slow
-@settings(max_examples=fuzz_examples(1500), **SETTINGS)
+@settings(max_examples=fuzz_examples(1500))
 @given(text=rule_files())
 def test_many_rule_files(text, tmp_path_factory):
     path = tmp_path_factory.mktemp("rules") / "M1-fuzz.yaml"
@@ -134,7 +130,7 @@ def test_many_rule_files(text, tmp_path_factory):
     _load(path)
 
 
-@settings(max_examples=25, derandomize=True, **SETTINGS)
+@settings(max_examples=examples(25))
 @given(text=rule_files())
 def test_check_with_any_rules_dir_exits_cleanly(text, tmp_path_factory):
     root = tmp_path_factory.mktemp("case")

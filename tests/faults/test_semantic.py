@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from fault_helpers import assert_clean, cli, lines, valid_manifest, valid_records, write_run_dir
+from fault_helpers import T0, assert_clean, cli, lines, valid_manifest, valid_records, write_run_dir
 from semantic import MUTATIONS, base_manifest, judged_as_clean, mutated, outcome, sweep, write_case
 
 from advisor.store.reader import RunReader
@@ -65,11 +65,11 @@ def test_impossible_window_values_are_skipped(tmp_path, field, value, reason):
 
 def test_a_clock_that_jumps_back_and_a_repeated_line_are_said(tmp_path):
     records = valid_records()
-    records[4]["t"] = records[3]["t"] - 3600
+    records[4]["t"] = records[3]["t"] - 300  # back, but not before the run was created
     records.insert(6, dict(records[5]))  # the last window written twice
-    read = RunReader(_run(tmp_path, records)).read()
+    read = RunReader(_run(tmp_path, records, created=T0 - 1000)).read()
     assert read.problems == [
-        "worker-0.jsonl:5: window record: its time goes back 3600 s; line skipped",
+        "worker-0.jsonl:5: window record: its time goes back 300 s; line skipped",
         "worker-0.jsonl:7: window record: repeats line 6; line skipped",
     ]
     assert _check(read.path)[0] == 3

@@ -6,6 +6,7 @@ import csv
 import io
 import re
 import statistics
+import time
 
 import pytest
 from click.testing import CliRunner
@@ -403,7 +404,7 @@ def test_a_split_without_computation_is_not_projected(tmp_path):
 
     for workers, compute in ((1, 45.0), (2, 0.0), (4, 0.0)):
         trace = FactsRecord(
-            t=0.0,
+            t=time.time(),
             source="trace",
             values={
                 "trace.device_compute_percent": compute,

@@ -8,8 +8,9 @@ import json
 import string
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from property_examples import examples
 
 from advisor.store.redact import redact_text, redact_value
 
@@ -44,9 +45,17 @@ names = st.sampled_from(
 )
 
 
+def _apart(value: str, *texts: str) -> bool:
+    """The drawn value is no part of the text around it: a value that is ("password" for the key
+    ``password=``; Hypothesis mixes the test's own constants into its draws) stays in the
+    redacted text as the key's name, and the check would be about the draw, not the redaction."""
+    low = value.lower()
+    return not any(low in text.lower() for text in texts)
+
+
 @st.composite
 def named(draw):
-    name, value = draw(names), draw(plain)
+    name = draw(names)
     form = draw(
         st.sampled_from(
             [
@@ -60,35 +69,36 @@ def named(draw):
             ]
         )
     )
+    value = draw(plain.filter(lambda v: _apart(v, name, form, *CONTEXTS, *JSON_KEYS)))
     return form.format(n=name, v=value), value
 
 
-contexts = st.sampled_from(
-    [
-        "RuntimeError: upload failed ({})",
-        "unrecognized arguments: {}",
-        "python train.py --epochs 3 {} --lr 0.1",
-        '{{"error": "{}", "code": 401}}',
-        "  File x.py, line 3\n    {}\nValueError",
-        "env: {} PATH=/usr/bin",
-    ]
-)
+CONTEXTS = [
+    "RuntimeError: upload failed ({})",
+    "unrecognized arguments: {}",
+    "python train.py --epochs 3 {} --lr 0.1",
+    '{{"error": "{}", "code": 401}}',
+    "  File x.py, line 3\n    {}\nValueError",
+    "env: {} PATH=/usr/bin",
+]
+JSON_KEYS = ["reason", "failed", "api_key", "nested", "message", "steps", "lr", "ok", "true"]
+contexts = st.sampled_from(CONTEXTS)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300))
 @given(secret=shaped, context=contexts)
 def test_a_token_shape_is_hidden_in_any_text(secret, context):
     assert secret not in redact_text(context.format(secret))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300))
 @given(pair=named(), context=contexts)
 def test_a_value_named_secret_is_hidden_in_any_text(pair, context):
     text, value = pair
     assert value not in redact_text(context.format(text))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200))
 @given(
     user=st.text(alphabet=ALNUM, min_size=3, max_size=12),
     password=st.text(alphabet=ALNUM + "-._~%", min_size=6, max_size=24),
@@ -97,11 +107,13 @@ def test_a_value_named_secret_is_hidden_in_any_text(pair, context):
 )
 def test_credentials_in_a_url_are_hidden(user, password, host, scheme):
     # (a URL's user information cannot hold "/", "@" or ":" unencoded: RFC 3986)
+    around = f"cannot open {scheme}://{user}:@{host}/path: timed out"
+    assume(_apart(password, around))  # a password that is also its URL's text stays as that
     out = redact_text(f"cannot open {scheme}://{user}:{password}@{host}/path: timed out")
     assert password not in out and f"{host}/path" in out
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200))
 @given(secret=shaped, pair=named())
 def test_json_data_keeps_its_shape_and_loses_its_secrets(secret, pair):
     text, value = pair

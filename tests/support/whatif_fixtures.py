@@ -86,10 +86,10 @@ def input_bound_run(
                 t=time.time() + i,
                 epoch=0,
                 seconds=10.0,
-                steps=31,
+                steps=32,
                 samples=1000,
-                step_begin=31 * i,
-                step_end=31 * (i + 1),
+                step_begin=32 * i,
+                step_end=32 * (i + 1),
             )
         )
     cached = [4000.0 + i for i in range(12)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from advisor.analysis.registry import DeriveContext, Fact
+from advisor.analysis.registry import DeriveContext, Fact, written_values
 from advisor.numbers import strategy_label
 
 if TYPE_CHECKING:
@@ -165,12 +165,10 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
     """Context records hold ``context.*`` values directly; the last record of the chief wins."""
     from advisor.store.schema import ContextRecord
 
-    names = {f.name for f in FACTS}
-    out: dict[str, Any] = {}
-    for record in run.chief_of_type(ContextRecord):
-        for key, value in record.values.items():
-            if key in names and value is not None:
-                out[key] = value
+    # the last written wins, but a value of the wrong kind is kept to be said (registry)
+    out = written_values(
+        (r.values for r in run.chief_of_type(ContextRecord)), {f.name: f for f in FACTS}
+    )
     m = run.manifest
     manifest_values = {
         "context.strategy": m.strategy,

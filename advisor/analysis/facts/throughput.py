@@ -6,7 +6,7 @@ import math
 import statistics
 from typing import TYPE_CHECKING, Any
 
-from advisor.analysis.registry import DeriveContext, Fact
+from advisor.analysis.registry import DeriveContext, Fact, written_values
 from advisor.analysis.telemetry_math import percentile
 
 if TYPE_CHECKING:
@@ -211,12 +211,13 @@ def _logging(run: Run, out: dict[str, Any]) -> None:
     """Whether the fit logged progress, and how often (the chief's context)."""
     from advisor.store.schema import ContextRecord
 
-    for record in run.of_type(ContextRecord, rank=run.ranks[0] if run.ranks else None):
-        if "throughput.logging" in record.values:
-            out["throughput.logging"] = bool(record.values["throughput.logging"])
-        for name in ("throughput.log_lines", "throughput.log_gap_s"):
-            if isinstance(record.values.get(name), (int, float)):
-                out[name] = record.values[name]
+    # as written: a value of the wrong kind is left out and said by the registry, never
+    # coerced (``[]`` read as False made M101 fail without a word)
+    names = ("throughput.logging", "throughput.log_lines", "throughput.log_gap_s")
+    chief = run.of_type(ContextRecord, rank=run.ranks[0] if run.ranks else None)
+    out.update(
+        written_values((r.values for r in chief), {f.name: f for f in FACTS if f.name in names})
+    )
     if "throughput.logging" not in out and "log_every_s" in run.manifest.config:
         out["throughput.logging"] = run.manifest.config["log_every_s"] is not None
 
