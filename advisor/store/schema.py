@@ -220,6 +220,7 @@ class HostSample(Record):
     type: Literal["host"] = "host"
     cpu_percent: list[float] = Field(default_factory=list)  # per core
     iowait: float | None = None  # percent
+    steal: float | None = None  # percent: a VM's CPU time its hypervisor gave to other guests
     mem_used: int | None = None
     mem_total: int | None = None
     disk_read_bps: float | None = None

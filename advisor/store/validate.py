@@ -102,6 +102,7 @@ _NON_NEGATIVE: dict[type[Record], tuple[str, ...]] = {
     ),
     HostSample: (
         "iowait",
+        "steal",
         "mem_used",
         "mem_total",
         "disk_read_bps",
@@ -125,7 +126,7 @@ _GETTERS = {kind: _getter(names) for kind, names in _NON_NEGATIVE.items()}
 _KNOWN = functools.partial(operator.is_not, None)  # a written value (not None), tested in C
 _PERCENT: dict[type[Record], tuple[str, ...]] = {
     GpuSample: ("util", "mem_util"),
-    HostSample: ("iowait",),
+    HostSample: ("iowait", "steal"),
 }
 # Attached later by other processes (trace, facts), or stamped when the writer opened, before
 # the records it was handed (start): these do not move a worker's clock.

@@ -83,3 +83,32 @@ def test_every_measured_gain_in_the_text_report_carries_the_shared_host(tmp_path
     assert note in " ".join(heading.split()), heading
     quiet = render(diagnose(_run_with_host(tmp_path / "quiet", 0.0)), "text")
     assert "shared host" not in quiet and "I204 shared-host" not in quiet
+
+
+def test_steal_time_is_a_fact_when_the_samples_carry_it(tmp_path):
+    """A VM's steal time (recorded by psutil on Linux) reaches the facts the regression gate
+    reads as contention; runs without it (other systems, older runs) have no such fact."""
+    path = input_bound_run(tmp_path)
+    t0 = RunReader(path).read().of_type(WindowRecord)[0].t
+    for k, steal in enumerate((10.0, 30.0, 20.0, 20.0)):
+        append_record(path, HostSample(t=t0 + k, cpu_percent=[50.0, 50.0], steal=steal))
+    facts, _ = registry().derive(RunReader(path).read())
+    assert facts["host.steal_fraction"] == pytest.approx(0.20)
+    plain, _ = registry().derive(RunReader(_run_with_host(tmp_path / "p", 0.02)).read())
+    assert "host.steal_fraction" not in plain
+
+
+def test_the_host_sampler_records_steal_where_the_kernel_counts_it():
+    """The real psutil sampler on this machine: Linux counts steal (0 on bare metal)."""
+    import time
+
+    psutil = pytest.importorskip("psutil")
+    from advisor.collectors.telemetry.host import HostSampler
+
+    if not hasattr(psutil.cpu_times(), "steal"):
+        pytest.skip("this kernel does not count steal time")
+    sampler = HostSampler()
+    assert sampler.sample(time.time(), time.monotonic()) is None  # primes the counters
+    time.sleep(0.05)
+    sample = sampler.sample(time.time(), time.monotonic())
+    assert sample is not None and sample.steal is not None and 0.0 <= sample.steal <= 100.0

@@ -75,6 +75,12 @@ FACTS = (
     Fact(
         "host.iowait.high_fraction", "fraction", "share of samples with iowait above 50%", "psutil"
     ),
+    Fact(
+        "host.steal_fraction",
+        "fraction",
+        "mean share of the CPU a VM's hypervisor gave to other guests (steal time)",
+        "psutil",
+    ),
     Fact("host.mem.peak_fraction", "fraction", "peak host memory used ÷ total", "psutil"),
     Fact("host.net.rx_bps.p95", "B/s", "95th percentile of network receive rate", "psutil"),
     Fact("host.disk.read_bps.p95", "B/s", "95th percentile of disk read rate", "psutil"),

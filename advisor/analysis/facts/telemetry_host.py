@@ -39,6 +39,9 @@ def host_facts(run: Run, info: dict[int, dict[str, Any]], out: dict[str, Any]) -
     if iowait:
         out["host.iowait.p95"] = percentile(iowait, 95)
         out["host.iowait.high_fraction"] = sum(1 for v in iowait if v > HIGH_IOWAIT) / len(iowait)
+    steal = values(samples, "steal")
+    if steal:
+        out["host.steal_fraction"] = sum(steal) / len(steal) / 100.0
     mem = [s.mem_used / s.mem_total for s in all_host if s.mem_used is not None and s.mem_total]
     if mem:
         out["host.mem.peak_fraction"] = max(mem)

@@ -68,6 +68,9 @@ class HostSampler:
         if hasattr(after, "iowait"):
             total = _busy_and_total(after)[1] - _busy_and_total(before)[1]
             values["iowait"] = _percent(after.iowait - before.iowait, total)
+        if hasattr(after, "steal"):  # Linux: a VM's time taken by the hypervisor for others
+            total = _busy_and_total(after)[1] - _busy_and_total(before)[1]
+            values["steal"] = _percent(after.steal - before.steal, total)
         try:
             vm = self._ps.virtual_memory()
             values["mem_total"] = int(vm.total)
