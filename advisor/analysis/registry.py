@@ -39,6 +39,7 @@ AREAS: tuple[str, ...] = (
     "baseline",
     "goodput",
     "pipeline",
+    "memory",
     "trace",
     "whatif",
     "backends",

@@ -82,6 +82,7 @@ class AdvisorCallback(RunLifecycle, KerasCallbackProtocol):
         telemetry_devices: ``"mine"`` (this process's GPUs) or ``"all"``.
         mfu: estimate FLOPs and MFU (None: when a GPU is present).
         pipeline: inspect the tf.data pipeline and its files at train begin.
+        memory: record memory per epoch; warn during the fit when it grows toward running out.
         goodput: account for the fit's wall clock (goodput): time the hooks of the fit's other
             callbacks and the model's saves, by wrapping them for the fit's duration only
             (docs/goodput.md). False: only the advisor's own phases are timed.
@@ -155,6 +156,7 @@ class AdvisorCallback(RunLifecycle, KerasCallbackProtocol):
         telemetry_devices: TelemetryDevices = "mine",
         mfu: bool | None = None,
         pipeline: bool = True,
+        memory: bool = True,
         goodput: bool = True,
         whatif: WhatIf = "needed",
         whatif_max_seconds: float | None = None,

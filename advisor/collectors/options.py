@@ -94,6 +94,7 @@ class AdvisorOptions:
     telemetry_devices: TelemetryDevices = "mine"
     mfu: bool | None = None
     pipeline: bool = True
+    memory: bool = True
     goodput: bool = True
     whatif: WhatIfPlan | None = WhatIfPlan("needed")
     whatif_max_seconds: float | None = None

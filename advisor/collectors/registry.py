@@ -80,6 +80,12 @@ def _pipeline(o: AdvisorOptions) -> Collector:
     return PipelineCollector()
 
 
+def _memory(o: AdvisorOptions) -> Collector:
+    from advisor.collectors.memory import MemoryCollector
+
+    return MemoryCollector()
+
+
 def _whatif(o: AdvisorOptions) -> Collector:
     from advisor.collectors.whatif import AUTO, WhatIfCollector
 
@@ -114,6 +120,7 @@ FACTORIES: dict[str, Callable[[AdvisorOptions], Collector]] = {
     "telemetry": _telemetry,
     "baseline": _baseline,
     "pipeline": _pipeline,
+    "memory": _memory,
     "whatif": _whatif,  # after the baseline: it reads the input's measured cost
     "cloudwatch": _cloudwatch,
     "mlflow": _mlflow,
@@ -129,6 +136,7 @@ DEFAULTS: dict[str, Callable[[AdvisorOptions], bool]] = {
     "telemetry": lambda o: o.telemetry,
     "baseline": lambda o: o.baseline is not None,
     "pipeline": lambda o: o.pipeline,
+    "memory": lambda o: o.memory,
     "whatif": lambda o: o.whatif is not None,
     "cloudwatch": lambda o: o.cloudwatch_namespace is not None,
     "mlflow": lambda o: o.mlflow,
