@@ -40,6 +40,7 @@ AREAS: tuple[str, ...] = (
     "goodput",
     "pipeline",
     "memory",
+    "memory_batch",
     "trace",
     "whatif",
     "backends",

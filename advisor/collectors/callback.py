@@ -83,6 +83,8 @@ class AdvisorCallback(RunLifecycle, KerasCallbackProtocol):
         mfu: estimate FLOPs and MFU (None: when a GPU is present).
         pipeline: inspect the tf.data pipeline and its files at train begin.
         memory: record memory per epoch; warn during the fit when it grows toward running out.
+        batch_memory: after the last epoch, measure peak memory at the batch, 2× and 4× it and
+            predict the largest batch that fits (docs/memory.md).
         goodput: account for the fit's wall clock (goodput): time the hooks of the fit's other
             callbacks and the model's saves, by wrapping them for the fit's duration only
             (docs/goodput.md). False: only the advisor's own phases are timed.
@@ -157,6 +159,7 @@ class AdvisorCallback(RunLifecycle, KerasCallbackProtocol):
         mfu: bool | None = None,
         pipeline: bool = True,
         memory: bool = True,
+        batch_memory: bool = False,
         goodput: bool = True,
         whatif: WhatIf = "needed",
         whatif_max_seconds: float | None = None,

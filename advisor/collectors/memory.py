@@ -4,7 +4,7 @@ grows toward running out before the fit ends.
 At each epoch's begin and end it reads the process's resident set (psutil), the high-water mark
 in between (Linux's ``VmHWM``, reset at the epoch's begin), its children's resident memory (input
 workers), the memory it can still take (the host's available memory, or less under a cgroup
-limit) and each device's allocator counters (``memory_probe.device_memory``). One ``memory``
+limit) and each device's allocator counters (``probes.memory.device_memory``). One ``memory``
 record per epoch; nothing on the batch path. After each epoch the growth of the epoch-end readings
 is judged as the facts judge it (``advisor.growth``): when it grows epoch after epoch beyond its
 noise and the memory left runs out before the fit's last epoch, one warning goes to the log and
@@ -50,7 +50,7 @@ class MemoryCollector(Collector):
         self._begin: tuple[float, int | None] | None = None
 
     def on_train_begin(self) -> None:
-        from advisor.collectors.memory_probe import HostMemory
+        from advisor.probes.memory import HostMemory
 
         self.host = HostMemory(self._psutil)
         self.planned_epochs = planned_epochs(self.session.fit_callbacks)
@@ -66,7 +66,7 @@ class MemoryCollector(Collector):
         self.host.reset_peak()
 
     def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None) -> None:
-        from advisor.collectors.memory_probe import device_memory
+        from advisor.probes.memory import device_memory
         from advisor.store.schema import MemoryRecord
 
         if self.host is None:

@@ -95,6 +95,7 @@ class AdvisorOptions:
     mfu: bool | None = None
     pipeline: bool = True
     memory: bool = True
+    batch_memory: bool = False
     goodput: bool = True
     whatif: WhatIfPlan | None = WhatIfPlan("needed")
     whatif_max_seconds: float | None = None

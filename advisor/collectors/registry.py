@@ -86,6 +86,12 @@ def _memory(o: AdvisorOptions) -> Collector:
     return MemoryCollector()
 
 
+def _batch_memory(o: AdvisorOptions) -> Collector:
+    from advisor.collectors.memory_batch import BatchMemoryCollector
+
+    return BatchMemoryCollector()
+
+
 def _whatif(o: AdvisorOptions) -> Collector:
     from advisor.collectors.whatif import AUTO, WhatIfCollector
 
@@ -122,6 +128,7 @@ FACTORIES: dict[str, Callable[[AdvisorOptions], Collector]] = {
     "pipeline": _pipeline,
     "memory": _memory,
     "whatif": _whatif,  # after the baseline: it reads the input's measured cost
+    "batch_memory": _batch_memory,  # last: it trains at larger batches after everything else
     "cloudwatch": _cloudwatch,
     "mlflow": _mlflow,
 }
@@ -138,6 +145,7 @@ DEFAULTS: dict[str, Callable[[AdvisorOptions], bool]] = {
     "pipeline": lambda o: o.pipeline,
     "memory": lambda o: o.memory,
     "whatif": lambda o: o.whatif is not None,
+    "batch_memory": lambda o: o.batch_memory,
     "cloudwatch": lambda o: o.cloudwatch_namespace is not None,
     "mlflow": lambda o: o.mlflow,
 }

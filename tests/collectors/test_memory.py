@@ -11,7 +11,7 @@ import types
 import numpy as np
 import pytest
 
-from advisor.collectors.memory_probe import device_memory
+from advisor.probes.memory import device_memory
 from advisor.service import diagnose
 from advisor.store.reader import RunReader
 from advisor.store.schema import EventRecord, MemoryRecord
