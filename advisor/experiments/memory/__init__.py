@@ -16,9 +16,20 @@ when it runs (after the last epoch, when ``batch_memory=True``).
 
 from __future__ import annotations
 
-from advisor.experiments.memory.batch import BatchMemory, MemoryPoint, measure_batch_memory
+from advisor.experiments.memory.batch import (
+    BatchMemory,
+    MemoryPoint,
+    fit_line,
+    measure_batch_memory,
+)
 
-__all__ = ["BatchMemory", "MemoryPoint", "measure_batch_memory", "measure_fit_batch_memory"]
+__all__ = [
+    "BatchMemory",
+    "MemoryPoint",
+    "fit_line",
+    "measure_batch_memory",
+    "measure_fit_batch_memory",
+]
 
 
 def measure_fit_batch_memory(model: object, data: object, backend: str | None) -> BatchMemory:

@@ -14,6 +14,7 @@ MARGIN = 0.10  # the largest batch leaves this share of the limit free (fragment
 STEPS = 3  # training steps per batch size: the first compiles, the peak is reached by the second
 CHECK_HEADROOM = 0.5  # the check needs at most this share of what is still available …
 CHECK_MAX_BYTES = 1 << 30  # … and at most this much more than the measured peaks (a shared host)
+CHECK_MAX_FACTOR = 2  # … at most twice the largest batch measured (its steps' time)
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ def fit_line(points: Sequence[MemoryPoint]) -> tuple[float, float] | None:
     return mean_m - slope * mean_b, slope
 
 
-class _Peaks:
+class Peaks:
     """Resets and reads the peak of the device (when the backend has counters) or the host."""
 
     def __init__(self, backend: str | None, host: HostMemory) -> None:
@@ -101,7 +102,7 @@ class _Peaks:
         return None if available is None else self.host.rss() + available
 
 
-def _peak_at(model: Any, batch: Any, size: int, peaks: _Peaks, steps: int) -> int | None:
+def peak_at(model: Any, batch: Any, size: int, peaks: Peaks, steps: int) -> int | None:
     data = resize_batch(batch, size)
     x, y = (
         (data[0], data[1] if len(data) > 1 else None) if isinstance(data, tuple) else (data, None)
@@ -135,7 +136,7 @@ def measure_batch_memory(
     from advisor.experiments.model_state import ModelState, ensure_built
     from advisor.experiments.random_state import GlobalRandomState
 
-    peaks = _Peaks(backend, host or HostMemory())
+    peaks = Peaks(backend, host or HostMemory())
     result = BatchMemory(where=peaks.where, margin=margin)
     if peaks.where == "host" and not peaks.host.peak_resets:
         result.error = "this platform keeps no resettable peak of the process's memory"
@@ -146,7 +147,7 @@ def measure_batch_memory(
         state, randomness = ModelState(model), GlobalRandomState()
         try:
             for size in sizes:
-                peak = _peak_at(model, first_batch, size, peaks, steps)
+                peak = peak_at(model, first_batch, size, peaks, steps)
                 if peak is not None:
                     result.points.append(MemoryPoint(size, int(peak)))
             _predict(result, limit_bytes or peaks.limit())
@@ -170,20 +171,21 @@ def _predict(result: BatchMemory, limit: int | None) -> None:
         result.largest_batch = max(0, int(room // result.per_sample_bytes))
 
 
-def _check(model: Any, batch: Any, result: BatchMemory, peaks: _Peaks, steps: int) -> None:
+def _check(model: Any, batch: Any, result: BatchMemory, peaks: Peaks, steps: int) -> None:
     """A run at the predicted largest batch when its memory is safely available here; else at the
     largest batch whose predicted peak needs at most CHECK_HEADROOM of what is left and at most
-    CHECK_MAX_BYTES more than the largest peak measured."""
+    CHECK_MAX_BYTES more than the largest peak measured, and at most CHECK_MAX_FACTOR times the
+    largest batch measured."""
     largest = max(p.batch for p in result.points)
     now = peaks.read() or 0
     free = (result.limit_bytes or 0) - now
     per_sample = result.per_sample_bytes or 0.0
     extra = min(CHECK_HEADROOM * free, CHECK_MAX_BYTES)
     affordable = largest + int(extra / per_sample) if per_sample > 0 else largest
-    target = min(result.largest_batch or 0, affordable)
+    target = min(result.largest_batch or 0, affordable, CHECK_MAX_FACTOR * largest)
     if target <= largest:
         return
     result.check_batch = target
     result.check_predicted_bytes = result.predict(target)
-    measured = _peak_at(model, batch, target, peaks, steps)
+    measured = peak_at(model, batch, target, peaks, steps)
     result.check_measured_bytes = int(measured) if measured is not None else None
