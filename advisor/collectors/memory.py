@@ -31,6 +31,7 @@ OPTIONS = (
     ),
 )
 MIN_WARN_MB_PER_EPOCH = 4.0  # the rule M180's default: smaller growth is not called a leak
+WORKER_INPUTS = ("torch", "pydataset")  # inputs whose loaders may start worker processes
 EPOCH_HOOKS = ("on_epoch_end", "on_epoch_begin", "on_test_end", "on_train_batch_end")
 
 
@@ -48,6 +49,7 @@ class MemoryCollector(Collector):
         self.planned_epochs: int | None = None
         self.warning: str | None = None
         self._begin: tuple[float, int | None] | None = None
+        self._children: bool | None = None  # scan for child processes (None: not decided yet)
 
     def on_train_begin(self) -> None:
         from advisor.probes.memory import HostMemory
@@ -81,7 +83,7 @@ class MemoryCollector(Collector):
             rss_begin=rss_begin,
             rss=rss,
             rss_peak=self.host.peak(),
-            children_rss=self.host.children_rss(),
+            children_rss=self._children_rss(),
             available=self.host.available(),
             devices=device_memory(self.session.backend),
         )
@@ -96,6 +98,16 @@ class MemoryCollector(Collector):
         if self._begin is None:
             self._begin = (time.perf_counter(), self.host.rss())
             self.host.reset_peak()
+
+    def _children_rss(self) -> int | None:
+        """Children's memory; after the first epoch only where there are any, or where the input
+        starts workers (a scan of every process costs milliseconds)."""
+        if self._children is False:
+            return None
+        found = self.host.children_rss()
+        if self._children is None:
+            self._children = found is not None or self.session.data.kind in WORKER_INPUTS
+        return found
 
     def _judge(self, available: int | None) -> None:
         """Warn once when the growth so far runs the memory out before the fit's last epoch."""

@@ -218,12 +218,14 @@ def _growth(run: Run, records: list[Any], context: dict[str, Any], out: dict[str
     from advisor.stats import median
 
     fill = _fill_reason(run)
-    found = {place: analyse(e, v, fill) for place, (e, v, _) in _series(records).items()}
-    place = next((p for p in ("host", "device") if found.get(p) and found[p].growing), "host")
+    series = _series(records)
+    found = {place: analyse(e, v, fill) for place, (e, v, _) in series.items()}
+    growing = [p for p in ("host", "device") if (g := found.get(p)) is not None and g.growing]
+    place = growing[0] if growing else "host"
     growth = found.get(place)
     if growth is None:
         return
-    epochs, values, headroom = _series(records)[place]
+    epochs, _, headroom = series[place]
     seconds = [r.seconds for r in records[1:] if r.seconds]
     epoch_s = median(seconds) if seconds else None
     out.update(
