@@ -49,6 +49,16 @@ class HostMemory:
         except OSError:
             self.peak_resets = False
 
+    def release_free(self) -> None:
+        """Give the C heap's free memory back to the system (glibc's ``malloc_trim``), so that a
+        peak read after it counts new allocations rather than reused free memory."""
+        try:
+            import ctypes
+
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
+        except (OSError, AttributeError):
+            pass
+
     def peak(self) -> int | None:
         """The high-water mark since the last reset (None where it cannot be reset)."""
         if not self.peak_resets:

@@ -86,7 +86,8 @@ def test_a_fit_that_keeps_nothing_is_flat(runs):
     events = RunReader(runs["flat"]).read().of_type(EventRecord)
     assert not [e for e in events if e.source == "memory"]
     report = diagnose(runs["flat"])
-    assert report.fact("memory.growing") is False
+    # it may creep by a fraction of a MB an epoch (the run's own records): not a leak
+    assert report.fact("memory.growth_mb_per_epoch") < LEAK_MB / 6
     (m180,) = [f for f in report.findings if f.code == "M180"]
     assert m180.status == "pass"
 

@@ -81,6 +81,7 @@ def test_in_a_fit_the_largest_batch_reaches_the_facts(tmp_path):
     )
     model.fit(x, y, batch_size=128, epochs=2, verbose=0, callbacks=[callback])
     report = diagnose(callback.run_path)
+    assert report.fact("memory.batch.error") is None, report.fact("memory.batch.error")
     assert report.fact("memory.batch.largest") > 4 * 128
     assert report.fact("memory.batch.where") == "host"
     assert len(report.fact("memory.batch.points")) == 3

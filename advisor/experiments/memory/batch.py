@@ -87,6 +87,7 @@ class Peaks:
         if self.where == "device":
             device_memory(self.backend, reset=True)
         else:
+            self.host.release_free()
             self.host.reset_peak()
 
     def read(self) -> int | None:
@@ -166,6 +167,9 @@ def _predict(result: BatchMemory, limit: int | None) -> None:
         return
     result.fixed_bytes, result.per_sample_bytes = line
     result.limit_bytes = limit
+    if result.per_sample_bytes <= 0:
+        result.error = "the peaks did not grow with the batch (memory freed earlier was reused)"
+        return
     if limit and result.per_sample_bytes > 0:
         room = limit * (1.0 - result.margin) - result.fixed_bytes
         result.largest_batch = max(0, int(room // result.per_sample_bytes))
