@@ -69,6 +69,9 @@ DEFAULT_FACTS = (
     "input.share",
     "trace.communication_percent",
     "goodput",
+    "memory.host.peak_bytes",
+    "memory.growth_mb_per_epoch",
+    "memory.batch.largest",
 )
 
 FactSpec = str | Iterable[str] | None
@@ -228,7 +231,8 @@ def runs_frame(
     """Every run of the store as a DataFrame, oldest first, indexed by ``run_id``.
 
     ``facts``: None (a default set: throughput, cost, epoch time, utilization, energy, input and
-    communication shares), ``"all"``, or fact names and globs (``"trace.*"``). Fact columns are
+    communication shares, peak memory, its growth per epoch and the largest batch that fits),
+    ``"all"``, or fact names and globs (``"trace.*"``). Fact columns are
     the fact names; ``df.attrs["units"]`` maps each column to its unit. Facts a run did not
     measure are NaN/None (a number no run measured is a float column of NaN), never zero;
     ``goodput`` is among the defaults. ``created`` is a UTC timestamp.

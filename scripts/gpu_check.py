@@ -6,10 +6,11 @@ Run through ``scripts/gpu_check.sh`` (it bounds the whole check in time). Steps:
    CUDA, else JAX), and what is missing — with the command that would install it;
 2. train a wide MLP (bf16 mixed precision where the GPU has it) for about ``--seconds`` seconds
    with telemetry every 0.5 s, then a deliberately small, input-starved run for contrast;
-3. derive the facts and print, per GPU, the NVML series summary, then energy and MFU.
+3. derive the facts and print, per GPU, the NVML series summary, then energy, MFU and memory
+   (the backend allocator's peak per epoch, read by the memory collector: docs/memory.md).
 
-Exit code: 0 when GPU samples, energy and MFU were all produced; 3 when something needed is
-missing (named on stdout); 1 when the check ran but a figure is missing.
+Exit code: 0 when GPU samples, energy, MFU and the device memory peak were all produced; 3 when
+something needed is missing (named on stdout); 1 when the check ran but a figure is missing.
 """
 
 from __future__ import annotations
@@ -240,6 +241,10 @@ def summarise(path: Any) -> dict[str, Any]:
         "model.flops_method",
         "model.achieved_tflops",
         "mfu",
+        "memory.device.peak_bytes",
+        "memory.device.peak_fraction",
+        "memory.host.peak_bytes",
+        "memory.growth_mb_per_epoch",
     ]
     for key in keys:
         if key in facts:
@@ -299,7 +304,8 @@ def main() -> int:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump({"busy": busy, "starved": starved}, fh, indent=2, default=str)
     say(f"\nruns in {runs_dir}; total {time.perf_counter() - t_start:.0f} s")
-    wanted = ["gpu.present", "energy.wh", "mfu"]
+    # memory.device.peak_bytes: the memory collector read the backend's allocator on the GPU
+    wanted = ["gpu.present", "energy.wh", "mfu", "memory.device.peak_bytes"]
     lacking = [k for k in wanted if not busy.get(k)]
     if lacking:
         say(f"CHECK INCOMPLETE: missing {', '.join(lacking)}")

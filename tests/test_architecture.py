@@ -26,9 +26,9 @@ def test_import_contracts_hold():
 
 
 def test_collectors_reach_each_experiment_through_its_package():
-    """A collector starts an experiment through ``advisor.experiments.baseline``, ``.whatif`` or
-    ``.backends`` (their ``__init__``), never through the experiment's inner modules; the options
-    read the experiments' defaults from ``advisor.experiments.settings``."""
+    """A collector starts an experiment through ``advisor.experiments.baseline``, ``.whatif``,
+    ``.memory`` or ``.backends`` (their ``__init__``), never through the experiment's inner
+    modules; the options read the experiments' defaults from ``advisor.experiments.settings``."""
     import grimp
 
     graph = grimp.build_graph("advisor", exclude_type_checking_imports=True)
@@ -36,6 +36,7 @@ def test_collectors_reach_each_experiment_through_its_package():
         "advisor.experiments.baseline",
         "advisor.experiments.whatif",
         "advisor.experiments.backends",
+        "advisor.experiments.memory",
         "advisor.experiments.settings",
     }
     collectors = graph.find_descendants("advisor.collectors") | {"advisor.collectors"}

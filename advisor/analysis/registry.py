@@ -41,6 +41,8 @@ AREAS: tuple[str, ...] = (
     "compile",
     "pipeline",
     "stalls",
+    "memory",
+    "memory_batch",
     "trace",
     "whatif",
     "backends",

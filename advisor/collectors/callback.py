@@ -82,6 +82,9 @@ class AdvisorCallback(RunLifecycle, KerasCallbackProtocol):
         telemetry_devices: ``"mine"`` (this process's GPUs) or ``"all"``.
         mfu: estimate FLOPs and MFU (None: when a GPU is present).
         pipeline: inspect the tf.data pipeline and its files at train begin.
+        memory: record memory per epoch; warn during the fit when it grows toward running out.
+        batch_memory: after the last epoch, measure peak memory at the batch, 2× and 4× it and
+            predict the largest batch that fits (docs/memory.md).
         goodput: account for the fit's wall clock (goodput): time the hooks of the fit's other
             callbacks and the model's saves, by wrapping them for the fit's duration only, and count
             the backend's compile events (docs/goodput.md). False: only the advisor's own phases are
@@ -157,6 +160,8 @@ class AdvisorCallback(RunLifecycle, KerasCallbackProtocol):
         telemetry_devices: TelemetryDevices = "mine",
         mfu: bool | None = None,
         pipeline: bool = True,
+        memory: bool = True,
+        batch_memory: bool = False,
         goodput: bool = True,
         whatif: WhatIf = "needed",
         whatif_max_seconds: float | None = None,

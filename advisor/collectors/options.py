@@ -94,6 +94,8 @@ class AdvisorOptions:
     telemetry_devices: TelemetryDevices = "mine"
     mfu: bool | None = None
     pipeline: bool = True
+    memory: bool = True
+    batch_memory: bool = False
     goodput: bool = True
     whatif: WhatIfPlan | None = WhatIfPlan("needed")
     whatif_max_seconds: float | None = None

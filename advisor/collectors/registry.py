@@ -86,6 +86,18 @@ def _pipeline(o: AdvisorOptions) -> Collector:
     return PipelineCollector()
 
 
+def _memory(o: AdvisorOptions) -> Collector:
+    from advisor.collectors.memory import MemoryCollector
+
+    return MemoryCollector()
+
+
+def _batch_memory(o: AdvisorOptions) -> Collector:
+    from advisor.collectors.memory_batch import BatchMemoryCollector
+
+    return BatchMemoryCollector()
+
+
 def _whatif(o: AdvisorOptions) -> Collector:
     from advisor.collectors.whatif import AUTO, WhatIfCollector
 
@@ -121,7 +133,9 @@ FACTORIES: dict[str, Callable[[AdvisorOptions], Collector]] = {
     "telemetry": _telemetry,
     "baseline": _baseline,
     "pipeline": _pipeline,
+    "memory": _memory,
     "whatif": _whatif,  # after the baseline: it reads the input's measured cost
+    "batch_memory": _batch_memory,  # last: it trains at larger batches after everything else
     "cloudwatch": _cloudwatch,
     "mlflow": _mlflow,
 }
@@ -137,7 +151,9 @@ DEFAULTS: dict[str, Callable[[AdvisorOptions], bool]] = {
     "telemetry": lambda o: o.telemetry,
     "baseline": lambda o: o.baseline is not None,
     "pipeline": lambda o: o.pipeline,
+    "memory": lambda o: o.memory,
     "whatif": lambda o: o.whatif is not None,
+    "batch_memory": lambda o: o.batch_memory,
     "cloudwatch": lambda o: o.cloudwatch_namespace is not None,
     "mlflow": lambda o: o.mlflow,
 }

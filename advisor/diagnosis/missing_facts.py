@@ -54,6 +54,14 @@ HINTS: dict[str, str] = {
         "train with advisor.AdvisorCallback (goodput=True, the default) to record the backend's "
         "compile events (TensorFlow, JAX or torch.compile)"
     ),
+    "memory": (
+        "train with advisor.AdvisorCallback (memory=True, the default) for at least seven "
+        "epochs: memory is read at every epoch"
+    ),
+    "batch_memory": (
+        "measure the largest batch that fits: AdvisorCallback(batch_memory=True) (a few steps at "
+        "2× and 4× the batch after the last epoch)"
+    ),
 }
 
 # The same, for a custom loop recorded with advisor.track: what its markers and options give, and
@@ -94,6 +102,8 @@ TRACK_HINTS: dict[str, str] = {
     ),
     "goodput": "record the loop with advisor.track (its markers give the time budget)",
     "storage": "`advisor data PATH --into RUN` inspects the files the loop reads",
+    "memory": "call run.epoch() at every epoch's end inside advisor.track (seven epochs at least)",
+    "batch_memory": "the memory what-if trains a Keras model's compiled step: a Keras fit only",
 }
 TRACK_FACT_HINTS: dict[str, str] = {
     "context.graph_retraces": (
@@ -178,6 +188,8 @@ ENABLERS: dict[str, tuple[str, str]] = {
         "train with advisor.AdvisorCallback(goodput=True) (the default) with TensorFlow, JAX or "
         "torch loaded when training begins; runs written before compile events have none",
     ),
+    "memory": ("memory", "AdvisorCallback(memory=True) (the default), seven epochs or more"),
+    "batch_memory": ("batch_memory", "AdvisorCallback(batch_memory=True)"),
 }
 TRACK_ENABLERS: dict[str, tuple[str, str]] = {
     "baseline": ("a Keras fit", "the cached-input ceiling is measured only in a Keras fit"),
@@ -203,6 +215,8 @@ TRACK_ENABLERS: dict[str, tuple[str, str]] = {
         "record the loop with advisor.track, with TensorFlow, JAX or torch imported before it",
     ),
     "storage": ("data files", "`advisor data PATH --into RUN`"),
+    "memory": ("run.epoch()", "call run.epoch() at every epoch's end inside advisor.track"),
+    "batch_memory": ("a Keras fit", "the memory what-if runs in a Keras fit"),
 }
 HUMAN = ("a human decision", "advice rules list the evidence; the decision is yours")
 OTHER = ("a measurement", "see each rule's `measure` hint")

@@ -80,6 +80,7 @@ SECTIONS: list[tuple[str, list[tuple[str, str, str]]]] = [
             ("samples with a core > 90%", "host.cpu.saturated_fraction", "pct"),
             ("iowait p95", "host.iowait.p95", "pctv"),
             ("memory peak", "host.mem.peak_fraction", "pct"),
+            ("process memory", "memory.host.peak_bytes", "memory"),
         ],
     ),
     (
@@ -142,6 +143,8 @@ def _fmt(kind: str, name: str, facts: dict[str, Any]) -> str | None:
         return None
     if kind == "num3":
         return f"{float(value):.3f}"
+    if kind == "memory":
+        return memory_line(float(value), facts)
     if kind == "mem":
         source = facts.get("gpu.mem.peak_source")
         return percent(float(value), fraction=True) + (f" ({source})" if source else "")
@@ -171,6 +174,20 @@ def _fmt(kind: str, name: str, facts: dict[str, Any]) -> str | None:
     if kind == "j":
         return f"{float(value):.3f} J"
     return str(value)
+
+
+def memory_line(peak_bytes: float, facts: dict[str, Any]) -> str:
+    """Peak, then the growth per epoch and, for a leak, when memory runs out (docs/memory.md)."""
+    text = f"peak {peak_bytes / 2**30:.2f} GB"
+    rate, band = facts.get("memory.growth_mb_per_epoch"), facts.get("memory.growth_band_mb")
+    if rate is None:
+        return text
+    growth = f"{float(rate):,.1f} ± {float(band or 0):,.1f} MB/epoch"
+    if not facts.get("memory.growing"):
+        return f"{text} · steady ({growth})"
+    at = facts.get("memory.exhaustion_epoch")
+    runs_out = f", runs out at epoch ~{float(at):,.0f}" if at is not None else ""
+    return f"{text} · grows {growth}{runs_out}"
 
 
 def header(view: RunOverview) -> Table:

@@ -231,6 +231,22 @@ class HostSample(Record):
     proc_rss: int | None = None
 
 
+class MemoryRecord(Record):
+    """One epoch's memory (the memory collector): the training process at the epoch's begin and
+    end, its peak in between, its child processes, the memory it can still take, and each
+    device's allocator counters (``{device, peak, in_use, total}``, bytes)."""
+
+    type: Literal["memory"] = "memory"
+    epoch: int
+    seconds: float | None = None  # the epoch's wall time
+    rss_begin: int | None = None
+    rss: int | None = None  # at the epoch's end
+    rss_peak: int | None = None  # the high-water mark during the epoch, where the kernel keeps it
+    children_rss: int | None = None  # the input's worker processes and other children
+    available: int | None = None  # what the process can still take (host, or its cgroup limit)
+    devices: list[dict[str, Any]] = Field(default_factory=list)
+
+
 class BaselineRecord(Record):
     """Throughputs of the input baselines: cached, real, data-only and source-cached input."""
 
@@ -312,6 +328,7 @@ RECORD_TYPES: dict[str, type[Record]] = {
         EventRecord,
         GpuSample,
         HostSample,
+        MemoryRecord,
         BaselineRecord,
         WhatIfRecord,
         BackendsRecord,

@@ -65,7 +65,7 @@ def open_loop_run(
         train_begin_t=time.perf_counter(),
         price_per_hour=price,
     )
-    wanted = ("compile", *(n for n in ("telemetry", "mlflow") if getattr(opts, n)))
+    wanted = ("compile", *(n for n in ("telemetry", "mlflow", "memory") if getattr(opts, n)))
     collectors: list[Collector] = build_collectors(dataclasses.replace(opts, collectors=wanted))
     for collector in collectors:
         collector.attach(session)

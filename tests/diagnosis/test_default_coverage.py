@@ -119,8 +119,11 @@ def test_unknown_rules_are_few_and_say_what_would_decide_them(report):
     # decides it. A busy host can widen the default baseline's band past ± 10 points: the input's
     # share is then unknown, not 0 (input.withheld says so), and C404, which needs that share, is
     # undecided as well.
+    # +2: M182 (batch-could-be-larger) is decided only by the opt-in memory what-if
+    # (batch_memory=True), and M180 (memory-leak) only after seven epochs, which a short default
+    # fit may not run.
     wide = "input.withheld" in report.facts
-    assert len(unknown) <= 9 + wide, [(f.code, f.missing) for f in unknown]
+    assert len(unknown) <= 11 + wide, [(f.code, f.missing) for f in unknown]
     if wide:
         assert "too wide" in report.facts["input.withheld"].value
     assert all(f.measure for f in unknown)

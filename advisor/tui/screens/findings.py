@@ -26,6 +26,7 @@ from advisor.tui.screens.base import AdvisorScreen
 from advisor.tui.widgets.filter_bar import FilterBar
 from advisor.tui.widgets.finding_detail import FindingDetail
 from advisor.tui.widgets.goodput_bar import GoodputBar
+from advisor.tui.widgets.memory_line import MemoryLine
 
 if TYPE_CHECKING:
     from advisor.diagnosis.report import Finding, Report
@@ -78,6 +79,7 @@ class FindingsScreen(AdvisorScreen):
         )
         yield Static(id="headline", classes="status")
         yield GoodputBar(id="budget", classes="status")
+        yield MemoryLine(id="memory", classes="status")
         yield Static(id="counts", classes="status")
         yield Static(id="decide", classes="hint")
         yield Static(id="message", classes="message")
@@ -99,6 +101,7 @@ class FindingsScreen(AdvisorScreen):
         for column in ("#", "status", "code", "name", "impact"):
             table.add_column(column, key=column)
         self.query_one("#message", Static).display = False
+        self.query_one(MemoryLine).display = False
         self.action_reload()
 
     def action_reload(self) -> None:
@@ -128,6 +131,7 @@ class FindingsScreen(AdvisorScreen):
         )
         self.query_one("#headline", Static).update(headline(report))
         self.query_one(GoodputBar).show(report.facts)
+        self.query_one(MemoryLine).show(report.facts)
         self.query_one("#counts", Static).update(counts(report).line())
         self.query_one("#decide", Static).update(self._decide_text(report))
         sections = [(f"{code} {s.title}", code) for code, s in report.coverage.sections.items()]

@@ -1,0 +1,89 @@
+"""The memory what-if on real Keras models (CPU: the process's resident peak): peaks grow with
+the batch, the line through them predicts the peak at a larger batch, and the model and the global
+random generators are put back exactly; in a fit (``batch_memory=True``) its result reaches the
+facts and M182."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from advisor.experiments.memory import fit_line, measure_batch_memory
+from advisor.experiments.memory.batch import MemoryPoint, resize_batch
+from advisor.experiments.model_state import ModelState
+
+pytestmark = pytest.mark.slow  # trains models
+
+FEATURES = 64
+WIDTH = 8192  # wide and shallow: ~100 KB of activations a sample, little compute
+
+
+def wide_mlp():
+    import keras
+
+    model = keras.Sequential(
+        [
+            keras.Input((FEATURES,)),
+            keras.layers.Dense(WIDTH, activation="relu"),
+            keras.layers.Dense(10),
+        ]
+    )
+    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return model
+
+
+def batch(n: int):
+    rng = np.random.default_rng(1)
+    return rng.normal(size=(n, FEATURES)).astype("float32"), rng.integers(0, 10, n)
+
+
+def test_peaks_grow_with_the_batch_and_the_line_predicts_a_larger_one():
+    model = wide_mlp()
+    x, y = batch(64)
+    model.fit(x, y, batch_size=64, epochs=1, verbose=0)
+    before = ModelState(model)
+    np.random.seed(7)
+    draw = np.random.random()
+    np.random.seed(7)
+    result = measure_batch_memory(model, (x, y), 256, backend="tensorflow", limit_bytes=12 << 30)
+    assert result.error is None and result.where == "host"
+    peaks = [p.peak_bytes for p in result.points]
+    assert [p.batch for p in result.points] == [256, 512, 1024]
+    # an 8192-wide activation (and its gradient and temporaries) per sample: tens of KB a sample
+    assert peaks[2] - peaks[0] > 20 * 2**20 and result.per_sample_bytes > 20_000
+    assert result.largest_batch and result.largest_batch > 1024
+    assert result.check_batch and 1024 < result.check_batch <= 2048
+    error = (
+        result.check_measured_bytes - result.check_predicted_bytes
+    ) / result.check_predicted_bytes
+    assert abs(error) < 0.25, (result.points, result.check_batch, error)
+    assert before.unchanged()
+    assert np.random.random() == draw  # the global generator was put back
+
+
+def test_the_line_and_the_batch_resizing():
+    assert fit_line([MemoryPoint(1, 10), MemoryPoint(3, 30)]) == (0.0, 10.0)
+    assert fit_line([MemoryPoint(2, 10)]) is None
+    x, y = batch(3)
+    bigger = resize_batch((x, {"y": y}), 7)
+    assert bigger[0].shape == (7, FEATURES) and bigger[1]["y"].shape == (7,)
+    assert np.array_equal(bigger[0][3], x[0])
+
+
+def test_in_a_fit_the_largest_batch_reaches_the_facts(tmp_path):
+    import advisor
+    from advisor.service import diagnose
+
+    model = wide_mlp()
+    x, y = batch(512)
+    callback = advisor.AdvisorCallback(
+        runs_dir=tmp_path, baseline=None, whatif=None, batch_memory=True
+    )
+    model.fit(x, y, batch_size=128, epochs=2, verbose=0, callbacks=[callback])
+    report = diagnose(callback.run_path)
+    assert report.fact("memory.batch.error") is None, report.fact("memory.batch.error")
+    assert report.fact("memory.batch.largest") > 4 * 128
+    assert report.fact("memory.batch.where") == "host"
+    assert len(report.fact("memory.batch.points")) == 3
+    (m182,) = [f for f in report.findings if f.code == "M182"]
+    assert m182.status == "fail" and "samples" in m182.message
