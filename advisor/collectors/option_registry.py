@@ -16,6 +16,7 @@ from advisor.collectors import (
     pipeline,
     profiler,
     selection,
+    speed_of_light,
     throughput,
     whatif,
 )
@@ -35,6 +36,7 @@ GROUPS: tuple[tuple[str, tuple[Option, ...]], ...] = (
     ("pipeline", pipeline.OPTIONS),
     ("goodput", goodput.OPTIONS),
     ("whatif", whatif.OPTIONS),
+    ("speed_of_light", speed_of_light.OPTIONS),
     ("cloudwatch", cloudwatch.OPTIONS),
     ("mlflow", mlflow.OPTIONS),
 )

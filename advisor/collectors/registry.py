@@ -91,6 +91,19 @@ def _whatif(o: AdvisorOptions) -> Collector:
     )
 
 
+def _speed_of_light(o: AdvisorOptions) -> Collector:
+    from advisor.collectors.speed_of_light import SpeedOfLightCollector
+
+    return SpeedOfLightCollector()
+
+
+def _precision(o: AdvisorOptions) -> Collector:
+    from advisor.collectors.precision import PrecisionCollector
+    from advisor.collectors.whatif import AUTO
+
+    return PrecisionCollector(o.whatif or AUTO, max_seconds=o.whatif_max_seconds)
+
+
 def _cloudwatch(o: AdvisorOptions) -> Collector:
     from advisor.collectors.sinks.cloudwatch import CloudWatchCollector
 
@@ -115,6 +128,8 @@ FACTORIES: dict[str, Callable[[AdvisorOptions], Collector]] = {
     "baseline": _baseline,
     "pipeline": _pipeline,
     "whatif": _whatif,  # after the baseline: it reads the input's measured cost
+    "speed_of_light": _speed_of_light,  # after the measurements: it shares no core with them
+    "precision": _precision,  # after the speed of light: it reads the fraction
     "cloudwatch": _cloudwatch,
     "mlflow": _mlflow,
 }
@@ -130,6 +145,8 @@ DEFAULTS: dict[str, Callable[[AdvisorOptions], bool]] = {
     "baseline": lambda o: o.baseline is not None,
     "pipeline": lambda o: o.pipeline,
     "whatif": lambda o: o.whatif is not None,
+    "speed_of_light": lambda o: o.speed_of_light,
+    "precision": lambda o: o.whatif is not None,
     "cloudwatch": lambda o: o.cloudwatch_namespace is not None,
     "mlflow": lambda o: o.mlflow,
 }

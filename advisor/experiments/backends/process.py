@@ -134,18 +134,24 @@ def start_child(
     warmup: float,
     timeout: float,
     torch_threads: int | None = None,
+    module: str = "advisor.experiments.backends.child",
+    extra: tuple[str, ...] = (),
+    label: str | None = None,
 ) -> tuple[BackendCandidate, Child | None]:
     """One candidate in a fresh process, waited for until it is warm (its group killed on
-    timeout); never raises for the child. The child is returned when it waits for rounds."""
+    timeout); never raises for the child. The child is returned when it waits for rounds.
+    ``module`` is the child's entry point, ``extra`` its further arguments, ``label`` the name
+    of its stderr file (another experiment's children: the precision what-if's)."""
     candidate = BackendCandidate(config)
     if not installed(config.backend):
         candidate.status, candidate.reason = NOT_INSTALLED, "not installed"
         return candidate, None
-    stderr = workdir / f"{config.name}.stderr"
+    stderr = workdir / f"{label or config.name}.stderr"
     command = [
         sys.executable,
         "-m",
-        "advisor.experiments.backends.child",
+        module,
+        *extra,
         "--model",
         str(exported.model_path),
         "--batches",
