@@ -26,8 +26,8 @@ def test_import_contracts_hold():
 
 
 def test_collectors_reach_each_experiment_through_its_package():
-    """A collector starts an experiment through ``advisor.experiments.baseline``, ``.whatif`` or
-    ``.backends`` (their ``__init__``), never through the experiment's inner modules; the options
+    """A collector starts an experiment through ``advisor.experiments.baseline``, ``.whatif``,
+    ``.backends`` or ``.precision`` (their ``__init__``), never through the experiment's inner modules; the options
     read the experiments' defaults from ``advisor.experiments.settings``."""
     import grimp
 
@@ -36,6 +36,7 @@ def test_collectors_reach_each_experiment_through_its_package():
         "advisor.experiments.baseline",
         "advisor.experiments.whatif",
         "advisor.experiments.backends",
+        "advisor.experiments.precision",
         "advisor.experiments.settings",
     }
     collectors = graph.find_descendants("advisor.collectors") | {"advisor.collectors"}

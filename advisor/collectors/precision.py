@@ -61,8 +61,7 @@ class PrecisionCollector(Collector):
     def on_train_end(self) -> None:
         from advisor.errors import AdvisorError
         from advisor.experiments.backends import data_from_session
-        from advisor.experiments.precision import measure_precision
-        from advisor.experiments.precision.runner import MAX_SECONDS
+        from advisor.experiments.precision import MAX_SECONDS, measure_precision
 
         s = self.session
         if s.rank != 0 or s.backend not in ("tensorflow", "jax", "torch"):

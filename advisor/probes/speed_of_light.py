@@ -1,7 +1,7 @@
 """What this device sustains: dense matmul FLOP/s per dtype and memory bandwidth, measured with the
 backend the run uses (docs/speed-of-light.md).
 
-For each dtype (float32, bfloat16, float16) square matmuls of growing size (128, 256, … up to
+For each dtype (float32, bfloat16, float16) square matmuls of growing size (256, 512, … up to
 ``MAX_N``) run, each timed a few times after a warm-up call, until one takes ``LONG_ENOUGH_S`` or
 the dtype's share of the time is spent; the dtype's figure is the best rate seen (2·n³ FLOP per
 matmul). Best, not median: the ceiling a step could reach is what the device does when nothing
@@ -9,8 +9,9 @@ else disturbs it, and on a shared machine every disturbance only slows a sample 
 bandwidth is the best of a few element-wise passes over a ``COPY_BYTES`` float32 buffer (one read
 and one write per element). Each dtype that fails (the device cannot run it) is recorded with why.
 
-The whole takes well under a second on a CPU (benchmarks/speed_of_light.py; RESULTS.md); it never
-raises for a dtype, and stops measuring when ``max_seconds`` is spent.
+The whole takes well under a second on a CPU (benchmarks/speed_of_light.py; RESULTS.md): the
+bandwidth and each dtype's smallest size are always measured, a larger size only while its
+predicted cost fits in ``max_seconds``. It never raises for a dtype.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 DTYPES = ("float32", "bfloat16", "float16")
-SIZES = (128, 256, 512, 1024, 2048, 4096)
+SIZES = (256, 512, 1024, 2048, 4096)
 MAX_N = {"cpu": 1024, "gpu": 4096}  # larger matmuls on a CPU cost time and add nothing
 LONG_ENOUGH_S = 0.004  # one matmul this long is past the launch and cache effects
 REPEATS = 5
@@ -180,13 +181,17 @@ def _best_seconds(run: Callable[[], None], repeats: int = REPEATS) -> float:
 def _dtype_tflops(
     matmul: Callable[[str, int], Callable[[], None]], dtype: str, device: str, until: float
 ) -> float:
-    best = 0.0
+    """The best rate of the sizes measured: the smallest always, each larger one only while its
+    predicted cost (8× the last size's, every repeat and the warm-up) fits before ``until``."""
+    best, last = 0.0, 0.0
     for n in SIZES:
-        if n > MAX_N.get(device, MAX_N["gpu"]) or time.perf_counter() >= until:
+        if n > MAX_N.get(device, MAX_N["gpu"]):
             break
-        seconds = _best_seconds(matmul(dtype, n))
-        best = max(best, 2.0 * n**3 / max(seconds, 1e-9) / 1e12)
-        if seconds >= LONG_ENOUGH_S:
+        if last and time.perf_counter() + 8 * last * (REPEATS + 1) > until:
+            break
+        last = _best_seconds(matmul(dtype, n))
+        best = max(best, 2.0 * n**3 / max(last, 1e-9) / 1e12)
+        if last >= LONG_ENOUGH_S:
             break
     return best
 
@@ -194,33 +199,28 @@ def _dtype_tflops(
 def measure(
     backend: str, device: str, device_name: str = "", max_seconds: float = MAX_SECONDS
 ) -> SpeedOfLight:
-    """The ceilings of ``device`` ("cpu" or "gpu") with ``backend``'s own ops; the dtypes share
-    ``max_seconds`` (a dtype begun finishes its current size)."""
+    """The ceilings of ``device`` ("cpu" or "gpu") with ``backend``'s own ops. The bandwidth and
+    each dtype's smallest size are always measured; the larger sizes share ``max_seconds``."""
     started = time.perf_counter()
     result = SpeedOfLight(backend, device, device_name)
     factory = KERNELS.get(backend)
     if factory is None:
         raise ValueError(f"no speed-of-light kernels for backend {backend!r}")
     matmul, copy = factory(device)
-    share = max_seconds * 0.8 / len(DTYPES)
-    for dtype in DTYPES:
-        now = time.perf_counter()
-        if now - started >= max_seconds:
-            result.failed[dtype] = "the measuring time ran out"
-            continue
+    try:
+        seconds = _best_seconds(copy(COPY_BYTES // 4))
+        result.bandwidth_gbs = 2 * COPY_BYTES / max(seconds, 1e-9) / 1e9
+    except Exception:  # noqa: BLE001 — a bandwidth that cannot be measured is left out
+        result.bandwidth_gbs = None
+    for index, dtype in enumerate(DTYPES):
+        left = started + max_seconds - time.perf_counter()
+        until = time.perf_counter() + max(0.0, left) / (len(DTYPES) - index)
         try:
-            rate = _dtype_tflops(matmul, dtype, device, now + share)
+            rate = _dtype_tflops(matmul, dtype, device, until)
         except Exception as exc:  # noqa: BLE001 — a dtype the device cannot run is said, not raised
             result.failed[dtype] = f"{type(exc).__name__}: {exc}"[:200]
             continue
         if rate > 0:
             result.tflops[dtype] = rate
-    if time.perf_counter() - started < max_seconds:
-        try:
-            elements = COPY_BYTES // 4
-            seconds = _best_seconds(copy(elements))
-            result.bandwidth_gbs = 2 * COPY_BYTES / max(seconds, 1e-9) / 1e9
-        except Exception:  # noqa: BLE001 — a bandwidth that cannot be measured is left out
-            result.bandwidth_gbs = None
     result.seconds = time.perf_counter() - started
     return result

@@ -124,6 +124,43 @@ class Child:
                     pass
 
 
+def _command(
+    module: str,
+    extra: tuple[str, ...],
+    exported: Exported,
+    config: Config,
+    seconds: float,
+    rounds: int,
+    warmup: float,
+    torch_threads: int | None,
+) -> list[str]:
+    """The child's command line."""
+    command = [
+        sys.executable,
+        "-m",
+        module,
+        *extra,
+        "--model",
+        str(exported.model_path),
+        "--batches",
+        str(exported.batches_path),
+        "--jit",
+        str(config.jit),
+        "--seconds",
+        str(seconds),
+        "--rounds",
+        str(rounds),
+        "--warmup",
+        str(warmup),
+        "--serve",
+    ]
+    for name in exported.modules:
+        command += ["--import", name]
+    if torch_threads:
+        command += ["--torch-threads", str(torch_threads)]
+    return command
+
+
 def start_child(
     exported: Exported,
     config: Config,
@@ -147,29 +184,7 @@ def start_child(
         candidate.status, candidate.reason = NOT_INSTALLED, "not installed"
         return candidate, None
     stderr = workdir / f"{label or config.name}.stderr"
-    command = [
-        sys.executable,
-        "-m",
-        module,
-        *extra,
-        "--model",
-        str(exported.model_path),
-        "--batches",
-        str(exported.batches_path),
-        "--jit",
-        str(config.jit),
-        "--seconds",
-        str(seconds),
-        "--rounds",
-        str(rounds),
-        "--warmup",
-        str(warmup),
-        "--serve",
-    ]
-    for module in exported.modules:
-        command += ["--import", module]
-    if torch_threads:
-        command += ["--torch-threads", str(torch_threads)]
+    command = _command(module, extra, exported, config, seconds, rounds, warmup, torch_threads)
     env = dict(
         os.environ, KERAS_BACKEND=config.backend, PYTHONPATH=child_path(), TF_CPP_MIN_LOG_LEVEL="2"
     )

@@ -3,6 +3,6 @@ device and backend in use, each in a fresh process on a cached sample of real ba
 only — beside the run's own policy (docs/speed-of-light.md)."""
 
 from advisor.experiments.precision.result import PolicyResult, PrecisionResult
-from advisor.experiments.precision.runner import POLICIES, measure_precision
+from advisor.experiments.precision.runner import MAX_SECONDS, POLICIES, measure_precision
 
-__all__ = ["POLICIES", "PolicyResult", "PrecisionResult", "measure_precision"]
+__all__ = ["MAX_SECONDS", "POLICIES", "PolicyResult", "PrecisionResult", "measure_precision"]
