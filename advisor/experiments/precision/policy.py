@@ -28,17 +28,20 @@ def _rewrite(node: Any, own: str, target: str) -> int:
 
 
 def layers_policy(model: Any) -> str:
-    """The policy most of the model's layers compute in (a model loaded from a file takes the
-    global policy for itself, its layers keep theirs)."""
-    names = [
-        getattr(getattr(layer, "dtype_policy", None), "name", None)
-        for layer in getattr(model, "layers", [])
-        if getattr(layer, "weights", None)
-    ]
-    names = [n for n in names if n]
-    if not names:
+    """The policy most of the model's weights compute in (a model loaded from a file takes the
+    global policy for itself, its layers keep theirs; a float32 output layer is a few weights)."""
+    weights: dict[str, int] = {}
+    for layer in getattr(model, "layers", []):
+        name = getattr(getattr(layer, "dtype_policy", None), "name", None)
+        try:
+            count = int(layer.count_params())
+        except Exception:  # noqa: BLE001 — a layer not built has no weights to count
+            count = 0
+        if name and count:
+            weights[name] = weights.get(name, 0) + count
+    if not weights:
         return getattr(getattr(model, "dtype_policy", None), "name", None) or "float32"
-    return max(set(names), key=names.count)
+    return max(weights, key=lambda n: weights[n])
 
 
 def with_policy(model: Any, target: str, keras: Any) -> Any:
