@@ -2,10 +2,11 @@
 
     python benchmarks/speed_of_light.py [--backend tensorflow] [--runs 10]
 
-Runs ``advisor.probes.speed_of_light.measure`` in fresh processes (``--runs`` of them: each pays
-what the first measurement of a fit pays, its kernels traced and compiled) with the collector's
-time limit, and prints the cost (median and maximum seconds) and, per dtype and for the
-bandwidth, the median, minimum and maximum figure and the spread (max ÷ min − 1). The numbers are
+Runs ``advisor.probes.speed_of_light.measure`` twice in each of ``--runs`` fresh processes, with
+the collector's time limit: cold (the process's first matmuls: threads started, kernels traced)
+and warm (as at a fit's end, where the framework has run), and prints the cost (median and
+maximum seconds) and, per dtype and for the bandwidth, the median, minimum and maximum figure and
+the spread (max ÷ min − 1). The numbers are
 this host's: record them in RESULTS.md with the host and its load.
 """
 
@@ -23,11 +24,12 @@ import json, sys
 import {backend}
 from advisor.probes.speed_of_light import measure
 from advisor.collectors.speed_of_light import MAX_SECONDS
-print("@" + json.dumps(measure("{backend}", "cpu", max_seconds=MAX_SECONDS).to_dict()))
+for _ in range(2):  # cold (the process's first matmuls), then warm (as after a fit)
+    print("@" + json.dumps(measure("{backend}", "cpu", max_seconds=MAX_SECONDS).to_dict()))
 """
 
 
-def one(backend: str) -> dict:
+def one(backend: str) -> list[dict]:
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", KERAS_BACKEND=backend)
     done = subprocess.run(
         [sys.executable, "-c", CHILD.format(backend=backend)],
@@ -37,8 +39,7 @@ def one(backend: str) -> dict:
         timeout=300,
         check=True,
     )
-    line = next(ln for ln in done.stdout.splitlines() if ln.startswith("@"))
-    return json.loads(line[1:])
+    return [json.loads(ln[1:]) for ln in done.stdout.splitlines() if ln.startswith("@")]
 
 
 def spread(values: list[float]) -> str:
@@ -54,18 +55,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backend", default="tensorflow")
     parser.add_argument("--runs", type=int, default=10)
     args = parser.parse_args(argv)
-    results = [one(args.backend) for _ in range(args.runs)]
-    seconds = [r["seconds"] for r in results]
+    pairs = [one(args.backend) for _ in range(args.runs)]
     print(f"{args.backend}, {args.runs} fresh processes, load {os.getloadavg()[0]:.1f}")
-    print(f"cost: median {statistics.median(seconds):.2f} s, max {max(seconds):.2f} s")
+    for index, when in enumerate(("cold", "warm")):
+        report([p[index] for p in pairs], when)
+    return 0
+
+
+def report(results: list[dict], when: str) -> None:
+    seconds = [r["seconds"] for r in results]
+    print(f"{when}: cost median {statistics.median(seconds):.2f} s, max {max(seconds):.2f} s")
     for dtype in ("float32", "bfloat16", "float16"):
         values = [r["tflops"][dtype] * 1000 for r in results if dtype in r["tflops"]]
         if values:
-            print(f"{dtype} GFLOP/s: {spread(values)}")
+            print(f"  {dtype} GFLOP/s: {spread(values)}")
     bandwidth = [r["bandwidth_gbs"] for r in results if r.get("bandwidth_gbs")]
     if bandwidth:
-        print(f"bandwidth GB/s: {spread(bandwidth)}")
-    return 0
+        print(f"  bandwidth GB/s: {spread(bandwidth)}")
 
 
 if __name__ == "__main__":

@@ -30,3 +30,14 @@ def test_mixed_float16_on_a_cpu_leads_with_the_measured_precision_finding(tmp_pa
     slowdown = re.search(r"float32 trains ([0-9.]+)×", g508.message)
     assert slowdown is not None and float(slowdown.group(1)) > 1.5, g508.message
     assert report.fact("speed_of_light.fraction") is not None
+
+
+def test_a_healthy_float32_fit_stays_quiet_and_carries_its_fraction(tmp_path, monkeypatch):
+    monkeypatch.setenv("ADVISOR_SCENARIO_SECONDS", "15")
+    (expected,) = suite.scenarios(["healthy"])
+    suite.run(expected, tmp_path / "runs", timeout_s=600)
+    report = suite.diagnose(tmp_path / "runs")
+    assert suite.score(expected, report).flagged == []
+    codes = {f.code: f.status for f in report.findings}
+    assert codes["G507"] == "pass" and codes["G508"] == "unknown"  # float32: no what-if ran
+    assert 0 < report.fact("speed_of_light.fraction") < 1
