@@ -133,8 +133,8 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
     if measured:
         out["speed_of_light.best_dtype"] = max(measured, key=lambda d: measured[d])
     achieved = _achieved_tflops(facts)
-    dtype = out.get("speed_of_light.dtype")
-    attainable = measured.get(dtype) if isinstance(dtype, str) else None
+    run_dtype = out.get("speed_of_light.dtype")
+    attainable = measured.get(run_dtype) if isinstance(run_dtype, str) else None
     if achieved is None or attainable is None:
         return out
     out["speed_of_light.achieved_tflops"] = achieved
@@ -162,9 +162,15 @@ def _seconds(facts: dict[str, Any], name: str) -> float:
     return float(value) if isinstance(value, (int, float)) and value > 0 else 0.0
 
 
-def _gain_seconds(compute: float, speedup: Any) -> float:
+def _measured(facts: dict[str, Any], speedup: str, outside: str) -> float:
+    """A measured speedup (×) when its gain is outside its noise band, else 0."""
+    value = facts.get(speedup)
+    return float(value) if facts.get(outside) is True and isinstance(value, (int, float)) else 0.0
+
+
+def _gain_seconds(compute: float, speedup: float) -> float:
     """Seconds of ``compute`` a measured ``speedup`` (×) would save."""
-    if not isinstance(speedup, (int, float)) or speedup <= 1.0 or compute <= 0:
+    if speedup <= 1.0 or compute <= 0:
         return 0.0
     return compute * (1.0 - 1.0 / speedup)
 
@@ -185,18 +191,16 @@ def gap_reasons(facts: dict[str, Any], fraction: float) -> dict[str, Any]:
     gap = max(0.0, wall - own - steps * min(1.0, fraction))
     compile_s = _seconds(facts, "compile.seconds") or _seconds(facts, "time.startup.seconds")
     spe_gain = max(
-        (
-            facts.get(f"whatif.steps_per_execution_{n}.speedup") or 0.0
-            for n in (8, 32)
-            if facts.get(f"whatif.steps_per_execution_{n}.outside_band")
-        ),
-        default=0.0,
+        _measured(
+            facts,
+            f"whatif.steps_per_execution_{n}.speedup",
+            f"whatif.steps_per_execution_{n}.outside_band",
+        )
+        for n in (8, 32)
     )
     dtype_gain = max(
-        facts.get("precision.best_speedup") if facts.get("precision.outside_band") else 0.0,
-        facts.get("precision.own_slowdown")
-        if facts.get("precision.own_slowdown_outside_band")
-        else 0.0,
+        _measured(facts, "precision.best_speedup", "precision.outside_band"),
+        _measured(facts, "precision.own_slowdown", "precision.own_slowdown_outside_band"),
     )
     reasons = {
         "input wait": input_wait,
@@ -208,13 +212,11 @@ def gap_reasons(facts: dict[str, Any], fraction: float) -> dict[str, Any]:
         "dispatch overhead": _gain_seconds(compute, spe_gain),
         "dtype": _gain_seconds(compute, dtype_gain),
     }
-    ranked = sorted(
-        ({"reason": k, "seconds": v} for k, v in reasons.items() if v >= 0.01),
-        key=lambda r: -float(r["seconds"]),
-    )
-    for row in ranked:
-        row["share"] = float(row["seconds"]) / gap if gap > 0 else None
-    explained = sum(float(r["seconds"]) for r in ranked)
+    ordered = sorted(((v, k) for k, v in reasons.items() if v >= 0.01), reverse=True)
+    ranked: list[dict[str, Any]] = [
+        {"reason": k, "seconds": v, "share": v / gap if gap > 0 else None} for v, k in ordered
+    ]
+    explained = sum(v for v, _ in ordered)
     unexplained = max(0.0, gap - explained)
     out: dict[str, Any] = {
         "speed_of_light.gap_seconds": gap,
@@ -225,7 +227,5 @@ def gap_reasons(facts: dict[str, Any], fraction: float) -> dict[str, Any]:
         out["speed_of_light.unexplained_share"] = unexplained / gap
     if ranked:
         out["speed_of_light.top_reason"] = ranked[0]["reason"]
-        out["speed_of_light.reasons_text"] = ", ".join(
-            f"{r['reason']} {float(r['seconds']):.1f} s" for r in ranked
-        )
+        out["speed_of_light.reasons_text"] = ", ".join(f"{k} {v:.1f} s" for v, k in ordered)
     return out
