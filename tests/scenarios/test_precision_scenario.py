@@ -39,5 +39,5 @@ def test_a_healthy_float32_fit_stays_quiet_and_carries_its_fraction(tmp_path, mo
     report = suite.diagnose(tmp_path / "runs")
     assert suite.score(expected, report).flagged == []
     codes = {f.code: f.status for f in report.findings}
-    assert codes["G507"] == "pass" and codes["G508"] == "unknown"  # float32: no what-if ran
+    assert codes["G507"] == "pass" and codes["G508"] == "n/a"  # float32: no mixed policy
     assert 0 < report.fact("speed_of_light.fraction") < 1
