@@ -27,7 +27,7 @@ def test_import_contracts_hold():
 
 def test_collectors_reach_each_experiment_through_its_package():
     """A collector starts an experiment through ``advisor.experiments.baseline``, ``.whatif``,
-    ``.memory`` or ``.backends`` (their ``__init__``), never through the experiment's inner
+    ``.memory``, ``.backends`` or ``.precision`` (their ``__init__``), never through the experiment's inner
     modules; the options read the experiments' defaults from ``advisor.experiments.settings``."""
     import grimp
 
@@ -37,6 +37,7 @@ def test_collectors_reach_each_experiment_through_its_package():
         "advisor.experiments.whatif",
         "advisor.experiments.backends",
         "advisor.experiments.memory",
+        "advisor.experiments.precision",
         "advisor.experiments.settings",
     }
     collectors = graph.find_descendants("advisor.collectors") | {"advisor.collectors"}

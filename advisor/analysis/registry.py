@@ -46,6 +46,8 @@ AREAS: tuple[str, ...] = (
     "trace",
     "whatif",
     "backends",
+    "precision",
+    "speed_of_light",
     "scaling",
     "store",
     "cloud",

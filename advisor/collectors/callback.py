@@ -104,6 +104,10 @@ class AdvisorCallback(RunLifecycle, KerasCallbackProtocol):
         whatif_rounds: interleaved rounds of the what-if (each gain's band comes from them).
         whatif_seconds: measure the rounds for about this long in all, then stop (None: use what the
             allowance leaves after preparing); ``whatif_max_seconds`` still caps it all.
+        speed_of_light: at train end, measure what this device sustains (matmul FLOP/s per dtype,
+            memory bandwidth; under a second, cached per host, device and framework in the store)
+            and the model's FLOPs per sample, for the fraction of speed of light. See
+            docs/speed-of-light.md.
         cloudwatch_namespace: publish samples/s, samples/$ and utilization to CloudWatch.
         mlflow: log samples/s, samples/$, utilization and energy to the active MLflow run at every
             window end (off the training thread), and the report and plots at the end.
@@ -167,6 +171,7 @@ class AdvisorCallback(RunLifecycle, KerasCallbackProtocol):
         whatif_max_seconds: float | None = None,
         whatif_rounds: int = WHATIF_ROUNDS,
         whatif_seconds: float | None = None,
+        speed_of_light: bool = True,
         cloudwatch_namespace: str | None = None,
         mlflow: bool = False,
         **deprecated: Any,

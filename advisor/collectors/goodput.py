@@ -46,6 +46,8 @@ log = logging.getLogger("advisor")
 MEASURE_COLLECTORS = {
     "baseline": "advisor_measure",
     "whatif": "advisor_measure",
+    "precision": "advisor_measure",
+    "speed_of_light": "advisor_measure",
     "profiler": "profile",
 }
 # A batch hook above this share of the step is tried in the baseline's "hooks" arm.

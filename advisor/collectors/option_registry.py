@@ -18,6 +18,7 @@ from advisor.collectors import (
     pipeline,
     profiler,
     selection,
+    speed_of_light,
     throughput,
     whatif,
 )
@@ -38,6 +39,7 @@ GROUPS: tuple[tuple[str, tuple[Option, ...]], ...] = (
     ("memory", memory.OPTIONS + memory_batch.OPTIONS),
     ("goodput", goodput.OPTIONS),
     ("whatif", whatif.OPTIONS),
+    ("speed_of_light", speed_of_light.OPTIONS),
     ("cloudwatch", cloudwatch.OPTIONS),
     ("mlflow", mlflow.OPTIONS),
 )

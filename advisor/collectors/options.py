@@ -101,6 +101,7 @@ class AdvisorOptions:
     whatif_max_seconds: float | None = None
     whatif_rounds: int = WHATIF_ROUNDS
     whatif_seconds: float | None = None
+    speed_of_light: bool = True
     cloudwatch_namespace: str | None = None
     mlflow: bool = False
 

@@ -109,6 +109,19 @@ def _whatif(o: AdvisorOptions) -> Collector:
     )
 
 
+def _speed_of_light(o: AdvisorOptions) -> Collector:
+    from advisor.collectors.speed_of_light import SpeedOfLightCollector
+
+    return SpeedOfLightCollector()
+
+
+def _precision(o: AdvisorOptions) -> Collector:
+    from advisor.collectors.precision import PrecisionCollector
+    from advisor.collectors.whatif import AUTO
+
+    return PrecisionCollector(o.whatif or AUTO, max_seconds=o.whatif_max_seconds)
+
+
 def _cloudwatch(o: AdvisorOptions) -> Collector:
     from advisor.collectors.sinks.cloudwatch import CloudWatchCollector
 
@@ -135,6 +148,8 @@ FACTORIES: dict[str, Callable[[AdvisorOptions], Collector]] = {
     "pipeline": _pipeline,
     "memory": _memory,
     "whatif": _whatif,  # after the baseline: it reads the input's measured cost
+    "speed_of_light": _speed_of_light,  # after the measurements: it shares no core with them
+    "precision": _precision,  # after the speed of light: it reads the fraction
     "batch_memory": _batch_memory,  # last: it trains at larger batches after everything else
     "cloudwatch": _cloudwatch,
     "mlflow": _mlflow,
@@ -153,6 +168,8 @@ DEFAULTS: dict[str, Callable[[AdvisorOptions], bool]] = {
     "pipeline": lambda o: o.pipeline,
     "memory": lambda o: o.memory,
     "whatif": lambda o: o.whatif is not None,
+    "speed_of_light": lambda o: o.speed_of_light,
+    "precision": lambda o: o.whatif is not None,
     "batch_memory": lambda o: o.batch_memory,
     "cloudwatch": lambda o: o.cloudwatch_namespace is not None,
     "mlflow": lambda o: o.mlflow,

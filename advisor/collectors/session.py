@@ -95,6 +95,7 @@ class Notes:
     baseline_seconds: float = 0.0  # baseline: how long it trained (not the user's training)
     whatif: WhatIfResult | None = None  # whatif: what it measured
     whatif_seconds: float = 0.0  # whatif: how long it trained (not the user's training)
+    speed_of_light_fraction: float | None = None  # speed_of_light: training's rough fraction
     slow_batch_hooks: list[tuple[str, Any]] = field(
         default_factory=list
     )  # budget: ("Class.hook", the hook)

@@ -25,8 +25,9 @@ BASELINE_MAX_SECONDS = 30.0
 # default allowance — the smaller of WHATIF_FIT_SHARE of the fit and WHATIF_MAX_SECONDS.
 WHATIF_NAMES = WHATIF_CANDIDATES
 # What-ifs that run outside the training process, named among the candidates: "backends" measures
-# the model on every Keras backend × compile mode in fresh processes (experiments/backends/).
-WHATIF_PROCESS_NAMES = ("backends",)
+# the model on every Keras backend × compile mode in fresh processes (experiments/backends/),
+# "precision" at every dtype policy on the run's own backend (experiments/precision/).
+WHATIF_PROCESS_NAMES = ("backends", "precision")
 WHATIF_ROUNDS = 6
 WHATIF_FIT_SHARE = 0.10
 WHATIF_MAX_SECONDS = 60.0
@@ -89,7 +90,12 @@ class WhatIfPlan:
     @property
     def backends(self) -> bool:
         """The backend what-if (every Keras backend x compile mode, in fresh processes)."""
-        return any(n in WHATIF_PROCESS_NAMES for n in self.names)
+        return "backends" in self.names
+
+    @property
+    def precision(self) -> bool:
+        """The precision what-if asked for by name (every dtype policy, in fresh processes)."""
+        return "precision" in self.names
 
     @property
     def in_process(self) -> str | tuple[str, ...] | None:

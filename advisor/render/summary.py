@@ -37,6 +37,7 @@ SECTIONS: list[tuple[str, list[tuple[str, str, str]]]] = [
             ("epoch time (mean, first epoch out)", "time.epoch_s.mean", "s"),
             ("first epoch", "time.first_epoch_s", "s"),
             ("validation share of epoch", "time.val_fraction", "pct"),
+            ("fraction of speed of light", "speed_of_light.fraction", "sol"),
         ],
     ),
     (
@@ -148,6 +149,14 @@ def _fmt(kind: str, name: str, facts: dict[str, Any]) -> str | None:
     if kind == "mem":
         source = facts.get("gpu.mem.peak_source")
         return percent(float(value), fraction=True) + (f" ({source})" if source else "")
+    if kind == "sol":  # measured on this host, unlike MFU's datasheet peak
+        attainable, dtype = (
+            facts.get("speed_of_light.attainable_tflops"),
+            facts.get("speed_of_light.dtype"),
+        )
+        device = facts.get("speed_of_light.device") or "device"
+        of = f" of {float(attainable):.3g} TFLOP/s" if attainable else ""
+        return f"{percent(float(value), fraction=True)}{of} at {dtype} (this {device}, measured)"
     if kind == "mfu":
         method = facts.get("model.flops_method")
         return percent(float(value), fraction=True) + (f" (FLOPs by {method})" if method else "")

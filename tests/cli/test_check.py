@@ -125,6 +125,8 @@ def test_selection_by_prefix_and_ignore(store, tmp_path):
         "G504",
         "G505",
         "G506",
+        "G507",
+        "G508",
         "G560",
         "P701",
         "P703",
@@ -375,7 +377,7 @@ def test_export_rule_rules_schema(store, tmp_path):
     listed = runner.invoke(cli, ["rules", "--format", "json"]).stdout
     assert len(json.loads(listed)) == N_RULES
     g5 = runner.invoke(cli, ["rules", "--section", "g5"]).stdout
-    assert f"9 of {N_RULES} rules" in g5 and "G551" in g5 and "G560" in g5 and "M101" not in g5
+    assert f"11 of {N_RULES} rules" in g5 and "G551" in g5 and "G560" in g5 and "M101" not in g5
     errors = json.loads(
         runner.invoke(cli, ["rules", "--severity", "error", "--format", "json"]).stdout
     )

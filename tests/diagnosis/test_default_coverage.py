@@ -36,6 +36,7 @@ ACCELERATOR_OR_SWEEP = {
     "G501",
     "G503",
     "G506",
+    "G508",  # the dtype policy slows the device: a float32 run has no mixed policy to judge
     "G550",
     "D601",
     "D603",
@@ -134,7 +135,7 @@ def test_unknown_rules_are_few_and_say_what_would_decide_them(report):
 
 def test_rules_that_do_not_apply_are_accelerator_and_sweep_rules(report):
     not_applicable = {f.code for f in report.findings if f.status == "n/a"}
-    assert len(not_applicable) <= 19 and not_applicable <= ACCELERATOR_OR_SWEEP, sorted(
+    assert len(not_applicable) <= 20 and not_applicable <= ACCELERATOR_OR_SWEEP, sorted(
         not_applicable
     )
     cov = report.coverage

@@ -160,7 +160,10 @@ def _fit(model: Any, feed: Feed, keras: Any, steps: int) -> tuple[int, float]:
     return epochs * per_epoch, clock.seconds
 
 
-def measure(args: argparse.Namespace) -> dict[str, Any]:
+Rebuild = Any  # (model, keras) -> the model to measure: another experiment's change
+
+
+def measure(args: argparse.Namespace, rebuild: Rebuild = None) -> dict[str, Any]:
     backend = os.environ.get("KERAS_BACKEND", "tensorflow")
     out: dict[str, Any] = {"backend": backend, "jit": args.jit, "rounds": [], "pid": os.getpid()}
     started = time.perf_counter()
@@ -190,6 +193,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     timer = time.perf_counter()
     try:
         model = _load(Path(args.model), keras)
+        if rebuild is not None:
+            model = rebuild(model, keras)
         _recompile(model, args.jit)
     except Stop:
         raise
@@ -294,10 +299,12 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, rebuild: Rebuild = None) -> int:
+    """Measure as the arguments say; ``rebuild`` changes the loaded model first (the precision
+    what-if's child sets a dtype policy with it)."""
     args = parse(argv)
     try:
-        result = measure(args)
+        result = measure(args, rebuild)
         result["status"] = "measured"
     except Stop as stop:
         result = {"status": stop.status, "reason": stop.reason}

@@ -124,28 +124,22 @@ class Child:
                     pass
 
 
-def start_child(
+def _command(
+    module: str,
+    extra: tuple[str, ...],
     exported: Exported,
     config: Config,
-    workdir: Path,
-    *,
     seconds: float,
     rounds: int,
     warmup: float,
-    timeout: float,
-    torch_threads: int | None = None,
-) -> tuple[BackendCandidate, Child | None]:
-    """One candidate in a fresh process, waited for until it is warm (its group killed on
-    timeout); never raises for the child. The child is returned when it waits for rounds."""
-    candidate = BackendCandidate(config)
-    if not installed(config.backend):
-        candidate.status, candidate.reason = NOT_INSTALLED, "not installed"
-        return candidate, None
-    stderr = workdir / f"{config.name}.stderr"
+    torch_threads: int | None,
+) -> list[str]:
+    """The child's command line."""
     command = [
         sys.executable,
         "-m",
-        "advisor.experiments.backends.child",
+        module,
+        *extra,
         "--model",
         str(exported.model_path),
         "--batches",
@@ -160,10 +154,37 @@ def start_child(
         str(warmup),
         "--serve",
     ]
-    for module in exported.modules:
-        command += ["--import", module]
+    for name in exported.modules:
+        command += ["--import", name]
     if torch_threads:
         command += ["--torch-threads", str(torch_threads)]
+    return command
+
+
+def start_child(
+    exported: Exported,
+    config: Config,
+    workdir: Path,
+    *,
+    seconds: float,
+    rounds: int,
+    warmup: float,
+    timeout: float,
+    torch_threads: int | None = None,
+    module: str = "advisor.experiments.backends.child",
+    extra: tuple[str, ...] = (),
+    label: str | None = None,
+) -> tuple[BackendCandidate, Child | None]:
+    """One candidate in a fresh process, waited for until it is warm (its group killed on
+    timeout); never raises for the child. The child is returned when it waits for rounds.
+    ``module`` is the child's entry point, ``extra`` its further arguments, ``label`` the name
+    of its stderr file (another experiment's children: the precision what-if's)."""
+    candidate = BackendCandidate(config)
+    if not installed(config.backend):
+        candidate.status, candidate.reason = NOT_INSTALLED, "not installed"
+        return candidate, None
+    stderr = workdir / f"{label or config.name}.stderr"
+    command = _command(module, extra, exported, config, seconds, rounds, warmup, torch_threads)
     env = dict(
         os.environ, KERAS_BACKEND=config.backend, PYTHONPATH=child_path(), TF_CPP_MIN_LOG_LEVEL="2"
     )

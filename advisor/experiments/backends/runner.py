@@ -69,7 +69,9 @@ def choose(candidates: str | Sequence[str] | None, own: Config) -> list[Config]:
     return [own] + [c for c in dict.fromkeys(chosen) if c != own]
 
 
-def _run_rounds(children: list[Child], rounds: int, seconds: float, deadline: float) -> str | None:
+def run_child_rounds(
+    children: list[Child], rounds: int, seconds: float, deadline: float
+) -> str | None:
     """``rounds`` passes, each a round of every live child in turn (the own first); returns why
     it stopped early, if it did. A child whose round fails or does not answer is failed and
     killed."""
@@ -160,7 +162,7 @@ def measure_exported(
             if child is not None:
                 candidate.status = MEASURING
                 children.append(child)
-        stopped = _run_rounds(children, rounds, seconds, deadline)
+        stopped = run_child_rounds(children, rounds, seconds, deadline)
         if stopped:
             result.stopped = result.stopped or stopped
     finally:

@@ -43,6 +43,7 @@ def headline(report: Report) -> str:
         ("throughput.samples_per_s", "samples/s", lambda v: readable(v, 1)),
         ("cost.samples_per_dollar", "samples/$", count_text),
         ("throughput.measured_steps", "measured steps", lambda v: readable(v, 0)),
+        ("speed_of_light.fraction", "of speed of light", lambda v: percent(v, fraction=True)),
     ):
         if name in facts:
             parts.append(f"{show(fact_value(facts, name))} {unit}")
