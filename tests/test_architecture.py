@@ -27,8 +27,9 @@ def test_import_contracts_hold():
 
 def test_collectors_reach_each_experiment_through_its_package():
     """A collector starts an experiment through ``advisor.experiments.baseline``, ``.whatif``,
-    ``.memory``, ``.backends`` or ``.precision`` (their ``__init__``), never through the experiment's inner
-    modules; the options read the experiments' defaults from ``advisor.experiments.settings``."""
+    ``.memory``, ``.backends`` or ``.precision`` (their ``__init__``), never through the
+    experiment's inner modules; the options read the experiments' defaults from
+    ``advisor.experiments.settings``."""
     import grimp
 
     graph = grimp.build_graph("advisor", exclude_type_checking_imports=True)

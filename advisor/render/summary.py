@@ -96,52 +96,79 @@ SECTIONS: list[tuple[str, list[tuple[str, str, str]]]] = [
 ]
 
 
-def _fmt(kind: str, name: str, facts: dict[str, Any]) -> str | None:
-    value = facts.get(name)
-    if kind == "pct3":
-        keys = (
-            "throughput.samples_per_s.p10",
-            "throughput.samples_per_s.p50",
-            "throughput.samples_per_s.p90",
-        )
-        if not all(k in facts for k in keys):
-            return None
-        return " · ".join(fmt_number(facts[k]) for k in keys)
-    if kind == "changes":
-        from advisor.diagnosis.phrases import say_changes
+def _fmt_pct3(value: Any, facts: dict[str, Any]) -> str | None:
+    keys = (
+        "throughput.samples_per_s.p10",
+        "throughput.samples_per_s.p50",
+        "throughput.samples_per_s.p90",
+    )
+    if not all(k in facts for k in keys):
+        return None
+    return " · ".join(fmt_number(facts[k]) for k in keys)
 
-        if not isinstance(value, list):
-            return None
-        cost = facts.get("input.bound_fraction")
-        if not value and isinstance(cost, (int, float)) and cost > 0:
-            if facts.get("input.bound_outside_band"):
-                # nothing in the graph to change, yet the input measurably costs time
-                return (
-                    f"none found in the pipeline's graph, yet the input costs "
-                    f"{percent(float(cost), fraction=True)} of step time: see the findings"
-                )
-        return say_changes(value)
-    if kind == "util3":
-        keys = ("gpu.util.p5", "gpu.util.p50", "gpu.util.p95")
-        if not all(k in facts for k in keys):
-            return None
-        return " · ".join(percent(facts[k], 0) for k in keys)
-    if kind == "step":
-        if value is None:
-            return None
-        return f"{value:.2f} ± {facts.get('steps.time_ms.std', 0.0):.2f} ms"
-    if kind == "band":  # the baseline's input cost with its noise band and verdict
-        if value is None:
-            return None
-        band, verdict = facts.get("input.bound_band"), facts.get("input.bound_verdict")
-        rounds = facts.get("baseline.rounds")
-        text = percent(float(value), fraction=True) + (
-            f" ± {percent(float(band), fraction=True)}" if band is not None else ""
-        )
-        details = [str(v) for v in (verdict, f"{rounds} rounds" if rounds else None) if v]
-        return text + (f" ({', '.join(details)})" if details else "")
+
+def _fmt_changes(value: Any, facts: dict[str, Any]) -> str | None:
+    from advisor.diagnosis.phrases import say_changes
+
+    if not isinstance(value, list):
+        return None
+    cost = facts.get("input.bound_fraction")
+    if not value and isinstance(cost, (int, float)) and cost > 0:
+        if facts.get("input.bound_outside_band"):
+            # nothing in the graph to change, yet the input measurably costs time
+            return (
+                f"none found in the pipeline's graph, yet the input costs "
+                f"{percent(float(cost), fraction=True)} of step time: see the findings"
+            )
+    return say_changes(value)
+
+
+def _fmt_util3(value: Any, facts: dict[str, Any]) -> str | None:
+    keys = ("gpu.util.p5", "gpu.util.p50", "gpu.util.p95")
+    if not all(k in facts for k in keys):
+        return None
+    return " · ".join(percent(facts[k], 0) for k in keys)
+
+
+def _fmt_step(value: Any, facts: dict[str, Any]) -> str | None:
     if value is None:
         return None
+    return f"{value:.2f} ± {facts.get('steps.time_ms.std', 0.0):.2f} ms"
+
+
+def _fmt_band(value: Any, facts: dict[str, Any]) -> str | None:
+    """The baseline's input cost with its noise band and verdict."""
+    if value is None:
+        return None
+    band, verdict = facts.get("input.bound_band"), facts.get("input.bound_verdict")
+    rounds = facts.get("baseline.rounds")
+    text = percent(float(value), fraction=True) + (
+        f" ± {percent(float(band), fraction=True)}" if band is not None else ""
+    )
+    details = [str(v) for v in (verdict, f"{rounds} rounds" if rounds else None) if v]
+    return text + (f" ({', '.join(details)})" if details else "")
+
+
+# Kinds that read other facts beside their own (or none of their own).
+_COMPOUND = {
+    "pct3": _fmt_pct3,
+    "changes": _fmt_changes,
+    "util3": _fmt_util3,
+    "step": _fmt_step,
+    "band": _fmt_band,
+}
+
+
+def _fmt(kind: str, name: str, facts: dict[str, Any]) -> str | None:
+    value = facts.get(name)
+    if kind in _COMPOUND:
+        return _COMPOUND[kind](value, facts)
+    if value is None:
+        return None
+    return _fmt_value(kind, value, facts)
+
+
+def _fmt_value(kind: str, value: Any, facts: dict[str, Any]) -> str:
     if kind == "num3":
         return f"{float(value):.3f}"
     if kind == "memory":

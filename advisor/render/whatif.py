@@ -27,13 +27,13 @@ def whatif_rows(facts: Facts) -> list[dict[str, Any]]:
 
 
 def shared_host_note(facts: Facts) -> str | None:
-    """What every measured gain of a run on a shared host carries (I204), or None."""
+    """What every measured gain of a run on a shared host carries (I250), or None."""
     shared = fact_value(facts, "host.shared_cpu_fraction")
     if not isinstance(shared, (int, float)):
         return None
     return (
         f"measured on a shared host: other processes used up to {percent(shared, 0, fraction=True)}"
-        " of its CPU meanwhile (I204)"
+        " of its CPU meanwhile (I250)"
     )
 
 

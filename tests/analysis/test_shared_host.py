@@ -1,5 +1,5 @@
 """A shared host: the share of the CPU other processes took (recorded telemetry, by hand), the
-finding that says so (I204), the rules that soften on it saying why, and the note beside every
+finding that says so (I250), the rules that soften on it saying why, and the note beside every
 measured gain in the text report. A real busy host: tests/collectors/test_model_probe_fit.py."""
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def test_i204_names_the_share_and_the_softened_rules_say_why():
         "context.host_cpu_count": 2,
         "gpu.present": False,
     }
-    i204 = evaluate(RULES["I204"], facts)
+    i204 = evaluate(RULES["I250"], facts)
     assert i204.status == "fail" and i204.severity == "info" and not i204.impact
     assert i204.message.startswith(
         "other processes used 56% of the host's CPU while this job trained (60% or more in a "
@@ -65,7 +65,7 @@ def test_i204_names_the_share_and_the_softened_rules_say_why():
     unstable = {**facts, "throughput.cv": 0.4, "throughput.stability_windows": 10}
     m103 = evaluate(RULES["M103"], unstable)
     assert m103.status == "fail" and m103.severity == "info"
-    assert "the host was shared" in m103.message and "(I204)" in m103.message
+    assert "the host was shared" in m103.message and "(I250)" in m103.message
     alone = {k: v for k, v in unstable.items() if k != "host.shared_cpu_fraction"}
     alone["host.others_cpu_fraction"] = alone["host.others_cpu_p90"] = 0.01
     assert "shared" not in evaluate(RULES["M103"], alone).message
@@ -76,13 +76,13 @@ def test_every_measured_gain_in_the_text_report_carries_the_shared_host(tmp_path
     lines = shared.splitlines()
     after_gains = [lines[i + 1] for i, line in enumerate(lines) if "measured: " in line]
     assert after_gains, shared
-    note = "measured on a shared host: other processes used up to 56% of its CPU meanwhile (I204)"
+    note = "measured on a shared host: other processes used up to 56% of its CPU meanwhile (I250)"
     assert all(line.strip() == f"({note})" for line in after_gains), after_gains
-    assert "I204 shared-host" in shared
+    assert "I250 shared-host" in shared
     heading = shared[shared.index("Measured what-if") :].split("\n\n")[0]
     assert note in " ".join(heading.split()), heading
     quiet = render(diagnose(_run_with_host(tmp_path / "quiet", 0.0)), "text")
-    assert "shared host" not in quiet and "I204 shared-host" not in quiet
+    assert "shared host" not in quiet and "I250 shared-host" not in quiet
 
 
 def test_steal_time_is_a_fact_when_the_samples_carry_it(tmp_path):

@@ -1,4 +1,4 @@
-"""Speed-of-light and precision records → facts → G507 / G508 / G501: written as the collectors
+"""Speed-of-light and precision records → facts → G552 / G553 / G501: written as the collectors
 write them (a context record of the device's measured ceilings and the FLOPs; one of the precision
 what-if's rounds per policy), derived through the registry, judged by the real rules."""
 
@@ -87,15 +87,15 @@ def test_without_flops_there_is_no_fraction_and_g507_says_unknown(tmp_path):
     del values["model.flops_per_sample"]
     facts = _run(tmp_path, values)
     assert "speed_of_light.fraction" not in facts
-    assert _rule("G507", facts).status == "unknown"
+    assert _rule("G552", facts).status == "unknown"
 
 
 def test_g507_fails_far_below_and_passes_near_the_speed_of_light(tmp_path):
     far = _run(tmp_path / "far", _ceilings(float32=10.0))  # 1e-4 of it
-    assert _rule("G507", far).status == "fail"
-    assert "0.01%" in _rule("G507", far).message
+    assert _rule("G552", far).status == "fail"
+    assert "0.01%" in _rule("G552", far).message
     near = _run(tmp_path / "near", _ceilings(float32=0.002))  # half of it
-    assert _rule("G507", near).status == "pass"
+    assert _rule("G552", near).status == "pass"
 
 
 def _precision(own: str, rates: dict[str, list[float]], skipped: dict[str, str] = {}) -> dict:
@@ -125,7 +125,7 @@ def test_g508_fails_when_float32_beats_the_runs_mixed_policy_beyond_its_band(tmp
     assert facts["precision.own_slowdown"] == 3.0
     assert facts["precision.best"] == "mixed_bfloat16"
     assert facts["precision.loss_scale_overhead"] == 0.75
-    finding = _rule("G508", facts)
+    finding = _rule("G553", facts)
     assert finding.status == "fail" and finding.severity == "error"
     assert "3.00×" in finding.message
     # the dtype is the measured reason that explains most of the gap, in seconds
@@ -168,7 +168,7 @@ def test_g508_passes_within_noise_and_g501_fails_on_a_cpu_where_bfloat16_gains(t
     assert "precision.own_slowdown" not in facts  # a float32 run has nothing to be slower than
     assert facts["precision.mixed_best"] == "mixed_bfloat16"
     assert "mixed_float16: the allowance ran out" in facts["precision.not_measured"]
-    assert _rule("G508", facts).status == "n/a"  # a float32 run has no mixed policy to judge
+    assert _rule("G553", facts).status == "n/a"  # a float32 run has no mixed policy to judge
     g501 = _rule("G501", facts)
     assert g501.status == "fail" and "mixed_bfloat16 trains 1.60×" in g501.message
 

@@ -125,13 +125,10 @@ def test_selection_by_prefix_and_ignore(store, tmp_path):
         "G504",
         "G505",
         "G506",
-        "G507",
-        "G508",
         "G560",
         "P701",
         "P703",
         "P704",
-        "P705",
     }
     result = check(
         str(run),

@@ -118,14 +118,14 @@ def test_a_numpy_image_fit_reads_the_model_and_prints_no_retracing_notice(tmp_pa
     assert facts["model.augmentation_layers"] == ["RandomFlip", "RandomRotation"]
     assert facts["model.preprocessing_layers"] == ["Rescaling", "RandomFlip", "RandomRotation"]
     assert facts["model.config_problem_count"] == 1
-    p705 = evaluate(RULES["P705"], facts)
+    p705 = evaluate(RULES["P750"], facts)
     assert p705.status == "fail" and "Lookup (layer): no get_config()" in p705.message
     assert evaluate(RULES["C403"], facts).status == "n/a"  # augmentation is already inside
     assert facts["context.input_kind"] == "numpy"
     assert fix_contexts(facts)[0] == "input:numpy"
     epoch_fix = RULES["M154"].fix_in(facts).source
     assert "from_tensor_slices((x, y))" in epoch_fix and "persistent_workers" not in epoch_fix
-    with pytest.raises(NotImplementedError):  # what P705 says: Keras cannot save it
+    with pytest.raises(NotImplementedError):  # what P750 says: Keras cannot save it
         model.save(tmp_path / "model.keras")
 
 
@@ -150,7 +150,7 @@ BURNER = "import time\nwhile True:\n    sum(i * i for i in range(10000))\n"
 
 def test_a_cpu_burning_neighbour_is_measured_and_named(tmp_path):
     """A process burning a core beside a short fit: the share other processes took is at least
-    most of what the burner used (the machine's other load adds to it), and I204 says so."""
+    most of what the burner used (the machine's other load adds to it), and I250 says so."""
     rng = np.random.default_rng(2)
     x, y = rng.random((4096, 64)).astype("float32"), rng.random((4096, 1)).astype("float32")
     model = keras.Sequential(
@@ -181,7 +181,7 @@ def test_a_cpu_burning_neighbour_is_measured_and_named(tmp_path):
     others = facts["host.others_cpu_fraction"]
     assert burner_share > 0, burner_share  # the neighbour ran (how much depends on the load)
     assert others >= 0.5 * burner_share, (others, burner_share)
-    i204 = evaluate(RULES["I204"], facts)
+    i204 = evaluate(RULES["I250"], facts)
     shared = max(others, facts["host.others_cpu_p90"]) >= 0.10
     assert i204.status == ("fail" if shared else "pass"), (i204.status, others)
     assert f"other processes used {others:.0%} of the host's CPU" in i204.message

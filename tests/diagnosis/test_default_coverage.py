@@ -36,7 +36,7 @@ ACCELERATOR_OR_SWEEP = {
     "G501",
     "G503",
     "G506",
-    "G508",  # the dtype policy slows the device: a float32 run has no mixed policy to judge
+    "G553",  # the dtype policy slows the device: a float32 run has no mixed policy to judge
     "G550",
     "D601",
     "D603",

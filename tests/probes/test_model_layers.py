@@ -156,10 +156,10 @@ def test_p705_fails_and_passes_on_what_the_probe_reads():
         values = read_model(model)
         return {**values, "model.config_problem_count": len(values["model.config_problems"])}
 
-    broken = evaluate(RULES["P705"], facts(_model(Lookup(np.ones(4)), Complete(4))))
+    broken = evaluate(RULES["P750"], facts(_model(Lookup(np.ones(4)), Complete(4))))
     assert broken.status == "fail" and "Lookup (layer)" in broken.message
     assert "Complete" not in broken.message and "get_config()" in broken.fix
-    fine = evaluate(RULES["P705"], facts(_model(Scale(), Complete(4))))
+    fine = evaluate(RULES["P750"], facts(_model(Scale(), Complete(4))))
     assert fine.status == "pass" and "Scale (layer), Complete (layer)" in fine.message
 
 

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 SATURATED_CORE = 90.0  # % of one core
 HIGH_IOWAIT = 50.0  # %
-SHARED_HOST = 0.10  # share of the host's CPU other processes used (I204's and M103's default)
+SHARED_HOST = 0.10  # share of the host's CPU other processes used (I250's and M103's default)
 
 
 def host_facts(run: Run, info: dict[int, dict[str, Any]], out: dict[str, Any]) -> None:

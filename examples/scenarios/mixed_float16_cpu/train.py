@@ -5,7 +5,7 @@ A small convolutional network (two 3×3 convolutions of 32 filters on 32×32 RGB
 float16 convolution kernels are far slower than float32's, and every layer casts its inputs, so
 each step takes several times as long (7.7× on the project's development host; benchmarks/
 RESULTS.md). The precision what-if runs by itself (the policy is not float32) and measures
-float32 and mixed_bfloat16 beside it, each in a fresh process (G508). ``KERAS_BACKEND`` chooses
+float32 and mixed_bfloat16 beside it, each in a fresh process (G553). ``KERAS_BACKEND`` chooses
 the backend.
 """
 
