@@ -235,8 +235,28 @@ def build_table(
     table = ScalingTable(
         source, sorted({p.sweep_id for p in points if p.sweep_id}), rows, list(failures or [])
     )
-    table.notes = _table_notes(rows)
+    table.notes = _table_notes(rows) + _unfinished_repeats(rows, table.failures)
     return table
+
+
+def _unfinished_repeats(rows: list[Row], failures: list[Failure]) -> list[str]:
+    """A row built from some of its repeats says so (the others are listed among the failures):
+    on the row, and as a note of the table, counting the preempted ones."""
+    notes = []
+    for row in rows:
+        mine = [f for f in failures if (f.strategy, f.workers) == (row.strategy, row.workers)]
+        if not mine:
+            continue
+        preempted = sum(1 for f in mine if (f.reason or "").startswith("preempted:"))
+        said = f"{row.runs} of {row.runs + len(mine)} repeats finished"
+        if preempted:
+            said += f", {preempted} preempted"
+        row.notes.append(said)
+        notes.append(
+            f"{row.strategy} ×{row.workers}: from its finished repeats alone ({said}; the others "
+            "are listed as failed: `advisor scale --sweep-id ID --resume` measures them)"
+        )
+    return notes
 
 
 def _first_index(points: list[Point], strategy: str) -> int:

@@ -11,6 +11,7 @@ from advisor.cli.common import runs_dir_option
 
 if TYPE_CHECKING:
     from advisor.launch.plan import Plan
+    from advisor.launch.resume import Resume
     from advisor.launch.slurm import SlurmOptions
     from advisor.store.sweep import SweepRecord
 
@@ -63,6 +64,13 @@ if TYPE_CHECKING:
 @click.option("--instance-type", default=None, help="Cloud instance type (price and samples/$).")
 @click.option("--sweep-id", default=None, help="Name of the sweep (default: sweep-<time>-<hex>).")
 @click.option(
+    "--resume",
+    is_flag=True,
+    help="With --sweep-id: run again only the configurations of that sweep that did not finish "
+    "(preempted, failed, never started), keeping the finished ones. Strategies, workers, repeats "
+    "and the command default to the sweep's.",
+)
+@click.option(
     "--gpus-per-node",
     type=click.IntRange(min=0),
     default=None,
@@ -89,7 +97,7 @@ if TYPE_CHECKING:
     show_default=True,
     help="Print the scaling report when the sweep ends.",
 )
-@click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
+@click.argument("command", nargs=-1, type=click.UNPROCESSED, required=False)
 @click.pass_context
 def command(
     ctx: click.Context,
@@ -101,6 +109,7 @@ def command(
     address: str | None,
     instance_type: str | None,
     sweep_id: str | None,
+    resume: bool,
     gpus_per_node: int | None,
     tasks_per_node: int | None,
     wait: bool | None,
@@ -116,8 +125,14 @@ def command(
     advisor scale --workers 1,2,4 --strategy multiworker --strategy jax -- python train.py
     """
     plan, runs_dir = _checked_plan(
-        ctx, command, workers_text, strategies, repeat, sweep_id, launcher, address
+        ctx, command, workers_text, strategies, repeat, sweep_id, launcher, address, resume
     )
+    resumed = _resumed(ctx, plan, runs_dir, launcher, timeout_s) if resume else None
+    if resumed is not None and not resumed.plan.configs:
+        _summary(ctx, resumed.record, runs_dir, report)
+        return
+    if resumed is not None:
+        plan = resumed.plan
     if launcher == "slurm":
         from advisor.launch.shared import check_runs_dir
         from advisor.launch.slurm import SlurmOptions, check_horovod, node_addresses, pmix_refusal
@@ -132,16 +147,20 @@ def command(
             account=account,
             extra=list(sbatch_args),
         )
-        record = _slurm(plan, runs_dir, timeout_s, instance_type, options, wait)
+        record = _slurm(plan, runs_dir, timeout_s, instance_type, options, wait, resumed)
     elif launcher == "ray":
-        record, wedged = _ray(plan, runs_dir, timeout_s, instance_type, address)
+        earlier = resumed.record if resumed is not None else None
+        record, wedged = _ray(plan, runs_dir, timeout_s, instance_type, address, earlier)
         if wedged:
             _summary_then_exit(ctx, record, runs_dir, report)
     else:
         from advisor.launch.progress import Display
         from advisor.launch.sweep import new_record, run_sweep
 
-        record = new_record(plan, "local", timeout_s, instance_type)
+        if resumed is not None:
+            record = resumed.record
+        else:
+            record = new_record(plan, "local", timeout_s, instance_type)
         with Display(record, runs_dir, measured=measured_rate) as display:
             run_sweep(plan, runs_dir, timeout_s, instance_type, display=display, record=record)
     if record is not None:
@@ -157,14 +176,28 @@ def _checked_plan(
     sweep_id: str | None,
     launcher: str,
     address: str | None,
+    resume: bool = False,
 ) -> tuple[Plan, Path]:
-    """The sweep's plan and its local store, once every check before launching has passed."""
+    """The sweep's plan and its local store, once every check before launching has passed (with
+    ``resume``: the plan of the whole sweep, what the command line leaves out taken from it)."""
     from advisor.errors import UsageError
     from advisor.launch.plan import RUN_ID_SAFE, check_available, make_plan, parse_workers
     from advisor.store.paths import resolve_runs_dir
 
     if sweep_id is not None and not RUN_ID_SAFE.match(sweep_id):
         raise UsageError(f"--sweep-id {sweep_id!r}: use letters, digits, '.', '_' and '-' only")
+    if resume:
+        from advisor.launch.resume import recorded_inputs
+        from advisor.store.paths import resolve_runs_dir as _runs
+
+        given = click.core.ParameterSource.COMMANDLINE
+        command, workers_text, strategies, repeat = recorded_inputs(
+            _runs(runs_dir_option(ctx)),
+            sweep_id,
+            (command, workers_text, strategies, repeat),
+            workers_given=ctx.get_parameter_source("workers_text") == given,
+            repeat_given=ctx.get_parameter_source("repeat") == given,
+        )
     plan = make_plan(
         list(command),
         parse_workers(workers_text),
@@ -189,11 +222,27 @@ def _checked_plan(
     runs_dir = resolve_runs_dir(runs_dir_option(ctx))
     from advisor.store.sweep import sweep_dir as _sweep_dir
 
-    if _sweep_dir(runs_dir, plan.sweep_id).exists():
+    if _sweep_dir(runs_dir, plan.sweep_id).exists() and not resume:
         raise UsageError(
-            f"sweep {plan.sweep_id} already exists in {runs_dir}; choose another --sweep-id"
+            f"sweep {plan.sweep_id} already exists in {runs_dir}; choose another --sweep-id, or "
+            "add --resume to measure the configurations that did not finish"
         )
     return plan, runs_dir
+
+
+def _resumed(
+    ctx: click.Context, plan: Plan, runs_dir: Path, launcher: str, timeout_s: float
+) -> Resume:
+    """The resumed sweep (the finished configurations kept, the others set aside), said."""
+    from advisor.launch.resume import resume
+    from advisor.store.sweep import read_sweep, sweep_dir, write_sweep
+
+    done = resume(read_sweep(sweep_dir(runs_dir, plan.sweep_id)), plan, runs_dir, launcher)
+    done.record.command, done.record.timeout_s = list(plan.command), timeout_s
+    write_sweep(runs_dir, done.record)
+    for line in done.describe():
+        click.echo(line, err=True)
+    return done
 
 
 def measured_rate(run_dir: Path) -> float | None:
@@ -233,7 +282,12 @@ def _summary(ctx: click.Context, record: SweepRecord, runs_dir: Path, report: bo
 
 
 def _ray(
-    plan: Plan, runs_dir: Path, timeout_s: float, instance_type: str | None, address: str | None
+    plan: Plan,
+    runs_dir: Path,
+    timeout_s: float,
+    instance_type: str | None,
+    address: str | None,
+    record: SweepRecord | None = None,
 ) -> tuple[SweepRecord, bool]:
     """Run the sweep on a Ray cluster (at ``address``, or a local one started for it); the record,
     and whether Ray was left wedged in this process (it did not shut down)."""
@@ -248,7 +302,7 @@ def _ray(
     from advisor.launch.shared import check_runs_dir
     from advisor.launch.sweep import new_record, run_sweep
 
-    record = new_record(plan, "ray", timeout_s, instance_type)
+    record = record or new_record(plan, "ray", timeout_s, instance_type)
     with ray_session(address, cluster_cpus(max(processes_of(c) for c in plan.configs))) as session:
         check_runs_dir(
             runs_dir, node_addresses(session.ray), lambda line: click.echo(line, err=True)
@@ -291,14 +345,18 @@ def _slurm(
     instance_type: str | None,
     options: SlurmOptions,
     wait: bool | None,
+    resumed: Resume | None = None,
 ) -> SweepRecord | None:
     """Submit the sweep; with ``wait``, follow its jobs and return the record to summarise."""
     import sys
 
     from advisor.launch.sweep import follow_sweep, submit_sweep
 
-    record = submit_sweep(plan, runs_dir, timeout_s, options, instance_type)
+    earlier = resumed.record if resumed is not None else None
+    record = submit_sweep(plan, runs_dir, timeout_s, options, instance_type, earlier)
     for rec in record.configs:
+        if resumed is not None and any(rec.run_id == k.run_id for k in resumed.kept):
+            continue
         where = f"{rec.layout}; {rec.script}"
         if rec.job_id:
             click.echo(f"{rec.strategy} ×{rec.workers}: submitted job {rec.job_id} ({where})")

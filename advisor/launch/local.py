@@ -41,6 +41,7 @@ class Outcome:
     nodes: list[str] = field(default_factory=list)  # ray: where the workers ran
     job_id: str | None = None  # ray: the driver's job
     actors: list[str] = field(default_factory=list)  # ray: each rank's actor id
+    timed_out: bool = False  # stopped by the launcher at --timeout (its SIGTERM: no preemption)
 
 
 def describe_exit(rank: int, code: int) -> str:
@@ -153,7 +154,8 @@ def _wait(
             waiting = [spec.rank for spec, proc in procs if proc.returncode is None]
             chief = procs[0][0]
             reason = f"timed out after {timeout_s:g} s (workers still running: {waiting})"
-            return Outcome("failed", elapsed, reason, "", codes, logs), log_dir / chief.log_name
+            ended = Outcome("failed", elapsed, reason, "", codes, logs, timed_out=True)
+            return ended, log_dir / chief.log_name
         if on_tick is not None:
             on_tick(elapsed)
         time.sleep(poll_s)

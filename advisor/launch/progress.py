@@ -87,7 +87,9 @@ class Display:
         self.measured = measured
         self.runs_dir = runs_dir
         self.live_mode = sys.stderr.isatty() if live is None else live
-        self._elapsed: dict[str, float] = {}
+        self._elapsed: dict[str, float] = {  # a resumed sweep's kept configurations
+            r.run_id: r.seconds for r in record.configs if r.seconds is not None
+        }
         self._rate: dict[str, float] = {}
         self._last_read = 0.0
         self._live: Any = None

@@ -359,6 +359,7 @@ def _wait(
                 f"timed out after {timeout_s:g} s (workers still running: {waiting})",
                 _tail(ray, actors[0]),
                 codes,
+                timed_out=True,
             )
         if on_tick is not None:
             on_tick(elapsed)

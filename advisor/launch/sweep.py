@@ -8,7 +8,6 @@ Ctrl-C fails the running configuration as interrupted, and the sweep ends there.
 from __future__ import annotations
 
 import logging
-import signal
 import time
 from collections.abc import Callable
 from functools import partial
@@ -114,7 +113,7 @@ def run_sweep(
     write_sweep(runs_dir, record)
     runner = runner or _local_runner(local_gpu_count())
     logs_root = sweep_dir(runs_dir, plan.sweep_id) / "logs"
-    for config, rec in zip(plan.configs, record.configs):
+    for config, rec in _records(plan, record):
         rec.status = "running"
         write_sweep(runs_dir, record)
         if display is not None:
@@ -159,8 +158,10 @@ def run_sweep(
                 horovod_timeline_path(runs_dir, plan.sweep_id, config), runs_dir / rec.run_id
             )
         if rec.status == "failed":
-            codes = {c for c in outcome.returncodes.values() if c}  # the exits seen: SIGTERM's?
-            stopped = bool(codes) and codes <= {-signal.SIGTERM, 128 + signal.SIGTERM}
+            # The run's own status says whether it was told to stop (a SIGTERM exit, a handler
+            # of the script's that exits otherwise, a Ray actor gone with no exit code seen);
+            # the launcher's own SIGTERM at a timeout is not a preemption.
+            stopped = outcome.status == "failed" and not outcome.timed_out
             rec.reason = said_preempted(run_dir, outcome.reason) if stopped else outcome.reason
             rec.log_tail = outcome.log_tail or None
             rec.hint = hint_for(outcome.log_tail or "") if outcome.log_tail else None
@@ -168,6 +169,16 @@ def run_sweep(
         if display is not None:
             display.finish(rec)
     return record
+
+
+def _records(plan: Plan, record: SweepRecord) -> list[tuple[Config, ConfigRecord]]:
+    """Each configuration of the plan with its record (a resumed sweep's plan is a part of it)."""
+    pairs = []
+    for config in plan.configs:
+        rec = record.config(config.run_id(plan.sweep_id))
+        assert rec is not None, config.label
+        pairs.append((config, rec))
+    return pairs
 
 
 def _processes(
@@ -200,6 +211,7 @@ def submit_sweep(
     timeout_s: float | None,
     options: Any = None,
     instance_type: str | None = None,
+    record: SweepRecord | None = None,
 ) -> SweepRecord:
     """Write one sbatch script per configuration, laid out to fit the partition (read first where
     Slurm can be asked), and submit each where ``sbatch`` exists, each job after the previous one
@@ -215,10 +227,10 @@ def submit_sweep(
     options.cluster = options.cluster or read_partition(options.partition, run_slurm)
     if options.gpus_per_node is None and options.cluster is not None:
         options.gpus_per_node = options.cluster.gpus_per_node
-    record = new_record(plan, "slurm", timeout_s, instance_type)
+    record = record or new_record(plan, "slurm", timeout_s, instance_type)
     root = sweep_dir(runs_dir, plan.sweep_id)
     previous: str | None = None
-    for config, rec in zip(plan.configs, record.configs):
+    for config, rec in _records(plan, record):
         script = _script_path(root, config)
         log_dir = root / "logs" / config.label
         log_dir.mkdir(parents=True, exist_ok=True)
@@ -263,7 +275,7 @@ def follow_sweep(
     runs_dir = runs_dir.resolve()
     root = sweep_dir(runs_dir, record.sweep_id)
     for rec in record.configs:
-        if not rec.job_id:
+        if not rec.job_id or rec.status != "submitted":  # kept by --resume: followed before
             continue
         job_id, log_dir = (
             rec.job_id,

@@ -29,6 +29,24 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
+class Attempt(_Model):
+    """An earlier attempt at a configuration, replaced when the sweep was resumed: how it ended,
+    and where its run (if it wrote one) was moved (``sweeps/<id>/attempts/<k>/``)."""
+
+    status: str
+    reason: str | None = None
+    seconds: float | None = None
+    moved_to: str | None = None
+
+
+class Resumed(_Model):
+    """One ``advisor scale --resume``: when, and the configurations it kept and reran (run ids)."""
+
+    at: float = Field(default_factory=time.time)
+    kept: list[str] = Field(default_factory=list)
+    rerun: list[str] = Field(default_factory=list)
+
+
 class ConfigRecord(_Model):
     strategy: str
     workers: int
@@ -45,6 +63,7 @@ class ConfigRecord(_Model):
     job_id: str | None = None  # slurm: the submitted job; ray: the sweep's Ray job (driver)
     nodes: list[str] = Field(default_factory=list)  # slurm, ray: the nodes the job ran on
     actors: list[str] = Field(default_factory=list)  # ray: each rank's actor id, in rank order
+    attempts: list[Attempt] = Field(default_factory=list)  # earlier ones, replaced by --resume
 
 
 class SweepRecord(_Model):
@@ -60,6 +79,7 @@ class SweepRecord(_Model):
     timeout_s: float | None = None
     instance_type: str | None = None
     configs: list[ConfigRecord] = Field(default_factory=list)
+    resumed: list[Resumed] = Field(default_factory=list)  # every --resume, oldest first
 
     def config(self, run_id: str) -> ConfigRecord | None:
         return next((c for c in self.configs if c.run_id == run_id), None)
@@ -90,6 +110,9 @@ def redacted(record: SweepRecord) -> dict[str, Any]:
         for key in ("log_tail", "reason"):
             if isinstance(config.get(key), str):
                 config[key] = redact_text(config[key])
+        for attempt in config.get("attempts") or []:
+            if isinstance(attempt.get("reason"), str):
+                attempt["reason"] = redact_text(attempt["reason"])
     return payload
 
 

@@ -271,7 +271,8 @@ def test_nodes_the_partition_lacks_fail_with_slurms_reason(slurm_cluster, tmp_pa
 
 def test_scancel_signal_term_reads_as_terminated(slurm_cluster, tmp_path):
     """A real Slurm job told to stop (`scancel --signal=TERM`, what preemption sends) while it
-    trains: its run is `terminated (SIGTERM)`, not killed, and the sweep says it was preempted."""
+    trains: its run is `terminated (SIGTERM)`, not killed, and the sweep says it was preempted;
+    `--resume` submits it again and measures it."""
     runs = tmp_path / "runs"
     sweep_id = f"term{os.getpid()}"
     run_file = runs / f"{sweep_id}-single-n1-r0" / "worker-0.jsonl"
@@ -302,6 +303,16 @@ def test_scancel_signal_term_reads_as_terminated(slurm_cluster, tmp_path):
     listed = _cli(runs, "runs")
     assert "terminated (SIGTERM)" in listed.stdout and "killed" not in listed.stdout
     assert result.exit_code == 1
+    # Resumed (a short fit this time): the preempted configuration is submitted again and measured.
+    resumed = _cli(
+        runs, "scale", "--launcher", "slurm", "--wait", "--sweep-id", sweep_id, "--resume",
+        "--timeout", "300", "--no-report", "--", sys.executable, TRAIN, *TINY,
+    )  # fmt: skip
+    assert resumed.exit_code == 0, resumed.output
+    (rec,) = read_sweep(sweep_dir(runs, sweep_id)).configs
+    assert rec.status == "finished" and rec.attempts[0].reason.startswith("preempted:")
+    assert RunReader(runs / rec.run_id).read().status == "finished"
+    assert [r.workers for r in RunService(runs).scaling_table(sweep_id).rows] == [1]
 
 
 def test_a_failing_slurm_sweep_leaves_no_secret_in_the_store(slurm_cluster, tmp_path, monkeypatch):
