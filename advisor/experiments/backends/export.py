@@ -41,6 +41,7 @@ class Exported:
     )  # modules defining custom classes, to import first
     script_classes: list[str] = field(default_factory=list)  # custom classes defined in __main__
     note: str | None = None  # why the fallback (config + weights) was used
+    custom_path: Path | None = None  # the user's classes and functions (custom.py), pickled
 
 
 def custom_modules(model: Any) -> tuple[list[str], list[str]]:
@@ -302,9 +303,13 @@ def export(
     x, y, size, batches = sample_batches(data, batch_size, count)
     batches_path = directory / BATCHES_FILE
     write_batches(batches_path, x, y, size)
+    from advisor.experiments.backends import custom
+
     model_path, note = export_model(model, directory)
     modules, script = custom_modules(model)
-    return Exported(model_path, batches_path, size, batches, modules, script, note)
+    custom_path, why = custom.write(custom.collect(model), directory)
+    note = "; ".join(n for n in (note, why) if n) or None
+    return Exported(model_path, batches_path, size, batches, modules, script, note, custom_path)
 
 
 def child_path() -> str:

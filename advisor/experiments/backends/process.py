@@ -160,6 +160,8 @@ def start_child(
         str(warmup),
         "--serve",
     ]
+    if exported.custom_path is not None:
+        command += ["--custom", str(exported.custom_path)]
     for module in exported.modules:
         command += ["--import", module]
     if torch_threads:
