@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from advisor.errors import UsageError, one_line
+from advisor.errors import UsageError
 from advisor.experiments.feeds.base import InputError
 
 SAMPLE_BATCHES = 32  # real batches the candidates train on (cycled)
@@ -86,7 +86,7 @@ def export_model(model: Any, directory: Path) -> tuple[Path, str | None]:
         model.save(path)
         return path, None
     except Exception as exc:  # noqa: BLE001 — the fallback below says what failed
-        reason = one_line(exc)
+        reason = _whole(exc)
     try:
         compile_config = (
             model.get_compile_config() if hasattr(model, "get_compile_config") else None
@@ -101,12 +101,19 @@ def export_model(model: Any, directory: Path) -> tuple[Path, str | None]:
     except Exception as exc:  # noqa: BLE001 — neither way works: the user is told both reasons
         raise UsageError(
             f"the model cannot be exported for the backend what-if: saving it failed "
-            f"({reason}); so did its config and weights ({one_line(exc)})"
+            f"({reason}); so did its config and weights ({_whole(exc)})"
         ) from None
     return (
         directory / CONFIG_FILE,
         f"saved as config + weights (saving a .keras file failed: {reason})",
     )
+
+
+def _whole(exc: BaseException) -> str:
+    """``exc`` on one line, whole but for Keras's code example ("Object X was created by passing
+    non-serializable argument values …", not its first line alone)."""
+    text = " ".join(str(exc).split("Example:")[0].split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _class_path(model: Any) -> str:
