@@ -58,6 +58,18 @@ SCRIPT = textwrap.dedent(
             return self.out(self.hidden(x))
 
 
+    class Stubborn(keras.layers.Layer):  # saves, but its config rebuilds it nowhere
+        def __init__(self, units, **kwargs):
+            super().__init__(**kwargs)
+            self.dense = keras.layers.Dense(units)
+
+        def call(self, x):
+            return self.dense(x)
+
+        def get_config(self):
+            return {**super().get_config(), "units": 4, "colour": "blue"}
+
+
     kind, candidates = sys.argv[1], sys.argv[2].split(",")
     rng = np.random.default_rng(0)
     x = rng.random((256, 16), dtype=np.float32)
@@ -65,6 +77,9 @@ SCRIPT = textwrap.dedent(
     if kind == "layer":
         model = keras.Sequential([keras.Input((16,)), ReluDense(32), keras.layers.Dense(1)])
         model.compile("adam", squared, metrics=[MeanAbs(name="mean_abs")])
+    elif kind == "stubborn":
+        model = keras.Sequential([keras.Input((16,)), Stubborn(8), keras.layers.Dense(1)])
+        model.compile("adam", "mse")
     else:
         model = Tower(32)
         model.compile("adam", "mse")
@@ -127,3 +142,14 @@ def test_a_subclassed_model_without_get_config_is_measured_on_its_own_backend(tm
     assert result["unchanged"]  # its weights put back after
     xla = rows["tensorflow+jit"]  # TensorFlow's other mode is measured beside it
     assert xla["status"] == "measured" or xla["reason"], xla
+
+
+@pytest.mark.slow
+def test_a_model_its_own_backend_cannot_rebuild_is_measured_in_process(tmp_path) -> None:
+    result = _run(tmp_path, "stubborn", "tensorflow,jax+jit")
+    rows = _rows(result)
+    assert rows["tensorflow"]["status"] == "measured", rows["tensorflow"]["reason"]
+    assert rows["tensorflow"]["band"] is not None and result["unchanged"]
+    assert "tensorflow in a fresh process: cannot rebuild the model" in result["note"]
+    assert "colour" in result["note"]  # the reason is Keras's own, whole
+    assert rows["jax+jit"]["status"] in ("failed", "not_installed") and rows["jax+jit"]["reason"]
