@@ -88,7 +88,7 @@ def _unknown(
     reg: FactRegistry,
 ) -> Finding:
     withheld = withheld_reasons(missing, facts)
-    measure = rule.measure or withheld or hints_for(missing, reg, track=custom_loop(facts))
+    measure = withheld or rule.measure or hints_for(missing, reg, track=custom_loop(facts))
     names = ", ".join(missing)
     message = (
         f"not measured: {names}" if missing else "could not be decided from the measured facts"

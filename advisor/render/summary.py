@@ -327,7 +327,7 @@ def events_table(view: RunOverview) -> Table | None:
 def run_summary(view: RunOverview, facts: dict[str, Any]) -> Group:
     from advisor.diagnosis.report import as_facts
     from advisor.render.goodput import goodput_parts
-    from advisor.render.whatif import whatif_heading, whatif_table
+    from advisor.render.whatif import backends_parts, whatif_heading, whatif_table
 
     parts: list[Any] = [header(view), Text("")]
     budget = goodput_parts(facts)  # where the time went opens the summary
@@ -341,6 +341,9 @@ def run_summary(view: RunOverview, facts: dict[str, Any]) -> Group:
         table = whatif_table(report_facts, all_rows=True)
         if table is not None:
             parts.append(table)
+    backends = backends_parts(report_facts)
+    if backends:
+        parts += [Text(""), *backends]
     for extra in (epochs_table(view), events_table(view)):
         if extra is not None:
             parts += [Text(""), extra]

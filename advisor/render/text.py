@@ -227,8 +227,13 @@ def _failure(console: Console, rank: int, f: Finding, shared: str | None = None)
 
 def _whatif(console: Console, report: Report) -> None:
     """The measured what-if's table, when the run has one."""
-    from advisor.render.whatif import whatif_heading, whatif_table
+    from advisor.render.whatif import backends_parts, whatif_heading, whatif_table
 
+    backends = backends_parts(report.facts)
+    if backends:
+        console.print()
+    for part in backends:
+        console.print(part)
     heading = whatif_heading(report.facts)
     if heading is None:
         return

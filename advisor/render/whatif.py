@@ -110,3 +110,30 @@ def whatif_table(facts: Facts, *, all_rows: bool = False) -> Table | None:
             note,
         )
     return table
+
+
+def backends_parts(facts: Facts) -> list[Text]:
+    """The backend what-if (``backends.table``): a heading, then a line per candidate — its
+    samples/s and speedup, or its status and whole reason; empty when the run has none."""
+    rows = fact_value(facts, "backends.table")
+    if not isinstance(rows, list) or not rows:
+        return []
+    rows = [r for r in rows if isinstance(r, dict)]
+    measured = sum(1 for r in rows if r.get("samples_per_s"))
+    seconds = fact_value(facts, "backends.seconds")
+    took = f" in {seconds:.1f} s" if isinstance(seconds, (int, float)) else ""
+    heading = f"Backend what-if: {measured} of {len(rows)} candidates measured{took}"
+    parts = [Text(heading + ("" if measured else " — nothing measured"), style="bold")]
+    for row in rows:
+        name = str(row.get("candidate")) + (" (own)" if row.get("own") else "")
+        rate, speed, band = row.get("samples_per_s"), row.get("speedup"), row.get("speedup_band")
+        if isinstance(rate, (int, float)) and rate:
+            text = f"{readable(rate, 1, compact=True)} samples/s"
+            if isinstance(speed, (int, float)) and not row.get("own"):
+                text += f", {speedup_text(float(speed))}"
+                text += f" ±{percent(band, 0, fraction=True)}" if band is not None else ""
+        else:
+            status = str(row.get("status", ""))
+            text = f"{STATUS_WORDS.get(status, status)}: {row.get('reason') or 'no reason given'}"
+        parts.append(Text(f"  {name}: {text}"))
+    return parts

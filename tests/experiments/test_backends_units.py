@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from advisor.errors import UsageError
-from advisor.experiments.backends.child import _line
+from advisor.experiments.backends.child import reason_line
 from advisor.experiments.backends.export import read_batches, sample_batches, write_batches
 from advisor.experiments.backends.result import (
     FAILED,
@@ -148,8 +148,8 @@ def test_child_reasons_are_one_clean_line() -> None:
         "Exception encountered when calling L.call().\n\n\x1b[1mboom\x1b[0m\n\n"
         "Arguments received by L.call(): x"
     )
-    assert _line(exc) == "RuntimeError: Exception encountered when calling L.call(). boom"
-    assert len(_line(ValueError("x" * 1000))) == 300
+    assert reason_line(exc) == "RuntimeError: Exception encountered when calling L.call(). boom"
+    assert reason_line(ValueError("x" * 1000)) == "ValueError: " + "x" * 1000  # whole, not cut
 
 
 def test_whatif_backends_only_runs_the_backend_whatif(monkeypatch) -> None:

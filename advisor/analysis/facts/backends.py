@@ -75,6 +75,13 @@ FACTS = (
         "backends",
     ),
     Fact(
+        "backends.withheld",
+        "",
+        "why the backend what-if that ran gives no speedup (every candidate's reason, whole)",
+        "backends",
+        "str",
+    ),
+    Fact(
         "backends.table",
         "",
         "every candidate: samples/s, band, speedup, compile seconds, status and reason",
@@ -147,5 +154,29 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
                 out["backends.best_band"] = best["speedup_band"]
             if best["compile_seconds"] is not None:
                 out["backends.best_compile_seconds"] = best["compile_seconds"]
+    withheld = _withheld(record, rows, own is not None)
+    if withheld and "backends.best_speedup" not in out:
+        out["backends.withheld"] = withheld
     out["backends.table"] = sorted(rows, key=lambda r: -(r["samples_per_s"] or -1.0))
     return out
+
+
+def _withheld(record: Any, rows: list[dict[str, Any]], own_measured: bool) -> str | None:
+    """Why a backend what-if that ran gives no speedup: its own or every other candidate was not
+    measured; each one's reason in full."""
+    failed = [r for r in rows if not r["samples_per_s"]]
+    if not failed:
+        return (
+            "the backend what-if measured no candidate beside the run's own"
+            if own_measured
+            else None
+        )
+    what = (
+        "measured none of the other candidates"
+        if own_measured
+        else f"could not measure the run's own ({record.own})"
+    )
+    reasons = "; ".join(
+        f"{r['candidate']}: {r['status']}: {r['reason'] or 'no reason'}" for r in failed
+    )
+    return f"the backend what-if ran ({record.seconds or 0:.1f} s) but {what} — {reasons}"

@@ -36,15 +36,62 @@ BACKEND_MODULES = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
-def _line(exc: BaseException, limit: int = 300) -> str:
-    """One line: Keras's colour codes and its "Arguments received by" tail left out."""
-    text = (
-        " ".join(ANSI.sub("", str(exc)).split()).split(" Arguments received by ")[0]
-        or type(exc).__name__
-    )
+LIBRARY_PARTS = ("site-packages", "dist-packages", "/lib/python", "advisor/experiments")
+DUMPS = ("Full object config: ", "config=")
+
+
+def _drop_dumps(text: str) -> str:
+    """``text`` without the config dictionaries Keras's errors print whole (kilobytes of JSON)."""
+    for marker in DUMPS:
+        start = text.find(marker + "{")
+        while start >= 0:
+            depth, end = 0, start + len(marker)
+            for end in range(start + len(marker), len(text)):
+                depth += {"{": 1, "}": -1}.get(text[end], 0)
+                if depth == 0:
+                    break
+            text = text[: start + len(marker)] + "{…}" + text[end + 1 :]
+            start = text.find(marker + "{", start + len(marker) + 3)
+    return text
+
+
+def _where(exc: BaseException) -> str:
+    """Where the user's own code raised ``exc`` (its last frame outside the libraries), or ""."""
+    found, seen = "", set()
+    chain: BaseException | None = exc
+    while chain is not None and id(chain) not in seen:  # Keras re-raises with the cause chained
+        seen.add(id(chain))
+        for frame in traceback.extract_tb(chain.__traceback__):
+            if frame.filename and not any(p in frame.filename for p in LIBRARY_PARTS):
+                code = f": {frame.line.strip()}" if frame.line else ""
+                found = f" (in {Path(frame.filename).name}:{frame.lineno}, {frame.name}{code})"
+        chain = chain.__cause__ or chain.__context__
+    return found
+
+
+def reason_line(exc: BaseException) -> str:
+    """One line, whole: Keras's colour codes, its "Arguments received by" tail and the config
+    dictionaries its errors print are left out; where the user's code raised it is added."""
+    text = " ".join(ANSI.sub("", str(exc)).split()).split(" Arguments received by ")[0]
+    text = _drop_dumps(text) or type(exc).__name__
     if not text.startswith(type(exc).__name__):
         text = f"{type(exc).__name__}: {text}"
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return text + _root(exc) + _where(exc)
+
+
+def _root(exc: BaseException) -> str:
+    """The first sentence of the error at the end of ``exc``'s chain, when it is another kind
+    (Keras's "'str' object has no attribute …" hides JAX's TracerArrayConversionError)."""
+    root, seen = exc, {id(exc)}
+    while (root.__cause__ or root.__context__) is not None:
+        root = root.__cause__ or root.__context__  # type: ignore[assignment]
+        if id(root) in seen:
+            break
+        seen.add(id(root))
+    if root is exc or type(root) is type(exc):
+        return ""
+    text = " ".join(ANSI.sub("", str(root)).split()).split(". ")[0].rstrip(".")
+    return f"; caused by {type(root).__name__}" + (f": {text}" if text else "")
 
 
 class Stop(Exception):
@@ -55,9 +102,14 @@ class Stop(Exception):
         self.status, self.reason = status, reason
 
 
-def _load(path: Path, keras: Any) -> Any:
+def _load(path: Path, keras: Any, custom: dict[str, Any]) -> Any:
     if path.suffix == ".keras":
-        return keras.saving.load_model(path, compile=True)
+        return keras.saving.load_model(path, custom_objects=custom, compile=True)
+    with keras.saving.custom_object_scope(custom):
+        return _from_config(path)
+
+
+def _from_config(path: Path) -> Any:
     document = json.loads(path.read_text())
     module, _, name = document["class"].partition(":")
     cls = importlib.import_module(module)
@@ -141,7 +193,7 @@ def _clock(keras: Any) -> Any:
     return EpochClock()
 
 
-def _fit(model: Any, feed: Feed, keras: Any, steps: int) -> tuple[int, float]:
+def fit_steps(model: Any, feed: Feed, keras: Any, steps: int) -> tuple[int, float]:
     """``fit`` for about ``steps`` steps (whole epochs of at most the feed's length):
     (steps done, seconds inside the epochs)."""
     per_epoch = max(1, min(steps, feed.batches))
@@ -173,7 +225,7 @@ def measure(args: argparse.Namespace, rebuild: Rebuild = None) -> dict[str, Any]
     try:
         framework = importlib.import_module(module)
     except ImportError as exc:
-        raise Stop("not_installed", f"not installed ({_line(exc)})") from None
+        raise Stop("not_installed", f"not installed ({reason_line(exc)})") from None
     out["backend_version"] = getattr(framework, "__version__", None)
     if backend == "torch" and args.torch_threads:
         framework.set_num_threads(args.torch_threads)
@@ -187,32 +239,45 @@ def measure(args: argparse.Namespace, rebuild: Rebuild = None) -> dict[str, Any]
         try:
             importlib.import_module(name)
         except Exception as exc:  # noqa: BLE001 — a module that cannot load here is this backend's reason
-            raise Stop("failed", f"importing {name} failed on {backend}: {_line(exc)}") from None
+            raise Stop(
+                "failed", f"importing {name} failed on {backend}: {reason_line(exc)}"
+            ) from None
     from advisor.experiments.backends.export import read_arrays
 
+    custom: dict[str, Any] = {}
+    if args.custom:
+        from advisor.experiments.backends.custom import read as read_custom
+
+        try:
+            custom = read_custom(Path(args.custom))
+        except Exception as exc:  # noqa: BLE001 — the user's classes cannot be rebuilt here
+            raise Stop(
+                "failed", f"the custom objects cannot be rebuilt on {backend}: {reason_line(exc)}"
+            ) from None
     timer = time.perf_counter()
     try:
-        model = _load(Path(args.model), keras)
-        if rebuild is not None:
-            model = rebuild(model, keras)
-        _recompile(model, args.jit)
+        with keras.saving.custom_object_scope(custom):  # the compile config names them too
+            model = _load(Path(args.model), keras, custom)
+            if rebuild is not None:
+                model = rebuild(model, keras)
+            _recompile(model, args.jit)
     except Stop:
         raise
     except Exception as exc:  # noqa: BLE001 — the model cannot be rebuilt on this backend
-        raise Stop("failed", f"cannot rebuild the model on {backend}: {_line(exc)}") from None
+        raise Stop("failed", f"cannot rebuild the model on {backend}: {reason_line(exc)}") from None
     out["load_seconds"] = time.perf_counter() - timer
     x, y, batch_size, count = read_arrays(args.batches)
     feed = Feed(x, y, batch_size, count)
     out["batch_size"], out["batches"] = batch_size, count
     timer = time.perf_counter()
     try:
-        _fit(model, feed, keras, 1)
+        fit_steps(model, feed, keras, 1)
     except Exception as exc:  # noqa: BLE001 — the first step is where most backends fail
         mode = f"jit_compile={args.jit}"
-        raise Stop("failed", f"cannot train on {backend} ({mode}): {_line(exc)}") from None
+        raise Stop("failed", f"cannot train on {backend} ({mode}): {reason_line(exc)}") from None
     first = time.perf_counter() - timer
     timer = time.perf_counter()
-    step_seconds, recompile = warm(lambda steps: _fit(model, feed, keras, steps), args.warmup)
+    step_seconds, recompile = warm(lambda steps: fit_steps(model, feed, keras, steps), args.warmup)
     out["compile_seconds"] = first + recompile
     out["warmup_seconds"] = time.perf_counter() - timer
     segment = args.seconds / max(1, args.rounds)
@@ -220,11 +285,11 @@ def measure(args: argparse.Namespace, rebuild: Rebuild = None) -> dict[str, Any]
     if args.serve:
         out["status"] = "ready"
         _say(out)
-        out["steps"] = _serve(lambda: _fit(model, feed, keras, segment_steps), batch_size)
+        out["steps"] = _serve(lambda: fit_steps(model, feed, keras, segment_steps), batch_size)
         return out
     steps_total = 0
     for _ in range(args.rounds):
-        done, took = _fit(model, feed, keras, segment_steps)
+        done, took = fit_steps(model, feed, keras, segment_steps)
         steps_total += done
         out["rounds"].append(done * batch_size / took)
     out["steps"] = steps_total
@@ -267,7 +332,7 @@ def _serve(segment: Any, batch_size: int) -> int:
         try:
             done, took = segment()
         except Exception as exc:  # noqa: BLE001 — a round that fails ends this candidate, with its reason
-            raise Stop("failed", f"a measured round failed: {_line(exc)}") from None
+            raise Stop("failed", f"a measured round failed: {reason_line(exc)}") from None
         steps_total += done
         _say({"rate": done * batch_size / took, "steps": done, "ended": time.time()})
     return steps_total
@@ -286,6 +351,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         "--warmup", type=float, default=0.5, help="seconds of steps after the first"
     )
     parser.add_argument("--import", dest="imports", action="append", default=[])
+    parser.add_argument("--custom", default=None, help="custom objects pickled by the parent")
     parser.add_argument("--torch-threads", type=int, default=None)
     parser.add_argument(
         "--out", default=None, help="where the result's JSON goes (without --serve)"
@@ -310,7 +376,7 @@ def main(argv: list[str] | None = None, rebuild: Rebuild = None) -> int:
         result = {"status": stop.status, "reason": stop.reason}
     except Exception as exc:  # noqa: BLE001 — whatever else fails is reported, not raised
         traceback.print_exc()
-        result = {"status": "failed", "reason": _line(exc)}
+        result = {"status": "failed", "reason": reason_line(exc)}
     if args.serve:
         if result["status"] != "measured":  # failed before or while serving: the parent reads why
             _say(result)

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from advisor.errors import UsageError, one_line
+from advisor.errors import UsageError
 from advisor.experiments.feeds.base import InputError
 
 SAMPLE_BATCHES = 32  # real batches the candidates train on (cycled)
@@ -41,6 +41,7 @@ class Exported:
     )  # modules defining custom classes, to import first
     script_classes: list[str] = field(default_factory=list)  # custom classes defined in __main__
     note: str | None = None  # why the fallback (config + weights) was used
+    custom_path: Path | None = None  # the user's classes and functions (custom.py), pickled
 
 
 def custom_modules(model: Any) -> tuple[list[str], list[str]]:
@@ -85,7 +86,7 @@ def export_model(model: Any, directory: Path) -> tuple[Path, str | None]:
         model.save(path)
         return path, None
     except Exception as exc:  # noqa: BLE001 — the fallback below says what failed
-        reason = one_line(exc)
+        reason = _whole(exc)
     try:
         compile_config = (
             model.get_compile_config() if hasattr(model, "get_compile_config") else None
@@ -100,12 +101,19 @@ def export_model(model: Any, directory: Path) -> tuple[Path, str | None]:
     except Exception as exc:  # noqa: BLE001 — neither way works: the user is told both reasons
         raise UsageError(
             f"the model cannot be exported for the backend what-if: saving it failed "
-            f"({reason}); so did its config and weights ({one_line(exc)})"
+            f"({reason}); so did its config and weights ({_whole(exc)})"
         ) from None
     return (
         directory / CONFIG_FILE,
         f"saved as config + weights (saving a .keras file failed: {reason})",
     )
+
+
+def _whole(exc: BaseException) -> str:
+    """``exc`` on one line, whole but for Keras's code example ("Object X was created by passing
+    non-serializable argument values …", not its first line alone)."""
+    text = " ".join(str(exc).split("Example:")[0].split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _class_path(model: Any) -> str:
@@ -302,9 +310,13 @@ def export(
     x, y, size, batches = sample_batches(data, batch_size, count)
     batches_path = directory / BATCHES_FILE
     write_batches(batches_path, x, y, size)
+    from advisor.experiments.backends import custom
+
     model_path, note = export_model(model, directory)
     modules, script = custom_modules(model)
-    return Exported(model_path, batches_path, size, batches, modules, script, note)
+    custom_path, why = custom.write(custom.collect(model), directory)
+    note = "; ".join(n for n in (note, why) if n) or None
+    return Exported(model_path, batches_path, size, batches, modules, script, note, custom_path)
 
 
 def child_path() -> str:

@@ -154,8 +154,10 @@ def _command(
         str(warmup),
         "--serve",
     ]
-    for name in exported.modules:
-        command += ["--import", name]
+    if exported.custom_path is not None:
+        command += ["--custom", str(exported.custom_path)]
+    for module in exported.modules:
+        command += ["--import", module]
     if torch_threads:
         command += ["--torch-threads", str(torch_threads)]
     return command

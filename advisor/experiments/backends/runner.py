@@ -174,15 +174,60 @@ def measure_exported(
             child.stop(wait=False)  # all told at once, then each waited for
         for child in children:
             child.stop()
-    if exported.script_classes:
-        classes = ", ".join(exported.script_classes)
-        extra = (
-            f"custom classes defined in the script (__main__: {classes}) cannot be imported by a "
-            "fresh process; move them to a module"
-        )
-        result.note = f"{result.note}; {extra}" if result.note else extra
     result.seconds = time.perf_counter() - t0
     return result
+
+
+def unexported(
+    own: Config,
+    candidates: str | Sequence[str] | None,
+    reason: str,
+    batch_size: int | None,
+    seconds: float,
+) -> BackendsResult:
+    """The result when the model could not be written for the candidates: none measured, each
+    with the reason (recorded, so that ``show``, ``check`` and G560 say why)."""
+    result = BackendsResult(own.name, int(batch_size or 0), 0, seconds=seconds, note=reason)
+    for config in choose(candidates, own):
+        status = FAILED if installed(config.backend) else "not_installed"
+        result.candidates[config.name] = BackendCandidate(config, status, reason)
+    return result
+
+
+def _measure_own_here(
+    model: Any,
+    data: Any,
+    batch_size: int | None,
+    sample: int | None,
+    result: BackendsResult,
+    seconds: float,
+    rounds: int,
+    warmup: float,
+) -> None:
+    """Both compile modes of the model's own backend, measured on the live model in this
+    process (``inprocess.py``), into ``result`` (the other candidates keep their reason)."""
+    from advisor.experiments.backends.export import SAMPLE_BATCHES, sample_batches
+    from advisor.experiments.backends.inprocess import measure_live
+
+    backend = result.own.split("+")[0]
+    configs = [
+        Config(backend, jit)
+        for jit in (result.own.endswith("+jit"), not result.own.endswith("+jit"))
+    ]
+    x, y, size, batches = sample_batches(data, batch_size, sample or SAMPLE_BATCHES)
+    result.batch_size, result.batches = size, batches
+    found = measure_live(
+        model, x, y, size, batches, configs, seconds=seconds, rounds=rounds, warmup=warmup
+    )
+    for name, candidate in found.items():
+        if candidate.status != MEASURED:
+            candidate.reason = "; ".join(r for r in (candidate.reason, result.note) if r)
+        result.candidates[name] = candidate
+    here = (
+        f"{backend}'s own modes measured in this process on the live model (not interleaved with "
+        "the other candidates' rounds)"
+    )
+    result.note = "; ".join(n for n in (result.note, here) if n)
 
 
 def measure_backends(
@@ -209,8 +254,14 @@ def measure_backends(
         raise UsageError("backends: seconds must be positive and rounds at least 1")
     own = own_config(model)
     with tempfile.TemporaryDirectory(prefix="advisor-backends-") as tmp:
-        exported = export(model, data, Path(tmp), batch_size, sample or SAMPLE_BATCHES)
-        return measure_exported(
+        try:
+            exported = export(model, data, Path(tmp), batch_size, sample or SAMPLE_BATCHES)
+        except UsageError as exc:  # the model cannot travel: its own backend measured here
+            result = unexported(own, candidates, str(exc), batch_size, 0.0)
+            _measure_own_here(model, data, batch_size, sample, result, seconds, rounds, warmup)
+            result.seconds = time.perf_counter() - started
+            return result
+        result = measure_exported(
             exported,
             own,
             candidates,
@@ -223,3 +274,10 @@ def measure_backends(
             torch_threads=torch_threads,
             started=started,
         )
+    mine = [c for c in result.candidates.values() if c.config.backend == own.backend]
+    if not any(c.status == MEASURED for c in mine):  # its own backend always has a figure
+        why = "; ".join(f"{c.name} in a fresh process: {c.reason}" for c in mine)
+        result.note = "; ".join(n for n in (result.note, why) if n)
+        _measure_own_here(model, data, batch_size, sample, result, seconds, rounds, warmup)
+        result.seconds = time.perf_counter() - started
+    return result
