@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from advisor.noise import Band, band
 from advisor.stats import median
@@ -149,16 +150,39 @@ def describe(
 
 
 def attribute(
-    between_mb: float, within_mb: float, after: Sequence[str], before: Sequence[str], loop: bool
+    between_mb: float,
+    within_mb: float,
+    after: Sequence[str],
+    before: Sequence[str],
+    loop: bool,
+    hooks: Sequence[dict[str, Any]] = (),
+    inner: Sequence[dict[str, Any]] = (),
 ) -> str:
-    """Where the growth happens, and who could be keeping it: between epochs (the epoch hooks of
-    callbacks that run after the advisor's) or inside them (steps, validation, batch hooks and the
-    epoch-end hooks that run before the advisor's). ``loop``: a custom loop (advisor.track)."""
+    """Where the growth happens, and who could be keeping it. ``hooks``: the memory grown across
+    each callback's hooks (``{"name", "mb"}``, sampled by the goodput wrappers); one that holds at
+    least half the growth is named alone. ``inner``: ``model.predict``/``evaluate`` calls made
+    inside a hook (``{"where", "calls"}``). Else: between epochs (the epoch hooks of callbacks that
+    run after the advisor's) or inside them (steps, validation, batch hooks and the epoch-end
+    hooks that run before the advisor's). ``loop``: a custom loop (advisor.track)."""
     total = between_mb + within_mb
     if loop:
         return (
             "the loop's own code: something kept across steps (a list of losses or outputs kept "
             "as tensors, a history of batches)"
+        )
+    calls = "; ".join(f"{c['where']} ({c['calls']}×)" for c in inner)
+    top = max(hooks, key=lambda h: h.get("mb") or 0.0, default=None)
+    if top is not None and total > 0 and (top.get("mb") or 0.0) >= 0.5 * total:
+        mine = [c for c in inner if str(c["where"]).startswith(f"{top['name']}.")]
+        also = f"; {mine[0]['where']}" if mine else ""
+        return (
+            f"the callback {top['name']} (the memory grew {top['mb']:.0f} MB across its hooks, "
+            f"of {total:.0f} MB in all{also})"
+        )
+    if calls:
+        return (
+            f"a predict or evaluate inside a callback: {calls} (each call can build and keep a "
+            "function, its buffers and outputs)"
         )
     if total > 0 and between_mb >= 0.5 * total and after:
         return f"the epoch hooks of {', '.join(after)} (the memory grows between epochs)"

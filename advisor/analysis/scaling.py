@@ -17,6 +17,7 @@ from typing import Any
 from advisor.analysis.scaling_points import Point, instances_for
 
 SCALING_SCHEMA_VERSION = 1
+MB = float(1 << 20)
 # Units of the row fields (the columns of ``ScalingTable.to_frame()``).
 ROW_UNITS = {
     "epoch_s": "s",
@@ -47,6 +48,9 @@ ROW_UNITS = {
     "straggler_wait_ms": "ms",
     "straggler_share": "fraction",
     "straggler_s_per_epoch": "s",
+    "host_peak_mb": "MB",
+    "device_peak_mb": "MB",
+    "memory_peak_fraction": "fraction",
 }
 
 
@@ -91,6 +95,10 @@ class Row:
     straggler_wait_ms: float | None = None  # per step
     straggler_share: float | None = None  # of the step time
     straggler_s_per_epoch: float | None = None
+    # Peak memory: the largest over the configuration's runs and their processes (MB = 2**20 B).
+    host_peak_mb: float | None = None  # one training process's resident memory (RSS)
+    device_peak_mb: float | None = None  # one device's allocator peak (where the backend says)
+    memory_peak_fraction: float | None = None  # the larger of host/device peak ÷ its limit
     notes: list[str] = field(default_factory=list)
 
 
@@ -298,7 +306,20 @@ def _row(key: tuple[str, int], pts: list[Point], price: float | None, gpus_per: 
     row.step_time_spread = _mean([p.step_time_spread for p in pts])
     row.goodput = _mean([p.goodput for p in pts])
     _straggler(row, pts)
+    _memory(row, pts)
     return row
+
+
+def _memory(row: Row, pts: list[Point]) -> None:
+    """The largest peaks over the runs: a configuration needs the memory of its worst repeat."""
+    host = [p.host_peak_bytes for p in pts if p.host_peak_bytes is not None]
+    device = [p.device_peak_bytes for p in pts if p.device_peak_bytes is not None]
+    fraction = [p.memory_peak_fraction for p in pts if p.memory_peak_fraction is not None]
+    row.host_peak_mb = max(host) / MB if host else None
+    row.device_peak_mb = max(device) / MB if device else None
+    row.memory_peak_fraction = max(fraction) if fraction else None
+    if not host and not device:
+        row.notes.append("no memory data")
 
 
 def _straggler(row: Row, pts: list[Point]) -> None:

@@ -75,6 +75,12 @@ class Point:
     straggler_s_per_epoch: float | None = None
     straggler_consistent: bool | None = None  # the same rank in every epoch
     goodput: float | None = None  # share of the fit's wall clock in training steps (the budget)
+    # Memory peaks over the fit (MemoryRecord), the largest over the run's processes.
+    host_peak_bytes: int | None = None  # resident memory (RSS) of one training process
+    device_peak_bytes: int | None = (
+        None  # one device's allocator peak, where the backend reports it
+    )
+    memory_peak_fraction: float | None = None  # the chief's peak ÷ its limit (memory.peak_fraction)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -141,7 +147,22 @@ def point_of(run: Run, sweep: SweepRecord | None, facts: dict[str, Any]) -> Poin
     p.goodput = facts.get("goodput")
     p.step_time_spread = step_time_spread(run)
     _straggler(run, p)
+    _memory(run, p)
+    p.memory_peak_fraction = facts.get("memory.peak_fraction")
     return p
+
+
+def _memory(run: Run, p: Point) -> None:
+    """The largest host RSS peak and device allocator peak over every rank's memory records."""
+    from advisor.store.schema import MemoryRecord
+
+    host: list[int] = []
+    device: list[int] = []
+    for r in run.of_type(MemoryRecord):
+        host += [int(v) for v in (r.rss_peak, r.rss, r.rss_begin) if v is not None]
+        device += [int(d["peak"]) for d in r.devices if isinstance(d.get("peak"), (int, float))]
+    p.host_peak_bytes = max(host) if host else None
+    p.device_peak_bytes = max(device) if device else None
 
 
 def _straggler(run: Run, p: Point) -> None:

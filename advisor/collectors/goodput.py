@@ -27,12 +27,15 @@ from advisor.collectors.goodput_wrap import (
     BATCH_HOOKS,
     EPOCH_ENDING,
     FIT_HOOKS,
+    INNER_METHODS,
     MISSING,
     SAVE_METHODS,
     SYNCING_ON_TF_KERAS,
+    HookMemory,
     Saves,
     drop_stale,
     hook_wrapper,
+    inner_wrapper,
     kind_of,
     overrides,
     put_back,
@@ -84,6 +87,7 @@ class GoodputCollector(Collector):
         self._lock = threading.Lock()  # the overlapped time of hooks on Keras's worker threads
         # id of the fit's frame: a save outside it finds the wrappers stale
         self._fit_frame: int | None = None
+        self._memory: HookMemory | None = None  # memory across hooks (the memory collector's)
 
     # -- hooks ---------------------------------------------------------------------------------
     def on_train_begin(self) -> None:
@@ -93,6 +97,7 @@ class GoodputCollector(Collector):
         from advisor.collectors.fitinfo import fit_frame_id
 
         self._fit_frame = fit_frame_id()
+        self._memory = self._hook_memory()
         seen: dict[str, int] = {}
         for callback in self.session.fit_callbacks:
             if getattr(callback, "_advisor_own", False):
@@ -122,6 +127,25 @@ class GoodputCollector(Collector):
                 original = getattr(model, method, None)
                 if callable(original):
                     self._wrap(model, method, self._save_wrapper(original, ledger))
+            for method in INNER_METHODS if self._memory is not None else ():
+                drop_stale(model, method)
+                original = getattr(model, method, None)
+                if callable(original):
+                    self._wrap(model, method, inner_wrapper(original, method, ledger, self._memory))
+
+    def _hook_memory(self) -> HookMemory | None:
+        """Memory across the callbacks' hooks, where the memory collector is on (it reads it)."""
+        if not getattr(self.session.options, "memory", False):
+            return None
+        try:
+            from advisor.probes.memory import HostMemory
+
+            memory = HookMemory(HostMemory().rss)
+        except Exception as exc:  # no psutil: the hooks are timed without it
+            log.info("advisor: memory across callback hooks is off (%s)", exc)
+            return None
+        self.session.notes.hook_memory = memory
+        return memory
 
     def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None) -> None:
         self.session.notes.slow_batch_hooks = self.slow_batch_hooks()
@@ -179,7 +203,15 @@ class GoodputCollector(Collector):
         self, original: Any, key: str, ledger: Ledger, callback: Any, checkpoint: bool
     ) -> Any:
         return hook_wrapper(
-            original, key, ledger, self._saves, self.fit_raised, self._lock, callback, checkpoint
+            original,
+            key,
+            ledger,
+            self._saves,
+            self.fit_raised,
+            self._lock,
+            callback,
+            checkpoint,
+            self._memory,
         )
 
     def _save_wrapper(self, original: Any, ledger: Ledger) -> Any:

@@ -50,6 +50,61 @@ SYNCING_ON_TF_KERAS = frozenset({"ProgbarLogger", "TerminateOnNaN"})
 # Exceptions that end an epoch, not the fit (Keras catches them around its batch loop).
 EPOCH_ENDING = frozenset({"StopIteration", "OutOfRangeError"})
 MISSING = object()
+# Memory across hooks (HookMemory): a batch hook's resident memory is read around one call in
+# BATCH_SAMPLE_EVERY (the others cost a counter); the hooks that run once an epoch, every call.
+BATCH_SAMPLE_EVERY = 64
+INNER_METHODS = ("predict", "evaluate")  # a model's methods noted when a hook calls them
+
+
+class HookMemory:
+    """The resident memory grown across each callback's hooks, and the ``model.predict`` /
+    ``evaluate`` calls made while one of its hooks runs (the memory collector names the suspect
+    from them). ``rss`` reads the process's resident memory in bytes."""
+
+    def __init__(self, rss: Callable[[], int]) -> None:
+        self.rss = rss
+        self.grown: dict[str, float] = {}  # callback name → bytes, scaled by the sampling
+        self.sampled: dict[str, int] = {}  # callback name → calls read
+        self.hooks: dict[str, set[str]] = {}  # callback name → hooks read
+        self.inner: dict[str, int] = {}  # "Name.hook calls model.predict" → calls
+        self.failed = False
+
+    def add(self, key: str, grown: int, every: int) -> None:
+        name, _, hook = key[3:].rpartition(".")
+        self.grown[name] = self.grown.get(name, 0.0) + float(grown * every)
+        self.sampled[name] = self.sampled.get(name, 0) + 1
+        self.hooks.setdefault(name, set()).add(hook)
+
+    def summary(self) -> dict[str, Any]:
+        """What the run keeps: per callback the MB grown across its hooks (an estimate where
+        batch hooks were sampled), and the predict/evaluate calls made inside hooks."""
+        return {
+            "hooks": [
+                {
+                    "name": name,
+                    "mb": round(grown / (1 << 20), 1),
+                    "sampled": self.sampled[name],
+                    "hooks": sorted(self.hooks[name]),
+                }
+                for name, grown in sorted(self.grown.items(), key=lambda kv: -kv[1])
+            ],
+            "inner": [{"where": k, "calls": n} for k, n in self.inner.items()],
+        }
+
+
+def inner_wrapper(original: Any, method: str, ledger: Ledger, memory: HookMemory) -> Any:
+    """``model.predict``/``evaluate`` noted when called inside a callback's hook (the ledger's
+    state is then that hook's); Keras's own validation calls run outside hooks and pass through."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        state = ledger.state
+        if state.startswith("cb:") and ledger.on_training_thread():
+            where = f"{state[3:]} calls model.{method}"
+            memory.inner[where] = memory.inner.get(where, 0) + 1
+        return original(*args, **kwargs)
+
+    call.__wrapped__ = original  # type: ignore[attr-defined]
+    return call
 
 
 def kind_of(callback: Any) -> str:
@@ -120,19 +175,29 @@ def hook_wrapper(
     overlapped_lock: Any,
     callback: Any = None,
     checkpoint: bool = False,
+    memory: HookMemory | None = None,
 ) -> Any:
     """``original`` timed under the ledger state ``key``: on the training thread as a state of
     its own (a checkpoint ``callback``'s as checkpoint time), elsewhere (Keras's async dispatch)
-    as overlapped time beside training."""
+    as overlapped time beside training. With ``memory``, the resident memory grown across the
+    call is added to it, for one call in ``BATCH_SAMPLE_EVERY`` of a batch hook."""
     # Ledger.enter and .leave, inlined: this runs at every call of a user's batch hook.
     clock, ident = time.perf_counter, threading.get_ident
     seconds, calls, stack, main = ledger.seconds, ledger.calls, ledger.stack, ledger.thread
     epoch_end = "epoch_end" in key
+    every = BATCH_SAMPLE_EVERY if "batch" in key else 1
+    count = [every - 1]  # the first call is read
 
     def hook(*args: Any, **kwargs: Any) -> Any:
         aside = ident() != main  # Keras's async dispatch: beside training, kept apart
         t0 = now = clock()
         before = ledger.saves
+        rss0 = None
+        if memory is not None and not aside:
+            count[0] += 1
+            if count[0] >= every:
+                count[0] = 0
+                rss0 = _rss(memory)
         if aside:
             pass
         elif checkpoint:
@@ -151,6 +216,10 @@ def hook_wrapper(
             raise
         finally:
             now = clock()
+            if rss0 is not None and memory is not None:
+                rss1 = _rss(memory)
+                if rss1 is not None:
+                    memory.add(key, rss1 - rss0, every)
             if aside:
                 with overlapped_lock:
                     ledger.overlapped[key] = ledger.overlapped.get(key, 0.0) + now - t0
@@ -171,6 +240,18 @@ def hook_wrapper(
 
     hook.__wrapped__ = original  # type: ignore[attr-defined]
     return hook
+
+
+def _rss(memory: HookMemory) -> int | None:
+    """The process's resident memory; None (and never again) where it cannot be read."""
+    if memory.failed:
+        return None
+    try:
+        return memory.rss()
+    except Exception as exc:  # never the fit's problem
+        memory.failed = True
+        log.info("advisor: memory across callback hooks is off (%s)", exc)
+        return None
 
 
 def save_wrapper(

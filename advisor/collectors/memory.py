@@ -139,13 +139,21 @@ class MemoryCollector(Collector):
                 between += (begin - self.readings[k - 1]) / MB
                 within += (self.readings[k] - begin) / MB
         hooks = epoch_hook_callbacks(self.session.fit_callbacks)
+        across = self._across_hooks()
         return attribute(
             between,
             within,
             after=[h["name"] for h in hooks if h["after"]],
             before=[h["name"] for h in hooks if not h["after"]],
             loop=self.session.keras_flavor == "custom",
+            hooks=across.get("hooks", []),
+            inner=across.get("inner", []),
         )
+
+    def _across_hooks(self) -> dict[str, Any]:
+        """The goodput wrappers' memory across callback hooks (empty when they did not wrap)."""
+        memory = self.session.notes.hook_memory
+        return memory.summary() if memory is not None else {}
 
     def on_train_end(self) -> None:
         from advisor.store.schema import ContextRecord
@@ -156,6 +164,11 @@ class MemoryCollector(Collector):
             "memory.callbacks": epoch_hook_callbacks(self.session.fit_callbacks),
             "memory.in_fit_warning": self.warning,
         }
+        across = self._across_hooks()
+        if across.get("hooks"):
+            values["memory.hook_growth"] = across["hooks"]
+        if across.get("inner"):
+            values["memory.inner_calls"] = across["inner"]
         values = {k: v for k, v in values.items() if v is not None}
         self.session.writer.write(ContextRecord(t=time.time(), values=values))
 

@@ -108,6 +108,9 @@ class Notes:
     compile_spans: list[tuple[float, float]] = field(default_factory=list)
     # a custom loop (tracking): the budget phase it is in now, for the compile events
     loop_phase: Callable[[], str] | None = None
+    # goodput (when memory is on): the memory grown across each callback's hooks, sampled, and
+    # model.predict/evaluate calls made inside a hook (memory reads them for its suspect)
+    hook_memory: Any = None
     horovod_size: int | None = (
         None  # set by tests and launchers that know Horovod's world before it starts
     )

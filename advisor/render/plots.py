@@ -4,7 +4,9 @@
 - speedup: relative to the smallest count, log2 axes, against the ideal line;
 - efficiency: speedup ÷ (N ÷ N₀), with the 75 % line under which scaling is called poor;
 - computation vs other: stacked shares of the step (computation, communication, other);
-- energy: Wh per epoch; samples per dollar: what the money buys at each size.
+- energy: Wh per epoch; samples per dollar: what the money buys at each size;
+- memory: the peak resident memory of one training process (solid) and, where the backend reports
+  it, one device's allocator peak (dashed), per worker count.
 
 Each ``*_figure`` returns a ``matplotlib.figure.Figure`` (or None when the table has no data for
 it), built without pyplot so nothing global changes; ``write_plots`` saves them as PNG (and SVG).
@@ -190,6 +192,22 @@ def cost_figure(table: ScalingTable) -> Any:
     return _line_figure(table, "Samples per dollar", "samples / $", lambda r: r.samples_per_dollar)
 
 
+def memory_figure(table: ScalingTable) -> Any:
+    host = _series(table, lambda r: r.host_peak_mb)
+    device = _series(table, lambda r: r.device_peak_mb)
+    if not host and not device:
+        return None
+    fig, ax = _figure("Peak memory per process")
+    for label, series, style in (("host RSS", host, "-"), ("device", device, "--")):
+        for strategy, (xs, ys) in series.items():
+            ax.plot(xs, ys, marker="o", linestyle=style, label=f"{strategy} {label}")
+    _log2_x(ax, [x for s in (host, device) for xs, _ in s.values() for x in xs])
+    ax.set_ylabel("MB (largest over repeats)")
+    ax.set_ylim(bottom=0)
+    ax.legend()
+    return fig
+
+
 PLOTS: dict[str, tuple[Callable[[ScalingTable], Any], str]] = {
     "epoch_time": (epoch_time_figure, "no epoch times"),
     "speedup": (speedup_figure, "no speedup (needs epoch times)"),
@@ -197,6 +215,7 @@ PLOTS: dict[str, tuple[Callable[[ScalingTable], Any], str]] = {
     "computation_vs_other": (computation_figure, "computation vs other: no trace data"),
     "energy": (energy_figure, "energy: no GPU data"),
     "samples_per_dollar": (cost_figure, "samples per dollar: no price"),
+    "memory": (memory_figure, "memory: no memory data"),
 }
 
 

@@ -5,7 +5,8 @@ again); CSV has one line per strategy × workers with every column — ``recomme
 a configuration is best for — and one more line per projection (``projected`` true, only the
 projected columns filled); text and Markdown open with the recommendations (the best configuration
 per goal, and a labelled projection with its assumptions) and the sweep's D6 findings, then group
-the columns the way people read them: time, cost, accelerators and energy, computation vs other.
+the columns the way people read them: time, cost, accelerators and energy, memory peaks,
+computation vs other.
 """
 
 from __future__ import annotations
@@ -46,6 +47,12 @@ def _epoch(row: Row) -> str:
     return text
 
 
+def _mb(v: float | None) -> str:
+    if v is None:
+        return "—"
+    return f"{v / 1024:.2f} GB" if v >= 1024 else f"{v:.0f} MB"
+
+
 # (section, [(header, value of a row)]), and the rows' notes that mean "this section is empty".
 SECTIONS: list[tuple[str, str | None, list[tuple[str, Callable[[Row], str]]]]] = [
     (
@@ -83,6 +90,15 @@ SECTIONS: list[tuple[str, str | None, list[tuple[str, Callable[[Row], str]]]]] =
             ("GPU util", lambda r: _pct(r.gpu_util)),
             ("Wh/epoch", lambda r: _num(3)(r.energy_wh_per_epoch)),
             ("J/sample", lambda r: _num(4)(r.energy_j_per_sample)),
+        ],
+    ),
+    (
+        "Memory (peak of one process or device)",
+        "no memory data",
+        [
+            ("host RSS peak", lambda r: _mb(r.host_peak_mb)),
+            ("device peak", lambda r: _mb(r.device_peak_mb)),
+            ("of the limit", lambda r: _frac_pct(r.memory_peak_fraction)),
         ],
     ),
     (

@@ -36,6 +36,22 @@ def fit(runs_dir, leak: bool):
             if epoch + 1 >= EPOCHS_RUN:
                 self.model.stop_training = True
 
+    class Counter(keras.callbacks.Callback):  # innocent hooks beside the leak, after it
+        def __init__(self):
+            super().__init__()
+            self.batches = self.epochs = 0
+
+        def on_train_batch_end(self, batch, logs=None):
+            self.batches += 1
+
+        def on_epoch_end(self, epoch, logs=None):
+            self.epochs += 1
+
+    class Validator(keras.callbacks.Callback):  # a predict and an evaluate inside a hook
+        def on_epoch_end(self, epoch, logs=None):
+            self.model.evaluate(x[:64], y[:64], verbose=0)
+            self.model.predict(x[:64], verbose=0)
+
     import advisor
 
     x = np.random.default_rng(0).normal(size=(256, 16)).astype("float32")
@@ -43,8 +59,22 @@ def fit(runs_dir, leak: bool):
     model = keras.Sequential([keras.Input((16,)), keras.layers.Dense(8), keras.layers.Dense(2)])
     model.compile("sgd", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     callback = advisor.AdvisorCallback(runs_dir=runs_dir, baseline=None, whatif=None)
-    model.fit(x, y, batch_size=64, epochs=1000, verbose=0, callbacks=[callback, Keeper()])
+    extra = [Keeper(), Counter()] + ([] if leak else [Validator()])
+    # The leaking fit validates: Keras's own evaluate runs outside any hook and is not counted.
+    validation = {"validation_data": (x[:64], y[:64])} if leak else {}
+    model.fit(
+        x, y, batch_size=64, epochs=1000, verbose=0, callbacks=[callback, *extra], **validation
+    )
     return callback.run_path
+
+
+def memory_context(path) -> dict:
+    from advisor.store.schema import ContextRecord
+
+    merged: dict = {}
+    for record in RunReader(path).read().of_type(ContextRecord):
+        merged.update(record.values)
+    return merged
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +100,10 @@ def test_a_leak_is_warned_once_during_the_fit_and_called_a_leak(runs):
     assert "MB per epoch" in warnings[0].message and "before the fit's 1000 epochs end" in (
         warnings[0].message
     )
-    assert "Keeper" in warnings[0].message
+    # The memory grew across Keeper's hooks (read at each call of an epoch hook), not Counter's:
+    # Keeper is named alone.
+    assert "the callback Keeper (the memory grew" in warnings[0].message
+    assert "Counter" not in warnings[0].message
     report = diagnose(runs["leak"])
     assert report.fact("memory.growing") is True
     assert abs(report.fact("memory.growth_mb_per_epoch") - LEAK_MB) < LEAK_MB * 0.25
@@ -80,6 +113,27 @@ def test_a_leak_is_warned_once_during_the_fit_and_called_a_leak(runs):
     assert m180.status == "fail" and m180.severity == "warning"
     first_warning = next(f for f in report.findings if f.status == "fail" and f.severity != "info")
     assert first_warning.code == "M180"
+    assert report.fact("memory.suspect").startswith("the callback Keeper ")
+    grown = {h["name"]: h for h in memory_context(runs["leak"])["memory.hook_growth"]}
+    assert grown["Keeper"]["mb"] >= (EPOCHS_RUN - 1) * LEAK_MB  # each epoch's 24 MB, seen
+    assert abs(grown["Counter"]["mb"]) < LEAK_MB
+
+
+def test_memory_across_hooks_is_sampled_and_predict_inside_a_hook_is_named(runs):
+    from advisor.collectors.goodput_wrap import BATCH_SAMPLE_EVERY
+
+    context = memory_context(runs["flat"])
+    grown = {h["name"]: h for h in context["memory.hook_growth"]}
+    batches = EPOCHS_RUN * 256 // 64
+    # Counter's batch hook is read once in BATCH_SAMPLE_EVERY calls, its epoch hook at every call.
+    assert grown["Counter"]["sampled"] == len(range(0, batches, BATCH_SAMPLE_EVERY)) + EPOCHS_RUN
+    assert grown["Counter"]["hooks"] == ["on_epoch_end", "on_train_batch_end"]
+    inner = {c["where"]: c["calls"] for c in context["memory.inner_calls"]}
+    assert inner == {
+        "Validator.on_epoch_end calls model.evaluate": EPOCHS_RUN,
+        "Validator.on_epoch_end calls model.predict": EPOCHS_RUN,
+    }
+    assert "memory.inner_calls" not in memory_context(runs["leak"])  # Keras's validation
 
 
 def test_a_fit_that_keeps_nothing_is_flat(runs):

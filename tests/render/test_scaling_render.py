@@ -94,7 +94,11 @@ def test_plots_written_as_png_and_svg(table, tmp_path):
             assert _png_size(path) == (640, 420)
         else:
             assert path.read_text().lstrip().startswith("<?xml")
-    assert sorted(skipped) == ["computation vs other: no trace data", "energy: no GPU data"]
+    assert sorted(skipped) == [
+        "computation vs other: no trace data",
+        "energy: no GPU data",
+        "memory: no memory data",
+    ]
 
 
 def test_plot_series(table):

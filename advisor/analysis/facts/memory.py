@@ -269,4 +269,6 @@ def _suspect(records: list[Any], context: dict[str, Any], run: Run) -> str:
         after=[h["name"] for h in hooks if h.get("after")],
         before=[h["name"] for h in hooks if not h.get("after")],
         loop=run.manifest.config.get("loop") == "custom",
+        hooks=context.get("memory.hook_growth") or [],
+        inner=context.get("memory.inner_calls") or [],
     )
