@@ -35,9 +35,10 @@ def write_run(
 ) -> Path:
     """A finished run whose steps take ``step_ms`` and whose ``Logger.on_train_batch_end``
     takes ``callback_ms`` per step; other processes took ``others_cpu`` of a 2-core host."""
-    manifest = {"global_batch_size": BATCH, "name": name, "tags": tags or {}}
-    writer = RunWriter(store, run_id=run_id, manifest=manifest)
     t = time.time() if t0 is None else t0
+    # created just before its first record: records outside a run's life are not read
+    manifest = {"global_batch_size": BATCH, "name": name, "tags": tags or {}, "created": t - 1}
+    writer = RunWriter(store, run_id=run_id, manifest=manifest)
     per_step = (step_ms + callback_ms) / 1000.0
     half = steps_per_epoch // 2
     wall = 0.5  # start-up
