@@ -61,25 +61,25 @@ FACTS = (
         "stalls",
         "str",
     ),
-    Fact("steps.outliers_timed", "", "step outliers recorded with their time", "stalls"),
+    Fact("steps.outliers_timed", "", "step outliers recorded with their time", "goodput"),
     Fact(
         "stalls.periodic_cause",
         "",
         "what the most costly recurring stalls coincide with (a save, a garbage collection, …)",
-        "stalls",
+        "goodput",
         "str",
     ),
-    Fact("stalls.periodic_kind", "", "checkpoint, gc, validation or epoch_end", "stalls", "str"),
-    Fact("stalls.periodic_outliers", "", "step outliers that coincide with it", "stalls"),
+    Fact("stalls.periodic_kind", "", "checkpoint, gc, validation or epoch_end", "goodput", "str"),
+    Fact("stalls.periodic_outliers", "", "step outliers that coincide with it", "goodput"),
     Fact(
         "stalls.periodic_fraction",
         "fraction",
         "those outliers' time beyond the mean step ÷ measured training time",
-        "stalls",
+        "goodput",
     ),
-    Fact("stalls.periodic_fix", "", "the fix for that cause", "stalls", "str"),
-    Fact("stalls.gc_pauses", "", "full (generation-2) garbage collections in the fits", "stalls"),
-    Fact("stalls.gc_pause_s.mean", "s", "mean length of a full garbage collection", "stalls"),
+    Fact("stalls.periodic_fix", "", "the fix for that cause", "goodput", "str"),
+    Fact("stalls.gc_pauses", "", "full (generation-2) garbage collections in the fits", "goodput"),
+    Fact("stalls.gc_pause_s.mean", "s", "mean length of a full garbage collection", "goodput"),
 )
 
 # What a periodic stall's cause is called in a message, and its fix.
