@@ -23,6 +23,7 @@ from typing import Any
 
 from advisor.collectors.collector import Collector
 from advisor.collectors.compile_events import move_compile
+from advisor.collectors.gc_pauses import GcPauses
 from advisor.collectors.goodput_wrap import (
     BATCH_HOOKS,
     EPOCH_ENDING,
@@ -83,6 +84,7 @@ class GoodputCollector(Collector):
         self._keys: dict[str, tuple[str, str, str]] = {}
         self._originals: dict[str, Any] = {}  # ledger state → the hook it wraps
         self._saves = Saves()
+        self._gc = GcPauses()
         self._last_written = 0.0
         self._lock = threading.Lock()  # the overlapped time of hooks on Keras's worker threads
         # id of the fit's frame: a save outside it finds the wrappers stale
@@ -92,6 +94,9 @@ class GoodputCollector(Collector):
     # -- hooks ---------------------------------------------------------------------------------
     def on_train_begin(self) -> None:
         ledger = self.session.ledger
+        if ledger is not None:
+            self._gc.spans = self.session.notes.gc_spans
+            self._gc.start()  # full garbage collections, to match stalls with (gc_pauses.py)
         if ledger is None or not self.wrap:
             return
         from advisor.collectors.fitinfo import fit_frame_id
@@ -153,9 +158,11 @@ class GoodputCollector(Collector):
 
     def on_train_end(self) -> None:
         self.unwrap()
+        self._gc.stop()
 
     def on_before_close(self, status: str) -> None:
         self.unwrap()
+        self._gc.stop()
         if status == "finished":
             self._write(final=True)
         # A failed run is closed when the next fit begins or the process exits, maybe much later:
@@ -246,7 +253,7 @@ class GoodputCollector(Collector):
         return sum(w.steps for w in windows) if windows else None
 
     def record(self, final: bool) -> Any:
-        from advisor.store.schema import BudgetRecord, CallbackTime, CheckpointTime
+        from advisor.store.schema import BudgetRecord, CallbackTime, CheckpointTime, GcTime
 
         ledger = self.session.ledger
         assert ledger is not None
@@ -293,7 +300,9 @@ class GoodputCollector(Collector):
             seconds=round(seconds["checkpoint"], 6),
             bytes=saves.bytes,
             by=dict(saves.by),
+            times=list(saves.times),
         )
+        gc_time = self._gc
         return BudgetRecord(
             t=time.time(),
             final=final,
@@ -302,6 +311,9 @@ class GoodputCollector(Collector):
             steps=self._steps(),
             callbacks=sorted(rows, key=lambda r: -r.seconds),
             checkpoint=checkpoint,
+            gc=GcTime(
+                count=gc_time.count, seconds=round(gc_time.seconds, 6), pauses=list(gc_time.pauses)
+            ),
             compile_startup_seconds=round(compile_startup, 6) if "compile" in seconds else None,
         )
 

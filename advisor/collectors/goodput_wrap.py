@@ -158,9 +158,12 @@ class Saves:
         self.count = 0
         self.bytes: int | None = None
         self.by: dict[str, int] = {}
+        self.times: list[list[float]] = []  # [wall clock at its start, seconds], the first 400
 
-    def add(self, who: str, written: int | None) -> None:
+    def add(self, who: str, written: int | None, seconds: float | None = None) -> None:
         self.count += 1
+        if seconds is not None and len(self.times) < 400:
+            self.times.append([round(time.time() - seconds, 4), round(seconds, 4)])
         self.by[who] = self.by.get(who, 0) + 1
         if written is not None:
             self.bytes = (self.bytes or 0) + written
@@ -231,7 +234,7 @@ def hook_wrapper(
                     callback, "_backup_dir", None
                 )
                 if folder and ledger.saves == before and now - t0 > 0.001 and epoch_end:
-                    saves.add(key[3:], bytes_at(folder))
+                    saves.add(key[3:], bytes_at(folder), now - t0)
             else:
                 state = ledger.state
                 seconds[state] = seconds.get(state, 0.0) + (now - ledger.last)
@@ -271,13 +274,15 @@ def save_wrapper(
             return original(*args, **kwargs)
         who = ledger.state[3:] if ledger.state.startswith("cb:") else "fit"
         ledger.enter(CHECKPOINT)
+        t0 = time.perf_counter()
         try:
             return original(*args, **kwargs)
         finally:
+            took = time.perf_counter() - t0
             ledger.leave()
             ledger.saves += 1
             path = args[0] if args else kwargs.get("filepath")
-            saves.add(who, bytes_at(path) if path is not None else None)
+            saves.add(who, bytes_at(path) if path is not None else None, took)
 
     save.__wrapped__ = original  # type: ignore[attr-defined]
     return save

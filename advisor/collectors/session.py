@@ -106,6 +106,8 @@ class Notes:
     compile_seconds: dict[str, float] = field(default_factory=dict)
     # compile: (perf_counter at its end, seconds) of recent compile events (throughput reads it)
     compile_spans: list[tuple[float, float]] = field(default_factory=list)
+    # goodput: (perf_counter at its end, seconds) of recent full garbage collections (same use)
+    gc_spans: list[tuple[float, float]] = field(default_factory=list)
     # a custom loop (tracking): the budget phase it is in now, for the compile events
     loop_phase: Callable[[], str] | None = None
     # goodput (when memory is on): the memory grown across each callback's hooks, sampled, and

@@ -106,6 +106,7 @@ class ThroughputCollector(Collector):
         self._log_times: list[float] = []
         self._epoch_opening = False
         self._epoch_start_s: float | None = None
+        self._epoch_start_gc = 0.0  # full garbage collections in that epoch start, seconds
         self._win_seen0: int | None = None  # the loss tracker's sample count at the window's start
         self.windows: list[WindowRecord] = []
 
@@ -138,6 +139,7 @@ class ThroughputCollector(Collector):
             self._epoch_opening = False
             now = time.perf_counter()
             self._epoch_start_s = now - self._clock.t0
+            self._epoch_start_gc = _ended_inside(self.session.notes.gc_spans, self._clock.t0, now)
             self._clock.stamps[0] = now
         done = self._calls
         self._calls = done + 1
@@ -230,13 +232,16 @@ class ThroughputCollector(Collector):
             stamps = sorted(self._clock.stamps)  # appended by worker threads under async dispatch
             spe = max(1, self.session.steps_per_execution)
             wait = first_step_wait(stamps) if self._epoch_start_s is not None and not warmup else 0
-            if wait:  # a compile in that step is no wait for input (the compile rules have it)
-                wait = _less_compiles(wait, stamps, self.session.notes.compile_spans)
+            if wait:  # a compile or a full garbage collection in that step is no wait for input
+                notes = self.session.notes
+                wait = _less_compiles(wait, stamps, [*notes.compile_spans, *notes.gc_spans])
             if wait:  # the first step waited for the new iterator: epoch-start time, not a step
                 stamps[0] += wait
-            stats = interval_stats(stamps, spe)
+            stats = interval_stats(stamps, spe, time.time() - time.perf_counter())
             if self._epoch_start_s is not None:
                 stats["epoch_start_seconds"] = self._epoch_start_s + wait
+                if self._epoch_start_gc:
+                    stats["epoch_start_gc_seconds"] = round(self._epoch_start_gc, 6)
                 if wait:
                     stats["epoch_first_wait_seconds"] = wait
                 self._epoch_start_s = None
@@ -307,8 +312,14 @@ class ThroughputCollector(Collector):
         self.session.notes.last_samples_per_s = rate
 
 
+def _ended_inside(spans: list[tuple[float, float]], begin: float, end: float) -> float:
+    """Seconds of the (end, seconds) spans that ended between ``begin`` and ``end``."""
+    return sum(min(seconds, stop - begin) for stop, seconds in spans if begin < stop <= end)
+
+
 def _less_compiles(wait: float, stamps: list[float], spans: list[tuple[float, float]]) -> float:
-    """The first step's wait less the compile events that ended inside it."""
+    """The first step's wait less the compile events (and full garbage collections) that ended
+    inside it."""
     compiled = sum(seconds for end, seconds in spans if stamps[0] < end <= stamps[1])
     left = wait - compiled
     return left if left >= FIRST_WAIT_MIN_S else 0.0

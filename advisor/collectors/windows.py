@@ -65,8 +65,15 @@ def rate_line(
     return text
 
 
-def interval_stats(stamps: list[float], steps_per_call: int = 1) -> dict[str, Any]:
-    """Mean, σ, max and 3σ outliers of the per-step time between consecutive batch ends."""
+MAX_OUTLIER_SPANS = 50  # outlier intervals kept per window, with their times
+
+
+def interval_stats(
+    stamps: list[float], steps_per_call: int = 1, wall_offset: float | None = None
+) -> dict[str, Any]:
+    """Mean, σ, max and 3σ outliers of the per-step time between consecutive batch ends; with
+    ``wall_offset`` (wall clock − the stamps' clock) also each outlier's begin, length and time
+    beyond the mean, so that the analysis can match them with what ran then."""
     n = len(stamps) - 1
     if n < 1:
         return {}
@@ -76,7 +83,7 @@ def interval_stats(stamps: list[float], steps_per_call: int = 1) -> dict[str, An
     std = math.sqrt(var)
     limit = mean + 3 * std
     slow = [x for x in intervals if x > limit] if n >= 10 and std > 0 else []
-    return {
+    out: dict[str, Any] = {
         "step_count": n,
         "step_time_mean": mean,
         "step_time_std": std,
@@ -84,6 +91,17 @@ def interval_stats(stamps: list[float], steps_per_call: int = 1) -> dict[str, An
         "step_outliers": len(slow),
         "step_outlier_seconds": sum(x - mean for x in slow) * steps_per_call,
     }
+    if wall_offset is not None and slow:
+        out["step_outlier_spans"] = [
+            [
+                round(stamps[i] + wall_offset, 4),
+                round(x * steps_per_call, 4),
+                round((x - mean) * steps_per_call, 4),
+            ]
+            for i, x in enumerate(intervals)
+            if x > limit
+        ][:MAX_OUTLIER_SPANS]
+    return out
 
 
 FIRST_WAIT_RATIO = 3.0  # an epoch's first step this many times the median step waited for input

@@ -23,6 +23,7 @@ from advisor.store.schema_budget import (
     CheckpointTime,
     CompileEvent,
     CompileRecord,
+    GcTime,
 )
 from advisor.store.schema_whatif import (
     WHATIF_CANDIDATES,
@@ -147,6 +148,9 @@ class WindowRecord(Record):
     step_time_max: float | None = None
     step_outliers: int | None = None  # intervals above mean + 3σ of this window
     step_outlier_seconds: float | None = None  # time those intervals took beyond the mean
+    # [wall clock at its begin, seconds, seconds beyond the mean] of each outlier (the first 50;
+    # newer writers), to match the stalls with what ran then (saves, garbage collections).
+    step_outlier_spans: list[list[float]] | None = None
     # A window that opens an epoch: from epoch begin to its first step's begin (the input
     # iterator's creation and first fill, epoch-begin callbacks). In ``seconds``, not in the steps.
     epoch_start_seconds: float | None = None
@@ -154,6 +158,8 @@ class WindowRecord(Record):
     # beyond a usual step (a new iterator's shuffle buffer or cache filling, prefetch warming):
     # taken out of the step statistics, so it is not a step outlier (newer writers).
     epoch_first_wait_seconds: float | None = None
+    # The part of epoch_start_seconds spent in Python's full garbage collections (newer writers).
+    epoch_start_gc_seconds: float | None = None
     # Consecutive stretches of about half a second: [steps, seconds] each (the first windows of a
     # run only). A short run has too few windows to judge its stability; their slices do.
     slices: list[list[float]] | None = None
@@ -350,6 +356,7 @@ __all__ = [
     "CheckpointTime",
     "CompileEvent",
     "CompileRecord",
+    "GcTime",
     "Record",
     "Timestamp",
     "WhatIfCandidate",

@@ -36,6 +36,17 @@ class CheckpointTime(SchemaModel):
     bytes: int | None = None  # bytes of the files the saves wrote (None: not measurable)
     # who saved ("ModelCheckpoint.on_epoch_end") → count
     by: dict[str, int] = Field(default_factory=dict)
+    # [wall clock at its start, seconds] of each save (the first 400; newer writers)
+    times: list[list[float]] = Field(default_factory=list)
+
+
+class GcTime(SchemaModel):
+    """Python's full (generation-2) garbage collections during the fit, from ``gc.callbacks``."""
+
+    count: int = 0
+    seconds: float = 0.0
+    # [wall clock at its start, seconds] of each (the first 400)
+    pauses: list[list[float]] = Field(default_factory=list)
 
 
 class BudgetRecord(Record):
@@ -55,6 +66,7 @@ class BudgetRecord(Record):
     steps: int | None = None  # training steps so far (optimizer steps)
     callbacks: list[CallbackTime] = Field(default_factory=list)
     checkpoint: CheckpointTime = Field(default_factory=CheckpointTime)
+    gc: GcTime | None = None  # full garbage collections (newer writers)
     source: str = "callback"  # callback (AdvisorCallback) | track (custom loop markers)
     # The part of ``seconds["compile"]`` spent before the first step's end (newer writers).
     compile_startup_seconds: float | None = None

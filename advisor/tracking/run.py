@@ -295,7 +295,7 @@ class TrackedRun:
                     step_begin=self._win_step0,
                     step_end=self._steps,
                     warmup=warmup,
-                    **interval_stats(self._clock.stamps),
+                    **interval_stats(self._clock.stamps, 1, time.time() - time.perf_counter()),
                 )
                 self.writer.write(record)
                 if not warmup:

@@ -129,6 +129,10 @@ def test_a_real_fit_is_accounted_for_and_its_callbacks_are_left_as_they_were(tmp
     saved = final.checkpoint
     assert saved.count == 2 and saved.by == {"ModelCheckpoint.on_epoch_end": 2}
     assert saved.bytes == 2 * (tmp_path / "model.keras").stat().st_size
+    # each save with its start on the wall clock, inside the fit, and its length
+    assert len(saved.times) == 2 and all(seconds > 0 for _start, seconds in saved.times)
+    assert final.t - final.wall_seconds - 1 < saved.times[0][0] < saved.times[1][0] < final.t
+    assert final.gc is not None and final.gc.count == len(final.gc.pauses)  # timed (maybe none)
     assert final.seconds["validation"] > 0 and final.seconds["startup"] > 0
 
     from advisor.analysis.registry import registry

@@ -301,8 +301,13 @@ def _stability(chief: list[Any], out: dict[str, Any]) -> None:
 
 def _epoch_starts(windows: list[Any], out: dict[str, Any]) -> None:
     """How long measured epochs took to reach their first step (M154). The first epoch's start
-    is in the warm-up window, with the first step's tracing: it is M151's."""
-    starts = [w.epoch_start_seconds for w in windows if w.epoch_start_seconds is not None]
+    is in the warm-up window, with the first step's tracing: it is M151's. A full garbage
+    collection that ran meanwhile is not the input's: it is left out."""
+    starts = [
+        max(0.0, w.epoch_start_seconds - (w.epoch_start_gc_seconds or 0.0))
+        for w in windows
+        if w.epoch_start_seconds is not None
+    ]
     seconds = sum(w.seconds for w in windows)
     if seconds <= 0 or (not starts and len({w.epoch for w in windows}) > 1):
         return  # no epoch start recorded across epochs: an older writer
