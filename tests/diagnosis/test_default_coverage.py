@@ -106,8 +106,17 @@ class _AtLeast(keras.callbacks.Callback):
             self.model.stop_training = True
 
 
+def _baseline_said_why(report) -> bool:
+    """On a host so busy that three rounds of the default baseline no longer fit its allowance,
+    it does not start (or stops) and says why, by design; the input rule is then unknown."""
+    reason = report.facts.get("baseline.skipped") or report.facts.get("baseline.stopped")
+    return reason is not None and "allowance" in str(reason.value)
+
+
 def test_the_input_rule_and_stability_are_decided(report):
     by_code = {f.code: f for f in report.findings}
+    if by_code["M108"].status == "unknown" and _baseline_said_why(report):
+        pytest.skip(f"this host is too busy for the default baseline: {by_code['M108'].missing}")
     assert by_code["M108"].status in ("pass", "fail"), by_code["M108"].message
     assert by_code["M103"].status in ("pass", "fail"), by_code["M103"].message
     assert "windows of" in by_code["M103"].message  # says how many windows, of what length
@@ -123,9 +132,9 @@ def test_unknown_rules_are_few_and_say_what_would_decide_them(report):
     # +2: M182 (batch-could-be-larger) is decided only by the opt-in memory what-if
     # (batch_memory=True), and M180 (memory-leak) only after seven epochs, which a short default
     # fit may not run.
-    wide = "input.withheld" in report.facts
+    wide = "input.withheld" in report.facts or _baseline_said_why(report)
     assert len(unknown) <= 11 + wide, [(f.code, f.missing) for f in unknown]
-    if wide:
+    if "input.withheld" in report.facts:
         assert "too wide" in report.facts["input.withheld"].value
     assert all(f.measure for f in unknown)
     grouped = {code for group in report.coverage.to_decide for code in group.rules}
