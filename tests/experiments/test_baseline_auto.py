@@ -179,5 +179,6 @@ def test_after_calibrating_only_the_arms_three_rounds_can_hold_are_kept():
     assert that_fit(arms, _calibrated(-0.5, 0.1, 0.3), plan, spent) == []
     assert "calibrating" in spent.stopped
     # rounds shrink to what segments of a measurable length allow, never under three
-    assert rounds_that_fit(plan, 2, _calibrated(4.0, 0.1, 0.3)).rounds == 3
-    assert rounds_that_fit(plan, 2, _calibrated(60.0, 0.01, 0.05)).rounds == 12
+    two = arms[:2]
+    assert rounds_that_fit(plan, two, _calibrated(4.0, 0.1, 0.3)).rounds == 3
+    assert rounds_that_fit(plan, two, _calibrated(60.0, 0.01, 0.05)).rounds == 12

@@ -80,6 +80,7 @@ def make_plan(
     warmup_steps: int | None = None,
     error: type[Exception] = InputError,
     from_start: bool = False,
+    real_step_seconds: float | None = None,
 ) -> Plan:
     """A checked measuring plan for ``model`` (warm-up rounded to ``steps_per_execution``)."""
     if not isinstance(seconds, (int, float)) or not seconds > 0:
@@ -92,7 +93,15 @@ def make_plan(
         raise error(f"max_seconds must be a positive number, got {max_seconds!r}")
     spe = steps_per_execution(model)
     warm = round_up(warmup_steps if warmup_steps is not None else spe, spe)
-    return Plan(float(seconds), int(min_steps), int(rounds), float(max_seconds), warm, from_start)
+    return Plan(
+        float(seconds),
+        int(min_steps),
+        int(rounds),
+        float(max_seconds),
+        warm,
+        from_start,
+        real_step_seconds,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -214,7 +223,7 @@ def run_baseline(
         chosen = arms.choose(found.need, result, source_cache, data_only, hooks)
         if plan.from_start:
             chosen = that_fit(chosen, found, plan, result)
-            plan = rounds_that_fit(plan, len(chosen), found)
+            plan = rounds_that_fit(plan, chosen, found)
         if chosen:
             outcome = run_rounds(chosen, plan, found.deadline, state.restore, found.overhead)
         else:
