@@ -43,6 +43,7 @@ from advisor.experiments.settings import (
     BASELINE_ROUNDS,
     BASELINE_SECONDS,
 )
+from advisor.noise import MIN_ROUNDS
 from advisor.probes.framework import backend_of, is_tf_keras, steps_per_execution
 
 log = logging.getLogger("advisor")
@@ -329,6 +330,12 @@ def _gather(result: InputBaseline, arms: list[Arm], outcome: Outcome, feeds: Fee
     result.rounds = outcome.rounds
     result.measured_seconds = outcome.measured_seconds
     result.stopped = outcome.stopped
+    cut = result.stopped is None and {"cached", "real"} <= {arm.name for arm in arms}
+    if cut and result.paired_rounds < MIN_ROUNDS:  # a segment cut by the allowance: say so
+        result.stopped = (
+            f"the time allowance ({result.budget_seconds or 0:g} s) left {result.paired_rounds} "
+            f"rounds that paired the cached and the real input, where a band needs {MIN_ROUNDS}"
+        )
     if outcome.stopped:
         result.notes.append(f"baseline stopped early: {outcome.stopped}")
     if result.stalled_rounds:
