@@ -170,6 +170,7 @@ class BaselineCollector(Collector):
             max_seconds=sizing.max_seconds,
             error=UsageError,
             from_start=mode == "auto",  # the default's allowance is the user's time, all of it
+            real_step_seconds=sizing.step_seconds,
         )
         try:
             self.result = measure_fit_input(

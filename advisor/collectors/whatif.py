@@ -157,7 +157,18 @@ def situation_from_session(session: Session) -> Situation:
         compile_seconds=notes.first_step_seconds,
         cpu_count=cpu_count(),
         step_seconds=_training_step_seconds(notes, unchanged.batch_size),
+        input_batch_seconds=_input_batch_seconds(baseline, unchanged.batch_size),
     )
+
+
+def _input_batch_seconds(baseline: Any, batch_size: int) -> float | None:
+    """Seconds per batch of the input as the baseline measured it (the slower of the real input
+    and the input alone), if it did."""
+    rates = [
+        getattr(baseline, name, None) for name in ("real_samples_per_s", "data_only_samples_per_s")
+    ]
+    known = [float(r) for r in rates if isinstance(r, (int, float)) and r > 0]
+    return batch_size / min(known) if known and batch_size else None
 
 
 def _training_step_seconds(notes: Notes, batch_size: int) -> float | None:

@@ -161,8 +161,12 @@ def _evaluate(
                 rule, _referenced_missing(rule.applies, facts, rule.facts), facts, params, reg
             )
         if not applies:
+            why = rule.na_message.render(facts, params) if rule.na_message else None
             return _finding(
-                rule, "n/a", "does not apply to this run", evidence=_evidence(rule, facts, reg)
+                rule,
+                "n/a",
+                why or "does not apply to this run",
+                evidence=_evidence(rule, facts, reg),
             )
     missing = [name for name in rule.requires if name not in facts]
     if rule.requires_any and not any(name in facts for name in rule.requires_any):

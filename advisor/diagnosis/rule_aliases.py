@@ -16,7 +16,7 @@ from advisor.diagnosis.rule_model import RuleEntry
 
 _NAME_LISTS = ("requires", "requires_any", "optional")
 _EXPRESSIONS = ("condition", "applies", "impact")
-_TEMPLATES = ("message", "pass_message", "fix")
+_TEMPLATES = ("message", "pass_message", "na_message", "fix")
 
 
 def _in_expression(old: str) -> re.Pattern[str]:

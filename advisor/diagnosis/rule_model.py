@@ -106,6 +106,7 @@ class RuleEntry(_Strict):
     advice: bool = False
     message: Text
     pass_message: Text | Omitted = None
+    na_message: Text | Omitted = None  # why it is n/a, when ``applies`` is false
     fix: Text
     fix_for: dict[FixContext, Text] = Field(
         default_factory=dict,
@@ -173,7 +174,12 @@ _LISTS = {
 }
 _FLAGS = ("advice", "gated", "symptom")
 _EXPRESSIONS = ("condition", "applies", "impact")
-_TEXTS = ("pass_message", "measure", "fit_only")  # optional texts: left out, or written non-empty
+_TEXTS = (
+    "pass_message",
+    "na_message",
+    "measure",
+    "fit_only",
+)  # optional texts: left out, or written non-empty
 
 
 def reason(error: dict[str, Any], section: str) -> tuple[str | None, str]:

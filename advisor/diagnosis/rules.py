@@ -79,6 +79,8 @@ class Rule:
     fix_for: tuple[tuple[str, Template], ...] = ()
     # why the rule cannot apply to a custom loop: n/a there, with this reason
     fit_only: str | None = None
+    # why ``applies`` is false, in the run's words: the n/a finding's message
+    na_message: Template | None = None
 
     def fix_in(self, facts: Mapping[str, Any]) -> Template:
         """The fix in the words of the run's loop and backend (``fix_for``), else the general
@@ -285,6 +287,7 @@ def _build(
         impact=impact,
         message=message,
         pass_message=parts.template("pass_message", entry.pass_message),
+        na_message=parts.template("na_message", entry.na_message),
         fix=fix,
         advice=entry.advice,
         gated=entry.gated,

@@ -34,6 +34,9 @@ class Plan:
     # the allowance counts from the measurement's start, compiling included (the default
     # baseline: its share of the fit is the user's time); else from the first compiled step
     from_start: bool = False
+    # training's own step time, when known: what a step on the real input costs (the cached
+    # step the calibration times is faster by the input's cost)
+    real_step_seconds: float | None = None
 
     def segment_seconds(self, arms: int) -> float:
         return self.seconds / max(1, self.rounds * arms)

@@ -14,7 +14,13 @@ metrics once, at train begin, and returns plain values for the run's context rec
   plain value), or the config it returns leaves out arguments of ``__init__`` (a required one
   fails ``from_config``; an optional one comes back at its default).
 
-Only ``get_config()`` is called — no object is rebuilt, nothing is traced.
+- ``model.jit_supported``: Keras's own verdict on whether this model can be XLA-compiled
+  (``keras.src.trainers.trainer.model_supports_jit``: every layer's ``supports_jit``, and no TF
+  op determinism or Apple GPU), with ``model.jit_unsupported_layers`` the layers that refuse it
+  (lookups, hashing, several random augmentation layers, cuDNN LSTM/GRU): Keras turns
+  ``jit_compile=True`` off for such a model, so "try XLA" does not apply to it.
+
+Only ``get_config()`` and ``supports_jit`` are read — no object is rebuilt, nothing is traced.
 """
 
 from __future__ import annotations
@@ -35,9 +41,12 @@ def read_model(model: Any) -> dict[str, Any]:
     """The ``model.*`` values of the context record (empty lists left out)."""
     preprocessing: list[str] = []
     augmentation: list[str] = []
+    no_jit: list[str] = []
     custom: dict[type, tuple[str, Any]] = {}
     for layer in _layers(model):
         cls = type(layer)
+        if getattr(layer, "supports_jit", True) is False and cls.__name__ not in no_jit:
+            no_jit.append(cls.__name__)
         if _is_preprocessing(cls):
             preprocessing.append(cls.__name__)
             if _is_augmentation(cls):
@@ -61,8 +70,25 @@ def read_model(model: Any) -> dict[str, Any]:
             :_MAX_LISTED
         ],
         "model.config_problems": problems[:_MAX_LISTED],
+        "model.jit_unsupported_layers": no_jit[:_MAX_LISTED],
     }
+    supported = jit_supported(model)
+    if supported is not None:
+        values["model.jit_supported"] = supported
     return values
+
+
+def jit_supported(model: Any) -> bool | None:
+    """Keras 3's own ``model_supports_jit(model)``; None where it is not there (tf_keras, another
+    Keras version) or fails."""
+    if not any(c.__module__.startswith("keras.src") for c in type(model).__mro__):
+        return None
+    try:
+        from keras.src.trainers.trainer import model_supports_jit
+
+        return bool(model_supports_jit(model))
+    except Exception:  # noqa: BLE001 — an unknown verdict, not an error
+        return None
 
 
 def config_problem(obj: Any) -> str | None:

@@ -179,5 +179,31 @@ def test_after_calibrating_only_the_arms_three_rounds_can_hold_are_kept():
     assert that_fit(arms, _calibrated(-0.5, 0.1, 0.3), plan, spent) == []
     assert "calibrating" in spent.stopped
     # rounds shrink to what segments of a measurable length allow, never under three
-    assert rounds_that_fit(plan, 2, _calibrated(4.0, 0.1, 0.3)).rounds == 3
-    assert rounds_that_fit(plan, 2, _calibrated(60.0, 0.01, 0.05)).rounds == 12
+    two = arms[:2]
+    assert rounds_that_fit(plan, two, _calibrated(4.0, 0.1, 0.3)).rounds == 3
+    assert rounds_that_fit(plan, two, _calibrated(60.0, 0.01, 0.05)).rounds == 12
+
+
+def test_rounds_whose_segments_the_allowance_cut_say_why_there_is_no_band():
+    """Three rounds ran, but the allowance cut one cached segment: two pairs, no band — and the
+    baseline says so in one line instead of leaving no verdict and no reason."""
+    from advisor.experiments.baseline.engine import _gather
+    from advisor.experiments.baseline.result import InputBaseline
+    from advisor.experiments.feeds.base import Feeds
+    from advisor.experiments.rounds import Outcome
+    from advisor.experiments.segments import Segment
+
+    cached, real = _arms("cached", "real")
+    cached.segments = [Segment(8, 0.2), Segment(8, 0.2), None]
+    real.segments = [Segment(8, 0.3), Segment(8, 0.3), Segment(8, 0.3)]
+    result = InputBaseline("numpy", 32, 0, 1, budget_seconds=3.3)
+    _gather(result, [cached, real], Outcome(rounds=3), Feeds("numpy", 32, {}))
+    assert result.paired_rounds == 2 and result.bound_outside_band is None
+    assert result.stopped == (
+        "the time allowance (3.3 s) left 2 rounds that paired the cached and the real input, "
+        "where a band needs 3"
+    )
+    whole = InputBaseline("numpy", 32, 0, 1, budget_seconds=3.3)
+    cached.segments[2] = Segment(8, 0.2)
+    _gather(whole, [cached, real], Outcome(rounds=3), Feeds("numpy", 32, {}))
+    assert whole.paired_rounds == 3 and whole.stopped is None

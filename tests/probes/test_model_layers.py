@@ -171,3 +171,30 @@ def test_c403_does_not_advise_moving_augmentation_already_in_the_model():
     assert on_cpu.status == "unknown" and "the model already holds RandomFlip" in on_cpu.message
     bare = read_model(_model(keras.layers.Dense(2)))
     assert evaluate(RULES["C403"], {**bare, "pipeline.maps": 2}).status == "unknown"
+
+
+def test_g502_is_na_with_keras_reason_where_the_model_cannot_be_xla_compiled():
+    from keras.src.trainers.trainer import model_supports_jit
+
+    augmented = keras.Sequential(
+        [keras.Input((16, 16, 3)), keras.layers.RandomRotation(0.1), keras.layers.Flatten()]
+    )
+    augmented.compile("adam", "mse")
+    values = read_model(augmented)
+    # the probe's verdict is Keras's own, and Keras turns jit_compile=True off for this model
+    assert values["model.jit_supported"] is False is model_supports_jit(augmented)
+    assert values["model.jit_unsupported_layers"] == ["RandomRotation"]
+    with pytest.warns(UserWarning, match="jit_compile"):
+        augmented.jit_compile = True
+    assert augmented.jit_compile is False
+    refused = evaluate(RULES["G502"], {**values, "context.jit_compile": False})
+    assert refused.status == "n/a"
+    assert "model_supports_jit says no" in refused.message and "RandomRotation" in refused.message
+
+    plain = _model(keras.layers.Dense(3))
+    plain.compile("adam", "mse")
+    compilable = read_model(plain)
+    assert (
+        compilable["model.jit_supported"] is True and not compilable["model.jit_unsupported_layers"]
+    )
+    assert evaluate(RULES["G502"], {**compilable, "context.jit_compile": False}).status == "fail"

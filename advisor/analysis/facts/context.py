@@ -153,6 +153,20 @@ FACTS = (
         "list",
     ),
     Fact(
+        "model.jit_supported",
+        "",
+        "Keras's own verdict (model_supports_jit) on whether the model can be XLA-compiled",
+        "context",
+        "bool",
+    ),
+    Fact(
+        "model.jit_unsupported_layers",
+        "",
+        "layers that refuse jit_compile (supports_jit is False): Keras compiles the model without",
+        "context",
+        "list",
+    ),
+    Fact(
         "model.config_problem_count",
         "",
         "custom objects that model.save, clone_model and a reload cannot rebuild",

@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from advisor.experiments.baseline.calibration import CALIBRATION_STEPS
+from advisor.experiments.baseline.calibration import CALIBRATION_STEPS, FIT_START_SECONDS
 from advisor.experiments.settings import (
     AUTO_BASELINE_MIN_ALLOWANCE,
     AUTO_BASELINE_SECONDS,
@@ -35,9 +35,6 @@ from advisor.noise import MIN_ROUNDS
 # the rest of the allowance goes to calibration, warm-ups and restores
 MEASURED_SHARE_OF_ALLOWANCE = 0.6
 TRAINING_ARMS = 2  # the cached and the real input: the fewest arms that measure the input's cost
-# A nested fit's start, beyond its steps: a generous figure (6 ms median, 20 ms p90 measured on
-# the development VM; benchmarks/RESULTS.md, "A nested fit's start").
-FIT_START_SECONDS = 0.05
 
 
 @dataclass(frozen=True)
@@ -47,6 +44,7 @@ class Sizing:
     seconds: float = 0.0
     max_seconds: float = 0.0
     skipped: str | None = None
+    step_seconds: float | None = None  # training's own step time (the real input's step)
 
 
 def minimum_seconds(
@@ -103,7 +101,9 @@ def auto_sizing(
     if seconds is None:
         seconds = max(AUTO_BASELINE_SECONDS, AUTO_BASELINE_STEPS * (step_seconds or 0.0))
     return Sizing(
-        seconds=min(seconds, MEASURED_SHARE_OF_ALLOWANCE * allowance), max_seconds=allowance
+        seconds=min(seconds, MEASURED_SHARE_OF_ALLOWANCE * allowance),
+        max_seconds=allowance,
+        step_seconds=step_seconds,
     )
 
 

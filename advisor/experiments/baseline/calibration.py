@@ -23,6 +23,10 @@ CALIBRATION_STEPS = 5  # cached steps timed before the rounds
 # the default baseline's segments measure at least this long (or this many steps)
 MIN_SEGMENT_SECONDS = 0.2
 MIN_SEGMENT_STEPS = 5
+# A nested fit's start, beyond its steps: a generous figure (6 ms median, 20 ms p90 measured on
+# the development VM; benchmarks/RESULTS.md, "A nested fit's start"). The calibration's own
+# figure leaves out the start before its first step, so a segment is never planned below this.
+FIT_START_SECONDS = 0.05
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,11 @@ class Calibration:
     step_seconds: float | None
     segment_start: float
     seconds: float = 0.0  # what the calibration took, compiling included
+
+    @property
+    def start_seconds(self) -> float:
+        """A segment's start as the plans reckon it: the calibration's, at least a nested fit's."""
+        return max(self.segment_start, FIT_START_SECONDS)
 
 
 def calibrate(
@@ -71,7 +80,9 @@ def calibrate(
     # this first estimate with what they see.
     since = first_tick[0] if first_tick else calibrating
     segment_start = max(0.0, restoring - since - (calibration.seconds if calibration else 0.0))
-    overhead = min(segment_start, plan.max_seconds / (4 * max(1, plan.rounds)))
+    overhead = min(
+        max(segment_start, FIT_START_SECONDS), plan.max_seconds / (4 * max(1, plan.rounds))
+    )
     step_s = (
         calibration.seconds / calibration.steps
         if calibration is not None and calibration.steps > 0 and calibration.seconds > 0
@@ -107,9 +118,12 @@ def that_fit(arms: list[Arm], found: Calibration, plan: Plan, result: InputBasel
     steps. When not even the cached and the real input fit, none: nothing is spent on rounds
     that could give no band, and ``result.stopped`` says why in one line."""
     left = found.deadline - time.perf_counter()
-    step_s = found.step_seconds or 0.0
-    segment = found.segment_start + (plan.warmup_steps + plan.segment_min_steps(1)) * step_s
-    fitting = max(0, int(left / (MIN_ROUNDS * segment))) if segment > 0 else len(arms)
+    least = plan.segment_min_steps(1)
+    segments = [
+        found.start_seconds + (plan.warmup_steps + least) * step_of(a, found, plan) for a in arms
+    ]
+    fitting = _arms_within(segments, left / MIN_ROUNDS)
+    segment = max(segments[:2]) if segments else 0.0
     needed = 2 if any(arm.name == "real" for arm in arms) else 1
     if left <= 0:
         result.stopped = (
@@ -120,7 +134,8 @@ def that_fit(arms: list[Arm], found: Calibration, plan: Plan, result: InputBasel
     if fitting < needed:
         result.stopped = (
             f"after calibrating, {MIN_ROUNDS} rounds of {needed} arms need about "
-            f"{MIN_ROUNDS * needed * segment:.1f} s (a segment {segment:.2f} s), more than the "
+            f"{MIN_ROUNDS * sum(segments[:needed]):.1f} s (a segment up to {segment:.2f} s), "
+            "more than the "
             f"{max(0.0, left):.1f} s left of the allowance ({plan.max_seconds:.1f} s)"
         )
         return []
@@ -130,14 +145,39 @@ def that_fit(arms: list[Arm], found: Calibration, plan: Plan, result: InputBasel
     return arms[:fitting]
 
 
-def rounds_that_fit(plan: Plan, arms: int, found: Calibration) -> Plan:
+def rounds_that_fit(plan: Plan, arms: list[Arm], found: Calibration) -> Plan:
     """The plan with as many rounds as segments of at least ``MIN_SEGMENT_STEPS`` measured steps
     (and ``MIN_SEGMENT_SECONDS``) fit in the time left, at least ``MIN_ROUNDS``: planned rounds
     that the allowance cannot hold shrink every segment to a step or two, whose noise (one slow
     step of a busy host) then swamps the input's cost."""
-    step_s = found.step_seconds or 0.0
-    measured = max(MIN_SEGMENT_SECONDS, MIN_SEGMENT_STEPS * step_s)
-    segment = found.segment_start + plan.warmup_steps * step_s + measured
+    one_round = sum(
+        found.start_seconds
+        + plan.warmup_steps * step
+        + max(MIN_SEGMENT_SECONDS, MIN_SEGMENT_STEPS * step)
+        for step in (step_of(arm, found, plan) for arm in arms)
+    )
     left = found.deadline - time.perf_counter()
-    fitting = int(left / (max(1, arms) * segment)) if segment > 0 else plan.rounds
+    fitting = int(left / one_round) if one_round > 0 else plan.rounds
     return replace(plan, rounds=max(MIN_ROUNDS, min(plan.rounds, fitting)))
+
+
+def step_of(arm: Arm, found: Calibration, plan: Plan) -> float:
+    """What a step of ``arm`` is expected to take: the calibrated cached step, or for the real
+    input training's own step when it is slower (the input's cost is in it: sized at the cached
+    step, the real input's segments overran and a VAE on arrays got two rounds where a band
+    needs three)."""
+    cached = found.step_seconds or 0.0
+    if arm.name == "real":
+        return max(cached, plan.real_step_seconds or 0.0)
+    return cached
+
+
+def _arms_within(segments: list[float], seconds: float) -> int:
+    """How many of the arms, in their order, one round of ``seconds`` holds."""
+    total, count = 0.0, 0
+    for segment in segments:
+        total += segment
+        if total > seconds:
+            break
+        count += 1
+    return count

@@ -43,6 +43,7 @@ from advisor.experiments.settings import (
     BASELINE_ROUNDS,
     BASELINE_SECONDS,
 )
+from advisor.noise import MIN_ROUNDS
 from advisor.probes.framework import backend_of, is_tf_keras, steps_per_execution
 
 log = logging.getLogger("advisor")
@@ -80,6 +81,7 @@ def make_plan(
     warmup_steps: int | None = None,
     error: type[Exception] = InputError,
     from_start: bool = False,
+    real_step_seconds: float | None = None,
 ) -> Plan:
     """A checked measuring plan for ``model`` (warm-up rounded to ``steps_per_execution``)."""
     if not isinstance(seconds, (int, float)) or not seconds > 0:
@@ -92,7 +94,15 @@ def make_plan(
         raise error(f"max_seconds must be a positive number, got {max_seconds!r}")
     spe = steps_per_execution(model)
     warm = round_up(warmup_steps if warmup_steps is not None else spe, spe)
-    return Plan(float(seconds), int(min_steps), int(rounds), float(max_seconds), warm, from_start)
+    return Plan(
+        float(seconds),
+        int(min_steps),
+        int(rounds),
+        float(max_seconds),
+        warm,
+        from_start,
+        real_step_seconds,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -214,7 +224,7 @@ def run_baseline(
         chosen = arms.choose(found.need, result, source_cache, data_only, hooks)
         if plan.from_start:
             chosen = that_fit(chosen, found, plan, result)
-            plan = rounds_that_fit(plan, len(chosen), found)
+            plan = rounds_that_fit(plan, chosen, found)
         if chosen:
             outcome = run_rounds(chosen, plan, found.deadline, state.restore, found.overhead)
         else:
@@ -320,6 +330,12 @@ def _gather(result: InputBaseline, arms: list[Arm], outcome: Outcome, feeds: Fee
     result.rounds = outcome.rounds
     result.measured_seconds = outcome.measured_seconds
     result.stopped = outcome.stopped
+    cut = result.stopped is None and {"cached", "real"} <= {arm.name for arm in arms}
+    if cut and result.paired_rounds < MIN_ROUNDS:  # a segment cut by the allowance: say so
+        result.stopped = (
+            f"the time allowance ({result.budget_seconds or 0:g} s) left {result.paired_rounds} "
+            f"rounds that paired the cached and the real input, where a band needs {MIN_ROUNDS}"
+        )
     if outcome.stopped:
         result.notes.append(f"baseline stopped early: {outcome.stopped}")
     if result.stalled_rounds:

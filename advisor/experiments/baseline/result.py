@@ -57,6 +57,12 @@ class InputBaseline:
         return noise.band(costs)
 
     @property
+    def paired_rounds(self) -> int:
+        """Rounds that measured both the cached and the real input."""
+        real, cached = self.round_rates.get("real", []), self.round_rates.get("cached", [])
+        return len(noise.paired(real, cached, noise.input_cost))
+
+    @property
     def stalled_rounds(self) -> int:
         """Rounds set aside because the cached or the real arm stalled (``noise.steady_rounds``)."""
         return noise.stalled_count(

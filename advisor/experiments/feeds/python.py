@@ -167,6 +167,7 @@ def array_feeds(
     first = packed(*batch)
     feeds = Feeds("numpy", batch_size, _array_memory_feed(batch, backend, legacy), first=first)
     arrays: dict[str, Any] = {}
+    pipelines: dict[str, Any] = {}
 
     def resize(batches: int) -> None:
         if rows < batch_size:  # one batch, tiled: every step sees a whole batch
@@ -177,31 +178,40 @@ def array_feeds(
             index = slice(0, whole * batch_size)
         xs, ys, sws = (_take_rows(v, index) for v in (x, y, sample_weight))
         arrays.update(x=xs, y=ys, sample_weight=sws)
+        pipelines.clear()
         feeds.real = {**arrays, "batch_size": batch_size, "shuffle": shuffle}
         feeds.real_batches = whole
 
     def data_only(warm: int, seconds: float, min_batches: int, deadline: float) -> Segment | None:
-        from advisor.experiments.feeds.tfdata import GraphPuller
+        from advisor.experiments.feeds.tfdata import shared_puller
 
         xs, ys, sws = arrays["x"], arrays["y"], arrays["sample_weight"]
-        if legacy:  # tf_keras: its own array adapter (Keras 3's is not loaded in a tf_keras job)
-            from tf_keras.src.engine.data_adapter import TensorLikeDataAdapter
-
-            dataset = TensorLikeDataAdapter(
-                xs, ys, sws, batch_size=batch_size, shuffle=shuffle
-            ).get_dataset()
-            return GraphPuller().segment(dataset.repeat(), warm, seconds, min_batches, deadline)
-        adapter = _keras_adapter(xs, ys, sws, batch_size=batch_size, shuffle=shuffle)
-        if backend in (None, "tensorflow"):
-            return GraphPuller().segment(
-                adapter.get_tf_dataset().repeat(), warm, seconds, min_batches, deadline
+        if legacy or backend in (None, "tensorflow"):
+            # one dataset per slice and the process's one puller: a new adapter or puller per
+            # segment traced the puller's loop again (TensorFlow's retracing warning)
+            if "dataset" not in pipelines:  # made again after a resize
+                pipelines["dataset"] = _array_dataset(xs, ys, sws, batch_size, shuffle, legacy)
+            return shared_puller().segment(
+                pipelines["dataset"], warm, seconds, min_batches, deadline
             )
+        adapter = _keras_adapter(xs, ys, sws, batch_size=batch_size, shuffle=shuffle)
         return python_data_only(adapter.get_numpy_iterator)(warm, seconds, min_batches, deadline)
 
     resize(1)
     feeds.resize = resize
     feeds.data_only = data_only
     return feeds
+
+
+def _array_dataset(xs: Any, ys: Any, sws: Any, batch_size: int, shuffle: Any, legacy: bool) -> Any:
+    """The arrays as training's adapter batches them, repeated (the data-only feed)."""
+    if legacy:  # tf_keras: its own array adapter (Keras 3's is not loaded in a tf_keras job)
+        from tf_keras.src.engine.data_adapter import TensorLikeDataAdapter
+
+        adapter = TensorLikeDataAdapter(xs, ys, sws, batch_size=batch_size, shuffle=shuffle)
+        return adapter.get_dataset().repeat()
+    adapter = _keras_adapter(xs, ys, sws, batch_size=batch_size, shuffle=shuffle)
+    return adapter.get_tf_dataset().repeat()
 
 
 def _array_memory_feed(batch: list[Any], backend: str | None, legacy: bool) -> dict[str, Any]:

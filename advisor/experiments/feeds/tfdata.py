@@ -104,6 +104,19 @@ class GraphPuller:
             pass
 
 
+_SHARED: list[GraphPuller] = []
+
+
+def shared_puller() -> GraphPuller:
+    """The process's one :class:`GraphPuller`: its loop is traced once per element structure and
+    reused by every feed and cache fill with that structure. A puller made per segment traced
+    its loop again each time (TensorFlow warned of retracing, and a busy host paid the trace —
+    up to a second — inside the measured allowance)."""
+    if not _SHARED:
+        _SHARED.append(GraphPuller())
+    return _SHARED[0]
+
+
 def detached(dataset: Any) -> Any:
     """A copy of ``dataset`` whose shuffles do not advance the original's seeds; None when the
     graph cannot be serialized (a few exotic stateful sources, tensors beyond protobuf's 2 GB)."""
@@ -142,18 +155,13 @@ def tfdata_feeds(dataset: Any, backend: str | None = None) -> Feeds:
     if card == 0:
         raise InputError("the input dataset is empty: it yields no batch to measure")
     real = dataset if card == INFINITE else dataset.repeat()
-    puller: list[GraphPuller] = []
 
     def data_only(warm: int, seconds: float, min_batches: int, deadline: float) -> Segment | None:
-        if not puller:
-            puller.append(GraphPuller())
-        return puller[0].segment(real, warm, seconds, min_batches, deadline)
+        return shared_puller().segment(real, warm, seconds, min_batches, deadline)
 
     def source_cached(batches: int) -> dict[str, Any] | None:
-        if not puller:
-            puller.append(GraphPuller())
         return _source_cached_feed(
-            dataset, min(batches, MAX_SOURCE_CACHE_BATCHES), batch_size, puller[0]
+            dataset, min(batches, MAX_SOURCE_CACHE_BATCHES), batch_size, shared_puller()
         )
 
     return Feeds(

@@ -77,13 +77,15 @@ def cache(name: str, pick: Any, what: str) -> Any:
         if (reason := need_tfdata(s)) is not None:
             raise NotApplicable(reason)
         from advisor.experiments.feeds.rewrite import cache_after
-        from advisor.experiments.feeds.tfdata import GraphPuller, cardinality
+        from advisor.experiments.feeds.tfdata import cardinality, shared_puller
 
         stage = pick(s)
         if stage is None:
             raise NotApplicable(f"the pipeline has no {what} without a cache after it")
         card = cardinality(s.dataset)
-        step = s.step_seconds or 0.0
+        # a batch into the cache costs what the input takes for it, at least (the baseline's
+        # rate: the what-if's few calibration steps read batches prefetched during training)
+        step = max(s.step_seconds or 0.0, s.input_batch_seconds or 0.0)
         # The whole epoch, as `.cache()` would hold it (its length from the pipeline, else as seen
         # in training); an endless pipeline, or an epoch that would not fill within the time a fill
         # may take, is cached on a prefix that is repeated, so the cached steady state is measured.
@@ -105,10 +107,10 @@ def cache(name: str, pick: Any, what: str) -> Any:
                 else batches
             )
         dataset = rebuilt(s, cache_after(stage["node"], elements))
-        puller = GraphPuller()
+        puller = shared_puller()
 
         def fill(deadline: float, stop: Any) -> None:
-            _fill(puller, dataset, batches + 1, deadline, stop)
+            _fill(puller, dataset, batches + 1, deadline, stop, step)
 
         where = stage_label(stage)
         if any(st.get("kind") == "shuffle" for st in s.stages[: s.stages.index(stage)]):
@@ -143,13 +145,17 @@ def cache(name: str, pick: Any, what: str) -> Any:
     return build
 
 
-def _fill(puller: Any, dataset: Any, batches: int, deadline: float, stop: Any) -> None:
+def _fill(
+    puller: Any, dataset: Any, batches: int, deadline: float, stop: Any, expected: float = 0.0
+) -> None:
     """Read ``batches`` batches of one iterator in growing chunks (the cache completes when its
-    pass ends); NotApplicable when the deadline comes first; it returns early when ``stop()``."""
+    pass ends); NotApplicable when the deadline comes first; it returns early when ``stop()``.
+    A chunk is sized at the slowest rate seen (or ``expected`` seconds a batch), so that it
+    ends before the deadline: the pipeline's first batches, read ahead, come faster."""
     import tensorflow as tf
 
     iterator = iter(dataset)
-    done, chunk = 0, 1
+    done, chunk, slowest = 0, 1, expected
     try:
         while done < batches and not stop():
             if time.perf_counter() >= deadline:
@@ -161,13 +167,14 @@ def _fill(puller: Any, dataset: Any, batches: int, deadline: float, stop: Any) -
             count = min(chunk, batches - done)
             puller.pull(iterator, count)
             done += count
-            per = (time.perf_counter() - t0) / count
-            chunk = max(
-                1,
-                min(
-                    2 * chunk,
-                    int(max(0.0, deadline - time.perf_counter()) / per) if per > 0 else 2 * chunk,
-                ),
-            )
+            if done > count:  # the first chunk starts the pipeline (and may trace the loop)
+                slowest = max(slowest, (time.perf_counter() - t0) / count)
+            room = max(0.0, deadline - time.perf_counter())
+            if done < batches and slowest > 0 and (batches - done) * slowest > 2 * room:
+                raise NotApplicable(  # said now: the time left goes to the other candidates
+                    f"filling the cache takes ~{slowest:.2f} s a batch: the {batches - done} "
+                    f"batches left would not fill in the {room:.1f} s left ({done} filled)"
+                )
+            chunk = max(1, min(2 * chunk, int(room / slowest) if slowest > 0 else 2 * chunk))
     except tf.errors.OutOfRangeError:
         return

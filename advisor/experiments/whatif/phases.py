@@ -155,8 +155,8 @@ class WhatIfRun(RunState):
                 )
                 continue
             try:
-                if trial.fill is not None:
-                    trial.fill(prepare_end, self.stop)
+                if trial.fill is not None:  # the first steps after it must fit too
+                    trial.fill(prepare_end - (estimate - trial.fill_estimate), self.stop)
                     self.stop.check()
                 segment = self.segment(trial, 0.0, trial.spe, prepare_end)
             except NotApplicable as exc:

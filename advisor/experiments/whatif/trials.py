@@ -78,6 +78,10 @@ class Situation:
     step_seconds: float | None = None  # one unchanged step (from the calibration segment)
     cpu_count: int = 1
     fill_seconds: float = 5.0  # what one cache fill may take (set by the engine from the allowance)
+    # seconds the input alone takes per batch, as the baseline measured it (real or data-only
+    # rate, the slower): what filling a cache costs per batch, where the what-if's few
+    # calibration steps, served from prefetched buffers, look faster
+    input_batch_seconds: float | None = None
     notes: list[str] = field(default_factory=list)
 
     @property
