@@ -1,13 +1,16 @@
-"""The memory what-if against a run at the batch it predicts, and the cost of the memory collector.
+"""The memory what-if against a run at the largest batch it predicts, and the cost of the memory
+collector.
 
     python benchmarks/memory.py                 # three model families, then the overhead pairs
-    python benchmarks/memory.py --only mlp --pairs 0
+    python benchmarks/memory.py --only mlp --pairs 0 --limit-mb 2000
 
 Part 1 — for each model family (a wide MLP, a small CNN, an embedding + LSTM), in a fresh
 process: the memory what-if measures the peak resident memory at batches b, 2b and 4b on the CPU,
-fits a line, and predicts the peak at 8b; then the same process trains at 8b and reads the peak.
-Prints predicted vs measured (target: within 15 %) and the largest batch the line allows under
-the host's available memory with a 10 % margin.
+fits a line, and predicts the largest batch whose peak stays under ``--limit-mb`` less its 10 %
+margin (the what-if's own ``limit_bytes``, standing in for the host's available memory, which
+here would size batches of ~20 GB); then the same process trains at that predicted batch and
+reads the peak. Prints predicted vs measured (target: within 15 %) and whether the peak stayed
+under the limit (and under the limit less the margin).
 
 Part 2 — the memory collector's cost: fits of short epochs (40 steps) with ``memory=True`` and
 ``memory=False`` in alternating pairs; prints the median ratio of their median epoch times, and
@@ -26,6 +29,7 @@ import tempfile
 import time
 
 FAMILIES = {"mlp": 256, "cnn": 64, "lstm": 64}  # family → the batch b
+LIMIT_MB = 1500  # the predicted batches: ~5× 4b (MLP), ~2× 4b (CNN, LSTM); safe on a shared host
 
 
 def build(family: str):  # type: ignore[no-untyped-def]
@@ -68,8 +72,9 @@ def build(family: str):  # type: ignore[no-untyped-def]
     return model, x, y
 
 
-def one_family(family: str) -> dict:  # type: ignore[type-arg]
-    """In this process: the what-if at b, 2b, 4b, then a run at 8b (the line's prediction)."""
+def one_family(family: str, limit_mb: int) -> dict:  # type: ignore[type-arg]
+    """In this process: the what-if at b, 2b, 4b against a limit of ``limit_mb``, then a run at
+    the largest batch it predicts under that limit (less its margin)."""
     from advisor.experiments.memory import measure_batch_memory
     from advisor.experiments.memory.batch import Peaks, peak_at
     from advisor.probes.memory import HostMemory
@@ -79,22 +84,29 @@ def one_family(family: str) -> dict:  # type: ignore[type-arg]
     model.fit(x, y, batch_size=batch, epochs=1, verbose=0)
     t0 = time.perf_counter()
     result = measure_batch_memory(
-        model, (x, y), batch, backend=os.environ.get("KERAS_BACKEND"), check=False
+        model,
+        (x, y),
+        batch,
+        backend=os.environ.get("KERAS_BACKEND"),
+        limit_bytes=limit_mb * 2**20,
+        check=False,
     )
     seconds = time.perf_counter() - t0
-    target = 8 * batch
-    measured = peak_at(model, (x, y), target, Peaks(None, HostMemory()), 3)
-    predicted = result.predict(target)
+    target = result.largest_batch or 0
+    measured = peak_at(model, (x, y), target, Peaks(None, HostMemory()), 3) if target else None
+    predicted = result.predict(target) if target else None
     return {
         "family": family,
         "points": [(p.batch, round(p.peak_bytes / 2**20)) for p in result.points],
         "per_sample_kb": round((result.per_sample_bytes or 0) / 1024, 1),
-        "largest_batch": result.largest_batch,
-        "check_batch": target,
+        "largest_batch": target,
         "predicted_mb": round((predicted or 0) / 2**20),
         "measured_mb": round((measured or 0) / 2**20),
         "error": (measured - predicted) / predicted if predicted and measured else None,
+        "under_limit": bool(measured) and measured <= limit_mb * 2**20,
+        "under_margin": bool(measured) and measured <= limit_mb * 2**20 * (1 - result.margin),
         "whatif_seconds": round(seconds, 1),
+        "why": result.error,
     }
 
 
@@ -148,29 +160,40 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--only", nargs="*", default=list(FAMILIES))
     parser.add_argument("--pairs", type=int, default=7)
+    parser.add_argument(
+        "--limit-mb",
+        type=int,
+        default=LIMIT_MB,
+        help="the peak the predicted largest batch must stay under (with the 10 %% margin)",
+    )
     parser.add_argument("--family", help=argparse.SUPPRESS)  # the child process's one family
     args = parser.parse_args()
     if args.family:
-        print(json.dumps(one_family(args.family)))
+        print(json.dumps(one_family(args.family, args.limit_mb)))
         return
     print(
-        "| family | peaks at b, 2b, 4b (MB) | KB/sample | largest batch (host, 10 % margin) "
-        "| at 8b: predicted → measured MB | error | what-if s |"
+        "| family | peaks at b, 2b, 4b (MB) | KB/sample | largest batch under "
+        f"{args.limit_mb} MB − 10 % | predicted → measured MB | error "
+        f"| under {args.limit_mb} MB (− 10 %) | what-if s |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for family in args.only:
         done = subprocess.run(
-            [sys.executable, __file__, "--family", family],
+            [sys.executable, __file__, "--family", family, "--limit-mb", str(args.limit_mb)],
             capture_output=True,
             text=True,
             check=True,
         )
         r = json.loads(done.stdout.strip().splitlines()[-1])
+        if not r["largest_batch"]:
+            print(f"| {family} | {r['points']} | no prediction: {r['why']} |")
+            continue
         error = f"{r['error']:+.1%}" if r["error"] is not None else "n/a"
+        yes = {True: "yes", False: "NO"}
         print(
             f"| {family} | {r['points']} | {r['per_sample_kb']} | {r['largest_batch']:,} | "
-            f"{r['check_batch']}: {r['predicted_mb']} → {r['measured_mb']} | {error} | "
-            f"{r['whatif_seconds']} |"
+            f"{r['predicted_mb']} → {r['measured_mb']} | {error} | "
+            f"{yes[r['under_limit']]} ({yes[r['under_margin']]}) | {r['whatif_seconds']} |"
         )
     if args.pairs:
         ratios, per_epoch_ms = overhead(args.pairs)
