@@ -115,7 +115,11 @@ def test_a_child_that_overruns_is_killed_with_a_reason() -> None:
     result = measure_backends(
         dense_model(), arrays(), ["jax"], max_seconds=60, timeout=2.0, **QUICK
     )
-    for candidate in result.candidates.values():
+    for name, candidate in result.candidates.items():
+        if name.split("+")[0] == "tensorflow" and candidate.status == MEASURED:
+            # the own backend's children timed out too; its modes were then measured in this
+            # process, on the live model (docs/whatif.md)
+            continue
         assert candidate.status == FAILED and candidate.reason.startswith("timed out after 2 s")
         assert candidate.seconds < 10
     assert _children() == []
