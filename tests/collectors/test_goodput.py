@@ -393,7 +393,8 @@ def test_s350_fails_on_checkpoints_that_dominate_a_fit_and_passes_on_small_ones(
         callbacks=[cb, keras.callbacks.ModelCheckpoint(str(tmp_path / "big.keras"))],
     )
     s350, facts = verdict(cb)
-    assert facts["checkpoint.count"] == 5 and facts["checkpoint.share"] > 0.15, {
+    # twice S350's 5% at least (0.14 with a core busy, more on a quiet host)
+    assert facts["checkpoint.count"] == 5 and facts["checkpoint.share"] > 0.05 * 2, {
         k: v for k, v in facts.items() if k.startswith(("time.", "checkpoint."))
     }
     assert s350.status == "fail" and "ModelCheckpoint" in s350.message, s350.message
