@@ -49,7 +49,7 @@ def _check(run: Path) -> tuple[int, dict]:
         ("seconds", 1e-300, "25 steps in 1e-300 s (less than 1e-06 s a step)"),
         ("seconds", 1e300, "seconds (1e+300 s) is longer than the run (1299 s)"),
         ("t", T0 + 50 * 365.25 * 86_400, "t (3341880000) is 1577880001 s after the run ended"),
-        ("step_count", 99, "step_count (99) is more than steps (25)"),
+        ("step_count", 99, "step_count (99) is more than steps (25) + 1"),
     ],
 )
 def test_an_impossible_window_is_skipped_naming_its_line_and_field(tmp_path, field, value, said):
