@@ -30,6 +30,7 @@ so that both compute it from the per-round rates a ``baseline`` record stores.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -42,15 +43,24 @@ MIN_ROUNDS = 3  # fewer paired rounds give a figure but no band
 STALL_FACTOR = 3.0  # a round where an arm ran under a third of its median rate is a stall
 
 
+@functools.lru_cache(maxsize=4096)
 def order_rank(rounds: int) -> int:
-    """The ``k`` of the band ``[x(k), x(R+1−k)]``: the narrowest with coverage ≥ COVERAGE (≥ 1)."""
+    """The ``k`` of the band ``[x(k), x(R+1−k)]``: the narrowest with coverage ≥ COVERAGE (≥ 1).
+
+    The binomial tail is summed term by term in exact integers (``C(R, i)`` from ``C(R, i−1)``),
+    so a long series (a custom loop's thousands of epochs) costs O(k) big-integer steps, not
+    O(k²) binomials, and each ``R`` is computed once per process."""
     best = 1
+    total = 2**rounds
+    term = 1  # C(rounds, 0)
+    tail = 0  # sum of C(rounds, i) for i < k
     for k in range(1, rounds // 2 + 1):
-        tail = sum(math.comb(rounds, i) for i in range(k)) / 2**rounds
-        if 1.0 - 2.0 * tail >= COVERAGE:
+        tail += term
+        if 1.0 - 2.0 * (tail / total) >= COVERAGE:
             best = k
         else:
             break
+        term = term * (rounds - k + 1) // k  # C(rounds, k)
     return best
 
 

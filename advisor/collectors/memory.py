@@ -31,6 +31,11 @@ OPTIONS = (
     ),
 )
 MIN_WARN_MB_PER_EPOCH = 4.0  # the rule M180's default: smaller growth is not called a leak
+# The growth is judged after every epoch up to this many, then each time the epochs seen grew by
+# a JUDGE_GROWTH share since the last judgement: a custom loop marking thousands of short epochs
+# keeps an epoch end of well under a millisecond (each judgement sorts every reading).
+JUDGE_EVERY_UP_TO = 64
+JUDGE_GROWTH = 1 / 32
 WORKER_INPUTS = ("torch", "pydataset")  # inputs whose loaders may start worker processes
 EPOCH_HOOKS = ("on_epoch_end", "on_epoch_begin", "on_test_end", "on_train_batch_end")
 
@@ -50,6 +55,7 @@ class MemoryCollector(Collector):
         self.warning: str | None = None
         self._begin: tuple[float, int | None] | None = None
         self._children: bool | None = None  # scan for child processes (None: not decided yet)
+        self._judged_at = 0  # readings at the last judgement
 
     def on_train_begin(self) -> None:
         from advisor.probes.memory import HostMemory
@@ -93,11 +99,17 @@ class MemoryCollector(Collector):
         self.begins.append(rss_begin)
         self.seconds.append(seconds)
         self._begin = None  # a custom loop marks only epoch ends: the next begins here
-        if self.warning is None:
+        if self.warning is None and self._judge_now():
+            self._judged_at = len(self.readings)
             self._judge(record.available)
         if self._begin is None:
             self._begin = (time.perf_counter(), self.host.rss())
             self.host.reset_peak()
+
+    def _judge_now(self) -> bool:
+        """Judge after every epoch up to JUDGE_EVERY_UP_TO, then on a geometric schedule."""
+        n = len(self.readings)
+        return n <= JUDGE_EVERY_UP_TO or n - self._judged_at >= n * JUDGE_GROWTH
 
     def _children_rss(self) -> int | None:
         """Children's memory; after the first epoch only where there are any, or where the input

@@ -37,8 +37,8 @@ STALE_AFTER_S = 120.0
 _ATTACHED = (TraceRecord, FactsRecord)
 # A run is as far from finished as its least finished worker: a killed worker is the cause when
 # the others then fail (their collectives time out); a terminated one (SIGTERM: preemption) is the
-# cause when others were then killed (the grace period ran out before they closed) or failed after
-# it (their peers left) — unless one failed first (``_failed_first``).
+# cause when others failed after it (their peers left) — unless one failed or was killed first
+# (``_cause_before_terminated``: the launcher then stops the others with SIGTERM).
 _ORDER: dict[str, int] = {"running": 0, "terminated": 1, "killed": 2, "failed": 3, "finished": 4}
 
 Liveness = Literal["alive", "dead", "unknown"]
@@ -146,19 +146,22 @@ def derive_status(
     if not states:
         return manifest_state(manifest, now), states
     status = min((s.status for s in states.values()), key=lambda s: _ORDER[s])
-    if status == "terminated" and _failed_first(states.values()):
-        status = "failed"  # a worker failed, and the others were then stopped (SIGTERM)
+    if status == "terminated":
+        # a worker failed or was killed, and the others were then stopped (SIGTERM)
+        status = _cause_before_terminated(states.values()) or status
     return status, states
 
 
-def _failed_first(states: Iterable[WorkerState]) -> bool:
-    """A worker failed before any was terminated: the failure is the cause (a launcher stops
-    the survivors of a failed configuration with SIGTERM), not a preemption."""
-    ended = {"failed": math.inf, "terminated": math.inf}
+def _cause_before_terminated(states: Iterable[WorkerState]) -> Status | None:
+    """``failed`` or ``killed`` where a worker ended so before any was terminated: that is the
+    cause (a launcher stops the survivors of a failed configuration with SIGTERM), not a
+    preemption. A failure beats a kill at the same time."""
+    ended = {"failed": math.inf, "killed": math.inf, "terminated": math.inf}
     for state in states:
         if state.status in ended and state.last_seen is not None:
             ended[state.status] = min(ended[state.status], state.last_seen)
-    return ended["failed"] < ended["terminated"]
+    first = min(("failed", "killed"), key=lambda s: ended[s])
+    return first if ended[first] < ended["terminated"] else None
 
 
 def incomplete_reasons(

@@ -85,19 +85,21 @@ def goodput_record(
     validation_seconds: float,
     steps: int,
     compile_seconds: dict[str, float] | None = None,
+    own_outside: float = 0.0,
 ) -> BudgetRecord:
     """Where the loop's time went, as its markers tell: start-up (to the first step's end),
     steps, validation blocks and the advisor's own time; the rest (between markers) is
     unaccounted (docs/goodput.md). ``window_seconds``: all windows' time (the steps, start-up
     included, and the advisor's work in them). ``compile_seconds``: the compile events' seconds by
-    the phase they ran in, moved into the ``compile`` category."""
+    the phase they ran in, moved into the ``compile`` category. ``own_outside``: the advisor's
+    own time between windows (its epoch-end work, which no step's time includes)."""
     own = min(own, window_seconds)
     startup = min(first_step_seconds or 0.0, window_seconds - own)
     seconds = {
         "startup": startup,
         "train_steps": max(0.0, window_seconds - own - startup),
         "validation": validation_seconds,
-        "advisor_hooks": own,
+        "advisor_hooks": own + own_outside,
     }
     compile_startup = move_compile(seconds, compile_seconds or {})
     seconds["unaccounted"] = wall - sum(seconds.values())
@@ -110,3 +112,21 @@ def goodput_record(
         source="track",
         compile_startup_seconds=round(compile_startup, 6) if "compile" in seconds else None,
     )
+
+
+class Validation:
+    """``with run.validation():`` ends validation on exit; a bare call ends at the next marker
+    (``run`` is the loop's ``TrackedRun``)."""
+
+    def __init__(self, run: Any) -> None:
+        self.run = run
+
+    def __enter__(self) -> Validation:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.run._on:
+            try:
+                self.run._end_validation()
+            except Exception as err:
+                self.run._fail("validation", err)

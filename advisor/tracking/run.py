@@ -37,7 +37,7 @@ from advisor.collectors.session import Session
 from advisor.collectors.windows import WindowClock, ensure_log_handler, interval_stats, rate_line
 from advisor.store.schema import EpochRecord, FirstStepRecord, WindowRecord
 from advisor.tracking.context import BACKENDS
-from advisor.tracking.opening import goodput_record, open_loop_run
+from advisor.tracking.opening import Validation, goodput_record, open_loop_run
 
 log = logging.getLogger("advisor")
 
@@ -124,6 +124,7 @@ class TrackedRun:
         # steps 1..warmup_steps form a window of their own
         self._warmup_end = self.options.warmup_steps
         self._t0 = self._own_seconds = 0.0
+        self._own_outside = 0.0  # the advisor's own time between windows (epoch ends)
         self._sampled, self._sampled_seconds = 0, 0.0
         self._log_t, self._log_samples, self._log_seconds = 0.0, 0, 0.0
         # all windows' time: the steps (start-up included) and our work in them
@@ -173,17 +174,22 @@ class TrackedRun:
         try:
             self._end_validation()
             self._close_window(time.perf_counter(), force=True)
+            t0 = time.perf_counter()
             self._write_epoch()
             self._write_goodput(final=False)
             self._epochs_marked += 1
             self._epoch += 1
-            self._start_epoch(time.perf_counter())
             self._call("on_epoch_end", self._epoch - 1, {})
             self.writer.sync()
+            # the next epoch's first step is timed from here: the epoch-end work (records,
+            # the memory reading, the flush) is the advisor's, between windows
+            now = time.perf_counter()
+            self._own_outside += now - t0
+            self._start_epoch(now)
         except Exception as exc:
             self._fail("epoch", exc)
 
-    def validation(self) -> _Validation:
+    def validation(self) -> Validation:
         """Validation begins: ``with run.validation(): ...``; without ``with``, it ends at the
         next marker."""
         if self._on:
@@ -193,7 +199,7 @@ class TrackedRun:
                 self._call("on_test_begin")
             except Exception as exc:
                 self._fail("validation", exc)
-        return _Validation(self)
+        return Validation(self)
 
     # -- context manager -----------------------------------------------------------------------
     def __enter__(self) -> TrackedRun:
@@ -232,7 +238,7 @@ class TrackedRun:
                 self.session.event("advisor", reason, level="error")
             self._call("on_train_end")
             self._write_goodput(final=True)
-            own = self._own_estimate()
+            own = self._own_estimate() + self._own_outside
             self.writer.close(
                 status, advisor_seconds=own, train_seconds=time.perf_counter() - self._t0
             )
@@ -328,7 +334,7 @@ class TrackedRun:
     def _own_estimate(self) -> float:
         return self._own_seconds + (
             self._sampled_seconds / self._sampled * self._steps if self._sampled else 0.0
-        )
+        )  # inside the windows (the epoch ends' is ``_own_outside``)
 
     def _write_goodput(self, final: bool) -> None:
         """Where the loop's time went, as its markers tell (:func:`goodput_record`)."""
@@ -337,7 +343,9 @@ class TrackedRun:
         window, first, validation = self._window_seconds, self._first_step_s, self._val_total
         spent = self.session.notes.compile_seconds if self.session else {}
         self.writer.write(
-            goodput_record(final, wall, own, window, first, validation, self._steps, spent)
+            goodput_record(
+                final, wall, own, window, first, validation, self._steps, spent, self._own_outside
+            )
         )
 
     def _end_validation(self) -> None:
@@ -381,20 +389,3 @@ class TrackedRun:
 TRACK_OPTIONS = tuple(
     p for p in inspect.signature(TrackedRun.__init__).parameters if p not in ("self", "deprecated")
 )
-
-
-class _Validation:
-    """``with run.validation():`` ends validation on exit; a bare call ends at the next marker."""
-
-    def __init__(self, run: TrackedRun) -> None:
-        self.run = run
-
-    def __enter__(self) -> _Validation:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.run._on:
-            try:
-                self.run._end_validation()
-            except Exception as err:
-                self.run._fail("validation", err)

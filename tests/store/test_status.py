@@ -84,19 +84,29 @@ def test_workers_combine_running_then_killed_then_failed_then_finished():
     assert derive_status(m, {0: failed, 1: live}, NOW)[0] == "running"
 
 
-def test_a_terminated_worker_is_the_cause_unless_another_failed_first():
-    """SIGTERM (preemption) ends a run as terminated, also when a peer then failed or was killed;
-    a worker that failed before any was terminated (the launcher then stops the others with
-    SIGTERM) makes the run failed."""
+def test_a_terminated_worker_is_the_cause_unless_another_failed_or_was_killed_first():
+    """SIGTERM (preemption) ends a run as terminated, also when a peer then failed; a worker that
+    failed or was killed (an OOM kill, SIGKILL) before any was terminated — the launcher then
+    stops the others with SIGTERM — makes the run failed or killed. A preempted worker gets the
+    signal and its grace period to write its end record, so one without any, last seen before
+    its peers closed, died of something else."""
     m = manifest()
     stopped = [start(NOW - 100), EndRecord(t=NOW - 50, status="terminated", signal="SIGTERM")]
     failed_after = [start(NOW - 100), EndRecord(t=NOW - 40, status="failed")]
     failed_before = [start(NOW - 100), EndRecord(t=NOW - 60, status="failed")]
-    killed = [start(NOW - 1000)]
+    killed_before = [start(NOW - 1000)]
+    stopped_early = [
+        start(NOW - 900),
+        EndRecord(t=NOW - 500, status="terminated", signal="SIGTERM"),
+    ]
+    killed_after = [start(NOW - 900), window(NOW - 450)]  # seen after its peer closed, then gone
     assert derive_status(m, {0: stopped, 1: stopped}, NOW)[0] == "terminated"
     assert derive_status(m, {0: stopped, 1: failed_after}, NOW)[0] == "terminated"
-    assert derive_status(m, {0: stopped, 1: killed}, NOW)[0] == "terminated"
+    assert derive_status(m, {0: stopped_early, 1: killed_after}, NOW)[0] == "terminated"
+    assert derive_status(m, {0: stopped, 1: killed_before}, NOW)[0] == "killed"
     assert derive_status(m, {0: stopped, 1: failed_before}, NOW)[0] == "failed"
+    both = {0: stopped, 1: failed_before, 2: killed_before}
+    assert derive_status(m, both, NOW)[0] == "killed"  # the kill came first (NOW - 1000)
 
 
 def test_a_manifest_alone_is_judged_by_its_own_times():

@@ -209,3 +209,53 @@ def test_bad_arguments_are_usage_errors():
         advisor.track(batch_size=8, backend="mxnet")
     with pytest.raises(TypeError):
         advisor.track(batch_size=8, window=3)
+
+
+def test_the_epoch_end_work_is_the_advisors_not_the_next_step(tmp_path, monkeypatch):
+    """What the advisor does at an epoch's end (its records, the memory reading, the flush) is
+    timed as its own hooks' time between windows: the next epoch's first step does not carry it
+    (it read as a step outlier per epoch, and as ever-slower steps while the memory judgement grew
+    with the epochs). The epoch-end work is made 0.3 s here; the loop's steps do nothing."""
+    from advisor.collectors.memory import MemoryCollector
+
+    pause = 0.3
+    ended = MemoryCollector.on_epoch_end
+    monkeypatch.setattr(
+        MemoryCollector, "on_epoch_end", lambda self, *a: (time.sleep(pause), ended(self, *a))
+    )
+    with advisor.track(
+        batch_size=4, runs_dir=tmp_path, telemetry=False, warmup_steps=0, log_every_seconds=None
+    ) as run:
+        for _ in range(4):
+            for _ in range(5):
+                run.step()
+            run.epoch()
+    records = _records(run.run_path)
+    windows = _of(records, "window")
+    assert len(windows) == 4 and all(w["step_time_max"] < pause / 2 for w in windows), windows
+    budget = _of(records, "budget")[-1]
+    assert budget["seconds"]["advisor_hooks"] >= 4 * pause
+    assert abs(sum(budget["seconds"].values()) - budget["wall_seconds"]) < 1e-3
+
+
+def test_the_memory_growth_is_judged_on_a_schedule_over_many_epochs(tmp_path, monkeypatch):
+    """Every epoch's end up to 64 epochs, then each time the epochs grew by 1/32: a loop of
+    thousands of short epochs does not sort every reading at every epoch's end."""
+    import advisor.growth
+    from advisor.collectors.memory import JUDGE_EVERY_UP_TO
+
+    judged: list[int] = []
+    analyse = advisor.growth.analyse
+    monkeypatch.setattr(
+        advisor.growth, "analyse", lambda e, v, *a: (judged.append(len(v)), analyse(e, v, *a))[1]
+    )
+    with advisor.track(
+        batch_size=4, runs_dir=tmp_path, telemetry=False, warmup_steps=0, log_every_seconds=None
+    ) as run:
+        for _ in range(1000):
+            run.step()
+            run.epoch()
+    assert judged[:JUDGE_EVERY_UP_TO] == list(range(1, JUDGE_EVERY_UP_TO + 1))
+    assert len(judged) < 200 and judged[-1] > 960, judged[-5:]
+    gaps = [b - a for a, b in zip(judged, judged[1:])]
+    assert all(gap <= b // 32 + 1 for gap, b in zip(gaps, judged[1:])), gaps
