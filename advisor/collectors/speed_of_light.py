@@ -8,6 +8,10 @@ a host measures for at most ``MAX_SECONDS``; later fits read the figure from the
 (``<runs_dir>/.speed-of-light.json``), keyed by host, device, backend and its version, Keras's
 version and the method's version, and measured again when any of them changes. Any error is
 recorded as ``speed_of_light.error`` and the run goes on without it.
+
+A custom loop (``advisor.track``) has no Keras model here: it attaches this collector with its
+own count (``loop_flops``, from ``advisor.track(model=..., sample=...)`` or
+``flops_per_sample=``), which runs at the loop's end in the same place.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import logging
 import socket
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +34,8 @@ CACHE_FILE = ".speed-of-light.json"
 CACHE_MAX_BYTES = 256 * 1024
 CACHE_MAX_ENTRIES = 64
 MAX_SECONDS = 0.8  # the microbenchmark's time, all dtypes and the bandwidth together
+# A custom loop's FLOP count: (the ``model.flops_*`` values, the compute dtype or None).
+LoopFlops = Callable[[], tuple[dict[str, Any], str | None]]
 
 OPTIONS = (
     Option(
@@ -103,26 +110,45 @@ class SpeedOfLightCollector(Collector):
 
     name = "speed_of_light"
 
-    def __init__(self, max_seconds: float = MAX_SECONDS) -> None:
+    def __init__(self, max_seconds: float = MAX_SECONDS, loop_flops: LoopFlops | None = None):
         super().__init__()
         self.max_seconds = max_seconds
+        self.loop_flops = loop_flops  # a custom loop's count (tracking/flop_source.py)
 
     def on_train_end(self) -> None:
         s = self.session
         if s.rank != 0 or s.backend not in ("tensorflow", "jax", "torch"):
             return
         values: dict[str, Any] = {}
-        policy = s.notes.context.get("context.dtype_policy") or _model_policy(s.model)
+        if self.loop_flops is None:
+            policy = s.notes.context.get("context.dtype_policy") or _model_policy(s.model)
+            values.update(self._flops())
+        else:
+            policy, counted = self._count_loop(self.loop_flops)
+            values.update(counted)
         dtype = compute_dtype(policy)
         if dtype:
             values["speed_of_light.dtype"] = dtype
-        values.update(self._flops())
         try:
             values.update(self._ceilings(str(s.backend)))
         except Exception as exc:  # noqa: BLE001 — the microbenchmark never costs the fit
-            values["speed_of_light.error"] = f"{type(exc).__name__}: {exc}"[:300]
+            failed = f"{type(exc).__name__}: {exc}"[:300]
+            earlier = values.get("speed_of_light.error")
+            values["speed_of_light.error"] = f"{earlier}; {failed}" if earlier else failed
         s.notes.speed_of_light_fraction = rough_fraction(values, s.notes.last_samples_per_s)
         s.writer.write(ContextRecord(t=time.time(), values=values))
+
+    @staticmethod
+    def _count_loop(loop_flops: LoopFlops) -> tuple[str | None, dict[str, Any]]:
+        """(compute dtype, values) of a custom loop's count: float32 when the loop does not say;
+        a failure is logged once and recorded as ``speed_of_light.error``."""
+        try:
+            values, dtype = loop_flops()
+        except Exception as exc:  # noqa: BLE001 — counting never costs the loop
+            message = f"FLOPs not counted: {type(exc).__name__}: {exc}"[:300]
+            log.warning("advisor: %s; the loop gets no speed of light", message)
+            return None, {"speed_of_light.error": message}
+        return dtype or "float32", values
 
     def _flops(self) -> dict[str, Any]:
         from advisor.probes.flops import estimate_flops_per_sample

@@ -62,6 +62,11 @@ HINTS: dict[str, str] = {
         "measure the largest batch that fits: AdvisorCallback(batch_memory=True) (a few steps at "
         "2× and 4× the batch after the last epoch)"
     ),
+    "speed_of_light": (
+        "`AdvisorCallback()` measures it at train end (`speed_of_light=True`, the default); the "
+        "fraction also needs the model's FLOPs, which a Keras model on TensorFlow, JAX or torch "
+        "gives"
+    ),
 }
 
 # The same, for a custom loop recorded with advisor.track: what its markers and options give, and
@@ -104,6 +109,11 @@ TRACK_HINTS: dict[str, str] = {
     "storage": "`advisor data PATH --into RUN` inspects the files the loop reads",
     "memory": "call run.epoch() at every epoch's end inside advisor.track (seven epochs at least)",
     "batch_memory": "the memory what-if trains a Keras model's compiled step: a Keras fit only",
+    "speed_of_light": (
+        "give the loop's FLOPs: advisor.track(model=..., sample=...) with a Keras model, a torch "
+        "nn.Module (sample= one input batch) or a jax.jit step (sample= its arguments), or "
+        "advisor.track(flops_per_sample=...)"
+    ),
 }
 TRACK_FACT_HINTS: dict[str, str] = {
     "context.graph_retraces": (
@@ -217,6 +227,10 @@ TRACK_ENABLERS: dict[str, tuple[str, str]] = {
     "storage": ("data files", "`advisor data PATH --into RUN`"),
     "memory": ("run.epoch()", "call run.epoch() at every epoch's end inside advisor.track"),
     "batch_memory": ("a Keras fit", "the memory what-if runs in a Keras fit"),
+    "speed_of_light": (
+        "the loop's FLOPs",
+        "advisor.track(model=..., sample=...) or advisor.track(flops_per_sample=...)",
+    ),
 }
 HUMAN = ("a human decision", "advice rules list the evidence; the decision is yours")
 OTHER = ("a measurement", "see each rule's `measure` hint")

@@ -38,8 +38,11 @@ def track(*args: Any, **kwargs: Any) -> TrackedRun:
     (``AdvisorCallback``, ``advisor.RunService``, the frames). ``backend``: ``jax``, ``torch``
     or ``tensorflow`` (found from the imported modules otherwise); the other options mean what
     they mean for ``AdvisorCallback``, environment variables included (an argument wins over
-    them). The old ``window_s``, ``log_every_s`` and ``telemetry_interval_s`` still work, with a
-    DeprecationWarning. The parameters are :class:`TrackedRun`'s.
+    them). ``model``: what the loop trains (a Keras model, a torch ``nn.Module`` or a
+    ``jax.jit``-ed step), with ``sample`` one batch of its inputs (the step's arguments for JAX),
+    or ``flops_per_sample`` outright: the FLOPs of the loop's speed of light, counted at its end
+    (docs/speed-of-light.md). The old ``window_s``, ``log_every_s`` and ``telemetry_interval_s``
+    still work, with a DeprecationWarning. The parameters are :class:`TrackedRun`'s.
     """
     return TrackedRun(*args, **kwargs)
 
@@ -67,6 +70,10 @@ def tracked(
     telemetry_interval_seconds: float = 1.0,
     mlflow: bool = False,
     pricing: Pricing | None = None,
+    speed_of_light: bool = True,
+    model: Any = None,
+    sample: Any = None,
+    flops_per_sample: float | None = None,
 ) -> Callable[[F], F]: ...
 
 

@@ -16,6 +16,18 @@ from advisor.probes.framework import device_kind
 BACKENDS = ("jax", "torch", "tensorflow")
 
 
+def check_loop_args(batch_size: Any, backend: Any) -> None:
+    """A usage error for a batch size that is not a positive integer or an unknown backend."""
+    from advisor.errors import UsageError
+
+    if batch_size is not None and (
+        isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1
+    ):
+        raise UsageError(f"batch_size must be a positive integer, got {batch_size!r}")
+    if backend is not None and backend not in BACKENDS:
+        raise UsageError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+
+
 def loop_context(
     backend: str | None, world: int, batch_size: int | None, logging: bool
 ) -> dict[str, Any]:

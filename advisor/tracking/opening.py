@@ -8,6 +8,7 @@ size and ``loop="custom"`` in its config), a session for the collectors a loop c
 from __future__ import annotations
 
 import dataclasses
+import functools
 import sys
 import time
 from typing import Any
@@ -20,12 +21,17 @@ from advisor.collectors.session import DataInfo, Session
 from advisor.probes.distributed import detect_rank_world
 from advisor.store.schema import BudgetRecord, ContextRecord
 from advisor.tracking.context import detect_backend, loop_context
+from advisor.tracking.flop_source import FlopSource
 
 
 def open_loop_run(
-    opts: AdvisorOptions, batch_size: int | None, backend: str | None
+    opts: AdvisorOptions,
+    batch_size: int | None,
+    backend: str | None,
+    flops: FlopSource | None = None,
 ) -> tuple[Any, Session, Guard]:
-    """(writer, session, guard) of a loop's run beginning now; the collectors attached."""
+    """(writer, session, guard) of a loop's run beginning now; the collectors attached (the
+    speed of light's when the loop gives its FLOPs: ``flops``)."""
     from advisor.collectors.registry import build_collectors
     from advisor.store.writer import RunWriter
 
@@ -67,6 +73,12 @@ def open_loop_run(
     )
     wanted = ("compile", *(n for n in ("telemetry", "mlflow", "memory") if getattr(opts, n)))
     collectors: list[Collector] = build_collectors(dataclasses.replace(opts, collectors=wanted))
+    if opts.speed_of_light and flops is not None:
+        from advisor.collectors.speed_of_light import SpeedOfLightCollector
+
+        collectors.append(
+            SpeedOfLightCollector(loop_flops=functools.partial(flops.count, batch_size))
+        )
     for collector in collectors:
         collector.attach(session)
     guard = Guard(collectors, session)

@@ -36,7 +36,8 @@ from advisor.collectors.options import Pricing, check_names, options_from
 from advisor.collectors.session import Session
 from advisor.collectors.windows import WindowClock, ensure_log_handler, interval_stats, rate_line
 from advisor.store.schema import EpochRecord, FirstStepRecord, WindowRecord
-from advisor.tracking.context import BACKENDS
+from advisor.tracking.context import check_loop_args
+from advisor.tracking.flop_source import FlopSource
 from advisor.tracking.opening import Validation, goodput_record, open_loop_run
 
 log = logging.getLogger("advisor")
@@ -73,19 +74,17 @@ class TrackedRun:
         telemetry_interval_seconds: float = 1.0,
         mlflow: bool = False,
         pricing: Pricing | None = None,
+        speed_of_light: bool = True,
+        model: Any = None,
+        sample: Any = None,
+        flops_per_sample: float | None = None,
         **deprecated: Any,
     ) -> None:
         check_names(deprecated, "advisor.track", accepted=TRACK_OPTIONS)
-        if batch_size is not None and (
-            isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1
-        ):
-            from advisor.errors import UsageError
-
-            raise UsageError(f"batch_size must be a positive integer, got {batch_size!r}")
-        if backend is not None and backend not in BACKENDS:
-            from advisor.errors import UsageError
-
-            raise UsageError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+        check_loop_args(batch_size, backend)
+        self.flops = FlopSource.of(
+            model=model, sample=sample, flops_per_sample=flops_per_sample, batch_size=batch_size
+        )
         self.batch_size = batch_size
         self._batch = batch_size or 0  # without a batch size, steps are counted and samples unknown
         self.backend = backend
@@ -103,6 +102,7 @@ class TrackedRun:
             telemetry_interval_seconds=telemetry_interval_seconds,
             mlflow=mlflow,
             pricing=pricing,
+            speed_of_light=speed_of_light,
         )
         given.update(mfu=False, pipeline=False)  # not a loop's: off
         self.options = options_from(given, deprecated, "advisor.track")
@@ -236,7 +236,9 @@ class TrackedRun:
                     self._write_epoch()  # a loop without epoch markers is one epoch
             if reason and self.session is not None:
                 self.session.event("advisor", reason, level="error")
-            self._call("on_train_end")
+            t0 = time.perf_counter()
+            self._call("on_train_end")  # the speed of light's count and microbenchmark: ours
+            self._own_outside += time.perf_counter() - t0
             self._write_goodput(final=True)
             own = self._own_estimate() + self._own_outside
             self.writer.close(
@@ -252,7 +254,7 @@ class TrackedRun:
     # -- internals -----------------------------------------------------------------------------
     def _begin(self) -> None:
         self.writer, self.session, self.guard = open_loop_run(
-            self.options, self.batch_size, self.backend
+            self.options, self.batch_size, self.backend, self.flops
         )
         self._reset_counters()
         self.session.notes.loop_phase = self._phase

@@ -29,7 +29,8 @@ from advisor.experiments.settings import WhatIfPlan, parse_whatif
 from advisor.tracking.run import TRACK_OPTIONS, TrackedRun
 
 ROOT = Path(__file__).resolve().parents[2]
-LOOP_ONLY = ("batch_size", "backend")  # the loop's own parameters, not options
+# the loop's own parameters, not options
+LOOP_ONLY = ("batch_size", "backend", "model", "sample", "flops_per_sample")
 
 
 def option_params(fn):

@@ -65,7 +65,20 @@ FACTS = (
         "bool",
     ),
     Fact("speed_of_light.bench_seconds", "s", "what the microbenchmark took to measure", AREA),
-    Fact("speed_of_light.error", "", "why the microbenchmark failed", AREA, "str"),
+    Fact(
+        "speed_of_light.error",
+        "",
+        "why the microbenchmark or a custom loop's FLOP count failed",
+        AREA,
+        "str",
+    ),
+    Fact(
+        "speed_of_light.withheld",
+        "",
+        "why the run has no fraction although the speed of light was measured (its error)",
+        AREA,
+        "str",
+    ),
     Fact(
         "speed_of_light.gap_seconds",
         "s",
@@ -136,6 +149,8 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
     run_dtype = out.get("speed_of_light.dtype")
     attainable = measured.get(run_dtype) if isinstance(run_dtype, str) else None
     if achieved is None or attainable is None:
+        if out.get("speed_of_light.error"):
+            out["speed_of_light.withheld"] = str(out["speed_of_light.error"])
         return out
     out["speed_of_light.achieved_tflops"] = achieved
     out["speed_of_light.attainable_tflops"] = attainable
