@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import numpy as np
 import pytest
@@ -178,6 +179,24 @@ def test_a_loop_without_its_flops_leaves_g552_unknown_naming_the_option(tmp_path
     assert g552.status == "unknown" and g552.missing == ["speed_of_light.fraction"]
     assert "advisor.track(model=" in g552.measure and "flops_per_sample=" in g552.measure
     assert "AdvisorCallback" not in g552.measure
+
+
+@pytest.mark.slow
+def test_g552_fails_a_loop_that_waits_far_more_than_it_computes(tmp_path):
+    """A one-weight model and a 20 ms wait per step: millions of times below any CPU's matmul
+    rate, far under G552's 0.1%, busy machine or not."""
+    torch = pytest.importorskip("torch")
+    model = torch.nn.Linear(4, 1)
+    x = torch.randn(8, 4)
+    with advisor.track(8, tmp_path, backend="torch", model=model, sample=x, **QUIET) as run:
+        for _ in range(15):
+            model(x).sum().backward()
+            time.sleep(0.02)
+            run.step()
+    facts, g552 = _analysed(tmp_path, run)
+    assert facts["model.flops_per_sample"] == 2 * 4 * 2  # forward and weight gradient
+    assert facts["speed_of_light.fraction"] < 1e-4
+    assert g552.status == "fail" and g552.message.startswith("training reaches")
 
 
 @pytest.mark.slow
