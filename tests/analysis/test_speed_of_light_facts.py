@@ -90,6 +90,19 @@ def test_without_flops_there_is_no_fraction_and_g507_says_unknown(tmp_path):
     assert _rule("G552", facts).status == "unknown"
 
 
+def test_a_recorded_error_is_why_g552_is_unknown(tmp_path):
+    """A custom loop whose count failed: the ceilings are there, the FLOPs are not, and the
+    unknown finding gives the recorded error instead of a generic hint."""
+    values = _ceilings(float32=0.1)
+    del values["model.flops_per_sample"]
+    values["speed_of_light.error"] = "FLOPs not counted: RuntimeError: shapes cannot be multiplied"
+    facts = _run(tmp_path, values)
+    assert facts["speed_of_light.withheld"] == values["speed_of_light.error"]
+    finding = _rule("G552", facts)
+    assert finding.status == "unknown" and "shapes cannot be multiplied" in finding.message
+    assert "speed_of_light.withheld" not in _run(tmp_path / "ok", _ceilings(float32=0.1))
+
+
 def test_g507_fails_far_below_and_passes_near_the_speed_of_light(tmp_path):
     far = _run(tmp_path / "far", _ceilings(float32=10.0))  # 1e-4 of it
     assert _rule("G552", far).status == "fail"
