@@ -116,6 +116,7 @@ def test_the_recipe_names_every_step_it_needs():
     assert set(NOT_RUN) <= {s.get("id") for s in steps}
 
 
+@pytest.mark.long  # minutes with a core busy: CI's own step (docs/testing.md)
 def test_main_stores_its_report_and_pull_requests_are_gated_against_it(tmp_path):
     jsonschema = pytest.importorskip("jsonschema")
     # A push to main whose input is slow (20 ms a batch, one after the other: more than a step

@@ -34,6 +34,10 @@ CACHE_FILE = ".speed-of-light.json"
 CACHE_MAX_BYTES = 256 * 1024
 CACHE_MAX_ENTRIES = 64
 MAX_SECONDS = 0.8  # the microbenchmark's time, all dtypes and the bandwidth together
+# The first fits on a host measure again and keep each ceiling's best: one measurement taken while
+# other work loaded the machine read 1.2 GFLOP/s where the device sustains ~100, and a cached
+# figure that low would be held against every later run. From this many on, the cache is read.
+MEASUREMENTS = 3
 # A custom loop's FLOP count: (the ``model.flops_*`` values, the compute dtype or None).
 LoopFlops = Callable[[], tuple[dict[str, Any], str | None]]
 
@@ -174,17 +178,26 @@ class SpeedOfLightCollector(Collector):
         path = Path(s.writer.runs_dir) / CACHE_FILE
         entries = read_cache(path)
         cached = entries.get(key)
+        earlier, times = None, 0
         if isinstance(cached, dict) and isinstance(cached.get("result"), dict):
-            result = SpeedOfLight.from_dict(cached["result"])
-            hit = True
+            earlier = SpeedOfLight.from_dict(cached["result"])
+            times = cached.get("measurements", MEASUREMENTS)
+            times = times if isinstance(times, int) and times > 0 else MEASUREMENTS
+        hit = earlier is not None and times >= MEASUREMENTS
+        if hit:
+            result = earlier
         else:
             result = measure(backend, device, name, max_seconds=self.max_seconds)
-            entries[key] = {"measured_at": time.time(), "result": result.to_dict()}
+            result = earlier.best_with(result) if earlier is not None else result
+            entries[key] = {
+                "measured_at": time.time(),
+                "measurements": times + 1,
+                "result": result.to_dict(),
+            }
             try:
                 write_cache(path, entries)
             except OSError as exc:
                 log.debug("advisor: speed-of-light cache not written: %s", exc)
-            hit = False
         values: dict[str, Any] = {
             "speed_of_light.device": device,
             "speed_of_light.device_name": name or None,

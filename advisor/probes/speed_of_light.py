@@ -69,6 +69,25 @@ class SpeedOfLight:
             version=int(data.get("version") or 0),
         )
 
+    def best_with(self, other: SpeedOfLight) -> SpeedOfLight:
+        """Each ceiling the better of the two measurements (a disturbance only ever slows a
+        measurement down); a dtype that either measured counts as measured."""
+        tflops = dict(self.tflops)
+        for dtype, value in other.tflops.items():
+            tflops[dtype] = max(value, tflops.get(dtype, 0.0))
+        bandwidths = [b for b in (self.bandwidth_gbs, other.bandwidth_gbs) if b is not None]
+        failed = {k: v for k, v in {**self.failed, **other.failed}.items() if k not in tflops}
+        return SpeedOfLight(
+            backend=self.backend,
+            device=self.device,
+            device_name=self.device_name,
+            tflops=tflops,
+            failed=failed,
+            bandwidth_gbs=max(bandwidths) if bandwidths else None,
+            seconds=other.seconds,
+            version=self.version,
+        )
+
 
 # A kernel factory: (dtype, n) → a callable that runs one n×n matmul to completion.
 Kernels = tuple[Callable[[str, int], Callable[[], None]], Callable[[int], Callable[[], None]]]

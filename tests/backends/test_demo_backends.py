@@ -104,6 +104,7 @@ def fresh_demos(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
         kill_leftovers(demo.proc for demo in demos.values())
 
 
+@pytest.mark.long  # minutes with a core busy: CI's own step (docs/testing.md)
 def test_demo_reruns_itself_when_keras_is_already_loaded(tmp_path, capfd):
     pytest.importorskip("jax")
     keras = pytest.importorskip("keras")

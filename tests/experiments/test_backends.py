@@ -55,6 +55,7 @@ def dense_everywhere():
     return result, before, model.get_weights()
 
 
+@pytest.mark.long  # minutes with a core busy: CI's own step (docs/testing.md)
 def test_dense_model_on_every_backend(dense_everywhere) -> None:
     result, before, after = dense_everywhere
     assert (
@@ -125,6 +126,7 @@ def test_a_child_that_overruns_is_killed_with_a_reason() -> None:
     assert _children() == []
 
 
+@pytest.mark.long  # minutes with a core busy: CI's own step (docs/testing.md)
 def test_torch_compile_is_measured_or_explained(dense_everywhere) -> None:
     result, _, _ = dense_everywhere
     candidate = result.candidates[

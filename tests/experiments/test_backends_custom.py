@@ -114,6 +114,7 @@ def _rows(result: dict) -> dict[str, dict]:
 
 
 @pytest.mark.slow
+@pytest.mark.long  # minutes with a core busy: CI's own step (docs/testing.md)
 def test_a_scripts_custom_layer_loss_and_metric_travel_to_the_candidates(tmp_path) -> None:
     result = _run(tmp_path, "layer", "tensorflow,jax+jit")
     rows = _rows(result)
@@ -135,6 +136,7 @@ def test_a_scripts_custom_layer_loss_and_metric_travel_to_the_candidates(tmp_pat
 
 
 @pytest.mark.slow
+@pytest.mark.long  # minutes with a core busy: CI's own step (docs/testing.md)
 def test_a_subclassed_model_without_get_config_is_measured_on_its_own_backend(tmp_path) -> None:
     result = _run(tmp_path, "model", "tensorflow")
     rows = _rows(result)
@@ -148,6 +150,7 @@ def test_a_subclassed_model_without_get_config_is_measured_on_its_own_backend(tm
 
 
 @pytest.mark.slow
+@pytest.mark.long  # minutes with a core busy: CI's own step (docs/testing.md)
 def test_a_model_its_own_backend_cannot_rebuild_is_measured_in_process(tmp_path) -> None:
     result = _run(tmp_path, "stubborn", "tensorflow,jax+jit")
     rows = _rows(result)
