@@ -1,9 +1,9 @@
-"""The range corpus: 4,000 copies of real runs (each of the nine families at least 444 times), each with one value
-that cannot be true (tests/faults/range_mutations.py), none judged as clean, none a traceback.
-About three minutes of one worker on a busy 2-core machine: ``long``, run by CI's own step
-(``python -m pytest -q -m "cluster or long"``). ``ADVISOR_RANGE_COPIES=N`` runs N copies
-(docs/testing.md: 10,000 or more before a change to the store's ranges); the quick loop runs a
-sample (test_ranges.py)."""
+"""The range corpus: 4,000 copies of real runs (each of the nine families at least 444 times), each
+with one value that cannot be true (tests/faults/range_mutations.py), none judged as clean, none
+a traceback. About three minutes of one worker on a busy 2-core machine: ``long``, run by CI's
+own step (``python -m pytest -q -m "cluster or long"``). ``ADVISOR_RANGE_COPIES=N`` runs N
+copies (docs/testing.md: 10,000 or more before a change to the store's ranges); the quick loop
+runs a sample (test_ranges.py)."""
 
 from __future__ import annotations
 
