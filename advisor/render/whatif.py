@@ -3,6 +3,7 @@ samples/s, gain, band, what it cost; candidates that were not measured say why."
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from rich.table import Table
@@ -136,4 +137,43 @@ def backends_parts(facts: Facts) -> list[Text]:
             status = str(row.get("status", ""))
             text = f"{STATUS_WORDS.get(status, status)}: {row.get('reason') or 'no reason given'}"
         parts.append(Text(f"  {name}: {text}"))
+    ported = fact_value(facts, "backends.ported")
+    if ported:
+        parts.append(
+            Text(f"  measured: the portable variant ({ported} calls replaced by keras.ops)")
+        )
+    return parts + portability_parts(facts)
+
+
+def portability_parts(facts: Facts) -> list[Text]:
+    """The portability table (``backends.portability``): per custom class, runs or blocked on
+    each backend, and per blocking call its place, the backends it blocks and its replacement."""
+    rows = fact_value(facts, "backends.portability")
+    if not isinstance(rows, list) or not rows:
+        return []
+    parts = [Text("Portability of the model's own classes (read from their source):", style="bold")]
+    for row in (r for r in rows if isinstance(r, dict)):
+        states = row.get("backends") or {}
+        line = row.get("line")
+        where = f" ({Path(str(row.get('file'))).name}:{line})" if line else ""
+        parts.append(
+            Text(
+                f"  {row.get('class')}{where}: " + ", ".join(f"{b} {s}" for b, s in states.items())
+            )
+        )
+        if row.get("unread"):
+            parts.append(Text(f"    not read: {row['unread']}"))
+        for b in (b for b in row.get("blockers") or [] if isinstance(b, dict)):
+            parts.append(Text("    " + _blocker(b)))
     return parts
+
+
+def _blocker(b: dict[str, Any]) -> str:
+    where = f"{Path(str(b.get('file'))).name}:{b.get('line')} {b.get('method')}: {b.get('call')}"
+    blocks = b.get("blocks") or []
+    if not blocks:
+        return f"{where} (note: {b.get('advice')})"
+    text = f"{where} blocks {', '.join(blocks)}"
+    if b.get("replacement"):
+        return f"{text}; replace with {b['replacement']}"
+    return f"{text}; no keras.ops replacement" + (f" ({b['advice']})" if b.get("advice") else "")

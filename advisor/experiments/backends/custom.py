@@ -173,3 +173,19 @@ def lenient(cls: Any) -> None:
         return obj
 
     cls.from_config = classmethod(rebuild)
+
+
+def load_module(spec: str) -> Any:
+    """Import ``spec``: a module name, or ``NAME=FILE`` — the file executed as module ``NAME``
+    (the portable variant ``portable.py`` wrote), so that what imports ``NAME`` later, Keras's
+    deserialisation included, finds the rewrite."""
+    name, _, file = spec.partition("=")
+    if not file:
+        return importlib.import_module(name)
+    found = importlib.util.spec_from_file_location(name, file)
+    if found is None or found.loader is None:
+        raise ImportError(f"cannot load {file} as {name}")
+    module = importlib.util.module_from_spec(found)
+    sys.modules[name] = module
+    found.loader.exec_module(module)
+    return module

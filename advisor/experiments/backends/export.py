@@ -42,6 +42,7 @@ class Exported:
     script_classes: list[str] = field(default_factory=list)  # custom classes defined in __main__
     note: str | None = None  # why the fallback (config + weights) was used
     custom_path: Path | None = None  # the user's classes and functions (custom.py), pickled
+    ported: dict[str, Path] = field(default_factory=dict)  # module → its rewrite (portable.py)
 
 
 def custom_modules(model: Any) -> tuple[list[str], list[str]]:

@@ -230,6 +230,24 @@ def _measure_own_here(
     result.note = "; ".join(n for n in (result.note, here) if n)
 
 
+def portability_rows(model: Any) -> list[dict[str, Any]] | None:
+    """The portability table of the model's own classes (``probes.portability``), read from
+    their source; None when it cannot be read (the measurement goes on without it)."""
+    from advisor.experiments.backends import custom
+    from advisor.experiments.backends.portable import blocker_text
+    from advisor.probes.portability import scan_targets
+
+    try:
+        rows = [s.to_dict() for s in scan_targets(custom.collect(model))]
+    except Exception as exc:  # noqa: BLE001 — a prediction; the measurement decides anyway
+        log.debug("advisor: backends: the portability table failed: %s", exc)
+        return None
+    for row in rows:
+        for blocker in row["blockers"]:
+            log.info("advisor: backends: %s: %s", row["class"], blocker_text(blocker))
+    return rows
+
+
 def measure_backends(
     model: Any,
     data: Any,
@@ -253,11 +271,13 @@ def measure_backends(
     if not isinstance(seconds, (int, float)) or seconds <= 0 or rounds < 1:
         raise UsageError("backends: seconds must be positive and rounds at least 1")
     own = own_config(model)
+    portability = portability_rows(model)
     with tempfile.TemporaryDirectory(prefix="advisor-backends-") as tmp:
         try:
             exported = export(model, data, Path(tmp), batch_size, sample or SAMPLE_BATCHES)
         except UsageError as exc:  # the model cannot travel: its own backend measured here
             result = unexported(own, candidates, str(exc), batch_size, 0.0)
+            result.portability = portability
             _measure_own_here(model, data, batch_size, sample, result, seconds, rounds, warmup)
             result.seconds = time.perf_counter() - started
             return result
@@ -274,6 +294,7 @@ def measure_backends(
             torch_threads=torch_threads,
             started=started,
         )
+    result.portability = portability
     mine = [c for c in result.candidates.values() if c.config.backend == own.backend]
     if not any(c.status == MEASURED for c in mine):  # its own backend always has a figure
         why = "; ".join(f"{c.name} in a fresh process: {c.reason}" for c in mine)
