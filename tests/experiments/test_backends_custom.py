@@ -121,6 +121,14 @@ def test_a_scripts_custom_layer_loss_and_metric_travel_to_the_candidates(tmp_pat
     assert own["status"] == "measured", own["reason"]
     assert len(own["rounds"]) == 3 and own["band"] is not None
     assert result["unchanged"]  # the user's model is not trained by the what-if
+    # the portability table, read before measuring: the layer, its call, its line, the fix
+    table = {row["class"]: row for row in result["portability"]}
+    relu = next(b for b in table["ReluDense"]["blockers"] if b["call"] == "tf.nn.relu")
+    line = next(i for i, text in enumerate(SCRIPT.splitlines(), 1) if "tf.nn.relu" in text)
+    assert Path(relu["file"]).name == "train.py" and relu["line"] == line
+    assert relu["blocks"] == ["jax", "torch"] and relu["replacement"] == "keras.ops.relu"
+    assert table["MeanAbs"]["backends"] == dict.fromkeys(("tensorflow", "jax", "torch"), "runs")
+    assert table["squared"]["kind"] == "function" and not table["squared"]["blockers"]
     jax = rows["jax+jit"]
     if jax["status"] == "measured":
         assert jax["speedup"] is not None and jax["speedup_band"] is not None

@@ -191,25 +191,20 @@ def port(table: Table, directory: Path) -> Ported:
         replaced += sum(1 for b in table.blockers() if b.file == str(path) and b.replacement)
         files[module] = directory / f"{module}.py"
         files[module].write_text(rewritten, encoding="utf-8")
-        shown = _shown(path)
-        diffs.append(
-            "".join(
-                difflib.unified_diff(
-                    original.splitlines(keepends=True),
-                    rewritten.splitlines(keepends=True),
-                    f"a/{shown}",
-                    f"b/{shown}",
-                )
-            )
-        )
+        before, after = _names(path)
+        lines = (original.splitlines(keepends=True), rewritten.splitlines(keepends=True))
+        diffs.append("".join(difflib.unified_diff(*lines, before, after)))
     return Ported(files, "".join(diffs), replaced)
 
 
-def _shown(path: Path) -> str:
+def _names(path: Path) -> tuple[str, str]:
+    """The diff's file names: ``a/`` and ``b/`` before a path under the working directory (as
+    ``git apply`` reads them), the absolute path twice for another (``patch -p0``)."""
     try:
-        return str(path.relative_to(Path.cwd()))
+        relative = path.relative_to(Path.cwd())
     except ValueError:
-        return str(path)
+        return str(path), str(path)
+    return f"a/{relative}", f"b/{relative}"
 
 
 def render_table(rows: list[dict[str, Any]]) -> str:
