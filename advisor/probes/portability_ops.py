@@ -129,8 +129,9 @@ ADVICE: dict[str, str] = {
 NOT_LOCKED = ("tensorflow.keras", "tensorflow.python.keras")
 # methods whose effect is Python-side: they run once, while the step is traced (or break it)
 SIDE_EFFECTS = {
-    "print": "runs only while the step is traced (once), not at every step",
+    "print": "runs once, while the step is traced (TensorFlow, JAX, torch.compile), not at "
+    "every step",
     "numpy": ".numpy() needs a concrete tensor: it fails inside a traced step and on a tensor "
     "that requires grad",
-    "append": "appends a traced value to a Python list at tracing, not at every step",
+    "append": "appends a traced value to a Python list once, at tracing, not at every step",
 }

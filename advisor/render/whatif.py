@@ -137,11 +137,6 @@ def backends_parts(facts: Facts) -> list[Text]:
             status = str(row.get("status", ""))
             text = f"{STATUS_WORDS.get(status, status)}: {row.get('reason') or 'no reason given'}"
         parts.append(Text(f"  {name}: {text}"))
-    ported = fact_value(facts, "backends.ported")
-    if ported:
-        parts.append(
-            Text(f"  measured: the portable variant ({ported} calls replaced by keras.ops)")
-        )
     return parts + portability_parts(facts)
 
 

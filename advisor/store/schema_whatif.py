@@ -99,4 +99,3 @@ class BackendsRecord(Record):
     stopped: str | None = None
     # each custom class: the calls that tie it to a backend and their keras.ops replacements
     portability: list[dict[str, Any]] | None = None
-    ported: int | None = None  # calls replaced: the portable variant was measured

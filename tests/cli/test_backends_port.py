@@ -83,7 +83,10 @@ def test_port_names_the_call_that_has_no_replacement_before_measuring(
     # the table came first: the layer, its line, what blocks it and what has a replacement
     assert "ReluDense (stuck_layers.py:" in result.stdout
     assert "tensorflow: runs  jax: blocked  torch: blocked" in result.stdout
-    assert "tf.nn.gelu blocks jax, torch; no keras.ops replacement (keras.ops.gelu(x, approximate=" in result.stdout
+    assert (
+        "tf.nn.gelu blocks jax, torch; no keras.ops replacement (keras.ops.gelu(x, approximate="
+        in result.stdout
+    )
     assert "tf.nn.relu blocks jax, torch → replace with keras.ops.relu" in result.stdout
     assert "candidate" not in result.stdout  # nothing was measured
 

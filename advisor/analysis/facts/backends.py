@@ -90,12 +90,6 @@ FACTS = (
         "list",
     ),
     Fact(
-        "backends.ported",
-        "",
-        "calls replaced by keras.ops: the portable variant of the custom classes was measured",
-        "backends",
-    ),
-    Fact(
         "backends.table",
         "",
         "every candidate: samples/s, band, speedup, compile seconds, status and reason",
@@ -121,8 +115,6 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
         out["backends.seconds"] = record.seconds
     if record.portability is not None:
         out["backends.portability"] = record.portability
-    if record.ported:
-        out["backends.ported"] = record.ported
     rows: list[dict[str, Any]] = []
     rounds_of: dict[str, list[float]] = {}
     for c in record.candidates:

@@ -30,6 +30,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from advisor.experiments.backends.custom import load_modules
+
 BACKEND_MODULES = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}
 
 
@@ -235,15 +237,9 @@ def measure(args: argparse.Namespace, rebuild: Rebuild = None) -> dict[str, Any]
     if keras.backend.backend() != backend:
         raise Stop("failed", f"Keras runs on {keras.backend.backend()}, not {backend}")
     out["import_seconds"] = time.perf_counter() - started
-    from advisor.experiments.backends.custom import load_module
-
-    for name in args.ported + args.imports:
-        try:
-            load_module(name)
-        except Exception as exc:  # noqa: BLE001 — a module that cannot load here is this backend's reason
-            raise Stop(
-                "failed", f"importing {name} failed on {backend}: {reason_line(exc)}"
-            ) from None
+    failed = load_modules(args.ported + args.imports)
+    if failed is not None:
+        raise Stop("failed", f"importing {failed[0]} failed on {backend}: {reason_line(failed[1])}")
     from advisor.experiments.backends.export import read_arrays
 
     custom: dict[str, Any] = {}

@@ -8,8 +8,8 @@ child registers all of them as Keras custom objects under the names Keras's conf
 whose ``__init__`` takes no ``**kwargs`` (so Keras's ``cls(**config)`` fails on ``trainable`` or
 ``dtype``) is rebuilt from the config keys its constructor accepts.
 
-Parent side: ``collect`` and ``write``; child side: ``read`` and ``lenient`` (no ``advisor``
-imports beyond the standard library and cloudpickle).
+Parent side: ``collect`` and ``write``; child side: ``read``, ``lenient`` and ``load_modules``
+(no ``advisor`` imports beyond the standard library and cloudpickle).
 """
 
 from __future__ import annotations
@@ -189,3 +189,13 @@ def load_module(spec: str) -> Any:
     sys.modules[name] = module
     found.loader.exec_module(module)
     return module
+
+
+def load_modules(specs: list[str]) -> tuple[str, Exception] | None:
+    """``load_module`` each of ``specs`` in turn; the first that fails and its error, if any."""
+    for spec in specs:
+        try:
+            load_module(spec)
+        except Exception as exc:  # noqa: BLE001 — the candidate's reason: its module cannot load
+            return spec, exc
+    return None

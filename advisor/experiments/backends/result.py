@@ -221,7 +221,6 @@ class BackendsResult:
             note=self.note,
             stopped=self.stopped,
             portability=self.portability,
-            ported=self.ported,
             candidates=[
                 BackendRun(
                     name=c.name,
