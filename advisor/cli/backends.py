@@ -123,9 +123,9 @@ def command(
             torch_threads=torch_threads,
         )
     result.portability = table.rows()
-    result.ported = ported.replaced if ported is not None else None
+    if ported is not None:
+        result.ported, result.diff = ported.replaced, ported.diff
     if fmt == "json":
-        diff = {"diff": ported.diff} if ported is not None else {}
-        click.echo(json.dumps(dict(result.to_dict(), **diff), indent=2))
+        click.echo(json.dumps(result.to_dict(), indent=2))
     else:
         click.echo(result.render())

@@ -158,10 +158,9 @@ def _others(framework: str) -> tuple[str, ...]:
     return tuple(b for b in BACKENDS if b != framework)
 
 
-def _span(node: ast.AST, text: str) -> Edit:
-    return Edit(
-        node.lineno, node.col_offset, node.end_lineno or node.lineno, node.end_col_offset or 0, text
-    )  # type: ignore[attr-defined]
+def _span(node: ast.expr, text: str) -> Edit:
+    end_line = node.end_lineno or node.lineno
+    return Edit(node.lineno, node.col_offset, end_line, node.end_col_offset or 0, text)
 
 
 class _Visitor(ast.NodeVisitor):
@@ -180,9 +179,10 @@ class _Visitor(ast.NodeVisitor):
         written = f"{first}.{rest}" if rest else first
         return written, f"{self.aliases[first]}.{rest}" if rest else self.aliases[first]
 
-    def _add(self, node: ast.AST, written: str, canonical: str, kind: str, **kw: Any) -> None:
+    def _add(self, node: ast.expr, written: str, canonical: str, kind: str, **kw: Any) -> None:
+        line = node.lineno
         self.found.append(
-            Blocker(self.owner, self.method, self.file, node.lineno, written, canonical, kind, **kw)  # type: ignore[attr-defined]
+            Blocker(self.owner, self.method, self.file, line, written, canonical, kind, **kw)
         )
 
     def visit_Call(self, node: ast.Call) -> None:

@@ -104,9 +104,13 @@ def importable(module: str) -> bool:
         return False
 
 
-def write(targets: list[Any], directory: Path) -> tuple[Path | None, str | None]:
+def write(
+    targets: list[Any], directory: Path, swap: dict[int, Any] | None = None
+) -> tuple[Path | None, str | None]:
     """``{name: class or function}`` into ``custom.pkl`` (by value where the child cannot import
-    it); returns its path, or None with why the objects cannot travel."""
+    it); returns its path, or None with why the objects cannot travel. ``swap`` (``id`` of a
+    target → its portable variant, ``portable.port_live``) sends the variant under the target's
+    names."""
     if not targets:
         return None, None
     try:
@@ -121,7 +125,8 @@ def write(targets: list[Any], directory: Path) -> tuple[Path | None, str | None]
             if by_value
             else None
         )
-    registry = {name: target for target in targets for name in names(target)}
+    swap = swap or {}
+    registry = {name: swap.get(id(t), t) for t in targets for name in names(t)}
     modules = {t.__module__ for t in targets if t.__module__ != "__main__"}
     registered = [sys.modules[m] for m in modules if m in sys.modules and not importable(m)]
     for module in registered:

@@ -167,15 +167,21 @@ class Ported:
     replaced: int
 
 
+def check(table: Table, what: str) -> None:
+    """Raise ``UsageError`` when there is nothing to port, or naming every blocker that has no
+    replacement."""
+    if not table.blockers():
+        raise UsageError(f"{what}: nothing to replace: no custom class calls a backend's own ops")
+    missing = table.missing()
+    if missing:
+        listed = "; ".join(f"{b.owner} calls {b.call} ({b.where})" for b in missing)
+        raise UsageError(f"{what}: no keras.ops replacement for {listed}")
+
+
 def port(table: Table, directory: Path) -> Ported:
     """Rewrite every module with replaceable blockers into ``directory``; raises ``UsageError``
     naming the blockers that have no replacement."""
-    missing = table.missing()
-    if not table.blockers():
-        raise UsageError("--port: nothing to replace: no custom class calls a backend's own ops")
-    if missing:
-        listed = "; ".join(f"{b.owner} calls {b.call} ({b.where})" for b in missing)
-        raise UsageError(f"--port: no keras.ops replacement for {listed}")
+    check(table, "--port")
     directory.mkdir(parents=True, exist_ok=True)
     files: dict[str, Path] = {}
     diffs: list[str] = []
@@ -233,3 +239,52 @@ def blocker_text(b: dict[str, Any]) -> str:
     if b.get("replacement"):
         return f"{text} → replace with {b['replacement']}"
     return f"{text}; no keras.ops replacement" + (f" ({b['advice']})" if b.get("advice") else "")
+
+
+@dataclass
+class LivePort:
+    """The portable variants of live classes (``id`` of the original → the variant) and the
+    rewrite of their files as a unified diff."""
+
+    swap: dict[int, Any]
+    diff: str
+    replaced: int
+
+
+def port_live(targets: list[Any], scanned: list[Scanned]) -> LivePort:
+    """Each target with replaceable blockers rebuilt from its rewritten source: the class (or
+    function) definition alone, without its decorators (a registration would replace yours in
+    this process), executed in a copy of its module's globals. Raises ``UsageError`` naming the
+    blockers that have no replacement."""
+    table = Table(scanned)
+    check(table, "port")
+    import ast
+    import linecache
+
+    import keras
+
+    edits_by_file: dict[str, list[Edit]] = {}
+    swap: dict[int, Any] = {}
+    for target, found in zip(targets, scanned):
+        edits = [e for b in found.blockers if b.replacement for e in b.edits]
+        if not edits or found.file is None:
+            continue
+        edits_by_file.setdefault(found.file, []).extend(edits)
+        rewritten = apply_edits("".join(linecache.getlines(found.file)), edits)
+        nodes = [
+            n
+            for n in ast.walk(ast.parse(rewritten))
+            if isinstance(n, (ast.ClassDef, ast.FunctionDef)) and n.name == target.__name__
+        ]
+        node = min(nodes, key=lambda n: abs(n.lineno - (found.line or 0)))
+        lines = rewritten.splitlines(keepends=True)[node.lineno - 1 : node.end_lineno]
+        namespace = dict(vars(sys.modules[target.__module__]), keras=keras)
+        exec(compile("".join(lines), found.file, "exec"), namespace)  # noqa: S102 — the user's own class, rewritten
+        swap[id(target)] = namespace[target.__name__]
+    diffs = []
+    for file, edits in edits_by_file.items():
+        original = "".join(linecache.getlines(file))
+        rewritten = without_unused_imports(with_keras_import(apply_edits(original, edits)))
+        lines = (original.splitlines(keepends=True), rewritten.splitlines(keepends=True))
+        diffs.append("".join(difflib.unified_diff(*lines, *_names(Path(file)))))
+    return LivePort(swap, "".join(diffs), sum(1 for b in table.blockers() if b.replacement))

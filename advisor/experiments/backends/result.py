@@ -111,6 +111,7 @@ class BackendsResult:
     # (probes.portability); and, measuring the portable variant, how many calls were replaced
     portability: list[dict[str, Any]] | None = None
     ported: int | None = None
+    diff: str | None = None  # the portable variant's rewrite, as a unified diff
 
     def own_candidate(self) -> BackendCandidate | None:
         return self.candidates.get(self.own)
@@ -196,6 +197,7 @@ class BackendsResult:
             "measures": "compute only: cached batches, no input pipeline",
             "portability": self.portability,
             "ported": self.ported,
+            "diff": self.diff,
             "candidates": [
                 dict(
                     row,
