@@ -197,10 +197,18 @@ def port(table: Table, directory: Path) -> Ported:
         replaced += sum(1 for b in table.blockers() if b.file == str(path) and b.replacement)
         files[module] = directory / f"{module}.py"
         files[module].write_text(rewritten, encoding="utf-8")
-        before, after = _names(path)
-        lines = (original.splitlines(keepends=True), rewritten.splitlines(keepends=True))
-        diffs.append("".join(difflib.unified_diff(*lines, before, after)))
+        diffs.append(unified(original, rewritten, path))
     return Ported(files, "".join(diffs), replaced)
+
+
+def unified(original: str, rewritten: str, path: Path) -> str:
+    """The rewrite of ``path`` as a unified diff."""
+    before, after = _names(path)
+    return "".join(
+        difflib.unified_diff(
+            original.splitlines(keepends=True), rewritten.splitlines(keepends=True), before, after
+        )
+    )
 
 
 def _names(path: Path) -> tuple[str, str]:
@@ -285,6 +293,5 @@ def port_live(targets: list[Any], scanned: list[Scanned]) -> LivePort:
     for file, edits in edits_by_file.items():
         original = "".join(linecache.getlines(file))
         rewritten = without_unused_imports(with_keras_import(apply_edits(original, edits)))
-        lines = (original.splitlines(keepends=True), rewritten.splitlines(keepends=True))
-        diffs.append("".join(difflib.unified_diff(*lines, *_names(Path(file)))))
+        diffs.append(unified(original, rewritten, Path(file)))
     return LivePort(swap, "".join(diffs), sum(1 for b in table.blockers() if b.replacement))
