@@ -136,8 +136,34 @@ def backends_parts(facts: Facts) -> list[Text]:
         else:
             status = str(row.get("status", ""))
             text = f"{STATUS_WORDS.get(status, status)}: {row.get('reason') or 'no reason given'}"
+            blocked = (
+                predicted(facts, str(row.get("backend") or "")) if status == "failed" else None
+            )
+            text += f" — {blocked}" if blocked else ""
         parts.append(Text(f"  {name}: {text}"))
     return parts + portability_parts(facts)
+
+
+def predicted(facts: Facts, backend: str) -> str | None:
+    """What the portability table says blocks ``backend``, in the user's terms: ``the table
+    predicted it: ReluDense calls tf.nn.relu (layers.py:15), replace with keras.ops.relu``."""
+    rows = fact_value(facts, "backends.portability")
+    found = [
+        (row.get("class"), b)
+        for row in (rows if isinstance(rows, list) else [])
+        if isinstance(row, dict)
+        for b in row.get("blockers") or []
+        if isinstance(b, dict) and backend in (b.get("blocks") or [])
+    ]
+    if not found:
+        return None
+    owner, first = found[0]
+    text = f"the portability table predicted it: {owner} calls {first.get('call')} ("
+    text += f"{Path(str(first.get('file'))).name}:{first.get('line')})"
+    if first.get("replacement"):
+        text += f", replace with {first['replacement']}"
+    more = len(found) - 1
+    return text + (f", and {more} more call{'s' if more > 1 else ''} (below)" if more else "")
 
 
 def portability_parts(facts: Facts) -> list[Text]:

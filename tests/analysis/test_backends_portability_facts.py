@@ -78,6 +78,12 @@ def test_the_table_is_a_fact_shown_by_show_and_in_the_json_report(tmp_path) -> N
     assert "Portability of the model's own classes" in shown.output
     assert "Gate (test_backends_portability_facts.py:" in shown.output
     assert "tensorflow runs, jax blocked, torch blocked" in shown.output
+    # the failed candidate says what the table found, in the user's terms
+    assert (
+        "jax+jit: failed: cannot rebuild the model on jax: TracerArrayConversionError — the "
+        f"portability table predicted it: Gate calls tf.sigmoid (test_backends_portability_facts"
+        f".py:{start + 2}), replace with keras.ops.sigmoid" in " ".join(shown.output.split())
+    )
     assert (
         f"test_backends_portability_facts.py:{start + 2} call: tf.sigmoid blocks jax, torch; "
         "replace with keras.ops.sigmoid" in " ".join(shown.output.split())
