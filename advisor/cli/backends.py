@@ -1,6 +1,8 @@
 """``advisor backends MODEL.keras --data XY.npz``: the model's training speed on every installed
 Keras backend × compile mode, each in a fresh process on cached batches (compute only), beside
-the run's own (``--own``, default ``$KERAS_BACKEND`` and the file's ``jit_compile``)."""
+the run's own (``--own``, default ``$KERAS_BACKEND`` and the file's ``jit_compile``). Before
+it measures, the portability table: what in the model's own classes ties it to one backend, and
+the ``keras.ops`` replacement; ``--port`` measures the model with those replacements made."""
 
 from __future__ import annotations
 
@@ -68,6 +70,12 @@ import click
     help="A module defining the model's custom classes (imported by every process first).",
 )
 @click.option(
+    "--port",
+    is_flag=True,
+    help="Measure the portable variant: the custom classes' backend calls replaced by keras.ops "
+    "(printed as a unified diff); exit 2 when a blocking call has no replacement.",
+)
+@click.option(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
 )
 def command(
@@ -82,16 +90,27 @@ def command(
     timeout: float,
     torch_threads: int | None,
     imports: tuple[str, ...],
+    port: bool,
     fmt: str,
 ) -> None:
-    """Measure MODEL (a saved, compiled .keras file) on every backend × compile mode."""
-    from advisor.experiments.backends import measure_exported
+    """Measure MODEL (a saved, compiled .keras file) on every backend × compile mode; first,
+    what in its custom classes ties it to a backend (the portability table)."""
+    from advisor.experiments.backends import measure_exported, portable
     from advisor.experiments.backends.files import exported_from_files, own_from_file
 
     names = None if candidates.strip() == "all" else [n for n in candidates.split(",") if n.strip()]
     config = own_from_file(model, own)
+    table = portable.table_of_saved(model, list(imports))
+    if fmt == "text":
+        click.echo(portable.render_table(table.rows()) + "\n")
     with tempfile.TemporaryDirectory(prefix="advisor-backends-") as tmp:
         exported = exported_from_files(model, data, batch_size, Path(tmp), list(imports))
+        ported = portable.port(table, Path(tmp) / "ported") if port else None
+        if ported is not None:
+            exported.ported = ported.files
+            if fmt == "text":
+                click.echo(f"The portable variant ({ported.replaced} calls replaced):")
+                click.echo(ported.diff)
         result = measure_exported(
             exported,
             config,
@@ -103,6 +122,9 @@ def command(
             timeout=timeout,
             torch_threads=torch_threads,
         )
+    result.portability = table.rows()
+    if ported is not None:
+        result.ported, result.diff = ported.replaced, ported.diff
     if fmt == "json":
         click.echo(json.dumps(result.to_dict(), indent=2))
     else:

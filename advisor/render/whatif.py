@@ -3,6 +3,7 @@ samples/s, gain, band, what it cost; candidates that were not measured say why."
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from rich.table import Table
@@ -135,5 +136,65 @@ def backends_parts(facts: Facts) -> list[Text]:
         else:
             status = str(row.get("status", ""))
             text = f"{STATUS_WORDS.get(status, status)}: {row.get('reason') or 'no reason given'}"
+            blocked = (
+                predicted(facts, str(row.get("backend") or "")) if status == "failed" else None
+            )
+            text += f" — {blocked}" if blocked else ""
         parts.append(Text(f"  {name}: {text}"))
+    return parts + portability_parts(facts)
+
+
+def predicted(facts: Facts, backend: str) -> str | None:
+    """What the portability table says blocks ``backend``, in the user's terms: ``the table
+    predicted it: ReluDense calls tf.nn.relu (layers.py:15), replace with keras.ops.relu``."""
+    rows = fact_value(facts, "backends.portability")
+    found = [
+        (row.get("class"), b)
+        for row in (rows if isinstance(rows, list) else [])
+        if isinstance(row, dict)
+        for b in row.get("blockers") or []
+        if isinstance(b, dict) and backend in (b.get("blocks") or [])
+    ]
+    if not found:
+        return None
+    owner, first = found[0]
+    text = f"the portability table predicted it: {owner} calls {first.get('call')} ("
+    text += f"{Path(str(first.get('file'))).name}:{first.get('line')})"
+    if first.get("replacement"):
+        text += f", replace with {first['replacement']}"
+    more = len(found) - 1
+    return text + (f", and {more} more call{'s' if more > 1 else ''} (below)" if more else "")
+
+
+def portability_parts(facts: Facts) -> list[Text]:
+    """The portability table (``backends.portability``): per custom class, runs or blocked on
+    each backend, and per blocking call its place, the backends it blocks and its replacement."""
+    rows = fact_value(facts, "backends.portability")
+    if not isinstance(rows, list) or not rows:
+        return []
+    parts = [Text("Portability of the model's own classes (read from their source):", style="bold")]
+    for row in (r for r in rows if isinstance(r, dict)):
+        states = row.get("backends") or {}
+        line = row.get("line")
+        where = f" ({Path(str(row.get('file'))).name}:{line})" if line else ""
+        parts.append(
+            Text(
+                f"  {row.get('class')}{where}: " + ", ".join(f"{b} {s}" for b, s in states.items())
+            )
+        )
+        if row.get("unread"):
+            parts.append(Text(f"    not read: {row['unread']}"))
+        for b in (b for b in row.get("blockers") or [] if isinstance(b, dict)):
+            parts.append(Text("    " + _blocker(b)))
     return parts
+
+
+def _blocker(b: dict[str, Any]) -> str:
+    where = f"{Path(str(b.get('file'))).name}:{b.get('line')} {b.get('method')}: {b.get('call')}"
+    blocks = b.get("blocks") or []
+    if not blocks:
+        return f"{where} (note: {b.get('advice')})"
+    text = f"{where} blocks {', '.join(blocks)}"
+    if b.get("replacement"):
+        return f"{text}; replace with {b['replacement']}"
+    return f"{text}; no keras.ops replacement" + (f" ({b['advice']})" if b.get("advice") else "")

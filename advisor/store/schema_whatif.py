@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -97,3 +97,5 @@ class BackendsRecord(Record):
     budget_seconds: float | None = None
     note: str | None = None
     stopped: str | None = None
+    # each custom class: the calls that tie it to a backend and their keras.ops replacements
+    portability: list[dict[str, Any]] | None = None

@@ -74,7 +74,7 @@ SCRIPT = textwrap.dedent(
     rng = np.random.default_rng(0)
     x = rng.random((256, 16), dtype=np.float32)
     y = rng.random((256, 1), dtype=np.float32)
-    if kind == "layer":
+    if kind in ("layer", "port"):
         model = keras.Sequential([keras.Input((16,)), ReluDense(32), keras.layers.Dense(1)])
         model.compile("adam", squared, metrics=[MeanAbs(name="mean_abs")])
     elif kind == "stubborn":
@@ -86,7 +86,8 @@ SCRIPT = textwrap.dedent(
     model.fit(x, y, batch_size=32, epochs=1, verbose=0)
     before = [w.copy() for w in model.get_weights()]
     result = measure_backends(
-        model, (x, y), candidates, batch_size=32, seconds=0.9, rounds=3, warmup=0.2
+        model, (x, y), candidates, batch_size=32, seconds=0.9, rounds=3, warmup=0.2,
+        port=kind == "port",
     )
     unchanged = all(np.array_equal(a, b) for a, b in zip(before, model.get_weights()))
     print("@result " + json.dumps(dict(result.to_dict(), unchanged=unchanged)))
@@ -122,6 +123,14 @@ def test_a_scripts_custom_layer_loss_and_metric_travel_to_the_candidates(tmp_pat
     assert own["status"] == "measured", own["reason"]
     assert len(own["rounds"]) == 3 and own["band"] is not None
     assert result["unchanged"]  # the user's model is not trained by the what-if
+    # the portability table, read before measuring: the layer, its call, its line, the fix
+    table = {row["class"]: row for row in result["portability"]}
+    relu = next(b for b in table["ReluDense"]["blockers"] if b["call"] == "tf.nn.relu")
+    line = next(i for i, text in enumerate(SCRIPT.splitlines(), 1) if "tf.nn.relu" in text)
+    assert Path(relu["file"]).name == "train.py" and relu["line"] == line
+    assert relu["blocks"] == ["jax", "torch"] and relu["replacement"] == "keras.ops.relu"
+    assert table["MeanAbs"]["backends"] == dict.fromkeys(("tensorflow", "jax", "torch"), "runs")
+    assert table["squared"]["kind"] == "function" and not table["squared"]["blockers"]
     jax = rows["jax+jit"]
     if jax["status"] == "measured":
         assert jax["speedup"] is not None and jax["speedup_band"] is not None
@@ -159,3 +168,16 @@ def test_a_model_its_own_backend_cannot_rebuild_is_measured_in_process(tmp_path)
     assert "tensorflow in a fresh process: cannot rebuild the model" in result["note"]
     assert "colour" in result["note"]  # the reason is Keras's own, whole
     assert rows["jax+jit"]["status"] in ("failed", "not_installed") and rows["jax+jit"]["reason"]
+
+
+@pytest.mark.slow
+def test_the_portable_variant_of_a_scripts_layer_trains_on_jax(tmp_path) -> None:
+    pytest.importorskip("jax")
+    result = _run(tmp_path, "port", "jax+jit")
+    rows = _rows(result)
+    assert rows["jax+jit"]["status"] == "measured", rows["jax+jit"]["reason"]
+    assert rows["tensorflow"]["status"] == "measured", rows["tensorflow"]["reason"]
+    assert result["ported"] == 2 and result["unchanged"]
+    assert "+        return keras.ops.relu(keras.ops.matmul(x, self.w))" in result["diff"]
+    assert "-import tensorflow as tf" in result["diff"]  # no tf. left in the script
+    assert (tmp_path / "train.py").read_text() == SCRIPT  # the script itself is not rewritten

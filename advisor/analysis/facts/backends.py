@@ -82,6 +82,14 @@ FACTS = (
         "str",
     ),
     Fact(
+        "backends.portability",
+        "",
+        "each custom class: runs or blocked on each backend, the calls that block it (file, "
+        "line, backends) and their keras.ops replacement, read from its source",
+        "backends",
+        "list",
+    ),
+    Fact(
         "backends.table",
         "",
         "every candidate: samples/s, band, speedup, compile seconds, status and reason",
@@ -105,6 +113,8 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
     out: dict[str, Any] = {"backends.own": record.own}
     if record.seconds is not None:
         out["backends.seconds"] = record.seconds
+    if record.portability is not None:
+        out["backends.portability"] = record.portability
     rows: list[dict[str, Any]] = []
     rounds_of: dict[str, list[float]] = {}
     for c in record.candidates:

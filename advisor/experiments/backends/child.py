@@ -30,6 +30,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from advisor.experiments.backends.custom import load_modules
+
 BACKEND_MODULES = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}
 
 
@@ -235,13 +237,9 @@ def measure(args: argparse.Namespace, rebuild: Rebuild = None) -> dict[str, Any]
     if keras.backend.backend() != backend:
         raise Stop("failed", f"Keras runs on {keras.backend.backend()}, not {backend}")
     out["import_seconds"] = time.perf_counter() - started
-    for name in args.imports:
-        try:
-            importlib.import_module(name)
-        except Exception as exc:  # noqa: BLE001 — a module that cannot load here is this backend's reason
-            raise Stop(
-                "failed", f"importing {name} failed on {backend}: {reason_line(exc)}"
-            ) from None
+    failed = load_modules(args.ported + args.imports)
+    if failed is not None:
+        raise Stop("failed", f"importing {failed[0]} failed on {backend}: {reason_line(failed[1])}")
     from advisor.experiments.backends.export import read_arrays
 
     custom: dict[str, Any] = {}
@@ -352,6 +350,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--import", dest="imports", action="append", default=[])
     parser.add_argument("--custom", default=None, help="custom objects pickled by the parent")
+    parser.add_argument("--ported", action="append", default=[], help="MODULE=FILE, its rewrite")
     parser.add_argument("--torch-threads", type=int, default=None)
     parser.add_argument(
         "--out", default=None, help="where the result's JSON goes (without --serve)"

@@ -8,8 +8,8 @@ child registers all of them as Keras custom objects under the names Keras's conf
 whose ``__init__`` takes no ``**kwargs`` (so Keras's ``cls(**config)`` fails on ``trainable`` or
 ``dtype``) is rebuilt from the config keys its constructor accepts.
 
-Parent side: ``collect`` and ``write``; child side: ``read`` and ``lenient`` (no ``advisor``
-imports beyond the standard library and cloudpickle).
+Parent side: ``collect`` and ``write``; child side: ``read``, ``lenient`` and ``load_modules``
+(no ``advisor`` imports beyond the standard library and cloudpickle).
 """
 
 from __future__ import annotations
@@ -104,9 +104,13 @@ def importable(module: str) -> bool:
         return False
 
 
-def write(targets: list[Any], directory: Path) -> tuple[Path | None, str | None]:
+def write(
+    targets: list[Any], directory: Path, swap: dict[int, Any] | None = None
+) -> tuple[Path | None, str | None]:
     """``{name: class or function}`` into ``custom.pkl`` (by value where the child cannot import
-    it); returns its path, or None with why the objects cannot travel."""
+    it); returns its path, or None with why the objects cannot travel. ``swap`` (``id`` of a
+    target → its portable variant, ``portable.port_live``) sends the variant under the target's
+    names."""
     if not targets:
         return None, None
     try:
@@ -121,7 +125,8 @@ def write(targets: list[Any], directory: Path) -> tuple[Path | None, str | None]
             if by_value
             else None
         )
-    registry = {name: target for target in targets for name in names(target)}
+    swap = swap or {}
+    registry = {name: swap.get(id(t), t) for t in targets for name in names(t)}
     modules = {t.__module__ for t in targets if t.__module__ != "__main__"}
     registered = [sys.modules[m] for m in modules if m in sys.modules and not importable(m)]
     for module in registered:
@@ -173,3 +178,29 @@ def lenient(cls: Any) -> None:
         return obj
 
     cls.from_config = classmethod(rebuild)
+
+
+def load_module(spec: str) -> Any:
+    """Import ``spec``: a module name, or ``NAME=FILE`` — the file executed as module ``NAME``
+    (the portable variant ``portable.py`` wrote), so that what imports ``NAME`` later, Keras's
+    deserialisation included, finds the rewrite."""
+    name, _, file = spec.partition("=")
+    if not file:
+        return importlib.import_module(name)
+    found = importlib.util.spec_from_file_location(name, file)
+    if found is None or found.loader is None:
+        raise ImportError(f"cannot load {file} as {name}")
+    module = importlib.util.module_from_spec(found)
+    sys.modules[name] = module
+    found.loader.exec_module(module)
+    return module
+
+
+def load_modules(specs: list[str]) -> tuple[str, Exception] | None:
+    """``load_module`` each of ``specs`` in turn; the first that fails and its error, if any."""
+    for spec in specs:
+        try:
+            load_module(spec)
+        except Exception as exc:  # noqa: BLE001 — the candidate's reason: its module cannot load
+            return spec, exc
+    return None

@@ -42,6 +42,7 @@ class Exported:
     script_classes: list[str] = field(default_factory=list)  # custom classes defined in __main__
     note: str | None = None  # why the fallback (config + weights) was used
     custom_path: Path | None = None  # the user's classes and functions (custom.py), pickled
+    ported: dict[str, Path] = field(default_factory=dict)  # module → its rewrite (portable.py)
 
 
 def custom_modules(model: Any) -> tuple[list[str], list[str]]:
@@ -305,8 +306,10 @@ def export(
     directory: Path,
     batch_size: int | None = None,
     count: int = SAMPLE_BATCHES,
+    swap: dict[int, Any] | None = None,
 ) -> Exported:
-    """Model and batches into ``directory`` (which the caller owns and removes)."""
+    """Model and batches into ``directory`` (which the caller owns and removes); ``swap``: the
+    portable variants of custom classes, sent in their place (``custom.write``)."""
     x, y, size, batches = sample_batches(data, batch_size, count)
     batches_path = directory / BATCHES_FILE
     write_batches(batches_path, x, y, size)
@@ -314,7 +317,7 @@ def export(
 
     model_path, note = export_model(model, directory)
     modules, script = custom_modules(model)
-    custom_path, why = custom.write(custom.collect(model), directory)
+    custom_path, why = custom.write(custom.collect(model), directory, swap)
     note = "; ".join(n for n in (note, why) if n) or None
     return Exported(model_path, batches_path, size, batches, modules, script, note, custom_path)
 

@@ -156,6 +156,8 @@ def _command(
     ]
     if exported.custom_path is not None:
         command += ["--custom", str(exported.custom_path)]
+    for module, path in exported.ported.items():
+        command += ["--ported", f"{module}={path}"]
     for module in exported.modules:
         command += ["--import", module]
     if torch_threads:

@@ -107,6 +107,11 @@ class BackendsResult:
     budget_seconds: float | None = None
     note: str | None = None  # how the model travelled, when not as a .keras file
     stopped: str | None = None
+    # the portability table: each custom class, the calls that tie it to a backend
+    # (probes.portability); and, measuring the portable variant, how many calls were replaced
+    portability: list[dict[str, Any]] | None = None
+    ported: int | None = None
+    diff: str | None = None  # the portable variant's rewrite, as a unified diff
 
     def own_candidate(self) -> BackendCandidate | None:
         return self.candidates.get(self.own)
@@ -190,6 +195,9 @@ class BackendsResult:
             "note": self.note,
             "stopped": self.stopped,
             "measures": "compute only: cached batches, no input pipeline",
+            "portability": self.portability,
+            "ported": self.ported,
+            "diff": self.diff,
             "candidates": [
                 dict(
                     row,
@@ -214,6 +222,7 @@ class BackendsResult:
             budget_seconds=self.budget_seconds,
             note=self.note,
             stopped=self.stopped,
+            portability=self.portability,
             candidates=[
                 BackendRun(
                     name=c.name,
@@ -247,6 +256,11 @@ class BackendsResult:
             f"* the run's own ({self.own}); compute only (cached batches of {self.batch_size}, "
             "no input pipeline); ± is the median's 99% band"
         )
+        if self.ported:
+            lines.append(
+                f"measured: the portable variant ({self.ported} calls replaced by keras.ops), "
+                "the own included"
+            )
         if self.note:
             lines.append(f"note: {self.note}")
         return "\n".join(lines)

@@ -230,6 +230,30 @@ def _measure_own_here(
     result.note = "; ".join(n for n in (result.note, here) if n)
 
 
+def portability(model: Any, port: bool) -> tuple[list[dict[str, Any]] | None, Any]:
+    """The portability table of the model's own classes (``probes.portability``), read from
+    their source (None when it cannot be read: the measurement goes on without it), and with
+    ``port`` their portable variants (``portable.port_live``; ``UsageError`` when a blocker has
+    no replacement)."""
+    from advisor.experiments.backends import custom
+    from advisor.experiments.backends.portable import blocker_text, port_live
+    from advisor.probes.portability import scan_targets
+
+    targets = custom.collect(model)
+    try:
+        scanned = scan_targets(targets)
+    except Exception as exc:  # noqa: BLE001 — a prediction; the measurement decides anyway
+        if port:
+            raise UsageError(f"port: the custom classes' source cannot be read: {exc}") from None
+        log.debug("advisor: backends: the portability table failed: %s", exc)
+        return None, None
+    rows = [s.to_dict() for s in scanned]
+    for row in rows:
+        for blocker in row["blockers"]:
+            log.info("advisor: backends: %s: %s", row["class"], blocker_text(blocker))
+    return rows, port_live(targets, scanned) if port else None
+
+
 def measure_backends(
     model: Any,
     data: Any,
@@ -243,21 +267,27 @@ def measure_backends(
     timeout: float = CHILD_TIMEOUT,
     torch_threads: int | None = None,
     sample: int | None = None,
+    port: bool = False,
 ) -> BackendsResult:
     """Measure ``model``'s training speed on every installed backend × compile mode (or the
     ``candidates`` named, e.g. ``["jax+jit", "torch"]``), each in a fresh process, beside its own
-    measured the same way. Compute only: the batches are a cached sample of ``data``."""
+    measured the same way. Compute only: the batches are a cached sample of ``data``. ``port``:
+    measure the portable variant of its custom classes (their backend calls replaced by
+    ``keras.ops``; ``result.diff`` is the rewrite)."""
     from advisor.experiments.backends.export import SAMPLE_BATCHES
 
     started = time.perf_counter()
     if not isinstance(seconds, (int, float)) or seconds <= 0 or rounds < 1:
         raise UsageError("backends: seconds must be positive and rounds at least 1")
     own = own_config(model)
+    table, ported = portability(model, port)
+    swap = ported.swap if ported is not None else None
     with tempfile.TemporaryDirectory(prefix="advisor-backends-") as tmp:
         try:
-            exported = export(model, data, Path(tmp), batch_size, sample or SAMPLE_BATCHES)
+            exported = export(model, data, Path(tmp), batch_size, sample or SAMPLE_BATCHES, swap)
         except UsageError as exc:  # the model cannot travel: its own backend measured here
             result = unexported(own, candidates, str(exc), batch_size, 0.0)
+            result.portability = table
             _measure_own_here(model, data, batch_size, sample, result, seconds, rounds, warmup)
             result.seconds = time.perf_counter() - started
             return result
@@ -274,6 +304,9 @@ def measure_backends(
             torch_threads=torch_threads,
             started=started,
         )
+    result.portability = table
+    if ported is not None:
+        result.ported, result.diff = ported.replaced, ported.diff
     mine = [c for c in result.candidates.values() if c.config.backend == own.backend]
     if not any(c.status == MEASURED for c in mine):  # its own backend always has a figure
         why = "; ".join(f"{c.name} in a fresh process: {c.reason}" for c in mine)

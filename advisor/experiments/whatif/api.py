@@ -118,6 +118,7 @@ def whatif(
     input_cost: float | None = None,
     seconds: float | None = None,
     backends_max_seconds: float | None = None,
+    port_backends: bool = False,
 ) -> WhatIfResult:
     """Try recommended changes on ``model`` and ``data`` and measure each gain; see docs/whatif.md.
 
@@ -132,6 +133,8 @@ def whatif(
     ``"backends"`` among the candidates also measures the model on every installed Keras
     backend × compile mode, each in a fresh process (``advisor.experiments.backends``), within
     ``backends_max_seconds`` (default 300 s) of its own; the result is ``result.backends``.
+    ``port_backends``: measure there the portable variant of the model's custom classes (their
+    backend calls replaced by ``keras.ops``; ``result.backends.diff`` is the rewrite).
     """
     from advisor.experiments.baseline.engine import check_model
     from advisor.experiments.whatif.engine import run_whatif
@@ -140,7 +143,7 @@ def whatif(
     check_model(model)
     candidates, backends = _split_backends(candidates)
     if backends and not candidates:
-        return _backends_only(model, data, batch_size, backends_max_seconds, started)
+        return _backends_only(model, data, batch_size, backends_max_seconds, started, port_backends)
     requested = normalize_whatif(candidates)
     if requested is None:
         raise UsageError("whatif(): candidates must be 'auto' or a list of names")
@@ -164,7 +167,9 @@ def whatif(
         seconds=None if seconds is None else float(seconds),
     )
     if backends:
-        result.backends = _measure_backends(model, data, batch_size, backends_max_seconds)
+        result.backends = _measure_backends(
+            model, data, batch_size, backends_max_seconds, port_backends
+        )
     return result
 
 
@@ -180,7 +185,7 @@ def _split_backends(candidates: Any) -> tuple[Any, bool]:
 
 
 def _measure_backends(
-    model: Any, data: Any, batch_size: int | None, max_seconds: float | None
+    model: Any, data: Any, batch_size: int | None, max_seconds: float | None, port: bool = False
 ) -> Any:
     from advisor.experiments.backends import measure_backends
     from advisor.experiments.backends.runner import MAX_SECONDS
@@ -190,17 +195,23 @@ def _measure_backends(
         data,
         batch_size=batch_size,
         max_seconds=MAX_SECONDS if max_seconds is None else float(max_seconds),
+        port=port,
     )
 
 
 def _backends_only(
-    model: Any, data: Any, batch_size: int | None, max_seconds: float | None, started: float
+    model: Any,
+    data: Any,
+    batch_size: int | None,
+    max_seconds: float | None,
+    started: float,
+    port: bool = False,
 ) -> WhatIfResult:
     from advisor.experiments.backends.runner import MAX_SECONDS
 
     result = WhatIfResult(
         "api", None, batch_size, [BACKENDS], MAX_SECONDS if max_seconds is None else max_seconds
     )
-    result.backends = _measure_backends(model, data, batch_size, max_seconds)
+    result.backends = _measure_backends(model, data, batch_size, max_seconds, port)
     result.seconds = time.perf_counter() - started
     return result
