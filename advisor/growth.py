@@ -30,6 +30,9 @@ MB = 1024.0 * 1024.0
 PLATEAU_NOISE_MB = 2.0  # a difference this small is noise, whatever the band
 MIN_STEADY_EPOCHS = 4  # readings after the first epoch: three differences give a band
 MIN_LATE_DIFFS = 3  # a leak is called once the last half of the epochs has 3 differences (7 epochs)
+# Growth slower than this is the fit's own per-epoch bookkeeping (Keras's History, logs, the
+# advisor's readings: 8 KB an epoch measured on a flat fit), not growth, however steady it is.
+MIN_GROWTH_MB = 0.25
 
 
 @dataclass(frozen=True)
@@ -51,7 +54,8 @@ def _diffs(values: Sequence[float]) -> list[float]:
 
 def _grows(diffs: Sequence[float]) -> Band | None:
     found = band(diffs)
-    return found if found is not None and found.above_zero else None
+    grows = found is not None and found.above_zero and found.value >= MIN_GROWTH_MB
+    return found if grows else None
 
 
 def analyse(

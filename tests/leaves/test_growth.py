@@ -27,6 +27,16 @@ def test_a_cache_that_fills_then_stops_is_left_out_not_a_leak():
     assert growth.first_epoch == 3
 
 
+def test_a_few_kilobytes_an_epoch_after_the_fill_are_bookkeeping_not_growth():
+    """A real cache_fills run: the cache fills over three epochs, then the process grows by 8 KB
+    an epoch (History, logs, the advisor's readings) for 80 epochs — steadily, so outside its
+    band, yet far below MIN_GROWTH_MB: no growth, and the filling is still left out."""
+    flat = [1075.9 + 0.0078 * i for i in range(80)]
+    growth = analyse(*series([897.8, 960.8, 1022.1, *flat]), "the input's cache() filling")
+    assert growth is not None and not growth.growing and growth.filled
+    assert "cache() filling" in growth.left_out
+
+
 def test_noise_around_a_flat_line_is_not_growth():
     rng = random.Random(3)
     growth = analyse(*series([500 + rng.uniform(-3, 3) for _ in range(15)]))
