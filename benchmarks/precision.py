@@ -143,9 +143,13 @@ def whole_fits(args: argparse.Namespace) -> dict[str, list[float]]:
             proc.wait(timeout=60)
 
 
-def paired_speedup(rates: list[float], own: list[float]) -> float | None:
-    ratios = [a / b for a, b in zip(rates, own) if a > 0 and b > 0]
-    return statistics.median(ratios) if ratios else None
+def paired(rates: list[float], own: list[float]) -> list[float]:
+    """The paired ratios: each round (or fit) of a policy ÷ the own's of the same pass."""
+    return [a / b for a, b in zip(rates, own) if a > 0 and b > 0]
+
+
+def _spread(ratios: list[float]) -> str:
+    return f"{min(ratios):.2f}–{max(ratios):.2f}" if ratios else "—"
 
 
 def whatif(args: argparse.Namespace) -> dict[str, list[float]]:
@@ -178,18 +182,24 @@ def main() -> None:
     measured = whatif(args)
     fits = whole_fits(args)
     print(f"load average {os.getloadavg()[0]:.1f}")
-    print("| policy | what-if samples/s | whole fit samples/s | what-if × | whole fit × | ratio |")
+    print(
+        "| policy | what-if samples/s | whole fit samples/s | what-if × (paired range) "
+        "| whole fit × (paired range) | ratio |"
+    )
     print("|---|---|---|---|---|---|")
     held = True
     for policy in POLICIES:
-        w = paired_speedup(measured.get(policy) or [], measured.get(OWN) or [])
-        f = paired_speedup(fits[policy], fits[OWN])
+        w_ratios = paired(measured.get(policy) or [], measured.get(OWN) or [])
+        f_ratios = paired(fits[policy], fits[OWN])
+        w = statistics.median(w_ratios) if w_ratios else None
+        f = statistics.median(f_ratios) if f_ratios else None
         ratio = w / f if w and f else None
         held = held and ratio is not None and abs(ratio - 1) <= TOLERANCE
         rates = measured.get(policy) or [0.0]
         print(
             f"| {policy} | {statistics.median(rates):.0f} | {statistics.median(fits[policy]):.0f}"
-            f" | {w or 0:.2f} | {f or 0:.2f} | {ratio or 0:.2f} |"
+            f" | {w or 0:.2f} ({_spread(w_ratios)}) | {f or 0:.2f} ({_spread(f_ratios)})"
+            f" | {ratio or 0:.2f} |"
         )
     print(f"target (every ratio within ±{TOLERANCE:.0%}): {'met' if held else 'NOT met'}")
 
