@@ -2,12 +2,13 @@
 
 The ``mixed_float16_cpu_torch`` scenario's LSTM classifier (64 units over sequences of 20 steps ×
 32 features, batches of 64, its output layer in float32 as mixed-precision guides advise) trains
-on NumPy arrays under ``mixed_float16`` on Keras's JAX backend. XLA's CPU compiler computes float16
-matmuls about as fast as float32 here, so the policy costs little more than casts and loss
-scaling: about 1.3× slower than float32 on the development host (benchmarks/RESULTS.md, "Precision"), near G553's threshold
-on a busy machine. The precision what-if runs by itself (the policy is not float32) and measures
-float32 and mixed_bfloat16 beside it, each in a fresh process; G553 fails or passes with the
-run's noise, and the measured slowdown is in the run either way.
+on NumPy arrays under ``mixed_float16`` on Keras's JAX backend. XLA's CPU compiler computes
+float16 matmuls about as fast as float32 here, so the policy costs little more than casts and
+loss scaling: about 1.3× slower than float32 on the development host (benchmarks/RESULTS.md,
+"Precision"), near G553's threshold on a busy machine. The precision what-if runs by itself (the
+policy is not float32) and measures float32 and mixed_bfloat16 beside it, each in a fresh
+process; G553 fails or passes with the run's noise, and the measured slowdown is in the run
+either way.
 """
 
 from __future__ import annotations
