@@ -54,6 +54,32 @@ def mlp(width: int = 256, depth: int = 2, features: int = FEATURES, **compile_kw
     return model
 
 
+def sequences(n: int, steps: int = 20, features: int = 32, seed: int = 0) -> tuple[Any, Any]:
+    """``n`` synthetic sequences of ``steps`` × ``features`` (float32) and integer labels."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, steps, features)).astype("float32")
+    y = rng.integers(0, CLASSES, size=(n,)).astype("int64")
+    return x, y
+
+
+def lstm_classifier(steps: int = 20, features: int = 32, units: int = 64) -> Any:
+    """A compiled small LSTM classifier under the global dtype policy, its output layer in
+    float32 (as mixed-precision guides advise)."""
+    import keras
+
+    model = keras.Sequential(
+        [
+            keras.Input((steps, features)),
+            keras.layers.LSTM(units),
+            keras.layers.Dense(CLASSES, dtype="float32"),
+        ]
+    )
+    model.compile(
+        optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    )
+    return model
+
+
 def advisor_callback() -> Any:
     """The advisor with its defaults (the store comes from $ADVISOR_RUNS_DIR). The scenario
     benchmark's ``--whatif SECONDS`` adds the measured what-if ($ADVISOR_SCENARIO_WHATIF_SECONDS):
