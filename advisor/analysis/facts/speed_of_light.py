@@ -32,6 +32,12 @@ FACTS = (
         AREA,
     ),
     Fact(
+        "speed_of_light.percent",
+        "%",
+        "the fraction as a percentage (messages show it to two significant digits)",
+        AREA,
+    ),
+    Fact(
         "speed_of_light.fraction_best",
         "fraction",
         "achieved model FLOP/s ÷ the fastest dtype this device sustains (measured)",
@@ -155,6 +161,7 @@ def derive(run: Run, facts: dict[str, Any], ctx: DeriveContext) -> dict[str, Any
     out["speed_of_light.achieved_tflops"] = achieved
     out["speed_of_light.attainable_tflops"] = attainable
     out["speed_of_light.fraction"] = achieved / attainable
+    out["speed_of_light.percent"] = 100.0 * achieved / attainable
     out["speed_of_light.fraction_best"] = achieved / max(measured.values())
     out.update(gap_reasons(facts, out["speed_of_light.fraction"]))
     return out
