@@ -42,6 +42,9 @@ class Exported:
     script_classes: list[str] = field(default_factory=list)  # custom classes defined in __main__
     note: str | None = None  # why the fallback (config + weights) was used
     custom_path: Path | None = None  # the user's classes and functions (custom.py), pickled
+    # why classes that only travel by value (a script's, a notebook's) could not: no candidate can
+    # rebuild the model then
+    custom_error: str | None = None
 
 
 def custom_modules(model: Any) -> tuple[list[str], list[str]]:
@@ -314,9 +317,13 @@ def export(
 
     model_path, note = export_model(model, directory)
     modules, script = custom_modules(model)
-    custom_path, why = custom.write(custom.collect(model), directory)
+    targets = custom.collect(model)
+    custom_path, why = custom.write(targets, directory)
+    stuck = why if why and any(custom.by_value(t) for t in targets) else None
     note = "; ".join(n for n in (note, why) if n) or None
-    return Exported(model_path, batches_path, size, batches, modules, script, note, custom_path)
+    return Exported(
+        model_path, batches_path, size, batches, modules, script, note, custom_path, stuck
+    )
 
 
 def child_path() -> str:
