@@ -122,9 +122,12 @@ def fit_child(args: argparse.Namespace) -> None:
     import keras
     import numpy as np
 
-    model = keras.saving.load_model(args.model, custom_objects=custom_objects())
-    config = dict(model.get_compile_config(), jit_compile=args.jit == "True", steps_per_execution=1)
-    model.compile_from_config(config)
+    with keras.saving.custom_object_scope(custom_objects()):  # compiling names them too
+        model = keras.saving.load_model(args.model)
+        config = dict(
+            model.get_compile_config(), jit_compile=args.jit == "True", steps_per_execution=1
+        )
+        model.compile_from_config(config)
     with np.load(args.data) as found:
         x, y = found["x"], found["y"]
     x, y = (
@@ -207,18 +210,22 @@ def whole_fits(
                 str(args.fit_repeat),
             ]
             env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2")
-            proc = subprocess.Popen(
-                command,
-                env=env,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                text=True,
-            )
+            errors = model_path.with_name(f"{name}.stderr")
+            with open(errors, "w") as err:
+                proc = subprocess.Popen(
+                    command,
+                    env=env,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=err,
+                    text=True,
+                )
             if _answer(proc) is not None:
                 procs[name], rates[name] = proc, []
             else:
                 proc.kill()
+                lines = [ln for ln in errors.read_text(errors="replace").splitlines() if ln]
+                print(f"whole fits of {name}: no result ({lines[-1] if lines else 'no error'})")
         for _ in range(args.passes):
             for name, proc in procs.items():
                 assert proc.stdin is not None
@@ -386,6 +393,13 @@ def main() -> int:
     )
     parser.add_argument("--torch-threads", type=int, default=1)
     parser.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        help="seconds a what-if candidate's process may take (the what-if's default is 120: "
+        "torch.compile of the ResNet family took longer on a busy 2-core VM)",
+    )
+    parser.add_argument(
         "--tf-threads",
         type=int,
         default=1,
@@ -424,6 +438,7 @@ def main() -> int:
             seconds=args.seconds,
             torch_threads=args.torch_threads,
             max_seconds=1800,
+            timeout=args.timeout,
         )
         with tempfile.TemporaryDirectory() as tmp:
             model_path, data_path = Path(tmp) / "m.keras", Path(tmp) / "d.npz"
