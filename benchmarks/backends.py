@@ -1,17 +1,26 @@
 """Does the backend what-if rank backends × compile modes as whole fits do? Side by side.
 
-    python benchmarks/backends.py [--families mlp,cnn,rnn] [--candidates all|jax+jit,torch,...]
+    python benchmarks/backends.py [--families mlp,cnn,rnn|real|resnet,...]
+                                  [--candidates all|jax+jit,torch,...]
                                   [--seconds 3] [--fit-seconds 3] [--passes 5] [--torch-threads 1]
                                   [--tf-threads 1]
 
-For each model family (an MLP, a small CNN, a small LSTM) the script runs the backend what-if
+For each model family (an MLP, a small CNN, a small LSTM; ``real``: the families of
+``examples/backend_families.py``, with the user's own classes — a ResNet with a custom residual
+block, a Transformer encoder with a custom attention layer, a subclassed model with a TensorFlow
+``train_step`` and one with ``compute_loss`` overridden, a custom loss and metric, a notebook's
+custom layer; here imported, so their classes travel to the candidates by reference) the script
+runs the backend what-if
 (``advisor.experiments.backends.measure_backends``: cached batches, each candidate in a fresh
 process, rounds interleaved with the own's) and then, for every measured candidate, whole
 ``model.fit`` calls on the same arrays in a fresh process with ``KERAS_BACKEND`` and
 ``jit_compile`` set. Those processes too start one after another and wait warm (a warm-up fit,
 then fits sized to about ``--fit-seconds / 3``); then ``--passes`` passes each time one whole fit
 of the own and one of every candidate in turn, so that each candidate's fit is paired with an
-own's fit of the same minutes. The table gives both speedups over the run's own (TensorFlow,
+own's fit of the same minutes. Per candidate the table gives both rates (the what-if's samples/s
+and the whole fits' median) and their ratio (``agree``: "met" within ±15%, the target on a quiet
+host; "in noise" within 15% plus the two rates' bands), then both speedups over the run's own
+(TensorFlow,
 ``jit_compile`` as Keras resolves it; each the median of paired ratios, with its band) and their
 difference; the issue's target is the same ranking and gains within ±15% where outside noise.
 Whole fits include Keras's array input (shuffling, batching; the what-if leaves input out), so
@@ -41,10 +50,35 @@ from pathlib import Path
 ROWS, BATCH = 4096, 64
 
 
+ROOT = Path(__file__).resolve().parents[1]
+REAL = "resnet,transformer,tape_step,loss_step,loss_metric,notebook"  # examples/backend_families
+
+
+def families_module():  # type: ignore[no-untyped-def]
+    """``examples/backend_families.py``: the model families with the user's own classes."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    import examples.backend_families as families
+
+    return families
+
+
+def custom_objects() -> dict:
+    """The families' own classes, for ``load_model`` in a whole fit's process."""
+    families = families_module()
+    return {
+        name: value
+        for name, value in vars(families).items()
+        if isinstance(value, type) and value.__module__ == families.__name__
+    }
+
+
 def build(family: str):  # type: ignore[no-untyped-def]
     import keras
     import numpy as np
 
+    if family in REAL.split(","):
+        return families_module().FAMILIES[family]()
     rng = np.random.default_rng(0)
     if family == "mlp":
         x = rng.random((ROWS, 64), dtype=np.float32)
@@ -66,7 +100,7 @@ def build(family: str):  # type: ignore[no-untyped-def]
         x = rng.random((ROWS, 20, 16), dtype=np.float32)
         layers = [keras.Input((20, 16)), keras.layers.LSTM(32)]
     else:
-        raise SystemExit(f"unknown family {family!r}: mlp, cnn or rnn")
+        raise SystemExit(f"unknown family {family!r}: mlp, cnn, rnn or one of {REAL}")
     model = keras.Sequential(layers + [keras.layers.Dense(10)])
     model.compile(
         optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True)
@@ -88,9 +122,12 @@ def fit_child(args: argparse.Namespace) -> None:
     import keras
     import numpy as np
 
-    model = keras.saving.load_model(args.model)
-    config = dict(model.get_compile_config(), jit_compile=args.jit == "True", steps_per_execution=1)
-    model.compile_from_config(config)
+    with keras.saving.custom_object_scope(custom_objects()):  # compiling names them too
+        model = keras.saving.load_model(args.model)
+        config = dict(
+            model.get_compile_config(), jit_compile=args.jit == "True", steps_per_execution=1
+        )
+        model.compile_from_config(config)
     with np.load(args.data) as found:
         x, y = found["x"], found["y"]
     x, y = (
@@ -173,18 +210,22 @@ def whole_fits(
                 str(args.fit_repeat),
             ]
             env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2")
-            proc = subprocess.Popen(
-                command,
-                env=env,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                text=True,
-            )
+            errors = model_path.with_name(f"{name}.stderr")
+            with open(errors, "w") as err:
+                proc = subprocess.Popen(
+                    command,
+                    env=env,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=err,
+                    text=True,
+                )
             if _answer(proc) is not None:
                 procs[name], rates[name] = proc, []
             else:
                 proc.kill()
+                lines = [ln for ln in errors.read_text(errors="replace").splitlines() if ln]
+                print(f"whole fits of {name}: no result ({lines[-1] if lines else 'no error'})")
         for _ in range(args.passes):
             for name, proc in procs.items():
                 assert proc.stdin is not None
@@ -241,6 +282,98 @@ def ranking_conflicts(
     return conflicts, ties
 
 
+def agreement(ratio: float | None, whatif_band: float | None, fit_band: float | None) -> str:
+    """The what-if's samples/s against the whole fits' on the same backend and mode: "met" within
+    ±15%, "in noise" within 15% plus the two bands, "NOT met" beyond."""
+    if ratio is None:
+        return "-"
+    if abs(ratio - 1) <= 0.15:
+        return "met"
+    return (
+        "in noise" if abs(ratio - 1) <= 0.15 + (whatif_band or 0) + (fit_band or 0) else "NOT met"
+    )
+
+
+def report(family: str, result, fits: dict[str, list[float]]) -> None:  # type: ignore[no-untyped-def]
+    """Per candidate: both rates, their ratio, both speedups over the own; then the rankings."""
+    from advisor import noise
+    from advisor.stats import median
+
+    own_fits = fits.get(result.own, [])
+    verdicts, agreements = [], []
+    for c in sorted(result.candidates.values(), key=lambda c: -(result.speedup(c) or 0.0)):
+        speed, band = result.speedup(c), result.speedup_band(c)
+        rates = fits.get(c.name, [])
+        finite = [r for r in rates if r == r]
+        fit = median(finite) if finite else None
+        found = noise.band(finite)
+        fit_rate_band = found.half_width / found.value if found and found.value else None
+        ratio = c.samples_per_s / fit if c.samples_per_s and fit else None
+        agree = agreement(ratio, c.relative_band, fit_rate_band)
+        if agree != "-":
+            agreements.append(agree)
+        fit_speed, fit_band = paired(rates, own_fits) if finite and own_fits else (None, None)
+        diff = speed / fit_speed - 1 if speed and fit_speed else None
+        verdict = "-"
+        if diff is not None and c.name != result.own:
+            noisy = (band or 0.0) + (fit_band or 0.0)
+            verdict = (
+                "met"
+                if abs(diff) <= 0.15
+                else ("in noise" if abs(diff) <= noisy + 0.15 else "NOT met")
+            )
+            verdicts.append(verdict)
+        cells = [
+            f"{c.samples_per_s:.0f}" if c.samples_per_s else "-",
+            f"{c.relative_band:.0%}" if c.relative_band is not None else "-",
+            f"{fit:.0f}" if fit else "-",
+            f"{fit_rate_band:.0%}" if fit_rate_band is not None else "-",
+            f"{ratio:.2f}" if ratio else "-",
+            f"{speed:.2f}" if speed else "-",
+            f"{fit_speed:.2f}" if fit_speed else "-",
+            f"{diff:+.0%}" if diff is not None else "-",
+        ]
+        status = (
+            c.status
+            + (f": {c.reason}" if c.reason else "")
+            + (" (own)" if c.name == result.own else "")
+        )
+        print(
+            f"{family:<11} {c.name:<15} {cells[0]:>10} {cells[1]:>5} {cells[2]:>10} {cells[3]:>5} "
+            f"{cells[4]:>6} {agree:<8} {cells[5]:>8} {cells[6]:>6} {cells[7]:>6}  {verdict:<8} "
+            f"{status}",
+            flush=True,
+        )
+    ranked = [
+        c.name
+        for c in sorted(result.measured(), key=lambda c: -(result.speedup(c) or 0.0))
+        if fits.get(c.name)
+    ]
+    whatif = {
+        n: (
+            result.speedup(result.candidates[n]) or 0.0,
+            result.speedup_band(result.candidates[n]) or 0.0,
+        )
+        for n in ranked
+    }
+    fit_speeds = {n: paired(fits[n], own_fits) for n in ranked}
+    by_fit = sorted(ranked, key=lambda n: -(fit_speeds[n][0] or 0.0))
+    conflicts, ties = ranking_conflicts(
+        whatif, {n: (v or 0.0, b or 0.0) for n, (v, b) in fit_speeds.items()}
+    )
+    same = "same" if ranked == by_fit else ("same outside noise" if not conflicts else "DIFFERENT")
+    detail = f" (within noise: {', '.join(ties)})" if ties and ranked != by_fit else ""
+    detail += f" (conflicts: {', '.join(conflicts)})" if conflicts else ""
+    print(
+        f"{family:<11} ranking: what-if {' > '.join(ranked)}; fits {' > '.join(by_fit)}; "
+        f"{same}{detail}; rates: "
+        + ", ".join(f"{agreements.count(v)} {v}" for v in ("met", "in noise", "NOT met"))
+        + "; gains: "
+        + ", ".join(f"{verdicts.count(v)} {v}" for v in ("met", "in noise", "NOT met")),
+        flush=True,
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--families", default="mlp,cnn,rnn")
@@ -259,6 +392,13 @@ def main() -> int:
         "shows)",
     )
     parser.add_argument("--torch-threads", type=int, default=1)
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        help="seconds a what-if candidate's process may take (the what-if's default is 120: "
+        "torch.compile of the ResNet family took longer on a busy 2-core VM)",
+    )
     parser.add_argument(
         "--tf-threads",
         type=int,
@@ -280,14 +420,15 @@ def main() -> int:
     import numpy as np
 
     from advisor.experiments.backends import measure_backends
-    from advisor.stats import median
 
     names = None if args.candidates == "all" else args.candidates.split(",")
+    print(f"load average at the start: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
     print(
-        f"{'family':<6} {'candidate':<15} {'what-if/s':>10} {'what-if×':>9} {'±':>5} "
-        f"{'fit/s':>10} {'fit×':>7} {'±':>5} {'diff':>6}  {'target':<8} status"
+        f"{'family':<11} {'candidate':<15} {'what-if/s':>10} {'±':>5} {'fit/s':>10} {'±':>5} "
+        f"{'ratio':>6} {'agree':<8} {'what-if×':>8} {'fit×':>6} {'diff':>6}  {'gain':<8} status"
     )
-    for family in args.families.split(","):
+    families = args.families.replace("real", REAL).split(",")
+    for family in families:
         model, x, y = build(family)
         result = measure_backends(
             model,
@@ -297,6 +438,7 @@ def main() -> int:
             seconds=args.seconds,
             torch_threads=args.torch_threads,
             max_seconds=1800,
+            timeout=args.timeout,
         )
         with tempfile.TemporaryDirectory() as tmp:
             model_path, data_path = Path(tmp) / "m.keras", Path(tmp) / "d.npz"
@@ -312,71 +454,8 @@ def main() -> int:
                 if result.own in configs
                 else {}
             )
-        own_fits = fits.get(result.own, [])
-        verdicts = []
-        for c in sorted(result.candidates.values(), key=lambda c: -(result.speedup(c) or 0.0)):
-            speed, band = result.speedup(c), result.speedup_band(c)
-            rates = fits.get(c.name, [])
-            finite = [r for r in rates if r == r]
-            fit = median(finite) if finite else None
-            fit_speed, fit_band = paired(rates, own_fits) if finite and own_fits else (None, None)
-            diff = speed / fit_speed - 1 if speed and fit_speed else None
-            verdict = "-"
-            if diff is not None and c.name != result.own:
-                noise = (band or 0.0) + (fit_band or 0.0)
-                verdict = (
-                    "met"
-                    if abs(diff) <= 0.15
-                    else ("in noise" if abs(diff) <= noise + 0.15 else "NOT met")
-                )
-                verdicts.append(verdict)
-            cells = [
-                f"{c.samples_per_s:.0f}" if c.samples_per_s else "-",
-                f"{speed:.2f}" if speed else "-",
-                f"{band:.0%}" if band is not None else "-",
-                f"{fit:.0f}" if fit else "-",
-                f"{fit_speed:.2f}" if fit_speed else "-",
-                f"{fit_band:.0%}" if fit_band is not None else "-",
-                f"{diff:+.0%}" if diff is not None else "-",
-            ]
-            status = (
-                c.status
-                + (f": {c.reason[:60]}" if c.reason else "")
-                + (" (own)" if c.name == result.own else "")
-            )
-            print(
-                f"{family:<6} {c.name:<15} {cells[0]:>10} {cells[1]:>9} {cells[2]:>5} "
-                f"{cells[3]:>10} {cells[4]:>7} {cells[5]:>5} {cells[6]:>6}  {verdict:<8} {status}",
-                flush=True,
-            )
-        ranked = [
-            c.name
-            for c in sorted(result.measured(), key=lambda c: -(result.speedup(c) or 0.0))
-            if fits.get(c.name)
-        ]
-        whatif = {
-            n: (
-                result.speedup(result.candidates[n]) or 0.0,
-                result.speedup_band(result.candidates[n]) or 0.0,
-            )
-            for n in ranked
-        }
-        fit_speeds = {n: paired(fits[n], own_fits) for n in ranked}
-        by_fit = sorted(ranked, key=lambda n: -(fit_speeds[n][0] or 0.0))
-        conflicts, ties = ranking_conflicts(
-            whatif, {n: (v or 0.0, b or 0.0) for n, (v, b) in fit_speeds.items()}
-        )
-        same = (
-            "same" if ranked == by_fit else ("same outside noise" if not conflicts else "DIFFERENT")
-        )
-        detail = f" (within noise: {', '.join(ties)})" if ties and ranked != by_fit else ""
-        detail += f" (conflicts: {', '.join(conflicts)})" if conflicts else ""
-        print(
-            f"{family:<6} ranking: what-if {' > '.join(ranked)}; fits {' > '.join(by_fit)}; "
-            f"{same}{detail}; gains: "
-            + ", ".join(f"{verdicts.count(v)} {v}" for v in ("met", "in noise", "NOT met")),
-            flush=True,
-        )
+        report(family, result, fits)
+        print(f"load average after {family}: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
     return 0
 
 

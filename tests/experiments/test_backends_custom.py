@@ -18,7 +18,7 @@ pytest.importorskip("cloudpickle")
 
 SCRIPT = textwrap.dedent(
     """
-    import json, os, sys
+    import json, os, sys, threading
     os.environ["KERAS_BACKEND"] = "tensorflow"
     import keras
     import numpy as np
@@ -70,6 +70,41 @@ SCRIPT = textwrap.dedent(
             return {**super().get_config(), "units": 4, "colour": "blue"}
 
 
+    LOCK = threading.Lock()
+
+
+    class Locked(keras.layers.Layer):  # its code refers to a lock: it cannot be pickled
+        def __init__(self, units, **kwargs):
+            super().__init__(**kwargs)
+            self.units = units
+            self.dense = keras.layers.Dense(units)
+
+        def call(self, x):
+            with LOCK:
+                return self.dense(x)
+
+        def get_config(self):
+            return {**super().get_config(), "units": self.units}
+
+
+    def helpers():  # a layer class and a loss made inside a function
+        class Scale(keras.layers.Layer):
+            def __init__(self, factor, **kwargs):
+                super().__init__(**kwargs)
+                self.factor = factor
+
+            def call(self, x):
+                return x * self.factor
+
+            def get_config(self):
+                return {**super().get_config(), "factor": self.factor}
+
+        def weighted(y, p):
+            return 2.0 * keras.ops.mean(keras.ops.square(y - p), axis=-1)
+
+        return Scale, weighted
+
+
     kind, candidates = sys.argv[1], sys.argv[2].split(",")
     rng = np.random.default_rng(0)
     x = rng.random((256, 16), dtype=np.float32)
@@ -79,6 +114,13 @@ SCRIPT = textwrap.dedent(
         model.compile("adam", squared, metrics=[MeanAbs(name="mean_abs")])
     elif kind == "stubborn":
         model = keras.Sequential([keras.Input((16,)), Stubborn(8), keras.layers.Dense(1)])
+        model.compile("adam", "mse")
+    elif kind == "local":
+        Scale, weighted = helpers()
+        model = keras.Sequential([keras.Input((16,)), keras.layers.Dense(8), Scale(0.5)])
+        model.compile("adam", weighted)
+    elif kind == "lock":
+        model = keras.Sequential([keras.Input((16,)), Locked(8), keras.layers.Dense(1)])
         model.compile("adam", "mse")
     else:
         model = Tower(32)
@@ -171,6 +213,7 @@ def test_a_model_its_own_backend_cannot_rebuild_is_measured_in_process(tmp_path)
 
 
 @pytest.mark.slow
+@pytest.mark.long  # minutes with a core busy: CI's own step (docs/testing.md)
 def test_the_portable_variant_of_a_scripts_layer_trains_on_jax(tmp_path) -> None:
     pytest.importorskip("jax")
     result = _run(tmp_path, "port", "jax+jit")
@@ -181,3 +224,27 @@ def test_the_portable_variant_of_a_scripts_layer_trains_on_jax(tmp_path) -> None
     assert "+        return keras.ops.relu(keras.ops.matmul(x, self.w))" in result["diff"]
     assert "-import tensorflow as tf" in result["diff"]  # no tf. left in the script
     assert (tmp_path / "train.py").read_text() == SCRIPT  # the script itself is not rewritten
+
+
+@pytest.mark.slow
+@pytest.mark.long  # minutes with a core busy: CI's own step (docs/testing.md)
+def test_a_class_and_a_loss_made_inside_a_function_travel_by_value(tmp_path) -> None:
+    result = _run(tmp_path, "local", "tensorflow,jax+jit")
+    rows = _rows(result)
+    assert result["note"] is None  # rebuilt in fresh processes, not measured in this one
+    assert rows["tensorflow"]["status"] == "measured", rows["tensorflow"]["reason"]
+    assert rows["jax+jit"]["status"] in ("measured", "not_installed"), rows["jax+jit"]["reason"]
+
+
+@pytest.mark.slow
+@pytest.mark.long  # minutes with a core busy: CI's own step (docs/testing.md)
+def test_classes_that_cannot_be_pickled_give_every_candidate_the_reason(tmp_path) -> None:
+    result = _run(tmp_path, "lock", "tensorflow,jax+jit")
+    rows = _rows(result)
+    assert rows["tensorflow"]["status"] == "measured" and result["unchanged"]  # in this process
+    assert "in this process" in result["note"]
+    jax = rows["jax+jit"]  # not started: it could not have found Locked
+    assert jax["status"] in ("failed", "not_installed"), jax
+    if jax["status"] == "failed":
+        assert jax["reason"].startswith("the custom objects (Locked) cannot be pickled"), jax
+        assert "_thread.lock" in jax["reason"], jax

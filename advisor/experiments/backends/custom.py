@@ -36,9 +36,12 @@ def _custom(obj: Any) -> Any:
         target = type(obj)
     module = (getattr(target, "__module__", None) or "").split(".")[0]
     qualname = getattr(target, "__qualname__", "")
-    if module in LIBRARIES or module in sys.stdlib_module_names or "<locals>" in qualname:
+    if module in LIBRARIES or module in sys.stdlib_module_names:
         return None
-    if inspect.isfunction(target) and "." in qualname:  # a method: travels with its class
+    parts = qualname.split(".")
+    # a method travels with its class; a function or class defined inside a function (a loss
+    # made by a factory, a layer class built in a helper) travels by value as it is
+    if inspect.isfunction(target) and len(parts) > 1 and parts[-2] != "<locals>":
         return None
     return target
 
@@ -95,6 +98,11 @@ def names(target: Any) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def by_value(target: Any) -> bool:
+    """Whether ``target`` must travel by value: a fresh process cannot import it by its name."""
+    return not importable(target.__module__) or "<locals>" in target.__qualname__
+
+
 def importable(module: str) -> bool:
     if module == "__main__":
         return False
@@ -116,13 +124,11 @@ def write(
     try:
         import cloudpickle
     except ImportError:
-        by_value = [
-            f"{t.__module__}.{t.__qualname__}" for t in targets if t.__module__ == "__main__"
-        ]
+        shipped = [f"{t.__module__}.{t.__qualname__}" for t in targets if by_value(t)]
         return None, (
-            f"custom objects defined in the script ({', '.join(by_value)}) need cloudpickle to "
+            f"custom objects defined in the script ({', '.join(shipped)}) need cloudpickle to "
             "travel to a fresh process: pip install cloudpickle, or move them to a module"
-            if by_value
+            if shipped
             else None
         )
     swap = swap or {}

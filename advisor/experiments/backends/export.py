@@ -43,6 +43,9 @@ class Exported:
     note: str | None = None  # why the fallback (config + weights) was used
     custom_path: Path | None = None  # the user's classes and functions (custom.py), pickled
     ported: dict[str, Path] = field(default_factory=dict)  # module → its rewrite (portable.py)
+    # why classes that only travel by value (a script's, a notebook's) could not: no candidate can
+    # rebuild the model then
+    custom_error: str | None = None
 
 
 def custom_modules(model: Any) -> tuple[list[str], list[str]]:
@@ -317,9 +320,21 @@ def export(
 
     model_path, note = export_model(model, directory)
     modules, script = custom_modules(model)
-    custom_path, why = custom.write(custom.collect(model), directory, swap)
+    targets = custom.collect(model)
+    custom_path, why = custom.write(targets, directory, swap)
+    stuck = why if why and any(custom.by_value(t) for t in targets) else None
     note = "; ".join(n for n in (note, why) if n) or None
-    return Exported(model_path, batches_path, size, batches, modules, script, note, custom_path)
+    return Exported(
+        model_path,
+        batches_path,
+        size,
+        batches,
+        modules,
+        script,
+        note,
+        custom_path,
+        custom_error=stuck,
+    )
 
 
 def child_path() -> str:

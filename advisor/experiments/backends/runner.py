@@ -285,6 +285,8 @@ def measure_backends(
     with tempfile.TemporaryDirectory(prefix="advisor-backends-") as tmp:
         try:
             exported = export(model, data, Path(tmp), batch_size, sample or SAMPLE_BATCHES, swap)
+            if exported.custom_error:  # no fresh process could find the user's classes
+                raise UsageError(exported.custom_error)
         except UsageError as exc:  # the model cannot travel: its own backend measured here
             result = unexported(own, candidates, str(exc), batch_size, 0.0)
             result.portability = table
