@@ -45,6 +45,7 @@ ROW_UNITS = {
     "val_fraction": "fraction",
     "step_time_spread": "fraction",
     "goodput": "fraction",
+    "speed_of_light": "fraction",
     "straggler_wait_ms": "ms",
     "straggler_share": "fraction",
     "straggler_s_per_epoch": "s",
@@ -87,6 +88,7 @@ class Row:
     val_fraction: float | None = None
     step_time_spread: float | None = None
     goodput: float | None = None  # mean over the runs that have a time budget
+    speed_of_light: float | None = None  # mean fraction of the device's measured speed of light
     # The worker the others wait for, from the run where it costs most (D651 decides whether it
     # is named a straggler; the report shows the name only then).
     straggler: str | None = None  # "rank 1 on host": set where D651 found a straggler on its runs
@@ -305,6 +307,7 @@ def _row(key: tuple[str, int], pts: list[Point], price: float | None, gpus_per: 
     row.val_fraction = _mean([p.val_fraction for p in pts])
     row.step_time_spread = _mean([p.step_time_spread for p in pts])
     row.goodput = _mean([p.goodput for p in pts])
+    row.speed_of_light = _mean([p.speed_of_light for p in pts])
     _straggler(row, pts)
     _memory(row, pts)
     return row

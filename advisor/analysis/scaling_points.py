@@ -75,6 +75,7 @@ class Point:
     straggler_s_per_epoch: float | None = None
     straggler_consistent: bool | None = None  # the same rank in every epoch
     goodput: float | None = None  # share of the fit's wall clock in training steps (the budget)
+    speed_of_light: float | None = None  # the chief's speed_of_light.fraction
     # Memory peaks over the fit (MemoryRecord), the largest over the run's processes.
     host_peak_bytes: int | None = None  # resident memory (RSS) of one training process
     device_peak_bytes: int | None = (
@@ -145,6 +146,7 @@ def point_of(run: Run, sweep: SweepRecord | None, facts: dict[str, Any]) -> Poin
     p.compute_percent = compute
     p.val_fraction = facts.get("time.val_fraction")
     p.goodput = facts.get("goodput")
+    p.speed_of_light = facts.get("speed_of_light.fraction")
     p.step_time_spread = step_time_spread(run)
     _straggler(run, p)
     _memory(run, p)

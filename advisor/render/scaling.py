@@ -34,6 +34,11 @@ def _pct(v: Any) -> str:
     return percent(v, 1)
 
 
+def _sol(fraction: float | None) -> str:
+    """A fraction of speed of light to two significant digits (a CPU fit may reach 0.002%)."""
+    return "—" if fraction is None else f"{100 * fraction:.2g}%"
+
+
 def _frac_pct(v: Any) -> str:
     return percent(v, 0, fraction=True)
 
@@ -65,6 +70,7 @@ SECTIONS: list[tuple[str, str | None, list[tuple[str, Callable[[Row], str]]]]] =
             ("efficiency", lambda r: _frac_pct(r.efficiency)),
             ("samples/s", lambda r: _num(0)(r.samples_per_s)),
             ("goodput", lambda r: percent(r.goodput, 0, fraction=True, missing="n/a")),
+            ("speed of light", lambda r: _sol(r.speed_of_light)),
             ("step", lambda r: "—" if r.step_ms is None else f"{r.step_ms:.1f} ms"),
             ("batch / replica", lambda r: _num(0)(r.per_replica_batch)),
             (

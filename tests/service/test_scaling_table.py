@@ -439,3 +439,32 @@ def test_a_split_without_computation_is_not_projected(tmp_path):
     text = render_table(table, "text")
     assert "stays as measured" not in text and f"  {note}" in text
     assert f"- {note}" in render_table(table, "md")
+
+
+def test_each_configuration_shows_its_fraction_of_speed_of_light(tmp_path):
+    """The chief's measured fraction of speed of light, averaged over the repeats, per row: a
+    column of the report (two significant digits) and a fraction in the frame."""
+    from advisor.store.schema import ContextRecord
+
+    def ceiling(flops_per_sample: float) -> ContextRecord:
+        values = {
+            "model.flops_per_sample": flops_per_sample,
+            "speed_of_light.dtype": "float32",
+            "speed_of_light.device": "cpu",
+            "speed_of_light.tflops_float32": 0.1,
+        }
+        return ContextRecord(t=time.time(), values=values)
+
+    common = {"sweep_id": "s", "strategy": "mirrored", "samples_per_epoch": 640}
+    # 640 samples an epoch of 1 s: 640 samples/s; at 1e6 FLOPs a sample, 6.4e8 FLOP/s of 1e11
+    write_run(tmp_path, "s-n1-r0", workers=1, epochs=[1.0, 1.0], steps_per_epoch=10,
+              extra=[ceiling(1e6)], **common)  # fmt: skip
+    write_run(tmp_path, "s-n2-r0", workers=2, epochs=[1.0, 1.0], steps_per_epoch=10, **common)
+    table = RunService(tmp_path).scaling_table("s")
+    one = table.row("mirrored", 1).speed_of_light
+    assert one == pytest.approx(640 * 1e6 / 1e11, rel=0.05)
+    assert table.row("mirrored", 2).speed_of_light is None  # not measured: unknown, not 0
+    assert table.to_frame().attrs["units"]["speed_of_light"] == "fraction"
+    result = CliRunner().invoke(cli, ["--runs-dir", str(tmp_path), "report", "s"])
+    assert result.exit_code == 0, result.output
+    assert "speed of light" in result.output and f"{100 * one:.2g}%" in result.output
