@@ -22,7 +22,9 @@ from advisor.store.schema import EndRecord, EventRecord
 pytestmark = pytest.mark.slow  # trains models in processes of their own
 
 # A fit long enough to be mid-epoch when the signal comes (60 epochs of a tiny model), that says
-# when its first epoch has ended (the test's cue) and which epoch each rerun starts at.
+# when it is a few steps into its second epoch (the test's cue: the first epoch has ended and its
+# backup is written, whatever the epoch-end callbacks take on a busy host) and which epoch each
+# rerun starts at.
 SCRIPT = """
 import os, signal, sys
 import numpy as np
@@ -37,11 +39,14 @@ if os.environ.get("OWN_HANDLER"):
     signal.signal(signal.SIGTERM, own)
 
 class Cue(keras.callbacks.Callback):
+    epoch = 0
     def on_epoch_begin(self, epoch, logs=None):
+        self.epoch = epoch
         with open(os.path.join(folder, "epochs"), "a") as fh:
             fh.write(f"{epoch}\\n")
-    def on_epoch_end(self, epoch, logs=None):
-        open(os.path.join(folder, "cue"), "w").close()
+    def on_train_batch_end(self, batch, logs=None):
+        if self.epoch >= 1 and batch == 2:  # mid-epoch, after the first epoch's backup
+            open(os.path.join(folder, "cue"), "w").close()
 
 x = np.random.default_rng(0).normal(size=(2048, 8)).astype("float32")
 y = x.sum(axis=1, keepdims=True)

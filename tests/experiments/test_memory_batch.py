@@ -41,19 +41,27 @@ def batch(n: int):
     return rng.normal(size=(n, FEATURES)).astype("float32"), rng.integers(0, 10, n)
 
 
+def in_a_fresh_process(test: str) -> bool:
+    """Run ``test`` of this module in a fresh process (True: it ran there and passed; the caller
+    returns). On the CPU the peak is the resident high-water mark, and a test worker that already
+    grew to gigabytes reuses its freed memory without raising it."""
+    if os.environ.get("ADVISOR_MEMORY_FRESH") == "1":
+        return False
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider"]
+        + [f"{__file__}::{test}"],
+        env={**os.environ, "ADVISOR_MEMORY_FRESH": "1"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0 and " passed" in done.stdout, done.stdout[-4000:]
+    return True
+
+
 def test_peaks_grow_with_the_batch_and_the_line_predicts_a_larger_one():
-    """Run in a fresh process: on the CPU the peak is the resident high-water mark, and a test
-    worker that already grew to gigabytes reuses its freed memory without raising it."""
-    if os.environ.get("ADVISOR_MEMORY_FRESH") != "1":
-        node = f"{__file__}::test_peaks_grow_with_the_batch_and_the_line_predicts_a_larger_one"
-        done = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", node],
-            env={**os.environ, "ADVISOR_MEMORY_FRESH": "1"},
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        assert done.returncode == 0 and " passed" in done.stdout, done.stdout[-4000:]
+    """In a fresh process (:func:`in_a_fresh_process`)."""
+    if in_a_fresh_process("test_peaks_grow_with_the_batch_and_the_line_predicts_a_larger_one"):
         return
     model = wide_mlp()
     x, y = batch(64)
@@ -88,6 +96,10 @@ def test_the_line_and_the_batch_resizing():
 
 
 def test_in_a_fit_the_largest_batch_reaches_the_facts(tmp_path):
+    """In a fresh process (:func:`in_a_fresh_process`): in a test worker that had grown, a
+    suite run beside another read "the peaks did not grow with the batch"."""
+    if in_a_fresh_process("test_in_a_fit_the_largest_batch_reaches_the_facts"):
+        return
     import advisor
     from advisor.service import diagnose
 

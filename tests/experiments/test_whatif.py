@@ -217,9 +217,10 @@ def test_the_allowance_is_never_exceeded(kind):
     data = arrays() if kind == "arrays" else slow_dataset()
     model.fit(*(data if kind == "arrays" else (data,)), epochs=1, verbose=0)
     # Long enough that a host with two cores' worth of other work still calibrates and prepares a
-    # candidate (5 s did not: "no candidate could be prepared", all candidates' compiles cut off);
-    # the allowance is exact whatever it is.
-    allowance = 12.0
+    # candidate (5 s did not: "no candidate could be prepared", all candidates' compiles cut off;
+    # 12 s did not either beside a second test suite); the allowance is exact whatever it is, and
+    # the what-if ends at its measuring target long before it on a quiet host.
+    allowance = 25.0
     t0 = time.perf_counter()
     result = advisor.whatif(model, data, "auto", max_seconds=allowance)
     wall = time.perf_counter() - t0
