@@ -238,6 +238,13 @@ class ThroughputCollector(Collector):
             if wait:  # the first step waited for the new iterator: epoch-start time, not a step
                 stamps[0] += wait
             stats = interval_stats(stamps, spe, time.time() - time.perf_counter())
+            if stats.get("step_count", 0) > steps + 1:
+                # The hooks and the step counter disagree about this window (Keras on JAX with an
+                # input of unknown length, seen on a busy host: the window before closed by time
+                # at an epoch's first hook with the counter two steps ahead, and this one timed
+                # seven hook intervals for five steps). Its steps, samples and seconds stand; its
+                # per-step times cannot be told apart, and a reader would refuse the window.
+                stats = {}
             if self._epoch_start_s is not None:
                 stats["epoch_start_seconds"] = self._epoch_start_s + wait
                 if self._epoch_start_gc:
