@@ -19,6 +19,7 @@ def test_every_public_name_is_listed_and_resolves():
 
 
 @pytest.mark.slow  # runs mypy in a process
+@pytest.mark.long  # ~50 s with a core busy: CI's own step
 def test_a_type_checker_sees_the_real_signatures(tmp_path):
     pytest.importorskip("mypy")
     script = tmp_path / "use.py"

@@ -57,7 +57,8 @@ DRIVER_TIMEOUT_S = (
 N, BATCH = 200, 32  # as in driver.py
 FLOPS_PER_SAMPLE = 2 * (2 * 8 * 16) + 3 * (2 * 16 * 1)  # Dense 8→16 (no input gradient), Dense 16→1
 
-pytestmark = pytest.mark.slow  # starts a training process per backend
+# starts a training process per backend (a minute or more each with a core busy): CI's own step
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 
 @dataclass

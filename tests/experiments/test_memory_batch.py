@@ -59,6 +59,7 @@ def in_a_fresh_process(test: str) -> bool:
     return True
 
 
+@pytest.mark.long  # a fresh process and a what-if: a minute or more with a core busy
 def test_peaks_grow_with_the_batch_and_the_line_predicts_a_larger_one():
     """In a fresh process (:func:`in_a_fresh_process`)."""
     if in_a_fresh_process("test_peaks_grow_with_the_batch_and_the_line_predicts_a_larger_one"):
@@ -95,6 +96,7 @@ def test_the_line_and_the_batch_resizing():
     assert np.array_equal(bigger[0][3], x[0])
 
 
+@pytest.mark.long  # a fresh process and a what-if: a minute or more with a core busy
 def test_in_a_fit_the_largest_batch_reaches_the_facts(tmp_path):
     """In a fresh process (:func:`in_a_fresh_process`): in a test worker that had grown, a
     suite run beside another read "the peaks did not grow with the batch"."""
