@@ -3,11 +3,9 @@ speedup over the run's own and the band, from a record written as the what-if wr
 
 from __future__ import annotations
 
-import time
-
 import pytest
+from whatif_fixtures import backends_facts
 
-from advisor.analysis.registry import registry
 from advisor.diagnosis import evaluate, load_rules
 from advisor.experiments.backends.result import (
     FAILED,
@@ -16,9 +14,6 @@ from advisor.experiments.backends.result import (
     BackendsResult,
     Config,
 )
-from advisor.store.reader import RunReader
-from advisor.store.schema import WindowRecord
-from advisor.store.writer import RunWriter
 
 
 def _result(own: str, rates: dict[str, list[float]]) -> BackendsResult:
@@ -34,24 +29,7 @@ def _result(own: str, rates: dict[str, list[float]]) -> BackendsResult:
 
 
 def _facts(tmp_path, result: BackendsResult) -> dict:
-    writer = RunWriter(tmp_path, manifest={"global_batch_size": 64}, name="backends")
-    for i in range(4):
-        writer.write(
-            WindowRecord(
-                t=time.time() + i,
-                epoch=0,
-                seconds=10.0,
-                steps=31,
-                samples=1984,
-                step_begin=31 * i,
-                step_end=31 * (i + 1),
-            )
-        )
-    writer.write(result.to_record())
-    writer.close()
-    facts, errors = registry().derive(RunReader(writer.path).read())
-    assert errors == []
-    return facts
+    return backends_facts(tmp_path, result)
 
 
 def _g560(facts: dict):

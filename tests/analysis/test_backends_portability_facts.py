@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import inspect
 import json
-import time
 
 import pytest
 from click.testing import CliRunner
+from whatif_fixtures import backends_run
 
 from advisor.analysis.registry import registry
 from advisor.cli.main import cli
@@ -22,8 +22,6 @@ from advisor.experiments.backends.result import (
     Config,
 )
 from advisor.store.reader import RunReader
-from advisor.store.schema import WindowRecord
-from advisor.store.writer import RunWriter
 
 keras = pytest.importorskip("keras")
 tf = pytest.importorskip("tensorflow")
@@ -45,22 +43,7 @@ def _run(tmp_path):
         Config("jax", True), FAILED, "cannot rebuild the model on jax: TracerArrayConversionError"
     )
     result.portability = [scan_live(Gate).to_dict()]
-    writer = RunWriter(tmp_path, manifest={"global_batch_size": 64}, name="portability")
-    for i in range(4):
-        writer.write(
-            WindowRecord(
-                t=time.time() + i,
-                epoch=0,
-                seconds=10.0,
-                steps=31,
-                samples=1984,
-                step_begin=31 * i,
-                step_end=31 * (i + 1),
-            )
-        )
-    writer.write(result.to_record())
-    writer.close()
-    return writer.path
+    return backends_run(tmp_path, result, name="portability")
 
 
 def test_the_table_is_a_fact_shown_by_show_and_in_the_json_report(tmp_path) -> None:

@@ -5,18 +5,14 @@ that was made), and ``show``/``check`` print the reasons."""
 from __future__ import annotations
 
 import io
-import time
 
 from rich.console import Console
+from whatif_fixtures import backends_facts
 
-from advisor.analysis.registry import registry
 from advisor.diagnosis import evaluate, load_rules
 from advisor.diagnosis.report import as_facts
 from advisor.experiments.backends.result import FAILED, BackendCandidate, BackendsResult, Config
 from advisor.render.whatif import backends_parts
-from advisor.store.reader import RunReader
-from advisor.store.schema import WindowRecord
-from advisor.store.writer import RunWriter
 
 LONG = (
     "cannot rebuild the model on jax: TypeError: <class 'Sequential'> could not be deserialized "
@@ -27,24 +23,7 @@ LONG = (
 
 
 def _facts(tmp_path, result: BackendsResult) -> dict:
-    writer = RunWriter(tmp_path, manifest={"global_batch_size": 64}, name="backends")
-    for i in range(4):
-        writer.write(
-            WindowRecord(
-                t=time.time() + i,
-                epoch=0,
-                seconds=10.0,
-                steps=31,
-                samples=1984,
-                step_begin=31 * i,
-                step_end=31 * (i + 1),
-            )
-        )
-    writer.write(result.to_record())
-    writer.close()
-    facts, errors = registry().derive(RunReader(writer.path).read())
-    assert errors == []
-    return facts
+    return backends_facts(tmp_path, result)
 
 
 def test_a_whatif_that_measured_nothing_says_why_in_g560_and_the_report(tmp_path) -> None:

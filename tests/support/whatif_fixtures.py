@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 from advisor.store.schema import (
     BaselineRecord,
@@ -142,3 +143,34 @@ def input_bound_run(
     writer.write(record if record is not None else whatif_record())
     writer.close()
     return writer.path
+
+
+def backends_run(runs_dir: Path, result: Any, name: str = "backends") -> Path:
+    """A finished run of four measured windows and the backend what-if's record of ``result``
+    (a ``BackendsResult``), written as the what-if writes it."""
+    writer = RunWriter(runs_dir, manifest={"global_batch_size": 64}, name=name)
+    for i in range(4):
+        writer.write(
+            WindowRecord(
+                t=time.time() + i,
+                epoch=0,
+                seconds=10.0,
+                steps=31,
+                samples=1984,
+                step_begin=31 * i,
+                step_end=31 * (i + 1),
+            )
+        )
+    writer.write(result.to_record())
+    writer.close()
+    return writer.path
+
+
+def backends_facts(runs_dir: Path, result: Any) -> dict[str, Any]:
+    """The facts of :func:`backends_run`'s run (no fact may fail to derive)."""
+    from advisor.analysis.registry import registry
+    from advisor.store.reader import RunReader
+
+    facts, errors = registry().derive(RunReader(backends_run(runs_dir, result)).read())
+    assert errors == []
+    return facts
