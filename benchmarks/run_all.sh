@@ -16,6 +16,7 @@ run python benchmarks/tfdata_guide.py
 run python benchmarks/baseline_noise.py --repeats 3
 run python benchmarks/track_overhead.py --framework torch --pairs 9 --steps 6000
 run python benchmarks/track_overhead.py --framework jax --pairs 9 --steps 3000 --width 1024
+run python benchmarks/track_epoch_end.py --epochs 2000
 run python benchmarks/tui_load.py --repeats 5
 run python benchmarks/store_scan.py --repeats 5
 run python benchmarks/diagnosis.py --markdown
