@@ -23,17 +23,17 @@ host; "in noise" within 15% plus the two rates' bands), then both speedups over 
 (TensorFlow,
 ``jit_compile`` as Keras resolves it; each the median of paired ratios, with its band) and their
 difference; the issue's target is the same ranking and gains within ±15% where outside noise.
-Whole fits include Keras's array input (shuffling, batching; the what-if leaves input out), so
-a gap can be the input's share; their arrays are repeated (``--fit-repeat 4``) so that an epoch
-holds 256 steps, as the what-if's segments do: on 64-step epochs TensorFlow's cost per epoch
-(~30 ms on the development VM, its iterator) is ~20% of an MLP's epoch and the what-if, which
-counts it once per 256 steps, does not see it. Every process runs its framework's ops on one
-thread (``--torch-threads``, ``--tf-threads``): on the 2-vCPU development VM TensorFlow's two
-intra-op threads made some fits run at half speed, fit by fit, in the what-if and the whole fits
-alike, and a median of a few such fits decided nothing. The ranking line compares the two
-orders pair by pair: a pair ordered the other way round is a conflict when either measurement
-separates the two beyond their bands, and a tie (noise in both) otherwise. Timings vary by
-machine.
+Whole fits include Keras's array input (shuffling, batching; the what-if leaves input out), so a
+gap can be the input's share; their arrays are repeated (``--fit-repeat``, by default as often as
+it takes) so that an epoch holds 256 steps, as the what-if's segments do: on 64-step epochs
+TensorFlow's cost per epoch (~30 ms on the development VM, its iterator) is ~20% of an MLP's epoch
+and the what-if, which counts it once per 256 steps, does not see it. Every process runs its
+framework's ops on one thread (``--torch-threads``, ``--tf-threads``): on the 2-vCPU development VM
+TensorFlow's two intra-op threads made some fits run at half speed, fit by fit, in the what-if and
+the whole fits alike, and a median of a few such fits decided nothing. The ranking line compares
+the two orders pair by pair: a pair ordered the other way round is a conflict when either
+measurement separates the two beyond their bands, and a tie (noise in both) otherwise. Timings vary
+by machine.
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ import time
 from pathlib import Path
 
 ROWS, BATCH = 4096, 64
+EPOCH_STEPS = 256  # the what-if's segments: whole fits' epochs as long
 
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -130,10 +131,8 @@ def fit_child(args: argparse.Namespace) -> None:
         model.compile_from_config(config)
     with np.load(args.data) as found:
         x, y = found["x"], found["y"]
-    x, y = (
-        np.concatenate([x] * args.fit_repeat),
-        np.concatenate([y] * args.fit_repeat),
-    )  # epochs as long as the what-if's
+    repeat = args.fit_repeat or -(-EPOCH_STEPS * BATCH // len(x))  # epochs as long as the what-if's
+    x, y = np.concatenate([x] * repeat), np.concatenate([y] * repeat)
     model.fit(x, y, batch_size=BATCH, epochs=1, steps_per_epoch=5, verbose=0)  # compiling
     # Whole epochs of the repeated arrays (256 steps, as the what-if's), as many as fill a timed
     # fit. Sized from a warm whole epoch: sized from 10 steps, which carry a fit call's own cost
@@ -386,10 +385,10 @@ def main() -> int:
     parser.add_argument(
         "--fit-repeat",
         type=int,
-        default=4,
-        help="the whole fits' arrays repeated this many times: 4 makes 256-step epochs, as the "
-        "what-if's (1: the 64-step epochs of 4,096 rows, where TensorFlow's ~30 ms per epoch "
-        "shows)",
+        default=0,
+        help="the whole fits' arrays repeated this many times (0: as often as makes epochs of "
+        "256 steps, as the what-if's segments; 1: the 64-step epochs of 4,096 rows, where "
+        "TensorFlow's ~30 ms per epoch shows)",
     )
     parser.add_argument("--torch-threads", type=int, default=1)
     parser.add_argument(

@@ -34,7 +34,7 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
-ROWS, BATCH = 2048, 32
+ROWS, BATCH, WIDTH = 2048, 32, 512  # WIDTH: the dense families' steps take a few ms, as real ones
 
 
 class ResidualBlock(keras.layers.Layer):
@@ -183,7 +183,7 @@ class GatedDense(keras.layers.Layer):
 
 def notebook_model():
     model = keras.Sequential(
-        [keras.Input((32,)), GatedDense(64), GatedDense(64), keras.layers.Dense(1)]
+        [keras.Input((32,)), GatedDense(256), GatedDense(256), keras.layers.Dense(1)]
     )
     model.compile(optimizer="adam", loss="mse")
     return model
@@ -253,8 +253,8 @@ def transformer():  # type: ignore[no-untyped-def]
 
 def _subclassed(cls):  # type: ignore[no-untyped-def]
     inputs = keras.Input((32,))
-    h = keras.layers.Dense(64, activation="relu")(inputs)
-    model = cls(inputs, keras.layers.Dense(1)(keras.layers.Dense(64, activation="relu")(h)))
+    h = keras.layers.Dense(WIDTH, activation="relu")(inputs)
+    model = cls(inputs, keras.layers.Dense(1)(keras.layers.Dense(WIDTH, activation="relu")(h)))
     model.compile("adam", "mse", metrics=["mae"])
     return model, *_arrays((32,))
 
@@ -271,8 +271,8 @@ def loss_metric():  # type: ignore[no-untyped-def]
     model = keras.Sequential(
         [
             keras.Input((32,)),
-            keras.layers.Dense(64, activation="relu"),
-            keras.layers.Dense(64, activation="relu"),
+            keras.layers.Dense(WIDTH, activation="relu"),
+            keras.layers.Dense(WIDTH, activation="relu"),
             keras.layers.Dense(1),
         ]
     )

@@ -77,6 +77,9 @@ LONGEST_FIRST = (
     # 150-165 s: a two-node cluster, five sweeps; last in file order, it was the tail of the suite,
     # ~70 s with the other worker idle (a simulation over `--durations=0`)
     "tests/launch/test_ray_real.py",
+    # 3-4 min each (long): the range corpus's two halves, one per worker
+    "tests/faults/test_range_corpus.py",
+    "tests/faults/test_range_corpus_second.py",
     "killed-processes",
     "tests/experiments/test_whatif.py",
     "tests/backends/test_matrix.py",
