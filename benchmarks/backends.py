@@ -47,6 +47,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from child_lines import PREFIX, answer
+
 ROWS, BATCH = 4096, 64
 EPOCH_STEPS = 256  # the what-if's segments: whole fits' epochs as long
 
@@ -109,9 +111,6 @@ def build(family: str):  # type: ignore[no-untyped-def]
     return model, x, rng.integers(0, 10, ROWS)
 
 
-PREFIX = "@fit "
-
-
 def fit_child(args: argparse.Namespace) -> None:
     """In a fresh process: warm, then one whole fit of the saved model on the arrays for every
     ``fit`` line on stdin, its samples/s on stdout."""
@@ -169,14 +168,6 @@ def fit_child(args: argparse.Namespace) -> None:
     os._exit(0)
 
 
-def _answer(proc: subprocess.Popen[str]) -> dict | None:
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        if line.startswith(PREFIX):
-            return json.loads(line[len(PREFIX) :])
-    return None
-
-
 def whole_fits(
     model_path: Path,
     data_path: Path,
@@ -219,7 +210,7 @@ def whole_fits(
                     stderr=err,
                     text=True,
                 )
-            if _answer(proc) is not None:
+            if answer(proc) is not None:
                 procs[name], rates[name] = proc, []
             else:
                 proc.kill()
@@ -231,7 +222,7 @@ def whole_fits(
                 try:
                     proc.stdin.write("fit\n")
                     proc.stdin.flush()
-                    found = _answer(proc)
+                    found = answer(proc)
                 except (
                     OSError
                 ):  # the process has gone (its stderr is not kept: rerun it alone to see why)

@@ -34,13 +34,14 @@ import sys
 import time
 from pathlib import Path
 
+from child_lines import PREFIX, answer
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
 OWN = "mixed_float16"
 BATCH, BATCHES = 64, 16
 TOLERANCE = 0.15
-PREFIX = "@fit "
 
 
 def data(model: str):  # type: ignore[no-untyped-def]
@@ -102,14 +103,6 @@ def fit_child(args: argparse.Namespace) -> None:
     os._exit(0)
 
 
-def _answer(proc: subprocess.Popen[str]) -> dict | None:
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        if line.startswith(PREFIX):
-            return json.loads(line[len(PREFIX) :])
-    return None
-
-
 def whole_fits(args: argparse.Namespace) -> dict[str, list[float]]:
     """Each policy's whole-fit samples/s, pass by pass (the own first in each pass)."""
     env = dict(os.environ, KERAS_BACKEND=args.backend, TF_CPP_MIN_LOG_LEVEL="3")
@@ -123,7 +116,7 @@ def whole_fits(args: argparse.Namespace) -> dict[str, list[float]]:
             procs[policy] = subprocess.Popen(
                 cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
             )
-            if not (_answer(procs[policy]) or {}).get("ready"):
+            if not (answer(procs[policy]) or {}).get("ready"):
                 raise SystemExit(f"the {policy} fit process did not start")
         rates: dict[str, list[float]] = {p: [] for p in order}
         for _ in range(args.passes):
@@ -131,10 +124,10 @@ def whole_fits(args: argparse.Namespace) -> dict[str, list[float]]:
                 assert proc.stdin is not None
                 proc.stdin.write("fit\n")
                 proc.stdin.flush()
-                answer = _answer(proc)
-                if answer is None:
+                found = answer(proc)
+                if found is None:
                     raise SystemExit(f"the {policy} fit process ended")
-                rates[policy].append(float(answer["samples_per_s"]))
+                rates[policy].append(float(found["samples_per_s"]))
         return rates
     finally:
         for proc in procs.values():
