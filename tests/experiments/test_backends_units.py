@@ -210,3 +210,43 @@ def test_the_warm_up_paces_segments_by_its_last_fit_not_a_second_compile() -> No
     assert pace == pytest.approx(0.001) and recompile == pytest.approx(2.0)
     pace, recompile = warm(lambda steps: (steps, steps * 0.001), warmup=0.0)
     assert pace == pytest.approx(0.001) and recompile == pytest.approx(0.0)
+
+
+def test_backends_candidates_are_checked_before_anything_starts() -> None:
+    keras = pytest.importorskip("keras")
+    import advisor
+
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    data = (np.ones((64, 2)), np.ones(64))
+    with pytest.raises(UsageError, match="unknown backend candidate 'jax\\+xla'"):
+        advisor.whatif(model, data, candidates=["backends"], backends_candidates=["jax+xla"])
+    with pytest.raises(UsageError, match="non-empty list"):
+        advisor.whatif(model, data, candidates=["backends"], backends_candidates="torch")
+
+
+@pytest.mark.slow
+@pytest.mark.long
+def test_backends_candidates_measure_only_those_beside_the_own() -> None:
+    """A real backend what-if asked for one candidate: that one and the model's own backend are
+    measured, each in a fresh process, and no other backend is started."""
+    keras = pytest.importorskip("keras")
+    pytest.importorskip("jax")
+    import advisor
+
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16), keras.layers.Dense(1)])
+    model.compile("adam", "mse")
+    rng = np.random.default_rng(0)
+    x, y = rng.random((512, 8), dtype=np.float32), rng.random((512, 1), dtype=np.float32)
+    model.fit(x, y, batch_size=32, epochs=1, verbose=0)
+    result = advisor.whatif(
+        model,
+        (x, y),
+        candidates=["backends"],
+        batch_size=32,
+        backends_candidates=["jax+jit"],
+        backends_max_seconds=120,
+    )
+    found = result.backends.candidates
+    assert set(found) == {result.backends.own, "jax+jit"}, found
+    assert found["jax+jit"].status == MEASURED, found["jax+jit"].reason

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from advisor.errors import UsageError
@@ -118,6 +119,7 @@ def whatif(
     input_cost: float | None = None,
     seconds: float | None = None,
     backends_max_seconds: float | None = None,
+    backends_candidates: Sequence[str] | None = None,
     port_backends: bool = False,
 ) -> WhatIfResult:
     """Try recommended changes on ``model`` and ``data`` and measure each gain; see docs/whatif.md.
@@ -130,11 +132,13 @@ def whatif(
     ``seconds``: measure the rounds for about this long in all and stop (default: what
     ``max_seconds`` leaves after preparing the candidates).
 
-    ``"backends"`` among the candidates also measures the model on every installed Keras
-    backend × compile mode, each in a fresh process (``advisor.experiments.backends``), within
+    ``"backends"`` among the candidates also measures the model on every installed Keras backend
+    × compile mode, each in a fresh process (``advisor.experiments.backends``), within
     ``backends_max_seconds`` (default 300 s) of its own; the result is ``result.backends``.
-    ``port_backends``: measure there the portable variant of the model's custom classes (their
-    backend calls replaced by ``keras.ops``; ``result.backends.diff`` is the rewrite).
+    ``backends_candidates``: only these of them, e.g. ``["jax+jit", "torch"]`` (the model's own
+    backend is measured beside them all the same). ``port_backends``: measure there the portable
+    variant of the model's custom classes (their backend calls replaced by ``keras.ops``;
+    ``result.backends.diff`` is the rewrite).
     """
     from advisor.experiments.baseline.engine import check_model
     from advisor.experiments.whatif.engine import run_whatif
@@ -142,8 +146,10 @@ def whatif(
     started = time.perf_counter()
     check_model(model)
     candidates, backends = _split_backends(candidates)
+    chosen = _backend_names(backends_candidates)
+    plan = _BackendPlan(batch_size, backends_max_seconds, chosen, port_backends)
     if backends and not candidates:
-        return _backends_only(model, data, batch_size, backends_max_seconds, started, port_backends)
+        return _backends_only(model, data, plan, started)
     requested = normalize_whatif(candidates)
     if requested is None:
         raise UsageError("whatif(): candidates must be 'auto' or a list of names")
@@ -167,9 +173,7 @@ def whatif(
         seconds=None if seconds is None else float(seconds),
     )
     if backends:
-        result.backends = _measure_backends(
-            model, data, batch_size, backends_max_seconds, port_backends
-        )
+        result.backends = _measure_backends(model, data, plan)
     return result
 
 
@@ -184,34 +188,49 @@ def _split_backends(candidates: Any) -> tuple[Any, bool]:
     return [n for n in names if n != BACKENDS], BACKENDS in names
 
 
-def _measure_backends(
-    model: Any, data: Any, batch_size: int | None, max_seconds: float | None, port: bool = False
-) -> Any:
+@dataclass(frozen=True)
+class _BackendPlan:
+    """What the backend what-if is asked for: batch size, time, candidates, the portable variant."""
+
+    batch_size: int | None
+    max_seconds: float | None
+    candidates: list[str] | None
+    port: bool
+
+
+def _backend_names(names: Sequence[str] | None) -> list[str] | None:
+    """``backends_candidates`` checked before anything starts: an unknown name is a UsageError."""
+    from advisor.experiments.backends.result import Config
+
+    if names is None:
+        return None
+    if isinstance(names, str) or not all(isinstance(n, str) for n in names) or not names:
+        raise UsageError(
+            f"backends_candidates must be a non-empty list of names such as 'jax+jit', got "
+            f"{names!r}"
+        )
+    return [Config.parse(n).name for n in names]
+
+
+def _measure_backends(model: Any, data: Any, plan: _BackendPlan) -> Any:
     from advisor.experiments.backends import measure_backends
     from advisor.experiments.backends.runner import MAX_SECONDS
 
     return measure_backends(
         model,
         data,
-        batch_size=batch_size,
-        max_seconds=MAX_SECONDS if max_seconds is None else float(max_seconds),
-        port=port,
+        plan.candidates,
+        batch_size=plan.batch_size,
+        max_seconds=MAX_SECONDS if plan.max_seconds is None else float(plan.max_seconds),
+        port=plan.port,
     )
 
 
-def _backends_only(
-    model: Any,
-    data: Any,
-    batch_size: int | None,
-    max_seconds: float | None,
-    started: float,
-    port: bool = False,
-) -> WhatIfResult:
+def _backends_only(model: Any, data: Any, plan: _BackendPlan, started: float) -> WhatIfResult:
     from advisor.experiments.backends.runner import MAX_SECONDS
 
-    result = WhatIfResult(
-        "api", None, batch_size, [BACKENDS], MAX_SECONDS if max_seconds is None else max_seconds
-    )
-    result.backends = _measure_backends(model, data, batch_size, max_seconds, port)
+    allowance = MAX_SECONDS if plan.max_seconds is None else plan.max_seconds
+    result = WhatIfResult("api", None, plan.batch_size, [BACKENDS], allowance)
+    result.backends = _measure_backends(model, data, plan)
     result.seconds = time.perf_counter() - started
     return result
