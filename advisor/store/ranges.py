@@ -79,6 +79,8 @@ _CEILINGS: dict[type[Record], dict[str, float]] = {
         "sm_clock_mhz": MAX_CLOCK_MHZ,
         "pcie_tx_bps": MAX_RATE_BPS,
         "pcie_rx_bps": MAX_RATE_BPS,
+        "others_procs": MAX_CPUS,
+        "others_mem": MAX_BYTES,
     },
     HostSample: {
         "mem_used": MAX_BYTES,
