@@ -194,4 +194,3 @@ def test_the_allowance_shortens_segments_then_caps_the_rounds_and_says_so(model,
     )
     assert (result.bound is None) == (paired < MIN_ROUNDS) == (result.bound_fraction is None)
     assert wall < 15.0  # unbounded: 12 rounds x 2 segments of >= 1.2 s
-
