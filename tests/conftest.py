@@ -11,6 +11,7 @@ import textwrap
 import time
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("TF_NUM_INTEROP_THREADS", "1")
@@ -60,6 +61,26 @@ def _without_local_constants() -> None:
 
 
 _hypothesis_profiles()
+
+# What a test prints for the reader of the run (the range corpus's copies per family): recorded
+# with ``record_property(PRINTED, text)`` and printed in the summary by the controller. Under
+# pytest-xdist (the suite's default two workers) a worker's own output is never shown, not even
+# with ``capsys.disabled()``; its reports, user properties included, reach the controller.
+PRINTED = "printed"
+_printed: list[str] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "call":
+        _printed.extend(str(value) for name, value in report.user_properties if name == PRINTED)
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    if _printed and not hasattr(config, "workerinput"):  # the controller (or -n 0) prints
+        terminalreporter.section("printed by the tests")
+        for text in _printed:
+            terminalreporter.write_line(text)
+
 
 # Files whose tests share the session's killed processes (below): one unit of work under xdist.
 SHARED_PROCESS_FILES = frozenset(

@@ -28,14 +28,19 @@ def whatif_rows(facts: Facts) -> list[dict[str, Any]]:
 
 
 def shared_host_note(facts: Facts) -> str | None:
-    """What every measured gain of a run on a shared host carries (I250), or None."""
-    shared = fact_value(facts, "host.shared_cpu_fraction")
-    if not isinstance(shared, (int, float)):
-        return None
-    return (
-        f"measured on a shared host: other processes used up to {percent(shared, 0, fraction=True)}"
-        " of its CPU meanwhile (I250)"
-    )
+    """What every measured gain of a run on a shared host carries (I250), or None: the CPU other
+    processes used, and the share of the samples in which another process held the job's GPU."""
+    said = []
+    cpu = fact_value(facts, "host.shared_cpu_fraction")
+    if isinstance(cpu, (int, float)):
+        said.append(f"other processes used up to {percent(cpu, 0, fraction=True)} of its CPU")
+    gpu = fact_value(facts, "gpu.shared_sample_fraction")
+    if isinstance(gpu, (int, float)):
+        said.append(
+            f"{'another process' if said else 'other processes'} held its GPU in "
+            f"{percent(gpu, 0, fraction=True)} of the samples"
+        )
+    return f"measured on a shared host: {' and '.join(said)} meanwhile (I250)" if said else None
 
 
 def whatif_heading(facts: Facts) -> str | None:

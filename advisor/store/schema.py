@@ -220,6 +220,11 @@ class GpuSample(Record):
     throttle: int | None = None  # NVML clock-throttle reasons bitmask
     pcie_tx_bps: float | None = None
     pcie_rx_bps: float | None = None
+    # other processes with a compute context on this GPU, and the bytes they hold (recorded only
+    # where NVML lists this process too, so that its PIDs are the job's own: not in a container
+    # whose PIDs NVML gives as the host's)
+    others_procs: int | None = None
+    others_mem: int | None = None
 
 
 class HostSample(Record):

@@ -99,6 +99,8 @@ _NON_NEGATIVE: dict[type[Record], tuple[str, ...]] = {
         "throttle",
         "pcie_tx_bps",
         "pcie_rx_bps",
+        "others_procs",
+        "others_mem",
     ),
     HostSample: (
         "iowait",

@@ -15,7 +15,7 @@ from advisor.render import render
 from advisor.service import diagnose
 from advisor.store.append import append_record
 from advisor.store.reader import RunReader
-from advisor.store.schema import HostSample, WindowRecord
+from advisor.store.schema import GpuSample, HostSample, WindowRecord
 
 RULES = {r.code: r for r in load_rules()}
 
@@ -112,3 +112,35 @@ def test_the_host_sampler_records_steal_where_the_kernel_counts_it():
     time.sleep(0.05)
     sample = sampler.sample(time.time(), time.monotonic())
     assert sample is not None and sample.steal is not None and 0.0 <= sample.steal <= 100.0
+
+
+def test_another_process_on_the_jobs_gpu_is_derived_and_said(tmp_path):
+    """A quiet CPU, but another process held a compute context on the job's GPU in three of four
+    samples, with a tenth of its memory (samples as the NVML sampler writes them: nvml.py)."""
+    path = _run_with_host(tmp_path, 0.02)
+    t0 = RunReader(path).read().of_type(WindowRecord)[0].t
+    for k in range(4):
+        append_record(
+            path,
+            GpuSample(
+                t=t0 + k,
+                index=0,
+                util=90.0,
+                mem_used=40 * 2**30,
+                mem_total=80 * 2**30,
+                others_procs=1 if k else 0,
+                others_mem=8 * 2**30 if k else 0,
+            ),
+        )
+    facts, _ = registry().derive(RunReader(path).read())
+    assert facts["gpu.others_sample_fraction"] == pytest.approx(0.75)
+    assert facts["gpu.others_processes"] == 1
+    assert facts["gpu.others_mem_fraction"] == pytest.approx(0.1)
+    i250 = evaluate(RULES["I250"], facts)
+    assert i250.status == "fail" and i250.severity == "info", i250.message
+    assert "its GPU in 75% of the samples (up to 1 at once), with 10% of its memory" in i250.message
+    assert facts["gpu.shared_sample_fraction"] == pytest.approx(0.75)
+    text = render(diagnose(path), "text")
+    note = "measured on a shared host: other processes held its GPU in 75% of the samples meanwhile"
+    after_gains = [line for line in text.splitlines() if "measured on a shared host" in line]
+    assert after_gains and all(note in line for line in after_gains), after_gains

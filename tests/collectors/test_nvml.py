@@ -136,3 +136,23 @@ def test_process_devices_from_running_processes() -> None:
     assert mon.open()
     assert mon.process_devices(4242) == [1]
     assert mon.process_devices(1) is None
+
+
+def test_other_processes_on_the_gpu_are_counted_where_nvml_lists_this_process() -> None:
+    import os
+
+    own, other, third = os.getpid(), 4_000_001, 4_000_002
+    shared = FakeGpu(pids=[own, other], pid_mem={other: 8 * 2**30})
+    alone = FakeGpu(uuid="GPU-alone", pids=[own])
+    # a container whose PIDs NVML gives as the host's: this process is not in the list, so the
+    # others cannot be told from it
+    foreign = FakeGpu(uuid="GPU-foreign", pids=[other, third])
+    # NVML could not tell one process's memory (NVML_VALUE_NOT_AVAILABLE)
+    unknown = FakeGpu(uuid="GPU-unknown", pids=[own, other], pid_mem={other: 2**64 - 1})
+    mon = NvmlMonitor(nvml=FakeNvml([shared, alone, foreign, unknown]), env={})
+    assert mon.open() is True
+    samples, notes = mon.sample(100.0)
+    assert notes == []
+    got = {s.index: (s.others_procs, s.others_mem) for s in samples}
+    assert got == {0: (1, 8 * 2**30), 1: (0, 0), 2: (None, None), 3: (1, None)}
+    mon.close()

@@ -162,3 +162,24 @@ def test_backup_and_restore_resumes_after_sigterm(ended):
     assert resumed and resumed[0] >= 1  # not from epoch 0: the backup of a finished epoch was read
     statuses = sorted(RunReader(d).read().status for d in list_run_dirs(folder / "runs"))
     assert statuses == ["finished", "terminated"]
+
+
+def test_show_and_the_terminal_ui_say_terminated_or_killed(ended):
+    """``advisor show`` and the TUI's Runs screen name each end as it was: a SIGTERM's run
+    "terminated", never "killed"; a SIGKILL's run "killed"."""
+    from advisor.cli.main import cli
+    from advisor.service import RunService
+    from advisor.service.listing import digest, entries
+    from advisor.tui.model import RunView
+
+    for name, said, never in (("term", "terminated", "killed"), ("kill", "killed", "terminated")):
+        runs = ended[name][0] / "runs"
+        # the signalled run: the first (the backup test reruns the script beside it)
+        run_dir = min(list_run_dirs(runs), key=lambda p: RunReader(p).read().manifest.created)
+        shown = CliRunner().invoke(
+            cli, ["--runs-dir", str(runs), "show", str(run_dir)], catch_exceptions=False
+        )
+        assert said in shown.stdout and never not in shown.stdout, shown.stdout
+        service = RunService(runs)
+        (row,) = [r for r in entries(service) if Path(r.path) == run_dir]
+        assert RunView(row, digest(service, row.path)).status == said

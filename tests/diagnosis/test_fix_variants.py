@@ -88,6 +88,29 @@ def test_epoch_start_fix_follows_the_input(kind, says, never):
     assert not numpy_fix.lstrip().startswith("Build the input iterator once: end the dataset")
 
 
+@pytest.mark.parametrize(
+    "code,kind,says,never",
+    [
+        ("M108", "numpy", "from_tensor_slices((x, y))", "persistent_workers"),
+        ("M108", "generator", "keras.utils.PyDataset", "num_parallel_calls=tf.data"),
+        ("M108", "pydataset", "`max_queue_size`", "num_parallel_calls=tf.data"),
+        ("M108", "torch", "`num_workers`", "from_tensor_slices"),
+        ("M108", "tf.data", "num_parallel_calls=tf.data.AUTOTUNE", "persistent_workers"),
+        ("C451", "numpy", "multiple of `batch_size`", "drop_remainder"),
+        ("C451", "generator", "Yield batches of one shape", "drop_remainder"),
+        ("C451", "pydataset", "`__getitem__`", "drop_remainder"),
+        ("C451", "torch", "drop_last=True", "drop_remainder"),
+        ("C451", "tf.data", "drop_remainder=True", "drop_last"),
+    ],
+)
+def test_input_bound_and_retrace_fixes_follow_the_input(code, kind, says, never):
+    """M108 (the input costs time) and C451 (the step is traced again) speak of what fit reads:
+    arrays, a generator, a PyDataset, a DataLoader or tf.data, each a change it can apply."""
+    for backend in ("tensorflow", "jax", "torch"):
+        fix = RULES[code].fix_in(_fed(kind, backend)).source
+        assert says in fix and never not in fix, (code, kind, backend, fix)
+
+
 def test_the_input_kind_is_read_from_the_pipeline_record_too():
     facts = {
         "context.framework": "keras3",

@@ -194,21 +194,3 @@ def test_the_allowance_shortens_segments_then_caps_the_rounds_and_says_so(model,
     )
     assert (result.bound is None) == (paired < MIN_ROUNDS) == (result.bound_fraction is None)
     assert wall < 15.0  # unbounded: 12 rounds x 2 segments of >= 1.2 s
-
-
-def test_a_rate_above_a_batch_a_microsecond_is_not_written():
-    """A segment that only drained batches already queued (a PyDataset's workers under tf_keras,
-    on a busy host: 3.7e7 samples/s of 32-sample batches) measured nothing: the record leaves
-    that rate out, and the reader reads the rest of the record instead of refusing it."""
-    from advisor.experiments.baseline.result import InputBaseline
-    from advisor.store.ranges import RunBounds
-
-    result = InputBaseline(input_kind="pydataset", batch_size=32, steps=40, warmup_steps=2)
-    result.real_samples_per_s, result.cached_samples_per_s = 5_000.0, 9_000.0
-    result.data_only_samples_per_s = 3.73e7
-    result.round_rates = {"data_only": [3.73e7, 4_000.0]}
-    record = result.to_record("auto")
-    assert record.data_only_samples_per_s is None and record.data_only_rounds == [None, 4_000.0]
-    assert record.real_samples_per_s == 5_000.0 and record.cached_samples_per_s == 9_000.0
-    now = time.time()
-    assert RunBounds(created=now - 60, end=now + 60, now=now).doubt(record) is None

@@ -1,9 +1,13 @@
 """The baseline's cached batch has the structure training fed the model, for every input kind
-``fit`` takes and every kind of model: a ``train_step`` records the structure of each batch it
-is traced for, and the baseline's segments must trace it for the same structure (a bare array
-stays bare, a tuple stays a tuple, a dict keeps its keys). A model with its own ``train_step``
-fed ``fit(x)`` without ``y`` used to receive ``(x,)`` from the cached input and fail on a
-leading axis of 1.
+``fit`` takes (NumPy and pandas arrays with and without ``y``, ``sample_weight``, dicts,
+generators, PyDatasets, tf.data, torch DataLoaders) and every kind of model (its own
+``train_step`` and ``test_step`` or Keras's, several outputs and losses): a ``train_step``
+records the structure of each batch it is traced for, and the baseline's segments must trace it
+for the same structure (a bare array stays bare, a tuple stays a tuple, a dict keeps its keys). A
+model with its own ``train_step`` fed ``fit(x)`` without ``y`` used to receive ``(x,)`` from the
+cached input and fail on a leading axis of 1. The model is a subclassed wrapper (it records what
+its steps receive) around a Sequential or functional one; the baseline on Sequential models
+themselves is test_baseline.py's.
 """
 
 from __future__ import annotations
@@ -27,14 +31,16 @@ QUICK_CB = {"baseline_seconds": 0.4, "baseline_rounds": 3, "baseline_steps": 2}
 
 
 class Structures:
-    """What ``train_step`` was traced for: the batch's structure, each tensor by its rank."""
+    """What ``train_step`` (``seen``) and ``test_step`` (``tested``) were traced for: the batch's
+    structure, each tensor by its rank."""
 
     def __init__(self) -> None:
         self.seen: list[Any] = []
+        self.tested: list[Any] = []
 
-    def record(self, data: Any) -> None:
+    def record(self, data: Any, into: list[Any] | None = None) -> None:
         shape = tf.nest.map_structure(lambda t: len(t.shape), data)
-        self.seen.append(repr(shape))
+        (self.seen if into is None else into).append(repr(shape))
 
 
 class Probe(keras.Model):
@@ -62,6 +68,15 @@ class Probe(keras.Model):
         grads = tape.gradient(loss, self.trainable_variables)
         self.optimizer.apply_gradients(zip(grads, self.trainable_variables))
         return {"loss": loss}
+
+    def test_step(self, data: Any) -> Any:
+        self.structures.record(data, self.structures.tested)
+        if not self.own_step:
+            return super().test_step(data)
+        x = data[0] if isinstance(data, tuple) else data
+        out = self(x, training=False)
+        tf.debugging.assert_equal(tf.shape(out), tf.shape(x))
+        return {"loss": tf.reduce_mean(tf.square(out - x))}
 
 
 def _dense(out: int = FEATURES) -> keras.Model:
@@ -105,6 +120,10 @@ def _generator() -> Any:
             yield (X[i : i + BATCH],)  # Keras takes tuples only from generators
 
 
+def _pandas() -> Any:
+    return pytest.importorskip("pandas")
+
+
 def _torch_loader() -> Any:
     torch = pytest.importorskip("torch")
     pairs = torch.utils.data.TensorDataset(torch.from_numpy(X), torch.from_numpy(Y))
@@ -115,6 +134,24 @@ def _torch_loader() -> Any:
 CASES: dict[str, Any] = {
     "numpy x without y, own train_step": (_dense, True, None, lambda: {"x": X}),
     "numpy x, y": (lambda: _dense(1), False, "mse", lambda: {"x": X, "y": Y}),
+    "numpy x without y, own train_step and test_step, validation": (
+        _dense,
+        True,
+        None,
+        lambda: {"x": X, "validation_data": X[:32]},
+    ),
+    "pandas DataFrame x, Series y": (
+        lambda: _dense(1),
+        False,
+        "mse",
+        lambda: {"x": _pandas().DataFrame(X), "y": _pandas().Series(Y[:, 0])},
+    ),
+    "pandas DataFrame x without y, own train_step": (
+        _dense,
+        True,
+        None,
+        lambda: {"x": _pandas().DataFrame(X)},
+    ),
     "numpy x, y, sample_weight": (
         lambda: _dense(1),
         False,
@@ -149,7 +186,8 @@ def test_the_cached_batch_has_the_structure_training_fed(case: str, runs_dir) ->
     model.compile(optimizer="adam", loss=loss)
     cb = advisor.AdvisorCallback(baseline="end", log_every_seconds=None, **QUICK_CB)
     kwargs = data()
-    fit_kwargs = {"batch_size": BATCH} if isinstance(kwargs["x"], (np.ndarray, dict)) else {}
+    arrays = isinstance(kwargs["x"], (np.ndarray, dict)) or hasattr(kwargs["x"], "iloc")
+    fit_kwargs = {"batch_size": BATCH} if arrays else {}
     model.fit(**kwargs, **fit_kwargs, epochs=2, verbose=0, callbacks=[cb])
     record = RunReader(cb.run_path).read().of_type(BaselineRecord)[-1]
     assert record.error is None, record.error
@@ -157,3 +195,5 @@ def test_the_cached_batch_has_the_structure_training_fed(case: str, runs_dir) ->
     training = structures.seen[0]
     assert structures.seen[1:], "the baseline never traced the step: nothing was checked"
     assert set(structures.seen) == {training}, structures.seen
+    if "validation_data" in kwargs:  # validation ran each epoch, always on its own structure
+        assert len(structures.tested) >= 1 and len(set(structures.tested)) == 1

@@ -233,6 +233,38 @@ def test_the_allowance_is_never_exceeded(kind):
     assert gc.get_freeze_count() == 0  # the objects frozen for the what-if's collections are back
 
 
+def _wait_a_batch(x, y):
+    time.sleep(0.3)
+    return x, y
+
+
+def test_a_step_too_slow_for_the_allowance_is_skipped_before_anything_is_measured(tmp_path):
+    """Training's own step time decides before the what-if spends its allowance: steps of at
+    least 0.3 s (an input that sleeps; load only makes them longer) cannot calibrate and measure
+    three rounds of one change beside the unchanged input within 3 s. It says so in one line."""
+
+    def slow(x, y):
+        xo, yo = tf.py_function(_wait_a_batch, [x, y], [tf.float32, tf.int64])
+        xo.set_shape([None, FEATURES])
+        yo.set_shape([None])
+        return xo, yo
+
+    data = tf.data.Dataset.from_tensor_slices(arrays(4 * BATCH)).batch(BATCH).map(slow)
+    cb = advisor.AdvisorCallback(
+        tmp_path,
+        whatif=["cache_map"],
+        whatif_max_seconds=3.0,
+        baseline=None,
+        log_every_seconds=0.5,
+        telemetry=False,
+    )
+    build_model().fit(data, epochs=2, verbose=0, callbacks=[cb])
+    record = _whatif_record(cb)
+    assert record.skipped and record.skipped.startswith("a step takes"), record.skipped
+    assert "rounds of one change" in record.skipped and "\n" not in record.skipped
+    assert record.seconds <= 3.0 and not record.unchanged_rounds
+
+
 def test_a_measuring_target_ends_the_whatif_long_before_a_generous_allowance():
     model = build_model()
     data = slow_dataset()

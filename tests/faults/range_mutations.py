@@ -326,15 +326,15 @@ SHARDS = 2  # test_range_corpus.py and test_range_corpus_second.py
 COPIES = 10_000  # in all, over the shards; ADVISOR_RANGE_COPIES overrides it
 
 
-def check_shard(seed: int, capsys: Any) -> None:
+def check_shard(seed: int, record_property: Any) -> None:
     """One test file's share of the corpus (``COPIES`` / ``SHARDS`` copies drawn with ``seed``):
-    the copies per family printed, every family drawn, no copy judged as clean, no traceback."""
+    the copies per family printed (in the run's summary: ``tests/conftest.py``), every family
+    drawn, no copy judged as clean, no traceback."""
     import os
 
     runs = int(os.environ.get("ADVISOR_RANGE_COPIES", str(COPIES))) // SHARDS
     tally = sweep(runs=runs, seed=seed)
-    with capsys.disabled():
-        print(f"\nrange corpus, seed {seed}:\n" + report(tally, runs))
+    record_property("printed", f"range corpus, seed {seed}:\n" + report(tally, runs))
     assert sum(tally[family] for family in FAMILIES) == runs
     assert all(tally[family] >= runs // len(FAMILIES) for family in FAMILIES)
     assert not {k: v for k, v in tally.items() if ":clean" in k or k == "internal errors"}

@@ -15,5 +15,5 @@ from range_mutations import check_shard
 pytestmark = [pytest.mark.slow, pytest.mark.long, pytest.mark.timeout(7200)]
 
 
-def test_no_impossible_value_of_a_real_run_is_judged_as_clean(capsys):
-    check_shard(seed=1, capsys=capsys)
+def test_no_impossible_value_of_a_real_run_is_judged_as_clean(record_property):
+    check_shard(seed=1, record_property=record_property)

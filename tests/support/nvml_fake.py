@@ -33,6 +33,7 @@ class FakeGpu:
     )  # NVML function names answering NOT_SUPPORTED
     lost_after_reads: int | None = None  # utilization reads before the GPU is lost
     pids: list[int] = field(default_factory=list)
+    pid_mem: dict[int, int] = field(default_factory=dict)  # usedGpuMemory by pid (default 0)
     reads: int = 0
     energy_mj: float = 1_000_000.0
 
@@ -115,4 +116,4 @@ class FakeNvml:
         return 1000 if counter == 0 else 2000  # KB/s
 
     def nvmlDeviceGetComputeRunningProcesses(self, h: FakeGpu) -> list[Any]:
-        return [SimpleNamespace(pid=p, usedGpuMemory=0) for p in h.pids]
+        return [SimpleNamespace(pid=p, usedGpuMemory=h.pid_mem.get(p, 0)) for p in h.pids]

@@ -172,6 +172,30 @@ FACTS = (
         "gpu.power_w.mean_per_device", "W", "mean power draw of one GPU (average over GPUs)", "nvml"
     ),
     Fact("gpu.temp_c.max", "°C", "highest GPU temperature", "nvml"),
+    Fact(
+        "gpu.others_sample_fraction",
+        "fraction",
+        "share of the GPU samples in which another process held a compute context on the job's GPU",
+        "nvml",
+    ),
+    Fact(
+        "gpu.shared_sample_fraction",
+        "fraction",
+        "present only when the job's GPU was shared: gpu.others_sample_fraction, a tenth or more",
+        "nvml",
+    ),
+    Fact(
+        "gpu.others_processes",
+        "",
+        "most other processes on one of the job's GPUs at once",
+        "nvml",
+    ),
+    Fact(
+        "gpu.others_mem_fraction",
+        "fraction",
+        "largest share of a GPU's memory other processes held",
+        "nvml",
+    ),
     Fact("gpu.sm_clock_mhz.p50", "MHz", "median SM clock", "nvml"),
     Fact(
         "gpu.pcie_rx_bps.p95", "B/s", "95th percentile of host→GPU PCIe traffic (per GPU)", "nvml"

@@ -62,6 +62,7 @@ def gpu_facts(
     _memory_peak(series, info, out)
     _power_facts(kept, out)
     _clock_facts(series, kept, out)
+    _sharing_facts(kept, out)
     out["gpu.lost"] = sum(
         1
         for e in run.of_type(event_cls())
@@ -215,6 +216,25 @@ def _clock_facts(series: Series, kept: Series, out: dict[str, Any]) -> None:
         readings = [x for v in kept.values() for x in values(v, field)]
         if readings:
             out[name] = percentile(readings, 95)
+
+
+def _sharing_facts(kept: Series, out: dict[str, Any]) -> None:
+    """Other processes on the GPUs the job trains on: in what share of the samples, how many at
+    most, and the largest share of a GPU's memory they held (where NVML lists the job's own
+    process: nvml.py)."""
+    seen = [s for v in kept.values() for s in v if s.others_procs is not None]
+    if not seen:
+        return
+    from advisor.analysis.facts.telemetry_host import SHARED_HOST
+
+    share = sum(1 for s in seen if s.others_procs > 0) / len(seen)
+    out["gpu.others_sample_fraction"] = share
+    if share >= SHARED_HOST:
+        out["gpu.shared_sample_fraction"] = share
+    out["gpu.others_processes"] = max(s.others_procs for s in seen)
+    held = [s.others_mem / s.mem_total for s in seen if s.others_mem is not None and s.mem_total]
+    if held:
+        out["gpu.others_mem_fraction"] = max(held)
 
 
 def energy_facts(run: Run, info: dict[int, dict[str, Any]], out: dict[str, Any]) -> None:

@@ -324,6 +324,9 @@ class NvmlMonitor:
                 return {"pcie_tx_bps": tx, "pcie_rx_bps": rx}
             return {}
 
+        def others() -> dict[str, Any]:
+            return self._others(h)
+
         return [
             ("utilization", utilization),
             ("memory", memory),
@@ -333,7 +336,29 @@ class NvmlMonitor:
             ("sm_clock", sm_clock),
             ("throttle", throttle),
             ("pcie", pcie),
+            ("other processes", others),
         ]
+
+    def _others(self, handle: Any) -> dict[str, Any]:
+        """Other processes holding a compute context on this GPU, and their memory. Nothing when
+        NVML does not list this process (a GPU the job does not use, or PIDs of another namespace:
+        inside a container NVML may give the host's PIDs, and this process would look like
+        another)."""
+        fn = getattr(self._nvml, "nvmlDeviceGetComputeRunningProcesses", None)
+        if fn is None:
+            return {}
+        procs = list(fn(handle) or [])
+        own = os.getpid()
+        if not any(getattr(p, "pid", None) == own for p in procs):
+            return {}
+        others = [p for p in procs if getattr(p, "pid", None) != own]
+        held = [getattr(p, "usedGpuMemory", None) for p in others]
+        # NVML gives NVML_VALUE_NOT_AVAILABLE (2**64 - 1) where it cannot tell
+        known = [int(m) for m in held if isinstance(m, int) and 0 <= m < 2**63]
+        return {
+            "others_procs": len(others),
+            "others_mem": sum(known) if len(known) == len(held) else None,
+        }
 
     def process_devices(self, pid: int | None = None) -> list[int] | None:
         """NVML indices of the sampled GPUs on which ``pid`` holds a compute context (None:

@@ -147,30 +147,29 @@ class InputBaseline:
         return f"nothing measured: {self.stopped}" if self.stopped else "nothing measured"
 
     def to_record(self, mode: str) -> Any:
-        from advisor.store.ranges import MAX_BATCH, MIN_STEP_S
+        from advisor.store.ranges import baseline_rate_ceiling
         from advisor.store.schema import BaselineRecord
 
-        # A rate above a batch a microsecond is no measurement (a segment that only drained
-        # batches a PyDataset's workers had queued, seen under tf_keras on a busy host: 3.7e7
-        # samples/s): not written, so the reader never refuses the whole record for it.
-        ceiling = (self.batch_size or MAX_BATCH) / MIN_STEP_S
-
-        def rate(value: float | None) -> float | None:
+        # A rate above what its arm can reach is no measurement (a batch a microsecond for the
+        # arms that train, a batch in 10 ns for the input alone): it is not written, so the
+        # reader never refuses the whole record for it.
+        def rate(value: float | None, arm: str) -> float | None:
+            ceiling = baseline_rate_ceiling(f"{arm}_samples_per_s", self.batch_size)
             return None if value is None or value > ceiling else value
 
         def rounds(arm: str) -> list[float | None] | None:
             rates = self.round_rates.get(arm)
-            return [None if r is None else rate(round(r, 3)) for r in rates] if rates else None
+            return [None if r is None else rate(round(r, 3), arm) for r in rates] if rates else None
 
         return BaselineRecord(
             t=time.time(),
             steps=self.steps,
             batch_size=self.batch_size,
             input_kind=self.input_kind,
-            real_samples_per_s=rate(self.real_samples_per_s),
-            cached_samples_per_s=rate(self.cached_samples_per_s),
-            data_only_samples_per_s=rate(self.data_only_samples_per_s),
-            source_cached_samples_per_s=rate(self.source_cached_samples_per_s),
+            real_samples_per_s=rate(self.real_samples_per_s, "real"),
+            cached_samples_per_s=rate(self.cached_samples_per_s, "cached"),
+            data_only_samples_per_s=rate(self.data_only_samples_per_s, "data_only"),
+            source_cached_samples_per_s=rate(self.source_cached_samples_per_s, "source_cached"),
             mode=mode,
             warmup_steps=self.warmup_steps,
             seconds=self.seconds,
@@ -186,7 +185,7 @@ class InputBaseline:
             budget_seconds=self.budget_seconds,
             stopped=self.stopped,
             hooks_rounds=rounds("hooks"),
-            hooks_samples_per_s=rate(self.hooks_samples_per_s),
+            hooks_samples_per_s=rate(self.hooks_samples_per_s, "hooks"),
             hooks_steps=self.arm_steps.get("hooks"),
             hooks_of=list(self.hooks_of) or None,
         )
