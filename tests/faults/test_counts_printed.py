@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from range_mutations import FAMILIES
 
-pytestmark = pytest.mark.slow  # starts pytest with two worker processes
+pytestmark = [pytest.mark.slow, pytest.mark.long]  # starts pytest with two worker processes
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = (

@@ -137,6 +137,7 @@ def _draws(tmp_path: Path, mode: str) -> list[list[str]]:
 
 
 @pytest.mark.slow  # starts three Python processes
+@pytest.mark.long  # CI's own step: the README's command is near its budget
 def test_two_runs_draw_the_same_examples_and_the_redaction_holds_on_constants(tmp_path):
     plain = _draws(tmp_path, "plain")
     assert len(plain) == 300 and len({value for value, _ in plain}) > 100
