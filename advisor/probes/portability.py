@@ -6,9 +6,9 @@ written for one backend's autodiff (``tf.GradientTape``, ``jax.grad``, ``loss.ba
 
 The source is parsed, never run: names are resolved through the module's imports (and, for a
 live class, its module's globals), so ``import tensorflow as tf`` makes ``tf.nn.relu`` read as
-``tensorflow.nn.relu``. The user's own helper functions the methods call are read too
-(``portability_calls.py``). It is a prediction — a call in a branch that never runs blocks nothing —
-which the backend what-if's measurement then confirms or refutes.
+``tensorflow.nn.relu``; the user's own helper functions the methods call are read too
+(``portability_calls.py``). It is a prediction — a call in a branch that never runs blocks
+nothing — which the backend what-if's measurement then confirms or refutes.
 """
 
 from __future__ import annotations
