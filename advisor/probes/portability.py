@@ -6,8 +6,9 @@ written for one backend's autodiff (``tf.GradientTape``, ``jax.grad``, ``loss.ba
 
 The source is parsed, never run: names are resolved through the module's imports (and, for a
 live class, its module's globals), so ``import tensorflow as tf`` makes ``tf.nn.relu`` read as
-``tensorflow.nn.relu``. It is a prediction — a call in a branch that never runs blocks nothing —
-which the backend what-if's measurement then confirms or refutes.
+``tensorflow.nn.relu``; the user's own helper functions the methods call are read too
+(``portability_calls.py``). It is a prediction — a call in a branch that never runs blocks
+nothing — which the backend what-if's measurement then confirms or refutes.
 """
 
 from __future__ import annotations
@@ -16,10 +17,18 @@ import ast
 import inspect
 import linecache
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from advisor.probes.portability_calls import (
+    Followed,
+    Scope,
+    global_aliases,
+    helpers,
+    import_aliases,
+    scope_of,
+)
 from advisor.probes.portability_ops import (
     ADVICE,
     BACKENDS,
@@ -63,6 +72,7 @@ class Blocker:
     replacement: str | None = None
     advice: str | None = None
     edits: tuple[Edit, ...] = ()
+    via: str | None = None  # the helper it is in: in gelu(), called from MyLayer.call at line 12
 
     @property
     def where(self) -> str:
@@ -78,6 +88,7 @@ class Blocker:
             "blocks": list(self.blocks),
             "replacement": self.replacement,
             "advice": self.advice,
+            "via": self.via,
         }
 
 
@@ -91,6 +102,7 @@ class Scanned:
     line: int | None
     blockers: list[Blocker] = field(default_factory=list)
     unread: str | None = None  # why its source could not be read
+    helpers: list[Followed] = field(default_factory=list)  # the helper functions it calls
 
     def status(self, backend: str) -> str:
         if self.unread:
@@ -106,34 +118,8 @@ class Scanned:
             "backends": {b: self.status(b) for b in BACKENDS},
             "blockers": [b.to_dict() for b in self.blockers],
             "unread": self.unread,
+            "helpers": [h.to_dict() for h in self.helpers],
         }
-
-
-def import_aliases(tree: ast.AST) -> dict[str, str]:
-    """Local name → the dotted module or object it stands for, from every import in ``tree``."""
-    aliases: dict[str, str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.asname:
-                    aliases[alias.asname] = alias.name
-                else:
-                    top = alias.name.split(".")[0]
-                    aliases[top] = top
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            for alias in node.names:
-                aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-    return aliases
-
-
-def global_aliases(module_name: str) -> dict[str, str]:
-    """Names of a loaded module's globals that are modules (``tf`` → ``tensorflow``)."""
-    module = sys.modules.get(module_name)
-    found: dict[str, str] = {}
-    for name, value in list(vars(module).items()) if module is not None else []:
-        if inspect.ismodule(value):
-            found[name] = value.__name__
-    return found
 
 
 def _dotted(node: ast.AST) -> tuple[str, str] | None:
@@ -167,7 +153,7 @@ class _Visitor(ast.NodeVisitor):
     def __init__(self, owner: str, method: str, file: str, aliases: dict[str, str]) -> None:
         self.owner, self.method, self.file, self.aliases = owner, method, file, aliases
         self.found: list[Blocker] = []
-        self.traced = method in TRACED or method == owner
+        self.traced = traced(owner, method)
         self.seen_funcs: set[int] = set()
 
     def _resolve(self, node: ast.AST) -> tuple[str, str] | None:
@@ -284,6 +270,11 @@ class _Visitor(ast.NodeVisitor):
         self.generic_visit(node)
 
 
+def traced(owner: str, method: str) -> bool:
+    """Whether ``method`` of ``owner`` runs while a step is traced (a function: itself)."""
+    return method in TRACED or method == owner
+
+
 def _on_self(node: ast.AST) -> bool:
     return (
         isinstance(node, ast.Attribute)
@@ -307,19 +298,29 @@ def _kind(node: ast.ClassDef | ast.FunctionDef) -> str:
     return "layer"
 
 
-def scan_node(node: ast.ClassDef | ast.FunctionDef, file: str, aliases: dict[str, str]) -> Scanned:
-    """The blockers in one class (each of its methods) or function."""
-    scanned = Scanned(node.name, _kind(node), file, node.lineno)
+def scan_node(node: ast.ClassDef | ast.FunctionDef, scope: Scope) -> Scanned:
+    """The blockers in one class (each of its methods) or function, and in the user's helper
+    functions they call (``portability_calls``), reported against the class."""
+    scanned = Scanned(node.name, _kind(node), scope.file, node.lineno)
     methods = (
         [m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
         if isinstance(node, ast.ClassDef)
         else [node]
     )
     for method in methods:
-        visitor = _Visitor(node.name, method.name, file, aliases)
+        visitor = _Visitor(node.name, method.name, scope.file, scope.aliases)
         for statement in method.body:
             visitor.visit(statement)
         scanned.blockers += visitor.found
+
+    is_class = isinstance(node, ast.ClassDef)
+    for helper in helpers(node.name, methods, scope, lambda m: traced(node.name, m), is_class):
+        visitor = _Visitor(node.name, helper.method, helper.scope.file, helper.scope.aliases)
+        visitor.traced = helper.traced
+        for statement in helper.node.body:
+            visitor.visit(statement)
+        scanned.blockers += [replace(b, via=helper.note) for b in visitor.found]
+        scanned.helpers.append(helper.followed)
     return scanned
 
 
@@ -343,7 +344,7 @@ def scan_source(
         if isinstance(n, (ast.ClassDef, ast.FunctionDef))
     }
     return [
-        scan_node(top[name], file, aliases)
+        scan_node(top[name], scope_of(tree, file, aliases))
         if name in top
         else Scanned(name, "unknown", file, None, unread=f"not defined at the top of {file}")
         for name in names
@@ -372,7 +373,7 @@ def scan_live(target: Any) -> Scanned:
     if not candidates:
         return Scanned(name, "unknown", file, start, unread="its definition was not found")
     node = min(candidates, key=lambda n: abs(n.lineno - start))
-    found = scan_node(node, file, aliases)
+    found = scan_node(node, scope_of(tree, file, aliases, module_globals))
     found.name = name
     return found
 

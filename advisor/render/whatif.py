@@ -164,7 +164,8 @@ def predicted(facts: Facts, backend: str) -> str | None:
         return None
     owner, first = found[0]
     text = f"the portability table predicted it: {owner} calls {first.get('call')} ("
-    text += f"{Path(str(first.get('file'))).name}:{first.get('line')})"
+    text += f"{Path(str(first.get('file'))).name}:{first.get('line')}"
+    text += f", {first['via']})" if first.get("via") else ")"
     if first.get("replacement"):
         text += f", replace with {first['replacement']}"
     more = len(found) - 1
@@ -196,6 +197,7 @@ def portability_parts(facts: Facts) -> list[Text]:
 
 def _blocker(b: dict[str, Any]) -> str:
     where = f"{Path(str(b.get('file'))).name}:{b.get('line')} {b.get('method')}: {b.get('call')}"
+    where += f" ({b['via']})" if b.get("via") else ""
     blocks = b.get("blocks") or []
     if not blocks:
         return f"{where} (note: {b.get('advice')})"

@@ -168,14 +168,30 @@ class Ported:
 
 
 def check(table: Table, what: str) -> None:
-    """Raise ``UsageError`` when there is nothing to port, or naming every blocker that has no
-    replacement."""
+    """Raise ``UsageError`` when there is nothing to port, naming every blocker that has no
+    replacement, or every one in a helper of another file than its class's (not rewritten)."""
     if not table.blockers():
         raise UsageError(f"{what}: nothing to replace: no custom class calls a backend's own ops")
     missing = table.missing()
     if missing:
-        listed = "; ".join(f"{b.owner} calls {b.call} ({b.where})" for b in missing)
+        listed = "; ".join(f"{b.owner} calls {b.call} ({_place(b)})" for b in missing)
         raise UsageError(f"{what}: no keras.ops replacement for {listed}")
+    elsewhere = [b for s in table.scanned for b in s.blockers if b.blocks and b.file != s.file]
+    if elsewhere:
+        listed = "; ".join(f"{b.owner} calls {b.call} ({_place(b)})" for b in elsewhere)
+        raise UsageError(
+            f"{what}: a helper in another file than its class is not rewritten: {listed}; "
+            f"replace the call there with its keras.ops replacement"
+        )
+
+
+def _place(b: Blocker) -> str:
+    return f"{b.where}, {b.via}" if b.via else b.where
+
+
+def count_replaced(blockers: list[Blocker]) -> int:
+    """How many calls the rewrite replaces: a helper's call that two classes reach, once."""
+    return len({(b.file, b.edits) for b in blockers if b.replacement})
 
 
 def port(table: Table, directory: Path) -> Ported:
@@ -194,7 +210,7 @@ def port(table: Table, directory: Path) -> Ported:
             continue
         original = path.read_text(encoding="utf-8")
         rewritten = without_unused_imports(with_keras_import(apply_edits(original, edits)))
-        replaced += sum(1 for b in table.blockers() if b.file == str(path) and b.replacement)
+        replaced += count_replaced([b for b in table.blockers() if b.file == str(path)])
         files[module] = directory / f"{module}.py"
         files[module].write_text(rewritten, encoding="utf-8")
         diffs.append(unified(original, rewritten, path))
@@ -241,6 +257,7 @@ def render_table(rows: list[dict[str, Any]]) -> str:
 def blocker_text(b: dict[str, Any]) -> str:
     """``mylayers.py:16 call: tf.nn.relu blocks jax, torch → keras.ops.relu``."""
     where = f"{Path(b['file']).name}:{b['line']} {b['method']}: {b['call']}"
+    where += f" ({b['via']})" if b.get("via") else ""
     if not b["blocks"]:
         return f"{where} (note: {b['advice']})"
     text = f"{where} blocks {', '.join(b['blocks'])}"
@@ -262,8 +279,9 @@ class LivePort:
 def port_live(targets: list[Any], scanned: list[Scanned]) -> LivePort:
     """Each target with replaceable blockers rebuilt from its rewritten source: the class (or
     function) definition alone, without its decorators (a registration would replace yours in
-    this process), executed in a copy of its module's globals. Raises ``UsageError`` naming the
-    blockers that have no replacement."""
+    this process), executed in a copy of its module's globals, after the helper functions of its
+    file that it calls (rewritten too, so that it calls the rewrite). Raises ``UsageError``
+    naming the blockers that have no replacement or are in a helper of another file."""
     table = Table(scanned)
     check(table, "port")
     import ast
@@ -279,19 +297,33 @@ def port_live(targets: list[Any], scanned: list[Scanned]) -> LivePort:
             continue
         edits_by_file.setdefault(found.file, []).extend(edits)
         rewritten = apply_edits("".join(linecache.getlines(found.file)), edits)
-        nodes = [
-            n
-            for n in ast.walk(ast.parse(rewritten))
-            if isinstance(n, (ast.ClassDef, ast.FunctionDef)) and n.name == target.__name__
-        ]
-        node = min(nodes, key=lambda n: abs(n.lineno - (found.line or 0)))
-        lines = rewritten.splitlines(keepends=True)[node.lineno - 1 : node.end_lineno]
+        tree = ast.parse(rewritten)
         namespace = dict(vars(sys.modules[target.__module__]), keras=keras)
-        exec(compile("".join(lines), found.file, "exec"), namespace)  # noqa: S102 — the user's own class, rewritten
+        for helper in (h for h in found.helpers if h.file == found.file):
+            _execute(rewritten, tree, helper.name, helper.line, found.file, namespace)
+        _execute(rewritten, tree, target.__name__, found.line or 0, found.file, namespace)
         swap[id(target)] = namespace[target.__name__]
     diffs = []
     for file, edits in edits_by_file.items():
         original = "".join(linecache.getlines(file))
         rewritten = without_unused_imports(with_keras_import(apply_edits(original, edits)))
         diffs.append(unified(original, rewritten, Path(file)))
-    return LivePort(swap, "".join(diffs), sum(1 for b in table.blockers() if b.replacement))
+    return LivePort(swap, "".join(diffs), count_replaced(table.blockers()))
+
+
+def _execute(
+    source: str, tree: Any, name: str, line: int, file: str, namespace: dict[str, Any]
+) -> None:
+    """Run the definition of ``name`` nearest ``line`` in ``source`` (its lines alone, at their
+    own line numbers, without decorators) in ``namespace``."""
+    import ast
+
+    nodes = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.ClassDef, ast.FunctionDef)) and n.name == name
+    ]
+    node = min(nodes, key=lambda n: abs(n.lineno - line))
+    lines = source.splitlines(keepends=True)[node.lineno - 1 : node.end_lineno]
+    code = "\n" * (node.lineno - 1) + "".join(lines)
+    exec(compile(code, file, "exec"), namespace)  # noqa: S102 — the user's own code, rewritten
