@@ -1,7 +1,7 @@
 """``advisor history``: samples/s and goodput of a store's runs over time, with change points.
 
-Exit codes: 0 shown; 2 a usage error (a bad ``--tag``, no run selected). Imports matplotlib only
-for ``--plot``.
+Exit codes: 0 shown; 2 a usage error (a bad ``--tag``, ``--last`` below 1, no run selected).
+Imports matplotlib only for ``--plot``.
 """
 
 from __future__ import annotations
@@ -63,7 +63,13 @@ def select_history(
     metavar="KEY",
     help="One point per value of this tag (e.g. commit): the median of its runs.",
 )
-@click.option("--last", type=int, default=200, show_default=True, help="The newest N runs only.")
+@click.option(
+    "--last",
+    type=click.IntRange(min=1),
+    default=200,
+    show_default=True,
+    help="The newest N runs only.",
+)
 @text_or_json_option
 @click.option(
     "--plot",

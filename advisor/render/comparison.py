@@ -26,15 +26,22 @@ def interval(f: FigureChange) -> str:
 
 
 def figure_line(f: FigureChange) -> str:
-    """One figure: before → after, the change with its interval, the verdict, what it costs."""
+    """One figure: before → after, the change with its interval, the verdict, what it costs and
+    the smallest change this pair could tell from noise (half its interval's width)."""
     spec = ",.0f" if f.unit == "samples/$" else ",.3g" if f.unit == "ms/step" else ",.1f"
     before = "-" if f.baseline is None else format(f.baseline, spec)
     after = "-" if f.current is None else format(f.current, spec)
     line = f"{f.label}: {before} → {after} {f.unit}, {interval(f)}"
     if f.verdict not in ("too few", "one measurement"):
         line += f", {f.verdict}"
+    notes = []
     if f.step_share_pct is not None and f.verdict not in ("too few", "within noise"):
-        line += f" ({f.step_share_pct:+.1f}% of a step)"
+        notes.append(f"{f.step_share_pct:+.1f}% of a step")
+    if f.detectable_pct is not None:
+        of_step = " of a step" if f.unit == "ms/step" else ""
+        notes.append(f"detectable ±{f.detectable_pct:.1f}%{of_step}")
+    if notes:
+        line += f" ({'; '.join(notes)})"
     if f.regressed:
         line += "  ← REGRESSED"
     return line
