@@ -77,12 +77,20 @@ def compare_runs(
         contention=contention,
         appeared=sorted(cur_codes - base_codes),
         disappeared=sorted(base_codes - cur_codes),
+        differences=setup_differences(baseline.setup, current.setup),
         verdict="no regression",
         summary="",
         failed=False,
     )
     _judge(comparison)
     return comparison
+
+
+def setup_differences(base: Mapping[str, str], cur: Mapping[str, str]) -> list[str]:
+    """'global batch size 64 → 128' for each setting both runs record and differ in."""
+    return [
+        f"{key} {base[key]} → {cur[key]}" for key in base if key in cur and cur[key] != base[key]
+    ]
 
 
 def _rate(base: list[float], cur: list[float], key: str, label: str, unit: str) -> FigureChange:

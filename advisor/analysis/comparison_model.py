@@ -73,6 +73,11 @@ class RunComparison(_Model):
     disappeared: list[str] = Field(
         default_factory=list, description="failing codes of the baseline gone in this run"
     )
+    differences: list[str] = Field(
+        default_factory=list,
+        description="what the two runs ran differently ('global batch size 64 → 128'): the "
+        "comparison holds, but a change may come from that",
+    )
     verdict: Verdict
     summary: str = Field(description="one line: what got slower, or why nothing is judged")
     failed: bool

@@ -38,11 +38,30 @@ class RunSamples:
     labels: dict[str, str] = field(default_factory=dict)  # key → label
     wall_ms_per_step: list[float] = field(default_factory=list)  # per epoch
     whole: dict[str, float] = field(default_factory=dict)  # key → seconds, once per run
+    setup: dict[str, str] = field(default_factory=dict)  # what ran: backend, batch size, …
+
+
+def setup_of(run: Run) -> dict[str, str]:
+    """What the run ran, as its manifest says: what a comparison sets side by side to say when
+    two runs did not run the same thing (a field unknown on a run is left out)."""
+    m = run.manifest
+    values = {
+        "backend": m.framework.backend,
+        "global batch size": m.global_batch_size,
+        "strategy": m.strategy,
+        "workers": m.num_workers,
+        "dtype policy": m.dtype_policy,
+        "jit_compile": m.jit_compile,
+        "steps per execution": m.steps_per_execution,
+        "instance type": m.instance_type,
+        "CPU count": m.host.cpu_count,
+    }
+    return {key: str(value) for key, value in values.items() if value is not None}
 
 
 def samples_of(run: Run) -> RunSamples:
     """The comparison's observations of ``run`` (its chief worker)."""
-    out = RunSamples(run.run_id, price_per_hour=run.manifest.price_per_hour)
+    out = RunSamples(run.run_id, price_per_hour=run.manifest.price_per_hour, setup=setup_of(run))
     out.rates = window_rates(run)
     _parts(run, out)
     return out

@@ -49,7 +49,8 @@ def figure_line(f: FigureChange) -> str:
 
 def comparison_lines(c: RunComparison, all_parts: bool = False) -> list[str]:
     """The comparison as plain lines: the verdict, the rates, the parts that moved (all with
-    ``all_parts``), the host's sharing and the findings that came or went."""
+    ``all_parts``), the host's sharing, what the runs ran differently and the findings that
+    came or went."""
     lines = [f"{VERDICT_WORDS[c.verdict]}: {c.summary}"]
     lines += [figure_line(f) for f in c.rates]
     moved = [p for p in c.parts if all_parts or p.verdict in ("slower", "faster") or p.regressed]
@@ -61,6 +62,9 @@ def comparison_lines(c: RunComparison, all_parts: bool = False) -> list[str]:
         lines.append(f"  {quiet} other part(s) within noise or measured once")
     if c.contention is not None:
         lines.append(_contention_line(c))
+    if c.differences:
+        differ = "; ".join(c.differences)
+        lines.append(f"the runs differ in what they ran: {differ} (a change may come from that)")
     if c.appeared:
         lines.append("findings new in this run: " + ", ".join(c.appeared))
     if c.disappeared:

@@ -134,3 +134,12 @@ def test_a_callback_on_a_loaded_host_fails_only_when_its_whole_interval_is_beyon
     hook = next(p for p in near.parts if p.key == HOOK)
     assert hook.verdict == "slower" and hook.step_share_pct > 5.0 and not hook.regressed
     assert not near.failed
+
+
+def test_settings_both_runs_record_and_differ_in_are_listed():
+    base, cur = samples("a"), samples("b")
+    base.setup = {"backend": "tensorflow", "workers": "1", "instance type": "g5.xlarge"}
+    cur.setup = {"backend": "jax", "workers": "1"}  # the instance type unknown: not a difference
+    c = compare_runs(base, cur, 5.0)
+    assert c.differences == ["backend tensorflow → jax"]
+    assert compare_runs(samples("a"), samples("b"), 5.0).differences == []

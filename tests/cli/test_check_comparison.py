@@ -234,3 +234,45 @@ def test_a_store_of_one_run_has_a_history_of_one_point_and_a_gate_too_short_to_j
     gate = advisor(root, "check", "only", "--history", *config)
     assert gate.exit_code == 0
     assert "TOO SHORT TO JUDGE: 1 point(s) in the history of name=solo: at least 6" in gate.stdout
+
+
+def test_the_history_gate_in_sarif_and_junit_carries_the_part(tmp_path):
+    root = tmp_path / "runs"
+    _series(root)
+    (tmp_path / "e.toml").write_text("")
+    args = [
+        "check",
+        "s13",
+        "--history",
+        "--group-by",
+        "commit",
+        "--config",
+        str(tmp_path / "e.toml"),
+    ]
+    sarif = json.loads(advisor(root, *args, "--select", "P702", "--format", "sarif").stdout)
+    jsonschema.validate(sarif, json.loads((DATA / "sarif-schema-2.1.0.json").read_text()))
+    (found,) = [r for r in sarif["runs"][0]["results"] if r["ruleId"] == "regression"]
+    assert found["properties"]["part"] == HOOK and found["level"] == "error"
+    assert "at c10, after c09" in found["message"]["text"]
+    root_xml = ET.fromstring(advisor(root, *args, "--select", "P702", "--format", "junit").stdout)
+    (case,) = [c for c in root_xml.iter("testcase") if c.get("name") == "history of name=nightly"]
+    assert HOOK in case.find("failure").get("message")
+
+
+def test_runs_that_ran_differently_are_compared_and_say_so(tmp_path):
+    root = tmp_path / "runs"
+    write_run(root, "base", backend="tensorflow")
+    write_run(root, "other", batch=128, backend="jax")  # twice the samples per step
+    (tmp_path / "e.toml").write_text("")
+    config = ["--config", str(tmp_path / "e.toml"), "--select", "P702"]
+    result = advisor(root, "check", "other", "--baseline", "base", *config)
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.stdout.split())
+    assert (
+        "the runs differ in what they ran: backend tensorflow → jax; global batch size 64 → 128 "
+        "(a change may come from that)"
+    ) in text
+    as_json = advisor(root, "check", "other", "--baseline", "base", *config, "--format", "json")
+    comparison = json.loads(as_json.stdout)["regression"]["comparison"]
+    assert comparison["differences"] == ["backend tensorflow → jax", "global batch size 64 → 128"]
+    assert comparison["rates"][0]["verdict"] == "faster"
