@@ -113,7 +113,11 @@ def attach_history_gate(
 
     if not report.run.name:
         raise UsageError(f"--history: run {report.run.run_id} has no name to find its history by")
-    found = history(store, name=report.run.name, group_by=group_by, until=report.run.run_id)
+    run_id = report.run.run_id
+    found = history(store, name=report.run.name, group_by=group_by, until=run_id)
+    if not any(run_id in point.run_ids for point in found.points):  # a gate of other runs only
+        why = f": it has no {group_by} tag" if group_by else ""
+        raise UsageError(f"--history: run {run_id} is not in the history of {found.selection}{why}")
     gate = history_gate(found, max_regression_pct)
     if report.regression is None:
         report.regression = Regression(

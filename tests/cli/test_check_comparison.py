@@ -186,6 +186,20 @@ def test_check_history_gates_on_the_latest_change_point(tmp_path):
     assert advisor(root, "check", "s13", "--group-by", "commit", *config).exit_code == 2
 
 
+def test_a_run_outside_its_grouped_history_is_a_usage_error_not_a_gate_of_the_others(tmp_path):
+    root = tmp_path / "runs"
+    _series(root)  # slower from s10 on
+    write_run(root, "untagged", name="nightly", t0=1_790_000_000.0 + 60 * 20)  # fixed, no commit
+    (tmp_path / "e.toml").write_text("")
+    config = ["--config", str(tmp_path / "e.toml"), "--select", "P702"]
+    result = advisor(root, "check", "untagged", "--history", "--group-by", "commit", *config)
+    assert result.exit_code == 2
+    assert (
+        "--history: run untagged is not in the history of name=nightly: it has no commit tag"
+        in result.output
+    )
+
+
 def test_every_rate_and_part_says_the_smallest_change_the_pair_could_detect(store):
     text = " ".join(check(store, "slow-hook").stdout.split())
     assert "-12.2% [-13.9%, -10.4%], slower (detectable ±2.1%)" in text
