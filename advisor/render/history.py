@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from advisor.analysis.history import History, HistoryChange
 
 METRIC_LABEL = {"samples_per_s": "samples/s", "goodput": "goodput"}
+MAX_TICK_LABELS = 60
 
 
 def metric_label(metric: str) -> str:
@@ -96,6 +97,9 @@ def history_figure(history: History) -> Any:
                 )
     axes[0].set_title(f"History of {history.selection}")
     axes[-1].set_xlabel(f"point ({history.group_by or 'run'}), oldest first")
+    if len(xs) <= MAX_TICK_LABELS:  # each point named by its commit (or run id), shortened
+        names = [p.label[:15] for p in history.points]
+        axes[-1].set_xticks(xs, names, rotation=90, fontsize="x-small")
     return fig
 
 
