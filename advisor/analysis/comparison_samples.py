@@ -116,7 +116,7 @@ def _parts(run: Run, out: RunSamples) -> None:
     for key in list(out.parts):  # a part absent from an epoch cost nothing there
         out.parts[key] += [0.0] * (len(out.wall_ms_per_step) - len(out.parts[key]))
     for key in out.parts:
-        out.labels.setdefault(key, _label(key))
+        out.labels.setdefault(key, part_label(key))
 
 
 def _epoch_deltas(records: list[BudgetRecord]) -> list[tuple[int, float, dict[str, float]]]:
@@ -149,7 +149,8 @@ def _cumulative(record: BudgetRecord) -> dict[str, float]:
     return values
 
 
-def _label(key: str) -> str:
+def part_label(key: str) -> str:
+    """'Logger.on_train_batch_end', 'the steps themselves', 'validation' for a part's key."""
     name = key.removeprefix("part.")
     if name.startswith("callback."):
         return name.removeprefix("callback.")

@@ -221,7 +221,7 @@ def history_gate(history: History, max_regression_pct: float) -> HistoryGate:
         size = latest.step_share_pct if latest.step_share_pct is not None else latest.change_pct
         what = "of a step" if latest.step_share_pct is not None else ""
         summary = (
-            f"latest change point: {latest.metric} at {latest.label}{_after(latest)} "
+            f"latest change point: {figure_name(latest.metric)} at {latest.label}{_after(latest)} "
             f"({(size or 0.0):+.1f}% {what}, confidence {latest.confidence:.4f}, "
             f"{latest.before_n} point(s) before, {latest.after_n} after)"
         ).replace("% ,", "%,")
@@ -239,3 +239,17 @@ def history_gate(history: History, max_regression_pct: float) -> HistoryGate:
 
 def _after(change: HistoryChange) -> str:
     return f", after {change.before_label}" if change.before_label else ""
+
+
+def figure_name(metric: str) -> str:
+    """'samples/s', 'goodput', or a part as the pair comparison names it: '`on_train_batch_end`
+    of `Logger`', 'the steps themselves', 'validation'."""
+    from advisor.analysis.comparison_samples import part_label
+
+    if metric in METRICS:
+        return {"samples_per_s": "samples/s"}.get(metric, metric)
+    label = part_label(metric)
+    if metric.startswith("part.callback."):
+        cls, _, hook = label.rpartition(".")
+        return f"`{hook}` of `{cls}`"
+    return label
