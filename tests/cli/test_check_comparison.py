@@ -291,3 +291,21 @@ def test_runs_that_ran_differently_are_compared_and_say_so(tmp_path):
     comparison = json.loads(as_json.stdout)["regression"]["comparison"]
     assert comparison["differences"] == ["backend tensorflow → jax", "global batch size 64 → 128"]
     assert comparison["rates"][0]["verdict"] == "faster"
+
+
+def test_a_pair_too_noisy_to_rule_out_the_size_that_matters_exits_3_and_says_what_it_can_detect(
+    tmp_path,
+):
+    root = tmp_path / "runs"
+    wild = (1.0, 0.6, 1.4, 0.8, 1.25, 0.7, 1.3, 0.9, 1.1, 0.75)  # windows ±40 %: a busy host
+    write_run(root, "base", spread=wild)
+    write_run(root, "noisy", spread=tuple(reversed(wild)))
+    (tmp_path / "e.toml").write_text("")
+    config = ["--config", str(tmp_path / "e.toml"), "--select", "P702"]
+    result = advisor(root, "check", "noisy", "--baseline", "base", *config)
+    assert result.exit_code == 3, result.output
+    text = " ".join(result.stdout.split())
+    assert "NOT JUDGEABLE: samples/s" in text and "within noise, but the interval reaches" in text
+    assert "this pair can detect changes of" in text and "or more, not 5%" in text
+    allowed = advisor(root, "check", "noisy", "--baseline", "base", *config, "--allow-incomplete")
+    assert allowed.exit_code == 0

@@ -34,6 +34,7 @@ def write_run(
     t0: float | None = None,
     batch: int = BATCH,
     backend: str | None = None,
+    spread: tuple[float, ...] = SPREAD,
 ) -> Path:
     """A finished run whose steps take ``step_ms`` and whose ``Logger.on_train_batch_end``
     takes ``callback_ms`` per step; other processes took ``others_cpu`` of a 2-core host."""
@@ -49,7 +50,7 @@ def write_run(
     for e in range(epochs):
         for w in range(2):  # two windows per epoch
             i = 2 * e + w
-            seconds = half * per_step * SPREAD[i % len(SPREAD)]
+            seconds = half * per_step * spread[i % len(spread)]
             t += seconds
             writer.write(
                 WindowRecord(
