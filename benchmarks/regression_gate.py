@@ -164,10 +164,17 @@ def main() -> int:
         default=None,
         help="this injected slowdown alone, against no-change runs trained beside it",
     )
+    parser.add_argument(
+        "--map-steps",
+        type=float,
+        default=0.5,
+        help="with --only map: the map's sleep per batch, in no-change steps (default 0.5)",
+    )
     args = parser.parse_args()
     if args.only:
         store = Path(args.store or tempfile.mkdtemp(prefix="regression-gate-"))
-        return only_one(make_fit(store), store, args.only, 4 if args.quick else 8)
+        n = 4 if args.quick else 8
+        return only_one(make_fit(store), store, args.only, n, args.map_steps)
     if args.judge_only:
         return judge_store(Path(args.store), 2 if args.quick else 1)
     store = Path(args.store or tempfile.mkdtemp(prefix="regression-gate-"))
@@ -239,7 +246,7 @@ def judge_store(store: Path, k: int) -> int:
     return 0
 
 
-def only_one(fit, store: Path, kind: str, n: int) -> int:
+def only_one(fit, store: Path, kind: str, n: int, map_steps: float = 0.5) -> int:
     """``n`` runs with one slowdown, each against a no-change run trained just before it."""
     from advisor.service import RunService
 
@@ -252,7 +259,7 @@ def only_one(fit, store: Path, kind: str, n: int) -> int:
             slow.append(fit("retrace", retrace=True))
         else:
             step_ms = _median_step_ms(service, same[-1:])
-            slow.append(fit("slow-map", map_sleep=0.5 * step_ms / 1000))
+            slow.append(fit("slow-map", map_sleep=map_steps * step_ms / 1000))
     no_change = [judge(service, same[i], same[i - 1]) for i in range(1, n)]
     injected = [judge(service, slow[i], same[i]) for i in range(n)]
     print(
