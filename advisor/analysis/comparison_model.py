@@ -1,6 +1,7 @@
 """What a comparison of two runs says: each figure's change with its interval, and the verdict.
 
-Plain pydantic models, so a report carries them as JSON and every renderer reads the same thing.
+Plain pydantic models, so a report carries them as JSON and every renderer reads the same thing;
+and the one name of a part of the fit (`part_label`).
 """
 
 from __future__ import annotations
@@ -84,3 +85,13 @@ class RunComparison(_Model):
 
     def regressed_parts(self) -> list[FigureChange]:
         return [p for p in self.parts if p.regressed]
+
+
+def part_label(key: str) -> str:
+    """'Logger.on_train_batch_end', 'the steps themselves', 'validation' for a part's key."""
+    name = key.removeprefix("part.")
+    if name.startswith("callback."):
+        return name.removeprefix("callback.")
+    return {"train_steps": "the steps themselves", "epoch_boundary": "epoch boundaries"}.get(
+        name, name
+    )

@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from advisor.analysis.comparison_model import part_label
+
 if TYPE_CHECKING:
     from advisor.store.reader import Run
     from advisor.store.schema import BudgetRecord
@@ -147,13 +149,3 @@ def _cumulative(record: BudgetRecord) -> dict[str, float]:
         key = f"part.callback.{cb.name}.{cb.hook}"
         values[key] = values.get(key, 0.0) + cb.seconds
     return values
-
-
-def part_label(key: str) -> str:
-    """'Logger.on_train_batch_end', 'the steps themselves', 'validation' for a part's key."""
-    name = key.removeprefix("part.")
-    if name.startswith("callback."):
-        return name.removeprefix("callback.")
-    return {"train_steps": "the steps themselves", "epoch_boundary": "epoch boundaries"}.get(
-        name, name
-    )

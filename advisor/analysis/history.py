@@ -21,6 +21,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from advisor.analysis.change_points import MAX_PVALUE, MIN_SIZE, change_points
+from advisor.analysis.comparison_model import part_label
 from advisor.stats import median
 
 METRICS = ("samples_per_s", "goodput")
@@ -244,8 +245,6 @@ def _after(change: HistoryChange) -> str:
 def figure_name(metric: str) -> str:
     """'samples/s', 'goodput', or a part as the pair comparison names it: '`on_train_batch_end`
     of `Logger`', 'the steps themselves', 'validation'."""
-    from advisor.analysis.comparison_samples import part_label
-
     if metric in METRICS:
         return {"samples_per_s": "samples/s"}.get(metric, metric)
     label = part_label(metric)
