@@ -18,6 +18,10 @@ whatever else the machine is doing. Three sets:
 
 The fixed gate fails a pair when samples/s dropped by more than 5 %. Both gates judge the same
 pairs. Prints a table for benchmarks/RESULTS.md; exit 0.
+
+``--only retrace`` (or ``map``) trains that slowdown alone, each run beside a no-change run
+trained just before it, and judges those pairs and the no-change neighbours: a quick check of
+one kind after a change to what the budget records (a few minutes, not the whole set).
 """
 
 from __future__ import annotations
@@ -154,7 +158,23 @@ def main() -> int:
         action="store_true",
         help="judge the runs already in --store again (after a change to the gate), no fits",
     )
+    parser.add_argument(
+        "--only",
+        choices=("retrace", "map"),
+        default=None,
+        help="this injected slowdown alone, against no-change runs trained beside it",
+    )
+    parser.add_argument(
+        "--map-steps",
+        type=float,
+        default=0.5,
+        help="with --only map: the map's sleep per batch, in no-change steps (default 0.5)",
+    )
     args = parser.parse_args()
+    if args.only:
+        store = Path(args.store or tempfile.mkdtemp(prefix="regression-gate-"))
+        n = 4 if args.quick else 8
+        return only_one(make_fit(store), store, args.only, n, args.map_steps)
     if args.judge_only:
         return judge_store(Path(args.store), 2 if args.quick else 1)
     store = Path(args.store or tempfile.mkdtemp(prefix="regression-gate-"))
@@ -223,6 +243,35 @@ def judge_store(store: Path, k: int) -> int:
             counts[str(r["blamed"])] = counts.get(str(r["blamed"]), 0) + 1
         print(f"  {label}: {counts}")
     _history(service)
+    return 0
+
+
+def only_one(fit, store: Path, kind: str, n: int, map_steps: float = 0.5) -> int:
+    """``n`` runs with one slowdown, each against a no-change run trained just before it."""
+    from advisor.service import RunService
+
+    service = RunService(store)
+    fit("warm-up")
+    same, slow = [], []
+    for _ in range(n):
+        same.append(fit("same"))
+        if kind == "retrace":
+            slow.append(fit("retrace", retrace=True))
+        else:
+            step_ms = _median_step_ms(service, same[-1:])
+            slow.append(fit("slow-map", map_sleep=map_steps * step_ms / 1000))
+    no_change = [judge(service, same[i], same[i - 1]) for i in range(1, n)]
+    injected = [judge(service, slow[i], same[i]) for i in range(n)]
+    print(
+        "| pairs | n | noise-aware gate fails | fixed 5% gate fails | named | not judgeable "
+        "| contention | median samples/s change |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    print(rate_line("no change (neighbours)", no_change))
+    print(rate_line(kind, injected))
+    for label, results in (("no change", no_change), (kind, injected)):
+        print(f"  {label}: blamed first {[r['blamed'] for r in results]}")
+        print(f"  {label}: verdicts {[r['verdict'] for r in results]}")
     return 0
 
 

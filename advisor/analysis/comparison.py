@@ -16,6 +16,9 @@ boundaries, validation — slows with the load, so its slowdown (and samples/s's
 of its interval is beyond the limit (a sleep in a callback does not stretch with the load; an
 overslept one a little).
 
+Start-up and the wait for input (which the cached-input baseline measures once per run, inside
+the steps) are one measurement per run: set side by side, never gated.
+
 When samples/s is within noise but its interval still reaches a drop beyond
 ``max_regression_pct``, or a run has too few windows for an interval, the verdict is *not
 judgeable*: the pair cannot tell, and says the smallest change it could have detected.
@@ -41,6 +44,7 @@ RATE_KEY = "throughput.samples_per_s"
 # The framework's own compute: on a loaded host it slows with the load, like the steps.
 FRAMEWORK_PARTS = frozenset({"part.train_steps", "part.epoch_boundary", "part.validation"})
 STEPS_KEY = "part.train_steps"
+INPUT_WAIT_KEY = "part.input_wait"
 
 
 def compare_runs(
@@ -67,6 +71,8 @@ def compare_runs(
     step_ms = median(baseline.wall_ms_per_step)
     parts = [_part(key, baseline, current, step_ms) for key in _part_keys(baseline, current)]
     parts += [_whole(key, baseline, current) for key in baseline.whole if key in current.whole]
+    wait = _input_wait(baseline, current, baseline_facts or {}, current_facts or {})
+    parts += [wait] if wait is not None else []
     contention = _contention(baseline_facts or {}, current_facts or {})
     base_codes, cur_codes = set(baseline_codes), set(current_codes)
     comparison = RunComparison(
@@ -77,12 +83,20 @@ def compare_runs(
         contention=contention,
         appeared=sorted(cur_codes - base_codes),
         disappeared=sorted(base_codes - cur_codes),
+        differences=setup_differences(baseline.setup, current.setup),
         verdict="no regression",
         summary="",
         failed=False,
     )
     _judge(comparison)
     return comparison
+
+
+def setup_differences(base: Mapping[str, str], cur: Mapping[str, str]) -> list[str]:
+    """'global batch size 64 → 128' for each setting both runs record and differ in."""
+    return [
+        f"{key} {base[key]} → {cur[key]}" for key in base if key in cur and cur[key] != base[key]
+    ]
 
 
 def _rate(base: list[float], cur: list[float], key: str, label: str, unit: str) -> FigureChange:
@@ -172,6 +186,39 @@ def _whole(key: str, baseline: RunSamples, current: RunSamples) -> FigureChange:
         current_n=1,
         verdict="one measurement",
     )
+
+
+def _input_wait(
+    baseline: RunSamples,
+    current: RunSamples,
+    base_facts: Mapping[str, Any],
+    cur_facts: Mapping[str, Any],
+) -> FigureChange | None:
+    """The wait for input inside the steps, in ms per step, when the cached-input baseline measured
+    it on both runs: one measurement per run (its share of the steps × their time), not gated."""
+    base, cur = _wait_ms(baseline, base_facts), _wait_ms(current, cur_facts)
+    if base is None or cur is None:
+        return None
+    return FigureChange(
+        key=INPUT_WAIT_KEY,
+        label="input wait (inside the steps)",
+        unit="ms/step",
+        higher_is_better=False,
+        baseline=base,
+        current=cur,
+        change=cur - base,
+        change_pct=round((cur - base) / base * 100.0, 2) if base else None,
+        baseline_n=1,
+        current_n=1,
+        verdict="one measurement",
+    )
+
+
+def _wait_ms(run: RunSamples, facts: Mapping[str, Any]) -> float | None:
+    bound, steps_ms = _num(facts.get("input.bound_fraction")), median(run.parts.get(STEPS_KEY, []))
+    if bound is None or steps_ms is None:
+        return None
+    return bound * steps_ms if facts.get("input.bound_outside_band") else 0.0
 
 
 def _verdict(low: float, high: float, higher_is_better: bool) -> Any:

@@ -1,6 +1,7 @@
 """What a comparison of two runs says: each figure's change with its interval, and the verdict.
 
-Plain pydantic models, so a report carries them as JSON and every renderer reads the same thing.
+Plain pydantic models, so a report carries them as JSON and every renderer reads the same thing;
+and the one name of a part of the fit (`part_label`).
 """
 
 from __future__ import annotations
@@ -73,9 +74,24 @@ class RunComparison(_Model):
     disappeared: list[str] = Field(
         default_factory=list, description="failing codes of the baseline gone in this run"
     )
+    differences: list[str] = Field(
+        default_factory=list,
+        description="what the two runs ran differently ('global batch size 64 → 128'): the "
+        "comparison holds, but a change may come from that",
+    )
     verdict: Verdict
     summary: str = Field(description="one line: what got slower, or why nothing is judged")
     failed: bool
 
     def regressed_parts(self) -> list[FigureChange]:
         return [p for p in self.parts if p.regressed]
+
+
+def part_label(key: str) -> str:
+    """'Logger.on_train_batch_end', 'the steps themselves', 'validation' for a part's key."""
+    name = key.removeprefix("part.")
+    if name.startswith("callback."):
+        return name.removeprefix("callback.")
+    return {"train_steps": "the steps themselves", "epoch_boundary": "epoch boundaries"}.get(
+        name, name
+    )

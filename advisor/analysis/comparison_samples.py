@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from advisor.analysis.comparison_model import part_label
+
 if TYPE_CHECKING:
     from advisor.store.reader import Run
     from advisor.store.schema import BudgetRecord
@@ -38,11 +40,30 @@ class RunSamples:
     labels: dict[str, str] = field(default_factory=dict)  # key → label
     wall_ms_per_step: list[float] = field(default_factory=list)  # per epoch
     whole: dict[str, float] = field(default_factory=dict)  # key → seconds, once per run
+    setup: dict[str, str] = field(default_factory=dict)  # what ran: backend, batch size, …
+
+
+def setup_of(run: Run) -> dict[str, str]:
+    """What the run ran, as its manifest says: what a comparison sets side by side to say when
+    two runs did not run the same thing (a field unknown on a run is left out)."""
+    m = run.manifest
+    values = {
+        "backend": m.framework.backend,
+        "global batch size": m.global_batch_size,
+        "strategy": m.strategy,
+        "workers": m.num_workers,
+        "dtype policy": m.dtype_policy,
+        "jit_compile": m.jit_compile,
+        "steps per execution": m.steps_per_execution,
+        "instance type": m.instance_type,
+        "CPU count": m.host.cpu_count,
+    }
+    return {key: str(value) for key, value in values.items() if value is not None}
 
 
 def samples_of(run: Run) -> RunSamples:
     """The comparison's observations of ``run`` (its chief worker)."""
-    out = RunSamples(run.run_id, price_per_hour=run.manifest.price_per_hour)
+    out = RunSamples(run.run_id, price_per_hour=run.manifest.price_per_hour, setup=setup_of(run))
     out.rates = window_rates(run)
     _parts(run, out)
     return out
@@ -97,7 +118,7 @@ def _parts(run: Run, out: RunSamples) -> None:
     for key in list(out.parts):  # a part absent from an epoch cost nothing there
         out.parts[key] += [0.0] * (len(out.wall_ms_per_step) - len(out.parts[key]))
     for key in out.parts:
-        out.labels.setdefault(key, _label(key))
+        out.labels.setdefault(key, part_label(key))
 
 
 def _epoch_deltas(records: list[BudgetRecord]) -> list[tuple[int, float, dict[str, float]]]:
@@ -128,12 +149,3 @@ def _cumulative(record: BudgetRecord) -> dict[str, float]:
         key = f"part.callback.{cb.name}.{cb.hook}"
         values[key] = values.get(key, 0.0) + cb.seconds
     return values
-
-
-def _label(key: str) -> str:
-    name = key.removeprefix("part.")
-    if name.startswith("callback."):
-        return name.removeprefix("callback.")
-    return {"train_steps": "the steps themselves", "epoch_boundary": "epoch boundaries"}.get(
-        name, name
-    )

@@ -21,6 +21,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from advisor.analysis.change_points import MAX_PVALUE, MIN_SIZE, change_points
+from advisor.analysis.comparison_model import part_label
 from advisor.stats import median
 
 METRICS = ("samples_per_s", "goodput")
@@ -60,6 +61,9 @@ class HistoryChange(BaseModel):
     metric: str = Field(description="samples_per_s, goodput or a part's key (ms/step)")
     index: int = Field(description="position of the first point after the change")
     label: str = Field(description="that point's tag value or run id")
+    before_label: str | None = Field(
+        default=None, description="the tag value or run id of the last point before the change"
+    )
     before_mean: float
     after_mean: float
     change_pct: float | None
@@ -167,6 +171,7 @@ def _changes(points: Sequence[HistoryPoint], metric: str) -> list[HistoryChange]
                 metric=metric,
                 index=index,
                 label=points[index].label,
+                before_label=points[known[cp.index - 1][0]].label,
                 before_mean=cp.before_mean,
                 after_mean=cp.after_mean,
                 change_pct=cp.change_pct,
@@ -217,7 +222,7 @@ def history_gate(history: History, max_regression_pct: float) -> HistoryGate:
         size = latest.step_share_pct if latest.step_share_pct is not None else latest.change_pct
         what = "of a step" if latest.step_share_pct is not None else ""
         summary = (
-            f"latest change point: {latest.metric} at {latest.label} "
+            f"latest change point: {figure_name(latest.metric)} at {latest.label}{_after(latest)} "
             f"({(size or 0.0):+.1f}% {what}, confidence {latest.confidence:.4f}, "
             f"{latest.before_n} point(s) before, {latest.after_n} after)"
         ).replace("% ,", "%,")
@@ -231,3 +236,19 @@ def history_gate(history: History, max_regression_pct: float) -> HistoryGate:
         summary=summary,
         failed=verdict == "regression",
     )
+
+
+def _after(change: HistoryChange) -> str:
+    return f", after {change.before_label}" if change.before_label else ""
+
+
+def figure_name(metric: str) -> str:
+    """'samples/s', 'goodput', or a part as the pair comparison names it: '`on_train_batch_end`
+    of `Logger`', 'the steps themselves', 'validation'."""
+    if metric in METRICS:
+        return {"samples_per_s": "samples/s"}.get(metric, metric)
+    label = part_label(metric)
+    if metric.startswith("part.callback."):
+        cls, _, hook = label.rpartition(".")
+        return f"`{hook}` of `{cls}`"
+    return label

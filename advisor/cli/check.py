@@ -2,8 +2,9 @@
 
 Exit codes: 0 clean; 1 a finding at or above ``--fail-on``, or a regression versus
 ``--baseline`` or in ``--history``; 2 a usage, input or rule error; 3 a run that cannot be judged
-(killed, still running, failed, empty, a collector failed, data unreadable; a comparison or a
-history too short or too noisy to tell) unless ``--allow-incomplete``.
+(killed, still running, failed, empty, a collector failed, data unreadable; a comparison with
+``--baseline RUN`` too short or too noisy to tell) unless ``--allow-incomplete``. A ``--history``
+too short for change points gates nothing: it is said, and exits 0.
 ``--exit-zero`` turns 1 into 0 only. Over a store, an unreadable run is reported on stderr and
 the others are still checked. Imports nothing heavy: no TensorFlow, textual or matplotlib.
 """
@@ -119,6 +120,18 @@ def _baseline(store: RunService, ref: str) -> Any:
                 f"--baseline {ref}: not a readable advisor report ({reason})"
             ) from None
     return store.read(ref)
+
+
+def _refuse_itself(base_run: Any, path: Path, ref: str | None) -> None:
+    """A run compared with itself passes whatever it measured: a usage error (over a store, the
+    baseline among the runs checked is compared with itself, as it should)."""
+    from advisor.errors import UsageError
+
+    own = getattr(base_run, "path", None)
+    if own is not None and Path(own).resolve() == Path(path).resolve():
+        raise UsageError(
+            f"--baseline {ref} is the run being checked ({path.name}): compare with another run"
+        )
 
 
 def json_load(path: Path) -> Any:
@@ -259,6 +272,8 @@ def command(
     base_run = _baseline(store, baseline) if baseline else None
     paths, unlisted = run_targets(target, store)
     store_wide = is_store(target)
+    if base_run is not None and not store_wide:
+        _refuse_itself(base_run, paths[0], baseline)
     reports, unreadable = _diagnose_all(
         store,
         paths,

@@ -1,7 +1,7 @@
 """``advisor history``: samples/s and goodput of a store's runs over time, with change points.
 
-Exit codes: 0 shown; 2 a usage error (a bad ``--tag``, no run selected). Imports matplotlib only
-for ``--plot``.
+Exit codes: 0 shown; 2 a usage error (a bad ``--tag``, ``--last`` below 1, no run selected).
+Imports matplotlib only for ``--plot``.
 """
 
 from __future__ import annotations
@@ -63,7 +63,13 @@ def select_history(
     metavar="KEY",
     help="One point per value of this tag (e.g. commit): the median of its runs.",
 )
-@click.option("--last", type=int, default=200, show_default=True, help="The newest N runs only.")
+@click.option(
+    "--last",
+    type=click.IntRange(min=1),
+    default=200,
+    show_default=True,
+    help="The newest N runs only.",
+)
 @text_or_json_option
 @click.option(
     "--plot",
@@ -107,7 +113,11 @@ def attach_history_gate(
 
     if not report.run.name:
         raise UsageError(f"--history: run {report.run.run_id} has no name to find its history by")
-    found = history(store, name=report.run.name, group_by=group_by, until=report.run.run_id)
+    run_id = report.run.run_id
+    found = history(store, name=report.run.name, group_by=group_by, until=run_id)
+    if not any(run_id in point.run_ids for point in found.points):  # a gate of other runs only
+        why = f": it has no {group_by} tag" if group_by else ""
+        raise UsageError(f"--history: run {run_id} is not in the history of {found.selection}{why}")
     gate = history_gate(found, max_regression_pct)
     if report.regression is None:
         report.regression = Regression(

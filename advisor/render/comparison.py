@@ -26,15 +26,22 @@ def interval(f: FigureChange) -> str:
 
 
 def figure_line(f: FigureChange) -> str:
-    """One figure: before → after, the change with its interval, the verdict, what it costs."""
+    """One figure: before → after, the change with its interval, the verdict, what it costs and
+    the smallest change this pair could tell from noise (half its interval's width)."""
     spec = ",.0f" if f.unit == "samples/$" else ",.3g" if f.unit == "ms/step" else ",.1f"
     before = "-" if f.baseline is None else format(f.baseline, spec)
     after = "-" if f.current is None else format(f.current, spec)
     line = f"{f.label}: {before} → {after} {f.unit}, {interval(f)}"
     if f.verdict not in ("too few", "one measurement"):
         line += f", {f.verdict}"
+    notes = []
     if f.step_share_pct is not None and f.verdict not in ("too few", "within noise"):
-        line += f" ({f.step_share_pct:+.1f}% of a step)"
+        notes.append(f"{f.step_share_pct:+.1f}% of a step")
+    if f.detectable_pct is not None:
+        of_step = " of a step" if f.unit == "ms/step" else ""
+        notes.append(f"detectable ±{f.detectable_pct:.1f}%{of_step}")
+    if notes:
+        line += f" ({'; '.join(notes)})"
     if f.regressed:
         line += "  ← REGRESSED"
     return line
@@ -42,7 +49,8 @@ def figure_line(f: FigureChange) -> str:
 
 def comparison_lines(c: RunComparison, all_parts: bool = False) -> list[str]:
     """The comparison as plain lines: the verdict, the rates, the parts that moved (all with
-    ``all_parts``), the host's sharing and the findings that came or went."""
+    ``all_parts``), the host's sharing, what the runs ran differently and the findings that
+    came or went."""
     lines = [f"{VERDICT_WORDS[c.verdict]}: {c.summary}"]
     lines += [figure_line(f) for f in c.rates]
     moved = [p for p in c.parts if all_parts or p.verdict in ("slower", "faster") or p.regressed]
@@ -54,6 +62,9 @@ def comparison_lines(c: RunComparison, all_parts: bool = False) -> list[str]:
         lines.append(f"  {quiet} other part(s) within noise or measured once")
     if c.contention is not None:
         lines.append(_contention_line(c))
+    if c.differences:
+        differ = "; ".join(c.differences)
+        lines.append(f"the runs differ in what they ran: {differ} (a change may come from that)")
     if c.appeared:
         lines.append("findings new in this run: " + ", ".join(c.appeared))
     if c.disappeared:

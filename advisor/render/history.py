@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from advisor.analysis.history import History, HistoryChange
 
 METRIC_LABEL = {"samples_per_s": "samples/s", "goodput": "goodput"}
+MAX_TICK_LABELS = 60
 
 
 def metric_label(metric: str) -> str:
@@ -21,14 +22,16 @@ def metric_label(metric: str) -> str:
 
 
 def change_line(change: HistoryChange) -> str:
-    """'samples/s -21.4% at c10 (point 10): …, confidence 0.9999, 10 point(s) before, 20 after'."""
+    """'samples/s -21.4% at c10 (point 10, after c09): …, confidence 0.9999, 10 point(s) before,
+    20 after': where it is, the points either side of it, its size and confidence."""
     size = "" if change.change_pct is None else f"{change.change_pct:+.1f}% "
     share = (
         f", {change.step_share_pct:+.1f}% of a step" if change.step_share_pct is not None else ""
     )
+    after = f", after {change.before_label}" if change.before_label else ""
     return (
-        f"{metric_label(change.metric)} {size}at {change.label} "
-        f"(point {change.index}): {change.before_mean:,.4g} → {change.after_mean:,.4g}{share}, "
+        f"{metric_label(change.metric)} {size}at {change.label} (point {change.index}{after}): "
+        f"{change.before_mean:,.4g} → {change.after_mean:,.4g}{share}, "
         f"confidence {change.confidence:.4f}, {change.before_n} point(s) before, "
         f"{change.after_n} after"
     )
@@ -94,6 +97,9 @@ def history_figure(history: History) -> Any:
                 )
     axes[0].set_title(f"History of {history.selection}")
     axes[-1].set_xlabel(f"point ({history.group_by or 'run'}), oldest first")
+    if len(xs) <= MAX_TICK_LABELS:  # each point named by its commit (or run id), shortened
+        names = [p.label[:15] for p in history.points]
+        axes[-1].set_xticks(xs, names, rotation=90, fontsize="x-small")
     return fig
 
 

@@ -134,3 +134,35 @@ def test_a_callback_on_a_loaded_host_fails_only_when_its_whole_interval_is_beyon
     hook = next(p for p in near.parts if p.key == HOOK)
     assert hook.verdict == "slower" and hook.step_share_pct > 5.0 and not hook.regressed
     assert not near.failed
+
+
+def test_settings_both_runs_record_and_differ_in_are_listed():
+    base, cur = samples("a"), samples("b")
+    base.setup = {"backend": "tensorflow", "workers": "1", "instance type": "g5.xlarge"}
+    cur.setup = {"backend": "jax", "workers": "1"}  # the instance type unknown: not a difference
+    c = compare_runs(base, cur, 5.0)
+    assert c.differences == ["backend tensorflow → jax"]
+    assert compare_runs(samples("a"), samples("b"), 5.0).differences == []
+
+
+def wait_of(base_facts: dict, cur_facts: dict):
+    c = compare_runs(samples("a"), samples("b"), 5.0, base_facts, cur_facts)
+    return c, next((p for p in c.parts if p.key == "part.input_wait"), None)
+
+
+def test_the_input_wait_the_baseline_measured_is_set_side_by_side_and_not_gated():
+    bound = {"input.bound_fraction": 0.1, "input.bound_outside_band": True}
+    more = {"input.bound_fraction": 0.5, "input.bound_outside_band": True}
+    c, wait = wait_of(bound, more)
+    assert (wait.baseline, wait.current) == pytest.approx((1.0, 5.0), rel=0.01)  # × ~10 ms
+    assert wait.verdict == "one measurement" and not wait.regressed and not c.failed
+    inside_band = {"input.bound_fraction": 0.02, "input.bound_outside_band": False}
+    assert wait_of(inside_band, more)[1].baseline == 0.0  # no measurable wait
+    assert wait_of({}, more)[1] is None  # not measured on the baseline: not compared
+
+
+def test_steal_that_differs_between_the_runs_is_contention_with_its_figures():
+    base, cur = {"host.steal_fraction": 0.01}, {"host.steal_fraction": 0.20}
+    c = compare_runs(samples("a"), samples("b", rate=5000.0, steps_ms=13.0), 5.0, base, cur)
+    assert c.verdict == "contention" and not c.failed
+    assert c.contention.note == "steal 20% this run, 1% the baseline"

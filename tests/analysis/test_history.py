@@ -36,9 +36,11 @@ def test_a_part_that_steps_up_is_found_at_its_run_even_when_samples_per_s_is_noi
 def test_two_steps_in_samples_per_s_are_both_found():
     runs = [run(i, 30000 if i < 10 else 24000 if i < 20 else 18000) for i in range(30)]
     h = build_history(runs, "name=gate")
-    assert [(c.index, c.label) for c in h.changes if c.metric == "samples_per_s"] == [
-        (10, "r10"),
-        (20, "r20"),
+    assert [
+        (c.index, c.before_label, c.label) for c in h.changes if c.metric == "samples_per_s"
+    ] == [
+        (10, "r09", "r10"),
+        (20, "r19", "r20"),
     ]
     assert history_gate(h, 5.0).failed
 

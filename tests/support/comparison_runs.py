@@ -32,12 +32,17 @@ def write_run(
     name: str | None = "gate",
     tags: dict[str, str] | None = None,
     t0: float | None = None,
+    batch: int = BATCH,
+    backend: str | None = None,
+    spread: tuple[float, ...] = SPREAD,
 ) -> Path:
     """A finished run whose steps take ``step_ms`` and whose ``Logger.on_train_batch_end``
     takes ``callback_ms`` per step; other processes took ``others_cpu`` of a 2-core host."""
     t = time.time() if t0 is None else t0
     # created just before its first record: records outside a run's life are not read
-    manifest = {"global_batch_size": BATCH, "name": name, "tags": tags or {}, "created": t - 1}
+    manifest = {"global_batch_size": batch, "name": name, "tags": tags or {}, "created": t - 1}
+    if backend is not None:
+        manifest["framework"] = {"backend": backend}
     writer = RunWriter(store, run_id=run_id, manifest=manifest)
     per_step = (step_ms + callback_ms) / 1000.0
     half = steps_per_epoch // 2
@@ -45,7 +50,7 @@ def write_run(
     for e in range(epochs):
         for w in range(2):  # two windows per epoch
             i = 2 * e + w
-            seconds = half * per_step * SPREAD[i % len(SPREAD)]
+            seconds = half * per_step * spread[i % len(spread)]
             t += seconds
             writer.write(
                 WindowRecord(
@@ -53,7 +58,7 @@ def write_run(
                     epoch=e,
                     seconds=seconds,
                     steps=half,
-                    samples=half * BATCH,
+                    samples=half * batch,
                     step_begin=i * half,
                     step_end=(i + 1) * half,
                 )
