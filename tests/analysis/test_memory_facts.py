@@ -1,8 +1,8 @@
 """Memory facts from records written by the real run writer: a shuffle buffer that fills over the
 first epochs is left out and named, not called a leak; a device allocator that grows while the
-process is flat is a leak of the device, its deadline taken against the device's memory; the
-peak fraction M181 reads. (The real fits are tests/collectors/test_memory.py and the memory
-scenarios.)"""
+process is flat is a leak of the device, its deadline taken against the device's memory; an
+in-memory cache() after an endless repeat() is a leak's suspect; the peak fraction M181 reads.
+(The real fits are tests/collectors/test_memory.py and the memory scenarios.)"""
 
 from __future__ import annotations
 
@@ -92,6 +92,22 @@ def test_a_device_that_grows_is_a_leak_with_the_devices_deadline(tmp_path):
     m180 = evaluate(RULES["M180"], facts)
     assert m180.status == "fail" and m180.severity == "warning"
     assert "device memory grows 100.0" in m180.message
+
+
+def test_a_cache_after_an_endless_repeat_is_the_suspect_of_a_growth(tmp_path):
+    t0 = time.time() - 100.0
+    stages = [
+        {"kind": "source", "op": "TensorSliceDataset"},
+        {"kind": "repeat", "op": "RepeatDataset", "count": -1},
+        {"kind": "cache", "op": "CacheDatasetV2", "to_file": False},
+        {"kind": "batch", "op": "BatchDataset", "batch_size": 64},
+    ]
+    pipeline = PipelineRecord(t=t0, values={"input_kind": "tf.data", "summary": {"stages": stages}})
+    facts = _derive(tmp_path, pipeline, *_epochs(t0 + 1, [900 + 16 * i for i in range(10)]))
+    assert facts["memory.growing"] is True
+    assert facts["memory.growth_mb_per_epoch"] == pytest.approx(16.0)
+    assert facts["memory.suspect"].startswith("the input's in-memory cache() after repeat()")
+    assert "a cache" not in facts["memory.left_out"]  # it never stops: not a fill left out
 
 
 def test_the_peak_fraction_is_the_larger_of_host_and_device(tmp_path):
