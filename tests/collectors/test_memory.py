@@ -147,6 +147,21 @@ def test_a_fit_that_keeps_nothing_is_flat(runs):
     assert m180.status == "pass"
 
 
+def test_near_the_limit_is_judged_on_the_measured_peak_fraction(runs):
+    """M181 on a real fit's peak fraction: it passes here (a small model on a host with GBs
+    free); with its threshold set under the measured fraction, the same facts fail it."""
+    from advisor.diagnosis import evaluate, load_rules
+    from advisor.service import RunService
+
+    facts = RunService().analyse(runs["flat"]).facts
+    fraction = facts["memory.peak_fraction"]
+    assert 0 < fraction < 0.9, fraction  # the process's peak ÷ what it could reach
+    (rule,) = [r for r in load_rules() if r.code == "M181"]
+    assert evaluate(rule, facts).status == "pass"
+    lowered = evaluate(rule, facts, {"max_fraction": fraction / 2})
+    assert lowered.status == "fail" and f"{fraction:.0%}" in lowered.message
+
+
 def test_a_cache_after_an_endless_repeat_is_the_suspect(tmp_path):
     """A real tf.data pipeline that caches after ``repeat()``: the cache keeps every element it
     is given (32 KB each, 512 an epoch), so memory grows ~16 MB an epoch, and the suspect is the

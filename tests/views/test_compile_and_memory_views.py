@@ -42,6 +42,8 @@ def write_run(runs: Path, run_id: str = "views-1") -> Path:
         for i in range(3)
     ]
     events.append(_event(t0 + 6, "eval_step", "first", 0.25))
+    reason = "Call to `torch._dynamo.graph_break()`"
+    events.append(_event(t0 + 6.5, "graph", "graph_break", 0.0, kind="graph_break", detail=reason))
     writer.write(CompileRecord(t=t0 + 7, backend="tensorflow", events=events))
     writer.write(
         BudgetRecord(
@@ -102,6 +104,7 @@ def test_show_has_the_compile_line_its_parts_and_the_functions(runs: Path) -> No
         "train_step: 4 × in 2.50 s, 3 again (a new Python value ×3): step: 2 → 3"
     )
     assert functions[1].strip() == "eval_step: 1 × in 0.25 s"
+    assert "graph breaks: 1 (Call to `torch._dynamo.graph_break()` ×1)" in text
 
 
 def test_show_has_the_memory_line_with_the_rate_and_deadline(runs: Path) -> None:
