@@ -124,3 +124,21 @@ def test_the_peak_fraction_is_the_larger_of_host_and_device(tmp_path):
     m181 = evaluate(RULES["M181"], facts)
     assert m181.status == "fail" and "device 97%" in m181.message
     assert "memory.growing" not in facts  # three epochs: no verdict on growth
+
+
+def test_the_input_workers_memory_is_kept_and_counts_in_the_limit(tmp_path):
+    t0 = time.time() - 100.0
+    records = [
+        MemoryRecord(
+            t=t0 + i,
+            epoch=i,
+            rss=1000 * MB,
+            children_rss=(400 + 100 * i) * MB,  # a DataLoader's workers
+            available=1000 * MB,
+        )
+        for i in range(3)
+    ]
+    facts = _derive(tmp_path, *records)
+    assert facts["memory.host.children_peak_bytes"] == 600 * MB
+    # the process could reach its own memory, its workers' and what was still available
+    assert facts["memory.host.peak_fraction"] == pytest.approx(1000 / (1000 + 1000 + 400))
