@@ -250,3 +250,39 @@ def test_a_keras_fit_counts_its_start_up_tracing_as_compile_time(tmp_path):
     assert report.fact("compile.retraces") == 0
     assert _status(report, "C451").status == "pass"
     _budget_adds_up(report)
+
+
+def test_a_fits_test_and_predict_functions_are_traced_too(tmp_path):
+    """Validation and a predict inside a callback: Keras traces its test function (named as the
+    train one) and its predict function once each; nothing is traced again across epochs."""
+    pytest.importorskip("tensorflow")
+    import keras
+    import numpy as np
+
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("the Keras backend of this process is not TensorFlow")
+    x, y = np.ones((100, 4), "float32"), np.ones((100, 1), "float32")
+
+    class Predicts(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            self.model.predict(x[:8], verbose=0)
+
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    callback = advisor.AdvisorCallback(runs_dir=tmp_path, telemetry=False, baseline=None)
+    model.fit(
+        x,
+        y,
+        batch_size=16,
+        epochs=3,
+        verbose=0,
+        validation_data=(x[:32], y[:32]),
+        callbacks=[callback, Predicts()],
+    )
+    report = _diagnosis(callback.run_path)
+    rows = {r["function"]: r for r in report.fact("compile.functions")}
+    assert rows["multi_step_on_iterator"]["count"] == 2  # the train and the test function
+    assert rows["one_step_on_data_distributed"]["count"] == 1  # predict, reused every epoch
+    assert report.fact("compile.retraces") == 0
+    assert _status(report, "C451").status == "pass"
+    _budget_adds_up(report)
