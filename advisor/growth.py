@@ -153,6 +153,26 @@ def describe(
     )
 
 
+def unbounded_cache(stages: Any) -> str | None:
+    """An in-memory ``cache()`` of a tf.data pipeline whose first pass never ends: one placed after
+    ``repeat()`` without a count (the pipeline's stages, source first, as the tf.data inspection
+    lists them). It keeps every element it is given, for as long as the fit runs."""
+    if not isinstance(stages, list):
+        return None
+    endless = False
+    for stage in stages:
+        if not isinstance(stage, dict):
+            continue
+        if stage.get("kind") == "repeat" and stage.get("count") in (-1, None):
+            endless = True
+        elif stage.get("kind") == "cache" and not stage.get("to_file") and endless:
+            return (
+                "the input's in-memory cache() after repeat(): its first pass never ends, so it "
+                "keeps every element it is given (cache before repeat(), or cache to a file)"
+            )
+    return None
+
+
 def attribute(
     between_mb: float,
     within_mb: float,
@@ -161,13 +181,16 @@ def attribute(
     loop: bool,
     hooks: Sequence[dict[str, Any]] = (),
     inner: Sequence[dict[str, Any]] = (),
+    cache: str | None = None,
 ) -> str:
     """Where the growth happens, and who could be keeping it. ``hooks``: the memory grown across
     each callback's hooks (``{"name", "mb"}``, sampled by the goodput wrappers); one that holds at
     least half the growth is named alone. ``inner``: ``model.predict``/``evaluate`` calls made
-    inside a hook (``{"where", "calls"}``). Else: between epochs (the epoch hooks of callbacks that
-    run after the advisor's) or inside them (steps, validation, batch hooks and the epoch-end
-    hooks that run before the advisor's). ``loop``: a custom loop (advisor.track)."""
+    inside a hook (``{"where", "calls"}``). ``cache``: an input cache without a bound
+    (:func:`unbounded_cache`), named when no callback holds the growth. Else: between epochs (the
+    epoch hooks of callbacks that run after the advisor's) or inside them (steps, validation,
+    batch hooks and the epoch-end hooks that run before the advisor's). ``loop``: a custom loop
+    (advisor.track)."""
     total = between_mb + within_mb
     if loop:
         return (
@@ -183,6 +206,8 @@ def attribute(
             f"the callback {top['name']} (the memory grew {top['mb']:.0f} MB across its hooks, "
             f"of {total:.0f} MB in all{also})"
         )
+    if cache:
+        return cache
     if calls:
         return (
             f"a predict or evaluate inside a callback: {calls} (each call can build and keep a "

@@ -12,6 +12,7 @@ run python benchmarks/long_run.py --repeats 5
 run python benchmarks/trace_speed.py --repeats 5 --pairs 7
 run python benchmarks/telemetry_overhead.py --pairs 7
 run python benchmarks/memory.py --pairs 7
+run python benchmarks/memory_overhead.py --fits 5
 run python benchmarks/tfdata_guide.py
 run python benchmarks/baseline_noise.py --repeats 3
 run python benchmarks/track_overhead.py --framework torch --pairs 9 --steps 6000

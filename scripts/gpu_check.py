@@ -7,10 +7,17 @@ Run through ``scripts/gpu_check.sh`` (it bounds the whole check in time). Steps:
 2. train a wide MLP (bf16 mixed precision where the GPU has it) for about ``--seconds`` seconds
    with telemetry every 0.5 s, then a deliberately small, input-starved run for contrast;
 3. derive the facts and print, per GPU, the NVML series summary, then energy, MFU and memory
-   (the backend allocator's peak per epoch, read by the memory collector: docs/memory.md).
+   (the backend allocator's peak per epoch, read by the memory collector: docs/memory.md); the
+   busy run also runs the memory what-if (``batch_memory=True``) on the device's allocator;
+4. read device memory through each backend's own counters, as the memory collector does
+   (``advisor.probes.memory.device_memory``): ``tf.config.experimental.get_memory_info``, JAX's
+   ``memory_stats()`` and ``torch.cuda.max_memory_allocated``, each in a fresh interpreter after
+   placing 256 MiB on the GPU, for every one of TensorFlow, JAX and torch that is installed with
+   CUDA.
 
-Exit code: 0 when GPU samples, energy, MFU and the device memory peak were all produced; 3 when
-something needed is missing (named on stdout); 1 when the check ran but a figure is missing.
+Exit code: 0 when GPU samples, energy, MFU, the device memory peak, the memory what-if on the
+device and every installed GPU backend's memory counters were all produced; 3 when something
+needed is missing (named on stdout); 1 when the check ran but a figure is missing.
 """
 
 from __future__ import annotations
@@ -128,7 +135,14 @@ class StopAfter:
 
 
 def train(
-    runs_dir: str, seconds: float, width: int, batch: int, features: int, policy: str, name: str
+    runs_dir: str,
+    seconds: float,
+    width: int,
+    batch: int,
+    features: int,
+    policy: str,
+    name: str,
+    batch_memory: bool = False,
 ) -> Any:
     import keras
     import numpy as np
@@ -158,6 +172,7 @@ def train(
         log_every_seconds=None,
         telemetry_interval_seconds=0.5,
         mfu=True,
+        batch_memory=batch_memory,
     )
     t0 = time.perf_counter()
     model.fit(
@@ -245,6 +260,12 @@ def summarise(path: Any) -> dict[str, Any]:
         "memory.device.peak_fraction",
         "memory.host.peak_bytes",
         "memory.growth_mb_per_epoch",
+        "memory.batch.where",
+        "memory.batch.largest",
+        "memory.batch.per_sample_mb",
+        "memory.batch.check_batch",
+        "memory.batch.check_error",
+        "memory.batch.error",
     ]
     for key in keys:
         if key in facts:
@@ -256,6 +277,63 @@ def summarise(path: Any) -> dict[str, Any]:
     for event in run.of_type(EventRecord):
         say(f"  event [{event.level}] {event.source}: {event.message}")
     return facts
+
+
+# Each backend places 256 MiB on the GPU, then the memory collector's reader reads its counters.
+PLACE_256_MIB = {
+    "tensorflow": (
+        "import tensorflow as tf\n"
+        "assert tf.config.list_physical_devices('GPU'), 'no GPU'\n"
+        "x = tf.ones((8192, 8192)); float(tf.reduce_sum(x))\n"
+    ),
+    "jax": (
+        "import jax, jax.numpy as jnp\n"
+        "assert [d for d in jax.devices() if d.platform == 'gpu'], 'no GPU'\n"
+        "x = jnp.ones((8192, 8192)); x.block_until_ready()\n"
+    ),
+    "torch": (
+        "import torch\n"
+        "assert torch.cuda.is_available(), 'no GPU'\n"
+        "x = torch.ones((8192, 8192), device='cuda'); torch.cuda.synchronize()\n"
+    ),
+}
+READ_COUNTERS = (
+    "import json\n"
+    "from advisor.probes.memory import device_memory\n"
+    "first = device_memory({backend!r})\n"
+    "again = device_memory({backend!r}, reset=False)\n"
+    "print(json.dumps({{'first': first, 'after_reset': again}}))\n"
+)
+
+
+def memory_counters() -> list[str]:
+    """Each installed backend's device memory counters read for real (step 4): the backends that
+    have a GPU but whose counters read nothing, or less than the 256 MiB placed there."""
+    failed = []
+    for backend, place in PLACE_256_MIB.items():
+        if importlib.util.find_spec(backend) is None:
+            say(f"  {backend}: not installed")
+            continue
+        ok, detail = probe(place + READ_COUNTERS.format(backend=backend))
+        if not ok:
+            say(f"  {backend}: not read ({detail})")
+            if "no GPU" not in detail:
+                failed.append(backend)
+            continue
+        read = json.loads(detail)
+        first = read["first"][0] if read["first"] else None
+        if first is None or first["peak"] < 256 * 2**20:
+            say(f"  {backend}: counters read {read['first']} (256 MiB were placed): FAIL")
+            failed.append(backend)
+            continue
+        total = f" of {first['total'] / 2**30:.0f} GiB" if first.get("total") else ""
+        after = read["after_reset"][0]["peak"] if read["after_reset"] else None
+        reset = f", peak after the reset {after / 2**20:.0f} MiB" if after is not None else ""
+        say(
+            f"  {backend}: {first['device']} peak {first['peak'] / 2**20:.0f} MiB, in use "
+            f"{first['in_use'] / 2**20:.0f} MiB{total}{reset}"
+        )
+    return failed
 
 
 def main() -> int:
@@ -296,9 +374,14 @@ def main() -> int:
     runs_dir = args.runs_dir or tempfile.mkdtemp(prefix="advisor-gpu-check-")
 
     say(f"\n[1] busy run: wide MLP, batch 2048, {policy}, ~{args.seconds:.0f} s")
-    busy = summarise(train(runs_dir, args.seconds, 4096, 2048, 256, policy, "gpu-check-busy"))
+    busy = summarise(
+        train(runs_dir, args.seconds, 4096, 2048, 256, policy, "gpu-check-busy", batch_memory=True)
+    )
     say("\n[2] starved run: tiny MLP, batch 32, float32, ~8 s (expect low utilization)")
     starved = summarise(train(runs_dir, 8.0, 64, 32, 256, "float32", "gpu-check-starved"))
+
+    say("\n[3] device memory counters of every installed backend (256 MiB placed on the GPU)")
+    unread = memory_counters()
 
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
@@ -307,6 +390,9 @@ def main() -> int:
     # memory.device.peak_bytes: the memory collector read the backend's allocator on the GPU
     wanted = ["gpu.present", "energy.wh", "mfu", "memory.device.peak_bytes"]
     lacking = [k for k in wanted if not busy.get(k)]
+    if busy.get("memory.batch.where") != "device":  # the memory what-if read the allocator
+        lacking.append("memory.batch.where = device")
+    lacking += [f"{backend}'s device memory counters" for backend in unread]
     if lacking:
         say(f"CHECK INCOMPLETE: missing {', '.join(lacking)}")
         return 1

@@ -7,7 +7,8 @@
 # Needs: an NVIDIA driver, Python with keras>=3.15, pydantic>=2.6, psutil, nvidia-ml-py, and
 # TensorFlow with CUDA or JAX with CUDA. Whatever is missing is named, with the pip command.
 # ADVISOR_GPU_SITE=DIR puts pre-installed packages (e.g. wheels unpacked with pip --target) on the path.
-# The whole check is bounded by GPU_CHECK_TIMEOUT_S (default 170 s).
+# The whole check is bounded by GPU_CHECK_TIMEOUT_S (default 300 s: two fits, the memory what-if
+# and a fresh interpreter per installed backend reading its memory counters).
 set -u
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
@@ -18,7 +19,7 @@ if command -v nvidia-smi >/dev/null 2>&1; then
 else
   echo "nvidia-smi: not found (no NVIDIA driver on PATH)"
 fi
-timeout --kill-after=10 "${GPU_CHECK_TIMEOUT_S:-170}" "$PY" scripts/gpu_check.py "$@"
+timeout --kill-after=10 "${GPU_CHECK_TIMEOUT_S:-300}" "$PY" scripts/gpu_check.py "$@"
 rc=$?
-[ "$rc" -eq 124 ] && echo "GPU CHECK TIMED OUT after ${GPU_CHECK_TIMEOUT_S:-170} s"
+[ "$rc" -eq 124 ] && echo "GPU CHECK TIMED OUT after ${GPU_CHECK_TIMEOUT_S:-300} s"
 exit "$rc"

@@ -1,10 +1,12 @@
-"""Live series of a running run: throughput and utilization over time, from records as they come.
+"""Live series of a running run: throughput, utilization and memory over time, from records as
+they come.
 
 The live view feeds new records in (:meth:`LiveSeries.add`) and draws a :class:`LiveSnapshot`.
 Times are seconds since the run was created. Throughput is the chief's (lowest rank's) windows:
 under tf.distribute every worker records the global batch, so adding ranks would double count.
 Each series keeps its newest ``MAX_POINTS`` points (a chart cannot show more); the counters keep
-everything.
+everything. Memory is the chief's per-epoch peak (its ``memory`` records: one an epoch) and the
+memory collector's in-fit leak warning, once it has been given.
 """
 
 from __future__ import annotations
@@ -12,7 +14,15 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from advisor.store.schema import EpochRecord, GpuSample, HostSample, Record, WindowRecord
+from advisor.store.schema import (
+    EpochRecord,
+    EventRecord,
+    GpuSample,
+    HostSample,
+    MemoryRecord,
+    Record,
+    WindowRecord,
+)
 
 MAX_POINTS = 1000
 
@@ -33,6 +43,8 @@ class LiveSnapshot:
     cpu_util: Series = ()  # mean over cores, percent
     last_record_t: float | None = None
     warmup_windows: int = 0
+    memory_mb: tuple[float, ...] = ()  # the training process's peak of each epoch, MB
+    memory_warning: str | None = None  # the memory collector's leak warning, when given
 
     @property
     def final(self) -> bool:
@@ -64,6 +76,8 @@ class LiveSeries:
         self._throughput: deque[tuple[float, float]] = deque(maxlen=max_points)
         self._gpu: dict[int, deque[tuple[float, float]]] = {}
         self._cpu: deque[tuple[float, float]] = deque(maxlen=max_points)
+        self._memory: deque[float] = deque(maxlen=max_points)
+        self.memory_warning: str | None = None
         self._max = max_points
 
     def add(self, records: list[tuple[int, Record]]) -> None:
@@ -86,6 +100,19 @@ class LiveSeries:
                 self._gpu.setdefault(record.index, deque(maxlen=self._max)).append((x, record.util))
             elif isinstance(record, HostSample) and record.cpu_percent:
                 self._cpu.append((x, sum(record.cpu_percent) / len(record.cpu_percent)))
+            elif isinstance(record, MemoryRecord):
+                self._epoch_memory(record)
+            elif (
+                isinstance(record, EventRecord)
+                and record.source == "memory"
+                and record.level == "warning"
+            ):
+                self.memory_warning = record.message
+
+    def _epoch_memory(self, record: MemoryRecord) -> None:
+        readings = [v for v in (record.rss_peak, record.rss, record.rss_begin) if v is not None]
+        if readings:
+            self._memory.append(max(readings) / 2**20)
 
     def _window(self, x: float, record: WindowRecord) -> None:
         if record.warmup or record.profiled or record.seconds <= 0:
@@ -107,4 +134,6 @@ class LiveSeries:
             cpu_util=tuple(self._cpu),
             last_record_t=self.last_record_t,
             warmup_windows=self.warmup_windows,
+            memory_mb=tuple(self._memory),
+            memory_warning=self.memory_warning,
         )

@@ -142,7 +142,7 @@ class MemoryCollector(Collector):
         self.session.event("memory", self.warning, level="warning")
 
     def _suspect(self) -> str:
-        from advisor.growth import MB, attribute
+        from advisor.growth import MB, attribute, unbounded_cache
 
         between = within = 0.0
         for k in range(1, len(self.readings)):
@@ -152,6 +152,7 @@ class MemoryCollector(Collector):
                 within += (self.readings[k] - begin) / MB
         hooks = epoch_hook_callbacks(self.session.fit_callbacks)
         across = self._across_hooks()
+        summary = self.session.notes.pipeline.get("summary")  # the tf.data inspection's
         return attribute(
             between,
             within,
@@ -160,6 +161,7 @@ class MemoryCollector(Collector):
             loop=self.session.keras_flavor == "custom",
             hooks=across.get("hooks", []),
             inner=across.get("inner", []),
+            cache=unbounded_cache(summary.get("stages") if isinstance(summary, dict) else None),
         )
 
     def _across_hooks(self) -> dict[str, Any]:

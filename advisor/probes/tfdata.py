@@ -167,6 +167,8 @@ def _stage(node: Any, nodes: dict[str, Any], analyser: FunctionAnalyser) -> dict
     if stage["kind"] == "cache":
         filename = const(nodes, inputs[1] if len(inputs) > 1 else None)
         stage["to_file"] = bool(filename)
+    if stage["kind"] == "repeat":  # -1: for ever
+        stage["count"] = const(nodes, inputs[1] if len(inputs) > 1 else None)
     if op == "TensorSliceDataset" and node.attr["is_files"].b:
         stage["is_files"] = True
     return stage

@@ -102,7 +102,8 @@ def callbacks_lines(facts: dict[str, Any]) -> list[str]:
 
 
 def compile_lines(facts: dict[str, Any]) -> list[str]:
-    """The traced or compiled functions, most retraces first: count, seconds and causes."""
+    """The traced or compiled functions, most retraces first: count, seconds and causes; then
+    torch.compile's graph breaks with their reasons."""
     rows = facts.get("compile.functions")
     if not isinstance(rows, list):
         return []
@@ -116,6 +117,10 @@ def compile_lines(facts: dict[str, Any]) -> list[str]:
         )
     if len(rows) > FUNCTION_ROWS:
         lines.append(f"  … and {len(rows) - FUNCTION_ROWS} more functions")
+    breaks = facts.get("compile.graph_breaks")
+    if isinstance(breaks, int) and breaks > 0:  # torch.compile: each break splits the graph
+        reasons = facts.get("compile.graph_break_reasons")
+        lines.append(f"  graph breaks: {breaks:,}" + (f" ({reasons})" if reasons else ""))
     return lines
 
 

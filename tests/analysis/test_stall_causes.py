@@ -1,7 +1,8 @@
 """Step outliers matched with what ran during them, from records written by the real run writer:
 full garbage collections and saves named with their counts, the periodic stall M172 names, and
 M150's price left to the rest; the collector's own parts (the outlier times a window records, the
-gc.callbacks hook) on real collections."""
+gc.callbacks hook) on real collections; outliers during validation and across epoch ends, named
+the same way."""
 
 from __future__ import annotations
 
@@ -13,10 +14,12 @@ import pytest
 from advisor.analysis.registry import registry
 from advisor.collectors.gc_pauses import GcPauses
 from advisor.collectors.windows import interval_stats
+from advisor.diagnosis import evaluate, load_rules
 from advisor.store.reader import RunReader
 from advisor.store.schema import (
     BudgetRecord,
     CheckpointTime,
+    EpochRecord,
     GcTime,
     Manifest,
     WindowRecord,
@@ -25,6 +28,7 @@ from advisor.store.writer import RunWriter
 
 
 def _derive(tmp_path, *records):
+    """The facts of a run of ``records`` (in time order: the reader skips one that goes back)."""
     writer = RunWriter(tmp_path, manifest=Manifest(run_id="x", created=time.time()))
     for record in records:
         writer.write(record)
@@ -32,6 +36,9 @@ def _derive(tmp_path, *records):
     facts, errors = registry().derive(RunReader(writer.path).read())
     assert not errors
     return facts
+
+
+RULES = {r.code: r for r in load_rules()}
 
 
 def test_outliers_are_matched_with_collections_and_saves_and_the_rest_is_m150s(tmp_path):
@@ -111,6 +118,77 @@ def test_a_writer_that_timed_collections_and_matched_none_says_so(tmp_path):
     assert facts["stalls.periodic_outliers"] == 0
     assert facts["stalls.periodic_fraction"] == 0.0
     assert "steps.outliers_explained_by" not in facts
+
+
+def _window(t0, spans, std=0.05):
+    excess = sum(s[2] for s in spans)
+    return WindowRecord(
+        t=t0 + 80.0,
+        epoch=3,
+        seconds=80.0,
+        steps=1600,
+        step_begin=0,
+        step_end=1600,
+        step_count=1600,
+        step_time_mean=0.05,
+        step_time_std=std,
+        step_time_max=max(s[1] for s in spans),
+        step_outliers=len(spans),
+        step_outlier_seconds=excess,
+        step_outlier_spans=spans,
+    )
+
+
+def _epochs(t0, val_seconds):
+    return [
+        EpochRecord(
+            t=t0 + 20.0 * (i + 1),
+            epoch=i,
+            seconds=20.0,
+            train_seconds=20.0 - val_seconds,
+            val_seconds=val_seconds,
+            steps=400,
+        )
+        for i in range(4)
+    ]
+
+
+def test_outliers_during_validation_are_named_with_its_fix(tmp_path):
+    t0 = time.time() - 200.0
+    # Four epochs of 20 s, each ending with 0.6 s of validation; an outlier of 1.2 s overlaps the
+    # validation of each (1.15 s beyond the mean step), and a fifth lies in the middle of an epoch.
+    spans = [[t0 + 20.0 * (i + 1) - 0.7, 1.2, 1.15] for i in range(4)]
+    spans.append([t0 + 10.0, 0.3, 0.25])
+    budget = BudgetRecord(
+        t=t0 + 90.0,
+        final=True,
+        wall_seconds=81.0,
+        seconds={"train_steps": 77.6, "validation": 2.4, "unaccounted": 1.0},
+        gc=GcTime(count=0, seconds=0.0, pauses=[]),
+    )
+    facts = _derive(tmp_path, *_epochs(t0, 0.6), _window(t0, spans), budget)
+    assert facts["stalls.periodic_kind"] == "validation"
+    assert facts["stalls.periodic_outliers"] == 4
+    assert facts["stalls.periodic_fraction"] == pytest.approx(4 * 1.15 / 80.0)
+    assert facts["stalls.periodic_cause"] == "coincide with validation of 0.60 s"
+    assert "validation_freq" in facts["stalls.periodic_fix"]
+    assert facts["steps.unexplained_outlier_fraction"] == pytest.approx(0.25 / 80.0)
+    m172 = evaluate(RULES["M172"], facts)
+    assert m172.status == "fail" and "4 of 5 step outliers coincide with validation" in m172.message
+
+
+def test_outliers_across_an_epochs_end_are_named_as_following_it(tmp_path):
+    t0 = time.time() - 200.0
+    # No validation: each epoch's end falls inside a slow step (a custom loop's new iterator).
+    spans = [[t0 + 20.0 * (i + 1) - 0.1, 1.3, 1.25] for i in range(4)]
+    facts = _derive(tmp_path, *_epochs(t0, 0.0), _window(t0, spans))
+    assert facts["stalls.periodic_kind"] == "epoch_end"
+    assert facts["stalls.periodic_outliers"] == 4
+    assert facts["stalls.periodic_cause"] == "follow an epoch's end"
+    assert "persistent_workers=True" in facts["stalls.periodic_fix"]
+    assert facts["steps.unexplained_outlier_fraction"] == pytest.approx(0.0)
+    m172 = evaluate(RULES["M172"], facts)
+    assert m172.status == "fail" and "step outliers follow an epoch's end" in m172.message
 
 
 def test_a_window_records_when_its_outliers_began():

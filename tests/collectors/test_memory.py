@@ -1,6 +1,7 @@
 """The memory collector in real Keras fits: a callback that keeps 24 MB an epoch is warned about
 during the fit (once, with its rate and deadline) and called a leak by ``advisor check``; the same
-fit without it is flat. Device counters are read through FAKES of TensorFlow's, torch's and JAX's
+fit without it is flat; a cache() after an endless repeat() is named as the suspect of its growth.
+Device counters are read through FAKES of TensorFlow's, torch's and JAX's
 memory APIs (no GPU here), at the library boundary."""
 
 from __future__ import annotations
@@ -144,6 +145,52 @@ def test_a_fit_that_keeps_nothing_is_flat(runs):
     assert report.fact("memory.growth_mb_per_epoch") < LEAK_MB / 6
     (m180,) = [f for f in report.findings if f.code == "M180"]
     assert m180.status == "pass"
+
+
+def test_near_the_limit_is_judged_on_the_measured_peak_fraction(runs):
+    """M181 on a real fit's peak fraction: it passes here (a small model on a host with GBs
+    free); with its threshold set under the measured fraction, the same facts fail it."""
+    from advisor.diagnosis import evaluate, load_rules
+    from advisor.service import RunService
+
+    facts = RunService().analyse(runs["flat"]).facts
+    fraction = facts["memory.peak_fraction"]
+    assert 0 < fraction < 0.9, fraction  # the process's peak ÷ what it could reach
+    (rule,) = [r for r in load_rules() if r.code == "M181"]
+    assert evaluate(rule, facts).status == "pass"
+    lowered = evaluate(rule, facts, {"max_fraction": fraction / 2})
+    assert lowered.status == "fail" and f"{fraction:.0%}" in lowered.message
+
+
+def test_a_cache_after_an_endless_repeat_is_the_suspect(tmp_path):
+    """A real tf.data pipeline that caches after ``repeat()``: the cache keeps every element it
+    is given (32 KB each, 512 an epoch), so memory grows ~16 MB an epoch, and the suspect is the
+    cache, not the step or a callback."""
+    tf = pytest.importorskip("tensorflow")
+    import keras
+
+    import advisor
+
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("the Keras backend of this process is not TensorFlow")
+    features = 8192  # 32 KB a sample
+    x = np.random.default_rng(0).normal(size=(256, features)).astype("float32")
+    y = np.zeros(256, dtype="int64")
+    # the map makes each element new memory, as a decode would (a bare slice of the arrays
+    # shares their buffer, and caching it costs nothing)
+    source = tf.data.Dataset.from_tensor_slices((x, y)).map(lambda a, b: (a + 0.0, b))
+    data = source.repeat().cache().batch(64)
+    model = keras.Sequential([keras.Input((features,)), keras.layers.Dense(2)])
+    model.compile("sgd", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    callback = advisor.AdvisorCallback(runs_dir=tmp_path, baseline=None, whatif=None)
+    model.fit(data, steps_per_epoch=8, epochs=EPOCHS_RUN, verbose=0, callbacks=[callback])
+    report = diagnose(callback.run_path)
+    assert report.fact("memory.growing") is True
+    assert report.fact("memory.growth_mb_per_epoch") > 8  # 16 MB of elements cached an epoch
+    assert "filling" not in report.fact("memory.left_out")  # it never stopped: not a fill
+    assert report.fact("memory.suspect").startswith("the input's in-memory cache() after repeat()")
+    (m180,) = [f for f in report.findings if f.code == "M180"]
+    assert m180.status == "fail" and "cache() after repeat()" in m180.message
 
 
 # -- device counters: FAKES of the backends' memory APIs (no GPU on this machine) -------------

@@ -108,3 +108,15 @@ def test_c401_counts_the_prefetch_tf_data_injects():
     assert evaluate(rule, facts).status == "pass"
     assert evaluate(rule, {**facts, "pipeline.prefetch_injected": False}).status == "fail"
     assert evaluate(rule, {**facts, "pipeline.sequential_maps": 2}).status == "fail"
+
+
+@pytest.mark.parametrize("code", ["M105", "M153"])
+def test_raise_the_batch_comes_with_the_memory_what_ifs_number(code):
+    """M105 and M153 advise a larger batch; with the memory what-if's largest batch that fits
+    (M182's fact), their fix gives that number, and without it they do not invent one."""
+    facts = dict(CASES[code]["fail"])
+    without = evaluate(RULES[code], facts)
+    assert without.status == "fail" and "memory what-if" not in without.fix
+    measured = evaluate(RULES[code], {**facts, "memory.batch.largest": 5790})
+    assert measured.status == "fail"
+    assert "The memory what-if measured that batches of up to 5,790 samples fit." in measured.fix

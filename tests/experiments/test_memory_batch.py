@@ -1,19 +1,22 @@
 """The memory what-if on real Keras models (CPU: the process's resident peak): peaks grow with
 the batch, the line through them predicts the peak at a larger batch, and the model and the global
 random generators are put back exactly; in a fit (``batch_memory=True``) its result reaches the
-facts and M182."""
+facts and M182. On a GPU the peaks are the device allocator's: that path runs here through a FAKE
+of ``torch.cuda``'s memory counters (no GPU on this machine), at the library boundary, beside a
+real Keras model trained at each size (scripts/gpu_check.py runs it on a real GPU)."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import types
 
 import numpy as np
 import pytest
 
 from advisor.experiments.memory import fit_line, measure_batch_memory
-from advisor.experiments.memory.batch import MemoryPoint, resize_batch
+from advisor.experiments.memory.batch import MARGIN, MemoryPoint, resize_batch
 from advisor.experiments.model_state import ModelState
 
 pytestmark = pytest.mark.slow  # trains models
@@ -118,3 +121,58 @@ def test_in_a_fit_the_largest_batch_reaches_the_facts(tmp_path):
     assert len(report.fact("memory.batch.points")) == 3
     (m182,) = [f for f in report.findings if f.code == "M182"]
     assert m182.status == "fail" and "samples" in m182.message
+
+
+def fake_cuda(seen: list[int], fixed: int, per_sample: int, total: int):  # type: ignore[no-untyped-def]
+    """FAKE ``torch.cuda`` counters (no GPU here): the allocator's peak is ``fixed`` plus
+    ``per_sample`` bytes for each sample of the batch the model last saw (``seen``)."""
+    resets: list[int] = []
+    cuda = types.SimpleNamespace(
+        is_initialized=lambda: True,
+        device_count=lambda: 1,
+        max_memory_allocated=lambda i: fixed + per_sample * seen[-1],
+        memory_allocated=lambda i: fixed,
+        get_device_properties=lambda i: types.SimpleNamespace(total_memory=total),
+        reset_peak_memory_stats=resets.append,
+    )
+    return types.SimpleNamespace(cuda=cuda), resets
+
+
+def test_on_a_device_the_allocators_peaks_and_total_size_the_batch(monkeypatch):
+    """The device path: the peak is reset and read through the backend's counters before and
+    after each size, the limit is the device's memory, and the check reads the device again."""
+    import keras
+
+    seen: list[int] = []
+
+    class NoteBatch(keras.layers.Layer):  # the batch each step trains on (eager: every call)
+        def call(self, x):  # type: ignore[no-untyped-def]
+            if x.shape[0] is not None:  # not when Keras builds the model symbolically
+                seen.append(int(x.shape[0]))
+            return x
+
+    model = keras.Sequential([keras.Input((FEATURES,)), NoteBatch(), keras.layers.Dense(10)])
+    model.compile(
+        "adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True), run_eagerly=True
+    )
+    fixed, per_sample, total = 300 << 20, 40_000, 16 << 30
+    torch, resets = fake_cuda(seen, fixed, per_sample, total)
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    x, y = batch(32)
+    model.train_on_batch(x, y)
+    before = ModelState(model)
+    result = measure_batch_memory(model, (x, y), 32, backend="torch", steps=2)
+    assert result.error is None and result.where == "device"
+    assert [(p.batch, p.peak_bytes) for p in result.points] == [
+        (b, fixed + per_sample * b) for b in (32, 64, 128)
+    ]
+    assert result.per_sample_bytes == pytest.approx(per_sample)
+    assert result.fixed_bytes == pytest.approx(fixed, abs=1)
+    assert result.limit_bytes == total
+    assert result.largest_batch == int((total * (1 - MARGIN) - fixed) // per_sample)
+    # checked at twice the largest measured (the predicted batch is far beyond it), on the device
+    assert result.check_batch == 256 and seen[-1] == 256
+    assert result.check_measured_bytes == fixed + per_sample * 256
+    assert result.check_predicted_bytes == pytest.approx(result.check_measured_bytes)
+    assert resets == [0, 0, 0, 0]  # before each of the three sizes and the check
+    assert before.unchanged()

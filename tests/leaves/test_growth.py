@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from advisor.growth import MB, analyse, attribute, deadline, describe
+from advisor.growth import MB, analyse, attribute, deadline, describe, unbounded_cache
 
 
 def series(values_mb):
@@ -74,3 +74,16 @@ def test_the_suspect_follows_where_memory_grows():
     inside = attribute(10, 500, ["A"], ["B"], loop=False)
     assert "B" in inside and "training step" in inside
     assert "loop's own code" in attribute(0, 500, [], [], loop=True)
+
+
+def test_an_unbounded_cache_is_named_when_no_callback_holds_the_growth():
+    stages = [{"kind": "source"}, {"kind": "repeat", "count": -1}, {"kind": "cache"}]
+    cache = unbounded_cache(stages)
+    assert cache is not None and "cache() after repeat()" in cache
+    assert attribute(10, 500, ["A"], ["B"], loop=False, cache=cache) == cache
+    holder = [{"name": "Keeper", "mb": 400.0}]
+    assert "Keeper" in attribute(10, 500, [], [], loop=False, hooks=holder, cache=cache)
+    assert unbounded_cache([{"kind": "cache"}, {"kind": "repeat", "count": -1}]) is None
+    assert unbounded_cache([{"kind": "repeat", "count": 2}, {"kind": "cache"}]) is None
+    assert unbounded_cache([{"kind": "repeat"}, {"kind": "cache", "to_file": True}]) is None
+    assert unbounded_cache(None) is None

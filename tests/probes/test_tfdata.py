@@ -246,6 +246,24 @@ def test_stage_order_and_labels() -> None:
     assert summary["stages"][5]["buffer_size"] == -1
 
 
+def test_a_cache_after_an_endless_repeat_is_told_from_one_before_it() -> None:
+    """The memory facts name an in-memory cache() after repeat() as a leak's suspect: its first
+    pass never ends (advisor.growth.unbounded_cache)."""
+    from advisor.growth import unbounded_cache
+
+    after = inspect_dataset(_base().repeat().cache().batch(8))["stages"]
+    assert [(s["kind"], s.get("count")) for s in after[:3]] == [
+        ("source", None),
+        ("repeat", -1),
+        ("cache", None),
+    ]
+    assert "after repeat()" in unbounded_cache(after)
+    assert unbounded_cache(inspect_dataset(_base().cache().repeat().batch(8))["stages"]) is None
+    assert unbounded_cache(inspect_dataset(_base().repeat(3).cache().batch(8))["stages"]) is None
+    on_disk = inspect_dataset(_base().repeat().cache("/tmp/advisor-cache").batch(8))["stages"]
+    assert unbounded_cache(on_disk) is None  # a cache file holds it, not memory
+
+
 def test_fn_label() -> None:
     assert fn_label("__inference_Dataset_map_decode_16") == "decode"
     assert fn_label("__inference_Dataset_interleave_read_one_file_71") == "read_one_file"

@@ -1,6 +1,7 @@
 """Live mode: records appended to a running run during the test show up in the charts; queued
 updates merge so a fast writer cannot flood the UI; a run that ends turns final (also on the
-Runs screen)."""
+Runs screen); the memory line appears with the first epoch's memory record and shows the leak
+warning the memory collector writes during the fit."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from tui_helpers import drive, make, settle, until
 
 from advisor.analysis.live import LiveSnapshot
-from advisor.store.schema import HostSample, WindowRecord
+from advisor.store.schema import EventRecord, HostSample, MemoryRecord, WindowRecord
 from advisor.store.writer import RunWriter
 from advisor.tui.messages import LiveUpdate
 from advisor.tui.screens.live import LiveScreen
@@ -60,6 +61,33 @@ def test_appended_records_change_the_chart_and_the_end_turns_it_final(runs_dir):
         )
 
     drive(make("growing", runs_dir=runs_dir, poll_s=0.05), scenario)
+
+
+def test_the_memory_line_follows_the_epochs_and_shows_the_leak_warning(runs_dir):
+    writer = RunWriter(runs_dir, "leaking", manifest={"created": 1_800_000_000.0})
+    window(writer, 1, 500.0)
+
+    def epoch(i: int) -> None:
+        rss = (900 + 54 * i) << 20
+        writer.write(MemoryRecord(t=1_800_000_001.0 + i, epoch=i, rss=rss, rss_peak=rss))
+
+    async def scenario(pilot):
+        screen = pilot.app.screen
+        memory = screen.query_one("#memory")
+        await until(pilot, lambda: screen.snapshot is not None)
+        assert not memory.display, "no memory record yet: no line"
+        for i in range(3):
+            epoch(i)
+        await until(pilot, lambda: memory.display and "3 epochs" in str(memory.content))
+        assert "peak 1,008 MB in 3 epochs · last epoch +54 MB" in str(memory.content)
+        warning = "memory grows 54.0 ± 0.0 MB per epoch from epoch 1 on"
+        writer.write(
+            EventRecord(t=1_800_000_005.0, source="memory", level="warning", message=warning)
+        )
+        await until(pilot, lambda: warning in str(memory.content))
+        writer.close("finished")
+
+    drive(make("leaking", runs_dir=runs_dir, poll_s=0.05), scenario)
 
 
 def test_queued_updates_merge_into_the_newest(runs_dir):

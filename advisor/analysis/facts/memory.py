@@ -199,12 +199,18 @@ def _series(records: list[Any]) -> dict[str, tuple[list[int], list[float], float
     return out
 
 
-def _fill_reason(run: Run) -> str | None:
+def _stages(run: Run) -> list[Any]:
+    """The tf.data pipeline's stages as the pipeline collector inspected them (source first)."""
     from advisor.store.schema import PipelineRecord
 
     record = run.chief_last(PipelineRecord)
     summary = (record.values.get("summary") or {}) if record is not None else {}
     stages = summary.get("stages") or [] if isinstance(summary, dict) else []
+    return stages if isinstance(stages, list) else []
+
+
+def _fill_reason(run: Run) -> str | None:
+    stages = _stages(run)
     fills = []
     if any(s.get("kind") == "cache" and not s.get("to_file") for s in stages):
         fills.append("the input's in-memory cache() filling")
@@ -255,7 +261,7 @@ def _growth(run: Run, records: list[Any], context: dict[str, Any], out: dict[str
 
 
 def _suspect(records: list[Any], context: dict[str, Any], run: Run) -> str:
-    from advisor.growth import MB, attribute
+    from advisor.growth import MB, attribute, unbounded_cache
 
     between = within = 0.0
     for before, after in zip(records, records[1:]):
@@ -271,4 +277,5 @@ def _suspect(records: list[Any], context: dict[str, Any], run: Run) -> str:
         loop=run.manifest.config.get("loop") == "custom",
         hooks=context.get("memory.hook_growth") or [],
         inner=context.get("memory.inner_calls") or [],
+        cache=unbounded_cache(_stages(run)),
     )

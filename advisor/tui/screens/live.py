@@ -1,4 +1,4 @@
-"""The Live screen: throughput and utilization of a run as its files grow.
+"""The Live screen: throughput, utilization and memory of a run as its files grow.
 
 A thread polls the run (only the bytes appended since the last poll are read) and posts a
 :class:`~advisor.tui.messages.LiveUpdate` when something changed; queued updates merge
@@ -25,6 +25,7 @@ from advisor.numbers import readable
 from advisor.tui.messages import LiveUpdate, LoadFailed, Navigate
 from advisor.tui.screens.base import AdvisorScreen
 from advisor.tui.widgets.charts import LineChart
+from advisor.tui.widgets.memory_line import live_memory_text
 
 if TYPE_CHECKING:
     from advisor.analysis.live import LiveSnapshot
@@ -70,6 +71,7 @@ class LiveScreen(AdvisorScreen):
             classes="title",
         )
         yield Static(id="stats", classes="status")
+        yield Static(id="memory", classes="status")
         yield Static(id="message", classes="message")
         with Vertical(id="charts"):
             yield LineChart(
@@ -82,6 +84,7 @@ class LiveScreen(AdvisorScreen):
 
     def on_mount(self) -> None:
         self.query_one("#message", Static).display = False
+        self.query_one("#memory", Static).display = False
         self.query_one(
             "#throughput", LineChart
         ).empty_note = "waiting for the first measured window"
@@ -127,6 +130,10 @@ class LiveScreen(AdvisorScreen):
         if snap.cpu_util:
             util["CPU (mean of cores)"] = snap.cpu_util
         self.query_one("#utilization", LineChart).show(util)
+        memory = live_memory_text(snap.memory_mb, snap.memory_warning)
+        box = self.query_one("#memory", Static)
+        box.display = memory is not None
+        box.update(memory or "")
         self._tick()
         if snap.final:
             self.notify(f"run {snap.run_id} {snap.status}: enter shows its findings", timeout=6)

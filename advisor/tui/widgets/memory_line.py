@@ -1,5 +1,6 @@
 """The run's memory in one line: a sparkline of the process's peak per epoch, the peak, and its
-growth (or, for a leak, the epoch at which memory runs out), from the ``memory.*`` facts.
+growth (or, for a leak, the epoch at which memory runs out), from the ``memory.*`` facts; and the
+live view's line, from the epochs recorded so far and the memory collector's in-fit warning.
 
 Hidden for runs without a per-epoch memory series (runs written before the memory collector, or
 with ``memory=False``).
@@ -47,6 +48,24 @@ def memory_text(facts: Facts) -> Text | None:
     at = fact_value(facts, "memory.exhaustion_epoch")
     if growing and at is not None:
         text.append(f", runs out at epoch ~{at:,.0f}", style="red")
+    return text
+
+
+def live_memory_text(peaks_mb: Sequence[float], warning: str | None = None) -> Text | None:
+    """``memory ▁▂▄█  peak 1,163 MB in 4 epochs · last epoch +54 MB``, and the leak warning the
+    memory collector gave during the fit (red) under it; None before the first epoch's record."""
+    if not peaks_mb:
+        return None
+    epochs = f"{len(peaks_mb)} epoch{'s' if len(peaks_mb) > 1 else ''}"
+    text = Text.assemble(
+        ("memory ", "bold"),
+        (sparkline(peaks_mb), "red" if warning else "green"),
+        f"  peak {max(peaks_mb):,.0f} MB in {epochs}",
+    )
+    if len(peaks_mb) > 1:
+        text.append(f" · last epoch {peaks_mb[-1] - peaks_mb[-2]:+,.0f} MB")
+    if warning:
+        text.append(f"\n{warning}", style="red")
     return text
 
 
