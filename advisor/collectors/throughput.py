@@ -14,7 +14,8 @@ Windows close on the training thread (batch begin, validation begin, epoch end),
 batch-end hook. That makes the batch-end hook safe for Keras's asynchronous callback dispatch on
 JAX and torch (``async_safe``): there it runs on a worker thread, after the step's logs are
 ready, and appending to a list is all it does. Reading ``optimizer.iterations`` at a boundary
-waits for the steps already dispatched, so a window's seconds end when its last step is done.
+waits for the steps already dispatched, so a window's seconds end when its last step is done;
+their batch ends may come later, into the next window, which leaves them out (``_own_stamps``).
 """
 
 from __future__ import annotations
@@ -108,6 +109,7 @@ class ThroughputCollector(Collector):
         self._epoch_start_s: float | None = None
         self._epoch_start_gc = 0.0  # full garbage collections in that epoch start, seconds
         self._win_seen0: int | None = None  # the loss tracker's sample count at the window's start
+        self._owed = 0  # batch ends of closed windows still queued on Keras's worker threads
         self.windows: list[WindowRecord] = []
 
     # -- hooks ---------------------------------------------------------------------------------
@@ -130,6 +132,7 @@ class ThroughputCollector(Collector):
         self._epoch_step0 = self._win_step0
         self._epoch_opening = True
         self._partial_counted = False
+        self._owed = 0  # Keras ran every queued batch end before the epoch ended
         self._in_epoch = True
 
     def on_train_batch_begin(self, batch: int) -> None:
@@ -140,7 +143,10 @@ class ThroughputCollector(Collector):
             now = time.perf_counter()
             self._epoch_start_s = now - self._clock.t0
             self._epoch_start_gc = _ended_inside(self.session.notes.gc_spans, self._clock.t0, now)
-            self._clock.stamps[0] = now
+            # The window's length counts from here too: counted from epoch begin, an epoch start
+            # longer than the window closed it at this hook with no step of its own, and the
+            # start fell outside every window's seconds while the next window recorded it.
+            self._clock.steps_begin(now)
         done = self._calls
         self._calls = done + 1
         if done == self._next_boundary or self._clock.stamps[-1] >= self._clock.close_at:
@@ -227,9 +233,9 @@ class ThroughputCollector(Collector):
             step = min(step, self._epoch_step0 + tally.steps)  # not the step that found the end
         seen = self.session.samples_seen()
         steps = step - self._win_step0
+        stamps = self._own_stamps(done)
         if steps > 0:
             samples = self._samples(steps, step, seen)
-            stamps = sorted(self._clock.stamps)  # appended by worker threads under async dispatch
             spe = max(1, self.session.steps_per_execution)
             wait = first_step_wait(stamps) if self._epoch_start_s is not None and not warmup else 0
             if wait:  # a compile or a full garbage collection in that step is no wait for input
@@ -239,11 +245,10 @@ class ThroughputCollector(Collector):
                 stamps[0] += wait
             stats = interval_stats(stamps, spe, time.time() - time.perf_counter())
             if stats.get("step_count", 0) > steps + 1:
-                # The hooks and the step counter disagree about this window (Keras on JAX with an
-                # input of unknown length, seen on a busy host: the window before closed by time
-                # at an epoch's first hook with the counter two steps ahead, and this one timed
-                # seven hook intervals for five steps). Its steps, samples and seconds stand; its
-                # per-step times cannot be told apart, and a reader would refuse the window.
+                # Second line of defence: the hooks and the step counter disagree about this
+                # window although its batch ends were counted (``_own_stamps``). Its steps,
+                # samples and seconds stand; its per-step times cannot be told apart, and a reader
+                # would refuse the window.
                 stats = {}
             if self._epoch_start_s is not None:
                 stats["epoch_start_seconds"] = self._epoch_start_s + wait
@@ -275,6 +280,23 @@ class ThroughputCollector(Collector):
         self._start_window(now, next_step0, done, seen)
         self._advance_boundary(done)
         self._maybe_log()
+
+    def _own_stamps(self, done: int) -> list[float]:
+        """The window's batch-end stamps, sorted (worker threads append them, not always in
+        order), its opening first.
+
+        A window closes on the training thread after ``done`` hook calls, and the step counter
+        counts all their steps; but some of their batch ends may still wait on Keras's worker
+        threads (JAX, torch, a busy host) and land in the next window. Counted there, they gave
+        it more intervals than steps (a JAX fit whose warm-up window closed after two steps
+        before either batch end came: the next window timed seven intervals for five steps, and
+        the reader refused it). So the batch ends a window closes without are owed, and the next
+        windows' earliest stamps pay them: dropped, the last one paid becomes the opening."""
+        stamps = sorted(self._clock.stamps)
+        paid = min(self._owed, len(stamps) - 1)
+        stamps = stamps[paid:]
+        self._owed += max(0, done - self._win_call0 - (len(stamps) - 1)) - paid
+        return stamps
 
     def _goodput(self, now: float) -> float | None:
         """Training steps ÷ the fit's wall clock so far, from the goodput ledger (None: none)."""

@@ -45,6 +45,12 @@ class WindowClock:
         self.stamps = [now]
         self.close_at = now + self.length
 
+    def steps_begin(self, now: float) -> None:
+        """The window's steps begin at ``now``, later than it opened (an epoch's first step,
+        after the epoch's start): its first stamp and its end move there, ``t0`` stays."""
+        self.stamps[0] = now
+        self.close_at = now + self.length
+
     def due(self, now: float) -> bool:
         return now >= self.close_at
 

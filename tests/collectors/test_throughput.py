@@ -288,6 +288,36 @@ def test_an_epoch_start_stall_is_in_the_window_time_but_is_not_a_step(runs_dir):
         assert w.step_outlier_seconds is not None and w.step_outlier_seconds < 0.4
 
 
+def test_an_epoch_start_longer_than_a_window_is_in_the_window_that_records_it(runs_dir):
+    # 0.4 s of epoch start are eight 50 ms windows. The epoch's first window counts its length
+    # from the first step: counted from epoch begin, it was due at the first step's begin, closed
+    # there with no step of its own and wrote nothing, and the next window recorded a start that
+    # was not in its seconds.
+    x, y = data(64 * 40)
+    model, _ = build()
+    cb = advisor.AdvisorCallback(
+        runs_dir=runs_dir,
+        window_seconds=0.05,
+        warmup_steps=0,
+        log_every_seconds=None,
+        baseline=None,
+    )
+    model.fit(x, y, batch_size=64, epochs=3, verbose=0, callbacks=[cb, SlowEpochStart()])
+    run = RunReader(cb.run_path).read()
+    assert run.problems == []
+    windows = run.of_type(WindowRecord)
+    for epoch in range(3):
+        mine = [w for w in windows if w.epoch == epoch]
+        assert sum(w.steps for w in mine) == 40
+        assert [w.epoch_start_seconds is not None for w in mine] == [True] + [False] * (
+            len(mine) - 1
+        )  # the epoch's first window records its start ...
+        start = mine[0].epoch_start_seconds
+        assert start >= 0.4 and mine[0].seconds >= start  # ... and holds it
+        for w in mine:  # every window timed its own steps, one interval a step
+            assert w.step_count == w.steps, w
+
+
 class SlowLastStep(keras.callbacks.Callback):
     def on_train_batch_end(self, batch, logs=None):
         if batch >= 9:  # the epoch's last step (index 9; 11 for the last execution of 4 steps)
