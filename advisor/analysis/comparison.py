@@ -171,12 +171,12 @@ def _part(
     return figure
 
 
-def _whole(key: str, baseline: RunSamples, current: RunSamples) -> FigureChange:
-    base, cur = baseline.whole[key], current.whole[key]
+def _one_measurement(key: str, label: str, unit: str, base: float, cur: float) -> FigureChange:
+    """A figure measured once per run: set side by side, not gated."""
     return FigureChange(
         key=key,
-        label=current.labels.get(key, key),
-        unit="s",
+        label=label,
+        unit=unit,
         higher_is_better=False,
         baseline=base,
         current=cur,
@@ -186,6 +186,11 @@ def _whole(key: str, baseline: RunSamples, current: RunSamples) -> FigureChange:
         current_n=1,
         verdict="one measurement",
     )
+
+
+def _whole(key: str, baseline: RunSamples, current: RunSamples) -> FigureChange:
+    base, cur = baseline.whole[key], current.whole[key]
+    return _one_measurement(key, current.labels.get(key, key), "s", base, cur)
 
 
 def _input_wait(
@@ -199,19 +204,7 @@ def _input_wait(
     base, cur = _wait_ms(baseline, base_facts), _wait_ms(current, cur_facts)
     if base is None or cur is None:
         return None
-    return FigureChange(
-        key=INPUT_WAIT_KEY,
-        label="input wait (inside the steps)",
-        unit="ms/step",
-        higher_is_better=False,
-        baseline=base,
-        current=cur,
-        change=cur - base,
-        change_pct=round((cur - base) / base * 100.0, 2) if base else None,
-        baseline_n=1,
-        current_n=1,
-        verdict="one measurement",
-    )
+    return _one_measurement(INPUT_WAIT_KEY, "input wait (inside the steps)", "ms/step", base, cur)
 
 
 def _wait_ms(run: RunSamples, facts: Mapping[str, Any]) -> float | None:
