@@ -5,6 +5,7 @@ take."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -23,19 +24,35 @@ CHILD = (
 )
 
 
-@pytest.mark.slow  # starts a process
+# Run in a fresh process: a test worker may have children of its own left by earlier tests (a
+# lingering helper process held 132 MB in one run), which the reading rightly counts.
+CHECK = f"""
+import json, subprocess, sys
+from advisor.probes.memory import HostMemory
+host = HostMemory()
+before = host.children_rss()
+child = subprocess.Popen([sys.executable, "-c", {CHILD!r}], stdout=subprocess.PIPE, text=True)
+try:
+    ready = child.stdout.readline().strip()
+    held = host.children_rss()
+finally:
+    child.kill()
+    child.wait()
+print(json.dumps({{"before": before, "ready": ready, "held": held, "after": host.children_rss()}}))
+"""
+
+
+@pytest.mark.slow  # starts processes
 def test_the_childrens_resident_memory_is_read():
-    host = HostMemory()
-    assert host.children_rss() is None  # no child yet: nothing to add
-    child = subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE, text=True)
-    try:
-        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
-        held = host.children_rss()
-        assert held is not None and held >= HELD_MB << 20
-    finally:
-        child.kill()
-        child.wait()
-    assert host.children_rss() is None
+    done = subprocess.run(
+        [sys.executable, "-c", CHECK], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["before"] is None  # no child yet: nothing to add
+    assert found["ready"] == "ready"
+    assert found["held"] is not None and found["held"] >= HELD_MB << 20
+    assert found["after"] is None
 
 
 def test_the_peak_is_reset_and_then_follows_new_allocations():

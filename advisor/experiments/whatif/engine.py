@@ -83,6 +83,11 @@ def run_whatif(
         )
         result.seconds = time.perf_counter() - run.t0
         return result
+    result.skipped = run.too_slow()  # before the collection and the snapshot spend anything
+    if result.skipped is not None:
+        result.seconds = time.perf_counter() - run.t0
+        _settle_the_unreached(result, requested)
+        return result
     timer = time.perf_counter()
     gc.collect()  # training's garbage now; its duration sizes the collection at the end
     collect_s = time.perf_counter() - timer

@@ -48,23 +48,34 @@ def candidates() -> tuple[Candidate, ...]:
 class WhatIfRun(RunState):
     """One what-if and its phases."""
 
+    def too_slow(self) -> str | None:
+        """Why training's own step time leaves no room for calibrating and the least measurement
+        (None: it does, or the step time is not known). Asked before anything is spent."""
+        unchanged = self.situation.unchanged
+        if self.situation.step_seconds is None:
+            return None
+        steps = round_up(CALIBRATION_STEPS, unchanged.spe)
+        warm = warm_steps(unchanged)
+        step = self.situation.step_seconds
+        least = FIT_START_SECONDS + (warm + unchanged.spe) * step  # one segment, at least
+        needed = FIT_START_SECONDS + (warm + steps) * step + MIN_ROUNDS * 2 * least
+        if needed <= self.left():
+            return None
+        return (
+            f"a step takes {step:.2f} s: calibrating and {MIN_ROUNDS} rounds of one change "
+            f"beside the unchanged input need about {needed:.0f} s, more than the "
+            f"{max(0.0, self.left()):.1f} s left of the allowance (raise whatif_max_seconds)"
+        )
+
     def calibrate(self) -> bool:
         """Time a few unchanged steps (the step time sizes caches, compiles and segments)."""
         unchanged = self.situation.unchanged
         steps = round_up(CALIBRATION_STEPS, unchanged.spe)
         # training's own step time: will the calibration and the least measurement fit?
-        if self.situation.step_seconds is not None:
-            warm = warm_steps(unchanged)
-            step = self.situation.step_seconds
-            least = FIT_START_SECONDS + (warm + unchanged.spe) * step  # one segment, at least
-            needed = FIT_START_SECONDS + (warm + steps) * step + MIN_ROUNDS * 2 * least
-            if needed > self.left():
-                self.result.skipped = (
-                    f"a step takes {step:.2f} s: calibrating and {MIN_ROUNDS} rounds of one "
-                    f"change beside the unchanged input need about {needed:.0f} s, more than "
-                    f"the {self.left():.1f} s left of the allowance (raise whatif_max_seconds)"
-                )
-                return False
+        why = self.too_slow()
+        if why is not None:
+            self.result.skipped = why
+            return False
         started = time.perf_counter()
         segment = self.segment(unchanged, 0.0, steps, self.end - self.reserve)
         # outside fit: no time to the first step is known
