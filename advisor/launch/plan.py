@@ -119,15 +119,50 @@ def make_plan(
     return Plan(sweep_id or new_sweep_id(), list(command), configs)
 
 
+LOWEST_PORT = 20_000  # the ports a sweep's workers listen on are drawn from here up to ...
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")  # ... the OS's own range
+
+
+def _listen_range() -> tuple[int, int]:
+    """Ports below the range the OS hands out to outgoing connections and to ``bind(0)``: a port
+    found free there and bound by a worker seconds later is not taken meanwhile by some process's
+    outgoing connection (two sweeps and a test suite side by side: a worker could not start its
+    gRPC server)."""
+    try:
+        low = int(EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32_768  # Linux's default
+    return LOWEST_PORT, max(LOWEST_PORT + 1_000, low)
+
+
+def _bound(host: str, port: int) -> socket.socket | None:
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.bind((host, port))
+    except OSError:
+        s.close()
+        return None
+    return s
+
+
 def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
-    """Ports free right now on ``host`` (held open together so that they differ)."""
-    socks = []
+    """Ports free right now on ``host``, drawn at random below the OS's ephemeral range (held open
+    together so that they differ; the OS's choice of ``bind(0)`` where none is found)."""
+    import random
+
+    low, high = _listen_range()
+    socks: list[socket.socket] = []
     try:
         for _ in range(count):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            s.bind((host, 0))
-            socks.append(s)
+            found = None
+            for port in random.sample(range(low, high), min(64, high - low)):
+                found = _bound(host, port)
+                if found is not None:
+                    break
+            found = found or _bound(host, 0)
+            if found is None:
+                raise OSError(f"no free port on {host}")
+            socks.append(found)
         return [s.getsockname()[1] for s in socks]
     finally:
         for s in socks:

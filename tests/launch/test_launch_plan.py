@@ -293,3 +293,23 @@ def test_damaged_sweep_file_is_a_one_line_error(tmp_path):
     (tmp_path / "sweep.json").write_text('{"schema_version": 1}')
     with pytest.raises(RunFormatError, match="invalid sweep file"):
         read_sweep(tmp_path)
+
+
+def test_free_ports_are_free_distinct_and_below_the_ephemeral_range():
+    """A worker binds its port seconds after the launcher chose it: chosen below the range the OS
+    hands to outgoing connections, no connection can take it meanwhile. Real sockets."""
+    import socket
+
+    from advisor.launch import plan
+
+    low, high = plan._listen_range()
+    ports = plan.free_ports(6)
+    assert len(set(ports)) == 6 and all(low <= p < high for p in ports)
+    for port in ports:  # free: each binds
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", port))
+    # a port taken now is never chosen while it is held
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as held:
+        held.bind(("127.0.0.1", ports[0]))
+        held.listen()
+        assert ports[0] not in {p for _ in range(20) for p in plan.free_ports(4)}

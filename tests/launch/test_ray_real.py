@@ -486,8 +486,9 @@ def test_a_slow_worker_on_another_node_is_named_with_its_cost(slow_sweep):
     (row,) = table["rows"]
     assert row["straggler"] == f"rank 1 on {config.nodes[1]}"  # its Ray node, from its own records
     assert row["straggler_rank"] == 1
-    # rank 0 waits inside its steps for rank 1's sleep: most of every step
-    assert row["straggler_share"] > 0.3 and row["straggler_wait_ms"] > SLEEP_MS / 2
+    # rank 0 waits inside its steps for rank 1's sleep: in ms, whatever the load (its share of a
+    # step is most of it on a quiet host, 0.13 when a whole test suite ran beside the sweep)
+    assert row["straggler_wait_ms"] > SLEEP_MS / 2 and row["straggler_share"] > 0
     steps_per_epoch = 1024 // (32 * 2)
     assert row["straggler_s_per_epoch"] == pytest.approx(
         row["straggler_wait_ms"] / 1000 * steps_per_epoch
