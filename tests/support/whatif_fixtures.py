@@ -76,23 +76,28 @@ def whatif_record(**extra: object) -> WhatIfRecord:
     return WhatIfRecord(**values)  # type: ignore[arg-type]
 
 
-def input_bound_run(
-    runs_dir: Path, record: WhatIfRecord | None = None, name: str = "whatif"
-) -> Path:
-    """A finished run: input-bound by its baseline, a sequential uncached map, and a what-if."""
-    writer = RunWriter(runs_dir, manifest={"global_batch_size": 32}, name=name)
-    for i in range(4):
+def write_windows(writer: RunWriter, steps: int, samples: int, count: int = 4) -> None:
+    """``count`` measured windows of epoch 0, 10 s each, one after another."""
+    for i in range(count):
         writer.write(
             WindowRecord(
                 t=time.time() + i,
                 epoch=0,
                 seconds=10.0,
-                steps=32,
-                samples=1000,
-                step_begin=32 * i,
-                step_end=32 * (i + 1),
+                steps=steps,
+                samples=samples,
+                step_begin=steps * i,
+                step_end=steps * (i + 1),
             )
         )
+
+
+def input_bound_run(
+    runs_dir: Path, record: WhatIfRecord | None = None, name: str = "whatif"
+) -> Path:
+    """A finished run: input-bound by its baseline, a sequential uncached map, and a what-if."""
+    writer = RunWriter(runs_dir, manifest={"global_batch_size": 32}, name=name)
+    write_windows(writer, steps=32, samples=1000)
     cached = [4000.0 + i for i in range(12)]
     real = [100.0 + i for i in range(12)]
     writer.write(
@@ -149,18 +154,7 @@ def backends_run(runs_dir: Path, result: Any, name: str = "backends") -> Path:
     """A finished run of four measured windows and the backend what-if's record of ``result``
     (a ``BackendsResult``), written as the what-if writes it."""
     writer = RunWriter(runs_dir, manifest={"global_batch_size": 64}, name=name)
-    for i in range(4):
-        writer.write(
-            WindowRecord(
-                t=time.time() + i,
-                epoch=0,
-                seconds=10.0,
-                steps=31,
-                samples=1984,
-                step_begin=31 * i,
-                step_end=31 * (i + 1),
-            )
-        )
+    write_windows(writer, steps=31, samples=1984)
     writer.write(result.to_record())
     writer.close()
     return writer.path
