@@ -8,18 +8,15 @@ from __future__ import annotations
 import time
 
 import pytest
+from run_facts import derive as _derive
 
-from advisor.analysis.registry import registry
-from advisor.store.reader import RunReader
 from advisor.store.schema import (
     BudgetRecord,
     CompileEvent,
     CompileRecord,
-    Manifest,
     PipelineRecord,
     WindowRecord,
 )
-from advisor.store.writer import RunWriter
 
 
 def _event(function, cause, seconds=0.5, phase="train_steps", kind="compile", detail=""):
@@ -32,16 +29,6 @@ def _event(function, cause, seconds=0.5, phase="train_steps", kind="compile", de
         kind=kind,
         detail=detail,
     )
-
-
-def _derive(tmp_path, *records):
-    writer = RunWriter(tmp_path, manifest=Manifest(run_id="x", created=time.time()))
-    for record in records:
-        writer.write(record)
-    writer.close("finished")
-    facts, errors = registry().derive(RunReader(writer.path).read())
-    assert not errors
-    return facts
 
 
 def _budget(compile_seconds=3.0, startup=1.0):

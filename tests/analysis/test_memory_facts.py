@@ -9,27 +9,14 @@ from __future__ import annotations
 import time
 
 import pytest
+from run_facts import derive as _derive
 
-from advisor.analysis.registry import registry
 from advisor.diagnosis import evaluate, load_rules
-from advisor.store.reader import RunReader
 from advisor.store.schema import ContextRecord, MemoryRecord, PipelineRecord
-from advisor.store.writer import RunWriter
 
 MB = 1 << 20
 GB = 1 << 30
 RULES = {r.code: r for r in load_rules()}
-
-
-def _derive(tmp_path, *records):
-    """The facts of a run of ``records`` (in time order: the reader skips one that goes back)."""
-    writer = RunWriter(tmp_path, "memory-facts")
-    for record in records:
-        writer.write(record)
-    writer.close("finished")
-    facts, errors = registry().derive(RunReader(writer.path).read())
-    assert not errors
-    return facts
 
 
 def _epochs(t0, rss_mb, devices=None, available_mb=20_000):

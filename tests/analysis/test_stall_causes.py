@@ -10,33 +10,18 @@ import gc
 import time
 
 import pytest
+from run_facts import derive as _derive
 
-from advisor.analysis.registry import registry
 from advisor.collectors.gc_pauses import GcPauses
 from advisor.collectors.windows import interval_stats
 from advisor.diagnosis import evaluate, load_rules
-from advisor.store.reader import RunReader
 from advisor.store.schema import (
     BudgetRecord,
     CheckpointTime,
     EpochRecord,
     GcTime,
-    Manifest,
     WindowRecord,
 )
-from advisor.store.writer import RunWriter
-
-
-def _derive(tmp_path, *records):
-    """The facts of a run of ``records`` (in time order: the reader skips one that goes back)."""
-    writer = RunWriter(tmp_path, manifest=Manifest(run_id="x", created=time.time()))
-    for record in records:
-        writer.write(record)
-    writer.close("finished")
-    facts, errors = registry().derive(RunReader(writer.path).read())
-    assert not errors
-    return facts
-
 
 RULES = {r.code: r for r in load_rules()}
 
